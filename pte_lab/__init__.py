@@ -1,0 +1,57 @@
+"""pte_lab: the lab bench for ExecuTorch memory in Jupyter.
+
+>>> import pte_lab
+>>> pte = pte_lab.open("model.pte")        # reads the header and flatbuffer only
+>>> pte.methods["forward"].arenas          # sizes, devices, peak, efficiency
+>>> pte.methods["forward"].tensors         # one row per planned tensor
+>>> pte.load_cost("corrected")             # what Runtime.load_program allocates, when
+
+``import pte_lab`` is light: submodules (and pandas, matplotlib, torch,
+executorch) are imported only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from .errors import PteFormatError, PteLabError
+
+__version__ = "0.1.0"
+
+__all__ = ["open", "Pte", "Method", "Arena", "PteLabError", "PteFormatError", "__version__"]
+
+_LAZY = {
+    "Pte": ("pte_lab.model", "Pte"),
+    "Method": ("pte_lab.model", "Method"),
+    "Arena": ("pte_lab.model", "Arena"),
+    "Finding": ("pte_lab.model", "Finding"),
+}
+_SUBMODULES = {"format", "model", "views", "examples", "cli"}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .model import Arena, Method, Pte
+
+
+def open(source) -> "Pte":  # noqa: A001 - the natural name, like io.open
+    """Open a ``.pte`` (path, bytes or binary file) without loading it.
+
+    See :func:`pte_lab.model.open_pte`. Raises :class:`PteFormatError` for
+    anything that is not a valid program.
+    """
+    from .model import open_pte
+
+    return open_pte(source)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(mod), attr)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'pte_lab' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)

@@ -1,0 +1,88 @@
+"""``pte-lab``: inspect a ``.pte`` from the shell, or export an example program.
+
+    pte-lab inspect FILE [--method M] [--json] [--width N] [--rows N]
+    pte-lab example NAME OUT [--side N]
+
+Bad input prints one line to stderr and exits 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import PteLabError
+
+
+def _inspect(args) -> int:
+    from .model import open_pte
+    from .views.json_doc import document
+    from .views.text import arena_picture, method_text, pte_text
+
+    pte = open_pte(args.file)
+    names = list(pte.methods)
+    if args.method is not None:
+        if args.method not in pte.methods:
+            raise PteLabError(f"{args.file}: no method {args.method!r} (methods: {', '.join(names)})")
+        names = [args.method]
+    if args.json:
+        json.dump(document(pte, names), sys.stdout, indent=None if args.compact else 1)
+        sys.stdout.write("\n")
+        return 0
+    out = [pte_text(pte)]
+    for n in names:
+        m = pte.methods[n]
+        out.append("")
+        out.append(method_text(m))
+        for a in m.arenas:
+            out.append("")
+            out.append(arena_picture(m, a.mem_id, width=args.width, max_rows=args.rows))
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _example(args) -> int:
+    from . import examples
+
+    kwargs = {}
+    if args.side is not None:
+        kwargs["side"] = args.side
+    path = examples.save(args.name, args.out, **kwargs)
+    print(path)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
+    sub = p.add_subparsers(dest="command", required=True)
+    i = sub.add_parser("inspect", help="the memory story of a .pte: methods, arenas, tensors, load costs")
+    i.add_argument("file")
+    i.add_argument("--method", "-m", help="only this method")
+    i.add_argument("--json", action="store_true", help="emit the pte_lab.inspect JSON document (version 1)")
+    i.add_argument("--compact", action="store_true", help="with --json: no indentation")
+    i.add_argument("--width", type=int, default=64, help="columns of the arena pictures (default 64)")
+    i.add_argument("--rows", type=int, default=48, help="most rows per arena picture (default 48)")
+    i.set_defaults(func=_inspect)
+    e = sub.add_parser("example", help="export one of pte_lab's example programs (needs torch + executorch)")
+    e.add_argument("name", help="portable, xnnpack, device, kv_cache, dynamic, cond, unplanned_io, transformer, weights")
+    e.add_argument("out")
+    e.add_argument("--side", type=int, help="for 'device': matrix side (2048 plans 48 MiB on the device)")
+    e.set_defaults(func=_example)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (PteLabError, OSError, ValueError) as exc:
+        msg = str(exc) if isinstance(exc, PteLabError) else f"{type(exc).__name__}: {exc}"
+        print(f"pte-lab: error: {msg}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # pragma: no cover - `pte-lab inspect x | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

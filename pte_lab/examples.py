@@ -1,0 +1,314 @@
+"""Example ExecuTorch programs, exported locally with torch.export + executorch.
+
+Every builder returns the serialized ``.pte`` bytes; :func:`save` writes one to a
+file. Nothing is downloaded: the modules are small, defined here, and seeded,
+so the same call gives the same program.
+
+Builders (``name`` for :func:`build` / :func:`save`):
+
+``portable``        one method, portable kernels (a small MLP)
+``xnnpack``         two methods lowered to XNNPACK (an MLP and a small attention block)
+``device``          the fix's two-method program: ``forward`` on the host,
+                    ``forward2`` with its add delegated to ``cuda:0`` (``side``
+                    sets the planned device bytes: 3 * side * side * 4; 2048
+                    gives 48 MiB); ``non_cpu_planning=False`` keeps the CUDA
+                    tags but plans everything into host arena 1
+``kv_cache``        a mutable buffer updated in place every call (KV-cache style)
+``dynamic``         dynamic batch dimension (planned at its upper bound)
+``cond``            ``torch.cond`` control flow (JumpFalse / Move instructions)
+``unplanned_io``    inputs and outputs provided by the caller
+                    (``alloc_graph_input=False, alloc_graph_output=False``)
+``transformer``     a portable transformer stack; ``layers`` scales it
+                    (``layers=24`` gives more than 3,000 planned tensors)
+``weights``         a program whose constants weigh ``mb`` megabytes
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+__all__ = ["build", "save", "BUILDERS"]
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _lower(programs, partitioner=None, backend_config=None):
+    """Run the standard pipeline: edge dialect, optional partitioners, ExecuTorch."""
+    import warnings
+
+    from executorch.exir import (
+        EdgeCompileConfig,
+        ExecutorchBackendConfig,
+        to_edge_transform_and_lower,
+    )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        edge = to_edge_transform_and_lower(
+            programs,
+            partitioner=partitioner,
+            compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        )
+        et = edge.to_executorch(backend_config or ExecutorchBackendConfig())
+    return bytes(et.buffer)
+
+
+def _export(module, args, **kw):
+    torch = _torch()
+    with torch.no_grad():
+        return torch.export.export(module.eval(), args, **kw)
+
+
+# --------------------------------------------------------------------- modules
+def _modules():
+    """Define the example modules lazily (torch is heavy)."""
+    torch = _torch()
+    nn = torch.nn
+
+    class MLP(nn.Module):
+        def __init__(self, d_in=32, d_hidden=64, d_out=16):
+            super().__init__()
+            self.fc1 = nn.Linear(d_in, d_hidden)
+            self.fc2 = nn.Linear(d_hidden, d_hidden)
+            self.fc3 = nn.Linear(d_hidden, d_out)
+
+        def forward(self, x):
+            return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+    class Attention(nn.Module):
+        def __init__(self, d=32, heads=4):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+            self.norm = nn.LayerNorm(d)
+            self.ff = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+
+        def forward(self, x):
+            h = self.norm(x + self.attn(x, x, x, need_weights=False)[0])
+            return h + self.ff(h)
+
+    class HostMethod(nn.Module):
+        def forward(self, x, y):
+            return torch.relu(x @ y) + 1.0
+
+    class DeviceMethod(nn.Module):
+        # The add is delegated (to the device); the mul stays a host kernel.
+        def forward(self, x, y):
+            return (x + y) * 2.0
+
+    class KVCache(nn.Module):
+        def __init__(self, max_len=16, d=8):
+            super().__init__()
+            self.register_buffer("k_cache", torch.zeros(max_len, d))
+            self.proj = nn.Linear(d, d)
+
+        def forward(self, pos, x):
+            k = self.proj(x)
+            self.k_cache.index_copy_(0, pos, k)
+            return self.k_cache.sum(dim=0)
+
+    class Dynamic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 8)
+
+        def forward(self, x):
+            return torch.tanh(self.fc(x)) * 3.0
+
+    class Cond(nn.Module):
+        def forward(self, pred, x):
+            def yes(x):
+                return torch.sin(x) + 1.0
+
+            def no(x):
+                return torch.cos(x) * 2.0
+
+            return torch.cond(pred, yes, no, (x,)) + x
+
+    class Block(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.n1 = nn.LayerNorm(d)
+            self.n2 = nn.LayerNorm(d)
+            self.q = nn.Linear(d, d)
+            self.k = nn.Linear(d, d)
+            self.v = nn.Linear(d, d)
+            self.o = nn.Linear(d, d)
+            self.ff1 = nn.Linear(d, 4 * d)
+            self.ff2 = nn.Linear(4 * d, d)
+            self.heads = heads
+
+        def forward(self, x):
+            b, t, d = x.shape
+            h = self.n1(x)
+            q = self.q(h).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+            k = self.k(h).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+            v = self.v(h).view(b, t, self.heads, d // self.heads).transpose(1, 2)
+            a = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, dim=-1)
+            y = (a @ v).transpose(1, 2).reshape(b, t, d)
+            x = x + self.o(y)
+            return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.n2(x))))
+
+    class Transformer(nn.Module):
+        def __init__(self, layers, d=64, heads=4):
+            super().__init__()
+            self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+
+        def forward(self, x):
+            for blk in self.blocks:
+                x = blk(x)
+            return x
+
+    class Weights(nn.Module):
+        def __init__(self, mb):
+            super().__init__()
+            n = max(1, int(mb * 1024 * 1024 / 4 / 1024))  # rows of 1024 float32
+            self.w = nn.Parameter(torch.randn(n, 1024) * 0.01)
+
+        def forward(self, x):
+            return (self.w[:4] * x).sum(dim=0)
+
+    return dict(
+        MLP=MLP, Attention=Attention, HostMethod=HostMethod, DeviceMethod=DeviceMethod,
+        KVCache=KVCache, Dynamic=Dynamic, Cond=Cond, Transformer=Transformer, Weights=Weights,
+    )
+
+
+# -------------------------------------------------------------------- builders
+def portable() -> bytes:
+    """One method, portable kernels only: a three-layer MLP."""
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["MLP"]()
+    return _lower(_export(m, (torch.randn(4, 32),)))
+
+
+def xnnpack() -> bytes:
+    """Two methods, both lowered to XNNPACK: ``forward`` (MLP) and ``attention``."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    torch = _torch()
+    torch.manual_seed(0)
+    mods = _modules()
+    eps = {
+        "forward": _export(mods["MLP"](), (torch.randn(4, 32),)),
+        "attention": _export(mods["Attention"](), (torch.randn(1, 8, 32),)),
+    }
+    parts = {"forward": [XnnpackPartitioner()], "attention": [XnnpackPartitioner()]}
+    return _lower(eps, partitioner=parts)
+
+
+def device(side: int = 64, non_cpu_planning: bool = True, device: str = "cuda:0") -> bytes:
+    """The fix's program: ``forward`` on the host, ``forward2`` delegated to ``device``.
+
+    ``forward2``'s device arena holds three ``side x side`` float32 tensors
+    (two copied-in inputs and the delegate's output): ``side=2048`` plans
+    50,331,648 bytes (48 MiB) on the device. With ``non_cpu_planning=False``
+    the tensors keep their device tag but are planned into host arena 1.
+    The delegate's backend (ExecuTorch's BackendWithCompilerDemo) is not
+    registered in the pip wheel: this program can be inspected and loaded,
+    not executed, unless such a backend is registered.
+    """
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.backend.test.device_util import DeviceAwarePartitioner
+
+    torch = _torch()
+    mods = _modules()
+    x = torch.randn(side, side)
+    y = torch.randn(side, side)
+    eps = {
+        "forward": _export(mods["HostMethod"](), (x, y)),
+        "forward2": _export(mods["DeviceMethod"](), (x, y)),
+    }
+    parts = {"forward": [], "forward2": [DeviceAwarePartitioner(device)]}
+    cfg = ExecutorchBackendConfig(enable_non_cpu_memory_planning=non_cpu_planning)
+    return _lower(eps, partitioner=parts, backend_config=cfg)
+
+
+def kv_cache() -> bytes:
+    """A mutable buffer (``k_cache``) updated in place on every call."""
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["KVCache"]()
+    return _lower(_export(m, (torch.tensor([3]), torch.randn(1, 8))))
+
+
+def dynamic() -> bytes:
+    """A dynamic batch dimension (1..32): planned at the upper bound."""
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["Dynamic"]()
+    batch = torch.export.Dim("batch", min=1, max=32)
+    return _lower(_export(m, (torch.randn(4, 16),), dynamic_shapes=({0: batch},)))
+
+
+def cond() -> bytes:
+    """``torch.cond`` control flow: the program jumps between two branches."""
+    torch = _torch()
+    m = _modules()["Cond"]()
+    return _lower(_export(m, (torch.tensor(True), torch.randn(4, 4))))
+
+
+def unplanned_io() -> bytes:
+    """Inputs and outputs are not planned: the caller provides their memory."""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["MLP"]()
+    cfg = ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)
+    )
+    return _lower(_export(m, (torch.randn(4, 32),)), backend_config=cfg)
+
+
+def transformer(layers: int = 4, seq: int = 16, d: int = 64) -> bytes:
+    """A portable transformer stack; ``layers=24`` plans over 3,000 tensors."""
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["Transformer"](layers, d=d)
+    return _lower(_export(m, (torch.randn(1, seq, d),)))
+
+
+def weights(mb: float = 8.0) -> bytes:
+    """A tiny method carrying ``mb`` megabytes of constant weights."""
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["Weights"](mb)
+    return _lower(_export(m, (torch.randn(1024),)))
+
+
+BUILDERS: dict[str, Callable[..., bytes]] = {
+    "portable": portable,
+    "xnnpack": xnnpack,
+    "device": device,
+    "kv_cache": kv_cache,
+    "dynamic": dynamic,
+    "cond": cond,
+    "unplanned_io": unplanned_io,
+    "transformer": transformer,
+    "weights": weights,
+}
+
+
+def build(name: str, **kwargs) -> bytes:
+    """Export the example called ``name`` and return its ``.pte`` bytes."""
+    try:
+        fn = BUILDERS[name]
+    except KeyError:
+        raise ValueError(f"unknown example {name!r}; choose one of {sorted(BUILDERS)}") from None
+    return fn(**kwargs)
+
+
+def save(name: str, path: str | os.PathLike, **kwargs) -> str:
+    """Export the example called ``name`` and write it to ``path``; returns the path."""
+    data = build(name, **kwargs)
+    path = os.fspath(path)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path

@@ -1,0 +1,202 @@
+"""Bounds-checked access to flatbuffer tables.
+
+The ``flatbuffers`` Python runtime reads whatever an offset points at: it checks
+nothing, and ``struct.unpack_from`` silently counts a negative offset from the
+end of the buffer. A ``.pte`` may come from anywhere, so every offset is
+checked here before the runtime's :class:`flatbuffers.table.Table` reads it,
+and every vector's claimed length is checked against the bytes that are really
+there before anything is allocated for it. A violation raises
+:class:`~pte_lab.errors.PteFormatError` naming the field path.
+
+Flatbuffer references (``uoffset``) only point forward, so a chain of tables
+cannot cycle; the readers above this module follow a fixed schema, so nesting
+depth is bounded by the schema, not by the file.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+from flatbuffers import number_types as N
+from flatbuffers.table import Table as _FbTable
+
+from ..errors import PteFormatError
+
+_U8 = struct.Struct("<B")
+_U16 = struct.Struct("<H")
+_I32 = struct.Struct("<i")
+_U32 = struct.Struct("<I")
+
+_SCALARS = {
+    # name: (flatbuffers flags, size, numpy dtype)
+    "bool": (N.BoolFlags, 1, np.dtype("<u1")),
+    "int8": (N.Int8Flags, 1, np.dtype("<i1")),
+    "uint8": (N.Uint8Flags, 1, np.dtype("<u1")),
+    "int16": (N.Int16Flags, 2, np.dtype("<i2")),
+    "uint16": (N.Uint16Flags, 2, np.dtype("<u2")),
+    "int32": (N.Int32Flags, 4, np.dtype("<i4")),
+    "uint32": (N.Uint32Flags, 4, np.dtype("<u4")),
+    "int64": (N.Int64Flags, 8, np.dtype("<i8")),
+    "uint64": (N.Uint64Flags, 8, np.dtype("<u8")),
+    "float64": (N.Float64Flags, 8, np.dtype("<f8")),
+}
+
+
+class Table:
+    """One flatbuffer table at ``pos`` in ``buf``, read with checks.
+
+    ``where`` is a human path ("program.execution_plan[1].values[7]") used in
+    error messages.
+    """
+
+    __slots__ = ("_buf", "_n", "_pos", "_vt", "_vtlen", "_objlen", "_fb", "where")
+
+    def __init__(self, buf: memoryview, pos: int, where: str):
+        n = len(buf)
+        self._buf = buf
+        self._n = n
+        self.where = where
+        if pos < 0 or pos + 4 > n:
+            raise PteFormatError(f"{where}: table offset {pos} is outside the flatbuffer ({n} bytes)")
+        vt = pos - _I32.unpack_from(buf, pos)[0]
+        if vt < 0 or vt + 4 > n:
+            raise PteFormatError(f"{where}: vtable offset {vt} is outside the flatbuffer ({n} bytes)")
+        vtlen, objlen = struct.unpack_from("<HH", buf, vt)
+        if vtlen < 4 or vtlen % 2 or vt + vtlen > n:
+            raise PteFormatError(f"{where}: malformed vtable (length {vtlen} at offset {vt})")
+        if objlen < 4 or pos + objlen > n:
+            raise PteFormatError(f"{where}: table of {objlen} bytes at {pos} runs past the flatbuffer")
+        self._pos = pos
+        self._vt = vt
+        self._vtlen = vtlen
+        self._objlen = objlen
+        self._fb = _FbTable(buf, pos)
+
+    # -- raw field location ---------------------------------------------------
+    def _field(self, slot: int, size: int) -> int:
+        """Absolute position of field ``slot`` (0-based), or 0 when absent."""
+        entry = 4 + 2 * slot
+        if entry + 2 > self._vtlen:
+            return 0
+        off = _U16.unpack_from(self._buf, self._vt + entry)[0]
+        if off == 0:
+            return 0
+        if off < 4 or off + size > self._objlen:
+            raise PteFormatError(f"{self.where}: field {slot} at offset {off} lies outside its table")
+        return self._pos + off
+
+    def _deref(self, at: int, what: str) -> int:
+        target = at + _U32.unpack_from(self._buf, at)[0]
+        if target + 4 > self._n:
+            raise PteFormatError(f"{self.where}.{what}: reference to offset {target} is outside the flatbuffer")
+        return target
+
+    # -- scalars ----------------------------------------------------------------
+    def scalar(self, slot: int, kind: str, default=0):
+        flags, size, _ = _SCALARS[kind]
+        at = self._field(slot, size)
+        if not at:
+            return default
+        v = self._fb.Get(flags, at)
+        return bool(v) if kind == "bool" else v
+
+    def has(self, slot: int) -> bool:
+        return bool(self._field(slot, 1))
+
+    # -- references ---------------------------------------------------------------
+    def table(self, slot: int, what: str) -> "Table | None":
+        at = self._field(slot, 4)
+        if not at:
+            return None
+        return Table(self._buf, self._deref(at, what), f"{self.where}.{what}")
+
+    def string(self, slot: int, what: str, default: str | None = None) -> str | None:
+        at = self._field(slot, 4)
+        if not at:
+            return default
+        start, length = self._vector_at(at, 1, what)
+        return bytes(self._buf[start : start + length]).decode("utf-8", errors="replace")
+
+    def _vector_at(self, at: int, elem_size: int, what: str) -> tuple[int, int]:
+        start = self._deref(at, what)
+        length = _U32.unpack_from(self._buf, start)[0]
+        if start + 4 + length * elem_size > self._n:
+            raise PteFormatError(
+                f"{self.where}.{what}: vector claims {length} elements of {elem_size} bytes, "
+                f"but only {max(0, self._n - start - 4)} bytes remain"
+            )
+        return start + 4, length
+
+    def vector_len(self, slot: int, what: str, elem_size: int = 4) -> int:
+        at = self._field(slot, 4)
+        return self._vector_at(at, elem_size, what)[1] if at else 0
+
+    def scalars(self, slot: int, kind: str, what: str) -> np.ndarray:
+        """A vector of scalars as a numpy array (empty when absent)."""
+        _, size, dtype = _SCALARS[kind]
+        at = self._field(slot, 4)
+        if not at:
+            return np.zeros(0, dtype=dtype)
+        start, length = self._vector_at(at, size, what)
+        return np.frombuffer(self._buf, dtype=dtype, count=length, offset=start)
+
+    def bytes_vector(self, slot: int, what: str) -> bytes:
+        at = self._field(slot, 4)
+        if not at:
+            return b""
+        start, length = self._vector_at(at, 1, what)
+        return bytes(self._buf[start : start + length])
+
+    def bytes_vector_span(self, slot: int, what: str) -> tuple[int, int]:
+        """(offset, length) of a byte vector inside the flatbuffer, without copying it."""
+        at = self._field(slot, 4)
+        if not at:
+            return (0, 0)
+        return self._vector_at(at, 1, what)
+
+    def tables(self, slot: int, what: str) -> "TableVector":
+        at = self._field(slot, 4)
+        if not at:
+            return TableVector(self._buf, 0, 0, f"{self.where}.{what}")
+        start, length = self._vector_at(at, 4, what)
+        return TableVector(self._buf, start, length, f"{self.where}.{what}")
+
+    def union(self, type_slot: int, value_slot: int, what: str) -> "tuple[int, Table | None]":
+        kind = self.scalar(type_slot, "uint8", 0)
+        if kind == 0:
+            return 0, None
+        return kind, self.table(value_slot, what)
+
+
+class TableVector:
+    """A lazily read vector of tables; ``vec[i]`` checks and reads element ``i``."""
+
+    __slots__ = ("_buf", "_start", "_len", "where")
+
+    def __init__(self, buf: memoryview, start: int, length: int, where: str):
+        self._buf = buf
+        self._start = start
+        self._len = length
+        self.where = where
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i: int) -> Table:
+        if not 0 <= i < self._len:
+            raise IndexError(i)
+        at = self._start + 4 * i
+        target = at + _U32.unpack_from(self._buf, at)[0]
+        return Table(self._buf, target, f"{self.where}[{i}]")
+
+    def __iter__(self):
+        for i in range(self._len):
+            yield self[i]
+
+
+def root_table(buf: memoryview) -> Table:
+    """The root table of a flatbuffer (the ``Program``)."""
+    if len(buf) < 8:
+        raise PteFormatError(f"flatbuffer of {len(buf)} bytes is too small to hold a root table")
+    return Table(buf, _U32.unpack_from(buf, 0)[0], "program")

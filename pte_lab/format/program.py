@@ -1,0 +1,348 @@
+"""Decode ExecuTorch's ``program.fbs`` tables into plain records.
+
+Only the tables that describe structure and memory are decoded; constant,
+delegate and named-data bytes stay where they are (their sizes are read from
+the segment table or from the inline vector's length, never their content).
+Slot numbers follow ``executorch/exir/_serialize/program.fbs`` (a union field
+takes two slots: its type, then its value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import PteFormatError
+from ._flat import Table, root_table
+from .header import Header
+
+# EValue union tags (KernelTypes)
+VALUE_KINDS = {
+    0: "None", 1: "Null", 2: "Int", 3: "Bool", 4: "Double", 5: "Tensor", 6: "String",
+    7: "IntList", 8: "DoubleList", 9: "BoolList", 10: "TensorList", 11: "OptionalTensorList",
+}
+# Instruction union tags (InstructionArguments)
+INSTRUCTION_KINDS = {1: "KernelCall", 2: "DelegateCall", 3: "MoveCall", 4: "JumpFalseCall", 5: "FreeCall"}
+DEVICE_TYPES = {0: "cpu", 1: "cuda"}
+SHAPE_DYNAMISM = {0: "static", 1: "dynamic_bound", 2: "dynamic_unbound"}
+
+
+def device_name(device_type: int, device_index: int) -> str:
+    kind = DEVICE_TYPES.get(device_type, f"device{device_type}")
+    return "cpu" if kind == "cpu" else f"{kind}:{device_index}"
+
+
+@dataclass(slots=True)
+class RawTensor:
+    scalar_type: int
+    sizes: tuple[int, ...]
+    dim_order: tuple[int, ...]
+    data_buffer_idx: int
+    #: None when the tensor has no allocation_info (constant or caller-provided)
+    mem_id: int | None
+    offset: int | None
+    shape_dynamism: int
+    device: str = "cpu"
+    fqn: str | None = None
+    #: 0 SEGMENT, 1 EXTERNAL (data in a .ptd file); None without extra_tensor_info
+    location: int | None = None
+
+
+@dataclass(slots=True)
+class RawValue:
+    kind: str
+    tensor: RawTensor | None = None
+    #: value indices for TensorList / OptionalTensorList (-1: none)
+    items: tuple[int, ...] = ()
+    scalar: object = None
+
+
+@dataclass(slots=True)
+class RawInstruction:
+    kind: str
+    #: operator index (KernelCall) or delegate index (DelegateCall), else -1
+    target: int
+    #: every value index the instruction names, in order
+    args: tuple[int, ...]
+    #: JumpFalseCall destination, else -1
+    destination: int = -1
+
+
+@dataclass(slots=True)
+class RawDelegate:
+    id: str
+    location: str  # "inline" | "segment"
+    index: int
+    compile_specs: dict[str, bytes]
+    size: int
+
+
+@dataclass(slots=True)
+class RawPlan:
+    name: str
+    values: list[RawValue]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    instructions: list[RawInstruction]
+    chains: int
+    operators: list[tuple[str, str]]
+    delegates: list[RawDelegate]
+    buffer_sizes: tuple[int, ...]
+    #: mem_id -> device name, for non-CPU arenas only (the file's sparse list)
+    buffer_devices: dict[int, str]
+    has_stacktrace: bool = False
+
+
+@dataclass(slots=True)
+class RawSegment:
+    index: int
+    offset: int  # absolute file offset
+    size: int
+    kind: str = "unused"  # constants | delegate:<id> | named_data | mutable_data | unused
+
+
+@dataclass
+class RawProgram:
+    header: Header
+    version: int
+    plan_names: list[str]
+    segments: list[RawSegment]
+    constant_bytes: int
+    inline_constant_bytes: int
+    delegate_bytes: dict[str, int]
+    named_data: list[tuple[str, int]]
+    _root: Table = field(repr=False, default=None)
+    _inline_sizes: list[int] = field(repr=False, default_factory=list)
+
+    def plan(self, i: int) -> RawPlan:
+        """Decode execution plan ``i`` (done on demand: methods are read lazily)."""
+        plans = self._root.tables(1, "execution_plan")
+        return _decode_plan(plans[i], self)
+
+
+def _ints(a: np.ndarray) -> tuple[int, ...]:
+    return tuple(a.tolist())
+
+
+def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
+    """Decode the program-level tables and check every segment against the file."""
+    root = root_table(flatbuffer)
+    version = root.scalar(0, "uint32")
+    plans = root.tables(1, "execution_plan")
+    names = [p.string(0, "name", "") for p in plans]
+
+    # Segments: offsets are relative to segment_base_offset.
+    segments: list[RawSegment] = []
+    seg_vec = root.tables(4, "segments")
+    if len(seg_vec) and not header.segment_base_offset:
+        raise PteFormatError(f"program lists {len(seg_vec)} segments but the header declares no segment data")
+    limit = header.segment_data_size or (header.file_size - header.segment_base_offset)
+    for i, s in enumerate(seg_vec):
+        off, size = s.scalar(0, "uint64"), s.scalar(1, "uint64")
+        if off + size > limit:
+            raise PteFormatError(
+                f"program.segments[{i}]: offset {off} + size {size} runs past the segment data "
+                f"({limit} bytes from file offset {header.segment_base_offset}): the file is truncated or corrupt"
+            )
+        segments.append(RawSegment(i, header.segment_base_offset + off, size))
+
+    def segment(idx: int, what: str) -> RawSegment:
+        if not 0 <= idx < len(segments):
+            raise PteFormatError(f"{what}: segment index {idx} out of range ({len(segments)} segments)")
+        return segments[idx]
+
+    # Constants: a sub-segment table into one segment, plus any inline buffers.
+    constant_bytes = 0
+    cseg = root.table(5, "constant_segment")
+    if cseg is not None and len(segments):
+        offsets = cseg.scalars(1, "uint64", "offsets")
+        if len(offsets):
+            seg = segment(cseg.scalar(0, "uint32"), "program.constant_segment")
+            seg.kind = "constants"
+            constant_bytes = seg.size
+            if int(offsets.max()) > seg.size:
+                raise PteFormatError(
+                    f"program.constant_segment.offsets: offset {int(offsets.max())} is past the end "
+                    f"of its segment ({seg.size} bytes)"
+                )
+    inline_sizes = []
+    for i, buf in enumerate(root.tables(2, "constant_buffer")):
+        inline_sizes.append(buf.bytes_vector_span(0, f"constant_buffer[{i}].storage")[1])
+    inline_constant_bytes = sum(inline_sizes)
+
+    mseg = root.tables(6, "mutable_data_segments")
+    for i, m in enumerate(mseg):
+        segment(m.scalar(0, "uint32"), f"program.mutable_data_segments[{i}]").kind = "mutable_data"
+
+    named = []
+    for i, nd in enumerate(root.tables(7, "named_data")):
+        key = nd.string(0, "key", "")
+        idx = nd.scalar(1, "uint32")
+        seg = segment(idx, f"program.named_data[{i}] ({key!r})")
+        seg.kind = "named_data"
+        named.append((key, idx))
+
+    prog = RawProgram(header, version, names, segments, constant_bytes, inline_constant_bytes,
+                      {}, named, _root=root)
+    inline = root.tables(3, "backend_delegate_data")
+    prog._inline_sizes = [d.bytes_vector_span(0, f"backend_delegate_data[{i}].data")[1] for i, d in enumerate(inline)]
+    # Delegate blobs by backend, over every plan (delegate tables are small).
+    for p_i, p in enumerate(plans):
+        for d in _decode_delegates(p, prog, f"program.execution_plan[{p_i}]"):
+            prog.delegate_bytes[d.id] = prog.delegate_bytes.get(d.id, 0) + d.size
+    return prog
+
+
+def _decode_delegates(plan: Table, prog: RawProgram, where: str) -> list[RawDelegate]:
+    out = []
+    for i, d in enumerate(plan.tables(7, "delegates")):
+        did = d.string(0, "id", "")
+        ref = d.table(1, "processed")
+        loc = ref.scalar(0, "int8") if ref is not None else 0
+        idx = ref.scalar(1, "uint32") if ref is not None else 0
+        if loc == 0:
+            if not 0 <= idx < len(prog._inline_sizes):
+                raise PteFormatError(f"{where}.delegates[{i}] ({did}): inline data index {idx} out of range")
+            size = prog._inline_sizes[idx]
+            location = "inline"
+        elif loc == 1:
+            if not 0 <= idx < len(prog.segments):
+                raise PteFormatError(f"{where}.delegates[{i}] ({did}): segment index {idx} out of range")
+            seg = prog.segments[idx]
+            seg.kind = f"delegate:{did}"
+            size = seg.size
+            location = "segment"
+        else:
+            raise PteFormatError(f"{where}.delegates[{i}] ({did}): unknown data location {loc}")
+        specs = {}
+        for j, cs in enumerate(d.tables(2, "compile_specs")):
+            specs[cs.string(0, "key", "")] = cs.bytes_vector(1, f"compile_specs[{j}].value")
+        out.append(RawDelegate(did, location, idx, specs, size))
+    return out
+
+
+def _decode_tensor(t: Table) -> RawTensor:
+    alloc = t.table(6, "allocation_info")
+    mem_id = offset = None
+    if alloc is not None:
+        mem_id = alloc.scalar(0, "uint32")
+        offset = alloc.scalar(1, "uint32") + (alloc.scalar(2, "uint32") << 32)
+    sizes = t.scalars(2, "int32", "sizes")
+    if len(sizes) and sizes.min() < 0:
+        raise PteFormatError(f"{t.where}.sizes: negative dimension {int(sizes.min())}")
+    rt = RawTensor(
+        scalar_type=t.scalar(0, "int8"),
+        sizes=_ints(sizes),
+        dim_order=_ints(t.scalars(3, "uint8", "dim_order")),
+        data_buffer_idx=t.scalar(5, "uint32"),
+        mem_id=mem_id,
+        offset=offset,
+        shape_dynamism=t.scalar(8, "int8"),
+    )
+    extra = t.table(9, "extra_tensor_info")
+    if extra is not None:
+        rt.fqn = extra.string(1, "fully_qualified_name")
+        rt.location = extra.scalar(2, "int8")
+        rt.device = device_name(extra.scalar(3, "int8"), extra.scalar(4, "int8"))
+    return rt
+
+
+def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
+    where = plan.where
+    values_vec = plan.tables(2, "values")
+    n_values = len(values_vec)
+    values: list[RawValue] = []
+    for v in values_vec:
+        tag, val = v.union(0, 1, "val")
+        kind = VALUE_KINDS.get(tag)
+        if kind is None:
+            raise PteFormatError(f"{v.where}: unknown value type {tag}")
+        if tag != 0 and val is None:
+            raise PteFormatError(f"{v.where}: {kind} value without its table")
+        if kind == "Tensor":
+            values.append(RawValue(kind, tensor=_decode_tensor(val)))
+        elif kind in ("TensorList", "OptionalTensorList"):
+            items = _ints(val.scalars(0, "int32", "items"))
+            low = -1 if kind == "OptionalTensorList" else 0
+            for it in items:
+                if not low <= it < n_values:
+                    raise PteFormatError(f"{val.where}.items: value index {it} out of range ({n_values} values)")
+            values.append(RawValue(kind, items=items))
+        elif kind == "Int":
+            values.append(RawValue(kind, scalar=val.scalar(0, "int64")))
+        else:
+            values.append(RawValue(kind))
+
+    def indices(slot: int, what: str) -> tuple[int, ...]:
+        arr = plan.scalars(slot, "int32", what)
+        if len(arr) and (arr.min() < 0 or arr.max() >= n_values):
+            bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
+            raise PteFormatError(f"{where}.{what}: value index {bad} out of range ({n_values} values)")
+        return _ints(arr)
+
+    inputs = indices(3, "inputs")
+    outputs = indices(4, "outputs")
+    operators = [(o.string(0, "name", ""), o.string(1, "overload", "")) for o in plan.tables(6, "operators")]
+    delegates = _decode_delegates(plan, prog, where)
+
+    instructions: list[RawInstruction] = []
+    chains = plan.tables(5, "chains")
+    has_stack = False
+    for c in chains:
+        has_stack = has_stack or c.vector_len(3, "stacktrace") > 0
+        instrs = c.tables(2, "instructions")
+        for ins in instrs:
+            tag, a = ins.union(0, 1, "instr_args")
+            kind = INSTRUCTION_KINDS.get(tag)
+            if kind is None or a is None:
+                raise PteFormatError(f"{ins.where}: unknown or empty instruction (type {tag})")
+            if kind in ("KernelCall", "DelegateCall"):
+                target = a.scalar(0, "int32")
+                limit = len(operators) if kind == "KernelCall" else len(delegates)
+                if not 0 <= target < limit:
+                    what = "operator" if kind == "KernelCall" else "delegate"
+                    raise PteFormatError(f"{a.where}: {what} index {target} out of range ({limit})")
+                args = _ints(a.scalars(1, "int32", "args"))
+                rec = RawInstruction(kind, target, args)
+            elif kind == "MoveCall":
+                rec = RawInstruction(kind, -1, (a.scalar(0, "int32"), a.scalar(1, "int32")))
+            elif kind == "JumpFalseCall":
+                rec = RawInstruction(kind, -1, (a.scalar(0, "int32"),), a.scalar(1, "int32"))
+            else:
+                rec = RawInstruction(kind, -1, (a.scalar(0, "int32"),))
+            for x in rec.args:
+                if not 0 <= x < n_values:
+                    raise PteFormatError(f"{a.where}: value index {x} out of range ({n_values} values)")
+            instructions.append(rec)
+    n_instr = len(instructions)
+    for i, ins in enumerate(instructions):
+        if ins.kind == "JumpFalseCall" and not 0 <= ins.destination <= n_instr:
+            raise PteFormatError(f"{where}: instruction {i} jumps to {ins.destination}, outside [0, {n_instr}]")
+
+    sizes = plan.scalars(8, "int64", "non_const_buffer_sizes")
+    if len(sizes) and sizes.min() < 0:
+        raise PteFormatError(f"{where}.non_const_buffer_sizes: negative size {int(sizes.min())}")
+    devices: dict[int, str] = {}
+    for i, d in enumerate(plan.tables(9, "non_const_buffer_device")):
+        idx = d.scalar(0, "int32")
+        if not 1 <= idx < len(sizes):
+            raise PteFormatError(
+                f"{d.where}: buffer_idx {idx} names no planned arena (arenas are 1..{len(sizes) - 1})"
+            )
+        name = device_name(d.scalar(1, "int8"), d.scalar(2, "int8"))
+        if name != "cpu":
+            devices[idx] = name
+    return RawPlan(
+        name=plan.string(0, "name", ""),
+        values=values,
+        inputs=inputs,
+        outputs=outputs,
+        instructions=instructions,
+        chains=len(chains),
+        operators=operators,
+        delegates=delegates,
+        buffer_sizes=_ints(sizes),
+        buffer_devices=devices,
+        has_stacktrace=has_stack,
+    )

@@ -1,0 +1,201 @@
+"""A whole ``.pte`` program: header, segments, methods and what loaders will do."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterator
+
+from ..format import RawProgram, Source, read
+from .findings import Finding
+from .load_cost import LOADERS, PlanArenas, allocations
+from .method import Method
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["Pte", "Segment", "open_pte"]
+
+
+@dataclass(frozen=True)
+class Segment:
+    index: int
+    #: constants | delegate:<backend> | named_data | mutable_data | unused
+    kind: str
+    #: absolute file offset
+    offset: int
+    size: int
+
+
+class _Methods(Mapping):
+    """``name -> Method``; each method is decoded the first time it is asked for."""
+
+    def __init__(self, raw: RawProgram):
+        self._raw = raw
+        self._index = {n: i for i, n in enumerate(raw.plan_names)}
+        self._cache: dict[str, Method] = {}
+
+    def __getitem__(self, name: str) -> Method:
+        m = self._cache.get(name)
+        if m is None:
+            if name not in self._index:
+                raise KeyError(f"no method {name!r}; the program has {list(self._index)}")
+            i = self._index[name]
+            m = self._cache[name] = Method(self._raw.plan(i), i)
+        return m
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __repr__(self) -> str:
+        return f"<methods {list(self._index)}>"
+
+
+class Pte:
+    """A ``.pte`` file read without loading it: open one with :func:`pte_lab.open`."""
+
+    def __init__(self, raw: RawProgram, path: str | None = None):
+        self._raw = raw
+        self.path = path
+        h = raw.header
+        self.file_size: int = h.file_size
+        #: bytes of the flatbuffer (program tables) at the start of the file
+        self.flatbuffer_size: int = h.program_size
+        self.schema_version: int = raw.version
+        self.identifier: str = h.identifier
+        self.methods: Mapping[str, Method] = _Methods(raw)
+
+    # ------------------------------------------------------------ file layout
+    @property
+    def header(self):
+        return self._raw.header
+
+    @cached_property
+    def segments(self) -> list[Segment]:
+        return [Segment(s.index, s.kind, s.offset, s.size) for s in self._raw.segments]
+
+    @property
+    def constant_bytes(self) -> int:
+        """Bytes of constant data (weights): the constant segment plus inline buffers."""
+        return self._raw.constant_bytes + self._raw.inline_constant_bytes
+
+    @property
+    def delegate_bytes(self) -> dict[str, int]:
+        """Bytes of delegate blobs (processed data) per backend id."""
+        return dict(self._raw.delegate_bytes)
+
+    @property
+    def named_data_bytes(self) -> int:
+        return sum(s.size for s in self.segments if s.kind == "named_data")
+
+    @property
+    def named_data_keys(self) -> list[str]:
+        return [k for k, _ in self._raw.named_data]
+
+    @cached_property
+    def external_keys(self) -> list[str]:
+        """Constant tensors whose data lives in an external ``.ptd`` file."""
+        keys = []
+        for m in self.methods.values():
+            for v in m.raw.values:
+                t = v.tensor
+                if t is not None and t.location == 1 and t.mem_id is None:
+                    keys.append(t.fqn or f"{m.name}:value{len(keys)}")
+        return sorted(set(keys))
+
+    @property
+    def expects_external_data(self) -> bool:
+        """True when constants must come from a separate ``.ptd`` data file."""
+        return bool(self.external_keys)
+
+    @property
+    def method_names(self) -> list[str]:
+        return list(self.methods)
+
+    # ------------------------------------------------------------ load costs
+    def _plan_arenas(self) -> list[PlanArenas]:
+        return [PlanArenas(m.name, m.raw.buffer_sizes, m.raw.buffer_devices) for m in self.methods.values()]
+
+    def load_cost(self, loader: str = "corrected") -> "pd.DataFrame":
+        """What ``loader`` allocates for planned arenas: one row per allocation, in order.
+
+        ``loader`` is ``"corrected"`` (executorch >= 1.5 ``Runtime.load_program``),
+        ``"legacy"`` (< 1.5) or ``"module"`` (``_load_for_executorch``); see
+        :mod:`pte_lab.model.load_cost`. Columns: loader, step, method (None for
+        arenas shared by several methods), sharing, mem_id, runtime_index,
+        device, bytes.
+        """
+        import pandas as pd
+
+        rows = allocations(self._plan_arenas(), loader)
+        cols = ["loader", "step", "method", "sharing", "mem_id", "runtime_index", "device", "bytes"]
+        return pd.DataFrame([r._asdict() for r in rows], columns=cols)
+
+    def load_cost_records(self, loader: str = "corrected") -> list[dict]:
+        """:meth:`load_cost` as plain dicts (no pandas needed)."""
+        return [r._asdict() for r in allocations(self._plan_arenas(), loader)]
+
+    def load_totals(self) -> dict[str, dict[str, dict[str, int]]]:
+        """``{loader: {step: {device: bytes}}}`` for the three loaders."""
+        out: dict = {}
+        for loader in LOADERS:
+            per: dict = {}
+            for r in allocations(self._plan_arenas(), loader):
+                d = per.setdefault(r.step, {})
+                d[r.device] = d.get(r.device, 0) + r.bytes
+            out[loader] = per
+        return out
+
+    # --------------------------------------------------------------- findings
+    def warnings(self) -> list[Finding]:
+        """What a person should know before loading: sharing, devices, plan problems."""
+        out: list[Finding] = []
+        host = [m.name for m in self.methods.values() if not m.is_device_method]
+        if len(host) > 1:
+            out.append(Finding(
+                "warning", "shared_arenas", None,
+                f"host-only methods {', '.join(host)} share one set of host arenas under "
+                f"Runtime.load_program: running one overwrites the others' intermediate values "
+                f"(outputs are copied out, so returned values stay correct)", {"methods": host}))
+        if self.expects_external_data:
+            out.append(Finding("info", "external_data", None,
+                               f"{len(self.external_keys)} constants live in an external .ptd file: "
+                               f"pass it as data_path when loading", {"keys": self.external_keys}))
+        for m in self.methods.values():
+            out.extend(m.findings())
+        return out
+
+    # ------------------------------------------------------------------ views
+    def to_dict(self) -> dict:
+        """The documented, versioned JSON document (see :mod:`pte_lab.views.json_doc`)."""
+        from ..views.json_doc import document
+
+        return document(self)
+
+    def _repr_html_(self) -> str:
+        from ..views.html import pte_html
+
+        return pte_html(self)
+
+    def __repr__(self) -> str:
+        from ..views.text import pte_text
+
+        return pte_text(self)
+
+
+def open_pte(source: Source) -> Pte:
+    """Open a ``.pte`` from a path, bytes or a binary file, without loading it.
+
+    Reads the header and the flatbuffer only (never segment data) and checks
+    the header and every segment against the file. Methods are decoded when
+    first used. Imports neither torch nor executorch.
+
+    Raises :class:`pte_lab.PteFormatError` (a ``ValueError``) for anything that
+    is not a valid program.
+    """
+    raw, path = read(source)
+    return Pte(raw, path)

@@ -1,0 +1,181 @@
+"""HTML for notebooks, in the style of xarray's ``formatting_html``.
+
+Small functions return HTML fragments; the CSS is a package resource
+(``static/pte_lab.css``) inlined once per output; sections collapse with a
+hidden checkbox (no JavaScript); a ``<pre>`` text fallback is hidden by the CSS
+and shows where styles are stripped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import lru_cache
+from html import escape
+from importlib.resources import files
+
+from .text import human_bytes, method_text, pte_text
+
+_MAX_TENSOR_ROWS = 200
+
+
+@lru_cache(maxsize=None)
+def _css() -> str:
+    return files("pte_lab.views").joinpath("static/pte_lab.css").read_text(encoding="utf-8")
+
+
+def _wrap(body: str, fallback: str) -> str:
+    return (f"<div><style>{_css()}</style>"
+            f"<pre class='pte-text-fallback'>{escape(fallback)}</pre>"
+            f"<div class='pte-wrap'>{body}</div></div>")
+
+
+def _section(title: str, body: str, count: str = "", open_: bool = False) -> str:
+    sid = f"pte-{uuid.uuid4().hex[:12]}"
+    checked = " checked" if open_ else ""
+    cnt = f" <span class='pte-count'>({escape(count)})</span>" if count else ""
+    return (f"<div class='pte-section'><input id='{sid}' type='checkbox'{checked}>"
+            f"<label for='{sid}'>{escape(title)}{cnt}</label><div class='pte-body'>{body}</div></div>")
+
+
+def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+    th = "".join(f"<th class='{'pte-num' if i in numeric else ''}'>{escape(h)}</th>" for i, h in enumerate(headers))
+    trs = "".join(
+        "<tr>" + "".join(f"<td class='{'pte-num' if i in numeric else ''}'>{c}</td>" for i, c in enumerate(r)) + "</tr>"
+        for r in rows
+    )
+    return f"<table class='pte-table'><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def _device_badge(device: str) -> str:
+    cls = "pte-badge" if device == "cpu" else "pte-badge pte-dev"
+    return f"<span class='{cls}'>{escape(device)}</span>"
+
+
+def _fill_bar(used: int, size: int) -> str:
+    pct = 0 if not size else min(100.0, 100.0 * used / size)
+    return f"<span class='pte-bar' title='peak {pct:.0f}% of the arena'><span style='width:{pct:.1f}%'></span></span>"
+
+
+def _findings(findings) -> str:
+    return "".join(f"<div class='pte-find pte-{f.severity}'>{escape(str(f).split(': ', 1)[-1])}</div>"
+                   for f in findings)
+
+
+def arenas_table(method) -> str:
+    rows = [
+        [str(a.mem_id), str(a.runtime_index), _device_badge(a.device), human_bytes(a.size),
+         human_bytes(a.peak_bytes), "-" if a.efficiency is None else f"{a.efficiency:.2f}&times;",
+         _fill_bar(a.peak_bytes, a.size), str(a.tensors)]
+        for a in method.arenas
+    ]
+    return _table(["mem_id", "runtime index", "device", "size", "peak live", "size/peak", "", "tensors"],
+                  rows, numeric={0, 1, 3, 4, 5, 7})
+
+
+def _io_table(specs) -> str:
+    rows = []
+    for s in specs:
+        if s.kind != "Tensor":
+            rows.append([str(s.position), escape(s.kind), "", "", "", ""])
+            continue
+        where = f"mem_id {s.mem_id} @ {s.offset:,}" if s.planned else "caller-provided"
+        shape = escape(str(list(s.shape))) + (" (dynamic)" if s.dynamic else "")
+        rows.append([str(s.position), escape(s.dtype), shape, human_bytes(s.nbytes), escape(where),
+                     _device_badge(s.device)])
+    return _table(["#", "dtype", "shape", "bytes", "memory", "device"], rows, numeric={0, 3})
+
+
+def tensors_table(method) -> str:
+    planned = method.planned
+    rows = [
+        [str(t.value), escape(t.role), escape(t.dtype), escape(str(list(t.shape))), human_bytes(t.nbytes),
+         str(t.mem_id), f"{t.offset:,}", _device_badge(t.device),
+         "" if t.first is None else str(t.first), "" if t.last is None else str(t.last), escape(t.op or "")]
+        for t in planned[:_MAX_TENSOR_ROWS]
+    ]
+    more = (f"<div class='pte-sub'>first {_MAX_TENSOR_ROWS} of {len(planned)} rows; "
+            f"<span class='pte-mono'>method.tensors</span> has them all</div>") if len(planned) > _MAX_TENSOR_ROWS else ""
+    return _table(["value", "role", "dtype", "shape", "bytes", "mem_id", "offset", "device", "first", "last", "op"],
+                  rows, numeric={0, 4, 5, 6, 8, 9}) + more
+
+
+def _method_body(m) -> str:
+    parts = [f"<div class='pte-sub'>{m.n_instructions} instructions &middot; {len(m.planned)} planned tensors "
+             f"&middot; {human_bytes(m.planned_bytes)} planned</div>", arenas_table(m)]
+    fnd = m.findings()
+    if fnd:
+        parts.append(_findings(fnd))
+    parts.append(_section("Inputs", _io_table(m.inputs), str(len(m.inputs))))
+    parts.append(_section("Outputs", _io_table(m.outputs), str(len(m.outputs))))
+    if m.delegates:
+        rows = [[str(d.index), escape(d.backend), _device_badge(d.target_device) if d.target_device else "",
+                 human_bytes(d.size), escape(d.location),
+                 escape(", ".join(f"{k}={v!r}" for k, v in d.compile_specs.items()))] for d in m.delegates]
+        parts.append(_section("Delegates", _table(["#", "backend", "target", "blob", "stored", "compile specs"],
+                                                  rows, numeric={0, 3}), str(len(m.delegates))))
+    counts = sorted(m.operator_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts.append(_section("Calls", _table(["operator / delegate", "instructions"],
+                                          [[escape(k), str(v)] for k, v in counts], numeric={1}),
+                          str(len(counts))))
+    parts.append(_section("Planned tensors", tensors_table(m), str(len(m.planned))))
+    return "".join(parts)
+
+
+def method_html(m) -> str:
+    head = (f"<div class='pte-header'>Method <span class='pte-path'>{escape(m.name)}</span> "
+            + " ".join(_device_badge(d) for d in sorted(m.devices)) + "</div>")
+    return _wrap(head + _method_body(m), method_text(m))
+
+
+def arena_html(a) -> str:
+    eff = "-" if a.efficiency is None else f"{a.efficiency:.2f}&times;"
+    body = (f"<div class='pte-header'>Arena mem_id {a.mem_id} "
+            f"<span class='pte-count'>(runtime buffer {a.runtime_index}"
+            f"{', method ' + escape(a.method) if a.method else ''})</span> {_device_badge(a.device)}</div>"
+            + _table(["size", "peak live", "size/peak", "", "tensors"],
+                     [[human_bytes(a.size), human_bytes(a.peak_bytes), eff, _fill_bar(a.peak_bytes, a.size),
+                       str(a.tensors)]], numeric={0, 1, 2, 4}))
+    from .text import arena_text
+
+    return _wrap(body, arena_text(a))
+
+
+def _load_cost_table(p) -> str:
+    totals = p.load_totals()
+    rows = []
+    for loader, steps in totals.items():
+        for step in ("load_program", "load_method", "first_execute"):
+            devs = steps.get(step, {})
+            if devs:
+                rows.append([escape(loader), escape(step),
+                             ", ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in sorted(devs.items()))])
+    return _table(["loader", "step", "allocates"], rows)
+
+
+def pte_html(p) -> str:
+    src = escape(p.path or "<bytes>")
+    head = (f"<div class='pte-header'>ExecuTorch program <span class='pte-path'>{src}</span></div>"
+            f"<div class='pte-sub'>{human_bytes(p.file_size)} file &middot; flatbuffer "
+            f"{human_bytes(p.flatbuffer_size)} &middot; constants {human_bytes(p.constant_bytes)}"
+            + "".join(f" &middot; {escape(b)} {human_bytes(n)}" for b, n in p.delegate_bytes.items())
+            + (f" &middot; named data {human_bytes(p.named_data_bytes)}" if p.named_data_keys else "")
+            + (" &middot; <b>expects external .ptd data</b>" if p.expects_external_data else "")
+            + "</div>")
+    rows = []
+    for m in p.methods.values():
+        rows.append([escape(m.name), str(m.n_instructions), str(len(m.planned)), str(len(m.arenas)),
+                     human_bytes(m.planned_bytes),
+                     " ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in sorted(m.planned_bytes_by_device().items()))])
+    parts = [head, _table(["method", "instructions", "tensors", "arenas", "planned", "by device"], rows,
+                          numeric={1, 2, 3, 4})]
+    warns = [w for w in p.warnings() if w.method is None or w.severity != "info"]
+    if warns:
+        parts.append(_findings(warns))
+    parts.append(_section("Load cost", _load_cost_table(p), open_=True))
+    for m in p.methods.values():
+        parts.append(_section(f"Method {m.name}", _method_body(m), human_bytes(m.planned_bytes)))
+    if p.segments:
+        seg_rows = [[str(s.index), escape(s.kind), f"{s.offset:,}", human_bytes(s.size)] for s in p.segments]
+        parts.append(_section("Segments", _table(["#", "kind", "offset", "size"], seg_rows, numeric={0, 2, 3}),
+                              str(len(p.segments))))
+    return _wrap("".join(parts), pte_text(p))

@@ -1,0 +1,171 @@
+"""Plain-text views: reprs, tables and a picture of each arena over time.
+
+The picture follows TensorFlow Lite Micro's ``PrintMemoryPlan``: one line per
+instruction (``in`` before the first, ``out`` after the last; long methods are
+sampled, always keeping the peak), one character per slice of the arena; each
+planned tensor gets a letter and ``.`` is free. The right column gives the
+bytes alive at that instruction. Overlaps are reported by the validator, not
+drawn: a column can hold the edges of two neighbouring tensors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_GLYPHS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def human_bytes(n: int | None) -> str:
+    """1536 -> '1.5 KiB' (binary units; exact bytes below 1 KiB)."""
+    if n is None:
+        return "-"
+    n = int(n)
+    if abs(n) < 1024:
+        return f"{n} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        n /= 1024.0
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}" if n < 100 else f"{n:.0f} {unit}"
+    return f"{n} B"  # pragma: no cover
+
+
+def _eff(e: float | None) -> str:
+    return "-" if e is None else f"{e:.2f}x"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    for r in rows:
+        out.append("  ".join(c.rjust(w) if c[:1].isdigit() else c.ljust(w) for c, w in zip(r, widths)))
+    return "\n".join(out)
+
+
+def arena_rows(method) -> list[list[str]]:
+    return [
+        [str(a.mem_id), str(a.runtime_index), a.device, f"{a.size:,}", human_bytes(a.size),
+         f"{a.peak_bytes:,}", _eff(a.efficiency), str(a.tensors)]
+        for a in method.arenas
+    ]
+
+
+ARENA_HEADERS = ["mem_id", "runtime", "device", "bytes", "size", "peak", "size/peak", "tensors"]
+
+
+def arena_text(a) -> str:
+    return (f"Arena(mem_id={a.mem_id}, runtime_index={a.runtime_index}, device={a.device!r}, "
+            f"size={a.size} ({human_bytes(a.size)}), peak_bytes={a.peak_bytes}, "
+            f"efficiency={_eff(a.efficiency)}, tensors={a.tensors})")
+
+
+def _io_line(s) -> str:
+    if s.kind != "Tensor":
+        return f"{s.kind}"
+    where = f"planned mem_id {s.mem_id} @ {s.offset}" if s.planned else "caller-provided"
+    dyn = " (dynamic, upper bound)" if s.dynamic else ""
+    return f"{s.dtype}{list(s.shape)}{dyn} {human_bytes(s.nbytes)}, {where}, {s.device}"
+
+
+def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -> str:
+    lines = [f"Method {m.name!r}: {m.n_instructions} instructions, {len(m.planned)} planned tensors, "
+             f"{human_bytes(m.planned_bytes)} planned"]
+    for label, specs in (("inputs", m.inputs), ("outputs", m.outputs)):
+        for s in specs:
+            lines.append(f"  {label[:-1]} {s.position}: {_io_line(s)}")
+    if m.delegates:
+        for d in m.delegates:
+            dev = f" -> {d.target_device}" if d.target_device else ""
+            lines.append(f"  delegate {d.index}: {d.backend}{dev} ({human_bytes(d.size)} {d.location})")
+    counts = sorted(m.operator_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if counts:
+        shown = ", ".join(f"{k} x{v}" for k, v in counts[:8])
+        more = f", +{len(counts) - 8} more" if len(counts) > 8 else ""
+        lines.append(f"  calls: {shown}{more}")
+    if m.arenas:
+        lines.append("")
+        lines.append(_indent(_table(ARENA_HEADERS, arena_rows(m))))
+    else:
+        lines.append("  no planned arenas")
+    findings = m.findings()
+    for f in findings:
+        lines.append(f"  {f}")
+    if picture:
+        for a in m.arenas:
+            lines.append("")
+            lines.append(arena_picture(m, a.mem_id, width=width, max_rows=max_rows))
+    return "\n".join(lines)
+
+
+def _indent(s: str, n: int = 2) -> str:
+    return "\n".join(" " * n + line for line in s.splitlines())
+
+
+def pte_text(p) -> str:
+    src = p.path or "<bytes>"
+    lines = [
+        f"Pte {src}: {human_bytes(p.file_size)} ({p.file_size:,} bytes), "
+        f"flatbuffer {human_bytes(p.flatbuffer_size)}, {len(p.methods)} methods",
+        f"  constants {human_bytes(p.constant_bytes)}"
+        + "".join(f", {b} delegate {human_bytes(n)}" for b, n in p.delegate_bytes.items())
+        + (f", named data {human_bytes(p.named_data_bytes)} ({len(p.named_data_keys)} keys)"
+           if p.named_data_keys else "")
+        + (", expects external .ptd data" if p.expects_external_data else ""),
+    ]
+    rows = []
+    for m in p.methods.values():
+        by_dev = m.planned_bytes_by_device()
+        rows.append([m.name, str(m.n_instructions), str(len(m.planned)), str(len(m.arenas)),
+                     human_bytes(m.planned_bytes),
+                     ", ".join(f"{d} {human_bytes(b)}" for d, b in sorted(by_dev.items())) or "-"])
+    lines.append("")
+    lines.append(_indent(_table(["method", "instructions", "tensors", "arenas", "planned", "by device"], rows)))
+    lines.append("")
+    lines.append("  load cost (planned arenas):")
+    totals = p.load_totals()
+    for loader, steps in totals.items():
+        parts = [f"{step} " + " + ".join(f"{human_bytes(b)} {d}" for d, b in sorted(devs.items()))
+                 for step, devs in steps.items()]
+        lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing"))
+    warns = p.warnings()
+    if warns:
+        lines.append("")
+        for w in warns:
+            lines.append(f"  {w}")
+    return "\n".join(lines)
+
+
+def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
+    """A text picture of arena ``mem_id`` over time (rows) and bytes (columns)."""
+    arena = m.arena(mem_id)
+    tensors = [t for t in m.planned if t.mem_id == mem_id and t.first is not None and t.nbytes > 0]
+    n = m.n_instructions
+    times = list(range(-1, n + 1))
+    if len(times) > max_rows:  # sample evenly, always keeping the peak row
+        occ = m.occupancy(mem_id)
+        peak_t = int(np.argmax(occ)) - 1
+        idx = np.linspace(0, len(times) - 1, max_rows).round().astype(int)
+        times = sorted(set(int(times[i]) for i in idx) | {peak_t})
+    size = max(arena.size, max((t.offset + t.nbytes for t in tensors), default=0), 1)
+    scale = size / width
+    glyph = {t.value: _GLYPHS[i % len(_GLYPHS)] for i, t in enumerate(tensors)}
+    header = (f"arena {mem_id} (runtime {arena.runtime_index}, {arena.device}): "
+              f"{human_bytes(arena.size)}, peak {human_bytes(arena.peak_bytes)}, "
+              f"size/peak {_eff(arena.efficiency)}; 1 column = {human_bytes(int(np.ceil(scale)))}")
+    lines = [header, f"{'t':>5} |{'-' * width}| live bytes"]
+    occ = m.occupancy(mem_id)
+    for t in times:
+        row = ["."] * width
+        for tt in tensors:
+            if tt.first <= t <= tt.last:
+                a = int(tt.offset / scale)
+                b = max(a + 1, int(np.ceil((tt.offset + tt.nbytes) / scale)))
+                for c in range(a, min(b, width)):
+                    if row[c] == ".":
+                        row[c] = glyph[tt.value]
+        label = "in" if t == -1 else ("out" if t == n else str(t))
+        lines.append(f"{label:>5} |{''.join(row)}| {human_bytes(int(occ[t + 1]))}")
+    legend = ", ".join(f"{glyph[t.value]}=v{t.value}" for t in tensors[:26])
+    more = f", ... ({len(tensors)} tensors)" if len(tensors) > 26 else ""
+    lines.append(f"legend: {legend}{more}")
+    return "\n".join(lines)
