@@ -35,6 +35,8 @@ class Allocation(NamedTuple):
     runtime_index: int
     device: str
     bytes: int
+    #: the methods whose plans use this arena
+    used_by: tuple[str, ...] = ()
 
 
 class PlanArenas(NamedTuple):
@@ -48,7 +50,8 @@ def _shared(loader: str, plans: list[PlanArenas]) -> list[Allocation]:
     out = []
     for mem_id in range(1, width):
         size = max(p.sizes[mem_id] if mem_id < len(p.sizes) else 0 for p in plans)
-        out.append(Allocation(loader, "load_program", None, "shared", mem_id, mem_id - 1, "cpu", size))
+        users = tuple(p.method for p in plans if mem_id < len(p.sizes))
+        out.append(Allocation(loader, "load_program", None, "shared", mem_id, mem_id - 1, "cpu", size, users))
     return out
 
 
@@ -57,7 +60,7 @@ def _private(loader: str, step: str, p: PlanArenas, device_first: bool) -> list[
     if device_first:
         ids = sorted(ids, key=lambda m: (p.devices.get(m, "cpu") == "cpu", m))
     return [
-        Allocation(loader, step, p.method, "private", m, m - 1, p.devices.get(m, "cpu"), p.sizes[m])
+        Allocation(loader, step, p.method, "private", m, m - 1, p.devices.get(m, "cpu"), p.sizes[m], (p.method,))
         for m in ids
     ]
 

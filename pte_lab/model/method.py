@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import PteFormatError
 from ..format import RawPlan
 from .dtypes import nbytes as _nbytes
 from .dtypes import scalar_type
@@ -19,6 +20,9 @@ from .validate import Conflict, find_conflicts
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+
+#: no tensor, offset or arena can reach this many bytes (int64 arithmetic stays exact)
+MAX_BYTES = 2**62
 
 #: columns of :attr:`Method.tensors`, in order
 TENSOR_COLUMNS = (
@@ -186,8 +190,14 @@ class Method:
 
     def _tensor_meta(self, v: int):
         t = self._raw.values[v].tensor
-        dtype, elsize = scalar_type(t.scalar_type, f"method {self.name!r} value {v}")
-        return t, dtype, _nbytes(t.sizes, elsize)
+        where = f"method {self.name!r} value {v}"
+        dtype, elsize = scalar_type(t.scalar_type, where)
+        nb = _nbytes(t.sizes, elsize)
+        if nb >= MAX_BYTES:
+            raise PteFormatError(f"{where}: shape {list(t.sizes)} claims {nb} bytes, more than any arena can hold")
+        if t.offset is not None and t.offset >= MAX_BYTES:
+            raise PteFormatError(f"{where}: planned at offset {t.offset}, beyond any possible arena")
+        return t, dtype, nb
 
     def _io(self, indices) -> list[IOSpec]:
         out = []
@@ -429,4 +439,7 @@ class Method:
     def __repr__(self) -> str:
         from ..views.text import method_text
 
-        return method_text(self)
+        try:
+            return method_text(self)
+        except PteFormatError as exc:
+            return f"<Method {self.name!r}: unreadable: {exc}>"

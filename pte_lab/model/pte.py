@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
+from ..errors import PteFormatError
 from ..format import RawProgram, Source, read
 from .findings import Finding
 from .load_cost import LOADERS, PlanArenas, allocations
@@ -125,14 +126,14 @@ class Pte:
 
         ``loader`` is ``"corrected"`` (executorch >= 1.5 ``Runtime.load_program``),
         ``"legacy"`` (< 1.5) or ``"module"`` (``_load_for_executorch``); see
-        :mod:`pte_lab.model.load_cost`. Columns: loader, step, method (None for
-        arenas shared by several methods), sharing, mem_id, runtime_index,
-        device, bytes.
+        :mod:`pte_lab.model.load_cost`. Columns: loader, step, method (missing
+        for arenas shared by several methods), sharing, mem_id, runtime_index,
+        device, bytes, used_by (the methods whose plans use the arena).
         """
         import pandas as pd
 
         rows = allocations(self._plan_arenas(), loader)
-        cols = ["loader", "step", "method", "sharing", "mem_id", "runtime_index", "device", "bytes"]
+        cols = ["loader", "step", "method", "sharing", "mem_id", "runtime_index", "device", "bytes", "used_by"]
         return pd.DataFrame([r._asdict() for r in rows], columns=cols)
 
     def load_cost_records(self, loader: str = "corrected") -> list[dict]:
@@ -184,7 +185,10 @@ class Pte:
     def __repr__(self) -> str:
         from ..views.text import pte_text
 
-        return pte_text(self)
+        try:
+            return pte_text(self)
+        except PteFormatError as exc:
+            return f"<Pte {self.path or '<bytes>'}: {len(self.methods)} methods; unreadable: {exc}>"
 
 
 def open_pte(source: Source) -> Pte:

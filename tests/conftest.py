@@ -1,0 +1,64 @@
+"""Shared fixtures: real programs exported once per session and cached on disk.
+
+Programs are exported with torch.export + executorch (pte_lab.examples) the
+first time and cached in pytest's cache directory, keyed by the example
+source and the torch/executorch versions, so later runs start instantly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import os
+from pathlib import Path
+
+import pytest
+
+import pte_lab.examples as examples
+
+# name -> (builder, kwargs)
+PROGRAMS = {
+    "portable": ("portable", {}),
+    "xnnpack": ("xnnpack", {}),
+    "device": ("device", {"side": 64}),
+    "device_hostplanned": ("device", {"side": 64, "non_cpu_planning": False}),
+    "kv_cache": ("kv_cache", {}),
+    "dynamic": ("dynamic", {}),
+    "cond": ("cond", {}),
+    "unplanned_io": ("unplanned_io", {}),
+    "transformer": ("transformer", {"layers": 2}),
+}
+
+
+def _key() -> str:
+    h = hashlib.sha256(Path(examples.__file__).read_bytes())
+    for dist in ("torch", "executorch"):
+        h.update(md.version(dist).encode())
+    return h.hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def program_dir(request) -> Path:
+    return Path(request.config.cache.mkdir(f"pte_lab_programs_{_key()}"))
+
+
+@pytest.fixture(scope="session")
+def program_path(program_dir):
+    """program_path(name) -> path of the exported program, exporting it once."""
+
+    def get(name: str) -> Path:
+        builder, kwargs = PROGRAMS[name]
+        path = program_dir / f"{name}.pte"
+        if not path.exists():
+            data = examples.build(builder, **kwargs)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)  # atomic: safe with parallel workers
+        return path
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def program_bytes(program_path):
+    return lambda name: program_path(name).read_bytes()

@@ -1,0 +1,72 @@
+"""pte-lab inspect: human output, the JSON document, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import pte_lab
+from pte_lab.cli import main
+
+
+def _run(*args):
+    exe = shutil.which("pte-lab")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "pte_lab.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_inspect_human(program_path, capsys):
+    assert main(["inspect", str(program_path("device"))]) == 0
+    out = capsys.readouterr().out
+    assert "forward2" in out and "cuda:0" in out
+    assert "mem_id  runtime  device" in out  # the arena table
+    assert "arena 2 (runtime 1, cuda:0)" in out  # a picture per arena
+    assert "legacy" in out and "corrected" in out and "module" in out
+
+
+def test_inspect_json_document(program_path, capsys):
+    assert main(["inspect", str(program_path("device")), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "pte_lab.inspect" and doc["version"] == 1
+    m = doc["methods"]["forward2"]
+    model = pte_lab.open(program_path("device")).methods["forward2"]
+    assert m["instructions"] == model.n_instructions > 0
+    assert len(m["tensors"]) == len(model.planned)
+    (dev,) = [a for a in m["arenas"] if a["device"] == "cuda:0"]
+    assert dev["mem_id"] == 2 and dev["runtime_index"] == 1 and dev["size"] == 3 * 64 * 64 * 4
+    assert dev["peak_bytes"] == dev["size"]
+    t = m["tensors"][0]
+    for key in ("value", "role", "dtype", "shape", "nbytes", "mem_id", "offset", "device", "first", "last"):
+        assert key in t
+    assert set(doc["load_cost"]) == {"corrected", "legacy", "module"}
+    steps = {r["step"] for r in doc["load_cost"]["corrected"]}
+    assert steps == {"load_program", "load_method"}
+
+
+def test_inspect_one_method(program_path, capsys):
+    assert main(["inspect", str(program_path("device")), "--json", "--method", "forward"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc["methods"]) == ["forward"]
+    assert main(["inspect", str(program_path("device")), "--method", "nope"]) == 2
+    assert "no method 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"", b"hello world, not a program", b"\0" * 4 + b"ET12" + b"\xff" * 40])
+def test_bad_file_one_line_exit_2(tmp_path, content):
+    p = tmp_path / "bad.pte"
+    p.write_bytes(content)
+    r = _run("inspect", str(p))
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pte-lab: error:")
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_file(tmp_path):
+    r = _run("inspect", str(tmp_path / "missing.pte"))
+    assert r.returncode == 2 and "No such file" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,213 @@
+"""The model on real programs: roles, lifetimes, peaks, devices, load costs, findings."""
+
+from __future__ import annotations
+
+import pytest
+
+import pte_lab
+from pte_lab.format.program import RawInstruction, RawPlan, RawTensor, RawValue
+from pte_lab.model import Method
+
+SIDE = 64
+F32 = 4
+
+
+def _kinds(findings):
+    return {f.kind for f in findings}
+
+
+# --------------------------------------------------------------- real programs
+def test_device_program_arenas_and_findings(program_path):
+    pte = pte_lab.open(program_path("device"))
+    fwd, dev = pte.methods["forward"], pte.methods["forward2"]
+    assert [a.device for a in fwd.arenas] == ["cpu"]
+    assert not fwd.is_device_method
+    a = dev.arena(2)
+    assert (a.mem_id, a.runtime_index, a.device) == (2, 1, "cuda:0")
+    # two copied-in inputs and the delegate's output, side x side float32 each
+    assert a.size == 3 * SIDE * SIDE * F32
+    assert a.peak_bytes == a.size and a.efficiency == 1.0
+    df = dev.tensors
+    on_dev = df[df.mem_id == 2]
+    assert set(on_dev.device) == {"cuda:0"} and len(on_dev) == 3
+    f = [x for x in dev.findings() if x.kind == "device_allocator"]
+    assert f and f[0].details == {"mem_id": 2, "device": "cuda:0", "bytes": a.size}
+    assert "runtime buffer 1" in f[0].message
+    # delegate carries the target device
+    assert dev.delegates[0].target_device == "cuda:0"
+    assert dev.operator_counts["delegate:BackendWithCompilerDemo"] == 1
+
+
+def test_host_planned_device_tags_are_named(program_path):
+    pte = pte_lab.open(program_path("device_hostplanned"))
+    dev = pte.methods["forward2"]
+    assert [a.device for a in dev.arenas] == ["cpu"]
+    found = [f for f in dev.findings() if f.kind == "device_tag_in_host_arena"]
+    assert len(found) == 1
+    tagged = set(dev.tensors.query("device == 'cuda:0'").value)
+    assert tagged and set(found[0].details["values"]) == tagged
+    # two host-only methods now share arenas under the corrected loader
+    assert "shared_arenas" in _kinds(pte.warnings())
+
+
+def test_load_cost_three_loaders(program_path):
+    pte = pte_lab.open(program_path("device"))
+    host, dev = pte.methods["forward"], pte.methods["forward2"]
+    h1 = host.arena(1).size
+    d1, d2 = dev.arena(1).size, dev.arena(2).size
+    c = pte.load_cost("corrected")
+    assert c.method.isna().tolist() == [True, False, False]
+    rows = [tuple(r) for r in c[["step", "sharing", "mem_id", "device", "bytes", "used_by"]].itertuples(index=False)]
+    assert rows == [
+        ("load_program", "shared", 1, "cpu", h1, ("forward",)),  # host-only methods' shared arenas
+        ("load_method", "private", 2, "cuda:0", d2, ("forward2",)),  # device arena first
+        ("load_method", "private", 1, "cpu", d1, ("forward2",)),
+    ]
+    assert list(c.method[1:]) == ["forward2", "forward2"]
+    assert list(c.runtime_index) == [0, 1, 0]
+    legacy = pte.load_cost("legacy")
+    assert list(legacy.step) == ["load_program"] * 2
+    assert list(legacy.device) == ["cpu", "cpu"]
+    assert list(legacy.bytes) == [max(h1, d1), d2]  # per index max over all methods, all on the host
+    module = pte.load_cost("module")
+    assert set(module.step) == {"first_execute"}
+    assert module.groupby("method").bytes.sum().to_dict() == {"forward": h1, "forward2": d1 + d2}
+    assert module[module.device == "cuda:0"].bytes.sum() == d2
+    with pytest.raises(ValueError, match="unknown loader"):
+        pte.load_cost("bogus")
+
+
+def test_xnnpack_two_host_methods_share(program_path):
+    pte = pte_lab.open(program_path("xnnpack"))
+    assert set(pte.methods) == {"forward", "attention"}
+    w = [x for x in pte.warnings() if x.kind == "shared_arenas"]
+    assert w and set(w[0].details["methods"]) == {"forward", "attention"}
+    shared = pte.load_cost("corrected")
+    sizes = {n: m.arena(1).size for n, m in pte.methods.items()}
+    assert list(shared.bytes) == [max(sizes.values())]
+    assert pte.delegate_bytes["XnnpackBackend"] > 0
+    assert any(s.kind == "delegate:XnnpackBackend" for s in pte.segments)
+    # XNNPACK arenas carry padding: the plan is bigger than the bytes ever alive
+    for m in pte.methods.values():
+        a = m.arena(1)
+        assert a.size > a.peak_bytes and a.efficiency > 1.0
+
+
+def test_mutable_buffer_spans_whole_method(program_path):
+    m = pte_lab.open(program_path("kv_cache")).methods["forward"]
+    buf = m.tensors.query("role == 'mutable_buffer'")
+    assert len(buf) == 1
+    row = buf.iloc[0]
+    assert tuple(row["shape"]) == (16, 8)
+    assert (row["first"], row["last"]) == (-1, m.n_instructions)
+
+
+def test_inputs_outputs_lifetime_convention(program_path):
+    m = pte_lab.open(program_path("portable")).methods["forward"]
+    df = m.tensors
+    n = m.n_instructions
+    assert (df[df.role == "input"]["first"] == -1).all()
+    assert (df[df.role == "output"]["last"] == n).all()
+    inter = df[df.role == "intermediate"]
+    assert ((inter["first"] >= 0) & (inter["last"] < n)).all()
+    # the producing instruction calls the named operator
+    for _, r in inter.iterrows():
+        assert m.instructions[r["producer"]].target == r["op"]
+        assert r["first"] == r["producer"]
+
+
+def test_dynamic_shapes_planned_at_upper_bound(program_path):
+    m = pte_lab.open(program_path("dynamic")).methods["forward"]
+    (x,) = m.inputs
+    assert x.dynamic and x.shape == (32, 16) and x.nbytes == 32 * 16 * F32
+    assert m.tensors["dynamic"].any()
+
+
+def test_cond_control_flow(program_path):
+    m = pte_lab.open(program_path("cond")).methods["forward"]
+    kinds = [i.kind for i in m.instructions]
+    assert "JumpFalseCall" in kinds and "MoveCall" in kinds
+    assert not m.has_loops
+    # the branch result is produced by a MoveCall
+    assert "MoveCall" in set(m.tensors.op.dropna())
+    assert m.validate() == []
+
+
+def test_unplanned_io(program_path):
+    m = pte_lab.open(program_path("unplanned_io")).methods["forward"]
+    assert [s.planned for s in m.inputs + m.outputs] == [False, False]
+    io = {s.value for s in m.inputs + m.outputs}
+    assert io.isdisjoint(set(m.tensors.value))
+    assert "unplanned_io" in _kinds(m.findings())
+
+
+# ------------------------------------------------------------ synthetic plans
+def _t(mem_id, offset, n_floats, device="cpu"):
+    return RawValue("Tensor", tensor=RawTensor(6, (n_floats,), (0,), 0, mem_id, offset, 0, device))
+
+
+def _plan(values, instructions, inputs=(), outputs=(), sizes=(0, 64), devices=None):
+    return RawPlan("m", values, tuple(inputs), tuple(outputs), instructions, 1, [("aten::op", "out")],
+                   [], tuple(sizes), devices or {})
+
+
+def _k(*args):
+    return RawInstruction("KernelCall", 0, tuple(args))
+
+
+def test_peak_counts_aliases_once_and_efficiency():
+    # v0 input [0,16); v1 alias of v0 (same bytes); v2 [16,32) -> union 32 bytes at instr 0
+    vals = [_t(1, 0, 4), _t(1, 0, 4), _t(1, 16, 4)]
+    m = Method(_plan(vals, [_k(0, 1, 2)], inputs=[0], outputs=[2], sizes=(0, 64)))
+    a = m.arena(1)
+    assert a.peak_bytes == 32
+    assert a.efficiency == 2.0
+    assert m.validate() == []  # same offset = same storage
+
+
+def test_validator_reports_overlap_and_outside():
+    # v1 [8,24) and v2 [16,32) both alive at instruction 0, different offsets
+    vals = [_t(1, 0, 2), _t(1, 8, 4), _t(1, 16, 4), _t(1, 60, 4)]
+    m = Method(_plan(vals, [_k(0, 1, 2), _k(2, 3)], inputs=[0], outputs=[3], sizes=(0, 64)))
+    kinds = [f.kind for f in m.validate()]
+    assert kinds.count("plan_overlap") == 1
+    assert kinds.count("outside_arena") == 1  # [60, 76) past 64
+    c = m.conflicts[0]
+    assert {c.a, c.b} == {1, 2}
+
+
+def test_lists_expand_and_self_reference_is_safe():
+    # value 3 is a TensorList naming values 1 and 2 and itself; 4 is an optional list with -1
+    vals = [_t(1, 0, 2), _t(1, 8, 2), _t(1, 16, 2), RawValue("TensorList", items=(1, 2, 3)),
+            RawValue("OptionalTensorList", items=(-1, 0)), _t(1, 32, 2)]
+    m = Method(_plan(vals, [_k(0, 1), _k(2), _k(3, 5), _k(4)], inputs=[0], outputs=[5]))
+    df = m.tensors.set_index("value")
+    assert (df.loc[1, "first"], df.loc[1, "last"]) == (0, 2)  # named again through the list at 2
+    assert (df.loc[2, "first"], df.loc[2, "last"]) == (1, 2)
+    assert df.loc[0, "last"] == 3  # via the optional list
+
+
+def test_backward_jump_extends_lifetimes():
+    # instr 0 defines v1; loop body 1..3 uses v1 at 1 only; instr 3 jumps back to 1
+    vals = [_t(1, 0, 2), _t(1, 8, 2), _t(1, 16, 2), RawValue("Bool")]
+    ins = [_k(0, 1), _k(1, 2), _k(2), RawInstruction("JumpFalseCall", -1, (3,), 1), _k(2)]
+    m = Method(_plan(vals, ins, inputs=[0], outputs=[2]))
+    assert m.has_loops
+    df = m.tensors.set_index("value")
+    assert df.loc[1, "last"] == 3  # must survive every iteration
+    assert "loops" in _kinds(m.findings())
+
+
+def test_unknown_arena_is_reported():
+    vals = [_t(1, 0, 2), _t(3, 0, 2)]
+    m = Method(_plan(vals, [_k(0, 1)], inputs=[0], outputs=[1]))
+    assert "unknown_arena" in _kinds(m.validate())
+
+
+def test_occupancy_matches_peak(program_path):
+    m = pte_lab.open(program_path("transformer")).methods["forward"]
+    for a in m.arenas:
+        occ = m.occupancy(a.mem_id)
+        assert len(occ) == m.n_instructions + 2
+        assert occ.max() == a.peak_bytes
+        assert occ[0] > 0  # inputs are alive before the first instruction

@@ -1,0 +1,59 @@
+"""Notebook and text displays."""
+
+from __future__ import annotations
+
+import re
+
+import pte_lab
+from pte_lab.views.text import arena_picture, human_bytes
+
+
+def test_html_is_self_contained(program_path):
+    pte = pte_lab.open(program_path("device"))
+    for obj in (pte, pte.methods["forward2"], pte.methods["forward2"].arena(2)):
+        html = obj._repr_html_()
+        assert "<script" not in html.lower()
+        assert not re.search(r"(src|href)\s*=\s*['\"]?https?:", html)
+        assert "@import" not in html
+        assert "<style>" in html and "pte-text-fallback" in html
+    html = pte._repr_html_()
+    assert "forward2" in html and "cuda:0" in html and "48.0 KiB" in html
+    assert "type='checkbox'" in html  # collapsible sections without JavaScript
+    for loader in ("corrected", "legacy", "module"):
+        assert loader in html
+
+
+def test_text_reprs(program_path):
+    pte = pte_lab.open(program_path("device"))
+    text = repr(pte)
+    assert "forward2" in text and "cuda:0 48.0 KiB" in text
+    assert "Arena(mem_id=2, runtime_index=1, device='cuda:0'" in repr(pte.methods["forward2"].arena(2))
+    assert "Method 'forward2'" in repr(pte.methods["forward2"])
+
+
+def test_arena_picture_rows_follow_occupancy(program_path):
+    m = pte_lab.open(program_path("portable")).methods["forward"]
+    pic = arena_picture(m, 1, width=32)
+    rows = [line for line in pic.splitlines() if "|" in line][1:]
+    assert len(rows) == m.n_instructions + 2  # in, every instruction, out
+    assert rows[0].lstrip().startswith("in") and rows[-1].lstrip().startswith("out")
+    # a row with nothing alive is all free
+    occ = m.occupancy(1)
+    for row, b in zip(rows, occ):
+        cells = row.split("|")[1]
+        assert (set(cells) == {"."}) == (b == 0)
+
+
+def test_long_method_picture_is_sampled_keeping_the_peak(program_path):
+    m = pte_lab.open(program_path("transformer")).methods["forward"]
+    pic = arena_picture(m, 1, max_rows=20)
+    rows = [line for line in pic.splitlines() if "|" in line][1:]
+    assert len(rows) <= 21
+    assert human_bytes(m.arena(1).peak_bytes) in pic
+
+
+def test_human_bytes():
+    assert human_bytes(0) == "0 B"
+    assert human_bytes(1023) == "1023 B"
+    assert human_bytes(1536) == "1.5 KiB"
+    assert human_bytes(50331648) == "48.0 MiB"
