@@ -19,7 +19,7 @@ Builders (``name`` for :func:`build` / :func:`save`):
 ``unplanned_io``    inputs and outputs provided by the caller
                     (``alloc_graph_input=False, alloc_graph_output=False``)
 ``transformer``     a portable transformer stack; ``layers`` scales it
-                    (``layers=24`` gives more than 3,000 planned tensors)
+                    (``layers=60`` gives more than 3,000 planned tensors)
 ``weights``         a program whose constants weigh ``mb`` megabytes
 """
 
@@ -268,7 +268,7 @@ def unplanned_io() -> bytes:
 
 
 def transformer(layers: int = 4, seq: int = 16, d: int = 64) -> bytes:
-    """A portable transformer stack; ``layers=24`` plans over 3,000 tensors."""
+    """A portable transformer stack; ``layers=60`` plans over 3,000 tensors."""
     torch = _torch()
     torch.manual_seed(0)
     m = _modules()["Transformer"](layers, d=d)

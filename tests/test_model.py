@@ -211,3 +211,38 @@ def test_occupancy_matches_peak(program_path):
         assert len(occ) == m.n_instructions + 2
         assert occ.max() == a.peak_bytes
         assert occ[0] > 0  # inputs are alive before the first instruction
+
+
+def test_validator_and_occupancy_match_brute_force(monkeypatch):
+    """Random plans: the vectorised checks agree with byte-by-byte counting."""
+    import numpy as np
+
+    import pte_lab.model.occupancy as occupancy_mod
+    import pte_lab.model.validate as validate
+
+    monkeypatch.setattr(validate, "_CHUNK", 7)  # exercise the chunked walk
+    from pte_lab.model.occupancy import occupancy
+    from pte_lab.model.validate import find_conflicts
+
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        n, N = int(rng.integers(1, 30)), int(rng.integers(1, 20))
+        off, nb = rng.integers(0, 100, n) * 4, rng.integers(0, 40, n) * 4
+        f = rng.integers(-1, N, n)
+        l = np.minimum(f + rng.integers(0, 8, n), N)
+        mem = rng.integers(1, 3, n)
+        got = {tuple(sorted((c.a, c.b))) for c in find_conflicts(np.arange(n), mem, off, nb, f, l, limit=10**6)}
+        expected = {
+            (i, j) for i in range(n) for j in range(i + 1, n)
+            if mem[i] == mem[j] and nb[i] and nb[j] and off[i] != off[j]
+            and off[i] < off[j] + nb[j] and off[j] < off[i] + nb[i] and f[i] <= l[j] and f[j] <= l[i]
+        }
+        assert got == expected
+        occ = occupancy(off, nb, f, l, N)
+        with monkeypatch.context() as mp:  # the fallback for huge grids agrees too
+            mp.setattr(occupancy_mod, "_GRID_CELLS", 0)
+            assert (occupancy(off, nb, f, l, N) == occ).all()
+        for t in range(-1, N + 1):
+            live = np.flatnonzero((f <= t) & (l >= t))
+            covered = set().union(*(range(off[i], off[i] + nb[i]) for i in live)) if len(live) else set()
+            assert occ[t + 1] == len(covered)

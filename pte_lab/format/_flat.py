@@ -1,11 +1,12 @@
 """Bounds-checked access to flatbuffer tables.
 
-The ``flatbuffers`` Python runtime reads whatever an offset points at: it checks
-nothing, and ``struct.unpack_from`` silently counts a negative offset from the
-end of the buffer. A ``.pte`` may come from anywhere, so every offset is
-checked here before the runtime's :class:`flatbuffers.table.Table` reads it,
-and every vector's claimed length is checked against the bytes that are really
-there before anything is allocated for it. A violation raises
+The ``flatbuffers`` Python runtime's ``Table`` reads whatever an offset points
+at: it checks nothing, and ``struct.unpack_from`` silently counts a negative
+offset from the end of the buffer. A ``.pte`` may come from anywhere, so this
+reader checks every offset before reading it with the runtime's little-endian
+packers (``flatbuffers.number_types``), and checks every vector's claimed
+length against the bytes that are really there before anything is allocated
+for it. A violation raises
 :class:`~pte_lab.errors.PteFormatError` naming the field path.
 
 Flatbuffer references (``uoffset``) only point forward, so a chain of tables
@@ -19,27 +20,27 @@ import struct
 
 import numpy as np
 from flatbuffers import number_types as N
-from flatbuffers.table import Table as _FbTable
 
 from ..errors import PteFormatError
 
 _U8 = struct.Struct("<B")
-_U16 = struct.Struct("<H")
+_HH = struct.Struct("<HH")
+_VT = [struct.Struct(f"<{k}H") for k in range(64)]  # vtable field lists, by length
 _I32 = struct.Struct("<i")
 _U32 = struct.Struct("<I")
 
 _SCALARS = {
-    # name: (flatbuffers flags, size, numpy dtype)
-    "bool": (N.BoolFlags, 1, np.dtype("<u1")),
-    "int8": (N.Int8Flags, 1, np.dtype("<i1")),
-    "uint8": (N.Uint8Flags, 1, np.dtype("<u1")),
-    "int16": (N.Int16Flags, 2, np.dtype("<i2")),
-    "uint16": (N.Uint16Flags, 2, np.dtype("<u2")),
-    "int32": (N.Int32Flags, 4, np.dtype("<i4")),
-    "uint32": (N.Uint32Flags, 4, np.dtype("<u4")),
-    "int64": (N.Int64Flags, 8, np.dtype("<i8")),
-    "uint64": (N.Uint64Flags, 8, np.dtype("<u8")),
-    "float64": (N.Float64Flags, 8, np.dtype("<f8")),
+    # name: (flatbuffers' little-endian packer, size, numpy dtype)
+    "bool": (N.BoolFlags.packer_type, 1, np.dtype("<u1")),
+    "int8": (N.Int8Flags.packer_type, 1, np.dtype("<i1")),
+    "uint8": (N.Uint8Flags.packer_type, 1, np.dtype("<u1")),
+    "int16": (N.Int16Flags.packer_type, 2, np.dtype("<i2")),
+    "uint16": (N.Uint16Flags.packer_type, 2, np.dtype("<u2")),
+    "int32": (N.Int32Flags.packer_type, 4, np.dtype("<i4")),
+    "uint32": (N.Uint32Flags.packer_type, 4, np.dtype("<u4")),
+    "int64": (N.Int64Flags.packer_type, 8, np.dtype("<i8")),
+    "uint64": (N.Uint64Flags.packer_type, 8, np.dtype("<u8")),
+    "float64": (N.Float64Flags.packer_type, 8, np.dtype("<f8")),
 }
 
 
@@ -50,36 +51,43 @@ class Table:
     error messages.
     """
 
-    __slots__ = ("_buf", "_n", "_pos", "_vt", "_vtlen", "_objlen", "_fb", "where")
+    __slots__ = ("_buf", "_n", "_pos", "_fields", "_objlen", "_parent", "_label")
 
-    def __init__(self, buf: memoryview, pos: int, where: str):
+    def __init__(self, buf: memoryview, pos: int, where, label: str = ""):
         n = len(buf)
         self._buf = buf
         self._n = n
-        self.where = where
+        # the path is built only when an error message needs it
+        self._parent = where
+        self._label = label
         if pos < 0 or pos + 4 > n:
-            raise PteFormatError(f"{where}: table offset {pos} is outside the flatbuffer ({n} bytes)")
+            raise PteFormatError(f"{self.where}: table offset {pos} is outside the flatbuffer ({n} bytes)")
         vt = pos - _I32.unpack_from(buf, pos)[0]
         if vt < 0 or vt + 4 > n:
-            raise PteFormatError(f"{where}: vtable offset {vt} is outside the flatbuffer ({n} bytes)")
-        vtlen, objlen = struct.unpack_from("<HH", buf, vt)
+            raise PteFormatError(f"{self.where}: vtable offset {vt} is outside the flatbuffer ({n} bytes)")
+        vtlen, objlen = _HH.unpack_from(buf, vt)
         if vtlen < 4 or vtlen % 2 or vt + vtlen > n:
-            raise PteFormatError(f"{where}: malformed vtable (length {vtlen} at offset {vt})")
+            raise PteFormatError(f"{self.where}: malformed vtable (length {vtlen} at offset {vt})")
         if objlen < 4 or pos + objlen > n:
-            raise PteFormatError(f"{where}: table of {objlen} bytes at {pos} runs past the flatbuffer")
+            raise PteFormatError(f"{self.where}: table of {objlen} bytes at {pos} runs past the flatbuffer")
         self._pos = pos
-        self._vt = vt
-        self._vtlen = vtlen
         self._objlen = objlen
-        self._fb = _FbTable(buf, pos)
+        # every field's offset in one read (vtables are a few entries long)
+        k = (vtlen - 4) // 2
+        self._fields = (_VT[k] if k < len(_VT) else struct.Struct(f"<{k}H")).unpack_from(buf, vt + 4)
+
+    @property
+    def where(self) -> str:
+        p = self._parent
+        return (p if isinstance(p, str) else p.where) + self._label
 
     # -- raw field location ---------------------------------------------------
     def _field(self, slot: int, size: int) -> int:
         """Absolute position of field ``slot`` (0-based), or 0 when absent."""
-        entry = 4 + 2 * slot
-        if entry + 2 > self._vtlen:
+        fields = self._fields
+        if slot >= len(fields):
             return 0
-        off = _U16.unpack_from(self._buf, self._vt + entry)[0]
+        off = fields[slot]
         if off == 0:
             return 0
         if off < 4 or off + size > self._objlen:
@@ -94,11 +102,11 @@ class Table:
 
     # -- scalars ----------------------------------------------------------------
     def scalar(self, slot: int, kind: str, default=0):
-        flags, size, _ = _SCALARS[kind]
+        packer, size, _ = _SCALARS[kind]
         at = self._field(slot, size)
         if not at:
             return default
-        v = self._fb.Get(flags, at)
+        v = packer.unpack_from(self._buf, at)[0]
         return bool(v) if kind == "bool" else v
 
     def has(self, slot: int) -> bool:
@@ -109,7 +117,7 @@ class Table:
         at = self._field(slot, 4)
         if not at:
             return None
-        return Table(self._buf, self._deref(at, what), f"{self.where}.{what}")
+        return Table(self._buf, self._deref(at, what), self, "." + what)
 
     def string(self, slot: int, what: str, default: str | None = None) -> str | None:
         at = self._field(slot, 4)
@@ -141,6 +149,15 @@ class Table:
         start, length = self._vector_at(at, size, what)
         return np.frombuffer(self._buf, dtype=dtype, count=length, offset=start)
 
+    def int_tuple(self, slot: int, kind: str, what: str) -> tuple[int, ...]:
+        """A (small) vector of integers as a tuple (empty when absent)."""
+        packer, size, _ = _SCALARS[kind]
+        at = self._field(slot, 4)
+        if not at:
+            return ()
+        start, length = self._vector_at(at, size, what)
+        return struct.unpack_from(f"<{length}{packer.format[-1]}", self._buf, start)
+
     def bytes_vector(self, slot: int, what: str) -> bytes:
         at = self._field(slot, 4)
         if not at:
@@ -158,9 +175,9 @@ class Table:
     def tables(self, slot: int, what: str) -> "TableVector":
         at = self._field(slot, 4)
         if not at:
-            return TableVector(self._buf, 0, 0, f"{self.where}.{what}")
+            return TableVector(self._buf, 0, 0, self, "." + what)
         start, length = self._vector_at(at, 4, what)
-        return TableVector(self._buf, start, length, f"{self.where}.{what}")
+        return TableVector(self._buf, start, length, self, "." + what)
 
     def union(self, type_slot: int, value_slot: int, what: str) -> "tuple[int, Table | None]":
         kind = self.scalar(type_slot, "uint8", 0)
@@ -172,13 +189,19 @@ class Table:
 class TableVector:
     """A lazily read vector of tables; ``vec[i]`` checks and reads element ``i``."""
 
-    __slots__ = ("_buf", "_start", "_len", "where")
+    __slots__ = ("_buf", "_start", "_len", "_parent", "_label")
 
-    def __init__(self, buf: memoryview, start: int, length: int, where: str):
+    def __init__(self, buf: memoryview, start: int, length: int, parent, label: str = ""):
         self._buf = buf
         self._start = start
         self._len = length
-        self.where = where
+        self._parent = parent
+        self._label = label
+
+    @property
+    def where(self) -> str:
+        p = self._parent
+        return (p if isinstance(p, str) else p.where) + self._label
 
     def __len__(self) -> int:
         return self._len
@@ -188,7 +211,7 @@ class TableVector:
             raise IndexError(i)
         at = self._start + 4 * i
         target = at + _U32.unpack_from(self._buf, at)[0]
-        return Table(self._buf, target, f"{self.where}[{i}]")
+        return Table(self._buf, target, self, f"[{i}]")
 
     def __iter__(self):
         for i in range(self._len):

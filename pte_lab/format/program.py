@@ -55,7 +55,6 @@ class RawValue:
     tensor: RawTensor | None = None
     #: value indices for TensorList / OptionalTensorList (-1: none)
     items: tuple[int, ...] = ()
-    scalar: object = None
 
 
 @dataclass(slots=True)
@@ -228,13 +227,13 @@ def _decode_tensor(t: Table) -> RawTensor:
     if alloc is not None:
         mem_id = alloc.scalar(0, "uint32")
         offset = alloc.scalar(1, "uint32") + (alloc.scalar(2, "uint32") << 32)
-    sizes = t.scalars(2, "int32", "sizes")
-    if len(sizes) and sizes.min() < 0:
-        raise PteFormatError(f"{t.where}.sizes: negative dimension {int(sizes.min())}")
+    sizes = t.int_tuple(2, "int32", "sizes")
+    if sizes and min(sizes) < 0:
+        raise PteFormatError(f"{t.where}.sizes: negative dimension {min(sizes)}")
     rt = RawTensor(
         scalar_type=t.scalar(0, "int8"),
-        sizes=_ints(sizes),
-        dim_order=_ints(t.scalars(3, "uint8", "dim_order")),
+        sizes=sizes,
+        dim_order=t.int_tuple(3, "uint8", "dim_order"),
         data_buffer_idx=t.scalar(5, "uint32"),
         mem_id=mem_id,
         offset=offset,
@@ -254,23 +253,23 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
     n_values = len(values_vec)
     values: list[RawValue] = []
     for v in values_vec:
-        tag, val = v.union(0, 1, "val")
+        tag = v.scalar(0, "uint8")
         kind = VALUE_KINDS.get(tag)
         if kind is None:
             raise PteFormatError(f"{v.where}: unknown value type {tag}")
-        if tag != 0 and val is None:
+        if tag != 0 and not v.has(1):
             raise PteFormatError(f"{v.where}: {kind} value without its table")
+        # Only tensors and tensor lists matter for memory: other values' tables are not read.
         if kind == "Tensor":
-            values.append(RawValue(kind, tensor=_decode_tensor(val)))
+            values.append(RawValue(kind, tensor=_decode_tensor(v.table(1, "val"))))
         elif kind in ("TensorList", "OptionalTensorList"):
-            items = _ints(val.scalars(0, "int32", "items"))
+            val = v.table(1, "val")
+            items = val.int_tuple(0, "int32", "items")
             low = -1 if kind == "OptionalTensorList" else 0
             for it in items:
                 if not low <= it < n_values:
                     raise PteFormatError(f"{val.where}.items: value index {it} out of range ({n_values} values)")
             values.append(RawValue(kind, items=items))
-        elif kind == "Int":
-            values.append(RawValue(kind, scalar=val.scalar(0, "int64")))
         else:
             values.append(RawValue(kind))
 
@@ -303,7 +302,7 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
                 if not 0 <= target < limit:
                     what = "operator" if kind == "KernelCall" else "delegate"
                     raise PteFormatError(f"{a.where}: {what} index {target} out of range ({limit})")
-                args = _ints(a.scalars(1, "int32", "args"))
+                args = a.int_tuple(1, "int32", "args")
                 rec = RawInstruction(kind, target, args)
             elif kind == "MoveCall":
                 rec = RawInstruction(kind, -1, (a.scalar(0, "int32"), a.scalar(1, "int32")))

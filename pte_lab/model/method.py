@@ -397,6 +397,10 @@ class Method:
 
     def findings(self) -> list[Finding]:
         """Device findings and plan validation for this method."""
+        return list(self._findings)
+
+    @cached_property
+    def _findings(self) -> list[Finding]:
         out = []
         arena_dev = {a.mem_id: a.device for a in self.arenas}
         in_host = [t for t in self.planned if t.device != "cpu" and arena_dev.get(t.mem_id) == "cpu"]

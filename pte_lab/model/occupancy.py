@@ -31,19 +31,54 @@ def occupancy(offsets, nbytes, first, last, n_instructions: int) -> np.ndarray:
 
     All arguments are equal-length integer arrays of the tensors of one arena.
     """
-    offsets = np.asarray(offsets, dtype=np.int64)
-    ends = offsets + np.asarray(nbytes, dtype=np.int64)
+    s = np.asarray(offsets, dtype=np.int64)
+    e = s + np.asarray(nbytes, dtype=np.int64)
     first = np.asarray(first, dtype=np.int64)
     last = np.asarray(last, dtype=np.int64)
+    alive = (first <= last) & (e > s) & (first <= n_instructions) & (last >= -1)
+    s, e = s[alive], e[alive]
+    first, last = np.clip(first[alive], -1, n_instructions), np.clip(last[alive], -1, n_instructions)
+    times = n_instructions + 2
+    if len(s) == 0:
+        return np.zeros(times, dtype=np.int64)
+    bounds = np.unique(np.concatenate([s, e]))
+    if times * len(bounds) <= _GRID_CELLS:
+        return _by_grid(s, e, first, last, times, bounds)
+    return _by_sweep(s, e, first, last, n_instructions)
+
+
+_GRID_CELLS = 1 << 24  # time x byte-segment cells for the vectorised path (64 MiB of int32)
+
+
+def _by_grid(s, e, first, last, times, bounds):
+    """Coverage counts on a (time x elementary byte segment) grid, via 2-D prefix sums."""
+    k = len(bounds) - 1
+    a = np.searchsorted(bounds, s)
+    b = np.searchsorted(bounds, e)
+    grid = np.zeros((times + 1, k + 1), dtype=np.int32)
+    r0, r1 = first + 1, last + 2
+    np.add.at(grid, (r0, a), 1)
+    np.add.at(grid, (r0, b), -1)
+    np.add.at(grid, (r1, a), -1)
+    np.add.at(grid, (r1, b), 1)
+    cover = grid.cumsum(axis=0).cumsum(axis=1)[:times, :k]
+    return (cover > 0).astype(np.int64) @ np.diff(bounds)
+
+
+def _by_sweep(s, e, first, last, n_instructions):
+    """Union length per change point, for grids too large to hold."""
+    order = np.argsort(s, kind="stable")  # sorted once: no sort per instruction
+    s, e, first, last = s[order], e[order], first[order], last[order]
     out = np.zeros(n_instructions + 2, dtype=np.int64)
-    if len(offsets) == 0:
-        return out
     # The live set only changes where a lifetime starts or just after one ends.
     changes = np.unique(np.concatenate([first, last + 1]))
     changes = changes[(changes >= -1) & (changes <= n_instructions)]
-    bounds = list(changes) + [n_instructions + 1]
+    bounds = changes.tolist() + [n_instructions + 1]
     for t, t_next in zip(bounds[:-1], bounds[1:]):
         live = (first <= t) & (last >= t)
-        if live.any():
-            out[t + 1 : t_next + 1] = union_length(offsets[live], ends[live])
+        ls, le = s[live], e[live]
+        if len(ls):
+            reach = np.maximum.accumulate(le)
+            covered = le[0] - ls[0] + np.maximum(0, le[1:] - np.maximum(ls[1:], reach[:-1])).sum()
+            out[t + 1 : t_next + 1] = covered
     return out

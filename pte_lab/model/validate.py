@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+_CHUNK = 1 << 20  # candidate pairs examined at once (tests lower it)
+
 
 @dataclass(frozen=True)
 class Conflict:
@@ -43,20 +45,48 @@ def find_conflicts(values, mem_ids, offsets, nbytes, first, last, limit: int = 1
     out: list[Conflict] = []
     for m in np.unique(mem_ids):
         sel = np.flatnonzero((mem_ids == m) & (ends > offsets))  # empty tensors take no bytes
-        order = sel[np.argsort(offsets[sel], kind="stable")]
-        o, e, f, l = offsets[order], ends[order], first[order], last[order]
-        for i in range(len(order)):
-            # candidates: later in offset order, starting before this one ends
-            j_end = np.searchsorted(o, e[i], side="left")
-            if j_end <= i + 1:
-                continue
-            j = np.arange(i + 1, j_end)
-            hit = j[(o[j] != o[i]) & (f[j] <= l[i]) & (l[j] >= f[i])]
-            for k in hit:
-                a, b = order[i], order[k]
+        for x, y in _candidate_pairs(offsets[sel], ends[sel], first[sel], last[sel]):
+            x, y = sel[x], sel[y]
+            hit = ((offsets[x] != offsets[y]) & (offsets[x] < ends[y]) & (offsets[y] < ends[x])
+                   & (first[x] <= last[y]) & (first[y] <= last[x]))
+            for a, b in zip(x[hit], y[hit]):
                 out.append(Conflict(int(m), int(values[a]), int(values[b]),
                                     (int(offsets[a]), int(ends[a])), (int(offsets[b]), int(ends[b])),
                                     (int(first[a]), int(last[a])), (int(first[b]), int(last[b]))))
                 if len(out) >= limit:
                     return out
     return out
+
+
+def _candidate_pairs(offsets, ends, first, last):
+    """Yield chunks (x, y) of index pairs that overlap in bytes or in time, whichever is fewer.
+
+    Sorted by start, the intervals that overlap interval ``i`` and start after it
+    are ``i+1 .. stop[i]``: a pair overlapping in both dimensions is among them in
+    either dimension, so the cheaper one is enumerated and the other is checked.
+    """
+    n = len(offsets)
+    if n < 2:
+        return
+    by_bytes = _ranges(offsets, ends, inclusive=False)
+    by_time = _ranges(first, last, inclusive=True)
+    order, counts = min(by_bytes, by_time, key=lambda oc: int(oc[1].sum()))
+    cum = np.cumsum(counts)
+    i0 = 0
+    while i0 < n:  # chunks keep memory bounded for any number of pairs
+        base = cum[i0 - 1] if i0 else 0
+        i1 = max(int(np.searchsorted(cum, base + _CHUNK, side="right")), i0 + 1)
+        c = counts[i0:i1]
+        ii = np.repeat(np.arange(i0, i1), c)
+        if len(ii):
+            block = np.repeat(cum[i0:i1] - c - base, c)
+            jj = ii + 1 + (np.arange(len(ii)) - block)
+            yield order[ii], order[jj]
+        i0 = i1
+
+
+def _ranges(start, end, inclusive: bool):
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    stop = np.searchsorted(s, e, side="right" if inclusive else "left")
+    return order, np.maximum(stop - np.arange(1, len(order) + 1), 0)

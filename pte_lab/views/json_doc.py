@@ -48,9 +48,19 @@ def _specs(v):
     return v if isinstance(v, str) else v.hex()
 
 
+_TENSOR_FIELDS = ("value", "role", "dtype", "shape", "nbytes", "mem_id", "offset", "device",
+                  "first", "last", "producer", "op", "dynamic", "name")
+
+
 def method_dict(m) -> dict:
     def io(specs):
         return [{**asdict(s), "shape": list(s.shape) if s.shape is not None else None} for s in specs]
+
+    tensors = []
+    for t in m.planned:  # hot for big methods: no dataclasses.asdict (it deep-copies)
+        d = dict(zip(_TENSOR_FIELDS, (t.value, t.role, t.dtype, list(t.shape), t.nbytes, t.mem_id, t.offset,
+                                      t.device, t.first, t.last, t.producer, t.op, t.dynamic, t.name)))
+        tensors.append(d)
 
     return {
         "instructions": m.n_instructions,
@@ -69,7 +79,7 @@ def method_dict(m) -> dict:
              "peak_bytes": a.peak_bytes, "efficiency": a.efficiency, "tensors": a.tensors}
             for a in m.arenas
         ],
-        "tensors": [{**asdict(t), "shape": list(t.shape)} for t in m.planned],
+        "tensors": tensors,
         "findings": [{"severity": f.severity, "kind": f.kind, "message": f.message} for f in m.findings()],
     }
 
