@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from filelock import FileLock  # installed with torch
 
 import pte_lab.examples as examples
 
@@ -50,10 +51,13 @@ def program_path(program_dir):
         builder, kwargs = PROGRAMS[name]
         path = program_dir / f"{name}.pte"
         if not path.exists():
-            data = examples.build(builder, **kwargs)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)  # atomic: safe with parallel workers
+            # one exporter per program across parallel workers; the rename is atomic
+            with FileLock(str(path) + ".lock"):
+                if not path.exists():
+                    data = examples.build(builder, **kwargs)
+                    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                    tmp.write_bytes(data)
+                    os.replace(tmp, path)
         return path
 
     return get
