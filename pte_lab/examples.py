@@ -18,6 +18,8 @@ Builders (``name`` for :func:`build` / :func:`save`):
 ``cond``            ``torch.cond`` control flow (JumpFalse / Move instructions)
 ``unplanned_io``    inputs and outputs provided by the caller
                     (``alloc_graph_input=False, alloc_graph_output=False``)
+``external``        constants in an external ``.ptd`` file (``external_constants=True``);
+                    :func:`save` writes the data file beside the program
 ``transformer``     a portable transformer stack; ``layers`` scales it
                     (``layers=60`` gives more than 3,000 planned tensors)
 ``weights``         a program whose constants weigh ``mb`` megabytes
@@ -267,6 +269,29 @@ def unplanned_io() -> bytes:
     return _lower(_export(m, (torch.randn(4, 32),)), backend_config=cfg)
 
 
+def external() -> bytes:
+    """An MLP whose weights live in an external ``.ptd`` data file.
+
+    Returns the program bytes; use :func:`save` to also write the data file.
+    """
+    return _external_manager().buffer
+
+
+def _external_manager():
+    import warnings
+
+    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["MLP"]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        edge = to_edge_transform_and_lower(_export(m, (torch.randn(4, 32),)),
+                                           compile_config=EdgeCompileConfig(_check_ir_validity=False))
+        return edge.to_executorch(ExecutorchBackendConfig(external_constants=True))
+
+
 def transformer(layers: int = 4, seq: int = 16, d: int = 64) -> bytes:
     """A portable transformer stack; ``layers=60`` plans over 3,000 tensors."""
     torch = _torch()
@@ -291,6 +316,7 @@ BUILDERS: dict[str, Callable[..., bytes]] = {
     "dynamic": dynamic,
     "cond": cond,
     "unplanned_io": unplanned_io,
+    "external": external,
     "transformer": transformer,
     "weights": weights,
 }
@@ -306,9 +332,17 @@ def build(name: str, **kwargs) -> bytes:
 
 
 def save(name: str, path: str | os.PathLike, **kwargs) -> str:
-    """Export the example called ``name`` and write it to ``path``; returns the path."""
-    data = build(name, **kwargs)
+    """Export the example called ``name`` and write it to ``path``; returns the path.
+
+    For ``external``, the ``.ptd`` data file is written beside the program.
+    """
     path = os.fspath(path)
+    if name == "external":
+        manager = _external_manager()
+        data = manager.buffer
+        manager.write_tensor_data_to_file(os.path.dirname(os.path.abspath(path)))
+    else:
+        data = build(name, **kwargs)
     with open(path, "wb") as f:
         f.write(data)
     return path

@@ -27,6 +27,7 @@ PROGRAMS = {
     "dynamic": ("dynamic", {}),
     "cond": ("cond", {}),
     "unplanned_io": ("unplanned_io", {}),
+    "external": ("external", {}),
     "transformer": ("transformer", {"layers": 2}),
 }
 

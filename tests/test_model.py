@@ -141,6 +141,16 @@ def test_unplanned_io(program_path):
     assert "unplanned_io" in _kinds(m.findings())
 
 
+def test_external_data_is_expected(program_path):
+    pte = pte_lab.open(program_path("external"))
+    assert pte.expects_external_data
+    assert "fc1.weight" in pte.external_keys
+    assert "external_data" in _kinds(pte.warnings())
+    assert pte.constant_bytes == 0
+    # a program with its weights inside expects nothing
+    assert not pte_lab.open(program_path("portable")).expects_external_data
+
+
 # ------------------------------------------------------------ synthetic plans
 def _t(mem_id, offset, n_floats, device="cpu"):
     return RawValue("Tensor", tensor=RawTensor(6, (n_floats,), (0,), 0, mem_id, offset, 0, device))

@@ -134,9 +134,10 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
     # Segments: offsets are relative to segment_base_offset.
     segments: list[RawSegment] = []
     seg_vec = root.tables(4, "segments")
-    if len(seg_vec) and not header.segment_base_offset:
-        raise PteFormatError(f"program lists {len(seg_vec)} segments but the header declares no segment data")
-    limit = header.segment_data_size or (header.file_size - header.segment_base_offset)
+    # Without segment data (no extended header, or base 0) only empty segments can exist:
+    # programs whose constants live in an external .ptd file list one such segment.
+    limit = (header.segment_data_size or (header.file_size - header.segment_base_offset)
+             if header.segment_base_offset else 0)
     for i, s in enumerate(seg_vec):
         off, size = s.scalar(0, "uint64"), s.scalar(1, "uint64")
         if off + size > limit:

@@ -102,10 +102,10 @@ class Pte:
         """Constant tensors whose data lives in an external ``.ptd`` file."""
         keys = []
         for m in self.methods.values():
-            for v in m.raw.values:
+            for i, v in enumerate(m.raw.values):
                 t = v.tensor
                 if t is not None and t.location == 1 and t.mem_id is None:
-                    keys.append(t.fqn or f"{m.name}:value{len(keys)}")
+                    keys.append(t.fqn or f"{m.name}:value{i}")
         return sorted(set(keys))
 
     @property

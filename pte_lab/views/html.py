@@ -56,9 +56,11 @@ def _fill_bar(used: int, size: int) -> str:
     return f"<span class='pte-bar' title='peak {pct:.0f}% of the arena'><span style='width:{pct:.1f}%'></span></span>"
 
 
-def _findings(findings) -> str:
-    return "".join(f"<div class='pte-find pte-{f.severity}'>{escape(str(f).split(': ', 1)[-1])}</div>"
-                   for f in findings)
+def _findings(findings, with_method: bool = False) -> str:
+    def text(f):
+        return f"[{f.method}] {f.message}" if with_method and f.method else f.message
+
+    return "".join(f"<div class='pte-find pte-{f.severity}'>{escape(text(f))}</div>" for f in findings)
 
 
 def arenas_table(method) -> str:
@@ -170,7 +172,7 @@ def pte_html(p) -> str:
                           numeric={1, 2, 3, 4})]
     warns = [w for w in p.warnings() if w.method is None or w.severity != "info"]
     if warns:
-        parts.append(_findings(warns))
+        parts.append(_findings(warns, with_method=True))
     parts.append(_section("Load cost", _load_cost_table(p), open_=True))
     for m in p.methods.values():
         parts.append(_section(f"Method {m.name}", _method_body(m), human_bytes(m.planned_bytes)))

@@ -1,0 +1,123 @@
+"""Hostile programs built with flatbuffers.Builder: self-referencing lists,
+references that would wrap around, vectors that claim more than the file."""
+
+from __future__ import annotations
+
+import struct
+
+import flatbuffers
+import pytest
+
+import pte_lab
+from pte_lab import PteFormatError
+
+
+def _ints(b: flatbuffers.Builder, xs, size=4, prepend="PrependInt32"):
+    b.StartVector(size, len(xs), size)
+    for x in reversed(xs):
+        getattr(b, prepend)(x)
+    return b.EndVector()
+
+
+def _table(b, fields):
+    """fields: list of (slot, kind, value) with kind 'off', 'u8', 'i32', 'u32'."""
+    b.StartObject(max(s for s, _, _ in fields) + 1)
+    for slot, kind, value in fields:
+        {"off": b.PrependUOffsetTRelativeSlot, "u8": b.PrependUint8Slot,
+         "i32": b.PrependInt32Slot, "u32": b.PrependUint32Slot}[kind](slot, value, 0)
+    return b.EndObject()
+
+
+def build_program(values, instructions, sizes=(0, 64)) -> bytes:
+    """A minimal one-method Program. values: ("tensor", mem_id, offset, n_floats) or
+    ("list", [items]); instructions: lists of argument value indices (KernelCalls of op 0)."""
+    b = flatbuffers.Builder(1024)
+    evs = []
+    for v in values:
+        if v[0] == "tensor":
+            _, mem_id, offset, n = v
+            sizes_vec = _ints(b, [n])
+            alloc = _table(b, [(0, "u32", mem_id), (1, "u32", offset)])
+            t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec), (6, "off", alloc)])
+            evs.append(_table(b, [(0, "u8", 5), (1, "off", t)]))
+        else:
+            items = _ints(b, v[1])
+            lst = _table(b, [(0, "off", items)])
+            evs.append(_table(b, [(0, "u8", 10), (1, "off", lst)]))
+    b.StartVector(4, len(evs), 4)
+    for e in reversed(evs):
+        b.PrependUOffsetTRelative(e)
+    values_vec = b.EndVector()
+    instrs = []
+    for args in instructions:
+        a = _ints(b, args)
+        call = _table(b, [(0, "i32", 0), (1, "off", a)])
+        instrs.append(_table(b, [(0, "u8", 1), (1, "off", call)]))
+    b.StartVector(4, len(instrs), 4)
+    for i in reversed(instrs):
+        b.PrependUOffsetTRelative(i)
+    instr_vec = b.EndVector()
+    chain = _table(b, [(2, "off", instr_vec)])
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(chain)
+    chains = b.EndVector()
+    op_name, overload = b.CreateString("aten::op"), b.CreateString("out")
+    op = _table(b, [(0, "off", op_name), (1, "off", overload)])
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(op)
+    ops = b.EndVector()
+    sizes_vec = _ints(b, list(sizes), 8, "PrependInt64")
+    inputs, outputs = _ints(b, [0]), _ints(b, [len(values) - 1])
+    name = b.CreateString("forward")
+    plan = _table(b, [(0, "off", name), (2, "off", values_vec), (3, "off", inputs), (4, "off", outputs),
+                      (5, "off", chains), (6, "off", ops), (8, "off", sizes_vec)])
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(plan)
+    plans = b.EndVector()
+    prog = _table(b, [(0, "u32", 0), (1, "off", plans)])
+    b.Finish(prog, file_identifier=b"ET12")
+    return bytes(b.Output())
+
+
+def test_builder_program_reads():
+    data = build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [[0, 1]])
+    m = pte_lab.open(data).methods["forward"]
+    assert [a.size for a in m.arenas] == [64]
+    assert list(m.tensors.role) == ["input", "output"]
+    assert m.arena(1).peak_bytes == 32
+
+
+def test_list_naming_itself_and_lists_of_lists_terminate():
+    # value 2 names itself; value 3 names the list 2 (lists of lists are not followed)
+    values = [("tensor", 1, 0, 4), ("tensor", 1, 16, 4), ("list", [0, 2, 1]), ("list", [2, 3]),
+              ("tensor", 1, 32, 4)]
+    data = build_program(values, [[3], [2, 4]])
+    m = pte_lab.open(data).methods["forward"]
+    df = m.tensors.set_index("value")
+    assert (df.loc[1, "first"], df.loc[1, "last"]) == (1, 1)  # named through list 2 at instruction 1
+    assert m.validate() == []
+
+
+def test_list_item_out_of_range():
+    data = build_program([("tensor", 1, 0, 4), ("list", [0, 99]), ("tensor", 1, 16, 4)], [[1, 2]])
+    with pytest.raises(PteFormatError, match="value index 99 out of range"):
+        pte_lab.open(data).methods["forward"].arenas
+
+
+def test_reference_that_would_wrap_around_is_refused():
+    # a uoffset of 2**32 - k is a backwards reference under 32-bit arithmetic: a cycle
+    data = bytearray(build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [[0, 1]]))
+    root = struct.unpack_from("<I", data, 0)[0]
+    vt = root - struct.unpack_from("<i", data, root)[0]
+    plans_field = root + struct.unpack_from("<H", data, vt + 4 + 2 * 1)[0]
+    data[plans_field : plans_field + 4] = struct.pack("<I", 2**32 - 8)
+    with pytest.raises(PteFormatError, match="outside the flatbuffer"):
+        pte_lab.open(bytes(data))
+
+
+def test_vector_claiming_more_than_the_file():
+    data = bytearray(build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [[0, 1]]))
+    pos = bytes(data).find(b"forward") - 4  # the string's length prefix
+    data[pos : pos + 4] = struct.pack("<I", 10**9)
+    with pytest.raises(PteFormatError, match="claims 1000000000 elements"):
+        pte_lab.open(bytes(data))
