@@ -15,19 +15,36 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .errors import PteFormatError, PteLabError
+from .errors import (
+    BackendUnavailableError,
+    DeviceAllocationError,
+    MemoryBudgetError,
+    NativeBuildError,
+    PteFormatError,
+    PteLabError,
+    RuntimeCrashedError,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["open", "Pte", "Method", "Arena", "PteLabError", "PteFormatError", "__version__"]
+__all__ = [
+    "open", "load", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
+    "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
+    "RuntimeCrashedError", "NativeBuildError", "__version__",
+]
 
 _LAZY = {
     "Pte": ("pte_lab.model", "Pte"),
     "Method": ("pte_lab.model", "Method"),
     "Arena": ("pte_lab.model", "Arena"),
     "Finding": ("pte_lab.model", "Finding"),
+    "load": ("pte_lab.runtime", "load"),
+    "emulate_device": ("pte_lab.runtime", "emulate_device"),
+    "runtime_info": ("pte_lab.runtime", "runtime_info"),
+    "LabProgram": ("pte_lab.runtime", "LabProgram"),
+    "LabMethod": ("pte_lab.runtime", "LabMethod"),
 }
-_SUBMODULES = {"format", "model", "views", "examples", "cli"}
+_SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime"}
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Arena, Method, Pte

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["PteLabError", "PteFormatError"]
+__all__ = [
+    "PteLabError", "PteFormatError", "NativeBuildError", "DeviceAllocationError",
+    "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError",
+]
 
 
 class PteLabError(Exception):
@@ -15,3 +18,68 @@ class PteFormatError(PteLabError, ValueError):
     The message names what is wrong and where (a byte offset or a field path
     such as ``program.execution_plan[0].values[12]``).
     """
+
+
+class NativeBuildError(PteLabError, RuntimeError):
+    """pte_lab's small native helper (the emulated device) could not be built.
+
+    Everything else in pte_lab keeps working; the message says what to install.
+    """
+
+
+class DeviceAllocationError(PteLabError, RuntimeError):
+    """A method's planned arena could not be allocated on its device.
+
+    Attributes name the method, the arena (``mem_id`` as in the file and
+    ``runtime_index`` as ExecuTorch prints it), the device and the bytes.
+    """
+
+    def __init__(self, message: str, *, method: str, mem_id: int | None, runtime_index: int | None,
+                 device: str | None, nbytes: int | None, runtime_message: str = ""):
+        super().__init__(message)
+        self.method = method
+        self.mem_id = mem_id
+        self.runtime_index = runtime_index
+        self.device = device
+        self.nbytes = nbytes
+        self.runtime_message = runtime_message
+
+
+class BackendUnavailableError(PteLabError, RuntimeError):
+    """A method delegates to a backend this ExecuTorch build does not register."""
+
+    def __init__(self, message: str, *, method: str, backend: str, registered: list[str]):
+        super().__init__(message)
+        self.method = method
+        self.backend = backend
+        self.registered = registered
+
+
+class MemoryBudgetError(PteLabError, MemoryError):
+    """Loading would need more memory than is free; nothing was allocated.
+
+    Pass ``force=True`` to :func:`pte_lab.load` to try anyway.
+    """
+
+    def __init__(self, message: str, *, step: str, method: str | None, device: str, needed: int,
+                 available: int):
+        super().__init__(message)
+        self.step = step
+        self.method = method
+        self.device = device
+        self.needed = needed
+        self.available = available
+
+
+class RuntimeCrashedError(PteLabError, RuntimeError):
+    """The isolated ExecuTorch worker process died (a native abort or crash).
+
+    The caller's process is unharmed. ``signal`` names the signal (e.g.
+    ``SIGSEGV``) or is None for a plain exit; ``stderr`` holds its last lines.
+    """
+
+    def __init__(self, message: str, *, signal: str | None, exit_code: int | None, stderr: list[str]):
+        super().__init__(message)
+        self.signal = signal
+        self.exit_code = exit_code
+        self.stderr = stderr

@@ -9,10 +9,13 @@ Builders (``name`` for :func:`build` / :func:`save`):
 ``portable``        one method, portable kernels (a small MLP)
 ``xnnpack``         two methods lowered to XNNPACK (an MLP and a small attention block)
 ``device``          the fix's two-method program: ``forward`` on the host,
-                    ``forward2`` with its add delegated to ``cuda:0`` (``side``
+                    ``forward2`` (``x + y``) delegated to ``cuda:0`` (``side``
                     sets the planned device bytes: 3 * side * side * 4; 2048
-                    gives 48 MiB); ``non_cpu_planning=False`` keeps the CUDA
-                    tags but plans everything into host arena 1
+                    gives 48 MiB); XNNPACK by default, so it runs once a device
+                    allocator is registered; ``backend="demo"`` uses
+                    ExecuTorch's test partitioner; ``non_cpu_planning=False``
+                    keeps the CUDA tags but plans everything into host arena 1
+``three_methods``   two host methods of different arena sizes and a device method
 ``kv_cache``        a mutable buffer updated in place every call (KV-cache style)
 ``dynamic``         dynamic batch dimension (planned at its upper bound)
 ``cond``            ``torch.cond`` control flow (JumpFalse / Move instructions)
@@ -98,9 +101,13 @@ def _modules():
             return torch.relu(x @ y) + 1.0
 
     class DeviceMethod(nn.Module):
-        # The add is delegated (to the device); the mul stays a host kernel.
+        # The add is what the delegate (on the device) computes.
         def forward(self, x, y):
-            return (x + y) * 2.0
+            return x + y
+
+    class Small(nn.Module):
+        def forward(self, x):
+            return x * 2.0 + 1.0
 
     class KVCache(nn.Module):
         def __init__(self, max_len=16, d=8):
@@ -176,7 +183,7 @@ def _modules():
 
     return dict(
         MLP=MLP, Attention=Attention, HostMethod=HostMethod, DeviceMethod=DeviceMethod,
-        KVCache=KVCache, Dynamic=Dynamic, Cond=Cond, Transformer=Transformer, Weights=Weights,
+        Small=Small, KVCache=KVCache, Dynamic=Dynamic, Cond=Cond, Transformer=Transformer, Weights=Weights,
     )
 
 
@@ -204,19 +211,43 @@ def xnnpack() -> bytes:
     return _lower(eps, partitioner=parts)
 
 
-def device(side: int = 64, non_cpu_planning: bool = True, device: str = "cuda:0") -> bytes:
+def _device_partitioner(backend: str, device: str):
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
+
+    if backend == "demo":
+        from executorch.exir.backend.test.device_util import DeviceAwarePartitioner
+
+        return DeviceAwarePartitioner(device)
+    if backend == "xnnpack":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+        part = XnnpackPartitioner()
+        # ExecuTorch's PropagateDevicePass reads this compile spec: the delegate's
+        # tensors are planned on `device`, with host<->device copies around it.
+        part.delegation_spec.compile_specs.append(CompileSpec("target_device", device.encode()))
+        return part
+    raise ValueError(f"unknown backend {backend!r}; choose 'xnnpack' or 'demo'")
+
+
+def device(side: int = 64, non_cpu_planning: bool = True, device: str = "cuda:0",
+           backend: str = "xnnpack") -> bytes:
     """The fix's program: ``forward`` on the host, ``forward2`` delegated to ``device``.
 
-    ``forward2``'s device arena holds three ``side x side`` float32 tensors
-    (two copied-in inputs and the delegate's output): ``side=2048`` plans
-    50,331,648 bytes (48 MiB) on the device. With ``non_cpu_planning=False``
-    the tensors keep their device tag but are planned into host arena 1.
-    The delegate's backend (ExecuTorch's BackendWithCompilerDemo) is not
-    registered in the pip wheel: this program can be inspected and loaded,
-    not executed, unless such a backend is registered.
+    ``forward`` computes ``relu(x @ y) + 1`` with portable kernels.
+    ``forward2`` computes ``x + y`` in a delegate whose compile specs name
+    ``device``: ExecuTorch copies both inputs to the device, the delegate writes
+    its output there, and a copy brings it back. The device arena holds those
+    three ``side x side`` float32 tensors: ``side=2048`` plans 48 MiB
+    (50,331,648 bytes; XNNPACK adds 64 bytes of padding to every arena).
+
+    ``backend="xnnpack"`` (default) really executes on the CPU once a device
+    allocator is registered (``pte_lab.emulate_device``). ``backend="demo"``
+    uses ExecuTorch's test partitioner (``DeviceAwarePartitioner``), whose
+    backend the pip wheel does not register: inspect it, load it, don't run it.
+    With ``non_cpu_planning=False`` the tensors keep their device tag but are
+    planned into host arena 1 (what ``enable_non_cpu_memory_planning=False`` does).
     """
     from executorch.exir import ExecutorchBackendConfig
-    from executorch.exir.backend.test.device_util import DeviceAwarePartitioner
 
     torch = _torch()
     mods = _modules()
@@ -226,9 +257,30 @@ def device(side: int = 64, non_cpu_planning: bool = True, device: str = "cuda:0"
         "forward": _export(mods["HostMethod"](), (x, y)),
         "forward2": _export(mods["DeviceMethod"](), (x, y)),
     }
-    parts = {"forward": [], "forward2": [DeviceAwarePartitioner(device)]}
+    parts = {"forward": [], "forward2": [_device_partitioner(backend, device)]}
     cfg = ExecutorchBackendConfig(enable_non_cpu_memory_planning=non_cpu_planning)
     return _lower(eps, partitioner=parts, backend_config=cfg)
+
+
+def three_methods(side: int = 64, device: str = "cuda:0") -> bytes:
+    """Two host methods with different arena sizes and one device method.
+
+    ``small`` (``x * 2 + 1`` on ``side x side``), ``large`` (``relu(x @ y) + 1``
+    on the same shapes, a bigger arena) and ``on_device`` (``x + y`` delegated
+    to ``device`` via XNNPACK). Under ``Runtime.load_program`` the two host
+    methods share arenas sized by the larger; ``on_device`` gets its own.
+    """
+    torch = _torch()
+    mods = _modules()
+    x = torch.randn(side, side)
+    y = torch.randn(side, side)
+    eps = {
+        "small": _export(mods["Small"](), (x,)),
+        "large": _export(mods["HostMethod"](), (x, y)),
+        "on_device": _export(mods["DeviceMethod"](), (x, y)),
+    }
+    parts = {"small": [], "large": [], "on_device": [_device_partitioner("xnnpack", device)]}
+    return _lower(eps, partitioner=parts)
 
 
 def kv_cache() -> bytes:
@@ -312,6 +364,7 @@ BUILDERS: dict[str, Callable[..., bytes]] = {
     "portable": portable,
     "xnnpack": xnnpack,
     "device": device,
+    "three_methods": three_methods,
     "kv_cache": kv_cache,
     "dynamic": dynamic,
     "cond": cond,

@@ -124,7 +124,13 @@ class Table:
         if not at:
             return default
         start, length = self._vector_at(at, 1, what)
-        return bytes(self._buf[start : start + length]).decode("utf-8", errors="replace")
+        try:
+            return bytes(self._buf[start : start + length]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # the flatbuffers spec requires UTF-8; ExecuTorch's Python bindings abort the
+            # process on an operator name that is not (seen with executorch 1.5.1)
+            raise PteFormatError(f"{self.where}.{what}: string is not valid UTF-8 ({exc.reason} "
+                                 f"at byte {exc.start})") from None
 
     def _vector_at(self, at: int, elem_size: int, what: str) -> tuple[int, int]:
         start = self._deref(at, what)

@@ -1,0 +1,14 @@
+"""Load and run programs with ExecuTorch, memory accounted; the emulated device.
+
+Importing this package imports nothing heavy; ExecuTorch is imported by the
+first call that needs it.
+"""
+
+from __future__ import annotations
+
+from .device import EmulatedDevice, emulate_device
+from .info import RuntimeInfo, runtime_info
+from .program import LabMethod, LabProgram, SharedArenasWarning, load
+
+__all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "emulate_device", "EmulatedDevice",
+           "runtime_info", "RuntimeInfo"]

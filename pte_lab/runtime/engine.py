@@ -1,0 +1,126 @@
+"""The part that touches ExecuTorch: runs steps and measures memory around them.
+
+An :class:`Engine` lives where the runtime runs: in the caller's process, or
+in an isolated worker (``pte_lab.runtime.worker``). Every step returns what
+it measured as plain data, so the two cases look the same to the caller.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+from . import device as devmod
+from . import memory
+
+
+class Engine:
+    def __init__(self, devices: list[str] = (), emulate: list[str] = ()):
+        from executorch.runtime import Runtime
+
+        for d in emulate:
+            devmod.emulate_device(d)
+        self.runtime = Runtime.get()
+        self.devices = list(devices)
+        self.program = None
+        self.methods: dict[str, Any] = {}
+
+    # ------------------------------------------------------------ measuring
+    def _device_probe(self, device: str) -> tuple[int | None, str]:
+        """(bytes taken on ``device`` so far, how it is measured)."""
+        kind, code, index = devmod.parse_device(device)
+        if devmod.is_emulated(device):
+            return int(devmod.native.library().pte_lab_outstanding(code)), "exact (emulated device ledger)"
+        if kind == "cuda" and memory.CudaProbe.available():
+            return -memory.CudaProbe.free(index), "torch.cuda.mem_get_info"
+        return None, "not measurable (no allocator)"
+
+    def snapshot(self) -> dict:
+        host, how = memory.host_in_use()
+        snap = {"cpu": (host, how)}
+        for d in self.devices:
+            snap[d] = self._device_probe(d)
+        return snap
+
+    def _measured(self, before: dict, after: dict, seconds: float) -> dict:
+        out = {"seconds": seconds, "bytes": {}, "how": {}}
+        for dev, (b, how) in after.items():
+            a = before.get(dev, (None, how))[0]
+            out["bytes"][dev] = None if (a is None or b is None) else b - a
+            out["how"][dev] = how
+        return out
+
+    def _step(self, fn):
+        gc.collect()
+        before = self.snapshot()
+        t = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - t
+        after = self.snapshot()
+        return result, self._measured(before, after, seconds)
+
+    # ---------------------------------------------------------------- steps
+    def load_program(self, path: str, data_path: str | None = None, verification: str = "internal") -> dict:
+        from executorch.runtime import Verification
+
+        ver = {"internal": Verification.InternalConsistency, "minimal": Verification.Minimal}[verification]
+
+        def go():
+            self.program = self.runtime.load_program(path, verification=ver, data_path=data_path)
+
+        return self._step(go)[1]
+
+    def load_method(self, name: str) -> dict:
+        def go():
+            self.methods[name] = self.program.load_method(name)
+
+        return self._step(go)[1]
+
+    def execute(self, name: str, inputs: list) -> tuple[list, dict]:
+        method = self.methods[name]
+        outputs, measured = self._step(lambda: list(method.execute(list(inputs))))
+        return outputs, measured
+
+    def release(self) -> dict:
+        def go():
+            self.methods.clear()
+            self.program = None
+
+        return self._step(go)[1]
+
+    # ---------------------------------------------------------------- facts
+    def registered_backends(self) -> list[str]:
+        return list(self.runtime.backend_registry.registered_backend_names)
+
+    def available(self, device: str) -> int | None:
+        """Free bytes on ``device`` where they can be read, else None."""
+        kind, code, index = devmod.parse_device(device)
+        if kind == "cpu":
+            return memory.host_available()
+        if devmod.is_emulated(device):
+            cap = devmod.native.library().pte_lab_capacity(code)
+            return None if not cap else max(0, int(cap) - int(devmod.native.library().pte_lab_outstanding(code)))
+        if kind == "cuda" and memory.CudaProbe.available():
+            return memory.CudaProbe.free(index)
+        return None
+
+    def allocator_registered(self, device: str) -> bool | None:
+        return devmod.allocator_registered(device)
+
+    def meta(self, name: str) -> dict:
+        m = self.program.metadata(name)
+        return {"name": m.name(), "num_inputs": m.num_inputs(), "num_outputs": m.num_outputs(), "repr": str(m)}
+
+    def ledger_events(self, since: int = 0) -> list[tuple]:
+        try:
+            ev = devmod.native.read_events(since)
+        except Exception:  # noqa: BLE001 - no helper built: no ledger
+            return []
+        return [(e.kind, e.device_type, e.device_index, e.bytes, e.alignment, e.address, e.time_ns) for e in ev]
+
+    def ledger_mark(self) -> int:
+        try:
+            return int(devmod.native.library().pte_lab_event_count())
+        except Exception:  # noqa: BLE001
+            return 0

@@ -1,0 +1,98 @@
+"""``runtime_info()``: what this ExecuTorch installation can do."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+from dataclasses import dataclass, field
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v.split("+")[0])[:3])
+
+
+def honours_device_plans(version: str | None = None) -> bool:
+    """Whether ``Runtime.load_program`` places planned arenas on their devices (executorch >= 1.5.0)."""
+    return _version_tuple(version or md.version("executorch")) >= (1, 5, 0)
+
+
+@dataclass
+class RuntimeInfo:
+    executorch_version: str
+    torch_version: str | None
+    honours_device_plans: bool
+    backends: list[str]
+    #: device type -> "emulated", "registered" (a real allocator) or "none"
+    device_allocators: dict[str, str]
+    cuda_visible: bool
+    native_helper: str
+    notes: list[str] = field(default_factory=list)
+
+    def _rows(self):
+        return [
+            ("executorch", self.executorch_version),
+            ("torch", self.torch_version or "not installed"),
+            ("loader honours device plans", "yes (>= 1.5.0)" if self.honours_device_plans else "no (< 1.5.0: every arena on the host)"),
+            ("registered backends", ", ".join(self.backends) or "none"),
+            ("device allocators", ", ".join(f"{k}: {v}" for k, v in self.device_allocators.items())),
+            ("CUDA visible to torch", "yes" if self.cuda_visible else "no"),
+            ("emulated-device helper", self.native_helper),
+        ]
+
+    def __repr__(self) -> str:
+        w = max(len(k) for k, _ in self._rows())
+        lines = ["ExecuTorch runtime"] + [f"  {k.ljust(w)}  {v}" for k, v in self._rows()]
+        return "\n".join(lines + [f"  note: {n}" for n in self.notes])
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{escape(k)}</th>"
+                       f"<td style='text-align:left'>{escape(v)}</td></tr>" for k, v in self._rows())
+        notes = "".join(f"<div><i>{escape(n)}</i></div>" for n in self.notes)
+        return f"<div><b>ExecuTorch runtime</b><table>{rows}</table>{notes}</div>"
+
+
+def runtime_info() -> RuntimeInfo:
+    """Version, device-plan support, backends, device allocators, CUDA visibility."""
+    from ..errors import PteLabError
+    from . import device as devmod
+    from .memory import CudaProbe
+
+    from executorch.runtime import Runtime
+
+    rt = Runtime.get()
+    try:
+        torch_version = md.version("torch")
+    except md.PackageNotFoundError:
+        torch_version = None
+    notes = []
+    allocators = {}
+    try:
+        from . import native
+
+        native.library()
+        helper = "built"
+        for name, code in devmod.DEVICE_TYPES.items():
+            if code == 0:
+                continue
+            if native.library().pte_lab_is_emulated(code):
+                allocators[name] = "emulated (host memory)"
+            elif native.library().pte_lab_has_allocator(code):
+                allocators[name] = "registered"
+            else:
+                allocators[name] = "none"
+    except PteLabError as exc:
+        helper = f"unavailable: {str(exc).splitlines()[0]}"
+        allocators = {"cuda": "unknown"}
+        notes.append("device allocators cannot be queried without the native helper")
+    return RuntimeInfo(
+        executorch_version=md.version("executorch"),
+        torch_version=torch_version,
+        honours_device_plans=honours_device_plans(),
+        backends=list(rt.backend_registry.registered_backend_names),
+        device_allocators=allocators,
+        cuda_visible=CudaProbe.available(),
+        native_helper=helper,
+        notes=notes,
+    )

@@ -1,0 +1,113 @@
+"""Run the ExecuTorch runtime in a worker process, so a native crash cannot take the caller down."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+from ..errors import PteLabError, RuntimeCrashedError
+from ._protocol import read_msg, write_msg
+
+
+class RemoteError(PteLabError):
+    """An exception raised inside the worker (type name and message kept)."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+
+
+class Worker:
+    """A worker process hosting an :class:`~pte_lab.runtime.engine.Engine`.
+
+    ``worker.call(op, *args)`` runs ``Engine.op`` there. If the process dies,
+    :class:`RuntimeCrashedError` carries the signal and the last lines of its
+    stderr; the worker is then gone and every later call raises the same.
+    """
+
+    def __init__(self, *engine_args, **engine_kwargs):
+        self._stderr = tempfile.TemporaryFile()
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "pte_lab.runtime.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+        self._lock = threading.Lock()
+        self._dead: RuntimeCrashedError | None = None
+        self.call("init", *engine_args, **engine_kwargs)
+
+    @property
+    def alive(self) -> bool:
+        return self._dead is None and self._proc.poll() is None
+
+    def _stderr_tail(self, n: int = 20) -> list[str]:
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode("utf-8", errors="replace").splitlines()
+        return [ln for ln in lines if ln.strip()][-n:]
+
+    def _crashed(self, op: str) -> RuntimeCrashedError:
+        code = self._proc.wait(timeout=30)
+        sig = signal.Signals(-code).name if code < 0 else None
+        tail = self._stderr_tail()
+        how = f"was killed by {sig}" if sig else f"exited with status {code}"
+        msg = (f"the isolated ExecuTorch worker {how} during {op!r}; your session is unharmed. "
+               f"Last stderr lines:\n  " + "\n  ".join(tail[-8:]) if tail else
+               f"the isolated ExecuTorch worker {how} during {op!r}; your session is unharmed.")
+        return RuntimeCrashedError(msg, signal=sig, exit_code=code if code >= 0 else None, stderr=tail)
+
+    def call(self, op: str, *args, **kwargs):
+        with self._lock:
+            if self._dead is not None:
+                raise self._dead
+            try:
+                write_msg(self._proc.stdin, (op, args, kwargs))
+                reply = read_msg(self._proc.stdout)
+            except (BrokenPipeError, OSError):
+                reply = None
+            if reply is None:
+                self._dead = self._crashed(op)
+                raise self._dead
+        if reply[0] == "ok":
+            return reply[1]
+        raise RemoteError(reply[1], reply[2])
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                with self._lock:
+                    write_msg(self._proc.stdin, ("exit", (), {}))
+                    read_msg(self._proc.stdout)
+            except (BrokenPipeError, OSError):
+                pass
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        self._stderr.close()
+
+    def __del__(self):  # pragma: no cover - best effort
+        try:
+            if self._proc.poll() is None:
+                self._proc.kill()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class LocalEngine:
+    """The same ``call`` interface over an in-process Engine."""
+
+    def __init__(self, *engine_args, **engine_kwargs):
+        from .engine import Engine
+
+        self._engine = Engine(*engine_args, **engine_kwargs)
+        self.alive = True
+
+    def call(self, op: str, *args, **kwargs):
+        return getattr(self._engine, op)(*args, **kwargs)
+
+    def close(self) -> None:
+        self._engine = None

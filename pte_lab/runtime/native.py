@@ -1,0 +1,152 @@
+"""Build and load pte_lab's native helper (``native/emulated_device.cpp``).
+
+The helper is compiled on first use with the system C++ compiler against the
+headers and ``libexecutorch.so`` that the executorch wheel ships, and cached
+per executorch install (keyed by the library's path, size and mtime, the
+executorch version and the source), so the first use costs about a second and
+later ones nothing. Loading it with ctypes makes it share ExecuTorch's
+DeviceAllocatorRegistry with the Python extension.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.metadata as md
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+
+from ..errors import NativeBuildError
+
+_LOCK = threading.Lock()
+
+
+class Event(ctypes.Structure):
+    """One ledger record; layout mirrors ``Event`` in emulated_device.cpp."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int32),
+        ("device_type", ctypes.c_int32),
+        ("device_index", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+        ("bytes", ctypes.c_uint64),
+        ("alignment", ctypes.c_uint64),
+        ("address", ctypes.c_uint64),
+        ("time_ns", ctypes.c_int64),
+    ]
+
+
+EVENT_KINDS = {0: "allocate", 1: "free", 2: "host_to_device", 3: "device_to_host", 4: "refused"}
+
+
+def executorch_dir() -> Path:
+    spec = importlib.util.find_spec("executorch")
+    if spec is None or not spec.submodule_search_locations:
+        raise NativeBuildError("executorch is not installed: pip install executorch==1.5.1")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("PTE_LAB_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pte_lab")
+    return Path(base) / "native"
+
+
+def _compiler() -> str:
+    for cand in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if cand and shutil.which(cand):
+            return shutil.which(cand)
+    raise NativeBuildError(
+        "the emulated device needs a C++ compiler and none was found (tried $CXX, g++, c++, clang++). "
+        "Install one (Debian/Ubuntu: apt-get install g++; conda: conda install gxx_linux-64) "
+        "or set CXX. Everything else in pte_lab works without it.")
+
+
+def library_path() -> Path:
+    """Where the helper for this executorch install lives (built if missing)."""
+    et = executorch_dir()
+    lib = et / "lib" / "libexecutorch.so"
+    include = et / "include"
+    if not lib.exists() or not (include / "executorch" / "runtime" / "core" / "device_allocator.h").exists():
+        raise NativeBuildError(
+            f"this executorch install ({et}) lacks lib/libexecutorch.so or the device_allocator.h header; "
+            f"the emulated device needs executorch >= 1.5 from pip")
+    source = files("pte_lab.runtime").joinpath("native/emulated_device.cpp").read_bytes()
+    st = lib.stat()
+    key = hashlib.sha256(b"\0".join([
+        source, str(lib).encode(), str(st.st_size).encode(), str(st.st_mtime_ns).encode(),
+        md.version("executorch").encode(),
+    ])).hexdigest()[:20]
+    out = _cache_dir() / key / "libpte_lab_native.so"
+    if out.exists():
+        return out
+    with _LOCK:
+        if not out.exists():
+            _build(source, et, out)
+    return out
+
+
+def _build(source: bytes, et: Path, out: Path) -> None:
+    cxx = _compiler()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    include = et / "include"
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        src = Path(tmp) / "emulated_device.cpp"
+        src.write_bytes(source)
+        tmp_out = Path(tmp) / out.name
+        cmd = [
+            cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-DC10_USING_CUSTOM_GENERATED_MACROS",
+            f"-I{include}", f"-I{include / 'executorch/runtime/core/portable_type/c10'}",
+            str(src), "-o", str(tmp_out),
+            f"-L{et / 'lib'}", "-lexecutorch", f"-Wl,-rpath,{et / 'lib'}",
+        ]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise NativeBuildError(f"building the emulated device failed to run {cxx}: {exc}") from exc
+        if r.returncode != 0:
+            tail = "\n".join(r.stderr.strip().splitlines()[-15:])
+            raise NativeBuildError(f"building the emulated device failed ({' '.join(cmd[:2])} ...):\n{tail}")
+        os.replace(tmp_out, out)  # atomic: concurrent builders agree
+
+
+@lru_cache(maxsize=1)
+def library() -> ctypes.CDLL:
+    """The loaded helper, sharing ExecuTorch's device-allocator registry."""
+    # Load ExecuTorch's own extension first so that the helper binds to the same libexecutorch.so.
+    import executorch.extension.pybindings.portable_lib  # noqa: F401
+
+    lib = ctypes.CDLL(str(library_path()))
+    lib.pte_lab_event_size.restype = ctypes.c_int32
+    if lib.pte_lab_event_size() != ctypes.sizeof(Event):
+        raise NativeBuildError("the native helper's ledger layout does not match this pte_lab")
+    for name in ("pte_lab_has_allocator", "pte_lab_is_emulated", "pte_lab_register"):
+        getattr(lib, name).argtypes = [ctypes.c_int32]
+        getattr(lib, name).restype = ctypes.c_int32
+    for name in ("pte_lab_outstanding", "pte_lab_capacity"):
+        getattr(lib, name).argtypes = [ctypes.c_int32]
+        getattr(lib, name).restype = ctypes.c_uint64
+    lib.pte_lab_set_capacity.argtypes = [ctypes.c_int32, ctypes.c_uint64]
+    lib.pte_lab_set_capacity.restype = None
+    lib.pte_lab_event_count.restype = ctypes.c_uint64
+    lib.pte_lab_events.argtypes = [ctypes.c_uint64, ctypes.POINTER(Event), ctypes.c_uint64]
+    lib.pte_lab_events.restype = ctypes.c_uint64
+    lib.pte_lab_num_device_types.restype = ctypes.c_int32
+    return lib
+
+
+def read_events(start: int = 0) -> list[Event]:
+    lib = library()
+    n = lib.pte_lab_event_count()
+    if n <= start:
+        return []
+    buf = (Event * (n - start))()
+    got = lib.pte_lab_events(start, buf, n - start)
+    return list(buf[:got])

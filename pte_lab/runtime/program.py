@@ -1,0 +1,322 @@
+"""``pte_lab.load``: ExecuTorch's loader with its memory accounted and its errors named."""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import (
+    BackendUnavailableError,
+    DeviceAllocationError,
+    MemoryBudgetError,
+    PteFormatError,
+    PteLabError,
+)
+from ..model import Pte, open_pte
+from ..views.text import human_bytes
+from .isolate import LocalEngine, RemoteError, Worker
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from ..model import Method
+
+__all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning"]
+
+_ALLOC_RE = re.compile(r"Failed to allocate (\d+) bytes for buffer (\d+) on device (\d+):(\d+)")
+REPORT_COLUMNS = ["step", "method", "device", "predicted_bytes", "measured_bytes", "measured_by", "seconds"]
+
+
+class SharedArenasWarning(UserWarning):
+    """Two host-only methods of one program share arenas: running one overwrites the other's intermediates."""
+
+
+@dataclass
+class _Record:
+    step: str
+    method: str | None
+    predicted: dict[str, int]
+    measured: dict = field(default_factory=dict)
+
+
+def _exc_parts(exc: Exception) -> tuple[str, str]:
+    if isinstance(exc, RemoteError):
+        return exc.type_name, exc.message
+    return type(exc).__name__, str(exc)
+
+
+def _loader_for_version() -> str:
+    from .info import honours_device_plans
+
+    return "corrected" if honours_device_plans() else "legacy"
+
+
+def _validate_everything(pte: Pte) -> None:
+    """Decode every table the runtime will read, so a bad file fails here and not in native code."""
+    for m in pte.methods.values():
+        m.arenas, m.instructions, m.delegates, m.inputs, m.outputs
+        for f in m.validate():
+            if f.kind in ("unknown_arena", "outside_arena"):
+                raise PteFormatError(f"method {m.name!r}: {f.message}")
+
+
+class LabMethod:
+    """A loaded method: call it like a function; its memory is in the program's report."""
+
+    def __init__(self, program: "LabProgram", name: str):
+        self.program = program
+        self.name = name
+        self._executed = False
+
+    @property
+    def plan(self) -> "Method":
+        """The reader's view of this method (arenas, tensors, lifetimes)."""
+        return self.program.plan.methods[self.name]
+
+    @property
+    def meta(self) -> dict:
+        """ExecuTorch's MethodMeta, summarised (name, input/output counts, its repr)."""
+        return self.program._engine.call("meta", self.name)
+
+    def execute(self, inputs) -> list:
+        return self.program._execute(self, list(inputs))
+
+    def __call__(self, *inputs) -> list:
+        return self.execute(inputs)
+
+    def __repr__(self) -> str:
+        p = self.plan
+        devs = ", ".join(f"{d} {human_bytes(b)}" for d, b in sorted(p.planned_bytes_by_device().items()))
+        return f"<LabMethod {self.name!r}: planned {devs or 'nothing'}>"
+
+
+class LabProgram:
+    """A program loaded by ExecuTorch's runtime, with every step's memory accounted."""
+
+    def __init__(self, path: str, *, data_path: str | None, isolate: bool, force: bool):
+        self.path = path
+        self.data_path = data_path
+        self.isolated = isolate
+        self.force = force
+        self.plan: Pte = open_pte(path)
+        _validate_everything(self.plan)
+        self.loader = _loader_for_version()
+        self._costs = self.plan.load_cost_records(self.loader)
+        devices = sorted({d for m in self.plan.methods.values() for d in m.devices})
+        emulate = []
+        if isolate:
+            from .device import is_emulated
+
+            emulate = [d for d in devices if is_emulated(d)]
+            self._engine = Worker(devices, emulate)
+        else:
+            self._engine = LocalEngine(devices)
+        self._records: list[_Record] = []
+        self._methods: dict[str, LabMethod] = {}
+        self._warned_shared = False
+        self._ledger_start = self._engine.call("ledger_mark")
+        self._released = False
+        self._check_budget("load_program", None, self._predicted("load_program", None))
+        measured = self._engine.call("load_program", path, data_path, "internal")
+        self._records.append(_Record("load_program", None, self._predicted("load_program", None), measured))
+
+    # ----------------------------------------------------------- predictions
+    def _predicted(self, step: str, method: str | None) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self._costs:
+            if r["step"] == step and (step == "load_program" or r["method"] == method):
+                out[r["device"]] = out.get(r["device"], 0) + r["bytes"]
+        return out
+
+    def _check_budget(self, step: str, method: str | None, predicted: dict[str, int]) -> None:
+        if self.force:
+            return
+        for device, need in predicted.items():
+            if not need:
+                continue
+            avail = self._engine.call("available", device)
+            if avail is not None and need > avail:
+                what = f"method {method!r}" if method else "the program"
+                raise MemoryBudgetError(
+                    f"{step} of {what} would allocate {need:,} bytes ({human_bytes(need)}) on {device}, "
+                    f"but only {avail:,} bytes ({human_bytes(avail)}) are free; nothing was allocated. "
+                    f"Pass force=True to try anyway.",
+                    step=step, method=method, device=device, needed=need, available=avail)
+
+    # ---------------------------------------------------------------- public
+    @property
+    def method_names(self) -> list[str]:
+        return list(self.plan.methods)
+
+    def metadata(self, name: str) -> dict:
+        return self._engine.call("meta", name)
+
+    def load_method(self, name: str) -> LabMethod:
+        """Load ``name`` (once; later calls return the same LabMethod)."""
+        if self._released:
+            raise PteLabError("this program was released; load it again with pte_lab.load")
+        if name in self._methods:
+            return self._methods[name]
+        if name not in self.plan.methods:
+            raise KeyError(f"no method {name!r}; the program has {self.method_names}")
+        plan = self.plan.methods[name]
+        registered = self._engine.call("registered_backends")
+        for d in plan.delegates:
+            if d.backend not in registered:
+                raise BackendUnavailableError(
+                    f"method {name!r} delegates to backend {d.backend!r}, which this ExecuTorch build does "
+                    f"not register (registered: {', '.join(registered) or 'none'}). Install a build with "
+                    f"that backend, or export the method for one of these.",
+                    method=name, backend=d.backend, registered=registered)
+        predicted = self._predicted("load_method", name)
+        self._check_budget("load_method", name, predicted)
+        try:
+            measured = self._engine.call("load_method", name)
+        except Exception as exc:
+            raise self._translate(exc, name) from None
+        self._records.append(_Record("load_method", name, predicted, measured))
+        lm = self._methods[name] = LabMethod(self, name)
+        self._maybe_warn_shared()
+        return lm
+
+    def _host_only_loaded(self) -> list[str]:
+        return [n for n in self._methods if not self.plan.methods[n].is_device_method]
+
+    def _maybe_warn_shared(self) -> None:
+        host = self._host_only_loaded()
+        if self.loader == "corrected" and len(host) > 1 and not self._warned_shared:
+            self._warned_shared = True
+            warnings.warn(SharedArenasWarning(
+                f"host-only methods {', '.join(host)} share one set of host arenas: running one overwrites "
+                f"the others' intermediate values (outputs are copied out, so returned values are correct)"),
+                stacklevel=3)
+
+    def _execute(self, method: LabMethod, inputs: list) -> list:
+        try:
+            outputs, measured = self._engine.call("execute", method.name, inputs)
+        except Exception as exc:
+            raise self._translate(exc, method.name) from None
+        if not method._executed:
+            method._executed = True
+            self._records.append(_Record("first_execute", method.name,
+                                         self._predicted("first_execute", method.name), measured))
+        self._maybe_warn_shared()
+        return outputs
+
+    def _translate(self, exc: Exception, method: str) -> Exception:
+        if isinstance(exc, PteLabError) and not isinstance(exc, RemoteError):
+            return exc
+        type_name, message = _exc_parts(exc)
+        m = _ALLOC_RE.search(message)
+        if m:
+            nbytes, index, dtype, didx = (int(g) for g in m.groups())
+            from .device import DEVICE_NAMES
+
+            device = f"{DEVICE_NAMES.get(dtype, f'device{dtype}')}:{didx}"
+            return DeviceAllocationError(
+                f"method {method!r}: could not allocate arena mem_id {index + 1} (runtime buffer {index}, "
+                f"{nbytes:,} bytes = {human_bytes(nbytes)}) on {device}: no {device.split(':')[0]} device "
+                f"allocator is registered or it refused. On a machine without that device, call "
+                f"pte_lab.emulate_device({device!r}) first (emulated, host memory); otherwise use an "
+                f"ExecuTorch build with the {device.split(':')[0]} backend. The program's other methods "
+                f"keep working.",
+                method=method, mem_id=index + 1, runtime_index=index, device=device, nbytes=nbytes,
+                runtime_message=message)
+        if isinstance(exc, RemoteError):
+            return RuntimeError(f"{type_name}: {message}")
+        return exc
+
+    def release(self) -> None:
+        """Drop the runtime's program and methods; the memory they held is given back (and measured)."""
+        if self._released:
+            return
+        held: dict[str, int] = {}
+        for r in self._records:
+            for d, b in r.predicted.items():
+                held[d] = held.get(d, 0) + b
+        measured = self._engine.call("release")
+        self._records.append(_Record("release", None, {d: -b for d, b in held.items()}, measured))
+        self._methods.clear()
+        self._released = True
+
+    def close(self) -> None:
+        """Release and, when isolated, stop the worker."""
+        if self._engine.alive:
+            self.release()
+        self._engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ----------------------------------------------------------------- report
+    def memory_report(self) -> "pd.DataFrame":
+        """Predicted vs measured bytes per step and device.
+
+        Device bytes are exact where the emulated device serves them (and say
+        so), or read from ``torch.cuda.mem_get_info`` on a CUDA build; host
+        bytes come from the C allocator's statistics and are approximate.
+        """
+        import pandas as pd
+
+        rows = []
+        for r in self._records:
+            devices = sorted(set(r.predicted) | set(r.measured.get("bytes", {})),
+                             key=lambda d: (d != "cpu", d))
+            for d in devices:
+                measured = r.measured.get("bytes", {}).get(d)
+                if d not in r.predicted and not measured:
+                    continue
+                rows.append((r.step, r.method, d, r.predicted.get(d, 0), measured,
+                             r.measured.get("how", {}).get(d, ""), r.measured.get("seconds")))
+        df = pd.DataFrame(rows, columns=REPORT_COLUMNS)
+        df.attrs["loader"] = self.loader
+        return df
+
+    def ledger(self) -> "pd.DataFrame":
+        """The emulated device's events since this program was loaded (empty without one)."""
+        from .device import DEVICE_NAMES, LEDGER_COLUMNS
+
+        import pandas as pd
+
+        ev = self._engine.call("ledger_events", self._ledger_start)
+        from .native import EVENT_KINDS
+
+        t0 = ev[0][6] if ev else 0
+        rows = [(EVENT_KINDS.get(k, str(k)), f"{DEVICE_NAMES.get(t, t)}:{i}", b, a, i, f"0x{addr:x}", (ts - t0) / 1e9)
+                for k, t, i, b, a, addr, ts in ev]
+        df = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+        df.attrs["source"] = "emulated device (host memory)"
+        return df
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rep = self.memory_report()
+        iso = " (isolated worker)" if self.isolated else ""
+        return (f"<div><b>LabProgram</b> {escape(os.fspath(self.path))}{iso} &middot; loader "
+                f"<code>{self.loader}</code> &middot; methods loaded: "
+                f"{escape(', '.join(self._methods) or 'none')}</div>" + rep.to_html(index=False))
+
+    def __repr__(self) -> str:
+        iso = ", isolated" if self.isolated else ""
+        return f"<LabProgram {self.path!r}{iso}: loader {self.loader}, loaded {list(self._methods)}>"
+
+
+def load(path, *, data_path=None, isolate: bool = False, force: bool = False) -> LabProgram:
+    """Load a ``.pte`` with ExecuTorch's ``Runtime.load_program``, accounted.
+
+    The file is checked by pte_lab's reader first (a bad file raises
+    :class:`~pte_lab.PteFormatError` and never reaches native code), then
+    loaded with ExecuTorch's full verification. ``isolate=True`` runs the
+    runtime in a worker process: a native crash there raises
+    :class:`~pte_lab.errors.RuntimeCrashedError` here. ``force=True`` skips
+    the check that planned bytes fit in free memory.
+    """
+    return LabProgram(os.fspath(path), data_path=None if data_path is None else os.fspath(data_path),
+                      isolate=isolate, force=force)
