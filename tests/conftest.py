@@ -21,8 +21,10 @@ import pte_lab.examples as examples
 PROGRAMS = {
     "portable": ("portable", {}),
     "xnnpack": ("xnnpack", {}),
-    "device": ("device", {"side": 64}),
-    "device_hostplanned": ("device", {"side": 64, "non_cpu_planning": False}),
+    "device": ("device", {"side": 64}),  # XNNPACK with target_device: runs with an allocator
+    "device_demo": ("device", {"side": 64, "backend": "demo"}),  # ExecuTorch's test partitioner
+    "device_hostplanned": ("device", {"side": 64, "backend": "demo", "non_cpu_planning": False}),
+    "three_methods": ("three_methods", {"side": 64}),
     "kv_cache": ("kv_cache", {}),
     "dynamic": ("dynamic", {}),
     "cond": ("cond", {}),

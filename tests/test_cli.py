@@ -20,7 +20,7 @@ def _run(*args):
 
 
 def test_inspect_human(program_path, capsys):
-    assert main(["inspect", str(program_path("device"))]) == 0
+    assert main(["inspect", str(program_path("device_demo"))]) == 0
     out = capsys.readouterr().out
     assert "forward2" in out and "cuda:0" in out
     assert "mem_id  runtime  device" in out  # the arena table
@@ -29,11 +29,11 @@ def test_inspect_human(program_path, capsys):
 
 
 def test_inspect_json_document(program_path, capsys):
-    assert main(["inspect", str(program_path("device")), "--json"]) == 0
+    assert main(["inspect", str(program_path("device_demo")), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "pte_lab.inspect" and doc["version"] == 1
     m = doc["methods"]["forward2"]
-    model = pte_lab.open(program_path("device")).methods["forward2"]
+    model = pte_lab.open(program_path("device_demo")).methods["forward2"]
     assert m["instructions"] == model.n_instructions > 0
     assert len(m["tensors"]) == len(model.planned)
     (dev,) = [a for a in m["arenas"] if a["device"] == "cuda:0"]
@@ -48,10 +48,10 @@ def test_inspect_json_document(program_path, capsys):
 
 
 def test_inspect_one_method(program_path, capsys):
-    assert main(["inspect", str(program_path("device")), "--json", "--method", "forward"]) == 0
+    assert main(["inspect", str(program_path("device_demo")), "--json", "--method", "forward"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert list(doc["methods"]) == ["forward"]
-    assert main(["inspect", str(program_path("device")), "--method", "nope"]) == 2
+    assert main(["inspect", str(program_path("device_demo")), "--method", "nope"]) == 2
     assert "no method 'nope'" in capsys.readouterr().err
 
 

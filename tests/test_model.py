@@ -18,7 +18,7 @@ def _kinds(findings):
 
 # --------------------------------------------------------------- real programs
 def test_device_program_arenas_and_findings(program_path):
-    pte = pte_lab.open(program_path("device"))
+    pte = pte_lab.open(program_path("device_demo"))
     fwd, dev = pte.methods["forward"], pte.methods["forward2"]
     assert [a.device for a in fwd.arenas] == ["cpu"]
     assert not fwd.is_device_method
@@ -50,8 +50,16 @@ def test_host_planned_device_tags_are_named(program_path):
     assert "shared_arenas" in _kinds(pte.warnings())
 
 
+def test_xnnpack_device_program_pads_its_arenas(program_path):
+    dev = pte_lab.open(program_path("device")).methods["forward2"]
+    a = dev.arena(2)
+    assert a.device == "cuda:0" and a.size == 3 * SIDE * SIDE * F32 + 64  # XNNPACK's 64 bytes
+    assert a.peak_bytes == 3 * SIDE * SIDE * F32
+    assert dev.delegates[0].backend == "XnnpackBackend" and dev.delegates[0].target_device == "cuda:0"
+
+
 def test_load_cost_three_loaders(program_path):
-    pte = pte_lab.open(program_path("device"))
+    pte = pte_lab.open(program_path("device_demo"))
     host, dev = pte.methods["forward"], pte.methods["forward2"]
     h1 = host.arena(1).size
     d1, d2 = dev.arena(1).size, dev.arena(2).size

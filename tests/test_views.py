@@ -9,7 +9,7 @@ from pte_lab.views.text import arena_picture, human_bytes
 
 
 def test_html_is_self_contained(program_path):
-    pte = pte_lab.open(program_path("device"))
+    pte = pte_lab.open(program_path("device_demo"))
     for obj in (pte, pte.methods["forward2"], pte.methods["forward2"].arena(2)):
         html = obj._repr_html_()
         assert "<script" not in html.lower()
@@ -24,7 +24,7 @@ def test_html_is_self_contained(program_path):
 
 
 def test_text_reprs(program_path):
-    pte = pte_lab.open(program_path("device"))
+    pte = pte_lab.open(program_path("device_demo"))
     text = repr(pte)
     assert "forward2" in text and "cuda:0 48.0 KiB" in text
     assert "Arena(mem_id=2, runtime_index=1, device='cuda:0'" in repr(pte.methods["forward2"].arena(2))

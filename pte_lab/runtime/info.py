@@ -5,15 +5,21 @@ from __future__ import annotations
 import importlib.metadata as md
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v.split("+")[0])[:3])
 
 
+@lru_cache(maxsize=1)
+def executorch_version() -> str:
+    return md.version("executorch")
+
+
 def honours_device_plans(version: str | None = None) -> bool:
     """Whether ``Runtime.load_program`` places planned arenas on their devices (executorch >= 1.5.0)."""
-    return _version_tuple(version or md.version("executorch")) >= (1, 5, 0)
+    return _version_tuple(version or executorch_version()) >= (1, 5, 0)
 
 
 @dataclass
@@ -87,7 +93,7 @@ def runtime_info() -> RuntimeInfo:
         allocators = {"cuda": "unknown"}
         notes.append("device allocators cannot be queried without the native helper")
     return RuntimeInfo(
-        executorch_version=md.version("executorch"),
+        executorch_version=executorch_version(),
         torch_version=torch_version,
         honours_device_plans=honours_device_plans(),
         backends=list(rt.backend_registry.registered_backend_names),

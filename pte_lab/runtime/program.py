@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,30 @@ def _loader_for_version() -> str:
     return "corrected" if honours_device_plans() else "legacy"
 
 
+_PLAN_CACHE: "OrderedDict[tuple, Pte]" = OrderedDict()
+_PLAN_CACHE_SIZE = 16
+
+
+def _checked_plan(path: str) -> Pte:
+    """The reader's model of ``path``, fully checked; reused while the file is unchanged.
+
+    The key is (path, device, inode, size, mtime in ns): a rewritten file is read
+    and checked again.
+    """
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    pte = _PLAN_CACHE.get(key)
+    if pte is None:
+        pte = open_pte(path)
+        _validate_everything(pte)
+        _PLAN_CACHE[key] = pte
+        while len(_PLAN_CACHE) > _PLAN_CACHE_SIZE:
+            _PLAN_CACHE.popitem(last=False)
+    else:
+        _PLAN_CACHE.move_to_end(key)
+    return pte
+
+
 def _validate_everything(pte: Pte) -> None:
     """Decode every table the runtime will read, so a bad file fails here and not in native code."""
     for m in pte.methods.values():
@@ -101,8 +126,7 @@ class LabProgram:
         self.data_path = data_path
         self.isolated = isolate
         self.force = force
-        self.plan: Pte = open_pte(path)
-        _validate_everything(self.plan)
+        self.plan: Pte = _checked_plan(path)
         self.loader = _loader_for_version()
         self._costs = self.plan.load_cost_records(self.loader)
         devices = sorted({d for m in self.plan.methods.values() for d in m.devices})
@@ -196,7 +220,7 @@ class LabProgram:
 
     def _execute(self, method: LabMethod, inputs: list) -> list:
         try:
-            outputs, measured = self._engine.call("execute", method.name, inputs)
+            outputs, measured = self._engine.call("execute", method.name, inputs, not method._executed)
         except Exception as exc:
             raise self._translate(exc, method.name) from None
         if not method._executed:
