@@ -322,3 +322,24 @@ def test_native_helper_is_cached(tmp_path):
             os.environ["PTE_LAB_CACHE"] = env_before
     assert p1 == p2 and p1.exists() and str(tmp_path) in str(p1)
     assert second < first  # built once, then found
+
+
+def test_foreign_allocator_is_refused_not_aborted(tmp_path):
+    """A second registration would abort the process: pte_lab asks the registry first."""
+    code = textwrap.dedent(f"""
+        import ctypes, shutil, pte_lab
+        from pte_lab.runtime import native
+        native.library()                       # ExecuTorch loaded, helper built
+        other = {str(tmp_path / 'other.so')!r}
+        shutil.copy(native.library_path(), other)
+        foreign = ctypes.CDLL(other)           # a separate copy: its own allocator object
+        assert foreign.pte_lab_register(1) == 0   # "someone else" registers CUDA first
+        try:
+            pte_lab.emulate_device("cuda:0")
+            print("RESULT registered")
+        except pte_lab.PteLabError as e:
+            print("RESULT refused: " + str(e))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "RESULT refused" in r.stdout and "already registered" in r.stdout
