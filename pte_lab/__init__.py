@@ -28,7 +28,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "open", "load", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
+    "open", "load", "explore", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "__version__",
 ]
@@ -43,8 +43,9 @@ _LAZY = {
     "runtime_info": ("pte_lab.runtime", "runtime_info"),
     "LabProgram": ("pte_lab.runtime", "LabProgram"),
     "LabMethod": ("pte_lab.runtime", "LabMethod"),
+    "explore": ("pte_lab.widgets", "explore"),
 }
-_SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime"}
+_SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime", "plot", "widgets"}
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Arena, Method, Pte

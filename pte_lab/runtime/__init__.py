@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from .device import EmulatedDevice, emulate_device
 from .info import RuntimeInfo, runtime_info
+from .inputs import example_inputs
 from .program import LabMethod, LabProgram, SharedArenasWarning, load
 
 __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "emulate_device", "EmulatedDevice",
-           "runtime_info", "RuntimeInfo"]
+           "runtime_info", "RuntimeInfo", "example_inputs"]

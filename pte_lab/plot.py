@@ -1,0 +1,222 @@
+"""Pictures of memory with matplotlib.
+
+Every function takes ``ax=None`` (a new figure is made when omitted) and
+returns what it drew on: an Axes, or a list of Axes for one panel per arena.
+Tensors are drawn with one collection per call, not one patch each, so a
+method with thousands of tensors draws in well under a second. Colours come
+from the Okabe-Ito palette (safe for colour-blind readers); byte axes use
+binary units.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from .views.text import human_bytes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+
+    from .model import Method, Pte
+
+#: Okabe & Ito's colour-blind-safe palette (black left out)
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
+ROLE_COLORS = {
+    "input": "#0072B2", "output": "#D55E00", "input_output": "#CC79A7", "intermediate": "#56B4E9",
+    "mutable_buffer": "#009E73", "unused": "#999999",
+}
+PLACE_COLORS = {"shared host arenas": "#56B4E9", "private host arenas": "#0072B2"}
+DEVICE_COLORS = ["#D55E00", "#E69F00", "#CC79A7", "#009E73"]
+
+
+def _plt():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _bytes_axis(axis, top: float) -> None:
+    """Ticks at multiples of a power of two (4 KiB, 8 MiB...) labelled in binary units."""
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    step = 2.0 ** max(0, int(np.floor(np.log2(max(top, 1) / 5))))
+    axis.set_major_locator(MultipleLocator(step))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(int(v)) if v >= 0 else ""))
+
+
+def _categories(values: Sequence[str], fixed: dict[str, str] | None = None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        if v not in out:
+            out[v] = (fixed or {}).get(v) or PALETTE[len(out) % len(PALETTE)]
+    return out
+
+
+def tensor_rects(method: "Method", mem_id: int) -> tuple[list, np.ndarray]:
+    """(tensors, vertices): one rectangle per planned tensor of the arena over its lifetime."""
+    ts = [t for t in method.planned if t.mem_id == mem_id and t.first is not None and t.last is not None]
+    if not ts:
+        return ts, np.zeros((0, 4, 2))
+    x0 = np.array([t.first for t in ts], float) - 0.45
+    x1 = np.array([t.last for t in ts], float) + 0.45
+    y0 = np.array([t.offset for t in ts], float)
+    y1 = y0 + np.array([max(t.nbytes, 1) for t in ts], float)
+    verts = np.stack([np.stack([x0, y0], 1), np.stack([x1, y0], 1), np.stack([x1, y1], 1),
+                      np.stack([x0, y1], 1)], 1)
+    return ts, verts
+
+
+def _color_key(t, color_by: str) -> str:
+    if color_by == "role":
+        return t.role
+    if color_by == "operator":
+        return t.op or "(input / state)"
+    if color_by == "device":
+        return t.device
+    raise ValueError(f"color_by must be 'role', 'operator' or 'device', not {color_by!r}")
+
+
+def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" = None,
+                 color_by: str = "role", legend: bool = True):
+    """Where each planned tensor sits in the arena (y, bytes) and when it is alive (x, instructions).
+
+    One rectangle per tensor; the arena size is the solid line, the peak of
+    live bytes (the lower bound for any plan) the dashed one. With several
+    arenas and ``mem_id=None`` it draws one panel per arena and returns a list.
+    """
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+
+    arenas = method.arenas if mem_id is None else [method.arena(mem_id)]
+    if not arenas:
+        raise ValueError(f"method {method.name!r} has no planned arenas")
+    if len(arenas) > 1:
+        if ax is not None:
+            raise ValueError("pass mem_id to draw one of several arenas on a given Axes")
+        plt = _plt()
+        fig, axes = plt.subplots(len(arenas), 1, figsize=(9, 3.2 * len(arenas)), squeeze=False,
+                                 layout="constrained")
+        return [arena_layout(method, a.mem_id, ax=axes[i, 0], color_by=color_by, legend=legend)
+                for i, a in enumerate(arenas)]
+    a = arenas[0]
+    if ax is None:
+        _, ax = _plt().subplots(figsize=(9, 3.6), layout="constrained")
+    ts, verts = tensor_rects(method, a.mem_id)
+    keys = [_color_key(t, color_by) for t in ts]
+    colors = _categories(keys, ROLE_COLORS if color_by == "role" else None)
+    coll = PolyCollection(verts, facecolors=[colors[k] for k in keys], edgecolors="white",
+                          linewidths=0.3 if len(ts) < 500 else 0.0, alpha=0.9)
+    coll.set_gid("tensors")
+    ax.add_collection(coll)
+    n = method.n_instructions
+    ax.axhline(a.size, color="#333333", lw=1.2, label=f"arena size {human_bytes(a.size)}")
+    if a.peak_bytes:
+        ax.axhline(a.peak_bytes, color="#333333", lw=1.0, ls="--",
+                   label=f"peak live {human_bytes(a.peak_bytes)} (lower bound)")
+    ax.set_xlim(-1.5, n + 0.5)
+    top = max(a.size, a.peak_bytes, 1)
+    ax.set_ylim(0, top * 1.04)
+    _bytes_axis(ax.yaxis, top)
+    ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
+    ax.set_ylabel("offset in arena")
+    eff = "" if a.efficiency is None else f", size/peak {a.efficiency:.2f}×"
+    ax.set_title(f"{method.name} · arena {a.mem_id} (runtime {a.runtime_index}) on {a.device}{eff}", fontsize=10)
+    if legend:
+        handles = [Patch(color=c, label=k) for k, c in list(colors.items())[:12]]
+        handles += ax.get_legend_handles_labels()[0]
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return ax
+
+
+def occupancy(method: "Method", ax: "Axes | None" = None):
+    """Occupied bytes per instruction for each arena, against its size."""
+    if ax is None:
+        _, ax = _plt().subplots(figsize=(9, 3.2), layout="constrained")
+    t = np.arange(-1, method.n_instructions + 1)
+    for i, a in enumerate(method.arenas):
+        color = DEVICE_COLORS[i % len(DEVICE_COLORS)] if a.device != "cpu" else PALETTE[i % len(PALETTE)]
+        ax.step(t, method.occupancy(a.mem_id), where="mid", color=color, lw=1.4,
+                label=f"arena {a.mem_id} ({a.device}) live bytes")
+        ax.axhline(a.size, color=color, lw=1.0, ls=":", label=f"arena {a.mem_id} size {human_bytes(a.size)}")
+    top = max([a.size for a in method.arenas] + [1])
+    ax.set_ylim(0, top * 1.05)
+    _bytes_axis(ax.yaxis, top)
+    ax.set_xlabel("instruction")
+    ax.set_ylabel("bytes")
+    ax.set_title(f"{method.name} · bytes alive per instruction", fontsize=10)
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+def placement_table(pte: "Pte", loader: str = "corrected") -> list[tuple[str, str, int]]:
+    """(bar, category, bytes) rows: the shared arenas as one bar, each method's own arenas as another.
+
+    Categories: "shared host arenas", "private host arenas", and one per device.
+    Their sum is the load-cost model's total for ``loader``.
+    """
+    rows = []
+    for r in pte.load_cost_records(loader):
+        if r["sharing"] == "shared":
+            bar, cat = "shared (host methods)", "shared host arenas"
+        else:
+            bar = r["method"]
+            cat = "private host arenas" if r["device"] == "cpu" else r["device"]
+        rows.append((bar, cat, r["bytes"]))
+    return rows
+
+
+def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None):
+    """Where planned bytes live under a loader: stacked bars, the shared arenas and each method.
+
+    ``loader`` is one of "corrected", "legacy", "module", or a list of them
+    (or "all") for the side-by-side comparison, one group of bars per loader.
+    """
+    from matplotlib.patches import Patch
+
+    from .model.load_cost import LOADERS
+
+    loaders = list(LOADERS) if loader == "all" else ([loader] if isinstance(loader, str) else list(loader))
+    if ax is None:
+        _, ax = _plt().subplots(figsize=(2.2 + 1.6 * sum(1 + len(pte.methods) for _ in loaders), 3.8),
+                               layout="constrained")
+    cats: dict[str, str] = {}
+    x = 0.0
+    ticks, labels, group_centres = [], [], []
+    for ld in loaders:
+        rows = placement_table(pte, ld)
+        bars = ["shared (host methods)"] + list(pte.methods)
+        bars = [b for b in bars if any(r[0] == b for r in rows)] or bars[:1]
+        start = x
+        for b in bars:
+            bottom = 0
+            for cat in ["shared host arenas", "private host arenas"] + sorted(
+                    {r[1] for r in rows} - {"shared host arenas", "private host arenas"}):
+                v = sum(r[2] for r in rows if r[0] == b and r[1] == cat)
+                if not v:
+                    continue
+                if cat not in cats:
+                    cats[cat] = PLACE_COLORS.get(cat) or DEVICE_COLORS[
+                        len([c for c in cats if c not in PLACE_COLORS]) % len(DEVICE_COLORS)]
+                rect = ax.bar(x, v, bottom=bottom, color=cats[cat], width=0.8, edgecolor="white")
+                rect.patches[0].set_gid(f"{ld}|{b}|{cat}")
+                bottom += v
+            ticks.append(x)
+            labels.append(b)
+            x += 1
+        group_centres.append(((start + x - 1) / 2, ld))
+        x += 0.8
+    ax.set_xticks(ticks, labels, rotation=20, ha="right", fontsize=8)
+    _bytes_axis(ax.yaxis, ax.get_ylim()[1])
+    ax.set_ylabel("planned bytes allocated")
+    if len(loaders) > 1:
+        for cx, ld in group_centres:
+            ax.annotate(ld, (cx, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
+                        fontsize=9, fontweight="bold")
+        ax.set_title("where planned arenas live, per loader", fontsize=10, pad=18)
+    else:
+        ax.set_title(f"where planned arenas live · loader {loaders[0]}", fontsize=10)
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in cats.items()], fontsize=7, frameon=False,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax

@@ -1,0 +1,106 @@
+"""Plots: content checks (what is drawn) and a look guard (image comparison at a tolerance)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+mpl = pytest.importorskip("matplotlib")
+mpl.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.testing.compare import compare_images  # noqa: E402
+
+import pte_lab  # noqa: E402
+from pte_lab import plot  # noqa: E402
+
+BASELINE = Path(__file__).parent / "baseline"
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _tensor_collection(ax) -> PolyCollection:
+    (coll,) = [c for c in ax.collections if c.get_gid() == "tensors"]
+    return coll
+
+
+def test_arena_layout_draws_each_planned_tensor(program_path):
+    m = pte_lab.open(program_path("device_demo")).methods["forward2"]
+    axes = plot.arena_layout(m)
+    assert isinstance(axes, list) and len(axes) == len(m.arenas) == 2
+    for ax, a in zip(axes, m.arenas):
+        coll = _tensor_collection(ax)
+        assert len(coll.get_paths()) == a.tensors  # one rectangle per planned tensor
+        assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= a.size  # y range is the arena
+        assert a.device in ax.get_title()
+        ys = [h.get_ydata()[0] for h in ax.get_lines()]
+        assert a.size in ys and a.peak_bytes in ys  # size and peak marked
+    # rectangles span [offset, offset + nbytes) over [first, last]
+    ax = plot.arena_layout(m, 2)
+    verts = _tensor_collection(ax).get_paths()[0].vertices
+    t = [x for x in m.planned if x.mem_id == 2][0]
+    assert verts[:, 1].min() == t.offset and verts[:, 1].max() == t.offset + t.nbytes
+    assert verts[:, 0].min() == pytest.approx(t.first - 0.45)
+
+
+def test_arena_layout_on_given_axes_and_colours(program_path):
+    m = pte_lab.open(program_path("transformer")).methods["forward"]
+    fig, ax = plt.subplots()
+    assert plot.arena_layout(m, 1, ax=ax, color_by="operator") is ax
+    colours = {tuple(c) for c in _tensor_collection(ax).get_facecolors()}
+    assert len(colours) > 3
+    with pytest.raises(ValueError):
+        plot.arena_layout(m, 1, color_by="size")
+    dev = pte_lab.open(program_path("device_demo")).methods["forward2"]
+    with pytest.raises(ValueError, match="mem_id"):
+        plot.arena_layout(dev, ax=ax)
+
+
+def test_occupancy_lines_follow_the_model(program_path):
+    m = pte_lab.open(program_path("device_demo")).methods["forward2"]
+    ax = plot.occupancy(m)
+    steps = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
+    assert len(steps) == len(m.arenas)
+    for ln, a in zip(steps, m.arenas):
+        assert list(ln.get_ydata()) == list(m.occupancy(a.mem_id))
+
+
+@pytest.mark.parametrize("loader", ["corrected", "legacy", "module"])
+def test_placement_bars_sum_to_the_load_cost_model(program_path, loader):
+    pte = pte_lab.open(program_path("device_demo"))
+    ax = plot.placement(pte, loader)
+    bars = [p for p in ax.patches if p.get_gid()]
+    assert sum(p.get_height() for p in bars) == pte.load_cost(loader).bytes.sum()
+    on_device = sum(p.get_height() for p in bars if p.get_gid().endswith("cuda:0"))
+    cost = pte.load_cost(loader)
+    assert on_device == cost[cost.device == "cuda:0"].bytes.sum()
+
+
+def test_placement_side_by_side(program_path):
+    pte = pte_lab.open(program_path("device_demo"))
+    ax = plot.placement(pte, "all")
+    loaders = {p.get_gid().split("|")[0] for p in ax.patches if p.get_gid()}
+    assert loaders == {"corrected", "legacy", "module"}
+
+
+@pytest.mark.parametrize("name", ["layout", "placement"])
+def test_look(program_path, tmp_path, name):
+    """Guard the look against a committed baseline (RMS tolerance absorbs font hinting)."""
+    pte = pte_lab.open(program_path("device_demo"))
+    with mpl.rc_context({"font.family": "DejaVu Sans", "figure.dpi": 72}):
+        if name == "layout":
+            ax = plot.arena_layout(pte.methods["forward"], 1)
+        else:
+            ax = plot.placement(pte, "all")
+        out = tmp_path / f"{name}.png"
+        ax.figure.savefig(out, dpi=72, bbox_inches="tight")
+    expected = BASELINE / f"{name}.png"
+    if not expected.exists():  # pragma: no cover - first run writes the baseline
+        expected.write_bytes(out.read_bytes())
+        pytest.skip("baseline written")
+    assert compare_images(str(expected), str(out), tol=12) is None
