@@ -2,6 +2,8 @@
 
     pte-lab inspect FILE [--method M] [--json] [--width N] [--rows N]
     pte-lab example NAME OUT [--side N]
+    pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
+    pte-lab legacy-env [--dir DIR]
 
 Bad input prints one line to stderr and exits 2; no traceback.
 """
@@ -53,6 +55,29 @@ def _example(args) -> int:
     return 0
 
 
+def _measure(args) -> int:
+    from .experiments import device_placement as dp
+
+    legacy = args.legacy_python or dp.legacy_python_default()
+    if legacy is None:
+        print("pte-lab: note: no pre-fix runtime: run `pte-lab legacy-env` first (or pass --legacy-python) "
+              "to measure the 'before' column", file=sys.stderr)
+    report = dp.run(side=args.side, legacy_python=legacy)
+    print(report.to_markdown())
+    if args.json:
+        report.to_json(args.json)
+        print(f"\nJSON written to {args.json}")
+    return 0
+
+
+def _legacy_env(args) -> int:
+    from .experiments import device_placement as dp
+
+    py = dp.create_legacy_env(args.dir, progress=lambda line: print(line, flush=True))
+    print(f"pre-fix runtime ready: {py}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -69,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("out")
     e.add_argument("--side", type=int, help="for 'device': matrix side (2048 plans 48 MiB on the device)")
     e.set_defaults(func=_example)
+    m = sub.add_parser("measure", help="reproduce the loader fix's before/after device-memory measurements")
+    m.add_argument("--side", type=int, default=2048, help="matrix side; 2048 plans 48 MiB on the device")
+    m.add_argument("--legacy-python", help="interpreter with executorch 1.4.1 (default: the `legacy-env` one)")
+    m.add_argument("--json", help="also write the report as JSON to this file")
+    m.set_defaults(func=_measure)
+    le = sub.add_parser("legacy-env", help="create a venv with executorch 1.4.1 (the pre-fix loader)")
+    le.add_argument("--dir", help="where (default: the pte_lab cache)")
+    le.set_defaults(func=_legacy_env)
     return p
 
 
@@ -76,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (PteLabError, OSError, ValueError) as exc:
+    except (PteLabError, OSError, ValueError, RuntimeError) as exc:
         msg = str(exc) if isinstance(exc, PteLabError) else f"{type(exc).__name__}: {exc}"
         print(f"pte-lab: error: {msg}", file=sys.stderr)
         return 2

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import importlib.metadata as md
 import importlib.util
 import os
 import shutil
@@ -69,31 +68,47 @@ def _compiler() -> str:
         "or set CXX. Everything else in pte_lab works without it.")
 
 
-def library_path() -> Path:
-    """Where the helper for this executorch install lives (built if missing)."""
-    et = executorch_dir()
+def _registry_library(et: Path) -> Path | None:
+    """The shared object that holds ExecuTorch's DeviceAllocatorRegistry in this install.
+
+    executorch >= 1.5 ships lib/libexecutorch.so; 1.4 links the runtime into the
+    Python extension itself, which exports the registry's symbols.
+    """
     lib = et / "lib" / "libexecutorch.so"
+    if lib.exists():
+        return lib
+    found = sorted((et / "extension" / "pybindings").glob("_portable_lib*.so"))
+    return found[0] if found else None
+
+
+def library_path(et: Path | None = None) -> Path:
+    """Where the helper for an executorch install lives (built if missing).
+
+    ``et`` is the install's ``executorch`` package folder (default: this
+    interpreter's); another interpreter's install gets its own build.
+    """
+    et = Path(et) if et is not None else executorch_dir()
+    lib = _registry_library(et)
     include = et / "include"
-    if not lib.exists() or not (include / "executorch" / "runtime" / "core" / "device_allocator.h").exists():
+    if lib is None or not (include / "executorch" / "runtime" / "core" / "device_allocator.h").exists():
         raise NativeBuildError(
-            f"this executorch install ({et}) lacks lib/libexecutorch.so or the device_allocator.h header; "
-            f"the emulated device needs executorch >= 1.5 from pip")
+            f"this executorch install ({et}) lacks the device-allocator registry or its header "
+            f"(runtime/core/device_allocator.h); the emulated device needs an executorch wheel that has them")
     source = files("pte_lab.runtime").joinpath("native/emulated_device.cpp").read_bytes()
     st = lib.stat()
     key = hashlib.sha256(b"\0".join([
         source, str(lib).encode(), str(st.st_size).encode(), str(st.st_mtime_ns).encode(),
-        md.version("executorch").encode(),
     ])).hexdigest()[:20]
     out = _cache_dir() / key / "libpte_lab_native.so"
     if out.exists():
         return out
     with _LOCK:
         if not out.exists():
-            _build(source, et, out)
+            _build(source, et, lib, out)
     return out
 
 
-def _build(source: bytes, et: Path, out: Path) -> None:
+def _build(source: bytes, et: Path, registry: Path, out: Path) -> None:
     cxx = _compiler()
     out.parent.mkdir(parents=True, exist_ok=True)
     include = et / "include"
@@ -105,7 +120,9 @@ def _build(source: bytes, et: Path, out: Path) -> None:
             cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-DC10_USING_CUSTOM_GENERATED_MACROS",
             f"-I{include}", f"-I{include / 'executorch/runtime/core/portable_type/c10'}",
             str(src), "-o", str(tmp_out),
-            f"-L{et / 'lib'}", "-lexecutorch", f"-Wl,-rpath,{et / 'lib'}",
+            # link the registry's own file by path (and find it again by rpath), so that the
+            # dynamic loader binds to the copy ExecuTorch's extension already loaded
+            f"-L{registry.parent}", f"-l:{registry.name}", f"-Wl,-rpath,{registry.parent}",
         ]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

@@ -1,0 +1,1 @@
+"""Experiments that reproduce published measurements: see :mod:`.device_placement`."""

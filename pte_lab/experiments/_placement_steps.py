@@ -1,0 +1,140 @@
+"""The steps of the device-placement experiment, run in a fresh process of any executorch.
+
+Standalone on purpose: it imports neither pte_lab nor anything but torch,
+executorch and the standard library, so it runs under another interpreter
+(e.g. executorch 1.4.1 in its own venv). Usage::
+
+    python _placement_steps.py '{"pte": PATH, "side": N, "device": "cuda:0",
+                                 "helper": PATH-or-null, "repeat": 1}'
+
+Prints one line ``RESULT <json>``. Each step records the device bytes taken
+(positive) or returned (negative), host bytes (approximate), seconds, whether
+outputs matched eager PyTorch, and any error verbatim.
+"""
+
+import ctypes
+import ctypes.util
+import json
+import sys
+import time
+import traceback
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def main(args):
+    import torch
+    import executorch
+    from executorch.runtime import Runtime
+
+    try:
+        import importlib.metadata as md
+
+        et_version = md.version("executorch")
+    except Exception:  # noqa: BLE001
+        et_version = getattr(executorch, "__version__", "unknown")
+    rt = Runtime.get()
+    device = args.get("device", "cuda:0")
+    dev_index = int(device.split(":")[1]) if ":" in device else 0
+    helper = None
+    measured_by = "none"
+    if args.get("helper"):
+        import executorch.extension.pybindings.portable_lib  # noqa: F401 - load the registry first
+
+        helper = ctypes.CDLL(args["helper"])
+        helper.pte_lab_outstanding.restype = ctypes.c_uint64
+        helper.pte_lab_event_count.restype = ctypes.c_uint64
+        rc = helper.pte_lab_register(1)
+        measured_by = "emulated device ledger (exact, host memory)" if rc in (0, 1) else "none"
+    elif torch.cuda.is_available():
+        measured_by = "torch.cuda.mem_get_info"
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    mallinfo2 = getattr(libc, "mallinfo2", None)
+    if mallinfo2 is not None:
+        mallinfo2.restype = _Mallinfo2
+
+    def device_bytes():
+        if helper is not None:
+            return int(helper.pte_lab_outstanding(1))
+        if measured_by == "torch.cuda.mem_get_info":
+            torch.cuda.synchronize(dev_index)
+            return -int(torch.cuda.mem_get_info(dev_index)[0])
+        return None
+
+    def host_bytes():
+        if mallinfo2 is None:
+            return None
+        mi = mallinfo2()
+        return int(mi.uordblks + mi.hblkhd)
+
+    def events():
+        return int(helper.pte_lab_event_count()) if helper is not None else None
+
+    steps = []
+    state = {}
+    g = torch.Generator().manual_seed(0)
+    side = int(args["side"])
+    x = torch.randn(side, side, generator=g)
+    y = torch.randn(side, side, generator=g)
+    expect = {"forward": torch.relu(x @ y) + 1.0, "forward2": x + y}
+
+    def step(name, fn, check=None):
+        d0, h0, e0 = device_bytes(), host_bytes(), events()
+        t = time.perf_counter()
+        rec = {"step": name, "error": None, "correct": None}
+        try:
+            out = fn()
+            if check is not None:
+                rec["correct"] = bool(check(out))
+        except Exception as exc:  # noqa: BLE001 - recorded verbatim
+            rec["error"] = f"{type(exc).__name__}: {exc}"
+        rec["seconds"] = time.perf_counter() - t
+        d1, h1, e1 = device_bytes(), host_bytes(), events()
+        rec["device_bytes"] = None if d0 is None or d1 is None else d1 - d0
+        rec["host_bytes"] = None if h0 is None or h1 is None else h1 - h0
+        rec["device_events"] = None if e0 is None else e1 - e0
+        steps.append(rec)
+
+    def run(method):
+        # inputs are host tensors: the program itself copies them to the device
+        return lambda: state["methods"][method].execute([x, y])[0]
+
+    def close(method):
+        return lambda out: torch.allclose(out.cpu(), expect[method], atol=1e-4, rtol=1e-4)
+
+    def load_program():
+        state["program"] = rt.load_program(args["pte"])
+        state["methods"] = {}
+
+    def load_method(name):
+        def go():
+            state["methods"][name] = state["program"].load_method(name)
+        return go
+
+    step("load_program", load_program)
+    step("load_method forward", load_method("forward"))
+    step("load_method forward2", load_method("forward2"))
+    if "forward2" in state.get("methods", {}):
+        step("execute forward2", run("forward2"), close("forward2"))
+    if "forward" in state.get("methods", {}):
+        step("execute forward", run("forward"), close("forward"))
+    if "forward2" in state.get("methods", {}):
+        step("execute forward2 again", run("forward2"), close("forward2"))
+
+    def release():
+        state.clear()
+
+    step("release", release)
+    return {"executorch_version": et_version, "torch_version": torch.__version__,
+            "measured_by": measured_by, "cuda_available": bool(torch.cuda.is_available()), "steps": steps}
+
+
+if __name__ == "__main__":
+    try:
+        result = main(json.loads(sys.argv[1]))
+    except Exception:  # noqa: BLE001
+        result = {"fatal": traceback.format_exc()}
+    sys.stdout.write("RESULT " + json.dumps(result) + "\n")

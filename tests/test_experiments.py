@@ -1,0 +1,73 @@
+"""The loader fix's before/after experiment, on CPU with the emulated device."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+pytest.importorskip("executorch.runtime")
+
+from pte_lab.experiments import device_placement as dp  # noqa: E402
+
+SIDE = 64
+
+
+@pytest.fixture(scope="session")
+def after_report(tmp_path_factory):
+    return dp.run(side=SIDE, runtimes={"after": sys.executable}, workdir=tmp_path_factory.mktemp("dp"),
+                  emulate=True)
+
+
+def test_corrected_runtime_places_the_arena_on_the_device(after_report):
+    (r,) = after_report.runtimes
+    assert r.failure is None and r.executorch_version.startswith("1.5")
+    assert "emulated" in r.measured_by
+    planned = after_report.planned_device_bytes
+    assert planned == 3 * SIDE * SIDE * 4 + 64  # three side x side float32 tensors + XNNPACK padding
+    assert r.step("load_program")["device_bytes"] == 0
+    assert r.step("load_method forward")["device_bytes"] == 0
+    assert r.step("load_method forward2")["device_bytes"] == planned  # exactly, at load_method
+    for s in ("execute forward2", "execute forward", "execute forward2 again"):
+        assert r.step(s)["correct"] is True and r.step(s)["error"] is None
+    assert r.step("release")["device_bytes"] == -planned  # everything comes back
+
+
+def test_report_views(after_report, tmp_path):
+    df = after_report.table()
+    assert list(df.index) == dp.STEPS
+    tag = f"after ({after_report.runtimes[0].executorch_version})"
+    assert df.loc["load_method forward2", f"{tag} device bytes"] == after_report.planned_device_bytes
+    assert "published after (A100)" in df.columns  # reference data, labelled as such
+    md = after_report.to_markdown()
+    assert "emulated device ledger" in md and "Not measured here" in md
+    doc = json.loads(after_report.to_json(tmp_path / "r.json"))
+    assert doc["schema"] == "pte_lab.device_placement" and (tmp_path / "r.json").exists()
+    assert doc["published"]["planned_device_bytes"] == 50_331_648
+    html = after_report._repr_html_()
+    assert "not measured here" in html.lower()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    axes = after_report.plot()
+    assert len(axes) == 2 and len(axes[0].patches) == len(dp.STEPS)
+
+
+@pytest.fixture(scope="session")
+def legacy_python():
+    """executorch 1.4.1 in its own venv (cached in the pte_lab cache; ~1 minute the first time)."""
+    return str(dp.create_legacy_env())
+
+
+def test_legacy_runtime_keeps_the_arena_on_the_host(legacy_python, tmp_path):
+    report = dp.run(side=SIDE, runtimes={"before": legacy_python, "after": sys.executable},
+                    workdir=tmp_path, emulate=True)
+    before, after = report.runtimes
+    assert before.failure is None, before.failure
+    assert before.executorch_version == "1.4.1"
+    assert before.step("load_method forward2")["device_bytes"] == 0  # its arena sits in host memory
+    assert all((s["device_bytes"] or 0) == 0 for s in before.steps)
+    assert after.step("load_method forward2")["device_bytes"] == report.planned_device_bytes
+    # the pre-fix loader allocates every method's arenas at load_program, on the host
+    assert before.step("load_program")["host_bytes"] > after.step("load_program")["host_bytes"]
