@@ -4,6 +4,7 @@
     pte-lab example NAME OUT [--side N]
     pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
     pte-lab legacy-env [--dir DIR]
+    pte-lab replan IN OUT [--algorithm A] [--verify]
 
 Bad input prints one line to stderr and exits 2; no traceback.
 """
@@ -78,6 +79,30 @@ def _legacy_env(args) -> int:
     return 0
 
 
+def _replan(args) -> int:
+    from .planning import replan, verify
+    from .views.text import human_bytes
+
+    r = replan(args.input, algorithm=args.algorithm)
+    r.write(args.output)
+    print(f"replanned with {args.algorithm}: {args.input} -> {args.output}")
+    print(f"{'method':16s} {'arena':>5s} {'device':>8s} {'before':>12s} {'after':>12s} {'lower bound':>12s}"
+          f" {'before/bound':>12s} {'after/bound':>11s}")
+    for a in r.arenas:
+        rb = a.before / a.lower_bound if a.lower_bound else float("nan")
+        ra = a.after / a.lower_bound if a.lower_bound else float("nan")
+        print(f"{a.method:16s} {a.mem_id:5d} {a.device:>8s} {human_bytes(a.before):>12s} {human_bytes(a.after):>12s}"
+              f" {human_bytes(a.lower_bound):>12s} {rb:11.3f}x {ra:10.3f}x" + ("  (kept)" if a.kept else ""))
+    if args.verify:
+        results = verify(args.input, args.output, runs=args.runs)
+        for v in results:
+            print(f"verify {v.method}: {'bit-identical' if v.identical else 'DIFFERENT: ' + v.detail} "
+                  f"over {v.runs} runs")
+        if not all(v.identical for v in results):
+            return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -102,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
     le = sub.add_parser("legacy-env", help="create a venv with executorch 1.4.1 (the pre-fix loader)")
     le.add_argument("--dir", help="where (default: the pte_lab cache)")
     le.set_defaults(func=_legacy_env)
+    rp = sub.add_parser("replan", help="replan every arena, write a new .pte, optionally verify it")
+    rp.add_argument("input")
+    rp.add_argument("output")
+    rp.add_argument("--algorithm", "-a", default="best_fit", choices=["best_fit", "greedy", "naive"])
+    rp.add_argument("--verify", action="store_true", help="run both with ExecuTorch; outputs must be bit-identical")
+    rp.add_argument("--runs", type=int, default=3, help="verification runs per method (default 3)")
+    rp.set_defaults(func=_replan)
     return p
 
 

@@ -344,12 +344,22 @@ def _external_manager():
         return edge.to_executorch(ExecutorchBackendConfig(external_constants=True))
 
 
-def transformer(layers: int = 4, seq: int = 16, d: int = 64) -> bytes:
-    """A portable transformer stack; ``layers=60`` plans over 3,000 tensors."""
+def transformer(layers: int = 4, seq: int = 16, d: int = 64, backend: str = "portable") -> bytes:
+    """A transformer stack; ``layers=60`` plans over 3,000 tensors with portable kernels.
+
+    ``backend="xnnpack"`` lowers what XNNPACK takes (linear layers, matmuls...).
+    """
     torch = _torch()
     torch.manual_seed(0)
     m = _modules()["Transformer"](layers, d=d)
-    return _lower(_export(m, (torch.randn(1, seq, d),)))
+    parts = None
+    if backend == "xnnpack":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+        parts = [XnnpackPartitioner()]
+    elif backend != "portable":
+        raise ValueError(f"backend must be 'portable' or 'xnnpack', not {backend!r}")
+    return _lower(_export(m, (torch.randn(1, seq, d),)), partitioner=parts)
 
 
 def weights(mb: float = 8.0) -> bytes:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
 ROLE_COLORS = {
     "input": "#0072B2", "output": "#D55E00", "input_output": "#CC79A7", "intermediate": "#56B4E9",
-    "mutable_buffer": "#009E73", "unused": "#999999",
+    "mutable_buffer": "#009E73", "view": "#E69F00", "unused": "#999999",
 }
 PLACE_COLORS = {"shared host arenas": "#56B4E9", "private host arenas": "#0072B2"}
 DEVICE_COLORS = ["#D55E00", "#E69F00", "#CC79A7", "#009E73"]

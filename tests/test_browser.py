@@ -93,9 +93,16 @@ def test_explorer_in_jupyterlab(lab):
             page.goto(f"{url}/lab/tree/explore.ipynb?token={token}")
             page.wait_for_selector(".jp-Notebook", timeout=90_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
-            page.click(".jp-Cell .jp-InputArea-editor")
-            page.keyboard.press("Shift+Enter")
-            page.wait_for_selector(".pte-lab-explorer", timeout=180_000)
+            # Run > Run All Cells: does not depend on which cell has the focus
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            try:
+                page.wait_for_selector(".pte-lab-explorer", timeout=180_000)
+            except sync_api.TimeoutError:
+                page.screenshot(path=str(shots / "explorer-failed.png"), full_page=True)
+                outputs = page.locator(".jp-OutputArea").all_inner_texts()
+                pytest.fail(f"the explorer did not render; cell output: {outputs!r}; "
+                            f"screenshot {shots / 'explorer-failed.png'}")
             # the widget's parts are on screen
             for sel in (".pte-lab-explorer .widget-dropdown", ".pte-lab-explorer .widget-slider",
                         ".pte-lab-explorer img", ".pte-lab-explorer .widget-select", ".pte-lab-explorer .lm-TabBar"):

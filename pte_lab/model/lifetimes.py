@@ -15,12 +15,21 @@ Convention (the one pte_lab uses everywhere):
   so its ``last`` is extended to ``j``.
 * A value no instruction names and that is not an input, output or buffer has
   no lifetime (``None``).
+* Views: ExecuTorch emits no instruction for a view (``remove_view_copy``); it
+  plans the view at its base's offset. A planned tensor whose first naming
+  instruction does not write it is such a view: its lifetime starts when its
+  base is written, and the base stays alive as long as the view is used
+  (:func:`resolve_views`). An instruction writes its out arguments, which a
+  KernelCall names twice (as the ``out`` argument and as the returned value);
+  a MoveCall writes its destination; a DelegateCall may write any argument.
 
 ExecuTorch itself computes lifetimes on FX nodes, not instructions, and does
 not store them; this convention gave no plan conflicts on exported programs.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from ..format import RawPlan
 
@@ -79,3 +88,54 @@ def lifetimes(plan: RawPlan, persistent: set[int]) -> tuple[dict[int, int], dict
                         last[v] = src
                         changed = True
     return first, last
+
+
+def _expanded(plan: RawPlan, args) -> list[int]:
+    out = []
+    for a in args:
+        out.append(a)
+        for it in plan.values[a].items:
+            if it >= 0:
+                out.append(it)
+    return out
+
+
+def written_at(plan: RawPlan, i: int) -> set[int]:
+    """Values instruction ``i`` writes (for a DelegateCall: every argument, to be safe)."""
+    ins = plan.instructions[i]
+    if ins.kind == "MoveCall":
+        return {ins.args[1]}
+    if ins.kind == "KernelCall":
+        counts = Counter(_expanded(plan, ins.args))
+        return {v for v, c in counts.items() if c >= 2}
+    if ins.kind == "DelegateCall":
+        return set(_expanded(plan, ins.args))
+    return set()
+
+
+def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], skip: set[int]) -> dict[int, int]:
+    """Find views (see the module docs), fix lifetimes in place; returns ``{view: base}``."""
+    at: dict[tuple[int, int], list[int]] = {}
+    for v, val in enumerate(plan.values):
+        t = val.tensor
+        if t is not None and t.mem_id is not None and v in first:
+            at.setdefault((t.mem_id, t.offset), []).append(v)
+    views: dict[int, int] = {}
+    for v in sorted((v for v in first if v not in skip), key=lambda v: first[v]):
+        t = plan.values[v].tensor
+        i = first[v]
+        if t is None or t.mem_id is None or i < 0 or i >= len(plan.instructions) or v in written_at(plan, i):
+            continue
+        earlier = [b for b in at.get((t.mem_id, t.offset), ()) if b != v and first[b] < i]
+        if not earlier:
+            continue  # read before anything writes it: nothing to tie it to
+        base = max(earlier, key=lambda b: first[b])
+        views[v] = base
+        first[v] = first[base]
+        b = base
+        while True:  # the base, and its own base, stay alive while the view is used
+            last[b] = max(last[b], last[v])
+            if b not in views:
+                break
+            b = views[b]
+    return views

@@ -14,7 +14,7 @@ from ..format import RawPlan
 from .dtypes import nbytes as _nbytes
 from .dtypes import scalar_type
 from .findings import Finding
-from .lifetimes import backward_jumps, lifetimes
+from .lifetimes import backward_jumps, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
 from .validate import Conflict, find_conflicts
 
@@ -250,6 +250,8 @@ class Method:
         """Every tensor with an allocation in a planned arena, in value order."""
         raw = self._raw
         first, last = lifetimes(raw, self._persistent)
+        views = resolve_views(raw, first, last, set(raw.inputs) | self._persistent)
+        self._views = views
         uses_first: dict[int, int] = {}
         for i, ins in enumerate(raw.instructions):
             for a in ins.args:
@@ -278,7 +280,11 @@ class Method:
             else:
                 role = "unused"
             producer = op = None
-            if role in ("intermediate", "output") and v in uses_first:
+            if v in views:
+                role = "view" if role == "intermediate" else role
+                producer = first.get(v) if first.get(v, -1) >= 0 else None
+                op = f"view of v{views[v]}"
+            elif role in ("intermediate", "output") and v in uses_first:
                 producer = uses_first[v]
                 op = instrs[producer].target
             out.append(PlannedTensor(
@@ -370,11 +376,20 @@ class Method:
     def is_device_method(self) -> bool:
         return bool(self._raw.buffer_devices)
 
+    def storage_of(self, value: int) -> int:
+        """The value whose storage ``value`` uses: its base for a view (followed to the root), else itself."""
+        self.planned
+        while value in self._views:
+            value = self._views[value]
+        return value
+
     @cached_property
     def conflicts(self) -> list[Conflict]:
         """Planned tensors alive at once whose bytes overlap (should be empty)."""
         c = self._columns
-        return find_conflicts(c["value"], c["mem_id"], c["offset"], c["nbytes"], c["first"], c["last"])
+        storage = [self.storage_of(int(v)) for v in c["value"]]
+        return find_conflicts(c["value"], c["mem_id"], c["offset"], c["nbytes"], c["first"], c["last"],
+                              storage=storage)
 
     def validate(self) -> list[Finding]:
         """Plan problems: overlapping live tensors, tensors outside their arena."""

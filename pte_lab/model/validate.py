@@ -1,8 +1,10 @@
 """Plan validation: live tensors that overlap in memory, tensors outside arenas.
 
 Two tensors conflict when they sit in the same arena, are alive at the same
-instruction, and their byte ranges overlap without being the same storage
-(same offset: an alias that the planner shares on purpose). TensorFlow Lite
+instruction, and their byte ranges overlap without being the same storage: a
+view and its base (see :func:`pte_lab.model.lifetimes.resolve_views`) share
+on purpose. Without view information, tensors at the same offset are taken
+to be the same storage. TensorFlow Lite
 Micro's greedy planner runs this check after planning; ExecuTorch's memory
 planning verifier exists but is off by default.
 """
@@ -34,20 +36,27 @@ class Conflict:
         )
 
 
-def find_conflicts(values, mem_ids, offsets, nbytes, first, last, limit: int = 1000) -> list[Conflict]:
-    """Conflicting pairs among planned tensors (arrays of equal length), at most ``limit``."""
+def find_conflicts(values, mem_ids, offsets, nbytes, first, last, limit: int = 1000,
+                   storage=None) -> list[Conflict]:
+    """Conflicting pairs among planned tensors (arrays of equal length), at most ``limit``.
+
+    ``storage`` (optional, same length) names each tensor's storage (a view's
+    base, else itself): pairs with equal storage never conflict, others do even
+    at the same offset. Without it, equal offsets mean the same storage.
+    """
     values = np.asarray(values, dtype=np.int64)
     mem_ids = np.asarray(mem_ids, dtype=np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
     ends = offsets + np.asarray(nbytes, dtype=np.int64)
     first = np.asarray(first, dtype=np.int64)
     last = np.asarray(last, dtype=np.int64)
+    same = offsets if storage is None else np.asarray(storage, dtype=np.int64)
     out: list[Conflict] = []
     for m in np.unique(mem_ids):
         sel = np.flatnonzero((mem_ids == m) & (ends > offsets))  # empty tensors take no bytes
         for x, y in _candidate_pairs(offsets[sel], ends[sel], first[sel], last[sel]):
             x, y = sel[x], sel[y]
-            hit = ((offsets[x] != offsets[y]) & (offsets[x] < ends[y]) & (offsets[y] < ends[x])
+            hit = ((same[x] != same[y]) & (offsets[x] < ends[y]) & (offsets[y] < ends[x])
                    & (first[x] <= last[y]) & (first[y] <= last[x]))
             for a, b in zip(x[hit], y[hit]):
                 out.append(Conflict(int(m), int(values[a]), int(values[b]),

@@ -1,0 +1,24 @@
+"""Memory planning lab: the planning problem of an arena, its lower bound, better plans,
+a replanned ``.pte`` written and verified, and teaching helpers.
+
+>>> r = pte_lab.planning.replan("model.pte", algorithm="best_fit")
+>>> r.table()                 # per arena: before, after, lower bound
+>>> r.write("model.replanned.pte")
+>>> pte_lab.planning.verify("model.pte", "model.replanned.pte")
+"""
+
+from .algorithms import ALGORITHMS
+from .problem import Group, PlanningError, Problem, build_problem
+from .replan import ArenaPlan, Replan, lower_bounds, plan_arena, replan
+from .verify import Verification, verify
+
+__all__ = ["replan", "Replan", "ArenaPlan", "verify", "Verification", "build_problem", "Problem", "Group",
+           "PlanningError", "ALGORITHMS", "plan_arena", "lower_bounds", "compare", "plot_plans"]
+
+
+def __getattr__(name):
+    if name in ("compare", "plot_plans"):
+        from . import teaching
+
+        return getattr(teaching, name)
+    raise AttributeError(name)

@@ -1,0 +1,141 @@
+"""Planners: each takes a :class:`~.problem.Problem` and returns ``{group id: offset}``.
+
+* ``greedy`` — ExecuTorch's default (exir/memory_planning.py): groups, largest
+  first, go into fixed-size "shared objects" laid end to end (see :func:`greedy`).
+* ``best_fit`` — TensorFlow Lite Micro's greedy idea: groups, one at a time,
+  each placed in the smallest gap between already placed groups whose
+  lifetimes overlap it, or above them all; several orders are tried and the
+  smallest plan kept (see :func:`best_fit`).
+* ``naive`` — every group gets its own bytes, laid end to end (no reuse).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .problem import Problem, align_up
+
+
+def _by_size(p: Problem):
+    return sorted(p.groups, key=lambda g: (-g.size, g.first, g.id))
+
+
+def naive(p: Problem) -> dict[int, int]:
+    out, off = {}, 0
+    for g in sorted(p.groups, key=lambda g: (g.first, g.id)):
+        out[g.id] = off
+        off += g.size
+    return out
+
+
+class _Placed:
+    """Placed groups as growing numpy arrays, for vectorised lifetime-overlap queries."""
+
+    def __init__(self, n: int):
+        self.first = np.empty(n, np.int64)
+        self.last = np.empty(n, np.int64)
+        self.offset = np.empty(n, np.int64)
+        self.end = np.empty(n, np.int64)
+        self.tag = np.empty(n, np.int64)
+        self.n = 0
+
+    def add(self, g, offset: int, tag: int = 0) -> None:
+        i = self.n
+        self.first[i], self.last[i], self.offset[i], self.end[i], self.tag[i] = g.first, g.last, offset, offset + g.size, tag
+        self.n += 1
+
+    def overlapping(self, g) -> np.ndarray:
+        k = self.n
+        return np.flatnonzero((self.first[:k] <= g.last) & (self.last[:k] >= g.first))
+
+
+def greedy(p: Problem) -> dict[int, int]:
+    """ExecuTorch's greedy (exir/memory_planning.py ``pick_shared_obj``), over pte_lab's groups.
+
+    Largest first. A group goes at offset 0 of the first shared object none of
+    whose occupants it overlaps in time; else on top of the highest
+    time-overlapping occupant of the first object where it still fits; else
+    into a new object of its own size. Objects are laid end to end.
+    """
+    objects: list[dict] = []  # {"size", "placed": _Placed}
+    assign: dict[int, tuple[int, int]] = {}
+    n = len(p.groups)
+    for g in _by_size(p):
+        picked = None
+        for k, obj in enumerate(objects):
+            if len(obj["placed"].overlapping(g)) == 0:
+                picked = (k, 0)
+                break
+        if picked is None:
+            for k, obj in enumerate(objects):
+                pl = obj["placed"]
+                idx = pl.overlapping(g)
+                top = int(pl.end[idx].max()) if len(idx) else 0
+                top = align_up(top, p.alignment)
+                if top > 0 and top + g.size <= obj["size"]:
+                    picked = (k, top)
+                    break
+        if picked is None:
+            objects.append({"size": g.size, "placed": _Placed(n)})
+            picked = (len(objects) - 1, 0)
+        k, off = picked
+        objects[k]["placed"].add(g, off)
+        assign[g.id] = picked
+    starts, total = [], 0
+    for obj in objects:
+        starts.append(total)
+        total += align_up(obj["size"], p.alignment)
+    return {gid: starts[k] + off for gid, (k, off) in assign.items()}
+
+
+def _best_fit_in_order(p: Problem, order) -> tuple[dict[int, int], int]:
+    placed = _Placed(len(p.groups))
+    out: dict[int, int] = {}
+    top = 0
+    for g in order:
+        idx = placed.overlapping(g)
+        idx = idx[np.argsort(placed.offset[idx], kind="stable")]
+        best_off, best_gap, cursor = None, None, 0
+        for o, e in zip(placed.offset[idx].tolist(), placed.end[idx].tolist()):
+            gap = o - cursor
+            if gap >= g.size and (best_gap is None or gap < best_gap):
+                best_off, best_gap = cursor, gap
+            if e > cursor:
+                cursor = align_up(e, p.alignment)
+        if best_off is None:
+            best_off = cursor
+        out[g.id] = best_off
+        placed.add(g, best_off)
+        top = max(top, best_off + g.size)
+    return out, top
+
+
+#: group orders tried by best_fit, in turn
+ORDERS = {
+    "largest first": lambda g: (-g.size, g.first, g.id),
+    "earliest first": lambda g: (g.first, -g.size, g.id),
+    "longest first": lambda g: (-(g.last - g.first), -g.size, g.id),
+    "largest area first": lambda g: (-g.size * (g.last - g.first + 1), g.first, g.id),
+}
+
+
+def best_fit(p: Problem) -> dict[int, int]:
+    """Best fit into the gaps between time-overlapping groups (TFLite Micro's idea), several orders.
+
+    Each order (:data:`ORDERS`) places groups one by one into the smallest gap
+    left by the already placed groups that are alive at the same time, or on
+    top of them. The smallest result wins; trying stops early at the lower
+    bound, which no plan can beat.
+    """
+    bound = p.lower_bound - p.padding
+    best, best_top = None, None
+    for key in ORDERS.values():
+        out, top = _best_fit_in_order(p, sorted(p.groups, key=key))
+        if best_top is None or top < best_top:
+            best, best_top = out, top
+        if best_top <= bound:
+            break
+    return best or {}
+
+
+ALGORITHMS = {"greedy": greedy, "best_fit": best_fit, "naive": naive}

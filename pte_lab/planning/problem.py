@@ -1,0 +1,145 @@
+"""The planning problem of one arena, as a ``.pte`` really poses it.
+
+* **Storage groups**: tensors that the current plan makes share bytes while
+  they are alive at the same time are aliases (a view and its base, a buffer
+  and its in-place update); they must keep sharing, so they are merged into
+  one group that moves as a whole. Tensors that merely reuse bytes at
+  different times stay separate: that reuse is the planner's choice.
+* **Sizes** are rounded up to the alignment: ExecuTorch plans with 16 bytes
+  (a finer one is used only if the original plan has offsets that need it).
+* **Lifetimes** follow :mod:`pte_lab.model.lifetimes`; a group lives from its
+  first member's first instruction to its last member's last.
+* **Padding**: bytes the original arena has past its last allocation
+  (XNNPACK programs carry 64) are kept.
+* **Lower bound**: the most group bytes alive at one instruction (rounded up
+  to the alignment), plus the kept padding. No plan of these groups can be
+  smaller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import PteLabError
+
+
+class PlanningError(PteLabError, ValueError):
+    """A method or arena cannot be replanned safely (the message says why)."""
+
+
+def align_up(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+@dataclass
+class Group:
+    id: int
+    #: (value index, offset relative to the group's start, nbytes)
+    members: list[tuple[int, int, int]]
+    size: int
+    first: int
+    last: int
+    original_offset: int
+    #: bytes the members really cover (size is this rounded up to the alignment)
+    extent: int = 0
+
+
+@dataclass
+class Problem:
+    method: str
+    mem_id: int
+    device: str
+    alignment: int
+    groups: list[Group]
+    original_size: int
+    padding: int
+    n_instructions: int
+    #: planned tensors that no instruction names (placed at offset 0; never alive)
+    idle: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def lower_bound(self) -> int:
+        """Most group bytes alive at one instruction, rounded up to the alignment, plus the padding.
+
+        Uses each group's true extent (not its aligned size): any plan needs
+        that many bytes, arenas are multiples of the alignment, and every plan
+        here keeps the original padding.
+        """
+        if not self.groups:
+            return self.padding
+        n = self.n_instructions
+        diff = np.zeros(n + 3, dtype=np.int64)
+        for g in self.groups:
+            diff[g.first + 1] += g.extent
+            diff[g.last + 2] -= g.extent
+        return align_up(int(np.cumsum(diff).max()), self.alignment) + self.padding
+
+    def lifetimes_overlap(self, a: Group, b: Group) -> bool:
+        return a.first <= b.last and b.first <= a.last
+
+
+DEFAULT_ALIGNMENT = 16  # ExecuTorch's memory planning alignment (exir/tensor.py)
+
+
+def _alignment(offsets) -> int:
+    """16, ExecuTorch's planning alignment, unless the original plan used a finer one."""
+    a = DEFAULT_ALIGNMENT
+    while a > 1 and any(o % a for o in offsets):
+        a //= 2
+    return a
+
+
+def build_problem(method, mem_id: int, alignment: int | None = None) -> Problem:
+    """The planning problem of arena ``mem_id`` of a :class:`pte_lab.model.Method`.
+
+    ``alignment`` (a power of two) overrides the one read from the plan.
+    """
+    if method.has_loops:
+        raise PlanningError(
+            f"method {method.name!r} jumps backwards (a loop): its lifetimes cannot be trusted from "
+            f"instruction order alone, so pte_lab will not replan it")
+    arena = method.arena(mem_id)
+    ts = [t for t in method.planned if t.mem_id == mem_id]
+    if alignment is None:
+        alignment = _alignment([t.offset for t in ts])
+    elif alignment < 1 or alignment & (alignment - 1):
+        raise ValueError(f"alignment must be a power of two, not {alignment}")
+    live = [t for t in ts if t.first is not None and t.last is not None]
+    idle = [(t.value, t.nbytes) for t in ts if t.first is None or t.last is None]
+    # union-find over pairs alive together whose bytes overlap (aliases)
+    parent = list(range(len(live)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    order = sorted(range(len(live)), key=lambda i: live[i].offset)
+    active: list[int] = []
+    for i in order:
+        t = live[i]
+        active = [j for j in active if live[j].offset + max(live[j].nbytes, 1) > t.offset]
+        for j in active:
+            u = live[j]
+            if u.first <= t.last and t.first <= u.last:
+                parent[find(i)] = find(j)
+        active.append(i)
+    members: dict[int, list[int]] = {}
+    for i in range(len(live)):
+        members.setdefault(find(i), []).append(i)
+    groups = []
+    for gid, idxs in enumerate(members.values()):
+        base = min(live[i].offset for i in idxs)
+        end = max(live[i].offset + live[i].nbytes for i in idxs)
+        groups.append(Group(
+            gid, [(live[i].value, live[i].offset - base, live[i].nbytes) for i in idxs],
+            max(alignment, align_up(end - base, alignment)),
+            min(live[i].first for i in idxs), max(live[i].last for i in idxs), base, end - base))
+    used = max((g.original_offset + g.size for g in groups), default=0)
+    used = max(used, max((t.offset + t.nbytes for t in ts), default=0))
+    padding = max(0, arena.size - align_up(used, alignment))
+    return Problem(method.name, mem_id, arena.device, alignment, groups, arena.size, padding,
+                   method.n_instructions, idle)

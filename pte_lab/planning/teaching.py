@@ -1,0 +1,91 @@
+"""Teaching helpers: the same module under different planners, and two plans side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..model import Pte, open_pte
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+
+@dataclass
+class Comparison:
+    """Arena sizes of one module exported with different planners and I/O planning choices."""
+
+    table: "pd.DataFrame"
+    #: label -> the exported program (read with pte_lab)
+    programs: dict[str, Pte] = field(repr=False)
+
+    def _repr_html_(self) -> str:
+        return self.table.to_html()
+
+
+def _export(module, example_inputs, algo: str, alloc_io: bool) -> bytes:
+    import warnings
+
+    import torch
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+    from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, greedy, naive
+    from executorch.exir.passes import MemoryPlanningPass
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.no_grad():
+            ep = torch.export.export(module.eval(), tuple(example_inputs))
+        suite = MemoryPlanningAlgorithmSuite([{"greedy": greedy, "naive": naive}[algo]])
+        cfg = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(
+            memory_planning_algo=suite, alloc_graph_input=alloc_io, alloc_graph_output=alloc_io))
+        return bytes(to_edge_transform_and_lower(ep).to_executorch(cfg).buffer)
+
+
+def compare(module, example_inputs, planners=("greedy", "naive"), io_planned=(True, False),
+            method: str = "forward") -> Comparison:
+    """Export ``module`` with each of ExecuTorch's planners and I/O planning choices; compare arenas.
+
+    Columns: planner, inputs/outputs planned, arena bytes, peak live bytes
+    (the model's), size/peak, pte_lab's lower bound, and what pte_lab's
+    best_fit planner gets on the same problem.
+    """
+    import pandas as pd
+
+    from .problem import build_problem
+    from .replan import plan_arena
+
+    rows, programs = [], {}
+    for algo in planners:
+        for io in io_planned:
+            pte = open_pte(_export(module, example_inputs, algo, io))
+            label = f"{algo}, I/O {'planned' if io else 'caller-provided'}"
+            programs[label] = pte
+            m = pte.methods[method]
+            for a in m.arenas:
+                prob = build_problem(m, a.mem_id)
+                rows.append((algo, io, a.mem_id, a.size, a.peak_bytes, a.efficiency, prob.lower_bound,
+                             plan_arena(prob, "best_fit")[1], len([t for t in m.planned if t.mem_id == a.mem_id])))
+    df = pd.DataFrame(rows, columns=["planner", "io_planned", "mem_id", "arena_bytes", "peak_bytes", "size/peak",
+                                     "lower_bound", "best_fit_bytes", "tensors"])
+    return Comparison(df, programs)
+
+
+def plot_plans(a, b, mem_id: int = 1, titles: tuple[str, str] = ("plan A", "plan B"), axes=None):
+    """Two plans of the same method side by side on one byte scale; returns the two Axes.
+
+    ``a`` and ``b`` are :class:`~pte_lab.model.Method` objects (e.g. the same
+    method in an original and a replanned program).
+    """
+    import matplotlib.pyplot as plt
+
+    from .. import plot
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=True, layout="constrained")
+    for ax, m, title in zip(axes, (a, b), titles):
+        plot.arena_layout(m, mem_id, ax=ax, legend=ax is axes[-1])
+        ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
+    top = max(a.arena(mem_id).size, b.arena(mem_id).size) * 1.04
+    for ax in axes:
+        ax.set_ylim(0, top)
+    return list(axes)

@@ -1,0 +1,141 @@
+"""Memory planning lab: problems, planners, written programs verified with ExecuTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pte_lab
+from pte_lab import planning
+from pte_lab.format.program import RawInstruction, RawPlan, RawTensor, RawValue
+from pte_lab.model import Method
+
+
+def test_views_are_tied_to_their_base(program_path):
+    """ExecuTorch plans a view at its base's offset with no instruction: it must live with the base."""
+    m = pte_lab.open(program_path("transformer")).methods["forward"]
+    df = m.tensors
+    views = df[df.role == "view"]
+    assert len(views) > 0
+    by_value = df.set_index("value")
+    for _, v in views.iterrows():
+        base = int(v.op.split("v")[-1])
+        b = by_value.loc[base]
+        assert (b.mem_id, b.offset) == (v.mem_id, v["offset"])
+        assert v["first"] == b["first"] and b["last"] >= v["last"]
+    assert m.validate() == []
+
+
+@pytest.mark.parametrize("name", ["portable", "xnnpack", "transformer", "kv_cache", "cond", "dynamic",
+                                  "device", "three_methods"])
+def test_planners_are_valid_and_best_fit_reaches_the_bound(program_path, name):
+    pte = pte_lab.open(program_path(name))
+    for alg in planning.ALGORITHMS:
+        r = planning.replan(pte, alg)
+        assert r.conflicts() == []
+        for a in r.arenas:
+            assert a.after <= a.before and a.after >= a.lower_bound or a.kept
+    best = planning.replan(pte, "best_fit")
+    for a in best.arenas:
+        assert a.after <= 1.05 * a.lower_bound, (a.method, a.mem_id, a.after, a.lower_bound)
+
+
+def test_lower_bound_is_a_bound(program_path):
+    # no planner, however good, goes below it; on a transformer ExecuTorch's greedy sits above it
+    m = pte_lab.open(program_path("transformer")).methods["forward"]
+    p = planning.build_problem(m, 1)
+    sizes = {alg: planning.plan_arena(p, alg)[1] for alg in planning.ALGORITHMS}
+    assert all(s >= p.lower_bound for s in sizes.values())
+    assert m.arena(1).size > p.lower_bound
+    assert sizes["naive"] >= sizes["greedy"] >= sizes["best_fit"]
+
+
+def test_padding_is_kept(program_path):
+    m = pte_lab.open(program_path("xnnpack")).methods["attention"]
+    p = planning.build_problem(m, 1)
+    assert p.padding == 64
+    assert planning.plan_arena(p, "best_fit")[1] % 16 == 0
+
+
+def test_write_changes_only_offsets_and_sizes_and_verifies(program_path, tmp_path):
+    src = program_path("xnnpack")
+    r = planning.replan(src, "best_fit")
+    assert any(a.after < a.before for a in r.arenas)
+    out = r.write(tmp_path / "replanned.pte")
+    old, new = pte_lab.open(src), pte_lab.open(out)
+    for name in old.methods:
+        a, b = old.methods[name], new.methods[name]
+        assert [(t.value, t.shape, t.dtype, t.mem_id, t.first, t.last) for t in a.planned] == \
+               [(t.value, t.shape, t.dtype, t.mem_id, t.first, t.last) for t in b.planned]
+        assert a.operators == b.operators and [i.args for i in a.instructions] == [i.args for i in b.instructions]
+        assert b.validate() == []
+    assert new.methods["attention"].arena(1).size < old.methods["attention"].arena(1).size
+    assert [(s.kind, s.size) for s in old.segments] == [(s.kind, s.size) for s in new.segments]
+    results = planning.verify(src, out, runs=3)
+    assert results and all(v.identical for v in results)
+
+
+def test_transformer_replanned_is_bit_identical(program_path, tmp_path):
+    src = program_path("transformer")
+    r = planning.replan(src, "best_fit")
+    (a,) = r.arenas
+    assert a.after < a.before  # views tied to their bases, and still smaller
+    out = r.write(tmp_path / "t.pte")
+    assert all(v.identical for v in planning.verify(src, out, runs=3))
+
+
+def test_write_refuses_a_broken_plan(program_path, tmp_path):
+    # force two live tensors onto the same bytes: the validator must see it, even at one offset
+    src = program_path("transformer")
+    r = planning.replan(src, "best_fit")
+    m = r.original.methods["forward"]
+    inter = [t for t in m.planned if t.role == "intermediate" and t.nbytes >= 1024]
+    a, b = next((x, y) for x in inter for y in inter
+                if x.value != y.value and x.first < y.first <= x.last and y.last > x.last)
+    r.arenas[0].offsets[b.value] = r.arenas[0].offsets[a.value]
+    assert r.conflicts()
+    with pytest.raises(planning.PlanningError):
+        r.write(tmp_path / "bad.pte")
+
+
+def test_loops_are_refused():
+    vals = [RawValue("Tensor", tensor=RawTensor(6, (4,), (0,), 0, 1, o, 0)) for o in (0, 16, 32)] + [RawValue("Bool")]
+    ins = [RawInstruction("KernelCall", 0, (0, 1, 1)), RawInstruction("KernelCall", 0, (1, 2, 2)),
+           RawInstruction("JumpFalseCall", -1, (3,), 0)]
+    m = Method(RawPlan("loop", vals, (0,), (2,), ins, 1, [("aten::op", "out")], [], (0, 48), {}))
+    with pytest.raises(planning.PlanningError, match="loop"):
+        planning.build_problem(m, 1)
+
+
+def test_compare_teaching_table():
+    torch = pytest.importorskip("torch")
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x @ x.T).sum(0) + 1
+
+    c = planning.compare(M(), (torch.randn(32, 16),))
+    df = c.table
+    assert set(df.planner) == {"greedy", "naive"} and set(df.io_planned) == {True, False}
+    g = df[(df.planner == "greedy") & df.io_planned].arena_bytes.iloc[0]
+    n = df[(df.planner == "naive") & df.io_planned].arena_bytes.iloc[0]
+    assert n >= g
+    greedy_rows = df[df.planner == "greedy"].set_index("io_planned")
+    assert greedy_rows.arena_bytes[True] >= greedy_rows.arena_bytes[False]
+    assert greedy_rows.tensors[True] == greedy_rows.tensors[False] + 2  # the caller provides x and the output
+    assert (df.lower_bound <= df.arena_bytes).all()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    progs = list(c.programs.values())
+    axes = planning.plot_plans(progs[0].methods["forward"], progs[1].methods["forward"])
+    assert len(axes) == 2 and axes[0].get_ylim() == axes[1].get_ylim()
+
+
+def test_cli_replan(program_path, tmp_path, capsys):
+    from pte_lab.cli import main
+
+    assert main(["replan", str(program_path("xnnpack")), str(tmp_path / "o.pte"), "--verify", "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "lower bound" in out and "bit-identical" in out and "attention" in out
+    assert np.isfinite(pte_lab.open(tmp_path / "o.pte").methods["attention"].arena(1).efficiency)
