@@ -139,3 +139,12 @@ def test_cli_replan(program_path, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "lower bound" in out and "bit-identical" in out and "attention" in out
     assert np.isfinite(pte_lab.open(tmp_path / "o.pte").methods["attention"].arena(1).efficiency)
+
+
+@pytest.mark.parametrize("name", ["portable", "xnnpack", "device", "kv_cache", "dynamic"])
+def test_greedy_reproduces_executorchs_arenas(program_path, name):
+    """ExecuTorch's greedy over the file's groups gives the file's own arena sizes."""
+    pte = pte_lab.open(program_path(name))
+    for m in pte.methods.values():
+        for a in m.arenas:
+            assert planning.plan_arena(planning.build_problem(m, a.mem_id), "greedy")[1] == a.size
