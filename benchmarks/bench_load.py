@@ -20,18 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent / "out"
-
-
-def program(name: str, **kw) -> Path:
-    from pte_lab import examples
-
-    OUT.mkdir(exist_ok=True)
-    tag = "_".join(f"{k}{v}" for k, v in sorted(kw.items()))
-    path = OUT / f"{name}_{tag}.pte"
-    if not path.exists():
-        examples.save(name, path, **kw)
-    return path
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_open import program  # noqa: E402
 
 
 def main() -> int:

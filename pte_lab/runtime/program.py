@@ -304,19 +304,13 @@ class LabProgram:
 
     def ledger(self) -> "pd.DataFrame":
         """The emulated device's events since this program was loaded (empty without one)."""
-        from .device import DEVICE_NAMES, LEDGER_COLUMNS
+        from types import SimpleNamespace
 
-        import pandas as pd
+        from .device import _ledger_frame
 
-        ev = self._engine.call("ledger_events", self._ledger_start)
-        from .native import EVENT_KINDS
-
-        t0 = ev[0][6] if ev else 0
-        rows = [(EVENT_KINDS.get(k, str(k)), f"{DEVICE_NAMES.get(t, t)}:{i}", b, a, i, f"0x{addr:x}", (ts - t0) / 1e9)
-                for k, t, i, b, a, addr, ts in ev]
-        df = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
-        df.attrs["source"] = "emulated device (host memory)"
-        return df
+        fields = ("kind", "device_type", "device_index", "bytes", "alignment", "address", "time_ns")
+        ev = [SimpleNamespace(**dict(zip(fields, e))) for e in self._engine.call("ledger_events", self._ledger_start)]
+        return _ledger_frame(ev, ev[0].time_ns if ev else 0)
 
     def _repr_html_(self) -> str:
         from html import escape
