@@ -343,7 +343,7 @@ class Method:
         out = []
         sizes = self._raw.buffer_sizes
         for mem_id in range(1, len(sizes)):
-            peak = int(self._occupancy[mem_id].max()) if self.n_instructions >= 0 else 0
+            peak = int(self._occupancy[mem_id].max())
             size = sizes[mem_id]
             eff = size / peak if peak else None
             out.append(Arena(mem_id, mem_id - 1, size, self._raw.buffer_devices.get(mem_id, "cpu"),
