@@ -93,9 +93,20 @@ def test_explorer_in_jupyterlab(lab):
             page.goto(f"{url}/lab/tree/explore.ipynb?token={token}")
             page.wait_for_selector(".jp-Notebook", timeout=90_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
-            # Run > Run All Cells: does not depend on which cell has the focus
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            # wait for the kernel, then Run > Run All Cells (does not depend on the focus); a run
+            # asked for while JupyterLab is still settling can be dropped, so check it started
+            page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=120_000)
+            prompt = page.locator(".jp-Cell .jp-InputPrompt").first
+            for _ in range(5):
+                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+                try:
+                    page.wait_for_function(
+                        "el => /\\[(\\*|\\d+)\\]/.test(el.innerText)", arg=prompt.element_handle(),
+                        timeout=15_000)
+                    break
+                except sync_api.TimeoutError:
+                    page.keyboard.press("Escape")
             try:
                 page.wait_for_selector(".pte-lab-explorer", timeout=180_000)
             except sync_api.TimeoutError:
