@@ -14,7 +14,7 @@ from ..format import RawPlan
 from .dtypes import nbytes as _nbytes
 from .dtypes import scalar_type
 from .findings import Finding
-from .lifetimes import backward_jumps, lifetimes, resolve_views
+from .lifetimes import backward_jumps, instruction_uses, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
 from .validate import Conflict, find_conflicts
 
@@ -252,13 +252,7 @@ class Method:
         first, last = lifetimes(raw, self._persistent)
         views = resolve_views(raw, first, last, set(raw.inputs) | self._persistent)
         self._views = views
-        uses_first: dict[int, int] = {}
-        for i, ins in enumerate(raw.instructions):
-            for a in ins.args:
-                uses_first.setdefault(a, i)
-                for it in raw.values[a].items:
-                    if it >= 0:
-                        uses_first.setdefault(it, i)
+        uses_first = instruction_uses(raw)[0]  # first instruction naming each value
         inputs, outputs = set(raw.inputs), set(raw.outputs)
         instrs = self.instructions
         out = []

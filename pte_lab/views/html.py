@@ -13,7 +13,7 @@ from functools import lru_cache
 from html import escape
 from importlib.resources import files
 
-from .text import human_bytes, method_text, pte_text
+from .text import arena_text, human_bytes, method_text, pte_text
 
 _MAX_TENSOR_ROWS = 200
 
@@ -137,8 +137,6 @@ def arena_html(a) -> str:
             + _table(["size", "peak live", "size/peak", "", "tensors"],
                      [[human_bytes(a.size), human_bytes(a.peak_bytes), eff, _fill_bar(a.peak_bytes, a.size),
                        str(a.tensors)]], numeric={0, 1, 2, 4}))
-    from .text import arena_text
-
     return _wrap(body, arena_text(a))
 
 
