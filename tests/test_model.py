@@ -26,7 +26,7 @@ def test_device_program_arenas_and_findings(program_path):
     assert (a.mem_id, a.runtime_index, a.device) == (2, 1, "cuda:0")
     # two copied-in inputs and the delegate's output, side x side float32 each
     assert a.size == 3 * SIDE * SIDE * F32
-    assert a.peak_bytes == a.size and a.efficiency == 1.0
+    assert a.peak_bytes == a.size and a.size_over_peak == 1.0
     df = dev.tensors
     on_dev = df[df.mem_id == 2]
     assert set(on_dev.device) == {"cuda:0"} and len(on_dev) == 3
@@ -98,7 +98,7 @@ def test_xnnpack_two_host_methods_share(program_path):
     # XNNPACK arenas carry padding: the plan is bigger than the bytes ever alive
     for m in pte.methods.values():
         a = m.arena(1)
-        assert a.size > a.peak_bytes and a.efficiency > 1.0
+        assert a.size > a.peak_bytes and a.size_over_peak > 1.0
 
 
 def test_mutable_buffer_spans_whole_method(program_path):
@@ -179,7 +179,7 @@ def test_peak_counts_aliases_once_and_efficiency():
     m = Method(_plan(vals, [_k(0, 1, 2)], inputs=[0], outputs=[2], sizes=(0, 64)))
     a = m.arena(1)
     assert a.peak_bytes == 32
-    assert a.efficiency == 2.0
+    assert a.size_over_peak == 2.0
     assert m.validate() == []  # same offset = same storage
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pte_lab
-from pte_lab.views.text import arena_picture, human_bytes
+from pte_lab.units import human_bytes
+from pte_lab.views.text import arena_picture
 
 
 def test_html_is_self_contained(program_path):

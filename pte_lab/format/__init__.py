@@ -14,12 +14,12 @@ from typing import BinaryIO, Union
 
 from ..errors import PteFormatError
 from .header import HEAD_BYTES, Header, parse_header
-from .program import RawPlan, RawProgram, RawTensor, RawValue, decode_program, device_name
+from .program import RawPlan, RawProgram, RawTensor, RawValue, decode_program
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 
 __all__ = [
-    "read", "Header", "RawProgram", "RawPlan", "RawTensor", "RawValue", "device_name", "Source",
+    "read", "Header", "RawProgram", "RawPlan", "RawTensor", "RawValue", "Source",
 ]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..devices import device_name
 from ..errors import PteFormatError
 from ._flat import Table, root_table
 from .header import Header
@@ -24,13 +25,7 @@ VALUE_KINDS = {
 }
 # Instruction union tags (InstructionArguments)
 INSTRUCTION_KINDS = {1: "KernelCall", 2: "DelegateCall", 3: "MoveCall", 4: "JumpFalseCall", 5: "FreeCall"}
-DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 SHAPE_DYNAMISM = {0: "static", 1: "dynamic_bound", 2: "dynamic_unbound"}
-
-
-def device_name(device_type: int, device_index: int) -> str:
-    kind = DEVICE_TYPES.get(device_type, f"device{device_type}")
-    return "cpu" if kind == "cpu" else f"{kind}:{device_index}"
 
 
 @dataclass(slots=True)

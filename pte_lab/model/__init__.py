@@ -5,12 +5,14 @@ tables, lifetimes, occupancy and the lower bound, plan validation, device
 findings and load-cost predictions for ExecuTorch's three loaders.
 """
 
-from .findings import Finding
-from .load_cost import LOADERS
-from .method import Arena, Delegate, Instruction, IOSpec, Method, PlannedTensor
+from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse
+from .findings import Finding, Kind
+from .load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
+from .method import Delegate, Instruction, IOSpec, Method
 from .pte import Pte, Segment, open_pte
 
 __all__ = [
     "Pte", "Method", "Arena", "PlannedTensor", "IOSpec", "Instruction", "Delegate", "Segment",
-    "Finding", "LOADERS", "open_pte",
+    "Finding", "Kind", "Analysis", "analyse", "LOADERS", "STEPS", "LOAD_COST_COLUMNS", "TENSOR_COLUMNS",
+    "open_pte",
 ]

@@ -1,22 +1,156 @@
-"""Findings: things about a program a person should know before loading it."""
+"""Findings: what a person should know about a program before loading it. Every one is made here.
+
+Each :class:`Kind` has one severity and one wording (the message builders
+below); :func:`method_findings` and :func:`program_findings` apply the rules.
+The runtime's :class:`~pte_lab.runtime.SharedArenasWarning` uses
+:func:`shared_arenas_message` too, so the two say the same thing.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .method import Method
+    from .pte import Pte
+    from .validate import Conflict
+
+__all__ = ["Kind", "Finding", "SEVERITIES", "method_findings", "plan_findings", "program_findings",
+           "shared_arenas_message", "UNSAFE_TO_LOAD"]
+
+SEVERITIES = ("info", "warning", "error")
+
+
+class Kind(str, Enum):
+    """A stable identifier of a finding (compares equal to its string) and its severity."""
+
+    def __new__(cls, value: str, severity: str):
+        obj = str.__new__(cls, value)
+        obj._value_ = value
+        obj.severity = severity
+        return obj
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    #: host-only methods share one set of host arenas under Runtime.load_program
+    SHARED_ARENAS = ("shared_arenas", "warning")
+    #: constants live in an external .ptd file
+    EXTERNAL_DATA = ("external_data", "info")
+    #: an arena lives on a device: loading needs that device's allocator
+    DEVICE_ALLOCATOR = ("device_allocator", "info")
+    #: tensors tagged for a device are planned in host arenas
+    DEVICE_TAG_IN_HOST_ARENA = ("device_tag_in_host_arena", "warning")
+    #: host tensors are planned in device arenas
+    HOST_TENSOR_IN_DEVICE_ARENA = ("host_tensor_in_device_arena", "warning")
+    #: the method jumps backwards; lifetimes inside the loop are extended
+    LOOPS = ("loops", "info")
+    #: inputs or outputs whose memory the caller provides
+    UNPLANNED_IO = ("unplanned_io", "info")
+    #: two live tensors overlap in memory
+    PLAN_OVERLAP = ("plan_overlap", "error")
+    #: a tensor runs past the end of its arena
+    OUTSIDE_ARENA = ("outside_arena", "error")
+    #: a tensor names an arena the method does not have
+    UNKNOWN_ARENA = ("unknown_arena", "error")
+
+
+#: plan errors that would make ExecuTorch read or write outside its buffers: never loaded
+UNSAFE_TO_LOAD = frozenset({Kind.UNKNOWN_ARENA, Kind.OUTSIDE_ARENA})
 
 
 @dataclass(frozen=True)
 class Finding:
-    #: "info", "warning" or "error"
-    severity: str
-    #: a stable identifier: shared_arenas, device_allocator, device_tag_in_host_arena,
-    #: host_tensor_in_device_arena, plan_overlap, outside_arena, unknown_arena, loops,
-    #: external_data, unplanned_io
-    kind: str
+    kind: Kind
+    #: the method it is about; None for the whole program
     method: str | None
     message: str
     details: dict = field(default_factory=dict, compare=False)
 
+    @property
+    def severity(self) -> str:
+        """"info", "warning" or "error" (fixed by the kind)."""
+        return self.kind.severity
+
     def __str__(self) -> str:
         where = f"[{self.method}] " if self.method else ""
         return f"{self.severity}: {where}{self.message}"
+
+
+# ------------------------------------------------------------------- wording
+def shared_arenas_message(methods: Iterable[str]) -> str:
+    return (f"host-only methods {', '.join(methods)} share one set of host arenas under "
+            f"Runtime.load_program: running one overwrites the others' intermediate values "
+            f"(outputs are copied out, so returned values stay correct)")
+
+
+# --------------------------------------------------------------------- rules
+def plan_findings(method: str, planned, buffer_sizes, conflicts: "Iterable[Conflict]") -> list[Finding]:
+    """Plan problems: tensors in arenas the method lacks or past their end, overlapping live tensors."""
+    out = []
+    for t in planned:
+        if not 1 <= t.mem_id < len(buffer_sizes):
+            out.append(Finding(Kind.UNKNOWN_ARENA, method,
+                               f"value {t.value} is planned in mem_id {t.mem_id}, which this method "
+                               f"does not have (arenas 1..{len(buffer_sizes) - 1})", {"value": t.value}))
+        elif t.offset + t.nbytes > buffer_sizes[t.mem_id]:
+            out.append(Finding(Kind.OUTSIDE_ARENA, method,
+                               f"value {t.value} occupies bytes [{t.offset}, {t.offset + t.nbytes}) "
+                               f"past the end of arena {t.mem_id} ({buffer_sizes[t.mem_id]} bytes)",
+                               {"value": t.value}))
+    for c in conflicts:
+        out.append(Finding(Kind.PLAN_OVERLAP, method, str(c), {"mem_id": c.mem_id, "values": (c.a, c.b)}))
+    return out
+
+
+def method_findings(m: "Method") -> list[Finding]:
+    """Device findings, loops and unplanned I/O of a method, then its plan problems."""
+    out = []
+    arena_dev = {a.mem_id: a.device for a in m.arenas}
+    in_host = [t for t in m.planned if t.device != "cpu" and arena_dev.get(t.mem_id) == "cpu"]
+    if in_host:
+        devs = sorted({t.device for t in in_host})
+        out.append(Finding(
+            Kind.DEVICE_TAG_IN_HOST_ARENA, m.name,
+            f"{len(in_host)} tensors tagged for {', '.join(devs)} are planned in host arenas "
+            f"(what enable_non_cpu_memory_planning=False produces): a device backend receives "
+            f"host pointers for them", {"values": [t.value for t in in_host]}))
+    on_dev = [t for t in m.planned if t.device == "cpu" and arena_dev.get(t.mem_id, "cpu") != "cpu"]
+    if on_dev:
+        out.append(Finding(Kind.HOST_TENSOR_IN_DEVICE_ARENA, m.name,
+                           f"{len(on_dev)} host tensors are planned in device arenas",
+                           {"values": [t.value for t in on_dev]}))
+    for a in m.arenas:
+        if a.device != "cpu":
+            out.append(Finding(
+                Kind.DEVICE_ALLOCATOR, m.name,
+                f"arena mem_id {a.mem_id} (runtime buffer {a.runtime_index}, {a.size} bytes) lives on "
+                f"{a.device}: loading this method needs a {a.device.split(':')[0]} device allocator",
+                {"mem_id": a.mem_id, "device": a.device, "bytes": a.size}))
+    if m.has_loops:
+        out.append(Finding(Kind.LOOPS, m.name,
+                           "the method jumps backwards (a loop): lifetimes of values used inside "
+                           "the loop are extended to its last instruction"))
+    unplanned = [s for s in m.inputs + m.outputs if s.kind == "Tensor" and not s.planned]
+    if unplanned:
+        out.append(Finding(Kind.UNPLANNED_IO, m.name,
+                           f"{len(unplanned)} inputs/outputs are not planned: the caller provides "
+                           f"their memory", {"values": [s.value for s in unplanned]}))
+    return out + m.validate()
+
+
+def program_findings(p: "Pte") -> list[Finding]:
+    """Sharing between methods, external data, then every method's findings."""
+    out: list[Finding] = []
+    host = [m.name for m in p.methods.values() if not m.is_device_method]
+    if len(host) > 1:
+        out.append(Finding(Kind.SHARED_ARENAS, None, shared_arenas_message(host), {"methods": host}))
+    if p.expects_external_data:
+        out.append(Finding(Kind.EXTERNAL_DATA, None,
+                           f"{len(p.external_keys)} constants live in an external .ptd file: "
+                           f"pass it as data_path when loading", {"keys": p.external_keys}))
+    for m in p.methods.values():
+        out.extend(m.findings())
+    return out

@@ -61,13 +61,15 @@ def backward_jumps(plan: RawPlan) -> list[tuple[int, int]]:
     ]
 
 
-def lifetimes(plan: RawPlan, persistent: set[int]) -> tuple[dict[int, int], dict[int, int]]:
-    """first/last per value under the convention above.
+def lifetimes(plan: RawPlan, persistent, uses=None) -> tuple[dict[int, int], dict[int, int]]:
+    """first/last per value under the convention above (new dicts).
 
-    ``persistent`` are the values (mutable buffers) that live across calls.
+    ``persistent`` are the values (mutable buffers) that live across calls;
+    ``uses`` is :func:`instruction_uses` of the plan when the caller has it.
     """
     n = len(plan.instructions)
-    first, last = instruction_uses(plan)
+    first, last = uses if uses is not None else instruction_uses(plan)
+    first, last = dict(first), dict(last)
     for v in plan.inputs:
         first[v] = -1
         last.setdefault(v, -1)

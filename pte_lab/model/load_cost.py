@@ -39,6 +39,10 @@ class Allocation(NamedTuple):
     used_by: tuple[str, ...] = ()
 
 
+#: columns of ``Pte.load_cost`` (and keys of ``load_cost_records``)
+LOAD_COST_COLUMNS = Allocation._fields
+
+
 class PlanArenas(NamedTuple):
     method: str
     sizes: tuple[int, ...]  # non_const_buffer_sizes (index 0 reserved)

@@ -3,7 +3,7 @@
 At instruction ``t`` the occupied bytes are the length of the union of
 ``[offset, offset + nbytes)`` over the tensors alive at ``t``: aliases (tensors
 sharing bytes) count once. The maximum over ``t`` is ``peak_bytes``: no plan
-with these lifetimes can use less, so ``efficiency = size / peak_bytes`` says
+with these lifetimes can use less, so ``size_over_peak = size / peak_bytes`` says
 how far a plan is from the bound (1.0 is perfect).
 """
 

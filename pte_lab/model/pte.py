@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..errors import PteFormatError
 from ..format import RawProgram, Source, read
-from .findings import Finding
-from .load_cost import LOADERS, PlanArenas, allocations
+from .findings import Finding, program_findings
+from .load_cost import LOAD_COST_COLUMNS, LOADERS, PlanArenas, allocations
 from .method import Method
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -133,8 +133,7 @@ class Pte:
         import pandas as pd
 
         rows = allocations(self._plan_arenas(), loader)
-        cols = ["loader", "step", "method", "sharing", "mem_id", "runtime_index", "device", "bytes", "used_by"]
-        return pd.DataFrame([r._asdict() for r in rows], columns=cols)
+        return pd.DataFrame(rows, columns=list(LOAD_COST_COLUMNS))
 
     def load_cost_records(self, loader: str = "corrected") -> list[dict]:
         """:meth:`load_cost` as plain dicts (no pandas needed)."""
@@ -154,21 +153,7 @@ class Pte:
     # --------------------------------------------------------------- findings
     def warnings(self) -> list[Finding]:
         """What a person should know before loading: sharing, devices, plan problems."""
-        out: list[Finding] = []
-        host = [m.name for m in self.methods.values() if not m.is_device_method]
-        if len(host) > 1:
-            out.append(Finding(
-                "warning", "shared_arenas", None,
-                f"host-only methods {', '.join(host)} share one set of host arenas under "
-                f"Runtime.load_program: running one overwrites the others' intermediate values "
-                f"(outputs are copied out, so returned values stay correct)", {"methods": host}))
-        if self.expects_external_data:
-            out.append(Finding("info", "external_data", None,
-                               f"{len(self.external_keys)} constants live in an external .ptd file: "
-                               f"pass it as data_path when loading", {"keys": self.external_keys}))
-        for m in self.methods.values():
-            out.extend(m.findings())
-        return out
+        return program_findings(self)
 
     # ------------------------------------------------------------------ views
     def to_dict(self) -> dict:

@@ -13,7 +13,9 @@ from functools import lru_cache
 from html import escape
 from importlib.resources import files
 
-from .text import arena_text, human_bytes, method_text, pte_text
+from ..units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio
+from .rows import METHOD_HEADERS, TENSOR_TABLE, load_cost_rows, method_rows
+from .text import arena_text, method_text, pte_text
 
 _MAX_TENSOR_ROWS = 200
 
@@ -63,14 +65,17 @@ def _findings(findings, with_method: bool = False) -> str:
     return "".join(f"<div class='pte-find pte-{f.severity}'>{escape(text(f))}</div>" for f in findings)
 
 
+def _ratio(r: float | None) -> str:
+    return escape(ratio(r, times="×"))
+
+
 def arenas_table(method) -> str:
     rows = [
         [str(a.mem_id), str(a.runtime_index), _device_badge(a.device), human_bytes(a.size),
-         human_bytes(a.peak_bytes), "-" if a.efficiency is None else f"{a.efficiency:.2f}&times;",
-         _fill_bar(a.peak_bytes, a.size), str(a.tensors)]
+         human_bytes(a.peak_bytes), _ratio(a.size_over_peak), _fill_bar(a.peak_bytes, a.size), str(a.n_tensors)]
         for a in method.arenas
     ]
-    return _table(["mem_id", "runtime index", "device", "size", "peak live", "size/peak", "", "tensors"],
+    return _table(["mem_id", "runtime index", "device", "size", PEAK_LIVE, SIZE_OVER_PEAK, "", "tensors"],
                   rows, numeric={0, 1, 3, 4, 5, 7})
 
 
@@ -87,18 +92,29 @@ def _io_table(specs) -> str:
     return _table(["#", "dtype", "shape", "bytes", "memory", "device"], rows, numeric={0, 3})
 
 
+def _tensor_cell(column: str, t) -> str:
+    v = getattr(t, column)
+    if column == "device":
+        return _device_badge(v)
+    if column == "nbytes":
+        return human_bytes(v)
+    if column == "offset":
+        return f"{v:,}"
+    if column == "shape":
+        return escape(str(list(v)))
+    return "" if v is None else escape(str(v))
+
+
+_TENSOR_NUMERIC = {i for i, (c, _) in enumerate(TENSOR_TABLE) if c in ("value", "nbytes", "mem_id", "offset",
+                                                                       "first", "last")}
+
+
 def tensors_table(method) -> str:
     planned = method.planned
-    rows = [
-        [str(t.value), escape(t.role), escape(t.dtype), escape(str(list(t.shape))), human_bytes(t.nbytes),
-         str(t.mem_id), f"{t.offset:,}", _device_badge(t.device),
-         "" if t.first is None else str(t.first), "" if t.last is None else str(t.last), escape(t.op or "")]
-        for t in planned[:_MAX_TENSOR_ROWS]
-    ]
+    rows = [[_tensor_cell(c, t) for c, _ in TENSOR_TABLE] for t in planned[:_MAX_TENSOR_ROWS]]
     more = (f"<div class='pte-sub'>first {_MAX_TENSOR_ROWS} of {len(planned)} rows; "
             f"<span class='pte-mono'>method.tensors</span> has them all</div>") if len(planned) > _MAX_TENSOR_ROWS else ""
-    return _table(["value", "role", "dtype", "shape", "bytes", "mem_id", "offset", "device", "first", "last", "op"],
-                  rows, numeric={0, 4, 5, 6, 8, 9}) + more
+    return _table([h for _, h in TENSOR_TABLE], rows, numeric=_TENSOR_NUMERIC) + more
 
 
 def _method_body(m) -> str:
@@ -130,25 +146,18 @@ def method_html(m) -> str:
 
 
 def arena_html(a) -> str:
-    eff = "-" if a.efficiency is None else f"{a.efficiency:.2f}&times;"
     body = (f"<div class='pte-header'>Arena mem_id {a.mem_id} "
             f"<span class='pte-count'>(runtime buffer {a.runtime_index}"
             f"{', method ' + escape(a.method) if a.method else ''})</span> {_device_badge(a.device)}</div>"
-            + _table(["size", "peak live", "size/peak", "", "tensors"],
-                     [[human_bytes(a.size), human_bytes(a.peak_bytes), eff, _fill_bar(a.peak_bytes, a.size),
-                       str(a.tensors)]], numeric={0, 1, 2, 4}))
+            + _table(["size", PEAK_LIVE, SIZE_OVER_PEAK, "", "tensors"],
+                     [[human_bytes(a.size), human_bytes(a.peak_bytes), _ratio(a.size_over_peak),
+                       _fill_bar(a.peak_bytes, a.size), str(a.n_tensors)]], numeric={0, 1, 2, 4}))
     return _wrap(body, arena_text(a))
 
 
 def _load_cost_table(p) -> str:
-    totals = p.load_totals()
-    rows = []
-    for loader, steps in totals.items():
-        for step in ("load_program", "load_method", "first_execute"):
-            devs = steps.get(step, {})
-            if devs:
-                rows.append([escape(loader), escape(step),
-                             ", ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in sorted(devs.items()))])
+    rows = [[escape(loader), escape(step), ", ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in devs)]
+            for loader, step, devs in load_cost_rows(p)]
     return _table(["loader", "step", "allocates"], rows)
 
 
@@ -161,13 +170,9 @@ def pte_html(p) -> str:
             + (f" &middot; named data {human_bytes(p.named_data_bytes)}" if p.named_data_keys else "")
             + (" &middot; <b>expects external .ptd data</b>" if p.expects_external_data else "")
             + "</div>")
-    rows = []
-    for m in p.methods.values():
-        rows.append([escape(m.name), str(m.n_instructions), str(len(m.planned)), str(len(m.arenas)),
-                     human_bytes(m.planned_bytes),
-                     " ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in sorted(m.planned_bytes_by_device().items()))])
-    parts = [head, _table(["method", "instructions", "tensors", "arenas", "planned", "by device"], rows,
-                          numeric={1, 2, 3, 4})]
+    rows = [[escape(r.name), str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
+             " ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in r.by_device)] for r in method_rows(p)]
+    parts = [head, _table(list(METHOD_HEADERS), rows, numeric={1, 2, 3, 4})]
     warns = [w for w in p.warnings() if w.method is None or w.severity != "info"]
     if warns:
         parts.append(_findings(warns, with_method=True))

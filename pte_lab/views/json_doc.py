@@ -13,25 +13,26 @@ or a change of meaning bumps it)::
         name: {
           "instructions": int, "values": int,
           "inputs"/"outputs": [{"position", "value", "kind", "dtype", "shape", "nbytes",
-                                "planned", "mem_id", "offset", "device"}],
+                                "planned", "mem_id", "offset", "device", "dynamic"}],
           "operator_counts": {op: n},
           "delegates": [{"index", "backend", "target_device", "location", "size", "compile_specs"}],
           "arenas": [{"mem_id", "runtime_index", "size", "device", "peak_bytes", "efficiency",
-                      "tensors"}],
+                      "tensors"}],    # efficiency = Arena.size_over_peak, tensors = Arena.n_tensors
           "tensors": [{"value", "role", "dtype", "shape", "nbytes", "mem_id", "offset",
                        "device", "first", "last", "producer", "op", "dynamic", "name"}],
           "findings": [{"severity", "kind", "message"}]
         }
       },
       "load_cost": {"corrected"|"legacy"|"module": [{"step", "method", "sharing", "mem_id",
-                    "runtime_index", "device", "bytes"}]},
+                    "runtime_index", "device", "bytes", "used_by"}]},
       "warnings": [{"severity", "kind", "method", "message"}]
     }
 
-Conventions: ``mem_id`` is the file's arena number (0 reserved),
-``runtime_index = mem_id - 1``; ``first``/``last`` follow
-:mod:`pte_lab.model.lifetimes` (inputs from -1, outputs to the instruction
-count); byte counts are integers.
+Tensor keys are :data:`pte_lab.model.TENSOR_COLUMNS`; load-cost keys are
+:data:`pte_lab.model.LOAD_COST_COLUMNS` less ``loader``. Conventions: ``mem_id``
+is the file's arena number (0 reserved), ``runtime_index = mem_id - 1``;
+``first``/``last`` follow :mod:`pte_lab.model.lifetimes` (inputs from -1,
+outputs to the instruction count); byte counts are integers.
 """
 
 from __future__ import annotations
@@ -39,48 +40,23 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ..model.load_cost import LOADERS
+from .rows import arena_records, delegate_records, finding_records, io_records, tensor_records
 
 SCHEMA = "pte_lab.inspect"
 VERSION = 1
 
 
-def _specs(v):
-    return v if isinstance(v, str) else v.hex()
-
-
-_TENSOR_FIELDS = ("value", "role", "dtype", "shape", "nbytes", "mem_id", "offset", "device",
-                  "first", "last", "producer", "op", "dynamic", "name")
-
-
 def method_dict(m) -> dict:
-    def io(specs):
-        return [{**asdict(s), "shape": list(s.shape) if s.shape is not None else None} for s in specs]
-
-    tensors = []
-    for t in m.planned:  # hot for big methods: no dataclasses.asdict (it deep-copies)
-        d = dict(zip(_TENSOR_FIELDS, (t.value, t.role, t.dtype, list(t.shape), t.nbytes, t.mem_id, t.offset,
-                                      t.device, t.first, t.last, t.producer, t.op, t.dynamic, t.name)))
-        tensors.append(d)
-
     return {
         "instructions": m.n_instructions,
         "values": m.n_values,
-        "inputs": io(m.inputs),
-        "outputs": io(m.outputs),
+        "inputs": io_records(m.inputs),
+        "outputs": io_records(m.outputs),
         "operator_counts": m.operator_counts,
-        "delegates": [
-            {"index": d.index, "backend": d.backend, "target_device": d.target_device,
-             "location": d.location, "size": d.size,
-             "compile_specs": {k: _specs(v) for k, v in d.compile_specs.items()}}
-            for d in m.delegates
-        ],
-        "arenas": [
-            {"mem_id": a.mem_id, "runtime_index": a.runtime_index, "size": a.size, "device": a.device,
-             "peak_bytes": a.peak_bytes, "efficiency": a.efficiency, "tensors": a.tensors}
-            for a in m.arenas
-        ],
-        "tensors": tensors,
-        "findings": [{"severity": f.severity, "kind": f.kind, "message": f.message} for f in m.findings()],
+        "delegates": delegate_records(m),
+        "arenas": arena_records(m),
+        "tensors": tensor_records(m),
+        "findings": finding_records(m.findings(), with_method=False),
     }
 
 
@@ -106,6 +82,5 @@ def document(p, methods: list[str] | None = None) -> dict:
             loader: [{k: v for k, v in r.items() if k != "loader"} for r in p.load_cost_records(loader)]
             for loader in LOADERS
         },
-        "warnings": [{"severity": w.severity, "kind": w.kind, "method": w.method, "message": w.message}
-                     for w in p.warnings()],
+        "warnings": finding_records(p.warnings(), with_method=True),
     }

@@ -12,25 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.load_cost import LOADERS
+from ..units import SIZE_OVER_PEAK, human_bytes, ratio
+from .rows import METHOD_HEADERS, load_cost_rows, method_rows
+
+__all__ = ["pte_text", "method_text", "arena_text", "arena_picture"]
+
 _GLYPHS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
-
-def human_bytes(n: int | None) -> str:
-    """1536 -> '1.5 KiB' (binary units; exact bytes below 1 KiB)."""
-    if n is None:
-        return "-"
-    n = int(n)
-    if abs(n) < 1024:
-        return f"{n} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        n /= 1024.0
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.1f} {unit}" if n < 100 else f"{n:.0f} {unit}"
-    return f"{n} B"  # pragma: no cover
-
-
-def _eff(e: float | None) -> str:
-    return "-" if e is None else f"{e:.2f}x"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -45,18 +33,18 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 def arena_rows(method) -> list[list[str]]:
     return [
         [str(a.mem_id), str(a.runtime_index), a.device, f"{a.size:,}", human_bytes(a.size),
-         f"{a.peak_bytes:,}", _eff(a.efficiency), str(a.tensors)]
+         f"{a.peak_bytes:,}", ratio(a.size_over_peak), str(a.n_tensors)]
         for a in method.arenas
     ]
 
 
-ARENA_HEADERS = ["mem_id", "runtime", "device", "bytes", "size", "peak", "size/peak", "tensors"]
+ARENA_HEADERS = ["mem_id", "runtime", "device", "bytes", "size", "peak", SIZE_OVER_PEAK, "tensors"]
 
 
 def arena_text(a) -> str:
     return (f"Arena(mem_id={a.mem_id}, runtime_index={a.runtime_index}, device={a.device!r}, "
             f"size={a.size} ({human_bytes(a.size)}), peak_bytes={a.peak_bytes}, "
-            f"efficiency={_eff(a.efficiency)}, tensors={a.tensors})")
+            f"size_over_peak={ratio(a.size_over_peak)}, n_tensors={a.n_tensors})")
 
 
 def _io_line(s) -> str:
@@ -112,20 +100,17 @@ def pte_text(p) -> str:
            if p.named_data_keys else "")
         + (", expects external .ptd data" if p.expects_external_data else ""),
     ]
-    rows = []
-    for m in p.methods.values():
-        by_dev = m.planned_bytes_by_device()
-        rows.append([m.name, str(m.n_instructions), str(len(m.planned)), str(len(m.arenas)),
-                     human_bytes(m.planned_bytes),
-                     ", ".join(f"{d} {human_bytes(b)}" for d, b in sorted(by_dev.items())) or "-"])
+    rows = [[r.name, str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
+             ", ".join(f"{d} {human_bytes(b)}" for d, b in r.by_device) or "-"] for r in method_rows(p)]
     lines.append("")
-    lines.append(_indent(_table(["method", "instructions", "tensors", "arenas", "planned", "by device"], rows)))
+    lines.append(_indent(_table(list(METHOD_HEADERS), rows)))
     lines.append("")
     lines.append("  load cost (planned arenas):")
-    totals = p.load_totals()
-    for loader, steps in totals.items():
-        parts = [f"{step} " + " + ".join(f"{human_bytes(b)} {d}" for d, b in sorted(devs.items()))
-                 for step, devs in steps.items()]
+    by_loader: dict[str, list[str]] = {}
+    for loader, step, devs in load_cost_rows(p):
+        by_loader.setdefault(loader, []).append(f"{step} " + " + ".join(f"{human_bytes(b)} {d}" for d, b in devs))
+    for loader in LOADERS:
+        parts = by_loader.get(loader)
         lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing"))
     warns = p.warnings()
     if warns:
@@ -151,7 +136,7 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     glyph = {t.value: _GLYPHS[i % len(_GLYPHS)] for i, t in enumerate(tensors)}
     header = (f"arena {mem_id} (runtime {arena.runtime_index}, {arena.device}): "
               f"{human_bytes(arena.size)}, peak {human_bytes(arena.peak_bytes)}, "
-              f"size/peak {_eff(arena.efficiency)}; 1 column = {human_bytes(int(np.ceil(scale)))}")
+              f"{SIZE_OVER_PEAK} {ratio(arena.size_over_peak)}; 1 column = {human_bytes(int(np.ceil(scale)))}")
     lines = [header, f"{'t':>5} |{'-' * width}| live bytes"]
     occ = m.occupancy(mem_id)
     for t in times:

@@ -1,0 +1,18 @@
+"""Where pte_lab keeps what it builds once (the native helper, the pre-fix runtime's venv).
+
+``$PTE_LAB_CACHE`` if set, else ``$XDG_CACHE_HOME/pte_lab``, else ``~/.cache/pte_lab``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir"]
+
+
+def cache_dir(*parts: str) -> Path:
+    """The cache folder (or ``parts`` below it); nothing is created."""
+    base = os.environ.get("PTE_LAB_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pte_lab")
+    return Path(base).joinpath(*parts)

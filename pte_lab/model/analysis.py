@@ -1,0 +1,224 @@
+"""What a method's instruction stream says about its planned memory: :func:`analyse`.
+
+``analyse(plan)`` takes a decoded :class:`~pte_lab.format.RawPlan` and returns
+an :class:`Analysis`: the planned tensors (role, lifetime, producer), the
+views and their bases, and, computed when first asked for, the bytes alive in
+each arena at each instruction, the arenas with their peak (the lower bound
+of any plan) and the plan's conflicts. It is a pure function of the plan: the
+result is immutable and depends on nothing else; the later stages are cached
+on it, never written anywhere else.
+
+Rules live in their own modules: roles in :mod:`.roles`, lifetimes and views
+in :mod:`.lifetimes`, occupancy in :mod:`.occupancy`, overlaps in
+:mod:`.validate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import PteFormatError
+from ..format import RawPlan
+from .dtypes import nbytes as _nbytes
+from .dtypes import scalar_type
+from .lifetimes import instruction_uses, lifetimes, resolve_views
+from .occupancy import occupancy as _occupancy
+from .roles import role_of, state_values
+from .validate import Conflict, find_conflicts
+
+__all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
+           "operator_name", "instruction_targets", "tensor_meta"]
+
+#: no tensor, offset or arena can reach this many bytes (int64 arithmetic stays exact)
+MAX_BYTES = 2**62
+
+
+@dataclass(frozen=True)
+class PlannedTensor:
+    """One tensor with an allocation in a planned arena (a row of ``Method.tensors``)."""
+
+    value: int
+    role: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    mem_id: int
+    offset: int
+    device: str
+    first: int | None
+    last: int | None
+    #: the instruction that first writes it, and what that instruction calls
+    producer: int | None
+    op: str | None
+    dynamic: bool
+    name: str | None
+
+
+#: columns of ``Method.tensors`` and of the JSON document's tensors, in order: the fields above
+TENSOR_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(PlannedTensor))
+
+
+@dataclass(frozen=True)
+class Arena:
+    """One planned memory arena of a method."""
+
+    #: the file's numbering (``allocation_info.memory_id``); 0 is reserved
+    mem_id: int
+    #: what ExecuTorch's runtime and its error messages call it: mem_id - 1
+    runtime_index: int
+    #: bytes, from ``non_const_buffer_sizes``
+    size: int
+    #: "cpu" or a device such as "cuda:0" (``non_const_buffer_device``)
+    device: str
+    #: bytes alive at once at the worst instruction (aliases once): the lower bound
+    peak_bytes: int
+    #: size / peak_bytes: 1.0 means no plan with these lifetimes could be smaller, 2.0
+    #: twice the bytes ever alive at once; None when nothing is alive here
+    size_over_peak: float | None
+    #: how many planned tensors live in this arena
+    n_tensors: int
+    method: str = ""
+
+    def _repr_html_(self) -> str:
+        from ..views.html import arena_html
+
+        return arena_html(self)
+
+    def __repr__(self) -> str:
+        from ..views.text import arena_text
+
+        return arena_text(self)
+
+
+def operator_name(name: str, overload: str) -> str:
+    """``("aten::add", "out")`` -> ``"aten::add.out"``."""
+    return f"{name}.{overload}" if overload else name
+
+
+def instruction_targets(plan: RawPlan) -> list[str]:
+    """What each instruction calls: an operator, ``delegate:<backend>``, or its kind (control flow)."""
+    ops = [operator_name(n, o) for n, o in plan.operators]
+    out = []
+    for ins in plan.instructions:
+        if ins.kind == "KernelCall":
+            out.append(ops[ins.target])
+        elif ins.kind == "DelegateCall":
+            out.append(f"delegate:{plan.delegates[ins.target].id}")
+        else:
+            out.append(ins.kind)
+    return out
+
+
+def tensor_meta(plan: RawPlan, v: int):
+    """(raw tensor, dtype name, bytes) of value ``v``; absurd sizes or offsets are a PteFormatError."""
+    t = plan.values[v].tensor
+    where = f"method {plan.name!r} value {v}"
+    dtype, elsize = scalar_type(t.scalar_type, where)
+    nb = _nbytes(t.sizes, elsize)
+    if nb >= MAX_BYTES:
+        raise PteFormatError(f"{where}: shape {list(t.sizes)} claims {nb} bytes, more than any arena can hold")
+    if t.offset is not None and t.offset >= MAX_BYTES:
+        raise PteFormatError(f"{where}: planned at offset {t.offset}, beyond any possible arena")
+    return t, dtype, nb
+
+
+@dataclass(frozen=True, eq=False)
+class Analysis:
+    """The planned memory of one method; make one with :func:`analyse`."""
+
+    method: str
+    n_instructions: int
+    #: ``non_const_buffer_sizes`` (index 0 reserved) and the sparse device list
+    buffer_sizes: tuple[int, ...]
+    buffer_devices: Mapping[int, str]
+    #: every tensor with an allocation in a planned arena, in value order
+    planned: tuple[PlannedTensor, ...]
+    #: view value -> the value whose bytes it shares
+    views: Mapping[int, int]
+    #: the planned tensors as int64 arrays (value, mem_id, offset, nbytes, first, last);
+    #: tensors without a lifetime have first=1 > last=0 (never alive)
+    columns: Mapping[str, np.ndarray] = field(repr=False)
+
+    def storage_of(self, value: int) -> int:
+        """The value whose storage ``value`` uses: its base for a view (followed to the root), else itself."""
+        while value in self.views:
+            value = self.views[value]
+        return value
+
+    @cached_property
+    def occupancy(self) -> Mapping[int, np.ndarray]:
+        """mem_id -> bytes occupied at times -1..N (index = time + 1); see :mod:`.occupancy`."""
+        c = self.columns
+        out = {}
+        for mem_id in range(1, len(self.buffer_sizes)):
+            sel = c["mem_id"] == mem_id
+            out[mem_id] = _occupancy(c["offset"][sel], c["nbytes"][sel], c["first"][sel], c["last"][sel],
+                                     self.n_instructions)
+        return MappingProxyType(out)
+
+    @cached_property
+    def arenas(self) -> tuple[Arena, ...]:
+        """The planned arenas, mem_id 1..n (mem_id 0 is reserved and never listed)."""
+        ids, n = np.unique(self.columns["mem_id"], return_counts=True)
+        counts = dict(zip(ids.tolist(), n.tolist()))
+        out = []
+        for mem_id in range(1, len(self.buffer_sizes)):
+            peak = int(self.occupancy[mem_id].max())
+            size = self.buffer_sizes[mem_id]
+            out.append(Arena(mem_id, mem_id - 1, size, self.buffer_devices.get(mem_id, "cpu"), peak,
+                             size / peak if peak else None, counts.get(mem_id, 0), self.method))
+        return tuple(out)
+
+    @cached_property
+    def conflicts(self) -> tuple[Conflict, ...]:
+        """Planned tensors alive at once whose bytes overlap without sharing storage (should be empty)."""
+        c = self.columns
+        storage = [self.storage_of(int(v)) for v in c["value"]]
+        return tuple(find_conflicts(c["value"], c["mem_id"], c["offset"], c["nbytes"], c["first"], c["last"],
+                                    storage=storage))
+
+
+def analyse(plan: RawPlan) -> Analysis:
+    """Roles, lifetimes, views and producers of every planned tensor of ``plan``."""
+    state = state_values(plan)
+    uses = instruction_uses(plan)
+    first, last = lifetimes(plan, state, uses)
+    views = resolve_views(plan, first, last, set(plan.inputs) | state)
+    uses_first = uses[0]
+    inputs, outputs = set(plan.inputs), set(plan.outputs)
+    targets = None
+    planned = []
+    for v, val in enumerate(plan.values):
+        t = val.tensor
+        if t is None or t.mem_id is None:
+            continue
+        _, dtype, nb = tensor_meta(plan, v)
+        role = role_of(v, inputs=inputs, outputs=outputs, state=state, named=v in first, view=v in views)
+        producer = op = None
+        if v in views:
+            producer = first.get(v) if first.get(v, -1) >= 0 else None
+            op = f"view of v{views[v]}"
+        elif role in ("intermediate", "output") and v in uses_first:
+            if targets is None:
+                targets = instruction_targets(plan)
+            producer = uses_first[v]
+            op = targets[producer]
+        planned.append(PlannedTensor(v, role, dtype, t.sizes, nb, t.mem_id, t.offset, t.device, first.get(v),
+                                     last.get(v), producer, op, t.shape_dynamism != 0, t.fqn))
+    n = len(planned)
+    columns = {
+        "value": np.fromiter((t.value for t in planned), np.int64, n),
+        "mem_id": np.fromiter((t.mem_id for t in planned), np.int64, n),
+        "offset": np.fromiter((t.offset for t in planned), np.int64, n),
+        "nbytes": np.fromiter((t.nbytes for t in planned), np.int64, n),
+        "first": np.fromiter((t.first if t.first is not None else 1 for t in planned), np.int64, n),
+        "last": np.fromiter((t.last if t.last is not None else 0 for t in planned), np.int64, n),
+    }
+    return Analysis(plan.name, len(plan.instructions), tuple(plan.buffer_sizes),
+                    MappingProxyType(dict(plan.buffer_devices)), tuple(planned), MappingProxyType(views),
+                    MappingProxyType(columns))

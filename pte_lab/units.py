@@ -1,0 +1,38 @@
+"""The one vocabulary for quantities: every view, plot, CLI line and runtime message uses it.
+
+* :func:`human_bytes` — binary units (``1.5 KiB``; exact bytes below 1 KiB).
+* :func:`ratio` — how much bigger one size is than another (``1.02x``); used
+  for an arena's ``size / peak`` (1.00x: no plan with these lifetimes could be
+  smaller) and for planners against the lower bound.
+* :data:`SIZE_OVER_PEAK`, :data:`PEAK_LIVE` — the words for those figures.
+
+Pure Python, no imports beyond the standard library.
+"""
+
+from __future__ import annotations
+
+__all__ = ["human_bytes", "ratio", "SIZE_OVER_PEAK", "PEAK_LIVE"]
+
+#: the name of ``Arena.size_over_peak`` wherever it is shown
+SIZE_OVER_PEAK = "size/peak"
+#: the name of ``Arena.peak_bytes`` wherever it is shown: the most bytes alive at once
+PEAK_LIVE = "peak live"
+
+
+def human_bytes(n: int | None) -> str:
+    """1536 -> '1.5 KiB' (binary units; exact bytes below 1 KiB; ``None`` -> '-')."""
+    if n is None:
+        return "-"
+    n = int(n)
+    if abs(n) < 1024:
+        return f"{n} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        n /= 1024.0
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}" if n < 100 else f"{n:.0f} {unit}"
+    return f"{n} B"  # pragma: no cover
+
+
+def ratio(r: float | None, times: str = "x") -> str:
+    """2.0 -> '2.00x' (``times="×"`` for typeset output); ``None`` (nothing to compare) -> '-'."""
+    return "-" if r is None else f"{r:.2f}{times}"

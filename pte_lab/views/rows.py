@@ -1,0 +1,96 @@
+"""The rows that the text, HTML and JSON views share: what each table holds, in one place.
+
+Each function returns plain values (ints, strings, ``(device, bytes)``
+pairs); the views only format them (text pads columns, HTML adds badges and
+escapes, JSON keeps them as they are).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from operator import attrgetter
+
+from ..model.analysis import TENSOR_COLUMNS
+from ..model.load_cost import LOADERS, STEPS
+
+__all__ = ["MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
+           "io_records", "delegate_records", "arena_records", "finding_records"]
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """One method in a program's summary table."""
+
+    name: str
+    instructions: int
+    tensors: int
+    arenas: int
+    planned_bytes: int
+    #: planned bytes per device, devices sorted
+    by_device: tuple[tuple[str, int], ...]
+
+
+METHOD_HEADERS = ("method", "instructions", "tensors", "arenas", "planned", "by device")
+
+
+def method_rows(p) -> list[MethodRow]:
+    return [MethodRow(m.name, m.n_instructions, len(m.planned), len(m.arenas), m.planned_bytes,
+                      tuple(sorted(m.planned_bytes_by_device().items())))
+            for m in p.methods.values()]
+
+
+def load_cost_rows(p) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
+    """``(loader, step, ((device, bytes), ...))`` for every loader and step that allocates, in order."""
+    totals = p.load_totals()
+    out = []
+    for loader in LOADERS:
+        steps = totals.get(loader, {})
+        for step in STEPS:
+            if steps.get(step):
+                out.append((loader, step, tuple(sorted(steps[step].items()))))
+    return out
+
+
+#: (column of ``Method.tensors``, header) shown in the tensor table of the notebook view
+TENSOR_TABLE = (("value", "value"), ("role", "role"), ("dtype", "dtype"), ("shape", "shape"),
+                ("nbytes", "bytes"), ("mem_id", "mem_id"), ("offset", "offset"), ("device", "device"),
+                ("first", "first"), ("last", "last"), ("op", "op"))
+
+_tensor_fields = attrgetter(*TENSOR_COLUMNS)
+_SHAPE = TENSOR_COLUMNS.index("shape")
+
+
+def tensor_records(m) -> list[dict]:
+    """Every planned tensor as a dict of :data:`TENSOR_COLUMNS` (shapes as lists)."""
+    out = []
+    for t in m.planned:  # hot for big methods: no dataclasses.asdict (it deep-copies)
+        vals = list(_tensor_fields(t))
+        vals[_SHAPE] = list(vals[_SHAPE])
+        out.append(dict(zip(TENSOR_COLUMNS, vals)))
+    return out
+
+
+def io_records(specs) -> list[dict]:
+    return [{**asdict(s), "shape": list(s.shape) if s.shape is not None else None} for s in specs]
+
+
+def _spec(v):
+    return v if isinstance(v, str) else v.hex()
+
+
+def delegate_records(m) -> list[dict]:
+    return [{"index": d.index, "backend": d.backend, "target_device": d.target_device, "location": d.location,
+             "size": d.size, "compile_specs": {k: _spec(v) for k, v in d.compile_specs.items()}}
+            for d in m.delegates]
+
+
+def arena_records(m) -> list[dict]:
+    """Arenas under the JSON document's (version 1) keys: ``efficiency`` is ``size_over_peak``."""
+    return [{"mem_id": a.mem_id, "runtime_index": a.runtime_index, "size": a.size, "device": a.device,
+             "peak_bytes": a.peak_bytes, "efficiency": a.size_over_peak, "tensors": a.n_tensors}
+            for a in m.arenas]
+
+
+def finding_records(findings, with_method: bool) -> list[dict]:
+    keys = ("severity", "kind", "method", "message") if with_method else ("severity", "kind", "message")
+    return [{k: str(getattr(f, k)) if k == "kind" else getattr(f, k) for k in keys} for f in findings]
