@@ -1,7 +1,9 @@
 """Pictures of memory with matplotlib.
 
-Every function takes ``ax=None`` (a new figure is made when omitted) and
-returns what it drew on: an Axes, or a list of Axes for one panel per arena.
+Axes-level functions (:func:`arena_layout`, :func:`occupancy`,
+:func:`placement`) draw on ``ax`` (a new figure when ``ax=None``) and return
+that one Axes, as seaborn's axes-level functions do. The figure-level
+:func:`arena_layouts` draws a panel per arena and returns the Figure.
 Tensors are drawn with one collection per call, not one patch each, so a
 method with thousands of tensors draws in well under a second. Colours come
 from the Okabe-Ito palette (safe for colour-blind readers); byte axes use
@@ -14,10 +16,12 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from .views.text import human_bytes
+from .units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
+
+    from matplotlib.figure import Figure
 
     from .model import Method, Pte
 
@@ -78,29 +82,32 @@ def _color_key(t, color_by: str) -> str:
     raise ValueError(f"color_by must be 'role', 'operator' or 'device', not {color_by!r}")
 
 
+def _one_arena(method: "Method", mem_id: int | None):
+    if mem_id is not None:
+        return method.arena(mem_id)
+    arenas = method.arenas
+    if len(arenas) == 1:
+        return arenas[0]
+    if not arenas:
+        raise ValueError(f"method {method.name!r} has no planned arenas")
+    raise ValueError(f"method {method.name!r} has {len(arenas)} arenas (mem_id "
+                     f"{', '.join(str(a.mem_id) for a in arenas)}): pass mem_id, or draw them all with "
+                     f"plot.arena_layouts(method)")
+
+
 def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" = None,
-                 color_by: str = "role", legend: bool = True):
-    """Where each planned tensor sits in the arena (y, bytes) and when it is alive (x, instructions).
+                 color_by: str = "role", legend: bool = True) -> "Axes":
+    """Where each planned tensor of one arena sits (y, bytes) and when it is alive (x, instructions).
 
     One rectangle per tensor; the arena size is the solid line, the peak of
-    live bytes (the lower bound for any plan) the dashed one. With several
-    arenas and ``mem_id=None`` it draws one panel per arena and returns a list.
+    live bytes (the lower bound for any plan) the dashed one. ``mem_id`` may be
+    left out when the method has a single arena; :func:`arena_layouts` draws
+    every arena. Returns the Axes.
     """
     from matplotlib.collections import PolyCollection
     from matplotlib.patches import Patch
 
-    arenas = method.arenas if mem_id is None else [method.arena(mem_id)]
-    if not arenas:
-        raise ValueError(f"method {method.name!r} has no planned arenas")
-    if len(arenas) > 1:
-        if ax is not None:
-            raise ValueError("pass mem_id to draw one of several arenas on a given Axes")
-        plt = _plt()
-        fig, axes = plt.subplots(len(arenas), 1, figsize=(9, 3.2 * len(arenas)), squeeze=False,
-                                 layout="constrained")
-        return [arena_layout(method, a.mem_id, ax=axes[i, 0], color_by=color_by, legend=legend)
-                for i, a in enumerate(arenas)]
-    a = arenas[0]
+    a = _one_arena(method, mem_id)
     if ax is None:
         _, ax = _plt().subplots(figsize=(9, 3.6), layout="constrained")
     ts, verts = tensor_rects(method, a.mem_id)
@@ -114,14 +121,14 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
     ax.axhline(a.size, color="#333333", lw=1.2, label=f"arena size {human_bytes(a.size)}")
     if a.peak_bytes:
         ax.axhline(a.peak_bytes, color="#333333", lw=1.0, ls="--",
-                   label=f"peak live {human_bytes(a.peak_bytes)} (lower bound)")
+                   label=f"{PEAK_LIVE} {human_bytes(a.peak_bytes)} (lower bound)")
     ax.set_xlim(-1.5, n + 0.5)
     top = max(a.size, a.peak_bytes, 1)
     ax.set_ylim(0, top * 1.04)
     _bytes_axis(ax.yaxis, top)
     ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
     ax.set_ylabel("offset in arena")
-    eff = "" if a.efficiency is None else f", size/peak {a.efficiency:.2f}×"
+    eff = "" if a.size_over_peak is None else f", {SIZE_OVER_PEAK} {ratio(a.size_over_peak, times='×')}"
     ax.set_title(f"{method.name} · arena {a.mem_id} (runtime {a.runtime_index}) on {a.device}{eff}", fontsize=10)
     if legend:
         handles = [Patch(color=c, label=k) for k, c in list(colors.items())[:12]]
@@ -130,7 +137,19 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
     return ax
 
 
-def occupancy(method: "Method", ax: "Axes | None" = None):
+def arena_layouts(method: "Method", color_by: str = "role", legend: bool = True) -> "Figure":
+    """Figure-level :func:`arena_layout`: one panel per arena of ``method``, stacked; returns the Figure."""
+    arenas = method.arenas
+    if not arenas:
+        raise ValueError(f"method {method.name!r} has no planned arenas")
+    fig, axes = _plt().subplots(len(arenas), 1, figsize=(9, 3.2 * len(arenas)), squeeze=False,
+                                layout="constrained")
+    for ax, a in zip(axes[:, 0], arenas):
+        arena_layout(method, a.mem_id, ax=ax, color_by=color_by, legend=legend)
+    return fig
+
+
+def occupancy(method: "Method", ax: "Axes | None" = None) -> "Axes":
     """Occupied bytes per instruction for each arena, against its size."""
     if ax is None:
         _, ax = _plt().subplots(figsize=(9, 3.2), layout="constrained")
@@ -167,7 +186,7 @@ def placement_table(pte: "Pte", loader: str = "corrected") -> list[tuple[str, st
     return rows
 
 
-def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None):
+def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes":
     """Where planned bytes live under a loader: stacked bars, the shared arenas and each method.
 
     ``loader`` is one of "corrected", "legacy", "module", or a list of them

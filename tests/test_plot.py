@@ -31,17 +31,19 @@ def _tensor_collection(ax) -> PolyCollection:
 
 def test_arena_layout_draws_each_planned_tensor(program_path):
     m = pte_lab.open(program_path("device_demo")).methods["forward2"]
-    axes = plot.arena_layout(m)
-    assert isinstance(axes, list) and len(axes) == len(m.arenas) == 2
+    fig = plot.arena_layouts(m)  # figure-level: one panel per arena
+    axes = fig.axes
+    assert len(axes) == len(m.arenas) == 2
     for ax, a in zip(axes, m.arenas):
         coll = _tensor_collection(ax)
-        assert len(coll.get_paths()) == a.tensors  # one rectangle per planned tensor
+        assert len(coll.get_paths()) == a.n_tensors  # one rectangle per planned tensor
         assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= a.size  # y range is the arena
         assert a.device in ax.get_title()
         ys = [h.get_ydata()[0] for h in ax.get_lines()]
         assert a.size in ys and a.peak_bytes in ys  # size and peak marked
     # rectangles span [offset, offset + nbytes) over [first, last]
-    ax = plot.arena_layout(m, 2)
+    ax = plot.arena_layout(m, 2)  # axes-level: always one Axes
+    assert ax.__class__.__name__ == "Axes"
     verts = _tensor_collection(ax).get_paths()[0].vertices
     t = [x for x in m.planned if x.mem_id == 2][0]
     assert verts[:, 1].min() == t.offset and verts[:, 1].max() == t.offset + t.nbytes
@@ -57,8 +59,10 @@ def test_arena_layout_on_given_axes_and_colours(program_path):
     with pytest.raises(ValueError):
         plot.arena_layout(m, 1, color_by="size")
     dev = pte_lab.open(program_path("device_demo")).methods["forward2"]
-    with pytest.raises(ValueError, match="mem_id"):
+    with pytest.raises(ValueError, match="pass mem_id, or draw them all with plot.arena_layouts"):
         plot.arena_layout(dev, ax=ax)
+    one = pte_lab.open(program_path("portable")).methods["forward"]
+    assert plot.arena_layout(one) is not None  # a single arena needs no mem_id
 
 
 def test_occupancy_lines_follow_the_model(program_path):

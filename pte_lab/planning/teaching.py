@@ -63,7 +63,7 @@ def compare(module, example_inputs, planners=("greedy", "naive"), io_planned=(Tr
             m = pte.methods[method]
             for a in m.arenas:
                 prob = build_problem(m, a.mem_id)
-                rows.append((algo, io, a.mem_id, a.size, a.peak_bytes, a.efficiency, prob.lower_bound,
+                rows.append((algo, io, a.mem_id, a.size, a.peak_bytes, a.size_over_peak, prob.lower_bound,
                              plan_arena(prob, "best_fit")[1], len([t for t in m.planned if t.mem_id == a.mem_id])))
     df = pd.DataFrame(rows, columns=["planner", "io_planned", "mem_id", "arena_bytes", "peak_bytes", "size/peak",
                                      "lower_bound", "best_fit_bytes", "tensors"])
@@ -78,12 +78,12 @@ def plot_plans(a, b, mem_id: int = 1, titles: tuple[str, str] = ("plan A", "plan
     """
     import matplotlib.pyplot as plt
 
-    from .. import plot
+    from ..plot import arena_layout
 
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=True, layout="constrained")
     for ax, m, title in zip(axes, (a, b), titles):
-        plot.arena_layout(m, mem_id, ax=ax, legend=ax is axes[-1])
+        arena_layout(m, mem_id, ax=ax, legend=ax is axes[-1])
         ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
     top = max(a.arena(mem_id).size, b.arena(mem_id).size) * 1.04
     for ax in axes:
