@@ -67,7 +67,7 @@ def main() -> int:
 
     def ours(path, name, inputs, cold=False):
         if cold:
-            lab_program._PLAN_CACHE.clear()
+            lab_program._CHECKED.clear()
         t = time.perf_counter()
         prog = pte_lab.load(path)
         m = prog.load_method(name)

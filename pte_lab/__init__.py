@@ -2,7 +2,7 @@
 
 >>> import pte_lab
 >>> pte = pte_lab.open("model.pte")        # reads the header and flatbuffer only
->>> pte.methods["forward"].arenas          # sizes, devices, peak, efficiency
+>>> pte.methods["forward"].arenas          # sizes, devices, peak, size/peak
 >>> pte.methods["forward"].tensors         # one row per planned tensor
 >>> pte.load_cost("corrected")             # what Runtime.load_program allocates, when
 
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .errors import (
     BackendUnavailableError,
     DeviceAllocationError,
+    ExecuTorchError,
     MemoryBudgetError,
     NativeBuildError,
     PteFormatError,
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "open", "load", "explore", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
-    "RuntimeCrashedError", "NativeBuildError", "__version__",
+    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "__version__",
 ]
 
 _LAZY = {
@@ -45,7 +46,8 @@ _LAZY = {
     "LabMethod": ("pte_lab.runtime", "LabMethod"),
     "explore": ("pte_lab.widgets", "explore"),
 }
-_SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime", "plot", "widgets"}
+_SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime", "plot", "widgets", "planning",
+               "experiments", "units", "devices"}
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Arena, Method, Pte

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .errors import PteLabError
@@ -59,7 +60,7 @@ def _example(args) -> int:
 def _measure(args) -> int:
     from .experiments import device_placement as dp
 
-    legacy = args.legacy_python or dp.legacy_python_default()
+    legacy = args.legacy_python or dp.find_legacy_python()
     if legacy is None:
         print("pte-lab: note: no pre-fix runtime: run `pte-lab legacy-env` first (or pass --legacy-python) "
               "to measure the 'before' column", file=sys.stderr)
@@ -81,7 +82,7 @@ def _legacy_env(args) -> int:
 
 def _replan(args) -> int:
     from .planning import replan, verify
-    from .views.text import human_bytes
+    from .units import human_bytes
 
     r = replan(args.input, algorithm=args.algorithm)
     r.write(args.output)
@@ -137,16 +138,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line(exc: BaseException) -> str:
+    """The error as one line: pte_lab's own errors as they are, others with their type."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    if not isinstance(exc, PteLabError):
+        first = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return first
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 verification failed, 2 error)."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (PteLabError, OSError, ValueError, RuntimeError) as exc:
-        msg = str(exc) if isinstance(exc, PteLabError) else f"{type(exc).__name__}: {exc}"
-        print(f"pte-lab: error: {msg}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # pragma: no cover - `pte-lab inspect x | head`
+    except BrokenPipeError:  # `pte-lab inspect x | head`: the reader left; not an error
+        try:  # keep the interpreter's final flush from failing on the closed pipe
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
         return 0
+    except KeyboardInterrupt:
+        print("pte-lab: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - every failure is one line, never a traceback
+        print(f"pte-lab: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "PteLabError", "PteFormatError", "NativeBuildError", "DeviceAllocationError",
-    "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError",
+    "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
 ]
 
 
@@ -83,3 +83,20 @@ class RuntimeCrashedError(PteLabError, RuntimeError):
         self.signal = signal
         self.exit_code = exit_code
         self.stderr = stderr
+
+
+class ExecuTorchError(PteLabError, RuntimeError):
+    """ExecuTorch's runtime refused or failed a step (loading the program or a method, executing).
+
+    The same in-process and with ``isolate=True``: ``step`` is the step
+    ("load_program", "load_method", "execute"...), ``method`` the method (None
+    for the program), ``runtime_type`` and ``runtime_message`` what the runtime
+    raised, verbatim.
+    """
+
+    def __init__(self, message: str, *, step: str, method: str | None, runtime_type: str, runtime_message: str):
+        super().__init__(message)
+        self.step = step
+        self.method = method
+        self.runtime_type = runtime_type
+        self.runtime_message = runtime_message

@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-__all__ = ["build", "save", "BUILDERS"]
+__all__ = ["build", "save", "BUILDERS", "device_reference"]
 
 
 def _torch():
@@ -260,6 +260,23 @@ def device(side: int = 64, non_cpu_planning: bool = True, device: str = "cuda:0"
     parts = {"forward": [], "forward2": [_device_partitioner(backend, device)]}
     cfg = ExecutorchBackendConfig(enable_non_cpu_memory_planning=non_cpu_planning)
     return _lower(eps, partitioner=parts, backend_config=cfg)
+
+
+def device_reference(side: int = 64, seed: int = 0) -> tuple[tuple, dict]:
+    """Inputs for :func:`device`'s program and each method's expected output, computed eagerly.
+
+    Returns ``((x, y), {"forward": ..., "forward2": ...})`` from the very
+    modules the program is exported from, so a runtime's outputs can be
+    checked against them.
+    """
+    torch = _torch()
+    mods = _modules()
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(side, side, generator=g)
+    y = torch.randn(side, side, generator=g)
+    with torch.no_grad():
+        expect = {"forward": mods["HostMethod"]()(x, y), "forward2": mods["DeviceMethod"]()(x, y)}
+    return (x, y), expect
 
 
 def three_methods(side: int = 64, device: str = "cuda:0") -> bytes:

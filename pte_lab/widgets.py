@@ -23,7 +23,7 @@ from html import escape
 import ipywidgets as W
 import numpy as np
 
-from .views.text import human_bytes
+from .units import human_bytes
 
 __all__ = ["explore", "Explorer"]
 
@@ -236,39 +236,26 @@ class Explorer(W.VBox):
 
     def _run(self):
         try:
-            self.run_output.value = run_all(self.pte, emulate=self.emulate_cb.value)
+            self.run_output.value = run_all_html(self.pte, emulate=self.emulate_cb.value)
         except Exception as exc:  # noqa: BLE001 - shown to the person, never raised in a thread
             self.run_output.value = f"<b>{escape(type(exc).__name__)}</b>: {escape(str(exc))}"
         finally:
             self.run_button.disabled = False
 
 
-def run_all(pte, emulate: bool = True) -> str:
-    """Load every method of ``pte`` and run it once on random inputs; an HTML report."""
-    import pte_lab
-    from pte_lab.runtime import example_inputs
+def run_all_html(pte, emulate: bool = True) -> str:
+    """:func:`pte_lab.runtime.run_all` on the program's file, as the explorer shows it."""
+    from .runtime import run_all
 
-    devices = sorted({d for m in pte.methods.values() for d in m.devices})
-    lines = []
-    if emulate:
-        for d in devices:
-            try:
-                pte_lab.emulate_device(d)
-                lines.append(f"<div>{escape(d)}: emulated (host memory)</div>")
-            except pte_lab.PteLabError as exc:
-                lines.append(f"<div>{escape(d)}: {escape(str(exc))}</div>")
-    prog = pte_lab.load(pte.path)
-    for name in prog.method_names:
-        try:
-            m = prog.load_method(name)
-            outs = m(*example_inputs(pte.methods[name]))
-            shapes = ", ".join(str(list(o.shape)) for o in outs if hasattr(o, "shape"))
-            lines.append(f"<div>✔ <b>{escape(name)}</b> ran: outputs {escape(shapes)}</div>")
-        except pte_lab.PteLabError as exc:
-            lines.append(f"<div>✖ <b>{escape(name)}</b>: {escape(type(exc).__name__)}: {escape(str(exc))}</div>")
-    report = prog.memory_report()
-    prog.release()
-    return "".join(lines) + "<b>memory: predicted vs measured</b>" + report.to_html(index=False)
+    result = run_all(pte.path, emulate=emulate)
+    lines = [f"<div>{escape(d)}: {escape(how)}</div>" for d, how in result.devices.items()]
+    for r in result.runs:
+        if r.ok:
+            shapes = ", ".join(str(list(s)) for s in r.output_shapes)
+            lines.append(f"<div>✔ <b>{escape(r.method)}</b> ran: outputs {escape(shapes)}</div>")
+        else:
+            lines.append(f"<div>✖ <b>{escape(r.method)}</b>: {escape(r.error)}</div>")
+    return "".join(lines) + "<b>memory: predicted vs measured</b>" + result.report.to_html(index=False)
 
 
 def explore(source, method: str | None = None) -> Explorer:

@@ -138,7 +138,7 @@ def test_cli_replan(program_path, tmp_path, capsys):
     assert main(["replan", str(program_path("xnnpack")), str(tmp_path / "o.pte"), "--verify", "--runs", "2"]) == 0
     out = capsys.readouterr().out
     assert "lower bound" in out and "bit-identical" in out and "attention" in out
-    assert np.isfinite(pte_lab.open(tmp_path / "o.pte").methods["attention"].arena(1).efficiency)
+    assert np.isfinite(pte_lab.open(tmp_path / "o.pte").methods["attention"].arena(1).size_over_peak)
 
 
 @pytest.mark.parametrize("name", ["portable", "xnnpack", "device", "kv_cache", "dynamic"])

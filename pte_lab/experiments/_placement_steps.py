@@ -4,12 +4,14 @@ Standalone on purpose: it imports neither pte_lab nor anything but torch,
 executorch and the standard library, so it runs under another interpreter
 (e.g. executorch 1.4.1 in its own venv). Usage::
 
-    python _placement_steps.py '{"pte": PATH, "side": N, "device": "cuda:0",
-                                 "helper": PATH-or-null, "repeat": 1}'
+    python _placement_steps.py '{"pte": PATH, "reference": PATH, "device": "cuda:0",
+                                 "helper": PATH-or-null}'
 
+``reference`` is a ``torch.save`` file ``{"inputs": [x, y], "expect": {method:
+tensor}}`` that the caller computed eagerly (``pte_lab.examples.device_reference``).
 Prints one line ``RESULT <json>``. Each step records the device bytes taken
 (positive) or returned (negative), host bytes (approximate), seconds, whether
-outputs matched eager PyTorch, and any error verbatim.
+outputs matched the reference, and any error verbatim.
 """
 
 import ctypes
@@ -75,11 +77,8 @@ def main(args):
 
     steps = []
     state = {}
-    g = torch.Generator().manual_seed(0)
-    side = int(args["side"])
-    x = torch.randn(side, side, generator=g)
-    y = torch.randn(side, side, generator=g)
-    expect = {"forward": torch.relu(x @ y) + 1.0, "forward2": x + y}
+    reference = torch.load(args["reference"], weights_only=True)
+    inputs, expect = list(reference["inputs"]), reference["expect"]
 
     def step(name, fn, check=None):
         d0, h0, e0 = device_bytes(), host_bytes(), events()
@@ -100,7 +99,7 @@ def main(args):
 
     def run(method):
         # inputs are host tensors: the program itself copies them to the device
-        return lambda: state["methods"][method].execute([x, y])[0]
+        return lambda: state["methods"][method].execute(inputs)[0]
 
     def close(method):
         return lambda out: torch.allclose(out.cpu(), expect[method], atol=1e-4, rtol=1e-4)

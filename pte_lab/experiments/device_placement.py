@@ -24,7 +24,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..views.text import human_bytes
+from ..cache import cache_dir
+from ..units import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -35,8 +36,9 @@ STEPS = ["load_program", "load_method forward", "load_method forward2", "execute
 #: The published measurements of PR #22058, as its description states them. Only what the
 #: description says is here; nothing is filled in.
 PUBLISHED = {
-    "source": "pytorch/executorch PR #22058, 'Fix device placement for memory-planned buffers in "
-              "Runtime.load_program', description (see shared/seed)",
+    "source": "pytorch/executorch#22058, 'Fix device placement for memory-planned buffers in "
+              "Runtime.load_program' (the pull request's description), "
+              "https://github.com/pytorch/executorch/pull/22058",
     "machine": "Linux x86_64, NVIDIA A100 80GB, compute capability 8.0, CUDA 13.0, Python 3.12, torch 2.13.0",
     "program": "two methods, forward on the host and forward2 lowered to the CUDA backend",
     "planned_device_bytes": 50_331_648,
@@ -204,15 +206,13 @@ def _md(v) -> str:
 
 # ------------------------------------------------------------------ runtimes
 def legacy_env_dir() -> Path:
-    base = os.environ.get("PTE_LAB_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pte_lab")
-    return Path(base) / "legacy-executorch-1.4.1"
+    return cache_dir("legacy-executorch-1.4.1")
 
 
-def legacy_python() -> Path | None:
+def find_legacy_python() -> str | None:
     """The cached pre-fix interpreter, if :func:`create_legacy_env` made one."""
     py = legacy_env_dir() / "bin" / "python"
-    return py if (py.exists() and (legacy_env_dir() / ".complete").exists()) else None
+    return str(py) if (py.exists() and (legacy_env_dir() / ".complete").exists()) else None
 
 
 def create_legacy_env(target: str | os.PathLike | None = None, *, progress=None) -> Path:
@@ -254,9 +254,13 @@ def _device_probe(python: str) -> bool:
     return out.stdout.strip() == "True"
 
 
-def run_runtime(label: str, python: str, pte: str, side: int, device: str = "cuda:0",
+def run_runtime(label: str, python: str, pte: str, reference: str, device: str = "cuda:0",
                 emulate: bool | None = None, timeout: float = 900) -> RuntimeResult:
-    """Run the steps under ``python`` in a fresh process."""
+    """Run the steps under ``python`` in a fresh process.
+
+    ``reference`` is the ``torch.save`` file of inputs and expected outputs
+    (see :func:`write_reference`).
+    """
     from ..runtime import native
 
     res = RuntimeResult(label, python)
@@ -270,7 +274,7 @@ def run_runtime(label: str, python: str, pte: str, side: int, device: str = "cud
             res.failure = f"emulated device unavailable for {python}: {exc}"
             return res
     script = files("pte_lab.experiments").joinpath("_placement_steps.py")
-    args = json.dumps({"pte": pte, "side": side, "device": device, "helper": helper})
+    args = json.dumps({"pte": pte, "reference": reference, "device": device, "helper": helper})
     try:
         out = subprocess.run([python, str(script), args], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -294,6 +298,17 @@ def run_runtime(label: str, python: str, pte: str, side: int, device: str = "cud
     return res
 
 
+def write_reference(path: str | os.PathLike, side: int) -> str:
+    """Save the program's inputs and eager expected outputs (``examples.device_reference``) for the steps."""
+    import torch
+
+    from .. import examples
+
+    inputs, expect = examples.device_reference(side)
+    torch.save({"inputs": list(inputs), "expect": expect}, os.fspath(path))
+    return os.fspath(path)
+
+
 def run(side: int = 2048, runtimes: dict[str, str] | None = None, device: str = "cuda:0",
         legacy_python: str | None = None, workdir: str | os.PathLike | None = None,
         emulate: bool | None = None) -> Report:
@@ -308,24 +323,14 @@ def run(side: int = 2048, runtimes: dict[str, str] | None = None, device: str = 
 
     if runtimes is None:
         runtimes = {"after": sys.executable}
-        legacy = legacy_python or legacy_python_default()
+        legacy = legacy_python or find_legacy_python()
         if legacy:
             runtimes = {"before": str(legacy), **runtimes}
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.TemporaryDirectory()
-        workdir = tmp.name
-    try:
-        path = str(Path(workdir) / f"device_side{side}.pte")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(workdir) if workdir is not None else Path(tmp)
+        path = str(folder / f"device_side{side}.pte")
         examples.save("device", path, side=side, device=device)
+        reference = write_reference(folder / f"device_side{side}.reference.pt", side)
         planned = open_pte(path).methods["forward2"].planned_bytes_by_device().get(device, 0)
-        results = [run_runtime(label, py, path, side, device, emulate) for label, py in runtimes.items()]
+        results = [run_runtime(label, py, path, reference, device, emulate) for label, py in runtimes.items()]
         return Report(side, device, planned, results)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-
-
-def legacy_python_default() -> str | None:
-    py = legacy_python()
-    return str(py) if py else None

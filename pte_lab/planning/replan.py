@@ -50,7 +50,7 @@ def plan_arena(problem: Problem, algorithm: str = "best_fit") -> tuple[dict[int,
     for g in problem.groups:
         base = starts[g.id]
         if base % problem.alignment:
-            raise AssertionError(f"{algorithm} placed group {g.id} at unaligned offset {base}")
+            raise PlanningError(f"{algorithm} placed group {g.id} at unaligned offset {base}")
         for value, rel, _ in g.members:
             offsets[value] = base + rel
         end = max(end, base + g.size)
@@ -79,7 +79,7 @@ class Replan:
         return pd.DataFrame(rows, columns=["method", "mem_id", "device", "before", "after", "lower_bound",
                                            "before/bound", "after/bound", "saved", "kept_original", "seconds"])
 
-    def efficiency(self) -> "pd.DataFrame":
+    def by_method(self) -> "pd.DataFrame":
         """Per method: planned bytes before and after, and each over the summed lower bounds."""
         df = self.table()
         g = df.groupby("method", sort=False)[["before", "after", "lower_bound"]].sum()
@@ -101,7 +101,7 @@ class Replan:
                                   storage=[m.storage_of(t.value) for t in ts])
             for t in ts:
                 if a.offsets[t.value] + t.nbytes > a.after:
-                    raise AssertionError(f"{a.method} v{t.value} past the end of arena {a.mem_id}")
+                    raise PlanningError(f"{a.method} v{t.value} past the end of arena {a.mem_id}")
         return out
 
     def _bytes(self) -> bytes:
@@ -120,8 +120,10 @@ class Replan:
         """
         from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 
-        if self.conflicts():
-            raise PlanningError("the new plan has overlapping live tensors; refusing to write it")
+        conflicts = self.conflicts()
+        if conflicts:
+            raise PlanningError(f"the new plan has {len(conflicts)} overlapping live tensor pairs "
+                                f"(first: {conflicts[0]}); refusing to write it")
         data = self._bytes()
         pf = deserialize_pte_binary(data)
         by_method = {}
@@ -132,12 +134,16 @@ class Replan:
                 for value, off in a.offsets.items():
                     info = plan.values[value].val.allocation_info
                     if info is None or info.memory_id != a.mem_id:
-                        raise AssertionError(f"{plan.name} value {value} is not planned in arena {a.mem_id}")
+                        raise PlanningError(f"{plan.name} value {value} is not planned in arena {a.mem_id}")
                     info.memory_offset_low = off & 0xFFFFFFFF
                     info.memory_offset_high = off >> 32
                 plan.non_const_buffer_sizes[a.mem_id] = a.after
         out = bytes(serialize_pte_binary(pf, extract_delegate_segments=True))
-        self._check_written(out)
+        try:
+            self._check_written(out)
+        except PlanningError as exc:
+            raise PlanningError(f"refusing to write {os.fspath(path)}: the re-read program failed its check: "
+                                f"{exc}") from None
         path = os.fspath(path)
         tmp = f"{path}.tmp{os.getpid()}"
         with open(tmp, "wb") as f:
@@ -153,26 +159,26 @@ class Replan:
             n = new.methods[name]
             if [x.kind for x in m.instructions] != [x.kind for x in n.instructions] or \
                     [x.args for x in m.instructions] != [x.args for x in n.instructions]:
-                raise AssertionError(f"{name}: instructions changed")
+                raise PlanningError(f"{name}: instructions changed")
             for t_old, t_new in zip(m.planned, n.planned):
                 a = plans.get((name, t_old.mem_id))
                 want = a.offsets.get(t_old.value, t_old.offset) if a else t_old.offset
                 if (t_old.value, t_old.shape, t_old.dtype, t_old.mem_id, t_old.device) != \
                         (t_new.value, t_new.shape, t_new.dtype, t_new.mem_id, t_new.device) or t_new.offset != want:
-                    raise AssertionError(f"{name}: value {t_old.value} changed beyond its offset")
+                    raise PlanningError(f"{name}: value {t_old.value} changed beyond its offset")
             for ar in n.arenas:
                 a = plans.get((name, ar.mem_id))
                 if ar.size != (a.after if a else m.arena(ar.mem_id).size):
-                    raise AssertionError(f"{name}: arena {ar.mem_id} has the wrong size")
+                    raise PlanningError(f"{name}: arena {ar.mem_id} has the wrong size")
             if n.validate():
-                raise AssertionError(f"{name}: the written plan does not validate: {n.validate()[0]}")
+                raise PlanningError(f"{name}: the written plan does not validate: {n.validate()[0]}")
         old_segs = [(s.kind, s.size) for s in old.segments]
         if old_segs != [(s.kind, s.size) for s in new.segments]:
-            raise AssertionError("segments changed")
+            raise PlanningError("segments changed")
 
     def _repr_html_(self) -> str:
         return (f"<b>Replan with {self.algorithm}</b>" + self.table().to_html(index=False)
-                + "<b>per method</b>" + self.efficiency().to_html())
+                + "<b>per method</b>" + self.by_method().to_html())
 
 
 def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 
@@ -23,17 +24,16 @@ def verify(original, replanned, runs: int = 3, seed: int = 0) -> list[Verificati
     """
     import torch
 
-    import pte_lab
-    from pte_lab.runtime import example_inputs
-    from pte_lab.runtime.device import allocator_registered
+    from ..runtime import emulate_device, example_inputs, load
+    from ..runtime.device import allocator_registered
 
-    a = pte_lab.load(original)
-    b = pte_lab.load(replanned)
-    for d in sorted({d for m in a.plan.methods.values() for d in m.devices}):
-        if not allocator_registered(d):
-            pte_lab.emulate_device(d)
     out = []
-    try:
+    with ExitStack() as stack:  # whatever fails, both programs are released
+        a = stack.enter_context(load(original))
+        b = stack.enter_context(load(replanned))
+        for d in sorted({d for m in a.plan.methods.values() for d in m.devices}):
+            if not allocator_registered(d):
+                emulate_device(d)
         for name in a.method_names:
             plan = a.plan.methods[name]
             ma, mb = a.load_method(name), b.load_method(name)
@@ -48,7 +48,4 @@ def verify(original, replanned, runs: int = 3, seed: int = 0) -> list[Verificati
                     identical, detail = False, f"run {r}: outputs differ"
                     break
             out.append(Verification(name, runs, identical, detail))
-    finally:
-        a.close()
-        b.close()
     return out

@@ -15,36 +15,33 @@ instead of the process abort a second registration would cause.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
+from ..devices import device_name, parse_device
 from ..errors import PteLabError
+from ..units import human_bytes
 from . import native
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-#: ExecuTorch's DeviceType numbering (runtime/core/portable_type/device.h)
-DEVICE_TYPES = {"cpu": 0, "cuda": 1}
-DEVICE_NAMES = {v: k for k, v in DEVICE_TYPES.items()}
+__all__ = ["EmulatedDevice", "emulate_device", "is_emulated", "allocator_registered", "ledger_frame",
+           "LEDGER_COLUMNS"]
 
 LEDGER_COLUMNS = ["event", "device", "bytes", "alignment", "device_index", "address", "time_s"]
 
 
-def parse_device(device: str) -> tuple[str, int, int]:
-    """'cuda:0' -> ('cuda', type code 1, index 0)."""
-    m = re.fullmatch(r"([a-z]+)(?::(\d+))?", device.strip().lower())
-    if not m or m.group(1) not in DEVICE_TYPES:
-        raise ValueError(f"unknown device {device!r}; ExecuTorch knows {sorted(DEVICE_TYPES)} (e.g. 'cuda:0')")
-    return m.group(1), DEVICE_TYPES[m.group(1)], int(m.group(2) or 0)
-
-
-def _ledger_frame(events, origin_ns: int) -> "pd.DataFrame":
+def ledger_frame(events: "Iterable[native.LedgerEvent]", origin_ns: int | None = None) -> "pd.DataFrame":
+    """Ledger events as a DataFrame (:data:`LEDGER_COLUMNS`); times in seconds from ``origin_ns``
+    (default: the first event)."""
     import pandas as pd
 
+    events = list(events)
+    if origin_ns is None:
+        origin_ns = events[0].time_ns if events else 0
     rows = [
-        (native.EVENT_KINDS.get(e.kind, str(e.kind)), f"{DEVICE_NAMES.get(e.device_type, e.device_type)}:{e.device_index}",
+        (native.EVENT_KINDS.get(e.kind, str(e.kind)), device_name(e.device_type, e.device_index),
          int(e.bytes), int(e.alignment), int(e.device_index), f"0x{e.address:x}", (e.time_ns - origin_ns) / 1e9)
         for e in events
     ]
@@ -90,15 +87,13 @@ class EmulatedDevice:
         """Every allocate / free / copy on this device type since this handle was made (or ``since``)."""
         start = self._start if since is None else since
         ev = [e for e in native.read_events(start) if e.device_type == self.type_code]
-        return _ledger_frame(ev, self._origin_ns)
+        return ledger_frame(ev, self._origin_ns)
 
     def mark(self) -> int:
         """The current ledger position, to pass to ``ledger(since=...)``."""
         return int(native.library().pte_lab_event_count())
 
     def _repr_html_(self) -> str:
-        from ..views.text import human_bytes
-
         return (f"<b>{self.kind}</b> <i>(emulated in host memory)</i>: {human_bytes(self.outstanding_bytes)} "
                 f"outstanding, {len(self.ledger())} ledger events")
 

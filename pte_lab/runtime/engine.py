@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..devices import parse_device
 from . import device as devmod
 from . import memory
 
@@ -28,7 +29,7 @@ class Engine:
     # ------------------------------------------------------------ measuring
     def _device_probe(self, device: str) -> tuple[int | None, str]:
         """(bytes taken on ``device`` so far, how it is measured)."""
-        kind, code, index = devmod.parse_device(device)
+        kind, code, index = parse_device(device)
         if devmod.is_emulated(device):
             return int(devmod.native.library().pte_lab_outstanding(code)), "exact (emulated device ledger)"
         if kind == "cuda" and memory.CudaProbe.available():
@@ -96,7 +97,7 @@ class Engine:
 
     def available(self, device: str) -> int | None:
         """Free bytes on ``device`` where they can be read, else None."""
-        kind, code, index = devmod.parse_device(device)
+        kind, code, index = parse_device(device)
         if kind == "cpu":
             return memory.host_available()
         if devmod.is_emulated(device):
@@ -113,12 +114,12 @@ class Engine:
         m = self.program.metadata(name)
         return {"name": m.name(), "num_inputs": m.num_inputs(), "num_outputs": m.num_outputs(), "repr": str(m)}
 
-    def ledger_events(self, since: int = 0) -> list[tuple]:
+    def ledger_events(self, since: int = 0) -> list:
+        """The emulated device's ledger events (``native.LedgerEvent``) from position ``since``."""
         try:
-            ev = devmod.native.read_events(since)
+            return devmod.native.read_events(since)
         except Exception:  # noqa: BLE001 - no helper built: no ledger
             return []
-        return [(e.kind, e.device_type, e.device_index, e.bytes, e.alignment, e.address, e.time_ns) for e in ev]
 
     def ledger_mark(self) -> int:
         try:

@@ -61,8 +61,8 @@ class RuntimeInfo:
 
 def runtime_info() -> RuntimeInfo:
     """Version, device-plan support, backends, device allocators, CUDA visibility."""
+    from ..devices import DEVICE_TYPES
     from ..errors import PteLabError
-    from . import device as devmod
     from .memory import CudaProbe
 
     from executorch.runtime import Runtime
@@ -79,7 +79,7 @@ def runtime_info() -> RuntimeInfo:
 
         native.library()
         helper = "built"
-        for name, code in devmod.DEVICE_TYPES.items():
+        for name, code in DEVICE_TYPES.items():
             if code == 0:
                 continue
             if native.library().pte_lab_is_emulated(code):

@@ -38,7 +38,11 @@ class Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         self._lock = threading.Lock()
         self._dead: RuntimeCrashedError | None = None
-        self.call("init", *engine_args, **engine_kwargs)
+        try:
+            self.call("init", *engine_args, **engine_kwargs)
+        except BaseException:
+            self.close()  # a worker that could not start is not left running
+            raise
 
     @property
     def alive(self) -> bool:

@@ -21,7 +21,9 @@ import threading
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
+from typing import NamedTuple
 
+from ..cache import cache_dir
 from ..errors import NativeBuildError
 
 _LOCK = threading.Lock()
@@ -45,17 +47,23 @@ class Event(ctypes.Structure):
 EVENT_KINDS = {0: "allocate", 1: "free", 2: "host_to_device", 3: "device_to_host", 4: "refused"}
 
 
+class LedgerEvent(NamedTuple):
+    """One ledger record as plain data (picklable: it crosses the isolated worker's pipe)."""
+
+    kind: int
+    device_type: int
+    device_index: int
+    bytes: int
+    alignment: int
+    address: int
+    time_ns: int
+
+
 def executorch_dir() -> Path:
     spec = importlib.util.find_spec("executorch")
     if spec is None or not spec.submodule_search_locations:
         raise NativeBuildError("executorch is not installed: pip install executorch==1.5.1")
     return Path(list(spec.submodule_search_locations)[0])
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("PTE_LAB_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pte_lab")
-    return Path(base) / "native"
 
 
 def _compiler() -> str:
@@ -99,7 +107,7 @@ def library_path(et: Path | None = None) -> Path:
     key = hashlib.sha256(b"\0".join([
         source, str(lib).encode(), str(st.st_size).encode(), str(st.st_mtime_ns).encode(),
     ])).hexdigest()[:20]
-    out = _cache_dir() / key / "libpte_lab_native.so"
+    out = cache_dir("native", key, "libpte_lab_native.so")
     if out.exists():
         return out
     with _LOCK:
@@ -159,11 +167,13 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def read_events(start: int = 0) -> list[Event]:
+def read_events(start: int = 0) -> list[LedgerEvent]:
+    """The ledger from position ``start`` on."""
     lib = library()
     n = lib.pte_lab_event_count()
     if n <= start:
         return []
     buf = (Event * (n - start))()
     got = lib.pte_lab_events(start, buf, n - start)
-    return list(buf[:got])
+    return [LedgerEvent(e.kind, e.device_type, e.device_index, e.bytes, e.alignment, e.address, e.time_ns)
+            for e in buf[:got]]

@@ -9,15 +9,19 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..devices import device_name
 from ..errors import (
     BackendUnavailableError,
     DeviceAllocationError,
+    ExecuTorchError,
     MemoryBudgetError,
     PteFormatError,
     PteLabError,
 )
 from ..model import Pte, open_pte
-from ..views.text import human_bytes
+from ..model.findings import UNSAFE_TO_LOAD, shared_arenas_message
+from ..units import human_bytes
+from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,27 +59,24 @@ def _loader_for_version() -> str:
     return "corrected" if honours_device_plans() else "legacy"
 
 
-_PLAN_CACHE: "OrderedDict[tuple, Pte]" = OrderedDict()
-_PLAN_CACHE_SIZE = 16
+#: identities (path, device, inode, size, mtime in ns) of files the reader has fully checked;
+#: each LabProgram still reads its own Pte, only the check is skipped for an unchanged file
+_CHECKED: "OrderedDict[tuple, None]" = OrderedDict()
+_CHECKED_SIZE = 64
 
 
 def _checked_plan(path: str) -> Pte:
-    """The reader's model of ``path``, fully checked; reused while the file is unchanged.
-
-    The key is (path, device, inode, size, mtime in ns): a rewritten file is read
-    and checked again.
-    """
+    """The reader's model of ``path``, every table the runtime reads checked (once per unchanged file)."""
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    pte = _PLAN_CACHE.get(key)
-    if pte is None:
-        pte = open_pte(path)
-        _validate_everything(pte)
-        _PLAN_CACHE[key] = pte
-        while len(_PLAN_CACHE) > _PLAN_CACHE_SIZE:
-            _PLAN_CACHE.popitem(last=False)
-    else:
-        _PLAN_CACHE.move_to_end(key)
+    pte = open_pte(path)
+    if key in _CHECKED:
+        _CHECKED.move_to_end(key)
+        return pte
+    _validate_everything(pte)
+    _CHECKED[key] = None
+    while len(_CHECKED) > _CHECKED_SIZE:
+        _CHECKED.popitem(last=False)
     return pte
 
 
@@ -84,7 +85,7 @@ def _validate_everything(pte: Pte) -> None:
     for m in pte.methods.values():
         m.arenas, m.instructions, m.delegates, m.inputs, m.outputs
         for f in m.validate():
-            if f.kind in ("unknown_arena", "outside_arena"):
+            if f.kind in UNSAFE_TO_LOAD:
                 raise PteFormatError(f"method {m.name!r}: {f.message}")
 
 
@@ -130,21 +131,25 @@ class LabProgram:
         self.loader = _loader_for_version()
         self._costs = self.plan.load_cost_records(self.loader)
         devices = sorted({d for m in self.plan.methods.values() for d in m.devices})
-        emulate = []
-        if isolate:
-            from .device import is_emulated
-
-            emulate = [d for d in devices if is_emulated(d)]
-            self._engine = Worker(devices, emulate)
-        else:
-            self._engine = LocalEngine(devices)
         self._records: list[_Record] = []
         self._methods: dict[str, LabMethod] = {}
         self._warned_shared = False
-        self._ledger_start = self._engine.call("ledger_mark")
         self._released = False
-        self._check_budget("load_program", None, self._predicted("load_program", None))
-        measured = self._engine.call("load_program", path, data_path, "internal")
+        self._engine = None
+        try:
+            if isolate:
+                from .device import is_emulated
+
+                self._engine = Worker(devices, [d for d in devices if is_emulated(d)])
+            else:
+                self._engine = LocalEngine(devices)
+            self._ledger_start = self._engine.call("ledger_mark")
+            self._check_budget("load_program", None, self._predicted("load_program", None))
+            measured = self._engine.call("load_program", path, data_path, "internal")
+        except BaseException as exc:
+            if self._engine is not None:
+                self._engine.close()  # nothing of a failed load stays behind (no worker, no engine)
+            raise self._translate(exc, "load_program", None) from None
         self._records.append(_Record("load_program", None, self._predicted("load_program", None), measured))
 
     # ----------------------------------------------------------- predictions
@@ -200,7 +205,7 @@ class LabProgram:
         try:
             measured = self._engine.call("load_method", name)
         except Exception as exc:
-            raise self._translate(exc, name) from None
+            raise self._translate(exc, "load_method", name) from None
         self._records.append(_Record("load_method", name, predicted, measured))
         lm = self._methods[name] = LabMethod(self, name)
         self._maybe_warn_shared()
@@ -213,16 +218,13 @@ class LabProgram:
         host = self._host_only_loaded()
         if self.loader == "corrected" and len(host) > 1 and not self._warned_shared:
             self._warned_shared = True
-            warnings.warn(SharedArenasWarning(
-                f"host-only methods {', '.join(host)} share one set of host arenas: running one overwrites "
-                f"the others' intermediate values (outputs are copied out, so returned values are correct)"),
-                stacklevel=3)
+            warnings.warn(SharedArenasWarning(shared_arenas_message(host)), stacklevel=3)
 
     def _execute(self, method: LabMethod, inputs: list) -> list:
         try:
             outputs, measured = self._engine.call("execute", method.name, inputs, not method._executed)
         except Exception as exc:
-            raise self._translate(exc, method.name) from None
+            raise self._translate(exc, "execute", method.name) from None
         if not method._executed:
             method._executed = True
             self._records.append(_Record("first_execute", method.name,
@@ -230,28 +232,29 @@ class LabProgram:
         self._maybe_warn_shared()
         return outputs
 
-    def _translate(self, exc: Exception, method: str) -> Exception:
+    def _translate(self, exc: BaseException, step: str, method: str | None) -> BaseException:
+        """A named error for what the runtime raised (the same in-process and isolated)."""
         if isinstance(exc, PteLabError) and not isinstance(exc, RemoteError):
             return exc
+        if not isinstance(exc, Exception):
+            return exc  # KeyboardInterrupt and the like pass through
         type_name, message = _exc_parts(exc)
         m = _ALLOC_RE.search(message)
-        if m:
+        if m and method is not None:
             nbytes, index, dtype, didx = (int(g) for g in m.groups())
-            from .device import DEVICE_NAMES
-
-            device = f"{DEVICE_NAMES.get(dtype, f'device{dtype}')}:{didx}"
+            device = device_name(dtype, didx)
+            kind = device.split(":")[0]
             return DeviceAllocationError(
                 f"method {method!r}: could not allocate arena mem_id {index + 1} (runtime buffer {index}, "
-                f"{nbytes:,} bytes = {human_bytes(nbytes)}) on {device}: no {device.split(':')[0]} device "
+                f"{nbytes:,} bytes = {human_bytes(nbytes)}) on {device}: no {kind} device "
                 f"allocator is registered or it refused. On a machine without that device, call "
                 f"pte_lab.emulate_device({device!r}) first (emulated, host memory); otherwise use an "
-                f"ExecuTorch build with the {device.split(':')[0]} backend. The program's other methods "
-                f"keep working.",
+                f"ExecuTorch build with the {kind} backend. The program's other methods keep working.",
                 method=method, mem_id=index + 1, runtime_index=index, device=device, nbytes=nbytes,
                 runtime_message=message)
-        if isinstance(exc, RemoteError):
-            return RuntimeError(f"{type_name}: {message}")
-        return exc
+        what = f"method {method!r}" if method else f"program {os.fspath(self.path)!r}"
+        return ExecuTorchError(f"ExecuTorch failed at {step} of {what}: {type_name}: {message}",
+                               step=step, method=method, runtime_type=type_name, runtime_message=message)
 
     def release(self) -> None:
         """Drop the runtime's program and methods; the memory they held is given back (and measured)."""
@@ -304,13 +307,7 @@ class LabProgram:
 
     def ledger(self) -> "pd.DataFrame":
         """The emulated device's events since this program was loaded (empty without one)."""
-        from types import SimpleNamespace
-
-        from .device import _ledger_frame
-
-        fields = ("kind", "device_type", "device_index", "bytes", "alignment", "address", "time_ns")
-        ev = [SimpleNamespace(**dict(zip(fields, e))) for e in self._engine.call("ledger_events", self._ledger_start)]
-        return _ledger_frame(ev, ev[0].time_ns if ev else 0)
+        return ledger_frame(self._engine.call("ledger_events", self._ledger_start))
 
     def _repr_html_(self) -> str:
         from html import escape

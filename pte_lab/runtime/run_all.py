@@ -1,0 +1,66 @@
+"""Load every method of a program and run it once on made-up inputs: what the explorer's button does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import PteLabError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["run_all", "RunAll", "MethodRun"]
+
+
+@dataclass(frozen=True)
+class MethodRun:
+    method: str
+    ok: bool
+    #: shapes of the tensor outputs when it ran
+    output_shapes: tuple[tuple[int, ...], ...] = ()
+    #: "ErrorName: message" when loading or running it failed
+    error: str | None = None
+
+
+@dataclass
+class RunAll:
+    #: device -> "emulated (host memory)", or why it could not be emulated
+    devices: dict[str, str]
+    runs: list[MethodRun]
+    #: :meth:`LabProgram.memory_report` after every method ran once
+    report: "pd.DataFrame | None" = field(default=None, repr=False)
+
+
+def run_all(path, emulate: bool = True) -> RunAll:
+    """Load ``path`` with :func:`pte_lab.runtime.load`, then load and run each method once.
+
+    Inputs come from :func:`~pte_lab.runtime.example_inputs`. With ``emulate``,
+    every device the program plans on is emulated first (where no real
+    allocator is registered). A method that fails is recorded, not raised; the
+    program is released whatever happens.
+    """
+    from ..model import open_pte
+    from .device import emulate_device
+    from .inputs import example_inputs
+    from .program import load
+
+    pte = open_pte(path)
+    devices: dict[str, str] = {}
+    if emulate:
+        for d in sorted({d for m in pte.methods.values() for d in m.devices}):
+            try:
+                emulate_device(d)
+                devices[d] = "emulated (host memory)"
+            except PteLabError as exc:
+                devices[d] = str(exc)
+    runs = []
+    with load(path) as prog:
+        for name in prog.method_names:
+            try:
+                outs = prog.load_method(name)(*example_inputs(prog.plan.methods[name]))
+                runs.append(MethodRun(name, True, tuple(tuple(o.shape) for o in outs if hasattr(o, "shape"))))
+            except (PteLabError, ValueError) as exc:
+                runs.append(MethodRun(name, False, error=f"{type(exc).__name__}: {exc}"))
+        report = prog.memory_report()
+    return RunAll(devices, runs, report)
