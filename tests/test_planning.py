@@ -148,3 +148,17 @@ def test_greedy_reproduces_executorchs_arenas(program_path, name):
     for m in pte.methods.values():
         for a in m.arenas:
             assert planning.plan_arena(planning.build_problem(m, a.mem_id), "greedy")[1] == a.size
+
+
+def test_cli_replan_failure_is_one_line(program_path, tmp_path, capsys, monkeypatch):
+    """A plan that fails replan's own checks: one line naming what went wrong, exit 2, nothing written."""
+    from pte_lab.cli import main
+    from pte_lab.planning import algorithms
+
+    monkeypatch.setitem(algorithms.ALGORITHMS, "best_fit", lambda p: {g.id: 0 for g in p.groups})
+    out = tmp_path / "o.pte"
+    assert main(["replan", str(program_path("transformer")), str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pte-lab: error: the new plan has")
+    assert "overlapping live tensor pairs" in err[0] and "Traceback" not in err[0]
+    assert not out.exists() and not list(tmp_path.iterdir())

@@ -47,16 +47,10 @@ class Event(ctypes.Structure):
 EVENT_KINDS = {0: "allocate", 1: "free", 2: "host_to_device", 3: "device_to_host", 4: "refused"}
 
 
-class LedgerEvent(NamedTuple):
-    """One ledger record as plain data (picklable: it crosses the isolated worker's pipe)."""
-
-    kind: int
-    device_type: int
-    device_index: int
-    bytes: int
-    alignment: int
-    address: int
-    time_ns: int
+#: One ledger record as plain data (picklable: it crosses the isolated worker's pipe): the
+#: fields of :class:`Event` but its padding.
+LedgerEvent = NamedTuple("LedgerEvent", [(name, int) for name, _ in Event._fields_ if name != "reserved"])
+LedgerEvent.__module__ = __name__
 
 
 def executorch_dir() -> Path:
@@ -175,5 +169,4 @@ def read_events(start: int = 0) -> list[LedgerEvent]:
         return []
     buf = (Event * (n - start))()
     got = lib.pte_lab_events(start, buf, n - start)
-    return [LedgerEvent(e.kind, e.device_type, e.device_index, e.bytes, e.alignment, e.address, e.time_ns)
-            for e in buf[:got]]
+    return [LedgerEvent(*(getattr(e, f) for f in LedgerEvent._fields)) for e in buf[:got]]
