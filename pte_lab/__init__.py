@@ -21,6 +21,7 @@ from .errors import (
     ExecuTorchError,
     MemoryBudgetError,
     NativeBuildError,
+    OperatorMissingError,
     PteFormatError,
     PteLabError,
     RuntimeCrashedError,
@@ -31,7 +32,8 @@ __version__ = "0.1.0"
 __all__ = [
     "open", "load", "explore", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
-    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "__version__",
+    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError",
+    "__version__",
 ]
 
 _LAZY = {

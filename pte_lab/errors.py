@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "PteLabError", "PteFormatError", "NativeBuildError", "DeviceAllocationError",
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
+    "OperatorMissingError",
 ]
 
 
@@ -100,3 +101,16 @@ class ExecuTorchError(PteLabError, RuntimeError):
         self.method = method
         self.runtime_type = runtime_type
         self.runtime_message = runtime_message
+
+
+class OperatorMissingError(PteLabError, RuntimeError):
+    """A method calls operators this ExecuTorch runtime does not register (found before loading it).
+
+    ``operators`` lists them; the message says which library provides them
+    where pte_lab knows one.
+    """
+
+    def __init__(self, message: str, *, method: str, operators: list[str]):
+        super().__init__(message)
+        self.method = method
+        self.operators = operators

@@ -88,10 +88,11 @@ def test_builder_program_reads():
 
 
 def test_list_naming_itself_and_lists_of_lists_terminate():
-    # value 2 names itself; value 3 names the list 2 (lists of lists are not followed)
+    # value 2 names itself; value 3 names the list 2 (lists of lists are not followed). Instruction 1
+    # returns list 2 (its last argument), so it writes value 1: nothing is read before it is written.
     values = [("tensor", 1, 0, 4), ("tensor", 1, 16, 4), ("list", [0, 2, 1]), ("list", [2, 3]),
               ("tensor", 1, 32, 4)]
-    data = build_program(values, [[3], [2, 4]])
+    data = build_program(values, [[3], [4, 2]])
     m = pte_lab.open(data).methods["forward"]
     df = m.tensors.set_index("value")
     assert (df.loc[1, "first"], df.loc[1, "last"]) == (1, 1)  # named through list 2 at instruction 1

@@ -25,7 +25,9 @@ import pte_lab  # noqa: E402
 from pte_lab import (  # noqa: E402
     BackendUnavailableError,
     DeviceAllocationError,
+    ExecuTorchError,
     MemoryBudgetError,
+    OperatorMissingError,
     PteFormatError,
     RuntimeCrashedError,
 )
@@ -228,6 +230,45 @@ def _corrupt_sizes_reference(data: bytes) -> bytes:
             buf[at : at + 4] = struct.pack("<I", 0xF0000000)
             return bytes(buf)
     raise AssertionError("no tensor")
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_runtime_refusal_is_named_the_same_in_both_modes(program_path, isolate):
+    """ExecuTorch refuses load_method (constants live in a .ptd that was not given): step, method, cause."""
+    with pte_lab.load(program_path("external"), isolate=isolate) as prog:
+        with pytest.raises(ExecuTorchError) as info:
+            prog.load_method("forward")
+    e = info.value
+    assert (e.step, e.method, e.runtime_type) == ("load_method", "forward", "RuntimeError")
+    assert "Failed to load method forward" in e.runtime_message and "load_method of method 'forward'" in str(e)
+    assert isinstance(e, RuntimeError)  # code that caught ExecuTorch's RuntimeError still does
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_missing_operator_is_named_before_loading(program_path, tmp_path, isolate):
+    """An operator no library registers: a named error listing it, never ExecuTorch's bare 0x:14."""
+    data = program_path("portable").read_bytes()
+    assert data.count(b"aten::addmm") == 1
+    path = tmp_path / "unknown_op.pte"
+    path.write_bytes(data.replace(b"aten::addmm", b"aten::zzzmm"))  # same length: the file stays valid
+    assert "aten::zzzmm.out" in pte_lab.open(path).methods["forward"].operators
+    with pte_lab.load(path, isolate=isolate) as prog:
+        with pytest.raises(OperatorMissingError) as info:
+            prog.load_method("forward")
+    assert info.value.operators == ["aten::zzzmm.out"] and info.value.method == "forward"
+    assert "0x:14" not in str(info.value) and "aten::zzzmm.out" in str(info.value)
+
+
+def test_failed_load_program_leaves_no_worker_behind(program_path):
+    psutil = pytest.importorskip("psutil")
+    before = {c.pid for c in psutil.Process().children()}
+    with pytest.raises(ExecuTorchError) as info:  # the data file is missing: the runtime refuses
+        pte_lab.load(program_path("external"), data_path="/nonexistent/weights.ptd", isolate=True)
+    assert info.value.step == "load_program" and info.value.method is None
+    assert "weights.ptd" in info.value.runtime_message
+    alive = [c for c in psutil.Process().children() if c.pid not in before and c.is_running()
+             and c.status() != psutil.STATUS_ZOMBIE]
+    assert alive == []
 
 
 def test_isolation_survives_a_real_native_crash(program_path, tmp_path):

@@ -28,7 +28,7 @@ from .dtypes import nbytes as _nbytes
 from .dtypes import scalar_type
 from .lifetimes import instruction_uses, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
-from .roles import role_of, state_values
+from .roles import declared_state, role_of, state_values
 from .validate import Conflict, find_conflicts
 
 __all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
@@ -185,11 +185,15 @@ class Analysis:
 
 def analyse(plan: RawPlan) -> Analysis:
     """Roles, lifetimes, views and producers of every planned tensor of ``plan``."""
-    state = state_values(plan)
+    declared = declared_state(plan)
     uses = instruction_uses(plan)
-    first, last = lifetimes(plan, state, uses)
-    views = resolve_views(plan, first, last, set(plan.inputs) | state)
     uses_first = uses[0]
+    first, last = lifetimes(plan, declared, uses)
+    views = resolve_views(plan, first, last, set(plan.inputs) | declared)
+    state = state_values(plan, uses_first, views, declared)
+    n_ins = len(plan.instructions)
+    for v in state - declared:  # found from how the instructions use it: alive over every call
+        first[v], last[v] = -1, n_ins
     inputs, outputs = set(plan.inputs), set(plan.outputs)
     targets = None
     planned = []

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .validate import Conflict
 
 __all__ = ["Kind", "Finding", "SEVERITIES", "method_findings", "plan_findings", "program_findings",
-           "shared_arenas_message", "UNSAFE_TO_LOAD"]
+           "shared_arenas_message", "sharing_host_methods", "shared_state", "UNSAFE_TO_LOAD"]
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -37,6 +37,10 @@ class Kind(str, Enum):
 
     #: host-only methods share one set of host arenas under Runtime.load_program
     SHARED_ARENAS = ("shared_arenas", "warning")
+    #: methods plan the same state (same name, arena and offset): a prefill and a decode sharing a KV cache
+    SHARED_STATE = ("shared_state", "info")
+    #: methods plan shared state, but a loader gives one of them private arenas: its state is its own
+    STATE_NOT_SHARED = ("state_not_shared", "warning")
     #: constants live in an external .ptd file
     EXTERNAL_DATA = ("external_data", "info")
     #: an arena lives on a device: loading needs that device's allocator
@@ -87,6 +91,70 @@ def shared_arenas_message(methods: Iterable[str]) -> str:
 
 
 # --------------------------------------------------------------------- rules
+def sharing_host_methods(methods) -> list[str]:
+    """Host-only methods with planned arenas: the ones ``Runtime.load_program`` makes share arenas.
+
+    ``methods`` are Method-like objects (``name``, ``is_device_method``,
+    ``n_arenas``); metadata methods (``get_max_seq_len``...) plan nothing and
+    share nothing.
+    """
+    return [m.name for m in methods if not m.is_device_method and m.n_arenas > 0]
+
+
+def shared_state(methods) -> dict[tuple[int, int], dict]:
+    """State planned by several methods at one place: ``{(mem_id, offset): {"methods", "names", "bytes"}}``.
+
+    Two methods share a state tensor when both plan a state tensor
+    (role ``mutable_buffer``) with the same fully qualified name in the same
+    arena at the same offset (what ``share_mutable_buffers=True`` writes).
+    """
+    where: dict[str, dict[tuple[int, int, int], list[str]]] = {}
+    for m in methods:
+        for t in m.planned:
+            if t.role == "mutable_buffer" and t.name:
+                where.setdefault(t.name, {}).setdefault((t.mem_id, t.offset, t.nbytes), []).append(m.name)
+    out: dict[tuple[int, int], dict] = {}
+    for name, places in where.items():
+        for (mem_id, offset, nbytes), users in places.items():
+            if len(users) > 1:
+                e = out.setdefault((mem_id, offset), {"methods": users, "names": [], "bytes": nbytes})
+                e["names"].append(name)
+    return out
+
+
+def _state_findings(p: "Pte") -> list[Finding]:
+    shared = shared_state(p.methods.values())
+    if not shared:
+        return []
+    by_arena: dict[tuple[int, tuple[str, ...]], list[dict]] = {}
+    for (mem_id, _), e in sorted(shared.items()):
+        by_arena.setdefault((mem_id, tuple(e["methods"])), []).append(e)
+    out = []
+    for (mem_id, users), entries in by_arena.items():
+        names = [n for e in entries for n in e["names"]]
+        nbytes = sum(e["bytes"] for e in entries)
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        out.append(Finding(
+            Kind.SHARED_STATE, None,
+            f"methods {', '.join(users)} share state in arena mem_id {mem_id}: {len(names)} tensors, {nbytes} "
+            f"bytes ({shown}); Runtime.load_program gives host-only methods one set of arenas, so what one "
+            f"method writes there the next one reads",
+            {"mem_id": mem_id, "methods": list(users), "names": names, "bytes": nbytes}))
+        private = [n for n in users if p.methods[n].is_device_method]
+        if private:
+            out.append(Finding(
+                Kind.STATE_NOT_SHARED, None,
+                f"methods {', '.join(private)} plan state shared with {', '.join(n for n in users if n not in private)}"
+                f" but have device arenas: Runtime.load_program gives them private arenas, so their state is "
+                f"their own, not the host methods'", {"mem_id": mem_id, "methods": private}))
+        out.append(Finding(
+            Kind.STATE_NOT_SHARED, None,
+            f"_load_for_executorch (the C++ Module) gives every method private arenas: there "
+            f"{', '.join(users)} would not share the state in arena mem_id {mem_id}",
+            {"mem_id": mem_id, "methods": list(users), "loader": "module"}))
+    return out
+
+
 def plan_findings(method: str, planned, buffer_sizes, conflicts: "Iterable[Conflict]") -> list[Finding]:
     """Plan problems: tensors in arenas the method lacks or past their end, overlapping live tensors."""
     out = []
@@ -144,9 +212,10 @@ def method_findings(m: "Method") -> list[Finding]:
 def program_findings(p: "Pte") -> list[Finding]:
     """Sharing between methods, external data, then every method's findings."""
     out: list[Finding] = []
-    host = [m.name for m in p.methods.values() if not m.is_device_method]
+    host = sharing_host_methods(p.methods.values())
     if len(host) > 1:
         out.append(Finding(Kind.SHARED_ARENAS, None, shared_arenas_message(host), {"methods": host}))
+    out.extend(_state_findings(p))
     if p.expects_external_data:
         out.append(Finding(Kind.EXTERNAL_DATA, None,
                            f"{len(p.external_keys)} constants live in an external .ptd file: "

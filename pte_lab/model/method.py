@@ -150,6 +150,11 @@ class Method:
         return self._io(self._raw.outputs)
 
     @property
+    def n_arenas(self) -> int:
+        """How many planned arenas the method has (``non_const_buffer_sizes`` less the reserved index 0)."""
+        return max(0, len(self._raw.buffer_sizes) - 1)
+
+    @property
     def planned_bytes(self) -> int:
         return sum(self._raw.buffer_sizes[1:])
 

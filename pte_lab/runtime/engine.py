@@ -92,6 +92,12 @@ class Engine:
         return self._step(go)[1]
 
     # ---------------------------------------------------------------- facts
+    def provide_operators(self, operators: list[str]) -> dict:
+        """Register ExecuTorch's own libraries for missing operators; what is still missing."""
+        from .operators import provide
+
+        return provide(operators)
+
     def registered_backends(self) -> list[str]:
         return list(self.runtime.backend_registry.registered_backend_names)
 

@@ -15,21 +15,23 @@ from ..errors import (
     DeviceAllocationError,
     ExecuTorchError,
     MemoryBudgetError,
+    OperatorMissingError,
     PteFormatError,
     PteLabError,
 )
 from ..model import Pte, open_pte
-from ..model.findings import UNSAFE_TO_LOAD, shared_arenas_message
+from ..model.findings import UNSAFE_TO_LOAD, shared_arenas_message, sharing_host_methods
 from ..units import human_bytes
 from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
+from .operators import missing_message
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from ..model import Method
 
-__all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning"]
+__all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "OperatorLibraryWarning"]
 
 _ALLOC_RE = re.compile(r"Failed to allocate (\d+) bytes for buffer (\d+) on device (\d+):(\d+)")
 REPORT_COLUMNS = ["step", "method", "device", "predicted_bytes", "measured_bytes", "measured_by", "seconds"]
@@ -37,6 +39,10 @@ REPORT_COLUMNS = ["step", "method", "device", "predicted_bytes", "measured_bytes
 
 class SharedArenasWarning(UserWarning):
     """Two host-only methods of one program share arenas: running one overwrites the other's intermediates."""
+
+
+class OperatorLibraryWarning(UserWarning):
+    """pte_lab registered one of ExecuTorch's own operator libraries because a method calls its operators."""
 
 
 @dataclass
@@ -200,6 +206,13 @@ class LabProgram:
                     f"not register (registered: {', '.join(registered) or 'none'}). Install a build with "
                     f"that backend, or export the method for one of these.",
                     method=name, backend=d.backend, registered=registered)
+        got = self._engine.call("provide_operators", plan.operators)
+        for module, what in got["loaded"].items():
+            warnings.warn(OperatorLibraryWarning(
+                f"method {name!r} calls operators of {what}: pte_lab registered them (import {module})"),
+                stacklevel=2)
+        if got["missing"]:
+            raise OperatorMissingError(missing_message(name, got["missing"]), method=name, operators=got["missing"])
         predicted = self._predicted("load_method", name)
         self._check_budget("load_method", name, predicted)
         try:
@@ -212,7 +225,7 @@ class LabProgram:
         return lm
 
     def _host_only_loaded(self) -> list[str]:
-        return [n for n in self._methods if not self.plan.methods[n].is_device_method]
+        return sharing_host_methods(self.plan.methods[n] for n in self._methods)
 
     def _maybe_warn_shared(self) -> None:
         host = self._host_only_loaded()

@@ -1,0 +1,62 @@
+"""Operators a method calls against the ones ExecuTorch's runtime registers, and who provides the rest.
+
+ExecuTorch's pip wheel registers its portable and optimized kernels; LLM
+custom operators (``llama::update_cache``, ``llama::custom_sdpa``...) and
+quantized kernels (``quantized_decomposed::...``) live in libraries of the
+wheel that register themselves when their Python module is imported. A
+method that calls an operator nobody registered fails ``load_method`` with
+``error: 0x:14`` (OperatorMissing); pte_lab checks first.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["PROVIDERS", "registered_operators", "provide", "missing_message"]
+
+#: operator namespace -> (module of the executorch wheel that registers its kernels, what it is)
+PROVIDERS = {
+    "llama": ("executorch.extension.llm.custom_ops.custom_ops", "ExecuTorch's LLM custom ops"),
+    "quantized_decomposed": ("executorch.kernels.quantized", "ExecuTorch's quantized kernels"),
+}
+
+
+def registered_operators() -> set[str]:
+    """Every operator ExecuTorch's runtime has a kernel for, in this process."""
+    from executorch.extension.pybindings import portable_lib
+
+    return set(portable_lib._get_operator_names())
+
+
+def provide(operators: list[str]) -> dict:
+    """Register the libraries that provide the missing ``operators`` (known namespaces only).
+
+    Returns ``{"missing": [...still missing], "loaded": {module: description}}``.
+    """
+    missing = sorted(set(operators) - registered_operators())
+    loaded = {}
+    for ns in sorted({op.split("::")[0] for op in missing if "::" in op}):
+        if ns not in PROVIDERS:
+            continue
+        module, what = PROVIDERS[ns]
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - a provider that cannot load leaves its operators missing
+            continue
+        loaded[module] = what
+    if loaded:
+        missing = sorted(set(missing) - registered_operators())
+    return {"missing": missing, "loaded": loaded}
+
+
+def missing_message(method: str, missing: list[str]) -> str:
+    shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+    hints = []
+    for ns in sorted({op.split("::")[0] for op in missing if "::" in op}):
+        if ns in PROVIDERS:
+            hints.append(f"{ns}:: comes from {PROVIDERS[ns][1]} (import {PROVIDERS[ns][0]}), which did not load here")
+    hint = "; ".join(hints) or ("load the kernel library that registers them (a custom-op .so with "
+                                "torch.ops.load_library, or an ExecuTorch build that includes them) before "
+                                "pte_lab.load")
+    return (f"method {method!r} calls {len(missing)} operator{'s' if len(missing) != 1 else ''} this ExecuTorch "
+            f"runtime does not register: {shown}. {hint[0].upper() + hint[1:]}.")
