@@ -98,7 +98,7 @@ def _replan(args) -> int:
         results = verify(args.input, args.output, runs=args.runs)
         for v in results:
             print(f"verify {v.method}: {'bit-identical' if v.identical else 'DIFFERENT: ' + v.detail} "
-                  f"over {v.runs} runs")
+                  f"over {v.runs} calls in a row (state carried)")
         if not all(v.identical for v in results):
             return 1
     return 0
@@ -132,8 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("input")
     rp.add_argument("output")
     rp.add_argument("--algorithm", "-a", default="best_fit", choices=["best_fit", "greedy", "naive"])
-    rp.add_argument("--verify", action="store_true", help="run both with ExecuTorch; outputs must be bit-identical")
-    rp.add_argument("--runs", type=int, default=3, help="verification runs per method (default 3)")
+    rp.add_argument("--verify", action="store_true",
+                    help="run both with ExecuTorch, each method called --runs times in a row with its state "
+                         "carried (an LLM: prefill, then decode steps); every output must be bit-identical")
+    rp.add_argument("--runs", type=int, default=4, help="calls per method when verifying (default 4)")
     rp.set_defaults(func=_replan)
     return p
 

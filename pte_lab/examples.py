@@ -26,6 +26,11 @@ Builders (``name`` for :func:`build` / :func:`save`):
 ``transformer``     a portable transformer stack; ``layers`` scales it
                     (``layers=60`` gives more than 3,000 planned tensors)
 ``weights``         a program whose constants weigh ``mb`` megabytes
+``llm``             a small llama exported with ExecuTorch's own LLM flow (``export_llm``:
+                    KV cache, random weights): custom-op caches (``llama::update_cache``)
+                    or ``index_put_`` ones, XNNPACK or portable, 8da4w-quantized or not
+``shared_state``    ``prefill`` and ``decode`` methods sharing one KV cache
+                    (``share_mutable_buffers=True``, ``emit_mutable_buffer_names=True``)
 """
 
 from __future__ import annotations
@@ -387,6 +392,101 @@ def weights(mb: float = 8.0) -> bytes:
     return _lower(_export(m, (torch.randn(1024),)))
 
 
+def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2, vocab_size: int = 256,
+        max_seq_len: int = 32, custom_sdpa: bool = True, xnnpack: bool = True, quantize: str | None = None,
+        group_size: int = 32, timeout: float = 1800) -> bytes:
+    """A llama exported by ExecuTorch's own LLM flow, ``executorch.extension.llm.export.export_llm``.
+
+    Seeded random weights (a checkpoint written here, see
+    :func:`_llm_weights`), nothing downloaded; the defaults (2 layers of dim 64,
+    grouped-query attention with 2 KV heads for 4 query heads, 256 tokens)
+    export in about a minute. ``custom_sdpa=True`` updates the KV caches with
+    ExecuTorch's ``llama::update_cache`` and reads them with
+    ``llama::custom_sdpa`` (``use_sdpa_with_kv_cache``); ``False`` uses
+    ``index_put_``. ``quantize="8da4w"`` quantizes the linear layers
+    (``group_size``). The program has ``forward(tokens[1, n], input_pos[1])``
+    (prefill ``n`` tokens, then decode one at a time) and metadata methods
+    (``get_max_seq_len``...).
+    """
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    params = {"dim": dim, "multiple_of": 32, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "n_layers": n_layers,
+              "norm_eps": 1e-05, "vocab_size": vocab_size}
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "params.json"), "w") as f:
+            json.dump(params, f)
+        _llm_weights(params, max_seq_len, os.path.join(tmp, "weights.pth"))
+        args = [
+            "base.model_class=llama3", "base.params=params.json", "base.checkpoint=weights.pth",
+            "model.use_kv_cache=true",
+            f"model.use_sdpa_with_kv_cache={str(custom_sdpa).lower()}",
+            f"backend.xnnpack.enabled={str(xnnpack).lower()}",
+            f"export.max_seq_length={max_seq_len}", f"export.max_context_length={max_seq_len}",
+            "export.output_name=model.pte",
+        ]
+        if quantize:
+            args += [f"quantization.qmode={quantize}", f"quantization.group_size={group_size}"]
+        r = subprocess.run([sys.executable, "-m", "executorch.extension.llm.export.export_llm", *args],
+                           cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        out = os.path.join(tmp, "model.pte")
+        if r.returncode != 0 or not os.path.exists(out):
+            tail = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()][-1:]
+            raise RuntimeError(f"export_llm failed (exit {r.returncode}): {tail[0] if tail else 'no output'}")
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def _llm_weights(params: dict, max_seq_len: int, path: str, seed: int = 0) -> None:
+    """Seeded random weights for :func:`llm`, scaled as a trained model's are (std 0.02, norms 1).
+
+    Without a checkpoint, export_llm leaves the weights of modules that have no
+    ``reset_parameters`` (the RMSNorms) as uninitialised memory: outputs that
+    saturate to inf and differ from export to export.
+    """
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    torch = _torch()
+    with torch.device("meta"):
+        model = construct_transformer(ModelArgs(max_seq_len=max_seq_len, max_context_len=max_seq_len,
+                                                max_batch_size=1, use_kv_cache=True, **params))
+    g = torch.Generator().manual_seed(seed)
+    weights = {}
+    for name, p in model.named_parameters():
+        if p.dim() == 1:  # RMSNorm scales
+            weights[name] = torch.ones(p.shape)
+        else:
+            weights[name] = torch.randn(p.shape, generator=g) * 0.02
+    torch.save(weights, path)
+
+
+def shared_state(max_len: int = 16, d: int = 8) -> bytes:
+    """``prefill`` and ``decode`` writing one KV-style cache that both methods share.
+
+    Exported with ``MemoryPlanningPass(share_mutable_buffers=True)`` and
+    ``emit_mutable_buffer_names=True``: ExecuTorch plans the cache once, in
+    arena 2 of both methods at the same offset, so under
+    ``Runtime.load_program`` what ``prefill`` writes, ``decode`` reads.
+    """
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["KVCache"](max_len, d)
+    eps = {
+        "prefill": _export(m, (torch.arange(4), torch.randn(4, d))),
+        "decode": _export(m, (torch.tensor([4]), torch.randn(1, d))),
+    }
+    cfg = ExecutorchBackendConfig(
+        emit_mutable_buffer_names=True,
+        memory_planning_pass=MemoryPlanningPass(alloc_mutable_buffers=True, share_mutable_buffers=True))
+    return _lower(eps, backend_config=cfg)
+
+
 BUILDERS: dict[str, Callable[..., bytes]] = {
     "portable": portable,
     "xnnpack": xnnpack,
@@ -399,6 +499,8 @@ BUILDERS: dict[str, Callable[..., bytes]] = {
     "external": external,
     "transformer": transformer,
     "weights": weights,
+    "llm": llm,
+    "shared_state": shared_state,
 }
 
 

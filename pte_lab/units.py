@@ -11,7 +11,7 @@ Pure Python, no imports beyond the standard library.
 
 from __future__ import annotations
 
-__all__ = ["human_bytes", "ratio", "SIZE_OVER_PEAK", "PEAK_LIVE"]
+__all__ = ["human_bytes", "ratio", "count", "SIZE_OVER_PEAK", "PEAK_LIVE"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -36,3 +36,8 @@ def human_bytes(n: int | None) -> str:
 def ratio(r: float | None, times: str = "x") -> str:
     """2.0 -> '2.00x' (``times="×"`` for typeset output); ``None`` (nothing to compare) -> '-'."""
     return "-" if r is None else f"{r:.2f}{times}"
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """(1, "tensor") -> '1 tensor'; (3, "tensor") -> '3 tensors'."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"

@@ -31,6 +31,11 @@ PROGRAMS = {
     "unplanned_io": ("unplanned_io", {}),
     "external": ("external", {}),
     "transformer": ("transformer", {"layers": 2}),
+    "shared_state": ("shared_state", {}),
+    # ExecuTorch's own LLM flow (export_llm), small: 2 layers of dim 64, 4 query heads over 2 KV heads
+    # (grouped-query attention), 32 positions. Custom-op caches + XNNPACK + 8da4w; index_put_ caches + portable.
+    "llm": ("llm", {"quantize": "8da4w"}),
+    "llm_index_put": ("llm", {"custom_sdpa": False, "xnnpack": False}),
 }
 
 

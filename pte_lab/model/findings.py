@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Iterable
 
+from ..units import count, human_bytes
+
 if TYPE_CHECKING:  # pragma: no cover
     from .method import Method
     from .pte import Pte
@@ -134,24 +136,22 @@ def _state_findings(p: "Pte") -> list[Finding]:
         names = [n for e in entries for n in e["names"]]
         nbytes = sum(e["bytes"] for e in entries)
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        private = [n for n in users if p.methods[n].is_device_method]
+        sharing = [n for n in users if n not in private]
         out.append(Finding(
             Kind.SHARED_STATE, None,
-            f"methods {', '.join(users)} share state in arena mem_id {mem_id}: {len(names)} tensors, {nbytes} "
-            f"bytes ({shown}); Runtime.load_program gives host-only methods one set of arenas, so what one "
-            f"method writes there the next one reads",
+            f"methods {', '.join(users)} plan the same state in arena mem_id {mem_id}: "
+            f"{count(len(names), 'tensor')}, {human_bytes(nbytes)} ({shown}). Runtime.load_program gives "
+            f"host-only methods one set of arenas, so what {' or '.join(sharing) or 'one'} writes there the "
+            f"next call reads; _load_for_executorch (the C++ Module) gives every method private arenas, "
+            f"where they would not share it",
             {"mem_id": mem_id, "methods": list(users), "names": names, "bytes": nbytes}))
-        private = [n for n in users if p.methods[n].is_device_method]
         if private:
             out.append(Finding(
                 Kind.STATE_NOT_SHARED, None,
-                f"methods {', '.join(private)} plan state shared with {', '.join(n for n in users if n not in private)}"
-                f" but have device arenas: Runtime.load_program gives them private arenas, so their state is "
-                f"their own, not the host methods'", {"mem_id": mem_id, "methods": private}))
-        out.append(Finding(
-            Kind.STATE_NOT_SHARED, None,
-            f"_load_for_executorch (the C++ Module) gives every method private arenas: there "
-            f"{', '.join(users)} would not share the state in arena mem_id {mem_id}",
-            {"mem_id": mem_id, "methods": list(users), "loader": "module"}))
+                f"{', '.join(private)} plans state shared with {', '.join(sharing) or 'other methods'} but has "
+                f"device arenas: Runtime.load_program gives it private arenas, so its state is its own, "
+                f"not the host methods'", {"mem_id": mem_id, "methods": private}))
     return out
 
 

@@ -15,16 +15,21 @@ class Verification:
 
 
 def verify(original, replanned, runs: int = 3, seed: int = 0) -> list[Verification]:
-    """Load both programs with ExecuTorch's runtime and run every method ``runs`` times.
+    """Load both programs with ExecuTorch's runtime and call every method ``runs`` times in a row.
 
-    Each run uses fresh random inputs (the same for both programs); outputs are
-    compared with ``torch.equal`` (bit for bit). Device methods run on the
-    emulated device when no real allocator is registered. Returns one record
-    per method; raises nothing for a mismatch (look at ``identical``).
+    Each method is loaded once per program and called ``runs`` times with its
+    state carried from call to call, on the same inputs for both programs
+    (:func:`pte_lab.runtime.call_sequence`: for an LLM, a prefill and then
+    decode steps at increasing positions). Every output of every call is
+    compared with ``torch.equal`` (bit for bit), so a plan that lets an
+    intermediate overwrite a KV cache fails on the first decode step. Device
+    methods run on the emulated device when no real allocator is registered.
+    Returns one record per method; raises nothing for a mismatch (look at
+    ``identical``).
     """
     import torch
 
-    from ..runtime import emulate_device, example_inputs, load
+    from ..runtime import call_sequence, emulate_device, load
     from ..runtime.device import allocator_registered
 
     out = []
@@ -38,14 +43,13 @@ def verify(original, replanned, runs: int = 3, seed: int = 0) -> list[Verificati
             plan = a.plan.methods[name]
             ma, mb = a.load_method(name), b.load_method(name)
             identical, detail = True, ""
-            for r in range(runs):
-                inputs = example_inputs(plan, seed=seed + r)
+            for r, inputs in enumerate(call_sequence(plan, runs, seed=seed)):
                 oa = ma(*[x.clone() for x in inputs])
                 ob = mb(*[x.clone() for x in inputs])
                 same = len(oa) == len(ob) and all(
                     (torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y) for x, y in zip(oa, ob))
                 if not same:
-                    identical, detail = False, f"run {r}: outputs differ"
+                    identical, detail = False, f"call {r + 1} of {runs}: outputs differ"
                     break
             out.append(Verification(name, runs, identical, detail))
     return out

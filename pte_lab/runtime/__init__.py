@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from .device import EmulatedDevice, emulate_device
 from .info import RuntimeInfo, runtime_info
-from .inputs import example_inputs
+from .inputs import call_sequence, example_inputs
 from .program import LabMethod, LabProgram, OperatorLibraryWarning, SharedArenasWarning, load
 from .run_all import MethodRun, RunAll, run_all
 
 __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "emulate_device", "EmulatedDevice",
-           "runtime_info", "RuntimeInfo", "example_inputs", "run_all", "RunAll", "MethodRun",
+           "runtime_info", "RuntimeInfo", "example_inputs", "call_sequence", "run_all", "RunAll", "MethodRun",
            "OperatorLibraryWarning"]

@@ -13,7 +13,7 @@ from operator import attrgetter
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.load_cost import LOADERS, STEPS
 
-__all__ = ["MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
+__all__ = ["state_summary", "MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
            "io_records", "delegate_records", "arena_records", "finding_records"]
 
 
@@ -54,7 +54,7 @@ def load_cost_rows(p) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
 #: (column of ``Method.tensors``, header) shown in the tensor table of the notebook view
 TENSOR_TABLE = (("value", "value"), ("role", "role"), ("dtype", "dtype"), ("shape", "shape"),
                 ("nbytes", "bytes"), ("mem_id", "mem_id"), ("offset", "offset"), ("device", "device"),
-                ("first", "first"), ("last", "last"), ("op", "op"))
+                ("first", "first"), ("last", "last"), ("op", "op"), ("name", "name"))
 
 _tensor_fields = attrgetter(*TENSOR_COLUMNS)
 _SHAPE = TENSOR_COLUMNS.index("shape")
@@ -94,3 +94,12 @@ def arena_records(m) -> list[dict]:
 def finding_records(findings, with_method: bool) -> list[dict]:
     keys = ("severity", "kind", "method", "message") if with_method else ("severity", "kind", "message")
     return [{k: str(getattr(f, k)) if k == "kind" else getattr(f, k) for k in keys} for f in findings]
+
+
+def state_summary(m) -> tuple[int, int, list[str]]:
+    """(tensors, bytes, names) of the state a method keeps between calls (role ``mutable_buffer``).
+
+    Views of state share their base's bytes and are not counted again.
+    """
+    state = [t for t in m.planned if t.role == "mutable_buffer" and m.storage_of(t.value) == t.value]
+    return len(state), sum(t.nbytes for t in state), [t.name for t in state if t.name]

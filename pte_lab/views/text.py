@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.load_cost import LOADERS
-from ..units import SIZE_OVER_PEAK, human_bytes, ratio
-from .rows import METHOD_HEADERS, load_cost_rows, method_rows
+from ..units import SIZE_OVER_PEAK, count, human_bytes, ratio
+from .rows import METHOD_HEADERS, load_cost_rows, method_rows, state_summary
 
 __all__ = ["pte_text", "method_text", "arena_text", "arena_picture"]
 
@@ -70,6 +70,10 @@ def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -
         shown = ", ".join(f"{k} x{v}" for k, v in counts[:8])
         more = f", +{len(counts) - 8} more" if len(counts) > 8 else ""
         lines.append(f"  calls: {shown}{more}")
+    n_state, state_bytes, names = state_summary(m)
+    if n_state:
+        shown = f": {', '.join(names[:3])}" + (f" and {len(names) - 3} more" if len(names) > 3 else "") if names else ""
+        lines.append(f"  state kept between calls: {count(n_state, 'tensor')}, {human_bytes(state_bytes)}{shown}")
     if m.arenas:
         lines.append("")
         lines.append(_indent(_table(ARENA_HEADERS, arena_rows(m))))
@@ -150,7 +154,7 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
                         row[c] = glyph[tt.value]
         label = "in" if t == -1 else ("out" if t == n else str(t))
         lines.append(f"{label:>5} |{''.join(row)}| {human_bytes(int(occ[t + 1]))}")
-    legend = ", ".join(f"{glyph[t.value]}=v{t.value}" for t in tensors[:26])
+    legend = ", ".join(f"{glyph[t.value]}=v{t.value}" + (f" {t.name}" if t.name else "") for t in tensors[:26])
     more = f", ... ({len(tensors)} tensors)" if len(tensors) > 26 else ""
     lines.append(f"legend: {legend}{more}")
     return "\n".join(lines)
