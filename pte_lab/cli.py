@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--rows", type=int, default=48, help="most rows per arena picture (default 48)")
     i.set_defaults(func=_inspect)
     e = sub.add_parser("example", help="export one of pte_lab's example programs (needs torch + executorch)")
-    e.add_argument("name", help="portable, xnnpack, device, kv_cache, dynamic, cond, unplanned_io, transformer, weights")
+    e.add_argument("name", help="portable, xnnpack, device, three_methods, kv_cache, dynamic, cond, unplanned_io, "
+                                "external, transformer, weights, llm, shared_state")
     e.add_argument("out")
     e.add_argument("--side", type=int, help="for 'device': matrix side (2048 plans 48 MiB on the device)")
     e.set_defaults(func=_example)
@@ -152,8 +153,15 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 verification failed, 2 error)."""
     args = build_parser().parse_args(argv)
+    import warnings
+
+    def note(message, category, filename, lineno, file=None, line=None):  # one line, no source location
+        print(f"pte-lab: note: {message}", file=sys.stderr)
+
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = note
+            return args.func(args)
     except BrokenPipeError:  # `pte-lab inspect x | head`: the reader left; not an error
         try:  # keep the interpreter's final flush from failing on the closed pipe
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

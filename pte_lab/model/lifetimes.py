@@ -9,7 +9,8 @@ Convention (the one pte_lab uses everywhere):
 * Method inputs start at ``-1`` (they are written before the first
   instruction); method outputs end at ``N``, the instruction count (they are
   read after the last one).
-* State that persists between calls (mutable buffers) spans ``[-1, N]``.
+* State that persists between calls (mutable buffers, KV caches: see
+  :mod:`pte_lab.model.roles`) spans ``[-1, N]``.
 * Loops: when an instruction jumps backwards from ``j`` to ``d``, any value
   alive before ``d`` and used inside ``[d, j]`` must survive every iteration,
   so its ``last`` is extended to ``j``.
