@@ -5,6 +5,8 @@
 Programs (exported once, cached under benchmarks/out/):
   * a portable transformer with >= 3,000 planned tensors (--layers)
   * a program carrying >= 300 MB of weights (--weights-mb)
+  * an LLM from ExecuTorch's own export_llm flow: a 6-layer llama of dim 288, 32,000 tokens,
+    KV caches through llama::update_cache, XNNPACK, 8da4w (LLM, below; about 3 minutes to export once)
 
 For each it prints:
   * fresh process: `pte-lab inspect --json FILE` vs a fresh Python running
@@ -56,6 +58,10 @@ LAUNCH = (
 )
 
 
+#: the LLM of the benchmarks (and of the issue that asked for LLM support): export_llm's llama3
+LLM = dict(dim=288, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, max_seq_len=128, quantize="8da4w")
+
+
 def fresh(cmd: list[str], repeat: int) -> tuple[float, float]:
     """Best wall seconds and peak RSS (MiB) of a fresh process running cmd."""
     best_t, best_rss = float("inf"), float("inf")
@@ -105,6 +111,7 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=60)
     ap.add_argument("--weights-mb", type=float, default=320)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--skip-llm", action="store_true", help="leave out the export_llm programs")
     args = ap.parse_args()
     inspect = [sys.executable, "-m", "pte_lab.cli", "inspect", "--json"]
     deser = [sys.executable, "-c", DESER]
@@ -113,6 +120,8 @@ def main() -> int:
         f"transformer ({args.layers} layers)": program("transformer", layers=args.layers),
         f"weights ({args.weights_mb:g} MB)": program("weights", mb=args.weights_mb),
     }
+    if not args.skip_llm:
+        progs["llama 6x288, export_llm 8da4w"] = program("llm", **LLM)
     rows = []
     for label, path in progs.items():
         ft, frss = fresh(inspect + [str(path)], args.repeat)

@@ -19,12 +19,13 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_open import program  # noqa: E402
+from bench_open import LLM, program  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--skip-llm", action="store_true", help="leave out the export_llm programs")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import pte_lab
@@ -38,6 +39,9 @@ def main() -> int:
         ("transformer 12 layers, XNNPACK", program("transformer", layers=12, backend="xnnpack")),
         ("transformer 60 layers, portable", program("transformer", layers=60)),
     ]
+    if not args.skip_llm:
+        cases += [("llama 6x288, export_llm, XNNPACK 8da4w", program("llm", **LLM)),
+                  ("llama 2x64, export_llm, index_put_", program("llm", custom_sdpa=False, xnnpack=False))]
     print(f"{'program':38s} {'method':10s} {'arena':>5s} {'tensors':>7s} {'ET/bound':>9s} {'ours/bound':>10s} "
           f"{'plan time':>9s} {'verified':>9s}")
     worst = 0.0

@@ -264,3 +264,24 @@ def test_validator_and_occupancy_match_brute_force(monkeypatch):
             live = np.flatnonzero((f <= t) & (l >= t))
             covered = set().union(*(range(off[i], off[i] + nb[i]) for i in live)) if len(live) else set()
             assert occ[t + 1] == len(covered)
+
+
+def test_state_shared_with_a_device_method_is_not_shared_under_the_corrected_loader():
+    """prefill (host) and decode (one device arena) plan k_cache at one place: the device method's is its own."""
+    from types import SimpleNamespace
+
+    from pte_lab.model.findings import program_findings
+
+    def method(name, devices):
+        cache = RawValue("Tensor", tensor=RawTensor(6, (16,), (0,), 0, 2, 0, 0, "cpu", "k_cache"))
+        vals = [_t(1, 0, 4), cache, _t(1, 16, 4)]
+        ins = [RawInstruction("KernelCall", 0, (0, 1, 2, 2))]  # reads the cache, writes v2
+        return Method(RawPlan(name, vals, (0,), (2,), ins, 1, [("aten::op", "out")], [], (0, 64, 64), devices))
+
+    methods = {"prefill": method("prefill", {}), "decode": method("decode", {1: "cuda:0"})}
+    p = SimpleNamespace(methods=methods, expects_external_data=False, external_keys=[])
+    found = {f.kind: f for f in program_findings(p)}
+    assert found["shared_state"].details["names"] == ["k_cache"]
+    assert found["state_not_shared"].details["methods"] == ["decode"]
+    assert "private arenas" in found["state_not_shared"].message and found["state_not_shared"].severity == "warning"
+    assert "shared_arenas" not in found  # one host method shares with nobody

@@ -30,6 +30,7 @@ not store them; this convention gave no plan conflicts on exported programs.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import Counter
 
 from ..format import RawPlan
@@ -117,24 +118,38 @@ def written_at(plan: RawPlan, i: int) -> set[int]:
 
 
 def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], skip: set[int]) -> dict[int, int]:
-    """Find views (see the module docs), fix lifetimes in place; returns ``{view: base}``."""
-    at: dict[tuple[int, int], list[int]] = {}
+    """Find views (see the module docs), fix lifetimes in place; returns ``{view: base}``.
+
+    A view's base is the value at the same arena and offset whose lifetime
+    started last before the view's first use (the lowest value index among
+    equals). Per offset the values are kept sorted by ``(first, value)``, so
+    each view costs a binary search, not a scan of every tensor that ever sat
+    at that offset.
+    """
+    at: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for v, val in enumerate(plan.values):
         t = val.tensor
         if t is not None and t.mem_id is not None and v in first:
-            at.setdefault((t.mem_id, t.offset), []).append(v)
+            at.setdefault((t.mem_id, t.offset), []).append((first[v], v))
+    for lst in at.values():
+        lst.sort()
     views: dict[int, int] = {}
+    n = len(plan.instructions)
     for v in sorted((v for v in first if v not in skip), key=lambda v: first[v]):
         t = plan.values[v].tensor
         i = first[v]
-        if t is None or t.mem_id is None or i < 0 or i >= len(plan.instructions) or v in written_at(plan, i):
+        if t is None or t.mem_id is None or i < 0 or i >= n or v in written_at(plan, i):
             continue
-        earlier = [b for b in at.get((t.mem_id, t.offset), ()) if b != v and first[b] < i]
-        if not earlier:
+        lst = at[(t.mem_id, t.offset)]
+        pos = bisect_left(lst, (i, -1))  # the values whose lifetime starts before i (v's own starts at i)
+        if pos == 0:
             continue  # read before anything writes it: nothing to tie it to
-        base = max(earlier, key=lambda b: first[b])
+        latest = lst[pos - 1][0]
+        base = lst[bisect_left(lst, (latest, -1))][1]
         views[v] = base
+        del lst[bisect_left(lst, (i, v))]
         first[v] = first[base]
+        insort(lst, (first[v], v))
         b = base
         while True:  # the base, and its own base, stay alive while the view is used
             last[b] = max(last[b], last[v])
