@@ -7,9 +7,10 @@ a 12-layer portable transformer, and the fix's device program (side 512) on the
 emulated device. Each round runs both sides in alternating order; the table
 shows medians and pte_lab's overhead. Target: <= 5 % (isolate=False).
 
-"warm" is what repeated loads of an unchanged file cost (pte_lab keeps the
-checked plan, keyed by path, inode, size and mtime); "cold" clears that cache
-every round, so pte_lab reads and checks every table of the file first.
+"warm" is what repeated loads of an unchanged file cost (each load reads its own
+plan; pte_lab remembers only that the file, keyed by path, inode, size and
+mtime, passed the full check); "cold" forgets that every round, so pte_lab
+checks every table of the file first.
 """
 
 from __future__ import annotations

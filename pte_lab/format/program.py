@@ -108,11 +108,19 @@ class RawProgram:
     named_data: list[tuple[str, int]]
     _root: Table = field(repr=False, default=None)
     _inline_sizes: list[int] = field(repr=False, default_factory=list)
+    _plans: dict[int, RawPlan] = field(repr=False, default_factory=dict)
 
     def plan(self, i: int) -> RawPlan:
-        """Decode execution plan ``i`` (done on demand: methods are read lazily)."""
-        plans = self._root.tables(1, "execution_plan")
-        return _decode_plan(plans[i], self)
+        """Execution plan ``i``, decoded on first use (methods are read lazily) and kept.
+
+        Records are never changed after decoding, so every reader of this
+        program can share them.
+        """
+        rec = self._plans.get(i)
+        if rec is None:
+            plans = self._root.tables(1, "execution_plan")
+            rec = self._plans[i] = _decode_plan(plans[i], self)
+        return rec
 
 
 def _ints(a: np.ndarray) -> tuple[int, ...]:

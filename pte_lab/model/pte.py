@@ -72,6 +72,11 @@ class Pte:
 
     # ------------------------------------------------------------ file layout
     @property
+    def raw(self) -> RawProgram:
+        """The decoded records of the file (:mod:`pte_lab.format`)."""
+        return self._raw
+
+    @property
     def header(self):
         return self._raw.header
 

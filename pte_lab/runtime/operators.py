@@ -21,11 +21,17 @@ PROVIDERS = {
 }
 
 
+#: operators seen registered in this process: the registry only grows, so a method whose operators
+#: are all here needs no new look-up
+_SEEN: set[str] = set()
+
+
 def registered_operators() -> set[str]:
     """Every operator ExecuTorch's runtime has a kernel for, in this process."""
     from executorch.extension.pybindings import portable_lib
 
-    return set(portable_lib._get_operator_names())
+    _SEEN.update(portable_lib._get_operator_names())
+    return set(_SEEN)
 
 
 def provide(operators: list[str]) -> dict:
@@ -33,6 +39,8 @@ def provide(operators: list[str]) -> dict:
 
     Returns ``{"missing": [...still missing], "loaded": {module: description}}``.
     """
+    if _SEEN.issuperset(operators):
+        return {"missing": [], "loaded": {}}
     missing = sorted(set(operators) - registered_operators())
     loaded = {}
     for ns in sorted({op.split("::")[0] for op in missing if "::" in op}):

@@ -19,6 +19,7 @@ from ..errors import (
     PteFormatError,
     PteLabError,
 )
+from ..format import RawProgram
 from ..model import Pte, open_pte
 from ..model.findings import UNSAFE_TO_LOAD, shared_arenas_message, sharing_host_methods
 from ..units import human_bytes
@@ -65,22 +66,24 @@ def _loader_for_version() -> str:
     return "corrected" if honours_device_plans() else "legacy"
 
 
-#: identities (path, device, inode, size, mtime in ns) of files the reader has fully checked;
-#: each LabProgram still reads its own Pte, only the check is skipped for an unchanged file
-_CHECKED: "OrderedDict[tuple, None]" = OrderedDict()
-_CHECKED_SIZE = 64
+#: (path, device, inode, size, mtime in ns) -> the decoded records of a file the reader has fully
+#: checked. Records never change after decoding; each LabProgram builds its own Pte (and Method
+#: objects, with their own analyses) over them, so nothing mutable is shared between programs.
+_CHECKED: "OrderedDict[tuple, RawProgram]" = OrderedDict()
+_CHECKED_SIZE = 16
 
 
 def _checked_plan(path: str) -> Pte:
     """The reader's model of ``path``, every table the runtime reads checked (once per unchanged file)."""
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    pte = open_pte(path)
-    if key in _CHECKED:
+    raw = _CHECKED.get(key)
+    if raw is not None:
         _CHECKED.move_to_end(key)
-        return pte
+        return Pte(raw, path)
+    pte = open_pte(path)
     _validate_everything(pte)
-    _CHECKED[key] = None
+    _CHECKED[key] = pte.raw
     while len(_CHECKED) > _CHECKED_SIZE:
         _CHECKED.popitem(last=False)
     return pte
