@@ -30,7 +30,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "open", "load", "explore", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
+    "open", "load", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError",
     "__version__",
@@ -38,6 +38,7 @@ __all__ = [
 
 _LAZY = {
     "Pte": ("pte_lab.model", "Pte"),
+    "DataFile": ("pte_lab.model", "DataFile"),
     "Method": ("pte_lab.model", "Method"),
     "Arena": ("pte_lab.model", "Arena"),
     "Finding": ("pte_lab.model", "Finding"),
@@ -55,15 +56,29 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model import Arena, Method, Pte
 
 
-def open(source) -> "Pte":  # noqa: A001 - the natural name, like io.open
-    """Open a ``.pte`` (path, bytes or binary file) without loading it.
+def open(source, data=None):  # noqa: A001 - the natural name, like io.open
+    """Open a ``.pte``, a bundled ``.bpte`` or a ``.ptd`` data file (path, bytes or binary file).
 
-    See :func:`pte_lab.model.open_pte`. Raises :class:`PteFormatError` for
-    anything that is not a valid program.
+    Nothing is loaded: only the tables are read. A program opens as a
+    :class:`~pte_lab.model.Pte` (a ``.bpte`` as the program it carries, its test
+    suites in ``pte.bundled``); ``data`` is the program's external ``.ptd``.
+    A ``.ptd`` alone opens as a :class:`~pte_lab.model.DataFile`. Raises
+    :class:`PteFormatError` for anything else.
     """
-    from .model import open_pte
+    from .format import identify
+    from .model import open_data, open_pte
 
-    return open_pte(source)
+    if hasattr(source, "read") and hasattr(source, "seek"):
+        start = source.tell()
+        kind = identify(source)
+        source.seek(start)
+    else:
+        kind = identify(source)
+    if kind == "data":
+        if data is not None:
+            raise ValueError("data= goes with a program (.pte/.bpte); this source is itself a .ptd file")
+        return open_data(source)
+    return open_pte(source, data=data)
 
 
 def __getattr__(name: str):

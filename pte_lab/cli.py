@@ -1,6 +1,6 @@
 """``pte-lab``: inspect a ``.pte`` from the shell, or export an example program.
 
-    pte-lab inspect FILE [--method M] [--json] [--width N] [--rows N]
+    pte-lab inspect FILE [--data PTD] [--method M] [--json] [--width N] [--rows N]
     pte-lab example NAME OUT [--side N]
     pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
     pte-lab legacy-env [--dir DIR]
@@ -20,11 +20,22 @@ from .errors import PteLabError
 
 
 def _inspect(args) -> int:
-    from .model import open_pte
-    from .views.json_doc import document
-    from .views.text import arena_picture, method_text, pte_text
+    from .format import identify
+    from .model import open_data, open_pte
+    from .views.json_doc import data_document, document
+    from .views.text import arena_picture, data_text, method_text, pte_text
 
-    pte = open_pte(args.file)
+    if identify(args.file) == "data":
+        if args.data or args.method:
+            raise PteLabError(f"{args.file} is a .ptd data file: --data and --method go with a program")
+        d = open_data(args.file)
+        if args.json:
+            json.dump(data_document(d), sys.stdout, indent=None if args.compact else 1)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(data_text(d) + "\n")
+        return 0
+    pte = open_pte(args.file, data=args.data)
     names = list(pte.methods)
     if args.method is not None:
         if args.method not in pte.methods:
@@ -107,8 +118,10 @@ def _replan(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
     sub = p.add_subparsers(dest="command", required=True)
-    i = sub.add_parser("inspect", help="the memory story of a .pte: methods, arenas, tensors, load costs")
+    i = sub.add_parser("inspect", help="the memory story of a .pte (or .bpte): methods, arenas, tensors, "
+                                       "load costs; or the named tensors of a .ptd")
     i.add_argument("file")
+    i.add_argument("--data", help="the program's external data file (.ptd): are all its keys there?")
     i.add_argument("--method", "-m", help="only this method")
     i.add_argument("--json", action="store_true", help="emit the pte_lab.inspect JSON document (version 1)")
     i.add_argument("--compact", action="store_true", help="with --json: no indentation")

@@ -31,6 +31,9 @@ Builders (``name`` for :func:`build` / :func:`save`):
                     or ``index_put_`` ones, XNNPACK or portable, 8da4w-quantized or not
 ``shared_state``    ``prefill`` and ``decode`` methods sharing one KV cache
                     (``share_mutable_buffers=True``, ``emit_mutable_buffer_names=True``)
+``bundled``         a bundled program (``.bpte``, ExecuTorch's devtools): ``forward`` (an
+                    MLP) and ``affine`` with ``cases`` test cases each, expected outputs
+                    from eager PyTorch
 """
 
 from __future__ import annotations
@@ -487,6 +490,39 @@ def shared_state(max_len: int = 16, d: int = 8) -> bytes:
     return _lower(eps, backend_config=cfg)
 
 
+def bundled(cases: int = 3) -> bytes:
+    """A bundled program: two methods and ``cases`` test cases each (inputs and eager expected outputs).
+
+    Built with ExecuTorch's devtools (``BundledProgram`` and
+    ``serialize_from_bundled_program_to_flatbuffer``), as its users build them.
+    """
+    import warnings
+
+    from executorch.devtools import BundledProgram
+    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
+    from executorch.exir import to_edge
+
+    torch = _torch()
+    torch.manual_seed(0)
+    mods = _modules()
+    modules = {"forward": mods["MLP"]().eval(), "affine": mods["Small"]().eval()}
+    shapes = {"forward": (4, 32), "affine": (8, 8)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eps = {n: _export(m, (torch.randn(*shapes[n]),)) for n, m in modules.items()}
+        manager = to_edge(eps).to_executorch()
+    suites = []
+    for name, m in modules.items():
+        tests = []
+        for _ in range(cases):
+            x = torch.randn(*shapes[name])
+            with torch.no_grad():
+                tests.append(MethodTestCase(inputs=[x], expected_outputs=(m(x),)))
+        suites.append(MethodTestSuite(method_name=name, test_cases=tests))
+    return bytes(serialize_from_bundled_program_to_flatbuffer(BundledProgram(manager, suites)))
+
+
 BUILDERS: dict[str, Callable[..., bytes]] = {
     "portable": portable,
     "xnnpack": xnnpack,
@@ -501,6 +537,7 @@ BUILDERS: dict[str, Callable[..., bytes]] = {
     "weights": weights,
     "llm": llm,
     "shared_state": shared_state,
+    "bundled": bundled,
 }
 
 

@@ -74,3 +74,12 @@ def program_path(program_dir):
 @pytest.fixture(scope="session")
 def program_bytes(program_path):
     return lambda name: program_path(name).read_bytes()
+
+
+@pytest.fixture(scope="session")
+def legacy_python():
+    """executorch 1.4.1 in its own venv (cached in the pte_lab cache; ~1 minute the first time)."""
+    from pte_lab.experiments import device_placement as dp
+
+    with FileLock(str(dp.legacy_env_dir()) + ".lock"):
+        return str(dp.create_legacy_env())

@@ -18,10 +18,13 @@ def _device(extra) -> str:
     return f"cuda:{extra.device_index}"
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_fields_match_executorch(name, program_bytes):
-    data = program_bytes(name)
-    ref = deser.deserialize_pte_binary(data).program
+def check_against_executorch(data: bytes, ref=None):
+    """Every field pte_lab reads from ``data`` equals what ExecuTorch's deserializer reads.
+
+    ``ref`` is ExecuTorch's Program for ``data`` when it must come from elsewhere (e.g. the
+    program a bundled file carries); by default ``deserialize_pte_binary(data)``.
+    """
+    ref = deser.deserialize_pte_binary(data).program if ref is None else ref
     pte = pte_lab.open(data)
     assert list(pte.methods) == [p.name for p in ref.execution_plan]
     for plan in ref.execution_plan:
@@ -62,3 +65,8 @@ def test_fields_match_executorch(name, program_bytes):
         assert m.validate() == []
         for a in m.arenas:
             assert a.peak_bytes <= a.size
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_fields_match_executorch(name, program_bytes):
+    check_against_executorch(program_bytes(name))

@@ -54,12 +54,6 @@ def test_report_views(after_report, tmp_path):
     assert len(axes) == 2 and len(axes[0].patches) == len(dp.STEPS)
 
 
-@pytest.fixture(scope="session")
-def legacy_python():
-    """executorch 1.4.1 in its own venv (cached in the pte_lab cache; ~1 minute the first time)."""
-    return str(dp.create_legacy_env())
-
-
 def test_legacy_runtime_keeps_the_arena_on_the_host(legacy_python, tmp_path):
     report = dp.run(side=SIDE, runtimes={"before": legacy_python, "after": sys.executable},
                     workdir=tmp_path, emulate=True)

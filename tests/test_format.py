@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import random
 import struct
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 
 import pte_lab
 from pte_lab import PteFormatError
+from tests.fuzzing import mutations
 
 
 def _analyse(pte):
@@ -196,28 +196,14 @@ def test_directory_and_missing_file(tmp_path):
 def test_fuzz_mutations_and_truncations(program_bytes, name):
     """Seeded mutations: every outcome is a program or a PteFormatError, quickly."""
     data = program_bytes(name)
-    rng = random.Random(f"pte_lab-{name}")
     flat = pte_lab.open(data).flatbuffer_size
     n_cases = int(os.environ.get("PTE_LAB_FUZZ_CASES", "800"))
     outcomes = {"ok": 0, "error": 0}
     slowest = 0.0
-    for i in range(n_cases):
-        buf = bytearray(data)
-        r = rng.random()
-        if r < 0.15:
-            buf = buf[: rng.randrange(0, len(buf))]
-        elif r < 0.55:
-            for _ in range(rng.randint(1, 4)):
-                buf[rng.randrange(0, flat)] = rng.randrange(256)
-        elif r < 0.85:
-            pos = rng.randrange(0, flat - 4) & ~3
-            buf[pos : pos + 4] = struct.pack("<I", rng.choice([0, 1, 0x7FFFFFFF, 0xFFFFFFFF, rng.randrange(2**32)]))
-        else:
-            pos = rng.randrange(0, flat - 8) & ~7
-            buf[pos : pos + 8] = struct.pack("<q", rng.choice([-1, 2**62, rng.randrange(2**40)]))
+    for buf in mutations(data, flat, f"pte_lab-{name}", n_cases):
         t = time.perf_counter()
         try:
-            _analyse(pte_lab.open(bytes(buf)))
+            _analyse(pte_lab.open(buf))
             outcomes["ok"] += 1
         except PteFormatError:
             outcomes["error"] += 1

@@ -13,14 +13,22 @@ import os
 from typing import BinaryIO, Union
 
 from ..errors import PteFormatError
+from . import bundled as _bundled
+from . import flat_tensor as _flat_tensor
+from .bundled import RawBundled, decode_bundled
+from .flat_tensor import RawData, decode_data, parse_data_header
 from .header import HEAD_BYTES, Header, parse_header
 from .program import RawPlan, RawProgram, RawTensor, RawValue, decode_program
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 
 __all__ = [
-    "read", "Header", "RawProgram", "RawPlan", "RawTensor", "RawValue", "Source",
+    "read", "read_data", "identify", "Header", "RawProgram", "RawPlan", "RawTensor", "RawValue", "RawBundled",
+    "RawData", "Source",
 ]
+
+#: what the identifier at bytes 4..8 says a file is
+KINDS = {_bundled.IDENTIFIER: "bundled", _flat_tensor.IDENTIFIER: "data"}
 
 
 def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
@@ -30,47 +38,102 @@ def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
     return data
 
 
+class _Opened:
+    """A source as a binary file positioned at its start, its size, and its path (closed on exit)."""
+
+    def __init__(self, source: Source):
+        self.path = None
+        self.own = False
+        self.mv = None
+        self._head = b""  # bytes read from the start so far
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            self.mv = memoryview(source).cast("B") if isinstance(source, memoryview) else memoryview(source)
+            self.size = len(self.mv)
+            return
+        if isinstance(source, (str, os.PathLike)):
+            self.path = os.fspath(source)
+            try:
+                self.f = open(self.path, "rb")
+            except IsADirectoryError:
+                raise PteFormatError(f"{self.path} is a directory, not a .pte file") from None
+            self.own = True
+        elif hasattr(source, "read"):
+            self.f = source
+            name = getattr(source, "name", None)
+            self.path = name if isinstance(name, str) else None
+        else:
+            raise TypeError(f"expected a path, bytes or a binary file, not {type(source).__name__}")
+        try:
+            self.start = self.f.tell()
+            self.size = os.fstat(self.f.fileno()).st_size - self.start
+        except (AttributeError, OSError, io.UnsupportedOperation):
+            self.start = self.f.tell()
+            self.f.seek(0, io.SEEK_END)
+            self.size = self.f.tell() - self.start
+            self.f.seek(self.start)
+
+    def head(self, n: int) -> bytes:
+        """The first ``n`` bytes (fewer when the source is shorter); each byte is read once."""
+        if self.mv is not None:
+            return bytes(self.mv[:n])
+        if len(self._head) < n:
+            self._head += self.f.read(n - len(self._head))
+        return self._head[:n]
+
+    def prefix(self, n: int, what: str) -> memoryview:
+        """The first ``n`` bytes (only those are read)."""
+        if self.mv is not None:
+            return self.mv[:n]
+        if n <= len(self._head):
+            return memoryview(self._head[:n])
+        return memoryview(self._head + _read_exact(self.f, n - len(self._head), what))
+
+    def whole(self) -> memoryview:
+        """Every byte (read, not memory-mapped: a file truncated under a mapping kills the process)."""
+        if self.mv is not None:
+            return self.mv
+        return memoryview(self._head + _read_exact(self.f, self.size - len(self._head), "file"))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.own:
+            self.f.close()
+
+
+def identify(source: Source) -> str:
+    """``"program"`` (.pte), ``"bundled"`` (.bpte) or ``"data"`` (.ptd), from bytes 4..8 only."""
+    with _Opened(source) as o:
+        return KINDS.get(o.head(8)[4:8], "program")
+
+
 def read(source: Source) -> tuple[RawProgram, str | None]:
-    """Read a ``.pte`` from a path, bytes-like object or binary file.
+    """Read a ``.pte`` (or the program a bundled ``.bpte`` carries) from a path, bytes or binary file.
 
     Returns the decoded program and the path (or ``None``). Raises
     :class:`PteFormatError` for anything that is not a valid program.
     """
-    path = None
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        mv = memoryview(source).cast("B") if isinstance(source, memoryview) else memoryview(source)
-        header = parse_header(mv[:HEAD_BYTES], len(mv))
-        flat = mv[: header.program_size]
-    elif isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        try:
-            f = open(path, "rb")
-        except IsADirectoryError:
-            raise PteFormatError(f"{path} is a directory, not a .pte file") from None
-        with f:
-            header, flat = _read_file(f)
-    elif hasattr(source, "read"):
-        header, flat = _read_file(source)
-        path = getattr(source, "name", None)
-        path = path if isinstance(path, str) else None
-    else:
-        raise TypeError(f"expected a path, bytes or a binary file, not {type(source).__name__}")
-    return decode_program(flat, header), path
+    with _Opened(source) as o:
+        kind = KINDS.get(o.head(8)[4:8], "program")
+        if kind == "data":
+            raise PteFormatError("this is a .ptd data file (FlatTensor, b'FT01'), not a program: "
+                                 "open it with pte_lab.open, or pass it as data= with its program")
+        if kind == "bundled":
+            whole = o.whole()
+            bundle = decode_bundled(whole)
+            start, length = bundle.program
+            carried = whole[start : start + length]
+            header = parse_header(carried[:HEAD_BYTES], length)
+            raw = decode_program(carried[: header.program_size], header)
+            raw.bundled, raw.container = bundle, whole
+            return raw, o.path
+        header = parse_header(o.head(HEAD_BYTES), o.size)
+        return decode_program(o.prefix(header.program_size, "flatbuffer"), header), o.path
 
 
-def _read_file(f: BinaryIO) -> tuple[Header, memoryview]:
-    try:
-        size = os.fstat(f.fileno()).st_size
-        start = f.tell()
-        size -= start
-    except (AttributeError, OSError, io.UnsupportedOperation):
-        start = f.tell()
-        f.seek(0, io.SEEK_END)
-        size = f.tell() - start
-        f.seek(start)
-    head = f.read(HEAD_BYTES)
-    header = parse_header(head, size)
-    if header.program_size <= len(head):
-        return header, memoryview(head[: header.program_size])
-    rest = _read_exact(f, header.program_size - len(head), "flatbuffer")
-    return header, memoryview(head + rest)
+def read_data(source: Source) -> tuple[RawData, str | None]:
+    """Read a ``.ptd`` data file's header and tables (never its tensor bytes)."""
+    with _Opened(source) as o:
+        header = parse_data_header(o.head(_flat_tensor.HEAD_BYTES), o.size)
+        return decode_data(o.prefix(header.flatbuffer_end, "flatbuffer"), header), o.path

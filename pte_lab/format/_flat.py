@@ -51,7 +51,7 @@ class Table:
     error messages.
     """
 
-    __slots__ = ("_buf", "_n", "_pos", "_fields", "_objlen", "_parent", "_label")
+    __slots__ = ("_buf", "_n", "_pos", "_fields", "_parent", "_label")
 
     def __init__(self, buf: memoryview, pos: int, where, label: str = ""):
         n = len(buf)
@@ -68,10 +68,9 @@ class Table:
         vtlen, objlen = _HH.unpack_from(buf, vt)
         if vtlen < 4 or vtlen % 2 or vt + vtlen > n:
             raise PteFormatError(f"{self.where}: malformed vtable (length {vtlen} at offset {vt})")
-        if objlen < 4 or pos + objlen > n:
+        if pos + objlen > n:
             raise PteFormatError(f"{self.where}: table of {objlen} bytes at {pos} runs past the flatbuffer")
         self._pos = pos
-        self._objlen = objlen
         # every field's offset in one read (vtables are a few entries long)
         k = (vtlen - 4) // 2
         self._fields = (_VT[k] if k < len(_VT) else struct.Struct(f"<{k}H")).unpack_from(buf, vt + 4)
@@ -83,16 +82,24 @@ class Table:
 
     # -- raw field location ---------------------------------------------------
     def _field(self, slot: int, size: int) -> int:
-        """Absolute position of field ``slot`` (0-based), or 0 when absent."""
+        """Absolute position of field ``slot`` (0-based), or 0 when absent.
+
+        As the flatbuffers verifier (and so ExecuTorch) checks it: the field
+        must lie inside the buffer. The object size the vtable states is not a
+        bound: some writers state one smaller than the end of their last field
+        (a ``DataSegment`` of 8 bytes whose 8-byte ``size`` sits at offset 4),
+        and ExecuTorch reads those files.
+        """
         fields = self._fields
         if slot >= len(fields):
             return 0
         off = fields[slot]
         if off == 0:
             return 0
-        if off < 4 or off + size > self._objlen:
-            raise PteFormatError(f"{self.where}: field {slot} at offset {off} lies outside its table")
-        return self._pos + off
+        at = self._pos + off
+        if at + size > self._n:
+            raise PteFormatError(f"{self.where}: field {slot} at offset {off} lies outside the flatbuffer")
+        return at
 
     def _deref(self, at: int, what: str) -> int:
         target = at + _U32.unpack_from(self._buf, at)[0]
@@ -224,8 +231,8 @@ class TableVector:
             yield self[i]
 
 
-def root_table(buf: memoryview) -> Table:
-    """The root table of a flatbuffer (the ``Program``)."""
+def root_table(buf: memoryview, name: str = "program") -> Table:
+    """The root table of a flatbuffer (the ``Program``, or ``name`` in error messages)."""
     if len(buf) < 8:
         raise PteFormatError(f"flatbuffer of {len(buf)} bytes is too small to hold a root table")
-    return Table(buf, _U32.unpack_from(buf, 0)[0], "program")
+    return Table(buf, _U32.unpack_from(buf, 0)[0], name)

@@ -16,6 +16,7 @@ import numpy as np
 from ..devices import device_name
 from ..errors import PteFormatError
 from ._flat import Table, root_table
+from .bundled import RawBundled
 from .header import Header
 
 # EValue union tags (KernelTypes)
@@ -109,6 +110,10 @@ class RawProgram:
     _root: Table = field(repr=False, default=None)
     _inline_sizes: list[int] = field(repr=False, default_factory=list)
     _plans: dict[int, RawPlan] = field(repr=False, default_factory=dict)
+    #: the test suites when the program came inside a bundled program (``.bpte``)
+    bundled: "RawBundled | None" = None
+    #: the bundled file's bytes (its test tensors are read from there on demand)
+    container: memoryview | None = field(repr=False, default=None)
 
     def plan(self, i: int) -> RawPlan:
         """Execution plan ``i``, decoded on first use (methods are read lazily) and kept.

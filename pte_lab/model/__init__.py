@@ -6,6 +6,8 @@ findings and load-cost predictions for ExecuTorch's three loaders.
 """
 
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse
+from .bundled import Bundled, BundledValue, TestSuite
+from .data import DataFile, NamedTensor, open_data
 from .findings import Finding, Kind
 from .load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
 from .method import Delegate, Instruction, IOSpec, Method
@@ -14,5 +16,5 @@ from .pte import Pte, Segment, open_pte
 __all__ = [
     "Pte", "Method", "Arena", "PlannedTensor", "IOSpec", "Instruction", "Delegate", "Segment",
     "Finding", "Kind", "Analysis", "analyse", "LOADERS", "STEPS", "LOAD_COST_COLUMNS", "TENSOR_COLUMNS",
-    "open_pte",
+    "open_pte", "open_data", "DataFile", "NamedTensor", "Bundled", "BundledValue", "TestSuite",
 ]

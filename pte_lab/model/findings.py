@@ -45,6 +45,10 @@ class Kind(str, Enum):
     STATE_NOT_SHARED = ("state_not_shared", "warning")
     #: constants live in an external .ptd file
     EXTERNAL_DATA = ("external_data", "info")
+    #: the .ptd given with the program lacks keys the program needs
+    EXTERNAL_DATA_MISSING = ("external_data_missing", "error")
+    #: constants stored inline in the deprecated constant_buffer table: ExecuTorch 1.5.1 refuses the file
+    CONSTANT_BUFFER_PATH = ("constant_buffer_path", "error")
     #: an arena lives on a device: loading needs that device's allocator
     DEVICE_ALLOCATOR = ("device_allocator", "info")
     #: tensors tagged for a device are planned in host arenas
@@ -217,9 +221,34 @@ def program_findings(p: "Pte") -> list[Finding]:
         out.append(Finding(Kind.SHARED_ARENAS, None, shared_arenas_message(host), {"methods": host}))
     out.extend(_state_findings(p))
     if p.expects_external_data:
-        out.append(Finding(Kind.EXTERNAL_DATA, None,
-                           f"{len(p.external_keys)} constants live in an external .ptd file: "
-                           f"pass it as data_path when loading", {"keys": p.external_keys}))
+        keys = p.external_keys
+        data = getattr(p, "data", None)
+        if data is None:
+            out.append(Finding(Kind.EXTERNAL_DATA, None,
+                               f"{len(keys)} constants live in an external .ptd file: "
+                               f"pass it as data_path when loading", {"keys": keys}))
+        else:
+            have = set(data.keys)
+            missing = [k for k in keys if k not in have]
+            name = data.path or "the .ptd file"
+            if missing:
+                shown = ", ".join(repr(k) for k in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+                out.append(Finding(Kind.EXTERNAL_DATA_MISSING, None,
+                                   f"{name} lacks {len(missing)} of the {len(keys)} keys the program needs ({shown}): "
+                                   f"loading a method that uses them fails", {"missing": missing}))
+            else:
+                per = p.external_bytes_by_method()
+                out.append(Finding(Kind.EXTERNAL_DATA, None,
+                                   f"{name} has all {len(keys)} keys the program needs; "
+                                   + ", ".join(f"{m} maps {human_bytes(b)}" for m, b in per.items()),
+                                   {"keys": keys, "bytes_by_method": per}))
+    inline = getattr(p, "inline_constant_bytes", 0)
+    if inline:
+        out.append(Finding(Kind.CONSTANT_BUFFER_PATH, None,
+                           f"{human_bytes(inline)} of constants are stored inline in the deprecated "
+                           f"constant_buffer table: ExecuTorch 1.5.1's runtime refuses such a file at "
+                           f"load_program (error 0x23, the constant_buffer path is disabled in its builds); "
+                           f"re-export it with a current ExecuTorch", {"bytes": inline}))
     for m in p.methods.values():
         out.extend(m.findings())
     return out

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..errors import PteFormatError
 from ..format import RawProgram, Source, read
+from .bundled import Bundled
+from .data import DataFile, open_data
 from .findings import Finding, program_findings
 from .load_cost import LOAD_COST_COLUMNS, LOADERS, PlanArenas, allocations
 from .method import Method
@@ -59,9 +61,13 @@ class _Methods(Mapping):
 class Pte:
     """A ``.pte`` file read without loading it: open one with :func:`pte_lab.open`."""
 
-    def __init__(self, raw: RawProgram, path: str | None = None):
+    def __init__(self, raw: RawProgram, path: str | None = None, data: DataFile | None = None):
         self._raw = raw
         self.path = path
+        #: the test suites, when the program came in a bundled program (``.bpte``); else None
+        self.bundled: Bundled | None = Bundled(raw.bundled, raw.container) if raw.bundled is not None else None
+        #: the external data file (``.ptd``) given with the program, if any
+        self.data: DataFile | None = data
         h = raw.header
         self.file_size: int = h.file_size
         #: bytes of the flatbuffer (program tables) at the start of the file
@@ -90,6 +96,11 @@ class Pte:
         return self._raw.constant_bytes + self._raw.inline_constant_bytes
 
     @property
+    def inline_constant_bytes(self) -> int:
+        """Bytes of constants stored inline in the flatbuffer (the deprecated ``constant_buffer`` path)."""
+        return self._raw.inline_constant_bytes
+
+    @property
     def delegate_bytes(self) -> dict[str, int]:
         """Bytes of delegate blobs (processed data) per backend id."""
         return dict(self._raw.delegate_bytes)
@@ -103,15 +114,46 @@ class Pte:
         return [k for k, _ in self._raw.named_data]
 
     @cached_property
-    def external_keys(self) -> list[str]:
-        """Constant tensors whose data lives in an external ``.ptd`` file."""
-        keys = []
+    def _external_uses(self) -> dict[str, list[str]]:
+        """key -> the methods whose constants come from that key of an external ``.ptd`` file."""
+        uses: dict[str, list[str]] = {}
         for m in self.methods.values():
             for i, v in enumerate(m.raw.values):
                 t = v.tensor
                 if t is not None and t.location == 1 and t.mem_id is None:
-                    keys.append(t.fqn or f"{m.name}:value{i}")
-        return sorted(set(keys))
+                    users = uses.setdefault(t.fqn or f"{m.name}:value{i}", [])
+                    if m.name not in users:
+                        users.append(m.name)
+        return uses
+
+    @property
+    def external_keys(self) -> list[str]:
+        """Constant tensors whose data lives in an external ``.ptd`` file."""
+        return sorted(self._external_uses)
+
+    def external_data(self) -> "pd.DataFrame":
+        """Per key the program needs from a ``.ptd``: the methods using it, and (with ``data``) its bytes.
+
+        Columns: key, methods, present (None without a data file), nbytes.
+        """
+        import pandas as pd
+
+        have = {t.key: t for t in self.data.tensors} if self.data is not None else None
+        rows = [(k, tuple(users), None if have is None else k in have,
+                 have[k].nbytes if have is not None and k in have else None)
+                for k, users in sorted(self._external_uses.items())]
+        return pd.DataFrame(rows, columns=["key", "methods", "present", "nbytes"])
+
+    def external_bytes_by_method(self) -> dict[str, int]:
+        """Bytes of the attached ``.ptd`` each method maps (keys it uses that the file has)."""
+        if self.data is None:
+            return {}
+        sizes = {t.key: t.nbytes for t in self.data.tensors}
+        out: dict[str, int] = {}
+        for key, users in self._external_uses.items():
+            for m in users:
+                out[m] = out.get(m, 0) + sizes.get(key, 0)
+        return out
 
     @property
     def expects_external_data(self) -> bool:
@@ -181,15 +223,20 @@ class Pte:
             return f"<Pte {self.path or '<bytes>'}: {len(self.methods)} methods; unreadable: {exc}>"
 
 
-def open_pte(source: Source) -> Pte:
+def open_pte(source: Source, data: "Source | DataFile | None" = None) -> Pte:
     """Open a ``.pte`` from a path, bytes or a binary file, without loading it.
 
     Reads the header and the flatbuffer only (never segment data) and checks
-    the header and every segment against the file. Methods are decoded when
+    the header and every segment against the file. A bundled program
+    (``.bpte``) opens as the program it carries, with its test suites in
+    ``pte.bundled``. ``data`` is the program's external data file (``.ptd``):
+    findings then say whether it has every key the program needs. Methods are decoded when
     first used. Imports neither torch nor executorch.
 
     Raises :class:`pte_lab.PteFormatError` (a ``ValueError``) for anything that
     is not a valid program.
     """
     raw, path = read(source)
-    return Pte(raw, path)
+    if data is not None and not isinstance(data, DataFile):
+        data = open_data(data)
+    return Pte(raw, path, data)

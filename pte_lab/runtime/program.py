@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import warnings
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -98,6 +100,39 @@ def _validate_everything(pte: Pte) -> None:
                 raise PteFormatError(f"method {m.name!r}: {f.message}")
 
 
+def _carried_program_file(pte: Pte) -> str:
+    """The program a bundled ``.bpte`` carries, written to a temporary ``.pte`` for the runtime."""
+    start, length = pte.raw.bundled.program
+    fd, tmp = tempfile.mkstemp(suffix=".pte", prefix="pte_lab_bundled_")
+    with os.fdopen(fd, "wb") as f:
+        f.write(pte.raw.container[start : start + length])
+    return tmp
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _torch_value(v):
+    """A bundled case's value for the runtime: ``(dtype, shape, bytes)`` becomes a tensor."""
+    if not isinstance(v, tuple):
+        return v
+    import torch
+
+    dtype, shape, data = v
+    t = getattr(torch, dtype)
+    if not data:
+        return torch.empty(shape, dtype=t)
+    return torch.frombuffer(bytearray(data), dtype=t).reshape(shape)
+
+
+#: ExecuTorch's own tolerances for bundled outputs (verify_result_with_bundled_expected_output)
+BUNDLED_RTOL, BUNDLED_ATOL = 1e-5, 1e-8
+
+
 class LabMethod:
     """A loaded method: call it like a function; its memory is in the program's report."""
 
@@ -137,6 +172,11 @@ class LabProgram:
         self.isolated = isolate
         self.force = force
         self.plan: Pte = _checked_plan(path)
+        self._cleanup = None
+        load_path = path
+        if self.plan.bundled is not None:  # the runtime loads the program the .bpte carries
+            load_path = _carried_program_file(self.plan)
+            self._cleanup = weakref.finalize(self, _remove, load_path)
         self.loader = _loader_for_version()
         self._costs = self.plan.load_cost_records(self.loader)
         devices = sorted({d for m in self.plan.methods.values() for d in m.devices})
@@ -154,7 +194,7 @@ class LabProgram:
                 self._engine = LocalEngine(devices)
             self._ledger_start = self._engine.call("ledger_mark")
             self._check_budget("load_program", None, self._predicted("load_program", None))
-            measured = self._engine.call("load_program", path, data_path, "internal")
+            measured = self._engine.call("load_program", load_path, data_path, "internal")
         except BaseException as exc:
             if self._engine is not None:
                 self._engine.close()  # nothing of a failed load stays behind (no worker, no engine)
@@ -272,6 +312,52 @@ class LabProgram:
         return ExecuTorchError(f"ExecuTorch failed at {step} of {what}: {type_name}: {message}",
                                step=step, method=method, runtime_type=type_name, runtime_message=message)
 
+    def run_bundled_tests(self, rtol: float = BUNDLED_RTOL, atol: float = BUNDLED_ATOL) -> "pd.DataFrame":
+        """Run every test case a bundled program (``.bpte``) carries through ExecuTorch.
+
+        Each method is loaded once and its cases run in order (as ExecuTorch's
+        bundled runner does). An output passes when ``|actual - expected| <=
+        atol + rtol * |expected|`` everywhere (ExecuTorch's defaults). Columns:
+        method, case, passed, max_abs_error, error.
+        """
+        import pandas as pd
+        import torch
+
+        if self.plan.bundled is None:
+            raise PteLabError(f"{os.fspath(self.path)} is not a bundled program: it carries no test cases")
+        rows = []
+        for suite in self.plan.bundled.suites:
+            try:
+                method = self.load_method(suite.method)
+            except PteLabError as exc:
+                rows += [(suite.method, i, False, None, f"{type(exc).__name__}: {exc}") for i in range(suite.cases)]
+                continue
+            for i in range(suite.cases):
+                inputs, expected = self.plan.bundled.case(suite.method, i)
+                try:
+                    outs = method(*[_torch_value(v) for v in inputs])
+                except PteLabError as exc:
+                    rows.append((suite.method, i, False, None, f"{type(exc).__name__}: {exc}"))
+                    continue
+                want = [_torch_value(v) for v in expected]
+                ok, worst, why = len(outs) == len(want), 0.0, ""
+                if not ok:
+                    why = f"{len(outs)} outputs, {len(want)} expected"
+                for o, e in zip(outs, want):
+                    if isinstance(e, torch.Tensor):
+                        if not isinstance(o, torch.Tensor) or o.shape != e.shape:
+                            ok, why = False, f"output shape {getattr(o, 'shape', type(o))} vs expected {tuple(e.shape)}"
+                            continue
+                        diff = (o.double() - e.double()).abs()
+                        worst = max(worst, float(diff.max()) if diff.numel() else 0.0)
+                        ok = ok and bool(torch.allclose(o.double(), e.double(), rtol=rtol, atol=atol))
+                    else:
+                        ok = ok and o == e
+                rows.append((suite.method, i, ok, worst, why))
+        df = pd.DataFrame(rows, columns=["method", "case", "passed", "max_abs_error", "error"])
+        df.attrs.update(rtol=rtol, atol=atol)
+        return df
+
     def release(self) -> None:
         """Drop the runtime's program and methods; the memory they held is given back (and measured)."""
         if self._released:
@@ -290,6 +376,8 @@ class LabProgram:
         if self._engine.alive:
             self.release()
         self._engine.close()
+        if self._cleanup is not None:
+            self._cleanup()  # the carried program's temporary file
 
     def __enter__(self):
         return self

@@ -15,7 +15,7 @@ from importlib.resources import files
 
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio
 from .rows import METHOD_HEADERS, TENSOR_TABLE, load_cost_rows, method_rows
-from .text import arena_text, method_text, pte_text
+from .text import arena_text, data_text, method_text, pte_text
 
 _MAX_TENSOR_ROWS = 200
 
@@ -179,8 +179,22 @@ def pte_html(p) -> str:
     parts.append(_section("Load cost", _load_cost_table(p), open_=True))
     for m in p.methods.values():
         parts.append(_section(f"Method {m.name}", _method_body(m), human_bytes(m.planned_bytes)))
+    if p.bundled is not None:
+        rows = [[escape(s.method), str(s.cases), escape(", ".join(v.describe() for v in s.inputs)),
+                 escape(", ".join(v.describe() for v in s.expected_outputs))] for s in p.bundled.suites]
+        parts.append(_section("Bundled test suites", _table(["method", "cases", "inputs", "expected outputs"],
+                                                            rows, numeric={1}), str(len(rows)), open_=True))
     if p.segments:
         seg_rows = [[str(s.index), escape(s.kind), f"{s.offset:,}", human_bytes(s.size)] for s in p.segments]
         parts.append(_section("Segments", _table(["#", "kind", "offset", "size"], seg_rows, numeric={0, 2, 3}),
                               str(len(p.segments))))
     return _wrap("".join(parts), pte_text(p))
+
+
+def data_html(d) -> str:
+    head = (f"<div class='pte-header'>ExecuTorch data file <span class='pte-path'>{escape(d.path or '<bytes>')}"
+            f"</span></div><div class='pte-sub'>{human_bytes(d.file_size)} file &middot; {len(d.tensors)} named "
+            f"tensors &middot; {human_bytes(d.data_bytes)} of data</div>")
+    rows = [[escape(t.key), escape(t.dtype or "-"), escape(str(list(t.shape)) if t.shape is not None else "-"),
+             human_bytes(t.nbytes)] for t in d.tensors]
+    return _wrap(head + _table(["key", "dtype", "shape", "bytes"], rows, numeric={3}), data_text(d))

@@ -25,8 +25,15 @@ or a change of meaning bumps it)::
       },
       "load_cost": {"corrected"|"legacy"|"module": [{"step", "method", "sharing", "mem_id",
                     "runtime_index", "device", "bytes", "used_by"}]},
-      "warnings": [{"severity", "kind", "method", "message"}]
+      "warnings": [{"severity", "kind", "method", "message"}],
+      "bundled": {"version", "program_bytes", "suites": [{"method", "cases",        # .bpte only
+                  "inputs"/"expected_outputs": [{"kind", "dtype", "shape", "value"}]}]},
+      "data": {"path", "keys", "missing"}                                            # with --data only
     }
+
+A ``.ptd`` file alone gives the document ``pte_lab.data`` version 1:
+``{"schema", "version", "file": {"path", "size", "data_bytes"}, "tensors": [{"key", "dtype",
+"shape", "nbytes", "segment", "offset"}]}``.
 
 Tensor keys are :data:`pte_lab.model.TENSOR_COLUMNS`; load-cost keys are
 :data:`pte_lab.model.LOAD_COST_COLUMNS` less ``loader``. Conventions: ``mem_id``
@@ -40,7 +47,15 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ..model.load_cost import LOADERS
-from .rows import arena_records, delegate_records, finding_records, io_records, tensor_records
+from .rows import (
+    arena_records,
+    bundled_record,
+    data_tensor_records,
+    delegate_records,
+    finding_records,
+    io_records,
+    tensor_records,
+)
 
 SCHEMA = "pte_lab.inspect"
 VERSION = 1
@@ -62,7 +77,7 @@ def method_dict(m) -> dict:
 
 def document(p, methods: list[str] | None = None) -> dict:
     names = list(p.methods) if methods is None else methods
-    return {
+    doc = {
         "schema": SCHEMA,
         "version": VERSION,
         "file": {
@@ -84,3 +99,17 @@ def document(p, methods: list[str] | None = None) -> dict:
         },
         "warnings": finding_records(p.warnings(), with_method=True),
     }
+    if p.bundled is not None:
+        doc["bundled"] = bundled_record(p.bundled)
+    if p.data is not None:
+        have = set(p.data.keys)
+        doc["data"] = {"path": p.data.path, "keys": p.data.keys,
+                       "missing": [k for k in p.external_keys if k not in have]}
+    return doc
+
+
+def data_document(d) -> dict:
+    """The JSON document of a ``.ptd`` file (``pte_lab.data`` version 1)."""
+    return {"schema": "pte_lab.data", "version": 1,
+            "file": {"path": d.path, "size": d.file_size, "data_bytes": d.data_bytes},
+            "tensors": data_tensor_records(d)}

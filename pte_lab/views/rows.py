@@ -13,7 +13,7 @@ from operator import attrgetter
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.load_cost import LOADERS, STEPS
 
-__all__ = ["state_summary", "MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
+__all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
            "io_records", "delegate_records", "arena_records", "finding_records"]
 
 
@@ -103,3 +103,21 @@ def state_summary(m) -> tuple[int, int, list[str]]:
     """
     state = [t for t in m.planned if t.role == "mutable_buffer" and m.storage_of(t.value) == t.value]
     return len(state), sum(t.nbytes for t in state), [t.name for t in state if t.name]
+
+
+def _value_record(v) -> dict:
+    return {"kind": v.kind, "dtype": v.dtype, "shape": list(v.shape) if v.shape is not None else None,
+            "value": v.value}
+
+
+def bundled_record(b) -> dict:
+    """A bundled program's test suites (JSON section ``bundled``)."""
+    return {"version": b.version, "program_bytes": b.program_bytes,
+            "suites": [{"method": s.method, "cases": s.cases, "inputs": [_value_record(v) for v in s.inputs],
+                        "expected_outputs": [_value_record(v) for v in s.expected_outputs]} for s in b.suites]}
+
+
+def data_tensor_records(d) -> list[dict]:
+    """A ``.ptd`` file's named tensors."""
+    return [{"key": t.key, "dtype": t.dtype, "shape": list(t.shape) if t.shape is not None else None,
+             "nbytes": t.nbytes, "segment": t.segment, "offset": t.offset} for t in d.tensors]

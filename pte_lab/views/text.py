@@ -16,7 +16,7 @@ from ..model.load_cost import LOADERS
 from ..units import SIZE_OVER_PEAK, count, human_bytes, ratio
 from .rows import METHOD_HEADERS, load_cost_rows, method_rows, state_summary
 
-__all__ = ["pte_text", "method_text", "arena_text", "arena_picture"]
+__all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text"]
 
 _GLYPHS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -95,9 +95,11 @@ def _indent(s: str, n: int = 2) -> str:
 
 def pte_text(p) -> str:
     src = p.path or "<bytes>"
+    carried = (f" (carried in a {human_bytes(p.bundled.file_size)} bundled program)"
+               if p.bundled is not None else "")
     lines = [
-        f"Pte {src}: {human_bytes(p.file_size)} ({p.file_size:,} bytes), "
-        f"flatbuffer {human_bytes(p.flatbuffer_size)}, {len(p.methods)} methods",
+        f"Pte {src}: {human_bytes(p.file_size)} ({p.file_size:,} bytes){carried}, "
+        f"flatbuffer {human_bytes(p.flatbuffer_size)}, {count(len(p.methods), 'method')}",
         f"  constants {human_bytes(p.constant_bytes)}"
         + "".join(f", {b} delegate {human_bytes(n)}" for b, n in p.delegate_bytes.items())
         + (f", named data {human_bytes(p.named_data_bytes)} ({len(p.named_data_keys)} keys)"
@@ -116,6 +118,15 @@ def pte_text(p) -> str:
     for loader in LOADERS:
         parts = by_loader.get(loader)
         lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing"))
+    if p.bundled is not None:
+        b = p.bundled
+        lines.append("")
+        lines.append(f"  bundled program (version {b.version}): {count(len(b.suites), 'test suite')}, "
+                     f"{count(sum(s.cases for s in b.suites), 'case')}")
+        for s in b.suites:
+            lines.append(f"    {s.method}: {count(s.cases, 'case')}; inputs "
+                         f"{', '.join(v.describe() for v in s.inputs) or '-'}; expected "
+                         f"{', '.join(v.describe() for v in s.expected_outputs) or '-'}")
     warns = p.warnings()
     if warns:
         lines.append("")
@@ -157,4 +168,16 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     legend = ", ".join(f"{glyph[t.value]}=v{t.value}" + (f" {t.name}" if t.name else "") for t in tensors[:26])
     more = f", ... ({len(tensors)} tensors)" if len(tensors) > 26 else ""
     lines.append(f"legend: {legend}{more}")
+    return "\n".join(lines)
+
+
+def data_text(d) -> str:
+    """A ``.ptd`` data file: its named tensors."""
+    lines = [f"Ptd {d.path or '<bytes>'}: {human_bytes(d.file_size)} ({d.file_size:,} bytes), "
+             f"{count(len(d.tensors), 'named tensor')}, {human_bytes(d.data_bytes)} of data"]
+    rows = [[t.key, t.dtype or "-", str(list(t.shape)) if t.shape is not None else "-", f"{t.nbytes:,}",
+             human_bytes(t.nbytes)] for t in d.tensors]
+    if rows:
+        lines.append("")
+        lines.append(_indent(_table(["key", "dtype", "shape", "bytes", "size"], rows)))
     return "\n".join(lines)

@@ -1,0 +1,299 @@
+"""Files from elsewhere: other writers' quirks, older ExecuTorch versions, non-default export options,
+bundled programs (.bpte) and external data (.ptd). pte_lab must read what ExecuTorch reads, the same way."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("executorch.runtime")
+
+import pte_lab  # noqa: E402
+from pte_lab import ExecuTorchError, PteFormatError  # noqa: E402
+from pte_lab.cli import main  # noqa: E402
+from pte_lab.format import read  # noqa: E402
+from pte_lab.model.dtypes import SCALAR_TYPES  # noqa: E402
+from tests.test_against_executorch import check_against_executorch  # noqa: E402
+
+deser = pytest.importorskip("executorch.exir._serialize._program")
+
+
+def _run(path, method, inputs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pte_lab.load(path) as prog:
+            return prog.load_method(method)(*inputs)
+
+
+# ------------------------------------------------------------------ reader rules
+def test_a_vtable_smaller_than_its_fields_is_read_as_executorch_reads_it(program_path, tmp_path):
+    """Some writers give DataSegment a vtable object size (8) below the end of its 8-byte size field at 4."""
+    data = bytearray(program_path("portable").read_bytes())
+    raw, _ = read(bytes(data))
+    seg = raw._root.tables(4, "segments")[0]
+    vt = seg._pos - struct.unpack_from("<i", data, seg._pos)[0]
+    fields = struct.unpack_from(f"<{(struct.unpack_from('<H', data, vt)[0] - 4) // 2}H", data, vt + 4)
+    assert max(fields) + 8 > 8  # the size field ends past offset 8
+    struct.pack_into("<H", data, vt + 2, 8)  # object size 8
+    path = tmp_path / "small_object.pte"
+    path.write_bytes(data)
+    pte, orig = pte_lab.open(path), pte_lab.open(program_path("portable"))
+    assert [(s.kind, s.offset, s.size) for s in pte.segments] == [(s.kind, s.offset, s.size) for s in orig.segments]
+    check_against_executorch(bytes(data))
+    ref = deser.deserialize_pte_binary(bytes(data)).program
+    assert [bytes(b.storage) for b in ref.constant_buffer] == [
+        bytes(b.storage) for b in deser.deserialize_pte_binary(program_path("portable").read_bytes()).program.constant_buffer]
+    x = torch.randn(4, 32)
+    assert torch.equal(_run(path, "forward", [x])[0], _run(program_path("portable"), "forward", [x])[0])
+
+
+def test_a_field_past_the_buffer_is_still_refused(program_path):
+    data = bytearray(program_path("portable").read_bytes())
+    raw, _ = read(bytes(data))
+    seg = raw._root.tables(4, "segments")[0]
+    vt = seg._pos - struct.unpack_from("<i", data, seg._pos)[0]
+    struct.pack_into("<H", data, vt + 4 + 2, 0xFFF0)  # the size field far past the flatbuffer
+    with pytest.raises(PteFormatError, match="outside the flatbuffer"):
+        pte_lab.open(bytes(data))
+
+
+def test_the_deprecated_constant_buffer_path_is_named(program_path, tmp_path):
+    """Constants inline in constant_buffer (no constant segment): ExecuTorch 1.5.1 refuses; pte_lab says why."""
+    from executorch.exir._serialize._program import _program_to_flatbuffer
+
+    prog = deser.deserialize_pte_binary(program_path("portable").read_bytes()).program
+    assert any(len(b.storage) for b in prog.constant_buffer)  # the deserializer inlines them
+    path = tmp_path / "constant_buffer.pte"
+    path.write_bytes(bytes(_program_to_flatbuffer(prog).data))
+    pte = pte_lab.open(path)
+    assert pte.inline_constant_bytes == sum(len(b.storage) for b in prog.constant_buffer)
+    (f,) = [w for w in pte.warnings() if w.kind == "constant_buffer_path"]
+    assert f.severity == "error" and "re-export" in f.message
+    with pytest.raises(ExecuTorchError) as info:  # what ExecuTorch does with it
+        pte_lab.load(path)
+    assert info.value.step == "load_program" and "0x:23" in info.value.runtime_message
+
+
+# ------------------------------------------------------- other versions and options
+@pytest.fixture(scope="session")
+def legacy_programs(legacy_python, tmp_path_factory):
+    out = tmp_path_factory.mktemp("legacy")
+    r = subprocess.run([legacy_python, "tests/legacy_export.py", str(out)], capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "1.4.1"
+    return out
+
+
+@pytest.mark.parametrize("name", ["mlp_portable", "mlp_xnnpack", "buffer"])
+def test_files_written_by_executorch_1_4_1(legacy_programs, name):
+    path = legacy_programs / f"{name}.pte"
+    check_against_executorch(path.read_bytes())
+    ref = torch.load(legacy_programs / f"{name}.ref.pt", weights_only=True)
+    out = _run(path, "forward", ref["inputs"])  # ExecuTorch 1.5.1's runtime
+    assert torch.allclose(out[0], ref["outputs"][0], atol=1e-5)
+    if name == "buffer":
+        (t,) = [t for t in pte_lab.open(path).methods["forward"].planned if t.role == "mutable_buffer"]
+        assert t.shape == (16, 8)
+
+
+OPTIONS = {
+    "inline_delegates": {"extract_delegate_segments": False},
+    "aligned_segments": {"segment_alignment": 4096, "constant_tensor_alignment": 64},
+    "stacktrace": {"emit_stacktrace": True},
+}
+
+
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_non_default_export_options(option, tmp_path, program_path):
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import ExecutorchBackendConfig
+
+    from pte_lab import examples
+
+    torch.manual_seed(0)
+    mods = examples._modules()
+    eps = {"forward": examples._export(mods["MLP"](), (torch.randn(4, 32),))}
+    data = examples._lower(eps, partitioner={"forward": [XnnpackPartitioner()]},
+                           backend_config=ExecutorchBackendConfig(**OPTIONS[option]))
+    check_against_executorch(data)
+    pte = pte_lab.open(data)
+    if option == "inline_delegates":
+        assert pte.methods["forward"].delegates[0].location == "inline"
+    if option == "aligned_segments":
+        assert all(s.offset % 4096 == 0 for s in pte.segments)
+    path = tmp_path / f"{option}.pte"
+    path.write_bytes(data)
+    x = torch.randn(4, 32)
+    assert torch.allclose(_run(path, "forward", [x])[0], _run(program_path("portable"), "forward", [x])[0],
+                          atol=1e-5)  # same seeded MLP
+
+
+# --------------------------------------------------------------------- bundled
+@pytest.fixture(scope="module")
+def bundled_path(program_dir):
+    from pte_lab import examples
+
+    path = program_dir / "bundled.bpte"
+    if not path.exists():
+        path.write_bytes(examples.build("bundled"))
+    return path
+
+
+def test_a_bundled_program_opens_as_its_program_with_its_suites(bundled_path):
+    from executorch.devtools.bundled_program.serialize import deserialize_from_flatbuffer_to_bundled_program
+
+    data = bundled_path.read_bytes()
+    ref = deserialize_from_flatbuffer_to_bundled_program(data)
+    pte = pte_lab.open(bundled_path)
+    check_against_executorch(bytes(ref.program))  # the carried program, field by field
+    assert set(pte.methods) == {"forward", "affine"}
+    assert pte.bundled.file_size == len(data) and pte.bundled.program_bytes == len(ref.program)
+    suites = {s.method: s for s in pte.bundled.suites}
+    for rs in ref.method_test_suites:
+        s = suites[rs.method_name]
+        assert s.cases == len(rs.test_cases)
+        for i, case in enumerate(rs.test_cases):
+            inputs, expected = pte.bundled.case(rs.method_name, i)
+            for (dtype, shape, raw), v in zip(inputs + expected, list(case.inputs) + list(case.expected_outputs)):
+                t = v.val  # ExecuTorch's schema Tensor: scalar type code, sizes, bytes
+                assert (dtype, tuple(shape)) == (SCALAR_TYPES[int(t.scalar_type)][0], tuple(t.sizes))
+                assert raw == bytes(t.data)
+    assert pte.bundled.table().set_index("method").loc["forward", "inputs"] == "float32[4, 32]"
+
+
+def test_bundled_inspect_text_and_json(bundled_path, capsys):
+    assert main(["inspect", str(bundled_path)]) == 0
+    out = capsys.readouterr().out
+    assert "bundled program (version" in out and "forward: 3 cases; inputs float32[4, 32]" in out
+    assert main(["inspect", str(bundled_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {s["method"]: s["cases"] for s in doc["bundled"]["suites"]} == {"forward": 3, "affine": 3}
+    assert set(doc["methods"]) == {"forward", "affine"}
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_bundled_tests_run_and_agree_with_executorchs_own_verification(bundled_path, isolate):
+    from executorch.extension.pybindings import portable_lib
+
+    bp = portable_lib._load_bundled_program_from_buffer(bundled_path.read_bytes())
+
+    def executorch_says(method, i, atol):
+        try:
+            bp.verify_result_with_bundled_expected_output(method, i, 1e-5, atol)
+            return True
+        except RuntimeError:
+            return False
+
+    with pte_lab.load(bundled_path, isolate=isolate) as prog:
+        for atol in (1e-8, 1e-6):  # ExecuTorch's default, and a looser one
+            df = prog.run_bundled_tests(atol=atol)
+            assert len(df) == 6 and (df.error == "").all()
+            for r in df.itertuples():
+                assert r.passed == executorch_says(r.method, r.case, atol), (r.method, r.case, atol)
+            assert df.passed.all() or atol == 1e-8
+            assert (df.max_abs_error < 1e-5).all()
+
+
+def test_a_plain_program_has_no_bundled_tests(program_path):
+    with pte_lab.load(program_path("portable")) as prog:
+        with pytest.raises(pte_lab.PteLabError, match="not a bundled program"):
+            prog.run_bundled_tests()
+
+
+# ------------------------------------------------------------------------ .ptd
+@pytest.fixture(scope="module")
+def external_pair(tmp_path_factory):
+    from pte_lab import examples
+
+    d = tmp_path_factory.mktemp("external")
+    pte = examples.save("external", d / "external.pte")
+    (ptd,) = list(d.glob("*.ptd"))
+    return pte, ptd
+
+
+def test_a_ptd_lists_its_tensors_as_executorch_does(external_pair, capsys):
+    from executorch.extension.flat_tensor.serialize.serialize import _deserialize_to_flat_tensor
+
+    _, ptd = external_pair
+    d = pte_lab.open(ptd)
+    assert isinstance(d, pte_lab.DataFile)
+    ref = _deserialize_to_flat_tensor(ptd.read_bytes())
+    assert d.keys == [n.key for n in ref.named_data]
+    for t, n in zip(d.tensors, ref.named_data):
+        assert (t.segment, t.shape) == (n.segment_index, tuple(n.tensor_layout.sizes))
+        assert t.dtype == "float32" and t.nbytes == ref.segments[n.segment_index].size
+    assert d.table().nbytes.sum() == d.data_bytes == 29248
+    assert main(["inspect", str(ptd)]) == 0
+    assert "fc1.weight  float32  [64, 32]" in capsys.readouterr().out
+    assert main(["inspect", str(ptd), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == "pte_lab.data"
+
+
+def test_a_program_with_its_ptd_says_every_key_is_there(external_pair, capsys):
+    pte_path, ptd = external_pair
+    pte = pte_lab.open(pte_path, data=ptd)
+    ext = pte.external_data()
+    assert ext.present.all() and set(ext.key) == set(pte.data.keys)
+    assert pte.external_bytes_by_method() == {"forward": 29248}
+    (f,) = [w for w in pte.warnings() if w.kind == "external_data"]
+    assert "has all 6 keys" in f.message and "forward maps 28.6 KiB" in f.message
+    assert main(["inspect", str(pte_path), "--data", str(ptd), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["data"]["missing"] == []
+    # with the data file, the runtime loads and runs it
+    with pte_lab.load(pte_path, data_path=ptd) as prog:
+        assert prog.load_method("forward")(torch.randn(4, 32))[0].shape == (4, 16)
+
+
+def test_a_ptd_missing_keys_is_an_error_finding(external_pair):
+    from pte_lab.model import DataFile
+    from pte_lab.format import read_data
+
+    pte_path, ptd = external_pair
+    raw, path = read_data(ptd)
+    raw.tensors = [t for t in raw.tensors if not t.key.startswith("fc2")]
+    pte = pte_lab.open(pte_path, data=DataFile(raw, path))
+    (f,) = [w for w in pte.warnings() if w.kind == "external_data_missing"]
+    assert f.severity == "error" and set(f.details["missing"]) == {"fc2.weight", "fc2.bias"}
+    assert not pte.external_data().set_index("key").present["fc2.bias"]
+
+
+def test_a_ptd_is_not_a_program():
+    with pytest.raises(PteFormatError, match="is a .ptd data file"):
+        read(b"\x10\x00\x00\x00FT01FH01" + b"\x00" * 40)
+
+
+# ----------------------------------------------------------------------- fuzzing
+def test_fuzz_bundled_and_data_readers(bundled_path, external_pair):
+    """Seeded mutations of a .bpte and a .ptd: every outcome is a file or a PteFormatError, quickly."""
+    import os
+    import time
+
+    from tests.fuzzing import mutations
+
+    n = int(os.environ.get("PTE_LAB_FUZZ_CASES", "800"))
+    _, ptd = external_pair
+    for data, flat in ((bundled_path.read_bytes(), None), (ptd.read_bytes(), pte_lab.open(ptd)._raw.header.flatbuffer_end)):
+        flat = flat or len(data)  # a bundled file is one flatbuffer, the carried program inside it
+        errors, slowest = 0, 0.0
+        for buf in mutations(data, flat, "pte_lab-files", n):
+            t = time.perf_counter()
+            try:
+                f = pte_lab.open(buf)
+                repr(f), f._repr_html_()
+                if isinstance(f, pte_lab.DataFile):
+                    f.table()
+                else:
+                    f.to_dict()
+                    for s in (f.bundled.suites if f.bundled else ()):
+                        for i in range(s.cases):
+                            f.bundled.case(s.method, i)
+            except PteFormatError:
+                errors += 1
+            slowest = max(slowest, time.perf_counter() - t)
+        assert errors > n // 10 and slowest < 5.0
