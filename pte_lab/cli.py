@@ -1,6 +1,6 @@
 """``pte-lab``: inspect a ``.pte`` from the shell, or export an example program.
 
-    pte-lab inspect FILE [--data PTD] [--method M] [--json] [--width N] [--rows N]
+    pte-lab inspect FILE [--data PTD] [--method M] [--json] [--sizes] [--width N] [--rows N]
     pte-lab example NAME OUT [--side N]
     pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
     pte-lab legacy-env [--dir DIR]
@@ -44,6 +44,11 @@ def _inspect(args) -> int:
     if args.json:
         json.dump(document(pte, names), sys.stdout, indent=None if args.compact else 1)
         sys.stdout.write("\n")
+        return 0
+    if args.sizes:
+        from .views.text import layout_text
+
+        sys.stdout.write(layout_text(pte, top=args.rows) + "\n")
         return 0
     out = [pte_text(pte)]
     for n in names:
@@ -122,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "load costs; or the named tensors of a .ptd")
     i.add_argument("file")
     i.add_argument("--data", help="the program's external data file (.ptd): are all its keys there?")
+    i.add_argument("--sizes", action="store_true",
+                   help="where the file's bytes go: regions, the largest blobs, identical blobs stored twice")
     i.add_argument("--method", "-m", help="only this method")
     i.add_argument("--json", action="store_true", help="emit the pte_lab.inspect JSON document (version 1)")
     i.add_argument("--compact", action="store_true", help="with --json: no indentation")

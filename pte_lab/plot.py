@@ -41,11 +41,17 @@ def _plt():
     return plt
 
 
-def _bytes_axis(axis, top: float) -> None:
-    """Ticks at multiples of a power of two (4 KiB, 8 MiB...) labelled in binary units."""
+def _bytes_axis(axis, top: float, ticks: int | None = None) -> None:
+    """Ticks at multiples of a power of two (4 KiB, 8 MiB...) labelled in binary units.
+
+    ``ticks`` caps how many there are (a horizontal axis has room for fewer labels).
+    """
     from matplotlib.ticker import FuncFormatter, MultipleLocator
 
-    step = 2.0 ** max(0, int(np.floor(np.log2(max(top, 1) / 5))))
+    if ticks is None:
+        step = 2.0 ** max(0, int(np.floor(np.log2(max(top, 1) / 5))))
+    else:
+        step = 2.0 ** max(0, int(np.ceil(np.log2(max(top, 1) / ticks))))
     axis.set_major_locator(MultipleLocator(step))
     axis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(int(v)) if v >= 0 else ""))
 
@@ -238,4 +244,42 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
         ax.set_title(f"where planned arenas live · loader {loaders[0]}", fontsize=10)
     ax.legend(handles=[Patch(color=c, label=k) for k, c in cats.items()], fontsize=7, frameon=False,
               loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+#: colours of the file's regions (Okabe-Ito)
+REGION_COLORS = {
+    "constant": "#0072B2", "inline constant": "#56B4E9", "named data": "#009E73", "delegate": "#E69F00",
+    "inline delegate": "#F0E442", "mutable data": "#CC79A7", "flatbuffer": "#D55E00", "header": "#999999",
+    "padding": "#DDDDDD", "unused segment": "#000000",
+}
+
+
+def file_layout(pte: "Pte", ax: "Axes | None" = None, hashes: bool = True) -> "Axes":
+    """Where the file's bytes go: one bar per region, longest first, with bytes and share of the file.
+
+    Regions holding identical blobs stored twice get a hatched segment for the repeated bytes.
+    """
+    df = pte.file_layout(hashes=hashes)
+    total = int(df.bytes.sum())
+    by = df.groupby("region").bytes.sum().sort_values()
+    dup = df[df.duplicate_of.notna()].groupby("region").bytes.sum() if hashes else {}
+    if ax is None:
+        _, ax = _plt().subplots(figsize=(8, 0.45 * len(by) + 1.2), layout="constrained")
+    y = np.arange(len(by))
+    ax.barh(y, by.values, color=[REGION_COLORS.get(r, "#999999") for r in by.index], height=0.7)
+    for i, (region, v) in enumerate(by.items()):
+        d = int(dup.get(region, 0)) if hashes else 0
+        if d:
+            ax.barh(i, d, left=v - d, height=0.7, color="none", edgecolor="black", hatch="///", lw=0.6,
+                    label="identical bytes stored again" if "identical" not in ax.get_legend_handles_labels()[1]
+                    else None)
+        ax.annotate(f" {human_bytes(int(v))} ({100 * v / total:.1f}%)", (v, i), va="center", fontsize=8)
+    ax.set_yticks(y, list(by.index), fontsize=9)
+    ax.set_xlim(0, by.max() * 1.3)
+    _bytes_axis(ax.xaxis, by.max() * 1.3, ticks=5)
+    ax.set_xlabel("bytes in the file")
+    ax.set_title(f"{pte.path or 'program'} · {human_bytes(total)}: where the bytes go", fontsize=10)
+    if hashes and len(dup):
+        ax.legend(fontsize=8, frameon=False, loc="lower right")
     return ax

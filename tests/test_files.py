@@ -297,3 +297,48 @@ def test_fuzz_bundled_and_data_readers(bundled_path, external_pair):
                 errors += 1
             slowest = max(slowest, time.perf_counter() - t)
         assert errors > n // 10 and slowest < 5.0
+
+
+# ------------------------------------------------------------------ file layout
+@pytest.mark.parametrize("name", ["portable", "xnnpack", "external", "llm", "device"])
+def test_file_layout_accounts_for_every_byte(program_path, name):
+    path = program_path(name)
+    pte = pte_lab.open(path)
+    df = pte.file_layout()
+    assert df.bytes.sum() == path.stat().st_size
+    assert (df.offset.diff().dropna() > 0).all()  # in file order, no overlaps
+    assert ((df.offset + df.bytes).shift(1).fillna(0).astype(int) == df.offset).all()  # contiguous
+    consts = df[df.region == "constant"]
+    assert consts.bytes.sum() == sum(s.size for s in pte.segments if s.kind == "constants")
+    # bytes from memory give the same layout as the path
+    assert pte_lab.open(path.read_bytes()).file_layout().drop(columns="owner").equals(df.drop(columns="owner"))
+
+
+def test_identical_blobs_are_found_by_their_bytes(program_path):
+    path = program_path("xnnpack")
+    df = pte_lab.open(path).file_layout()
+    data = path.read_bytes()
+    dups = df[df.duplicate_of.notna()]
+    assert len(dups) >= 1
+    for r in dups.itertuples():
+        (first,) = df[df.name == r.duplicate_of].itertuples()
+        assert data[r.offset : r.offset + r.bytes] == data[first.offset : first.offset + first.bytes]
+    # and blobs not marked are all different
+    blobs = df[df.sha256.notna() & df.duplicate_of.isna()]
+    assert len({data[o : o + n] for o, n in zip(blobs.offset, blobs.bytes)}) == len(blobs)
+    (f,) = pte_lab.open(path).duplicate_blobs()
+    assert f.kind == "duplicate_blobs" and f.details["bytes"] == int(dups.bytes.sum())
+
+
+def test_inspect_sizes_and_plot(program_path, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from pte_lab import plot
+
+    path = program_path("llm")
+    assert main(["inspect", str(path), "--sizes", "--rows", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "region" in out and "largest blobs" in out and "constant" in out and "named data" in out
+    ax = plot.file_layout(pte_lab.open(path))
+    assert sum(p.get_width() for p in ax.patches if p.get_facecolor()[3] > 0) == path.stat().st_size

@@ -127,9 +127,13 @@ def read(source: Source) -> tuple[RawProgram, str | None]:
             header = parse_header(carried[:HEAD_BYTES], length)
             raw = decode_program(carried[: header.program_size], header)
             raw.bundled, raw.container = bundle, whole
+            raw.program_span = (start, length)
             return raw, o.path
         header = parse_header(o.head(HEAD_BYTES), o.size)
-        return decode_program(o.prefix(header.program_size, "flatbuffer"), header), o.path
+        raw = decode_program(o.prefix(header.program_size, "flatbuffer"), header)
+        if o.mv is not None:
+            raw.container = o.mv  # bytes in memory already: segment data can be read without a copy
+        return raw, o.path
 
 
 def read_data(source: Source) -> tuple[RawData, str | None]:

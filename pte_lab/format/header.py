@@ -41,6 +41,8 @@ class Header:
     segment_base_offset: int
     #: bytes of segment data the header declares (0 when not recorded)
     segment_data_size: int
+    #: length of the extended header at offset 8 (0 without one)
+    extended_length: int = 0
 
 
 def parse_header(head: bytes | memoryview, file_size: int) -> Header:
@@ -78,5 +80,5 @@ def parse_header(head: bytes | memoryview, file_size: int) -> Header:
                 )
         elif seg_size:
             raise PteFormatError(f"extended header: {seg_size} bytes of segment data but no segment base offset")
-        return Header(file_size, ident.decode(), True, program_size, base, seg_size)
+        return Header(file_size, ident.decode(), True, program_size, base, seg_size, length)
     return Header(file_size, ident.decode(), False, file_size, 0, 0)

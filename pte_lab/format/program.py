@@ -110,10 +110,19 @@ class RawProgram:
     _root: Table = field(repr=False, default=None)
     _inline_sizes: list[int] = field(repr=False, default_factory=list)
     _plans: dict[int, RawPlan] = field(repr=False, default_factory=dict)
+    #: the constant segment's index and its sub-segment offsets (one per constant buffer index)
+    constant_segment: int | None = None
+    constant_offsets: tuple[int, ...] = ()
+    #: (offset, length) in the flatbuffer of inline constant buffers and inline delegate blobs
+    inline_constant_spans: list[tuple[int, int]] = field(repr=False, default_factory=list)
+    inline_delegate_spans: list[tuple[int, int]] = field(repr=False, default_factory=list)
     #: the test suites when the program came inside a bundled program (``.bpte``)
     bundled: "RawBundled | None" = None
-    #: the bundled file's bytes (its test tensors are read from there on demand)
+    #: the source's bytes when they were given in memory, or the bundled file's bytes (test tensors
+    #: and segment data are read from there on demand); None when read from a file
     container: memoryview | None = field(repr=False, default=None)
+    #: where the program starts and ends inside ``container`` (a bundled file carries it inside)
+    program_span: tuple[int, int] | None = None
 
     def plan(self, i: int) -> RawPlan:
         """Execution plan ``i``, decoded on first use (methods are read lazily) and kept.
@@ -162,11 +171,13 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
 
     # Constants: a sub-segment table into one segment, plus any inline buffers.
     constant_bytes = 0
+    constant_index, constant_offsets = None, ()
     cseg = root.table(5, "constant_segment")
     if cseg is not None and len(segments):
         offsets = cseg.scalars(1, "uint64", "offsets")
         if len(offsets):
-            seg = segment(cseg.scalar(0, "uint32"), "program.constant_segment")
+            constant_index = cseg.scalar(0, "uint32")
+            seg = segment(constant_index, "program.constant_segment")
             seg.kind = "constants"
             constant_bytes = seg.size
             if int(offsets.max()) > seg.size:
@@ -174,10 +185,10 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
                     f"program.constant_segment.offsets: offset {int(offsets.max())} is past the end "
                     f"of its segment ({seg.size} bytes)"
                 )
-    inline_sizes = []
-    for i, buf in enumerate(root.tables(2, "constant_buffer")):
-        inline_sizes.append(buf.bytes_vector_span(0, f"constant_buffer[{i}].storage")[1])
-    inline_constant_bytes = sum(inline_sizes)
+            constant_offsets = _ints(offsets)
+    inline_spans = [buf.bytes_vector_span(0, f"constant_buffer[{i}].storage")
+                    for i, buf in enumerate(root.tables(2, "constant_buffer"))]
+    inline_constant_bytes = sum(n for _, n in inline_spans)
 
     mseg = root.tables(6, "mutable_data_segments")
     for i, m in enumerate(mseg):
@@ -192,9 +203,12 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
         named.append((key, idx))
 
     prog = RawProgram(header, version, names, segments, constant_bytes, inline_constant_bytes,
-                      {}, named, _root=root)
+                      {}, named, _root=root, constant_segment=constant_index, constant_offsets=constant_offsets,
+                      inline_constant_spans=inline_spans)
     inline = root.tables(3, "backend_delegate_data")
-    prog._inline_sizes = [d.bytes_vector_span(0, f"backend_delegate_data[{i}].data")[1] for i, d in enumerate(inline)]
+    prog.inline_delegate_spans = [d.bytes_vector_span(0, f"backend_delegate_data[{i}].data")
+                                  for i, d in enumerate(inline)]
+    prog._inline_sizes = [n for _, n in prog.inline_delegate_spans]
     # Delegate blobs by backend, over every plan (delegate tables are small).
     for p_i, p in enumerate(plans):
         for d in _decode_delegates(p, prog, f"program.execution_plan[{p_i}]"):

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .validate import Conflict
 
 __all__ = ["Kind", "Finding", "SEVERITIES", "method_findings", "plan_findings", "program_findings",
-           "shared_arenas_message", "sharing_host_methods", "shared_state", "UNSAFE_TO_LOAD"]
+           "shared_arenas_message", "sharing_host_methods", "shared_state", "duplicate_blob_findings",
+           "UNSAFE_TO_LOAD"]
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -49,6 +50,8 @@ class Kind(str, Enum):
     EXTERNAL_DATA_MISSING = ("external_data_missing", "error")
     #: constants stored inline in the deprecated constant_buffer table: ExecuTorch 1.5.1 refuses the file
     CONSTANT_BUFFER_PATH = ("constant_buffer_path", "error")
+    #: identical blobs (constants, delegate blobs, named data) stored more than once in the file
+    DUPLICATE_BLOBS = ("duplicate_blobs", "warning")
     #: an arena lives on a device: loading needs that device's allocator
     DEVICE_ALLOCATOR = ("device_allocator", "info")
     #: tensors tagged for a device are planned in host arenas
@@ -252,3 +255,18 @@ def program_findings(p: "Pte") -> list[Finding]:
     for m in p.methods.values():
         out.extend(m.findings())
     return out
+
+
+def duplicate_blob_findings(layout) -> list[Finding]:
+    """From :func:`pte_lab.model.layout.file_layout` rows: identical blobs stored more than once."""
+    dups = [(name, region, n, first) for region, name, _, _, n, _, first in layout if first is not None]
+    if not dups:
+        return []
+    wasted = sum(n for _, _, n, _ in dups)
+    shown = "; ".join(f"{name} ({region}, {human_bytes(n)}) = {first}" for name, region, n, first in dups[:4])
+    more = f"; and {len(dups) - 4} more" if len(dups) > 4 else ""
+    return [Finding(Kind.DUPLICATE_BLOBS, None,
+                    f"{count(len(dups), 'blob')} repeat{'s' if len(dups) == 1 else ''} bytes stored earlier in "
+                    f"the file: {human_bytes(wasted)} could be stored once ({shown}{more})",
+                    {"bytes": wasted, "blobs": [{"name": d[0], "region": d[1], "bytes": d[2], "same_as": d[3]}
+                                                for d in dups]})]

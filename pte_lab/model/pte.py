@@ -11,7 +11,7 @@ from ..errors import PteFormatError
 from ..format import RawProgram, Source, read
 from .bundled import Bundled
 from .data import DataFile, open_data
-from .findings import Finding, program_findings
+from .findings import Finding, duplicate_blob_findings, program_findings
 from .load_cost import LOAD_COST_COLUMNS, LOADERS, PlanArenas, allocations
 from .method import Method
 
@@ -196,6 +196,27 @@ class Pte:
                 d[r.device] = d.get(r.device, 0) + r.bytes
             out[loader] = per
         return out
+
+    def file_layout(self, hashes: bool = True) -> "pd.DataFrame":
+        """Where the file's bytes go, in file order (columns: region, name, owner, offset, bytes, sha256,
+        duplicate_of); ``bytes`` adds up to the file (the carried program for a ``.bpte``).
+
+        Regions: header, flatbuffer (program tables), inline constant / inline delegate (data inside
+        the flatbuffer), constant (one row per constant buffer, named by the tensors using it),
+        delegate, named data, mutable data, unused segment, padding. With ``hashes`` the blobs are
+        hashed (their bytes are read) and ``duplicate_of`` names the first identical one.
+        """
+        import pandas as pd
+
+        from .layout import LAYOUT_COLUMNS, file_layout
+
+        return pd.DataFrame(file_layout(self, hashes), columns=list(LAYOUT_COLUMNS))
+
+    def duplicate_blobs(self) -> list[Finding]:
+        """Identical blobs stored more than once (reads and hashes the blobs; see :meth:`file_layout`)."""
+        from .layout import file_layout
+
+        return duplicate_blob_findings(file_layout(self, hashes=True))
 
     # --------------------------------------------------------------- findings
     def warnings(self) -> list[Finding]:

@@ -16,7 +16,7 @@ from ..model.load_cost import LOADERS
 from ..units import SIZE_OVER_PEAK, count, human_bytes, ratio
 from .rows import METHOD_HEADERS, load_cost_rows, method_rows, state_summary
 
-__all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text"]
+__all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text"]
 
 _GLYPHS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -180,4 +180,28 @@ def data_text(d) -> str:
     if rows:
         lines.append("")
         lines.append(_indent(_table(["key", "dtype", "shape", "bytes", "size"], rows)))
+    return "\n".join(lines)
+
+
+def layout_text(p, top: int = 12) -> str:
+    """Where a program file's bytes go: per region, the largest blobs, and duplicates."""
+    from ..model.findings import duplicate_blob_findings
+    from ..model.layout import file_layout
+
+    rows = file_layout(p, hashes=True)
+    total = sum(r[4] for r in rows)
+    by_region: dict[str, int] = {}
+    for r in rows:
+        by_region[r[0]] = by_region.get(r[0], 0) + r[4]
+    lines = [f"{p.path or '<bytes>'}: {human_bytes(total)} ({total:,} bytes)", ""]
+    lines.append(_indent(_table(["region", "bytes", "size", "share"],
+                                [[k, f"{v:,}", human_bytes(v), f"{100 * v / total:.1f}%"]
+                                 for k, v in sorted(by_region.items(), key=lambda kv: -kv[1])])))
+    blobs = sorted((r for r in rows if r[5] is not None), key=lambda r: -r[4])[:max(0, top)]
+    if blobs:
+        lines += ["", f"  largest blobs (of {sum(1 for r in rows if r[5] is not None)}):"]
+        lines.append(_indent(_table(["region", "name", "owner", "offset", "bytes"],
+                                    [[r[0], r[1], r[2] or "-", f"{r[3]:,}", human_bytes(r[4])] for r in blobs]), 4))
+    for f in duplicate_blob_findings(rows):
+        lines += ["", f"  {f}"]
     return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""Where a file's bytes go: header, tables, each constant, delegate blobs, named data, padding.
+
+:func:`file_layout` lists regions in file order; their ``bytes`` add up to the
+file size. Blobs (each constant buffer, delegate blob, named-data and
+mutable-data segment) are hashed so that identical ones stored twice are found
+(an XNNPACK export whose identical weights stopped being shared grows by their
+size). Hashing reads those bytes: the file again for a path, the buffer for
+bytes, never more than the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Callable
+
+from ..errors import PteLabError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pte import Pte
+
+__all__ = ["LAYOUT_COLUMNS", "file_layout"]
+
+LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
+#: regions whose bytes are blobs worth comparing
+BLOB_REGIONS = ("constant", "inline constant", "delegate", "inline delegate", "named data", "mutable data")
+
+
+def _reader(pte: "Pte", hashes: bool) -> Callable[[int, int], bytes] | None:
+    raw = pte.raw
+    if not hashes:
+        return None
+    base = raw.program_span[0] if raw.program_span else 0
+    if raw.container is not None:
+        mv = raw.container
+        return lambda off, n: bytes(mv[base + off : base + off + n])
+    if pte.path is None:
+        raise PteLabError("the file's bytes are not available to hash: open it from a path or bytes, "
+                          "or pass hashes=False")
+    path = pte.path
+
+    def read(off: int, n: int) -> bytes:
+        with open(path, "rb") as f:
+            f.seek(off)
+            return f.read(n)
+
+    return read
+
+
+def _constant_names(pte: "Pte") -> dict[int, list[tuple[str, str]]]:
+    """constant buffer index -> [(tensor name, method)]."""
+    out: dict[int, list[tuple[str, str]]] = {}
+    for m in pte.methods.values():
+        for i, v in enumerate(m.raw.values):
+            t = v.tensor
+            if t is not None and t.data_buffer_idx > 0 and t.location != 1:
+                name = t.fqn or f"{m.name} v{i} {_dtype(t.scalar_type)}{list(t.sizes)}"
+                out.setdefault(t.data_buffer_idx, []).append((name, m.name))
+    return out
+
+
+def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
+    """Rows of :data:`LAYOUT_COLUMNS` in file order, gaps included as ``padding``."""
+    raw, h = pte.raw, pte.header
+    read = _reader(pte, hashes)
+    items: list[list] = []  # region, name, owner, offset, bytes
+
+    def add(region, name, owner, offset, n):
+        if n:
+            items.append([region, name, owner, offset, n])
+
+    head_end = min(8 + h.extended_length, h.program_size)
+    add("header", "flatbuffer prelude and extended header" if h.extended else "flatbuffer prelude", "", 0,
+        head_end)
+    names = _constant_names(pte)
+    for i, (off, n) in enumerate(raw.inline_constant_spans):
+        add("inline constant", _label(names.get(i), f"constant_buffer[{i}]"), _owners(names.get(i)), off, n)
+    delegate_owner: dict[tuple[str, int], tuple[str, str]] = {}
+    for m in pte.methods.values():
+        for d in m.raw.delegates:
+            delegate_owner.setdefault((d.location, d.index), (d.id, m.name))
+    for i, (off, n) in enumerate(raw.inline_delegate_spans):
+        backend, owner = delegate_owner.get(("inline", i), ("delegate", ""))
+        add("inline delegate", f"{backend} blob {i}", owner, off, n)
+    inline = sorted((off, off + n) for off, n in raw.inline_constant_spans + raw.inline_delegate_spans if n)
+    cursor = head_end
+    for a, b in inline + [(h.program_size, h.program_size)]:  # the tables are what the inline data leaves
+        add("flatbuffer", "program tables", "", cursor, max(0, a - cursor))
+        cursor = max(cursor, b)
+    named = {idx: key for key, idx in raw.named_data}
+    for s in raw.segments:
+        if s.kind == "constants":
+            offsets = list(raw.constant_offsets)
+            ends = sorted(set(offsets) | {s.size})
+            for b, off in enumerate(offsets):
+                if b == 0:
+                    continue  # index 0 is the placeholder for "no data"
+                nxt = next((e for e in ends if e > off), s.size)
+                add("constant", _label(names.get(b), f"buffer {b}"), _owners(names.get(b)), s.offset + off, nxt - off)
+        elif s.kind.startswith("delegate:"):
+            backend, owner = delegate_owner.get(("segment", s.index), (s.kind[9:], ""))
+            add("delegate", f"{backend} blob (segment {s.index})", owner, s.offset, s.size)
+        elif s.kind == "named_data":
+            add("named data", named.get(s.index, f"segment {s.index}"), "", s.offset, s.size)
+        elif s.kind == "mutable_data":
+            add("mutable data", f"segment {s.index}", "", s.offset, s.size)
+        else:
+            add("unused segment", f"segment {s.index}", "", s.offset, s.size)
+    items.sort(key=lambda r: (r[3], -r[4]))
+    rows, cursor = [], 0
+    for region, name, owner, off, n in items:
+        if off > cursor:
+            rows.append(["padding", "", "", cursor, off - cursor])
+        rows.append([region, name, owner, off, n])
+        cursor = max(cursor, off + n)
+    if cursor < h.file_size:
+        rows.append(["padding", "", "", cursor, h.file_size - cursor])
+    first_seen: dict[str, str] = {}
+    out = []
+    for region, name, owner, off, n in rows:
+        digest = dup = None
+        if read is not None and region in BLOB_REGIONS:
+            digest = hashlib.sha256(read(off, n)).hexdigest()[:16]
+            dup = first_seen.setdefault(digest, name)
+            dup = None if dup == name else dup
+        out.append((region, name, owner, off, n, digest, dup))
+    return out
+
+
+def _dtype(code: int) -> str:
+    from .dtypes import SCALAR_TYPES
+
+    return SCALAR_TYPES.get(code, (f"type{code}", 0))[0]
+
+
+def _label(names, default: str) -> str:
+    if not names:
+        return default
+    first = names[0][0]
+    return first if len(names) == 1 else f"{first} (+{len(names) - 1} more)"
+
+
+def _owners(names) -> str:
+    return ", ".join(dict.fromkeys(m for _, m in names)) if names else ""
