@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DEVICE_TYPES", "DEVICE_NAMES", "device_name", "parse_device"]
+__all__ = ["DEVICE_TYPES", "DEVICE_NAMES", "device_name", "parse_device", "device_problem"]
 
 #: pte_lab's name of a device kind -> ExecuTorch's DeviceType code
 DEVICE_TYPES: dict[str, int] = {"cpu": 0, "cuda": 1}
@@ -32,3 +32,14 @@ def parse_device(device: str) -> tuple[str, int, int]:
     if not m or m.group(1) not in DEVICE_TYPES:
         raise ValueError(f"unknown device {device!r}; ExecuTorch knows {sorted(DEVICE_TYPES)} (e.g. 'cuda:0')")
     return m.group(1), DEVICE_TYPES[m.group(1)], int(m.group(2) or 0)
+
+
+def device_problem(device: str) -> str | None:
+    """Why ExecuTorch cannot place memory on ``device`` (a name :func:`device_name` made), or None."""
+    kind, _, index = device.partition(":")
+    if kind not in DEVICE_TYPES:
+        return f"device type {kind[6:] if kind.startswith('device') else kind!r} is not one ExecuTorch defines " \
+               f"({', '.join(f'{k}={v}' for k, v in DEVICE_TYPES.items())})"
+    if index and int(index) < 0:
+        return f"device index {index} is negative"
+    return None

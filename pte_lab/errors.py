@@ -86,21 +86,36 @@ class RuntimeCrashedError(PteLabError, RuntimeError):
         self.stderr = stderr
 
 
+#: ExecuTorch's ``Error`` codes (``runtime/core/error.h`` of executorch 1.5.1) and their names
+EXECUTORCH_ERROR_CODES = {
+    0x00: "Ok", 0x01: "Internal", 0x02: "InvalidState", 0x03: "EndOfMethod", 0x04: "AlreadyLoaded",
+    0x10: "NotSupported", 0x11: "NotImplemented", 0x12: "InvalidArgument", 0x13: "InvalidType",
+    0x14: "OperatorMissing", 0x15: "RegistrationExceedingMaxKernels", 0x16: "RegistrationAlreadyRegistered",
+    0x20: "NotFound", 0x21: "MemoryAllocationFailed", 0x22: "AccessFailed", 0x23: "InvalidProgram",
+    0x24: "InvalidExternalData", 0x25: "OutOfResources", 0x30: "DelegateInvalidCompatibility",
+    0x31: "DelegateMemoryAllocationFailed", 0x32: "DelegateInvalidHandle",
+}
+
+
 class ExecuTorchError(PteLabError, RuntimeError):
     """ExecuTorch's runtime refused or failed a step (loading the program or a method, executing).
 
     The same in-process and with ``isolate=True``: ``step`` is the step
     ("load_program", "load_method", "execute"...), ``method`` the method (None
-    for the program), ``runtime_type`` and ``runtime_message`` what the runtime
-    raised, verbatim.
+    for the program), ``code`` and ``code_name`` ExecuTorch's error code and
+    its name (``0x14``, ``"OperatorMissing"``) when the runtime gave one,
+    ``runtime_type`` and ``runtime_message`` what the runtime raised, verbatim.
     """
 
-    def __init__(self, message: str, *, step: str, method: str | None, runtime_type: str, runtime_message: str):
+    def __init__(self, message: str, *, step: str, method: str | None, runtime_type: str, runtime_message: str,
+                 code: int | None = None):
         super().__init__(message)
         self.step = step
         self.method = method
         self.runtime_type = runtime_type
         self.runtime_message = runtime_message
+        self.code = code
+        self.code_name = EXECUTORCH_ERROR_CODES.get(code) if code is not None else None
 
 
 class OperatorMissingError(PteLabError, RuntimeError):

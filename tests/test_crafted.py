@@ -36,7 +36,7 @@ def build_program(values, instructions, sizes=(0, 64)) -> bytes:
     for v in values:
         if v[0] == "tensor":
             _, mem_id, offset, n = v
-            sizes_vec = _ints(b, [n])
+            sizes_vec = _ints(b, list(n) if isinstance(n, (list, tuple)) else [n])
             alloc = _table(b, [(0, "u32", mem_id), (1, "u32", offset)])
             t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec), (6, "off", alloc)])
             evs.append(_table(b, [(0, "u8", 5), (1, "off", t)]))
@@ -122,3 +122,17 @@ def test_vector_claiming_more_than_the_file():
     data[pos : pos + 4] = struct.pack("<I", 10**9)
     with pytest.raises(PteFormatError, match="claims 1000000000 elements"):
         pte_lab.open(bytes(data))
+
+
+def test_a_shape_too_big_to_print_is_a_format_error_everywhere():
+    """500 dims of 2**31-1: the byte count has ~4,700 digits, past Python's int-to-str limit."""
+    data = build_program([("tensor", 1, 0, [2**31 - 1] * 500), ("tensor", 1, 16, 4)], [[0, 1, 1]])
+    pte = pte_lab.open(data)
+    m = pte.methods["forward"]
+    with pytest.raises(PteFormatError, match="claims 2\\*\\*62 bytes or more") as info:
+        m.tensors
+    assert len(str(info.value)) < 400  # the shape is abbreviated, not 500 numbers
+    assert "unreadable" in repr(pte) and "unreadable" in repr(m)
+    for obj in (pte, m):
+        html = obj._repr_html_()
+        assert "unreadable" in html and "PteFormatError" in html

@@ -77,6 +77,7 @@ def test_the_deprecated_constant_buffer_path_is_named(program_path, tmp_path):
     with pytest.raises(ExecuTorchError) as info:  # what ExecuTorch does with it
         pte_lab.load(path)
     assert info.value.step == "load_program" and "0x:23" in info.value.runtime_message
+    assert info.value.code_name == "InvalidProgram" and "deprecated constant_buffer" in str(info.value)
 
 
 # ------------------------------------------------------- other versions and options
@@ -342,3 +343,43 @@ def test_inspect_sizes_and_plot(program_path, capsys):
     assert "region" in out and "largest blobs" in out and "constant" in out and "named data" in out
     ax = plot.file_layout(pte_lab.open(path))
     assert sum(p.get_width() for p in ax.patches if p.get_facecolor()[3] > 0) == path.stat().st_size
+
+
+# ------------------------------------------------------- names and devices ExecuTorch resolves
+def test_two_plans_with_one_name_follow_executorchs_lookup(tmp_path):
+    from pte_lab import examples
+
+    data = examples.build("three_methods", side=8)
+    assert data.count(b"large") == 1 and pte_lab.open(data).raw.plan_names[0] == "large"
+    path = tmp_path / "dup.pte"
+    path.write_bytes(data.replace(b"large", b"small"))  # plans: small (was large), on_device, small
+    pte = pte_lab.open(path)
+    assert list(pte.methods) == ["small", "on_device"] and len(pte.methods["small"].inputs) == 2
+    (f,) = [w for w in pte.warnings() if w.kind == "duplicate_method"]
+    assert f.details["plans"] == [0, 2] and "loads the first" in f.message
+    x, y = torch.randn(8, 8), torch.randn(8, 8)  # ExecuTorch runs plan 0: relu(x @ y) + 1, two inputs
+    assert torch.allclose(_run(path, "small", [x, y])[0], torch.relu(x @ y) + 1, atol=1e-5)
+
+
+def test_an_unknown_device_type_is_named_and_never_loaded(tmp_path):
+    from pte_lab import examples
+
+    data = bytearray(examples.build("device", side=8))
+    raw, _ = read(bytes(data))
+    (d,) = [p.tables(9, "non_const_buffer_device")[0] for p in raw._root.tables(1, "execution_plan")
+            if len(p.tables(9, "non_const_buffer_device"))]
+    data[d._field(1, 1)] = 2  # device_type 2: not one ExecuTorch defines
+    path = tmp_path / "type2.pte"
+    path.write_bytes(data)
+    (f,) = [w for w in pte_lab.open(path).warnings() if w.kind == "unknown_device"]
+    assert f.severity == "error" and "device2:0" in f.message
+    with pytest.raises(PteFormatError, match="not one ExecuTorch defines"):
+        pte_lab.load(path)
+
+
+def test_device_problems():
+    from pte_lab.devices import device_name, device_problem
+
+    assert device_problem("cpu") is None and device_problem("cuda:0") is None
+    assert "negative" in device_problem(device_name(1, -1))
+    assert "not one ExecuTorch defines" in device_problem(device_name(7, 0))

@@ -241,6 +241,7 @@ def test_runtime_refusal_is_named_the_same_in_both_modes(program_path, isolate):
     e = info.value
     assert (e.step, e.method, e.runtime_type) == ("load_method", "forward", "RuntimeError")
     assert "Failed to load method forward" in e.runtime_message and "load_method of method 'forward'" in str(e)
+    assert (e.code, e.code_name) == (0x02, "InvalidState") and "InvalidState (0x02)" in str(e)
     assert isinstance(e, RuntimeError)  # code that caught ExecuTorch's RuntimeError still does
 
 

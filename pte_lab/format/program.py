@@ -225,18 +225,18 @@ def _decode_delegates(plan: Table, prog: RawProgram, where: str) -> list[RawDele
         idx = ref.scalar(1, "uint32") if ref is not None else 0
         if loc == 0:
             if not 0 <= idx < len(prog._inline_sizes):
-                raise PteFormatError(f"{where}.delegates[{i}] ({did}): inline data index {idx} out of range")
+                raise PteFormatError(f"{where}.delegates[{i}] ({did!r}): inline data index {idx} out of range")
             size = prog._inline_sizes[idx]
             location = "inline"
         elif loc == 1:
             if not 0 <= idx < len(prog.segments):
-                raise PteFormatError(f"{where}.delegates[{i}] ({did}): segment index {idx} out of range")
+                raise PteFormatError(f"{where}.delegates[{i}] ({did!r}): segment index {idx} out of range")
             seg = prog.segments[idx]
             seg.kind = f"delegate:{did}"
             size = seg.size
             location = "segment"
         else:
-            raise PteFormatError(f"{where}.delegates[{i}] ({did}): unknown data location {loc}")
+            raise PteFormatError(f"{where}.delegates[{i}] ({did!r}): unknown data location {loc}")
         specs = {}
         for j, cs in enumerate(d.tables(2, "compile_specs")):
             specs[cs.string(0, "key", "")] = cs.bytes_vector(1, f"compile_specs[{j}].value")

@@ -24,8 +24,8 @@ import numpy as np
 
 from ..errors import PteFormatError
 from ..format import RawPlan
+from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
-from .dtypes import scalar_type
 from .lifetimes import instruction_uses, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
 from .roles import declared_state, role_of, state_values
@@ -34,8 +34,6 @@ from .validate import Conflict, find_conflicts
 __all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
            "operator_name", "instruction_targets", "tensor_meta"]
 
-#: no tensor, offset or arena can reach this many bytes (int64 arithmetic stays exact)
-MAX_BYTES = 2**62
 
 
 @dataclass(frozen=True)
@@ -121,7 +119,8 @@ def tensor_meta(plan: RawPlan, v: int):
     dtype, elsize = scalar_type(t.scalar_type, where)
     nb = _nbytes(t.sizes, elsize)
     if nb >= MAX_BYTES:
-        raise PteFormatError(f"{where}: shape {list(t.sizes)} claims {nb} bytes, more than any arena can hold")
+        raise PteFormatError(f"{where}: shape {short_shape(t.sizes)} claims 2**62 bytes or more, more than "
+                             f"any arena can hold")
     if t.offset is not None and t.offset >= MAX_BYTES:
         raise PteFormatError(f"{where}: planned at offset {t.offset}, beyond any possible arena")
     return t, dtype, nb

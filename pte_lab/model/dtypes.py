@@ -24,8 +24,23 @@ def scalar_type(code: int, where: str) -> tuple[str, int]:
         raise PteFormatError(f"{where}: unknown scalar type {code}") from None
 
 
+#: no tensor can reach this many bytes (int64 arithmetic stays exact below it)
+MAX_BYTES = 2**62
+
+
 def nbytes(sizes: tuple[int, ...], element_size: int) -> int:
+    """Bytes of a tensor; :data:`MAX_BYTES` stands for "that many or more" (never a huge integer)."""
+    if 0 in sizes:
+        return 0
     n = element_size
     for s in sizes:
         n *= s
+        if n >= MAX_BYTES:
+            return MAX_BYTES
     return n
+
+
+def short_shape(sizes) -> str:
+    """A shape for a message: ``[2, 3]``, or its first dimensions and its rank when long."""
+    sizes = list(sizes)
+    return str(sizes) if len(sizes) <= 8 else f"[{', '.join(map(str, sizes[:6]))}, ...] ({len(sizes)} dims)"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Iterable
 
+from ..devices import device_problem
 from ..units import count, human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Kind", "Finding", "SEVERITIES", "method_findings", "plan_findings", "program_findings",
            "shared_arenas_message", "sharing_host_methods", "shared_state", "duplicate_blob_findings",
-           "UNSAFE_TO_LOAD"]
+           "UNSAFE_TO_LOAD", "REFUSED_BY_RUNTIME"]
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -52,6 +53,8 @@ class Kind(str, Enum):
     CONSTANT_BUFFER_PATH = ("constant_buffer_path", "error")
     #: identical blobs (constants, delegate blobs, named data) stored more than once in the file
     DUPLICATE_BLOBS = ("duplicate_blobs", "warning")
+    #: several execution plans share a name: ExecuTorch only ever finds the first
+    DUPLICATE_METHOD = ("duplicate_method", "warning")
     #: an arena lives on a device: loading needs that device's allocator
     DEVICE_ALLOCATOR = ("device_allocator", "info")
     #: tensors tagged for a device are planned in host arenas
@@ -68,10 +71,14 @@ class Kind(str, Enum):
     OUTSIDE_ARENA = ("outside_arena", "error")
     #: a tensor names an arena the method does not have
     UNKNOWN_ARENA = ("unknown_arena", "error")
+    #: an arena is tagged for a device ExecuTorch cannot name (an unknown type, a negative index)
+    UNKNOWN_DEVICE = ("unknown_device", "error")
 
 
 #: plan errors that would make ExecuTorch read or write outside its buffers: never loaded
-UNSAFE_TO_LOAD = frozenset({Kind.UNKNOWN_ARENA, Kind.OUTSIDE_ARENA})
+UNSAFE_TO_LOAD = frozenset({Kind.UNKNOWN_ARENA, Kind.OUTSIDE_ARENA, Kind.UNKNOWN_DEVICE})
+#: findings that predict ExecuTorch's runtime will refuse the program (named with its refusal)
+REFUSED_BY_RUNTIME = frozenset({Kind.CONSTANT_BUFFER_PATH})
 
 
 @dataclass(frozen=True)
@@ -198,6 +205,12 @@ def method_findings(m: "Method") -> list[Finding]:
                            f"{len(on_dev)} host tensors are planned in device arenas",
                            {"values": [t.value for t in on_dev]}))
     for a in m.arenas:
+        problem = device_problem(a.device)
+        if problem:
+            out.append(Finding(Kind.UNKNOWN_DEVICE, m.name,
+                               f"arena mem_id {a.mem_id} is tagged {a.device!r}: {problem}, so no runtime can "
+                               f"place it", {"mem_id": a.mem_id, "device": a.device}))
+            continue
         if a.device != "cpu":
             out.append(Finding(
                 Kind.DEVICE_ALLOCATOR, m.name,
@@ -219,6 +232,12 @@ def method_findings(m: "Method") -> list[Finding]:
 def program_findings(p: "Pte") -> list[Finding]:
     """Sharing between methods, external data, then every method's findings."""
     out: list[Finding] = []
+    names = list(getattr(getattr(p, "raw", None), "plan_names", []))
+    for name in dict.fromkeys(n for n in names if names.count(n) > 1):
+        plans = [i for i, n in enumerate(names) if n == name]
+        out.append(Finding(Kind.DUPLICATE_METHOD, None,
+                           f"{len(plans)} execution plans are named {name!r} (plans {plans}): ExecuTorch loads "
+                           f"the first (plan {plans[0]}); the others can never be loaded", {"plans": plans}))
     host = sharing_host_methods(p.methods.values())
     if len(host) > 1:
         out.append(Finding(Kind.SHARED_ARENAS, None, shared_arenas_message(host), {"methods": host}))

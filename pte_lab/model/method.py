@@ -241,9 +241,12 @@ class Method:
 
     # --------------------------------------------------------------- views
     def _repr_html_(self) -> str:
-        from ..views.html import method_html
+        from ..views.html import method_html, unreadable_html
 
-        return method_html(self)
+        try:
+            return method_html(self)
+        except PteFormatError as exc:
+            return unreadable_html(repr(self), exc)
 
     def __repr__(self) -> str:
         from ..views.text import method_text

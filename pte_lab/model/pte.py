@@ -36,7 +36,9 @@ class _Methods(Mapping):
 
     def __init__(self, raw: RawProgram):
         self._raw = raw
-        self._index = {n: i for i, n in enumerate(raw.plan_names)}
+        self._index: dict[str, int] = {}
+        for i, n in enumerate(raw.plan_names):  # ExecuTorch's lookup: the first plan with the name
+            self._index.setdefault(n, i)
         self._cache: dict[str, Method] = {}
 
     def __getitem__(self, name: str) -> Method:
@@ -231,9 +233,12 @@ class Pte:
         return document(self)
 
     def _repr_html_(self) -> str:
-        from ..views.html import pte_html
+        from ..views.html import pte_html, unreadable_html
 
-        return pte_html(self)
+        try:
+            return pte_html(self)
+        except PteFormatError as exc:
+            return unreadable_html(repr(self), exc)
 
     def __repr__(self) -> str:
         from ..views.text import pte_text

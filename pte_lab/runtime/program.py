@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..devices import device_name
 from ..errors import (
+    EXECUTORCH_ERROR_CODES,
     BackendUnavailableError,
     DeviceAllocationError,
     ExecuTorchError,
@@ -23,7 +24,7 @@ from ..errors import (
 )
 from ..format import RawProgram
 from ..model import Pte, open_pte
-from ..model.findings import UNSAFE_TO_LOAD, shared_arenas_message, sharing_host_methods
+from ..model.findings import REFUSED_BY_RUNTIME, UNSAFE_TO_LOAD, shared_arenas_message, sharing_host_methods
 from ..units import human_bytes
 from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "OperatorLibraryWarning"]
 
+_CODE_RE = re.compile(r"error: 0x:?([0-9a-fA-F]+)")
 _ALLOC_RE = re.compile(r"Failed to allocate (\d+) bytes for buffer (\d+) on device (\d+):(\d+)")
 REPORT_COLUMNS = ["step", "method", "device", "predicted_bytes", "measured_bytes", "measured_by", "seconds"]
 
@@ -95,7 +97,7 @@ def _validate_everything(pte: Pte) -> None:
     """Decode every table the runtime will read, so a bad file fails here and not in native code."""
     for m in pte.methods.values():
         m.arenas, m.instructions, m.delegates, m.inputs, m.outputs
-        for f in m.validate():
+        for f in m.findings():
             if f.kind in UNSAFE_TO_LOAD:
                 raise PteFormatError(f"method {m.name!r}: {f.message}")
 
@@ -309,8 +311,15 @@ class LabProgram:
                 method=method, mem_id=index + 1, runtime_index=index, device=device, nbytes=nbytes,
                 runtime_message=message)
         what = f"method {method!r}" if method else f"program {os.fspath(self.path)!r}"
-        return ExecuTorchError(f"ExecuTorch failed at {step} of {what}: {type_name}: {message}",
-                               step=step, method=method, runtime_type=type_name, runtime_message=message)
+        c = _CODE_RE.search(message)
+        code = int(c.group(1), 16) if c else None
+        named = f"{EXECUTORCH_ERROR_CODES.get(code, 'unknown error')} (0x{code:02x}): " if c else ""
+        why = ""
+        if step == "load_program":  # what the reader already knew ExecuTorch would refuse
+            why = "".join(f"; pte_lab: {f.message}" for f in self.plan.warnings() if f.kind in REFUSED_BY_RUNTIME)
+        return ExecuTorchError(f"ExecuTorch failed at {step} of {what}: {named}{type_name}: {message}{why}",
+                               step=step, method=method, runtime_type=type_name, runtime_message=message,
+                               code=code)
 
     def run_bundled_tests(self, rtol: float = BUNDLED_RTOL, atol: float = BUNDLED_ATOL) -> "pd.DataFrame":
         """Run every test case a bundled program (``.bpte``) carries through ExecuTorch.

@@ -198,3 +198,9 @@ def data_html(d) -> str:
     rows = [[escape(t.key), escape(t.dtype or "-"), escape(str(list(t.shape)) if t.shape is not None else "-"),
              human_bytes(t.nbytes)] for t in d.tensors]
     return _wrap(head + _table(["key", "dtype", "shape", "bytes"], rows, numeric={3}), data_text(d))
+
+
+def unreadable_html(what: str, exc: Exception) -> str:
+    """What a notebook shows for an object whose file turned out to be invalid (never a traceback)."""
+    return (f"<div><b>{escape(what.splitlines()[0])}</b><div class='pte-find pte-error'>"
+            f"{escape(type(exc).__name__)}: {escape(str(exc))}</div></div>")
