@@ -285,3 +285,68 @@ def test_state_shared_with_a_device_method_is_not_shared_under_the_corrected_loa
     assert found["state_not_shared"].details["methods"] == ["decode"]
     assert "private arenas" in found["state_not_shared"].message and found["state_not_shared"].severity == "warning"
     assert "shared_arenas" not in found  # one host method shares with nobody
+
+
+def test_loop_extension_matches_the_fixed_point_definition():
+    """Random jumps and lifetimes: the range-maximum extension equals repeating every loop until nothing moves."""
+    import random
+
+    from pte_lab.model.lifetimes import _extend_over_loops
+
+    rng = random.Random(0)
+    for _ in range(300):
+        n = rng.randint(2, 40)
+        jumps = [(s, rng.randint(0, s)) for s in (rng.randint(0, n) for _ in range(rng.randint(1, 6)))]
+        first = {v: rng.randint(-1, n) for v in range(rng.randint(1, 25))}
+        last = {v: min(n, f + rng.randint(0, 10)) for v, f in first.items()}
+        want = dict(last)
+        changed = True
+        while changed:  # the definition, as written in the module docs
+            changed = False
+            for src, dst in jumps:
+                for v, f in first.items():
+                    if f < dst <= want[v] < src:
+                        want[v], changed = src, True
+        got = dict(last)
+        _extend_over_loops(first, got, jumps)
+        assert got == want
+
+
+def test_many_loops_over_many_values():
+    """50,000 values and 50,000 loops (the repeat-until-stable scan needed minutes: bench_loops.py)."""
+    from pte_lab.model.lifetimes import _extend_over_loops
+
+    n = 50_000
+    first = {v: v % 97 for v in range(n)}
+    last = {v: first[v] + 50 for v in range(n)}
+    jumps = [(200 + k, 60 + k % 100) for k in range(n)]
+    _extend_over_loops(first, last, jumps)
+    # loops start at 60..159 and end at 200..: a value last used at 60 or later is inside one, and then
+    # inside all of them (its last use moves past every start); one last used before 60 is in none
+    assert last == {v: (200 + n - 1) if first[v] + 50 >= 60 else first[v] + 50 for v in range(n)}
+
+
+def test_peak_without_the_curve_matches_the_curve():
+    import numpy as np
+
+    from pte_lab.model.occupancy import occupancy, peak
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        k, n = int(rng.integers(0, 40)), int(rng.integers(1, 30))
+        off, nb = rng.integers(0, 50, k) * 8, rng.integers(0, 20, k) * 8
+        f = rng.integers(-1, n + 1, k)
+        last = np.minimum(f + rng.integers(-1, 8, k), n)
+        assert peak(off, nb, f, last, n) == (int(occupancy(off, nb, f, last, n).max()) if k else 0)
+
+
+def test_many_arenas_do_not_cost_arenas_times_instructions():
+    """20,001 arenas and 20,000 instructions: the arena table is built without a curve per arena."""
+    n = 20_000
+    vals = [_t(1, 0, 4), _t(2, 0, 4)]
+    ins = [_k(0, 1)] * n
+    m = Method(_plan(vals, ins, inputs=[0], outputs=[1], sizes=(0,) + (16,) * 20_001))
+    arenas = m.arenas
+    assert len(arenas) == 20_001 and [a.peak_bytes for a in arenas[:3]] == [16, 16, 0]
+    assert m.analysis.__dict__.get("occupancy") is None  # no per-arena arrays were kept
+    assert len(m.occupancy(1)) == n + 2 and len(m._occupancy) == 1

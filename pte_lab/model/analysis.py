@@ -28,6 +28,7 @@ from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
+from .occupancy import peak as _peak
 from .roles import declared_state, role_of, state_values
 from .validate import Conflict, find_conflicts
 
@@ -150,27 +151,37 @@ class Analysis:
         return value
 
     @cached_property
-    def occupancy(self) -> Mapping[int, np.ndarray]:
-        """mem_id -> bytes occupied at times -1..N (index = time + 1); see :mod:`.occupancy`."""
-        c = self.columns
-        out = {}
-        for mem_id in range(1, len(self.buffer_sizes)):
-            sel = c["mem_id"] == mem_id
-            out[mem_id] = _occupancy(c["offset"][sel], c["nbytes"][sel], c["first"][sel], c["last"][sel],
-                                     self.n_instructions)
-        return MappingProxyType(out)
+    def _by_arena(self) -> dict[int, np.ndarray]:
+        """mem_id -> indices (into ``columns``) of its tensors; arenas without tensors are absent."""
+        ids = self.columns["mem_id"]
+        order = np.argsort(ids, kind="stable")
+        keys, starts = np.unique(ids[order], return_index=True)
+        return dict(zip(keys.tolist(), np.split(order, starts[1:])))
+
+    def _arena_columns(self, mem_id: int):
+        c, sel = self.columns, self._by_arena.get(mem_id, np.zeros(0, dtype=np.int64))
+        return c["offset"][sel], c["nbytes"][sel], c["first"][sel], c["last"][sel]
+
+    def occupancy(self, mem_id: int) -> np.ndarray:
+        """Bytes occupied in arena ``mem_id`` at times -1..N (index = time + 1); see :mod:`.occupancy`.
+
+        Built on demand, one arena at a time: memory stays proportional to the
+        instructions, not to arenas x instructions.
+        """
+        if not 1 <= mem_id < len(self.buffer_sizes):
+            raise KeyError(f"method {self.method!r} has no arena with mem_id {mem_id}")
+        return _occupancy(*self._arena_columns(mem_id), self.n_instructions)
 
     @cached_property
     def arenas(self) -> tuple[Arena, ...]:
         """The planned arenas, mem_id 1..n (mem_id 0 is reserved and never listed)."""
-        ids, n = np.unique(self.columns["mem_id"], return_counts=True)
-        counts = dict(zip(ids.tolist(), n.tolist()))
+        by = self._by_arena
         out = []
         for mem_id in range(1, len(self.buffer_sizes)):
-            peak = int(self.occupancy[mem_id].max())
+            top = _peak(*self._arena_columns(mem_id), self.n_instructions) if mem_id in by else 0
             size = self.buffer_sizes[mem_id]
-            out.append(Arena(mem_id, mem_id - 1, size, self.buffer_devices.get(mem_id, "cpu"), peak,
-                             size / peak if peak else None, counts.get(mem_id, 0), self.method))
+            out.append(Arena(mem_id, mem_id - 1, size, self.buffer_devices.get(mem_id, "cpu"), top,
+                             size / top if top else None, len(by.get(mem_id, ())), self.method))
         return tuple(out)
 
     @cached_property

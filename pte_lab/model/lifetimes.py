@@ -83,15 +83,40 @@ def lifetimes(plan: RawPlan, persistent, uses=None) -> tuple[dict[int, int], dic
         last[v] = n
     jumps = backward_jumps(plan)
     if jumps:
-        changed = True
-        while changed:  # nested loops: repeat until nothing moves
-            changed = False
-            for src, dst in jumps:
-                for v, f in first.items():
-                    if f < dst <= last[v] < src:
-                        last[v] = src
-                        changed = True
+        _extend_over_loops(first, last, jumps)
     return first, last
+
+
+def _extend_over_loops(first: dict[int, int], last: dict[int, int], jumps: list[tuple[int, int]]) -> None:
+    """For every value: while some loop ``(src -> dst)`` has ``first < dst <= last < src``, ``last = src``.
+
+    Every such loop stays eligible until ``last`` reaches its ``src``, so the fixed point is reached by
+    jumping straight to the largest eligible ``src``: a range-maximum query over the loops sorted by
+    ``dst`` (a sparse table), instead of re-scanning every value for every loop until nothing moves.
+    """
+    import numpy as np
+
+    order = sorted(jumps, key=lambda j: j[1])
+    dsts = np.array([d for _, d in order], dtype=np.int64)
+    table = [np.array([s for s, _ in order], dtype=np.int64)]
+    while 2 ** len(table) <= len(order):
+        prev, half = table[-1], 2 ** (len(table) - 1)
+        table.append(np.maximum(prev[:-half], prev[half:]))
+
+    def max_src(lo: int, hi: int) -> int:  # max src over order[lo:hi]
+        k = (hi - lo).bit_length() - 1
+        return int(max(table[k][lo], table[k][hi - 2**k]))
+
+    for v, f in first.items():
+        lo = int(np.searchsorted(dsts, f, side="right"))  # loops starting after the value is first named
+        while True:
+            hi = int(np.searchsorted(dsts, last[v], side="right"))  # ... and at or before its last use
+            if hi <= lo:
+                break
+            reach = max_src(lo, hi)
+            if reach <= last[v]:
+                break
+            last[v] = reach
 
 
 def _expanded(plan: RawPlan, args) -> list[int]:

@@ -86,6 +86,7 @@ class Method:
         self._raw = raw
         self.index = index
         self.name: str = raw.name
+        self._occupancy: dict[int, np.ndarray] = {}  # the last few arenas' curves
 
     # ------------------------------------------------------------ the file
     @property
@@ -197,7 +198,11 @@ class Method:
 
     def occupancy(self, mem_id: int) -> np.ndarray:
         """Occupied bytes of arena ``mem_id`` at times -1..N (index = time + 1)."""
-        return self.analysis.occupancy[mem_id]
+        if mem_id not in self._occupancy:
+            if len(self._occupancy) >= 8:  # a few arenas' curves at a time: memory ~ instructions
+                self._occupancy.pop(next(iter(self._occupancy)))
+            self._occupancy[mem_id] = self.analysis.occupancy(mem_id)
+        return self._occupancy[mem_id]
 
     @property
     def arenas(self) -> list[Arena]:

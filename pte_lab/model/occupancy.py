@@ -47,6 +47,28 @@ def occupancy(offsets, nbytes, first, last, n_instructions: int) -> np.ndarray:
     return _by_sweep(s, e, first, last, n_instructions)
 
 
+def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> int:
+    """``occupancy(...).max()``, without the per-instruction array when there are few tensors.
+
+    The bytes alive only grow when a tensor's lifetime starts, so the peak is
+    reached at one of those instructions: for ``small`` tensors or fewer the
+    union is measured there alone.
+    """
+    if len(offsets) > small:
+        return int(occupancy(offsets, nbytes, first, last, n_instructions).max())
+    s = np.asarray(offsets, dtype=np.int64)
+    e = s + np.asarray(nbytes, dtype=np.int64)
+    first = np.asarray(first, dtype=np.int64)
+    last = np.asarray(last, dtype=np.int64)
+    alive = (first <= last) & (e > s) & (first <= n_instructions) & (last >= -1)
+    s, e, first, last = s[alive], e[alive], first[alive], last[alive]
+    best = 0
+    for t in np.unique(np.clip(first, -1, n_instructions)):
+        live = (first <= t) & (last >= t)
+        best = max(best, union_length(s[live], e[live]))
+    return best
+
+
 _GRID_CELLS = 1 << 24  # time x byte-segment cells for the vectorised path (64 MiB of int32)
 
 
