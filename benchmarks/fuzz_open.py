@@ -27,6 +27,12 @@ NAMES = ["portable", "xnnpack", "device", "kv_cache", "dynamic", "cond", "unplan
 
 
 def analyse(pte):
+    if isinstance(pte, pte_lab.DataFile):  # a .ptd
+        repr(pte), pte._repr_html_(), pte.table()
+        return
+    for s in (pte.bundled.suites if pte.bundled else ()):
+        for i in range(s.cases):
+            pte.bundled.case(s.method, i)
     for m in pte.methods.values():
         m.arenas, m.planned, m.inputs, m.outputs, m.instructions, m.delegates, m.findings()
     pte.warnings()
@@ -69,16 +75,29 @@ def main() -> int:
     args = ap.parse_args()
     from pte_lab import examples
 
+    import tempfile
+
     programs = {n: examples.build(n) for n in NAMES}
     flats = {n: pte_lab.open(b).flatbuffer_size for n, b in programs.items()}
+    # a bundled program (one flatbuffer around the carried program) and an external data file
+    programs["bundled"] = examples.build("bundled")
+    flats["bundled"] = len(programs["bundled"])
+    with tempfile.TemporaryDirectory() as tmp:
+        examples.save("external", Path(tmp) / "external.pte")
+        (ptd,) = Path(tmp).glob("*.ptd")
+        programs["ptd"] = ptd.read_bytes()
+    flats["ptd"] = pte_lab.open(programs["ptd"])._raw.header.flatbuffer_end
+    names = list(programs)
     rng = random.Random(args.seed)
     t0 = time.perf_counter()
     stats = {"ok": 0, "PteFormatError": 0}
+    by_kind = {n: 0 for n in names}
     slowest = (0.0, None)
     i = 0
     while i < args.cases and time.perf_counter() - t0 < args.seconds:
-        name = rng.choice(NAMES)
-        data = mutate(rng, programs[name], flats[name], programs[rng.choice(NAMES)])
+        name = rng.choice(names)
+        data = mutate(rng, programs[name], flats[name], programs[rng.choice(names)])
+        by_kind[name] += 1
         t = time.perf_counter()
         try:
             analyse(pte_lab.open(data))
@@ -98,7 +117,11 @@ def main() -> int:
             slowest = (dt, i)
         i += 1
     wall = time.perf_counter() - t0
-    print(f"{i} cases in {wall:.1f} s ({i / wall:.0f}/s): {stats}; slowest case {slowest[0] * 1000:.1f} ms (#{slowest[1]})")
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{i} cases in {wall:.1f} s ({i / wall:.0f}/s): {stats}; slowest case {slowest[0] * 1000:.1f} ms "
+          f"(#{slowest[1]}); peak RSS {rss:.0f} MiB; cases per file: {by_kind}")
     return 0
 
 

@@ -125,7 +125,9 @@ def _torch_value(v):
     import torch
 
     dtype, shape, data = v
-    t = getattr(torch, dtype)
+    t = getattr(torch, dtype, None)
+    if not isinstance(t, torch.dtype):
+        raise PteLabError(f"a bundled test tensor has dtype {dtype!r}, which torch cannot represent")
     if not data:
         return torch.empty(shape, dtype=t)
     return torch.frombuffer(bytearray(data), dtype=t).reshape(shape)
