@@ -48,9 +48,9 @@ def build_program(values, instructions, sizes=(0, 64)) -> bytes:
     for e in reversed(evs):
         b.PrependUOffsetTRelative(e)
     values_vec = b.EndVector()
-    instrs = []
-    for args in instructions:
-        a = _ints(b, args)
+    instrs, shared = [], {}
+    for args in instructions:  # the same list object twice: one vector, referenced twice
+        a = shared.get(id(args)) or shared.setdefault(id(args), _ints(b, args))
         call = _table(b, [(0, "i32", 0), (1, "off", a)])
         instrs.append(_table(b, [(0, "u8", 1), (1, "off", call)]))
     b.StartVector(4, len(instrs), 4)
@@ -136,3 +136,18 @@ def test_a_shape_too_big_to_print_is_a_format_error_everywhere():
     for obj in (pte, m):
         html = obj._repr_html_()
         assert "unreadable" in html and "PteFormatError" in html
+
+
+def test_a_vector_shared_by_many_references_is_refused_not_decoded_each_time():
+    """2,000 kernel calls naming one 100,000-argument vector: 200 million arguments from a 0.4 MB file."""
+    big = [0] * 100_000
+    data = build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [big] * 2_000 + [[0, 1, 1]])
+    assert len(data) < 600_000
+    with pytest.raises(PteFormatError, match="reference their vectors so many times over"):
+        pte_lab.open(data).methods["forward"].instructions
+
+
+def test_a_vector_shared_a_few_times_is_fine():
+    args = [0, 1, 1]
+    data = build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [args] * 50)
+    assert pte_lab.open(data).methods["forward"].n_instructions == 50

@@ -210,3 +210,23 @@ def test_fuzz_mutations_and_truncations(program_bytes, name):
         slowest = max(slowest, time.perf_counter() - t)
     assert outcomes["error"] > n_cases // 10  # the mutations do bite
     assert slowest < 5.0  # nothing hangs
+
+
+def test_a_large_file_without_extended_header_is_read_once(tmp_path, program_bytes):
+    """A damaged extended-header magic makes the whole file the flatbuffer: read it, never copy it again."""
+    import tracemalloc
+
+    data = bytearray(program_bytes("portable"))
+    data[8:12] = b"XX00"  # no extended header any more
+    path = tmp_path / "big.pte"
+    with open(path, "wb") as f:
+        f.write(data)
+        f.truncate(64 * 1024 * 1024)  # 64 MiB, sparse
+    tracemalloc.start()
+    try:
+        with pytest.raises(PteFormatError):
+            pte_lab.open(path).methods["forward"].arenas
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.2 * 64 * 1024 * 1024  # one copy of the file, not two

@@ -31,11 +31,24 @@ __all__ = [
 KINDS = {_bundled.IDENTIFIER: "bundled", _flat_tensor.IDENTIFIER: "data"}
 
 
-def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
-    data = f.read(n)
-    if len(data) != n:
-        raise PteFormatError(f"file ended after {len(data)} of the {n} bytes of the {what}")
-    return data
+def _read_exact(f: BinaryIO, n: int, what: str, head: bytes = b"") -> memoryview:
+    """``head`` followed by the next ``n - len(head)`` bytes of ``f``, in one buffer (never a second copy)."""
+    buf = bytearray(n)
+    buf[: len(head)] = head
+    view = memoryview(buf)
+    got = len(head)
+    readinto = getattr(f, "readinto", None)
+    while got < n:
+        if readinto is not None:
+            k = readinto(view[got:])
+        else:
+            chunk = f.read(n - got)
+            k = len(chunk)
+            view[got : got + k] = chunk
+        if not k:
+            raise PteFormatError(f"file ended after {got} of the {n} bytes of the {what}")
+        got += k
+    return view
 
 
 class _Opened:
@@ -86,13 +99,13 @@ class _Opened:
             return self.mv[:n]
         if n <= len(self._head):
             return memoryview(self._head[:n])
-        return memoryview(self._head + _read_exact(self.f, n - len(self._head), what))
+        return _read_exact(self.f, n, what, self._head)
 
     def whole(self) -> memoryview:
         """Every byte (read, not memory-mapped: a file truncated under a mapping kills the process)."""
         if self.mv is not None:
             return self.mv
-        return memoryview(self._head + _read_exact(self.f, self.size - len(self._head), "file"))
+        return _read_exact(self.f, self.size, "file", self._head)
 
     def __enter__(self):
         return self

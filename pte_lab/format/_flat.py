@@ -11,7 +11,11 @@ for it. A violation raises
 
 Flatbuffer references (``uoffset``) only point forward, so a chain of tables
 cannot cycle; the readers above this module follow a fixed schema, so nesting
-depth is bounded by the schema, not by the file.
+depth is bounded by the schema, not by the file. A vector may still be
+referenced by many tables and decoded once per reference: every buffer has a
+budget of elements to decode (:data:`BUDGET_PER_BYTE` per byte, plus
+:data:`BUDGET_BASE`); a file that needs more is refused, so the work and memory
+of reading stay proportional to the file.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ import numpy as np
 from flatbuffers import number_types as N
 
 from ..errors import PteFormatError
+
+#: elements a reader may decode per byte of flatbuffer (each element stored once takes at least a byte)
+BUDGET_PER_BYTE = 8
+BUDGET_BASE = 1 << 20
 
 _U8 = struct.Struct("<B")
 _HH = struct.Struct("<HH")
@@ -51,12 +59,13 @@ class Table:
     error messages.
     """
 
-    __slots__ = ("_buf", "_n", "_pos", "_fields", "_parent", "_label")
+    __slots__ = ("_buf", "_n", "_pos", "_fields", "_parent", "_label", "_budget")
 
-    def __init__(self, buf: memoryview, pos: int, where, label: str = ""):
+    def __init__(self, buf: memoryview, pos: int, where, label: str = "", budget: list | None = None):
         n = len(buf)
         self._buf = buf
         self._n = n
+        self._budget = budget if budget is not None else [BUDGET_BASE + BUDGET_PER_BYTE * n]
         # the path is built only when an error message needs it
         self._parent = where
         self._label = label
@@ -124,7 +133,7 @@ class Table:
         at = self._field(slot, 4)
         if not at:
             return None
-        return Table(self._buf, self._deref(at, what), self, "." + what)
+        return Table(self._buf, self._deref(at, what), self, "." + what, self._budget)
 
     def string(self, slot: int, what: str, default: str | None = None) -> str | None:
         at = self._field(slot, 4)
@@ -139,7 +148,7 @@ class Table:
             raise PteFormatError(f"{self.where}.{what}: string is not valid UTF-8 ({exc.reason} "
                                  f"at byte {exc.start})") from None
 
-    def _vector_at(self, at: int, elem_size: int, what: str) -> tuple[int, int]:
+    def _vector_at(self, at: int, elem_size: int, what: str, charge: bool = True) -> tuple[int, int]:
         start = self._deref(at, what)
         length = _U32.unpack_from(self._buf, start)[0]
         if start + 4 + length * elem_size > self._n:
@@ -147,6 +156,13 @@ class Table:
                 f"{self.where}.{what}: vector claims {length} elements of {elem_size} bytes, "
                 f"but only {max(0, self._n - start - 4)} bytes remain"
             )
+        if charge:
+            self._budget[0] -= length
+            if self._budget[0] < 0:
+                raise PteFormatError(
+                    f"{self.where}.{what}: the file's tables reference their vectors so many times over that "
+                    f"reading them would decode more than {BUDGET_PER_BYTE} elements per byte of the "
+                    f"{self._n}-byte flatbuffer; refusing (vectors shared by many references?)")
         return start + 4, length
 
     def vector_len(self, slot: int, what: str, elem_size: int = 4) -> int:
@@ -183,14 +199,14 @@ class Table:
         at = self._field(slot, 4)
         if not at:
             return (0, 0)
-        return self._vector_at(at, 1, what)
+        return self._vector_at(at, 1, what, charge=False)
 
     def tables(self, slot: int, what: str) -> "TableVector":
         at = self._field(slot, 4)
         if not at:
             return TableVector(self._buf, 0, 0, self, "." + what)
         start, length = self._vector_at(at, 4, what)
-        return TableVector(self._buf, start, length, self, "." + what)
+        return TableVector(self._buf, start, length, self, "." + what, self._budget)
 
     def union(self, type_slot: int, value_slot: int, what: str) -> "tuple[int, Table | None]":
         kind = self.scalar(type_slot, "uint8", 0)
@@ -202,14 +218,15 @@ class Table:
 class TableVector:
     """A lazily read vector of tables; ``vec[i]`` checks and reads element ``i``."""
 
-    __slots__ = ("_buf", "_start", "_len", "_parent", "_label")
+    __slots__ = ("_buf", "_start", "_len", "_parent", "_label", "_budget")
 
-    def __init__(self, buf: memoryview, start: int, length: int, parent, label: str = ""):
+    def __init__(self, buf: memoryview, start: int, length: int, parent, label: str = "", budget=None):
         self._buf = buf
         self._start = start
         self._len = length
         self._parent = parent
         self._label = label
+        self._budget = budget
 
     @property
     def where(self) -> str:
@@ -224,7 +241,7 @@ class TableVector:
             raise IndexError(i)
         at = self._start + 4 * i
         target = at + _U32.unpack_from(self._buf, at)[0]
-        return Table(self._buf, target, self, f"[{i}]")
+        return Table(self._buf, target, self, f"[{i}]", self._budget)
 
     def __iter__(self):
         for i in range(self._len):
