@@ -37,8 +37,11 @@ def build_program(values, instructions, sizes=(0, 64)) -> bytes:
         if v[0] == "tensor":
             _, mem_id, offset, n = v
             sizes_vec = _ints(b, list(n) if isinstance(n, (list, tuple)) else [n])
-            alloc = _table(b, [(0, "u32", mem_id), (1, "u32", offset)])
-            t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec), (6, "off", alloc)])
+            if mem_id is None:  # no allocation_info: neither planned nor a constant
+                t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec)])
+            else:
+                alloc = _table(b, [(0, "u32", mem_id), (1, "u32", offset)])
+                t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec), (6, "off", alloc)])
             evs.append(_table(b, [(0, "u8", 5), (1, "off", t)]))
         else:
             items = _ints(b, v[1])
@@ -151,3 +154,16 @@ def test_a_vector_shared_a_few_times_is_fine():
     args = [0, 1, 1]
     data = build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [args] * 50)
     assert pte_lab.open(data).methods["forward"].n_instructions == 50
+
+
+def test_a_written_tensor_without_memory_is_named_and_never_loaded(tmp_path):
+    """The runtime would write through a null pointer (seen: execute segfaults)."""
+    data = build_program([("tensor", 1, 0, 4), ("tensor", None, 0, 4), ("tensor", 1, 16, 4)],
+                         [[0, 1, 1], [1, 2, 2]])
+    pte = pte_lab.open(data)
+    (f,) = [w for w in pte.warnings() if w.kind == "unbacked_tensor"]
+    assert f.severity == "error" and f.details["values"] == [1] and "instruction 0" in f.message
+    path = tmp_path / "unbacked.pte"
+    path.write_bytes(data)
+    with pytest.raises(PteFormatError, match="no memory"):
+        pte_lab.load(path)

@@ -383,3 +383,18 @@ def test_device_problems():
     assert device_problem("cpu") is None and device_problem("cuda:0") is None
     assert "negative" in device_problem(device_name(1, -1))
     assert "not one ExecuTorch defines" in device_problem(device_name(7, 0))
+
+
+def test_a_segment_read_as_two_kinds_of_data_is_never_loaded(program_path, tmp_path):
+    """A delegate's blob reference retargeted into the constant segment (XNNPACK aborts on it)."""
+    data = bytearray(program_path("xnnpack").read_bytes())
+    raw, _ = read(bytes(data))
+    consts = next(s.index for s in raw.segments if s.kind == "constants")
+    processed = raw._root.tables(1, "execution_plan")[0].tables(7, "delegates")[0].table(1, "processed")
+    struct.pack_into("<I", data, processed._field(1, 4), consts)
+    path = tmp_path / "retargeted.pte"
+    path.write_bytes(data)
+    (f,) = [w for w in pte_lab.open(path).warnings() if w.kind == "segment_roles"]
+    assert f.details["segment"] == consts and "constants" in f.details["roles"]
+    with pytest.raises(PteFormatError, match="read as constants and as delegate"):
+        pte_lab.load(path)

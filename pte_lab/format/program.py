@@ -95,6 +95,15 @@ class RawSegment:
     offset: int  # absolute file offset
     size: int
     kind: str = "unused"  # constants | delegate:<id> | named_data | mutable_data | unused
+    #: every role the program gives it (more than one kind: one table points into another's data)
+    roles: list[str] = field(default_factory=list)
+
+    def use(self, kind: str) -> "RawSegment":
+        if self.kind == "unused":
+            self.kind = kind
+        if kind not in self.roles:
+            self.roles.append(kind)
+        return self
 
 
 @dataclass
@@ -178,7 +187,7 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
         if len(offsets):
             constant_index = cseg.scalar(0, "uint32")
             seg = segment(constant_index, "program.constant_segment")
-            seg.kind = "constants"
+            seg.use("constants")
             constant_bytes = seg.size
             if int(offsets.max()) > seg.size:
                 raise PteFormatError(
@@ -192,14 +201,14 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
 
     mseg = root.tables(6, "mutable_data_segments")
     for i, m in enumerate(mseg):
-        segment(m.scalar(0, "uint32"), f"program.mutable_data_segments[{i}]").kind = "mutable_data"
+        segment(m.scalar(0, "uint32"), f"program.mutable_data_segments[{i}]").use("mutable_data")
 
     named = []
     for i, nd in enumerate(root.tables(7, "named_data")):
         key = nd.string(0, "key", "")
         idx = nd.scalar(1, "uint32")
         seg = segment(idx, f"program.named_data[{i}] ({key!r})")
-        seg.kind = "named_data"
+        seg.use("named_data")
         named.append((key, idx))
 
     prog = RawProgram(header, version, names, segments, constant_bytes, inline_constant_bytes,
@@ -232,7 +241,7 @@ def _decode_delegates(plan: Table, prog: RawProgram, where: str) -> list[RawDele
             if not 0 <= idx < len(prog.segments):
                 raise PteFormatError(f"{where}.delegates[{i}] ({did!r}): segment index {idx} out of range")
             seg = prog.segments[idx]
-            seg.kind = f"delegate:{did}"
+            seg.use(f"delegate:{did}")
             size = seg.size
             location = "segment"
         else:

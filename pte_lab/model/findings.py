@@ -73,10 +73,15 @@ class Kind(str, Enum):
     UNKNOWN_ARENA = ("unknown_arena", "error")
     #: an arena is tagged for a device ExecuTorch cannot name (an unknown type, a negative index)
     UNKNOWN_DEVICE = ("unknown_device", "error")
+    #: a kernel writes a tensor that has no memory (not planned, not a constant, not an input or output)
+    UNBACKED_TENSOR = ("unbacked_tensor", "error")
+    #: one segment is read as two kinds of data (a reference retargeted into another table's data)
+    SEGMENT_ROLES = ("segment_roles", "error")
 
 
 #: plan errors that would make ExecuTorch read or write outside its buffers: never loaded
-UNSAFE_TO_LOAD = frozenset({Kind.UNKNOWN_ARENA, Kind.OUTSIDE_ARENA, Kind.UNKNOWN_DEVICE})
+UNSAFE_TO_LOAD = frozenset({Kind.UNKNOWN_ARENA, Kind.OUTSIDE_ARENA, Kind.UNKNOWN_DEVICE, Kind.UNBACKED_TENSOR,
+                            Kind.SEGMENT_ROLES})
 #: findings that predict ExecuTorch's runtime will refuse the program (named with its refusal)
 REFUSED_BY_RUNTIME = frozenset({Kind.CONSTANT_BUFFER_PATH})
 
@@ -187,6 +192,25 @@ def plan_findings(method: str, planned, buffer_sizes, conflicts: "Iterable[Confl
     return out
 
 
+def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
+    """(value, instruction) for tensors a KernelCall or MoveCall writes that have no memory at all."""
+    from .lifetimes import written_at
+
+    raw = m.raw
+    io = set(raw.inputs) | set(raw.outputs)
+    out, seen = [], set()
+    for i, ins in enumerate(raw.instructions):
+        if ins.kind not in ("KernelCall", "MoveCall"):
+            continue
+        for v in written_at(raw, i):
+            t = raw.values[v].tensor
+            if (t is not None and v not in seen and v not in io and t.mem_id is None and t.data_buffer_idx == 0
+                    and t.location != 1 and t.shape_dynamism != 2):
+                seen.add(v)
+                out.append((v, i))
+    return out
+
+
 def method_findings(m: "Method") -> list[Finding]:
     """Device findings, loops and unplanned I/O of a method, then its plan problems."""
     out = []
@@ -221,6 +245,13 @@ def method_findings(m: "Method") -> list[Finding]:
         out.append(Finding(Kind.LOOPS, m.name,
                            "the method jumps backwards (a loop): lifetimes of values used inside "
                            "the loop are extended to its last instruction"))
+    unbacked = _unbacked_writes(m)
+    if unbacked:
+        shown = ", ".join(f"v{v} (instruction {i})" for v, i in unbacked[:5])
+        out.append(Finding(Kind.UNBACKED_TENSOR, m.name,
+                           f"{count(len(unbacked), 'tensor')} written by a kernel {'has' if len(unbacked) == 1 else 'have'}"
+                           f" no memory: not planned, not a constant, not a method input or output ({shown}); "
+                           f"ExecuTorch would write through a null pointer", {"values": [v for v, _ in unbacked]}))
     unplanned = [s for s in m.inputs + m.outputs if s.kind == "Tensor" and not s.planned]
     if unplanned:
         out.append(Finding(Kind.UNPLANNED_IO, m.name,
@@ -232,6 +263,12 @@ def method_findings(m: "Method") -> list[Finding]:
 def program_findings(p: "Pte") -> list[Finding]:
     """Sharing between methods, external data, then every method's findings."""
     out: list[Finding] = []
+    for seg in getattr(getattr(p, "raw", None), "segments", []):
+        if len(seg.roles) > 1:
+            out.append(Finding(Kind.SEGMENT_ROLES, None,
+                               f"segment {seg.index} is read as {' and as '.join(seg.roles)}: one table points "
+                               f"into another's data, which a backend or kernel would misread", {"segment": seg.index,
+                                                                                                  "roles": seg.roles}))
     names = list(getattr(getattr(p, "raw", None), "plan_names", []))
     for name in dict.fromkeys(n for n in names if names.count(n) > 1):
         plans = [i for i, n in enumerate(names) if n == name]

@@ -95,11 +95,12 @@ def _checked_plan(path: str) -> Pte:
 
 def _validate_everything(pte: Pte) -> None:
     """Decode every table the runtime will read, so a bad file fails here and not in native code."""
+    for f in pte.warnings():  # every method's findings, and the program's
+        if f.kind in UNSAFE_TO_LOAD:
+            where = f"method {f.method!r}: " if f.method else ""
+            raise PteFormatError(f"{where}{f.message}")
     for m in pte.methods.values():
-        m.arenas, m.instructions, m.delegates, m.inputs, m.outputs
-        for f in m.findings():
-            if f.kind in UNSAFE_TO_LOAD:
-                raise PteFormatError(f"method {m.name!r}: {f.message}")
+        m.instructions, m.delegates, m.inputs, m.outputs
 
 
 def _carried_program_file(pte: Pte) -> str:
@@ -443,7 +444,15 @@ def load(path, *, data_path=None, isolate: bool = False, force: bool = False) ->
 
     The file is checked by pte_lab's reader first (a bad file raises
     :class:`~pte_lab.PteFormatError` and never reaches native code), then
-    loaded with ExecuTorch's full verification. ``isolate=True`` runs the
+    loaded with ExecuTorch's full verification. The reader checks every
+    offset, size and index against the file, every planned tensor against its
+    arena, the devices arenas are tagged for, that every tensor a kernel writes
+    has memory, and that no segment is read as two kinds of data. What it
+    cannot check is what each kernel expects of its arguments (their kinds and
+    shapes come from operator schemas the file does not carry) or what a
+    delegate makes of its blob: a file crafted against those can still crash
+    the runtime. For files you do not trust, pass ``isolate=True``: a crash
+    then ends a worker process, not your session. ``isolate=True`` runs the
     runtime in a worker process: a native crash there raises
     :class:`~pte_lab.errors.RuntimeCrashedError` here. ``force=True`` skips
     the check that planned bytes fit in free memory.
