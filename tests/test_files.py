@@ -398,3 +398,45 @@ def test_a_segment_read_as_two_kinds_of_data_is_never_loaded(program_path, tmp_p
     assert f.details["segment"] == consts and "constants" in f.details["roles"]
     with pytest.raises(PteFormatError, match="read as constants and as delegate"):
         pte_lab.load(path)
+
+
+def test_a_branch_on_a_float_tensor_is_never_loaded(program_path, tmp_path):
+    data = bytearray(program_path("cond").read_bytes())
+    raw, _ = read(bytes(data))
+    plan = raw._root.tables(1, "execution_plan")[0]
+    m = pte_lab.open(bytes(data)).methods["forward"]
+    j = next(i for i in m.instructions if i.kind == "JumpFalseCall" and i.args[0])  # 0 is a default: not stored
+    floaty = next(t.value for t in m.planned if t.dtype == "float32")
+    k = 0
+    for chain in plan.tables(5, "chains"):
+        for ins in chain.tables(2, "instructions"):
+            if k == j.index:
+                _, call = ins.union(0, 1, "instr_args")
+                struct.pack_into("<i", data, call._field(0, 4), floaty)
+            k += 1
+    path = tmp_path / "float_branch.pte"
+    path.write_bytes(data)
+    (f,) = [w for w in pte_lab.open(path).warnings() if w.kind == "operand_kinds"]
+    assert f"branches on v{floaty}, a Tensor" in f.message
+    with pytest.raises(PteFormatError, match="not a boolean"):
+        pte_lab.load(path)
+
+
+def test_a_file_with_overlapping_live_tensors_runs_in_a_worker_by_default(program_path, tmp_path, monkeypatch):
+    from pte_lab import planning
+
+    src = program_path("portable")
+    r = planning.replan(src, "naive")
+    m = r.original.methods["forward"]
+    a, b = [t for t in m.planned if t.role == "intermediate"][:2]
+    (plan,) = r.arenas
+    plan.offsets[b.value], plan.kept = plan.offsets[a.value], False
+    monkeypatch.setattr(type(r), "conflicts", lambda self: [])
+    monkeypatch.setattr(type(r), "_check_written", lambda self, data: None)
+    bad = r.write(tmp_path / "overlap.pte")
+    assert any(w.kind == "plan_overlap" for w in pte_lab.open(bad).warnings())
+    with pte_lab.load(bad) as prog:
+        assert prog.isolated and prog.suspicious  # a worker: a crash would not end this process
+        prog.load_method("forward")(torch.randn(4, 32))
+    with pte_lab.load(src) as prog:
+        assert not prog.isolated  # a clean file runs in this process

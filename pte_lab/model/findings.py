@@ -77,11 +77,13 @@ class Kind(str, Enum):
     UNBACKED_TENSOR = ("unbacked_tensor", "error")
     #: one segment is read as two kinds of data (a reference retargeted into another table's data)
     SEGMENT_ROLES = ("segment_roles", "error")
+    #: a control instruction names a value of the wrong kind (FreeCall of a non-tensor: the runtime aborts)
+    OPERAND_KINDS = ("operand_kinds", "error")
 
 
 #: plan errors that would make ExecuTorch read or write outside its buffers: never loaded
 UNSAFE_TO_LOAD = frozenset({Kind.UNKNOWN_ARENA, Kind.OUTSIDE_ARENA, Kind.UNKNOWN_DEVICE, Kind.UNBACKED_TENSOR,
-                            Kind.SEGMENT_ROLES})
+                            Kind.SEGMENT_ROLES, Kind.OPERAND_KINDS})
 #: findings that predict ExecuTorch's runtime will refuse the program (named with its refusal)
 REFUSED_BY_RUNTIME = frozenset({Kind.CONSTANT_BUFFER_PATH})
 
@@ -211,6 +213,19 @@ def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
     return out
 
 
+def _wrong_operands(m: "Method") -> list[str]:
+    """Control instructions whose operand is of a kind the runtime cannot take."""
+    raw, out = m.raw, []
+    for i, ins in enumerate(raw.instructions):
+        if ins.kind == "FreeCall" and raw.values[ins.args[0]].kind != "Tensor":
+            out.append(f"instruction {i} frees v{ins.args[0]}, a {raw.values[ins.args[0]].kind}, not a tensor")
+        elif ins.kind == "JumpFalseCall":
+            v = raw.values[ins.args[0]]
+            if not (v.kind == "Bool" or (v.kind == "Tensor" and v.tensor.scalar_type == 11)):
+                out.append(f"instruction {i} branches on v{ins.args[0]}, a {v.kind}, not a boolean")
+    return out
+
+
 def method_findings(m: "Method") -> list[Finding]:
     """Device findings, loops and unplanned I/O of a method, then its plan problems."""
     out = []
@@ -252,6 +267,11 @@ def method_findings(m: "Method") -> list[Finding]:
                            f"{count(len(unbacked), 'tensor')} written by a kernel {'has' if len(unbacked) == 1 else 'have'}"
                            f" no memory: not planned, not a constant, not a method input or output ({shown}); "
                            f"ExecuTorch would write through a null pointer", {"values": [v for v, _ in unbacked]}))
+    wrong = _wrong_operands(m)
+    if wrong:
+        out.append(Finding(Kind.OPERAND_KINDS, m.name,
+                           "; ".join(wrong[:4]) + (f"; and {len(wrong) - 4} more" if len(wrong) > 4 else "")
+                           + " (ExecuTorch aborts or refuses the method)", {"instructions": len(wrong)}))
     unplanned = [s for s in m.inputs + m.outputs if s.kind == "Tensor" and not s.planned]
     if unplanned:
         out.append(Finding(Kind.UNPLANNED_IO, m.name,

@@ -71,36 +71,45 @@ def _loader_for_version() -> str:
 
 
 #: (path, device, inode, size, mtime in ns) -> the decoded records of a file the reader has fully
-#: checked. Records never change after decoding; each LabProgram builds its own Pte (and Method
-#: objects, with their own analyses) over them, so nothing mutable is shared between programs.
-_CHECKED: "OrderedDict[tuple, RawProgram]" = OrderedDict()
+#: checked, and the errors it found that do not stop a load. Records never change after decoding;
+#: each LabProgram builds its own Pte (and Method objects, with their own analyses) over them, so
+#: nothing mutable is shared between programs.
+_CHECKED: "OrderedDict[tuple, tuple[RawProgram, list[str]]]" = OrderedDict()
 _CHECKED_SIZE = 16
 
 
-def _checked_plan(path: str) -> Pte:
-    """The reader's model of ``path``, every table the runtime reads checked (once per unchanged file)."""
+def _checked(path: str) -> tuple[Pte, list[str]]:
+    """The reader's model of ``path`` with every table the runtime reads checked (once per unchanged
+    file), and the errors it found that do not stop a load (reasons to run in a worker)."""
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    raw = _CHECKED.get(key)
-    if raw is not None:
+    hit = _CHECKED.get(key)
+    if hit is not None:
         _CHECKED.move_to_end(key)
-        return Pte(raw, path)
+        return Pte(hit[0], path), hit[1]
     pte = open_pte(path)
-    _validate_everything(pte)
-    _CHECKED[key] = pte.raw
+    suspicious = _validate_everything(pte)
+    _CHECKED[key] = (pte.raw, suspicious)
     while len(_CHECKED) > _CHECKED_SIZE:
         _CHECKED.popitem(last=False)
-    return pte
+    return pte, suspicious
 
 
-def _validate_everything(pte: Pte) -> None:
-    """Decode every table the runtime will read, so a bad file fails here and not in native code."""
+def _validate_everything(pte: Pte) -> list[str]:
+    """Decode every table the runtime will read, so a bad file fails here and not in native code.
+
+    Returns the errors found that do not stop a load.
+    """
+    suspicious = []
     for f in pte.warnings():  # every method's findings, and the program's
         if f.kind in UNSAFE_TO_LOAD:
             where = f"method {f.method!r}: " if f.method else ""
             raise PteFormatError(f"{where}{f.message}")
+        if f.severity == "error" and f.kind not in REFUSED_BY_RUNTIME:
+            suspicious.append(f.message)
     for m in pte.methods.values():
         m.instructions, m.delegates, m.inputs, m.outputs
+    return suspicious
 
 
 def _carried_program_file(pte: Pte) -> str:
@@ -176,7 +185,7 @@ class LabProgram:
         self.data_path = data_path
         self.isolated = isolate
         self.force = force
-        self.plan: Pte = _checked_plan(path)
+        self.plan, self.suspicious = _checked(path)
         self._cleanup = None
         load_path = path
         if self.plan.bundled is not None:  # the runtime loads the program the .bpte carries
@@ -439,7 +448,7 @@ class LabProgram:
         return f"<LabProgram {self.path!r}{iso}: loader {self.loader}, loaded {list(self._methods)}>"
 
 
-def load(path, *, data_path=None, isolate: bool = False, force: bool = False) -> LabProgram:
+def load(path, *, data_path=None, isolate: bool | None = None, force: bool = False) -> LabProgram:
     """Load a ``.pte`` with ExecuTorch's ``Runtime.load_program``, accounted.
 
     The file is checked by pte_lab's reader first (a bad file raises
@@ -452,10 +461,16 @@ def load(path, *, data_path=None, isolate: bool = False, force: bool = False) ->
     shapes come from operator schemas the file does not carry) or what a
     delegate makes of its blob: a file crafted against those can still crash
     the runtime. For files you do not trust, pass ``isolate=True``: a crash
-    then ends a worker process, not your session. ``isolate=True`` runs the
+    then ends a worker process, not your session. The default,
+    ``isolate=None``, runs in this process unless the reader found an error it
+    does not refuse outright (overlapping live tensors, say); such a file runs
+    in a worker. ``isolate=True`` runs the
     runtime in a worker process: a native crash there raises
     :class:`~pte_lab.errors.RuntimeCrashedError` here. ``force=True`` skips
     the check that planned bytes fit in free memory.
     """
-    return LabProgram(os.fspath(path), data_path=None if data_path is None else os.fspath(data_path),
+    path = os.fspath(path)
+    if isolate is None:
+        isolate = bool(_checked(path)[1])
+    return LabProgram(path, data_path=None if data_path is None else os.fspath(data_path),
                       isolate=isolate, force=force)
