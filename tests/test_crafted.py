@@ -32,8 +32,11 @@ def build_program(values, instructions, sizes=(0, 64)) -> bytes:
     """A minimal one-method Program. values: ("tensor", mem_id, offset, n_floats) or
     ("list", [items]); instructions: lists of argument value indices (KernelCalls of op 0)."""
     b = flatbuffers.Builder(1024)
-    evs = []
+    evs, same = [], {}
     for v in values:
+        if id(v) in same:  # the same tuple object again: the same EValue table, referenced again
+            evs.append(same[id(v)])
+            continue
         if v[0] == "tensor":
             _, mem_id, offset, n = v
             sizes_vec = _ints(b, list(n) if isinstance(n, (list, tuple)) else [n])
@@ -47,6 +50,7 @@ def build_program(values, instructions, sizes=(0, 64)) -> bytes:
             items = _ints(b, v[1])
             lst = _table(b, [(0, "off", items)])
             evs.append(_table(b, [(0, "u8", 10), (1, "off", lst)]))
+        same[id(v)] = evs[-1]
     b.StartVector(4, len(evs), 4)
     for e in reversed(evs):
         b.PrependUOffsetTRelative(e)
@@ -167,3 +171,19 @@ def test_a_written_tensor_without_memory_is_named_and_never_loaded(tmp_path):
     path.write_bytes(data)
     with pytest.raises(PteFormatError, match="no memory"):
         pte_lab.load(path)
+
+
+def test_many_values_sharing_one_tensor_table():
+    """20,000 values share one planned tensor table, each read once: every one is a view of the first
+    writer at that offset (the view search scanned all of them for each: quadratic)."""
+    shared = ("tensor", 1, 0, 4)
+    n = 20_000
+    values = [("tensor", 1, 16, 4)] + [shared] * n + [("tensor", 1, 32, 4)]
+    # instruction 0 writes value 1 (its out argument); every later one reads the next value
+    data = build_program(values, [[0, 1, 1]] + [[v, n + 1, n + 1] for v in range(2, n + 1)])
+    m = pte_lab.open(data).methods["forward"]
+    df = m.tensors.set_index("value")
+    views = df[df.role == "view"]
+    assert len(views) == n - 1 and (views["first"] == 0).all()
+    assert df.loc[1, "last"] == n - 1  # the base stays alive while its views are read
+    assert m.validate() == []
