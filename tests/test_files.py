@@ -7,6 +7,7 @@ import json
 import struct
 import subprocess
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -84,8 +85,8 @@ def test_the_deprecated_constant_buffer_path_is_named(program_path, tmp_path):
 @pytest.fixture(scope="session")
 def legacy_programs(legacy_python, tmp_path_factory):
     out = tmp_path_factory.mktemp("legacy")
-    r = subprocess.run([legacy_python, "tests/legacy_export.py", str(out)], capture_output=True, text=True,
-                       timeout=900)
+    script = Path(__file__).with_name("legacy_export.py")
+    r = subprocess.run([legacy_python, str(script), str(out)], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1] == "1.4.1"
     return out
