@@ -164,7 +164,10 @@ def _load_cost_table(p) -> str:
 def pte_html(p) -> str:
     src = escape(p.path or "<bytes>")
     head = (f"<div class='pte-header'>ExecuTorch program <span class='pte-path'>{src}</span></div>"
-            f"<div class='pte-sub'>{human_bytes(p.file_size)} file &middot; flatbuffer "
+            f"<div class='pte-sub'>"
+            + (f"bundled program, {human_bytes(p.bundled.file_size)} file, carrying a {human_bytes(p.file_size)} "
+               f"program" if p.bundled is not None else f"{human_bytes(p.file_size)} file")
+            + f" &middot; flatbuffer "
             f"{human_bytes(p.flatbuffer_size)} &middot; constants {human_bytes(p.constant_bytes)}"
             + "".join(f" &middot; {escape(b)} {human_bytes(n)}" for b, n in p.delegate_bytes.items())
             + (f" &middot; named data {human_bytes(p.named_data_bytes)}" if p.named_data_keys else "")
