@@ -65,8 +65,15 @@ def _inspect(args) -> int:
 def _example(args) -> int:
     from . import examples
 
+    import inspect
+
+    from .examples import BUILDERS
+
     kwargs = {}
     if args.side is not None:
+        if "side" not in inspect.signature(BUILDERS[args.name]).parameters:
+            raise PteLabError(f"argument --side: the {args.name!r} example has no side "
+                              f"(it goes with device and three_methods)")
         kwargs["side"] = args.side
     path = examples.save(args.name, args.out, **kwargs)
     print(path)
@@ -100,6 +107,10 @@ def _replan(args) -> int:
     from .planning import replan, verify
     from .units import human_bytes
 
+    if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
+        raise PteLabError(f"argument output: {args.output!r} is the input file; write the replanned program "
+                          f"elsewhere")
+
     r = replan(args.input, algorithm=args.algorithm)
     r.write(args.output)
     print(f"replanned with {args.algorithm}: {args.input} -> {args.output}")
@@ -120,9 +131,60 @@ def _replan(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad values are one line naming the argument; a missing or unknown one prints the usage too."""
+
+    def error(self, message):
+        if "unrecognized arguments" in message or "required" in message or "invalid choice" in message:
+            super().error(message)
+        self.exit(2, f"pte-lab: error: {message}\n")
+
+
+def _whole(least: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if v < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, not {v}")
+        return v
+
+    return parse
+
+
+def _new_file(text: str) -> str:
+    """A file to write: its folder must exist (checked before any work)."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file to write")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"the folder {folder!r} does not exist")
+    return text
+
+
+def _executable(text: str) -> str:
+    """An interpreter: an executable file that is a program (ELF) or a script (#!)."""
+    try:
+        with open(text, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        magic = b""
+    if not (os.path.isfile(text) and os.access(text, os.X_OK) and (magic == b"\x7fELF" or magic[:2] == b"#!")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an executable Python interpreter")
+    return text
+
+
+def _examples() -> list[str]:
+    from .examples import BUILDERS
+
+    return sorted(BUILDERS)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p.commands = sub.choices  # name -> its parser, for usage on an unknown option
     i = sub.add_parser("inspect", help="the memory story of a .pte (or .bpte): methods, arenas, tensors, "
                                        "load costs; or the named tensors of a .ptd")
     i.add_argument("file")
@@ -132,31 +194,33 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--method", "-m", help="only this method")
     i.add_argument("--json", action="store_true", help="emit the pte_lab.inspect JSON document (version 1)")
     i.add_argument("--compact", action="store_true", help="with --json: no indentation")
-    i.add_argument("--width", type=int, default=64, help="columns of the arena pictures (default 64)")
-    i.add_argument("--rows", type=int, default=48, help="most rows per arena picture (default 48)")
+    i.add_argument("--width", type=_whole(8), default=64, help="columns of the arena pictures (default 64)")
+    i.add_argument("--rows", type=_whole(3), default=48,
+                   help="most rows per arena picture, or blobs with --sizes (default 48)")
     i.set_defaults(func=_inspect)
     e = sub.add_parser("example", help="export one of pte_lab's example programs (needs torch + executorch)")
-    e.add_argument("name", help="portable, xnnpack, device, three_methods, kv_cache, dynamic, cond, unplanned_io, "
-                                "external, transformer, weights, llm, shared_state")
-    e.add_argument("out")
-    e.add_argument("--side", type=int, help="for 'device': matrix side (2048 plans 48 MiB on the device)")
+    e.add_argument("name", choices=_examples(), metavar="name", help=", ".join(_examples()))
+    e.add_argument("out", type=_new_file)
+    e.add_argument("--side", type=_whole(1),
+                   help="for 'device' and 'three_methods': matrix side (2048 plans 48 MiB on the device)")
     e.set_defaults(func=_example)
     m = sub.add_parser("measure", help="reproduce the loader fix's before/after device-memory measurements")
-    m.add_argument("--side", type=int, default=2048, help="matrix side; 2048 plans 48 MiB on the device")
-    m.add_argument("--legacy-python", help="interpreter with executorch 1.4.1 (default: the `legacy-env` one)")
-    m.add_argument("--json", help="also write the report as JSON to this file")
+    m.add_argument("--side", type=_whole(1), default=2048, help="matrix side; 2048 plans 48 MiB on the device")
+    m.add_argument("--legacy-python", type=_executable,
+                   help="interpreter with executorch 1.4.1 (default: the `legacy-env` one)")
+    m.add_argument("--json", type=_new_file, help="also write the report as JSON to this file")
     m.set_defaults(func=_measure)
     le = sub.add_parser("legacy-env", help="create a venv with executorch 1.4.1 (the pre-fix loader)")
     le.add_argument("--dir", help="where (default: the pte_lab cache)")
     le.set_defaults(func=_legacy_env)
     rp = sub.add_parser("replan", help="replan every arena, write a new .pte, optionally verify it")
     rp.add_argument("input")
-    rp.add_argument("output")
+    rp.add_argument("output", type=_new_file)
     rp.add_argument("--algorithm", "-a", default="best_fit", choices=["best_fit", "greedy", "naive"])
     rp.add_argument("--verify", action="store_true",
                     help="run both with ExecuTorch, each method called --runs times in a row with its state "
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")
-    rp.add_argument("--runs", type=int, default=4, help="calls per method when verifying (default 4)")
+    rp.add_argument("--runs", type=_whole(1), default=4, help="calls per method when verifying (default 4)")
     rp.set_defaults(func=_replan)
     return p
 
@@ -172,7 +236,10 @@ def _one_line(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 verification failed, 2 error)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # an unknown option: the subcommand's own usage says what it takes
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     import warnings
 
     def note(message, category, filename, lineno, file=None, line=None):  # one line, no source location

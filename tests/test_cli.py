@@ -70,3 +70,40 @@ def test_bad_file_one_line_exit_2(tmp_path, content):
 def test_missing_file(tmp_path):
     r = _run("inspect", str(tmp_path / "missing.pte"))
     assert r.returncode == 2 and "No such file" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["inspect", "x.pte", "--width", "0"], "argument --width: must be at least 8"),
+    (["inspect", "x.pte", "--rows", "-3"], "argument --rows: must be at least 3"),
+    (["example", "portable", "{tmp}/o.pte", "--side", "8"], "argument --side: the 'portable' example has no side"),
+    (["example", "device", "/no/such/dir/x.pte"], "argument out: the folder '/no/such/dir' does not exist"),
+    (["replan", "{prog}", "{prog}"], "argument output: "),
+    (["replan", "a.pte", "b.pte", "--runs", "0"], "argument --runs: must be at least 1"),
+    (["measure", "--side", "0"], "argument --side: must be at least 1"),
+    (["measure", "--legacy-python", "{prog}"], "is not an executable Python interpreter"),
+])
+def test_bad_arguments_are_one_line_before_any_work(argv, names, tmp_path, program_path, capsys):
+    argv = [a.format(tmp=tmp_path, prog=program_path("portable")) for a in argv]
+    with pytest.raises(SystemExit) as info:
+        raise SystemExit(main(argv))
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pte-lab: error: ") and names in err[0]
+    assert not list(tmp_path.iterdir())  # nothing was exported or written
+
+
+def test_an_unknown_option_prints_the_subcommands_usage(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["inspect", "x.pte", "--bogus"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: pte-lab inspect") and "unrecognized arguments: --bogus" in err
+
+
+def test_example_help_lists_every_example(capsys):
+    from pte_lab.examples import BUILDERS
+
+    with pytest.raises(SystemExit):
+        main(["example", "--help"])
+    out = capsys.readouterr().out
+    assert all(name in out for name in BUILDERS)
