@@ -23,7 +23,7 @@ from html import escape
 import ipywidgets as W
 import numpy as np
 
-from .units import human_bytes
+from .units import count, human_bytes
 
 __all__ = ["explore", "Explorer"]
 
@@ -195,7 +195,8 @@ class Explorer(W.VBox):
         where = "inputs written" if t == -1 else ("outputs read" if t == self.method.n_instructions else
                                                   escape(self.method.instructions[t].target))
         self.status.value = (f"<span class='pte-lab-status'>instruction <b>{t}</b> ({where}): "
-                             f"<b>{len(idx)}</b> tensors alive, {human_bytes(occ)} of {human_bytes(a.size)}</span>")
+                             f"<b>{count(len(idx), 'tensor')}</b> alive, {human_bytes(occ)} of "
+                             f"{human_bytes(a.size)}</span>")
 
     def _on_pick(self, change):
         v = change["new"]
@@ -255,7 +256,10 @@ def run_all_html(pte, emulate: bool = True) -> str:
             lines.append(f"<div>✔ <b>{escape(r.method)}</b> ran: outputs {escape(shapes)}</div>")
         else:
             lines.append(f"<div>✖ <b>{escape(r.method)}</b>: {escape(r.error)}</div>")
-    return "".join(lines) + "<b>memory: predicted vs measured</b>" + result.report.to_html(index=False)
+    from .runtime.program import HOST_BYTES_NOTE
+
+    return ("".join(lines) + "<b>memory: predicted vs measured</b>"
+            + result.report.to_html(index=False, na_rep="(program)") + f"<div><i>{escape(HOST_BYTES_NOTE)}</i></div>")
 
 
 def explore(source, method: str | None = None) -> Explorer:

@@ -54,6 +54,7 @@ def test_report_views(after_report, tmp_path):
     assert len(axes) == 2 and len(axes[0].patches) == len(dp.STEPS)
 
 
+@pytest.mark.slow
 def test_legacy_runtime_keeps_the_arena_on_the_host(legacy_python, tmp_path):
     report = dp.run(side=SIDE, runtimes={"before": legacy_python, "after": sys.executable},
                     workdir=tmp_path, emulate=True)

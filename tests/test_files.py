@@ -92,6 +92,7 @@ def legacy_programs(legacy_python, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["mlp_portable", "mlp_xnnpack", "buffer"])
 def test_files_written_by_executorch_1_4_1(legacy_programs, name):
     path = legacy_programs / f"{name}.pte"

@@ -11,6 +11,8 @@ import warnings
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch.runtime")
 

@@ -51,6 +51,9 @@ def test_long_method_picture_is_sampled_keeping_the_peak(program_path):
     rows = [line for line in pic.splitlines() if "|" in line][1:]
     assert len(rows) <= 21
     assert human_bytes(m.arena(1).peak_bytes) in pic
+    assert f"of {m.n_instructions + 2} rows shown" in pic  # a sampled picture says so
+    legend = pic.split("legend: ")[1]
+    assert "Z=v" in legend and "9=v" in legend  # every letter the picture uses is explained
 
 
 def test_human_bytes():

@@ -40,6 +40,11 @@ __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "OperatorLi
 _CODE_RE = re.compile(r"error: 0x:?([0-9a-fA-F]+)")
 _ALLOC_RE = re.compile(r"Failed to allocate (\d+) bytes for buffer (\d+) on device (\d+):(\d+)")
 REPORT_COLUMNS = ["step", "method", "device", "predicted_bytes", "measured_bytes", "measured_by", "seconds"]
+#: why measured host bytes exceed the prediction (the prediction counts planned arenas only)
+HOST_BYTES_NOTE = ("Predicted bytes are the planned arenas. Measured host bytes (glibc's allocator statistics) "
+                   "also hold ExecuTorch's method allocator, what kernels and delegates allocate themselves "
+                   "(XNNPACK's packed weights...) and, on the emulated device, the device's bytes, which are host "
+                   "memory too: they exceed the prediction.")
 
 
 class SharedArenasWarning(UserWarning):
@@ -428,6 +433,7 @@ class LabProgram:
                              r.measured.get("how", {}).get(d, ""), r.measured.get("seconds")))
         df = pd.DataFrame(rows, columns=REPORT_COLUMNS)
         df.attrs["loader"] = self.loader
+        df.attrs["note"] = HOST_BYTES_NOTE
         return df
 
     def ledger(self) -> "pd.DataFrame":
@@ -441,7 +447,8 @@ class LabProgram:
         iso = " (isolated worker)" if self.isolated else ""
         return (f"<div><b>LabProgram</b> {escape(os.fspath(self.path))}{iso} &middot; loader "
                 f"<code>{self.loader}</code> &middot; methods loaded: "
-                f"{escape(', '.join(self._methods) or 'none')}</div>" + rep.to_html(index=False))
+                f"{escape(', '.join(self._methods) or 'none')}</div>" + rep.to_html(index=False, na_rep="(program)")
+                + f"<div><i>{escape(HOST_BYTES_NOTE)}</i></div>")
 
     def __repr__(self) -> str:
         iso = ", isolated" if self.isolated else ""

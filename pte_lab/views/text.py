@@ -141,6 +141,7 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     tensors = [t for t in m.planned if t.mem_id == mem_id and t.first is not None and t.nbytes > 0]
     n = m.n_instructions
     times = list(range(-1, n + 1))
+    all_rows = len(times)
     if len(times) > max_rows:  # sample evenly, always keeping the peak row
         occ = m.occupancy(mem_id)
         peak_t = int(np.argmax(occ)) - 1
@@ -165,8 +166,13 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
                         row[c] = glyph[tt.value]
         label = "in" if t == -1 else ("out" if t == n else str(t))
         lines.append(f"{label:>5} |{''.join(row)}| {human_bytes(int(occ[t + 1]))}")
-    legend = ", ".join(f"{glyph[t.value]}=v{t.value}" + (f" {t.name}" if t.name else "") for t in tensors[:26])
-    more = f", ... ({len(tensors)} tensors)" if len(tensors) > 26 else ""
+    if len(times) < all_rows:
+        lines.append(f"({len(times)} of {all_rows} rows shown, evenly spaced, the peak row kept; "
+                     f"--rows shows more)")
+    shown = tensors[: len(_GLYPHS)]
+    legend = ", ".join(f"{glyph[t.value]}=v{t.value}" + (f" {t.name}" if t.name else "") for t in shown)
+    more = (f", ... ({len(tensors)} tensors: the letters repeat from v{tensors[len(_GLYPHS)].value} on)"
+            if len(tensors) > len(_GLYPHS) else "")
     lines.append(f"legend: {legend}{more}")
     return "\n".join(lines)
 
