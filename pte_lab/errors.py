@@ -104,7 +104,8 @@ class ExecuTorchError(PteLabError, RuntimeError):
     ("load_program", "load_method", "execute"...), ``method`` the method (None
     for the program), ``code`` and ``code_name`` ExecuTorch's error code and
     its name (``0x14``, ``"OperatorMissing"``) when the runtime gave one,
-    ``runtime_type`` and ``runtime_message`` what the runtime raised, verbatim.
+    ``runtime_type`` and ``runtime_message`` what the runtime raised, verbatim,
+    and ``native_output`` the last lines ExecuTorch wrote to stderr.
     """
 
     def __init__(self, message: str, *, step: str, method: str | None, runtime_type: str, runtime_message: str,
@@ -116,6 +117,8 @@ class ExecuTorchError(PteLabError, RuntimeError):
         self.runtime_message = runtime_message
         self.code = code
         self.code_name = EXECUTORCH_ERROR_CODES.get(code) if code is not None else None
+        #: ExecuTorch's last native output lines (its diagnostics, kept out of the notebook until now)
+        self.native_output: list[str] = []
 
 
 class OperatorMissingError(PteLabError, RuntimeError):

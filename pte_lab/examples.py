@@ -547,7 +547,10 @@ def build(name: str, **kwargs) -> bytes:
         fn = BUILDERS[name]
     except KeyError:
         raise ValueError(f"unknown example {name!r}; choose one of {sorted(BUILDERS)}") from None
-    return fn(**kwargs)
+    from .quiet import quiet
+
+    with quiet():  # the exporter's import-time warnings are kept in pte_lab.quiet.LOG, not printed
+        return fn(**kwargs)
 
 
 def save(name: str, path: str | os.PathLike, **kwargs) -> str:
@@ -557,7 +560,10 @@ def save(name: str, path: str | os.PathLike, **kwargs) -> str:
     """
     path = os.fspath(path)
     if name == "external":
-        manager = _external_manager()
+        from .quiet import quiet
+
+        with quiet():
+            manager = _external_manager()
         data = manager.buffer
         manager.write_tensor_data_to_file(os.path.dirname(os.path.abspath(path)))
     else:

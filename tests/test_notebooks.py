@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,10 @@ def test_notebook_runs(path, tmp_path):
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
+    # what a reader sees: no native diagnostics ("[cpuinfo_utils.cpp:125] ..."), no tracebacks
+    noise = re.compile(r"\[\w+\.(?:cpp|cc|c|h):\d+\]|Traceback|Failed to load .*\.so")
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") if out.get("output_type") == "stream" else ""
+            assert out.get("output_type") != "error", f"{path.name} cell {i} raised"
+            assert not noise.search("".join(text)), f"{path.name} cell {i} shows: {''.join(text)[:300]}"

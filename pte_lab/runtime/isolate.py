@@ -48,6 +48,10 @@ class Worker:
     def alive(self) -> bool:
         return self._dead is None and self._proc.poll() is None
 
+    def native_tail(self, n: int = 20) -> list[str]:
+        """The worker's last stderr lines (ExecuTorch's native output)."""
+        return self._stderr_tail(n)
+
     def _stderr_tail(self, n: int = 20) -> list[str]:
         self._stderr.seek(0)
         lines = self._stderr.read().decode("utf-8", errors="replace").splitlines()
@@ -102,16 +106,24 @@ class Worker:
 
 
 class LocalEngine:
-    """The same ``call`` interface over an in-process Engine."""
+    """The same ``call`` interface over an in-process Engine; ExecuTorch's native output is kept, not shown."""
 
     def __init__(self, *engine_args, **engine_kwargs):
         from .engine import Engine
+        from ..quiet import NativeLog, quiet
 
-        self._engine = Engine(*engine_args, **engine_kwargs)
+        self.native_log = NativeLog()
+        self._quiet = quiet
+        with quiet(self.native_log):
+            self._engine = Engine(*engine_args, **engine_kwargs)
         self.alive = True
 
     def call(self, op: str, *args, **kwargs):
-        return getattr(self._engine, op)(*args, **kwargs)
+        with self._quiet(self.native_log):
+            return getattr(self._engine, op)(*args, **kwargs)
+
+    def native_tail(self, n: int = 20) -> list[str]:
+        return self.native_log.tail(n)
 
     def close(self) -> None:
         self._engine = None

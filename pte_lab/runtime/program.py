@@ -334,9 +334,19 @@ class LabProgram:
         why = ""
         if step == "load_program":  # what the reader already knew ExecuTorch would refuse
             why = "".join(f"; pte_lab: {f.message}" for f in self.plan.warnings() if f.kind in REFUSED_BY_RUNTIME)
-        return ExecuTorchError(f"ExecuTorch failed at {step} of {what}: {named}{type_name}: {message}{why}",
-                               step=step, method=method, runtime_type=type_name, runtime_message=message,
-                               code=code)
+        err = ExecuTorchError(f"ExecuTorch failed at {step} of {what}: {named}{type_name}: {message}{why}",
+                              step=step, method=method, runtime_type=type_name, runtime_message=message,
+                              code=code)
+        err.native_output = self._native_tail()
+        return err
+
+    def _native_tail(self, n: int = 20) -> list[str]:
+        """ExecuTorch's last native output lines (kept out of the notebook; shown with errors)."""
+        engine = self._engine
+        try:
+            return engine.native_tail(n) if engine is not None else []
+        except Exception:  # noqa: BLE001 - a dead worker's log may be gone
+            return []
 
     def run_bundled_tests(self, rtol: float = BUNDLED_RTOL, atol: float = BUNDLED_ATOL) -> "pd.DataFrame":
         """Run every test case a bundled program (``.bpte``) carries through ExecuTorch.
