@@ -5,6 +5,7 @@
 >>> pte.methods["forward"].arenas          # sizes, devices, peak, size/peak
 >>> pte.methods["forward"].tensors         # one row per planned tensor
 >>> pte.load_cost("corrected")             # what Runtime.load_program allocates, when
+>>> pte_lab.sizes("model.pte")             # every byte each method needs at run time, measured
 
 ``import pte_lab`` is light: submodules (and pandas, matplotlib, torch,
 executorch) are imported only when used.
@@ -30,7 +31,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "open", "load", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
+    "open", "load", "sizes", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError",
     "__version__",
@@ -43,6 +44,7 @@ _LAZY = {
     "Arena": ("pte_lab.model", "Arena"),
     "Finding": ("pte_lab.model", "Finding"),
     "load": ("pte_lab.runtime", "load"),
+    "sizes": ("pte_lab.runtime", "sizes"),
     "emulate_device": ("pte_lab.runtime", "emulate_device"),
     "runtime_info": ("pte_lab.runtime", "runtime_info"),
     "LabProgram": ("pte_lab.runtime", "LabProgram"),

@@ -5,6 +5,7 @@
     pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
     pte-lab legacy-env [--dir DIR]
     pte-lab replan IN OUT [--algorithm A] [--verify]
+    pte-lab sizes FILE [--method M] [--data PTD] [--json] [--c-header] [--verify] [--runs N]
 
 Bad input prints one line to stderr and exits 2; no traceback.
 """
@@ -140,6 +141,35 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pte-lab: error: {message}\n")
 
 
+def _sizes(args) -> int:
+    import time
+
+    from .model import open_pte
+    from .runtime.sizing import sizes
+    from .views.sizes import c_header, sizes_text
+
+    pte = open_pte(args.file)
+    for name in args.method or []:
+        if name not in pte.methods:
+            raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
+    start = time.monotonic()
+
+    def progress(line: str) -> None:
+        print(f"pte-lab: [{time.monotonic() - start:5.1f} s] {line}", file=sys.stderr)
+
+    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=args.verify, progress=progress)
+    if args.json:
+        json.dump(s.to_dict(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    elif args.c_header:
+        sys.stdout.write(c_header(s))
+    else:
+        sys.stdout.write(sizes_text(s) + "\n")
+    if args.verify and not all(v["tight"] for v in s.verified.values()):
+        return 1
+    return 0 if s.methods else 1
+
+
 def _whole(least: int):
     def parse(text: str) -> int:
         try:
@@ -222,6 +252,19 @@ def build_parser() -> argparse.ArgumentParser:
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")
     rp.add_argument("--runs", type=_whole(1), default=4, help="calls per method when verifying (default 4)")
     rp.set_defaults(func=_replan)
+    sz = sub.add_parser("sizes", help="every byte each method needs at run time: pools for a bare-metal "
+                                      "build, and what lies beyond the plan (loads and runs the methods)")
+    sz.add_argument("file")
+    sz.add_argument("--method", "-m", action="append", help="only this method (repeatable)")
+    sz.add_argument("--data", help="the program's external data file (.ptd)")
+    out = sz.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="emit the pte_lab.sizes JSON document (version 1)")
+    out.add_argument("--c-header", action="store_true", help="emit a C header with each method's pool sizes")
+    sz.add_argument("--verify", action="store_true",
+                    help="run each method again with pools of exactly these sizes, and with a method pool one "
+                         "byte smaller (which must be refused); exit 1 if a figure is not tight")
+    sz.add_argument("--runs", type=_whole(1), default=2, help="runs per method (default 2)")
+    sz.set_defaults(func=_sizes)
     return p
 
 

@@ -1,6 +1,6 @@
 """Pictures of memory with matplotlib.
 
-Axes-level functions (:func:`arena_layout`, :func:`occupancy`,
+Axes-level functions (:func:`arena_layout`, :func:`occupancy`, :func:`run_memory`,
 :func:`placement`) draw on ``ax`` (a new figure when ``ax=None``) and return
 that one Axes, as seaborn's axes-level functions do. The figure-level
 :func:`arena_layouts` draws a panel per arena and returns the Figure.
@@ -282,4 +282,56 @@ def file_layout(pte: "Pte", ax: "Axes | None" = None, hashes: bool = True) -> "A
     ax.set_title(f"{pte.path or 'program'} · {human_bytes(total)}: where the bytes go", fontsize=10)
     if hashes and len(dup):
         ax.legend(fontsize=8, frameon=False, loc="lower right")
+    return ax
+
+
+#: colours of the parts of a method's run-time memory (Okabe-Ito; the plan in blues, beyond it warm)
+PART_COLORS = {
+    "planned arenas": "#0072B2", "method allocator": "#56B4E9", "temp allocator": "#009E73",
+    "heap kept by load_program": "#F0E442", "heap kept by load_method": "#E69F00",
+    "heap kept by execute": "#D55E00", "anonymous mappings": "#CC79A7", "program file resident": "#999999",
+}
+
+
+def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = None) -> "Axes":
+    """Where each method's run-time memory goes: one stacked bar per method (a :func:`pte_lab.sizes`
+    result), the plan first, then what lies beyond it; device arenas hatched.
+
+    The bar's end is annotated with its total and how many times the plan it is.
+    """
+    from matplotlib.patches import Patch
+
+    table = sizes.table()
+    names = list(methods) if methods is not None else list(dict.fromkeys(table.method))
+    if ax is None:
+        _, ax = _plt().subplots(figsize=(8, 0.5 * len(names) + 1.6), layout="constrained")
+    seen: dict[tuple[str, bool], None] = {}
+    top = 1
+    for y, name in enumerate(names):
+        left = 0
+        rows = table[table.method == name]
+        for part in PART_COLORS:
+            for _, r in rows[rows.part == part].iterrows():
+                if not r.bytes:
+                    continue
+                device = r.device != "cpu"
+                ax.barh(y, r.bytes, left=left, height=0.6, color=PART_COLORS[part], edgecolor="white", lw=0.5,
+                        hatch="//" if device else None)
+                seen[(part if not device else f"{part} ({r.device})", device)] = None
+                left += int(r.bytes)
+        plan = int(rows[rows.part == "planned arenas"].bytes.sum())
+        times = f", {left / plan:.1f}x the plan" if plan else ""
+        ax.annotate(f" {human_bytes(left)}{times}", (left, y), va="center", fontsize=8)
+        top = max(top, left)
+    ax.set_yticks(range(len(names)), names, fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlim(0, top * 1.35)
+    _bytes_axis(ax.xaxis, top * 1.35, ticks=5)
+    ax.set_xlabel("bytes at run time (after the runs)")
+    ax.set_title(f"{sizes.path.rsplit('/', 1)[-1]}: the plan and what lies beyond it", fontsize=10)
+    order = list(PART_COLORS)
+    handles = [Patch(facecolor=PART_COLORS[label.split(" (")[0]], hatch="//" if dev else None, label=label,
+                     edgecolor="white")
+               for label, dev in sorted(seen, key=lambda k: (order.index(k[0].split(" (")[0]), k[1]))]
+    ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax

@@ -19,8 +19,9 @@ class Engine:
     def __init__(self, devices: list[str] = (), emulate: list[str] = ()):
         from executorch.runtime import Runtime
 
-        for d in emulate:
-            devmod.emulate_device(d)
+        for d in emulate:  # a device with a real allocator registered is used as it is
+            if not devmod.allocator_registered(d):
+                devmod.emulate_device(d)
         self.runtime = Runtime.get()
         self.devices = list(devices)
         self.program = None
@@ -90,6 +91,13 @@ class Engine:
             self.program = None
 
         return self._step(go)[1]
+
+    def size_method(self, path: str, name: str, method_pool: int | None, temp_pool: int | None,
+                    alignment: int, runs: int, data_path: str | None = None) -> dict:
+        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.sizing`)."""
+        from .sizing import run_method
+
+        return run_method(path, name, method_pool, temp_pool, alignment, runs, data_path)
 
     # ---------------------------------------------------------------- facts
     def provide_operators(self, operators: list[str]) -> dict:

@@ -22,6 +22,18 @@ class RemoteError(PteLabError):
         self.message = message
 
 
+def _counter_preload() -> str | None:
+    """The allocation counter's path, or None where it cannot be built (no compiler, no glibc)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    from . import native
+
+    try:
+        return str(native.counter_path())
+    except PteLabError:
+        return None
+
+
 class Worker:
     """A worker process hosting an :class:`~pte_lab.runtime.engine.Engine`.
 
@@ -30,9 +42,15 @@ class Worker:
     stderr; the worker is then gone and every later call raises the same.
     """
 
-    def __init__(self, *engine_args, **engine_kwargs):
+    def __init__(self, *engine_args, count: bool = True, **engine_kwargs):
         self._stderr = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.counted = False
+        if count:  # every allocation of the worker counted exactly (glibc only; else approximate)
+            preload = _counter_preload()
+            if preload:
+                env["LD_PRELOAD"] = " ".join(filter(None, [preload, env.get("LD_PRELOAD")]))
+                self.counted = True
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "pte_lab.runtime.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)

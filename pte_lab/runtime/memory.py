@@ -1,4 +1,10 @@
-"""Measuring memory around a runtime call: host (approximate) and device (exact or CUDA's own)."""
+"""Measuring memory around a runtime call: host and device.
+
+Host bytes are exact where pte_lab's allocation counter is preloaded (the
+isolated worker): every heap allocation and every anonymous mapping is
+counted. Elsewhere they come from glibc's statistics and are approximate.
+Device bytes are exact on the emulated device, CUDA's own figure on a GPU.
+"""
 
 from __future__ import annotations
 
@@ -25,14 +31,86 @@ def _mallinfo2():
     return fn
 
 
+class Counts(ctypes.Structure):
+    """What the allocation counter has seen; layout mirrors ``pte_lab_counts`` in alloc_counter.c."""
+
+    _fields_ = [(n, ctypes.c_int64) for n in (
+        "heap_live", "heap_peak", "heap_calls", "heap_frees",
+        "anon_mapped", "anon_peak", "file_mapped", "file_peak", "untracked")]
+
+    def as_dict(self) -> dict[str, int]:
+        return {n: int(getattr(self, n)) for n, _ in self._fields_}
+
+
+#: how host bytes are measured where the counter is preloaded
+EXACT_HOST = "exact (allocation counter: heap + anonymous mappings)"
+
+
+@lru_cache(maxsize=1)
+def _counter():
+    """The preloaded allocation counter's entry points, or None (not preloaded: in-process runs)."""
+    try:
+        proc = ctypes.CDLL(None)
+        read = proc.pte_lab_counter_read
+        reset = proc.pte_lab_counter_reset_peaks
+    except (OSError, AttributeError):
+        return None
+    read.argtypes = [ctypes.POINTER(Counts)]
+    read.restype = None
+    reset.restype = None
+    return read, reset
+
+
+def counting() -> bool:
+    """Whether this process's allocations are counted exactly (the counter is preloaded)."""
+    return _counter() is not None
+
+
+def counts() -> dict[str, int] | None:
+    """The counter's figures now (None without the counter)."""
+    c = _counter()
+    if c is None:
+        return None
+    out = Counts()
+    c[0](ctypes.byref(out))
+    return out.as_dict()
+
+
+def reset_peaks() -> None:
+    """Start the counter's peaks again from what is live now (no-op without the counter)."""
+    c = _counter()
+    if c is not None:
+        c[1]()
+
+
+def file_rss(path: str) -> int | None:
+    """Bytes of ``path`` mapped into this process and resident (the kernel's Rss, /proc/self/smaps)."""
+    target = os.path.realpath(path)
+    total, inside = 0, False
+    try:
+        with open("/proc/self/smaps") as f:
+            for line in f:
+                head = line.split(None, 5)
+                if head and "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                    inside = len(head) == 6 and head[5].strip() == target
+                elif inside and line.startswith("Rss:"):
+                    total += int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return total
+
+
 def host_in_use() -> tuple[int, str]:
-    """(bytes, how): bytes the C allocator has handed out, or the RSS where that is unknown.
+    """(bytes, how): host bytes taken: exact with the counter, else what glibc has handed out, else RSS.
 
     glibc's ``mallinfo2`` counts what malloc has handed out (heap and mmapped
     blocks: ExecuTorch's host arenas are std::vector allocations), which follows
     arena allocations closely; other allocations in the process add noise, so
     the figure is labelled approximate.
     """
+    c = counts()
+    if c is not None:
+        return c["heap_live"] + c["anon_mapped"], EXACT_HOST
     fn = _mallinfo2()
     if fn is not None:
         mi = fn()

@@ -1,11 +1,16 @@
-"""Build and load pte_lab's native helper (``native/emulated_device.cpp``).
+"""Build and load pte_lab's native code.
 
-The helper is compiled on first use with the system C++ compiler against the
-headers and ``libexecutorch.so`` that the executorch wheel ships, and cached
-per executorch install (keyed by the library's path, size and mtime, the
-executorch version and the source), so the first use costs about a second and
-later ones nothing. Loading it with ctypes makes it share ExecuTorch's
-DeviceAllocatorRegistry with the Python extension.
+Two libraries, compiled on first use with the system C++ compiler and cached:
+
+- the helper (``native/emulated_device.cpp`` and ``native/sizing.cpp``: the
+  emulated device and the sizing runner), built against the headers and
+  ``libexecutorch.so`` that the executorch wheel ships, cached per executorch
+  install (keyed by the library's path, size and mtime and the sources), so
+  the first use costs about two seconds and later ones nothing. Loading it
+  with ctypes makes it share ExecuTorch's registries (device allocators,
+  kernels, backends) with the Python extension;
+- the allocation counter (``native/alloc_counter.c``, glibc only), preloaded
+  into the isolated worker to count every heap allocation and mapping.
 """
 
 from __future__ import annotations
@@ -60,14 +65,22 @@ def executorch_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+#: the helper's sources, compiled into one library
+HELPER_SOURCES = ("emulated_device.cpp", "sizing.cpp")
+
+
 def _compiler() -> str:
     for cand in (os.environ.get("CXX"), "g++", "c++", "clang++"):
         if cand and shutil.which(cand):
             return shutil.which(cand)
     raise NativeBuildError(
-        "the emulated device needs a C++ compiler and none was found (tried $CXX, g++, c++, clang++). "
-        "Install one (Debian/Ubuntu: apt-get install g++; conda: conda install gxx_linux-64) "
-        "or set CXX. Everything else in pte_lab works without it.")
+        "the emulated device and the sizing runner need a C++ compiler and none was found (tried $CXX, "
+        "g++, c++, clang++). Install one (Debian/Ubuntu: apt-get install g++; conda: conda install "
+        "gxx_linux-64) or set CXX. Everything else in pte_lab works without it.")
+
+
+def _source(name: str) -> bytes:
+    return files("pte_lab.runtime").joinpath(f"native/{name}").read_bytes()
 
 
 def _registry_library(et: Path) -> Path | None:
@@ -96,44 +109,61 @@ def library_path(et: Path | None = None) -> Path:
         raise NativeBuildError(
             f"this executorch install ({et}) lacks the device-allocator registry or its header "
             f"(runtime/core/device_allocator.h); the emulated device needs an executorch wheel that has them")
-    source = files("pte_lab.runtime").joinpath("native/emulated_device.cpp").read_bytes()
+    # another interpreter's install (the legacy loader's) gets the emulated device only: older
+    # wheels lack the headers the sizing runner needs
+    names = HELPER_SOURCES if et == executorch_dir() else HELPER_SOURCES[:1]
+    sources = {name: _source(name) for name in names}
     st = lib.stat()
     key = hashlib.sha256(b"\0".join([
-        source, str(lib).encode(), str(st.st_size).encode(), str(st.st_mtime_ns).encode(),
+        *sources.values(), str(lib).encode(), str(st.st_size).encode(), str(st.st_mtime_ns).encode(),
     ])).hexdigest()[:20]
     out = cache_dir("native", key, "libpte_lab_native.so")
     if out.exists():
         return out
-    with _LOCK:
-        if not out.exists():
-            _build(source, et, lib, out)
+    include = et / "include"
+    flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-DC10_USING_CUSTOM_GENERATED_MACROS",
+             f"-I{include}", f"-I{include / 'executorch/runtime/core/portable_type/c10'}"]
+    # link the registry's own file by path (and find it again by rpath), so that the
+    # dynamic loader binds to the copy ExecuTorch's extension already loaded
+    libs = [f"-L{lib.parent}", f"-l:{lib.name}", f"-Wl,-rpath,{lib.parent}", "-ldl"]
+    _build("pte_lab's native helper", sources, flags, libs, out)
     return out
 
 
-def _build(source: bytes, et: Path, registry: Path, out: Path) -> None:
+def counter_path() -> Path:
+    """The allocation counter (built if missing); :class:`NativeBuildError` where it cannot be built."""
+    source = _source("alloc_counter.c")
     cxx = _compiler()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    include = et / "include"
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
-        src = Path(tmp) / "emulated_device.cpp"
-        src.write_bytes(source)
-        tmp_out = Path(tmp) / out.name
-        cmd = [
-            cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-DC10_USING_CUSTOM_GENERATED_MACROS",
-            f"-I{include}", f"-I{include / 'executorch/runtime/core/portable_type/c10'}",
-            str(src), "-o", str(tmp_out),
-            # link the registry's own file by path (and find it again by rpath), so that the
-            # dynamic loader binds to the copy ExecuTorch's extension already loaded
-            f"-L{registry.parent}", f"-l:{registry.name}", f"-Wl,-rpath,{registry.parent}",
-        ]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise NativeBuildError(f"building the emulated device failed to run {cxx}: {exc}") from exc
-        if r.returncode != 0:
-            tail = "\n".join(r.stderr.strip().splitlines()[-15:])
-            raise NativeBuildError(f"building the emulated device failed ({' '.join(cmd[:2])} ...):\n{tail}")
-        os.replace(tmp_out, out)  # atomic: concurrent builders agree
+    key = hashlib.sha256(source + cxx.encode()).hexdigest()[:20]
+    out = cache_dir("native", key, "libpte_lab_counter.so")
+    if not out.exists():
+        # compiled as C (-x c): it must not pull the C++ runtime into every process it is preloaded in
+        _build("pte_lab's allocation counter", {"alloc_counter.c": source},
+               ["-x", "c", "-std=gnu11", "-O2", "-fPIC", "-shared"], [], out)
+    return out
+
+
+def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[str], out: Path) -> None:
+    with _LOCK:
+        if out.exists():
+            return
+        cxx = _compiler()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+            paths = []
+            for name, text in sources.items():
+                paths.append(Path(tmp) / name)
+                paths[-1].write_bytes(text)
+            tmp_out = Path(tmp) / out.name
+            cmd = [cxx, *flags, *map(str, paths), "-o", str(tmp_out), *libs]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise NativeBuildError(f"building {what} failed to run {cxx}: {exc}") from exc
+            if r.returncode != 0:
+                tail = "\n".join(r.stderr.strip().splitlines()[-15:])
+                raise NativeBuildError(f"building {what} failed ({cxx} ...):\n{tail}")
+            os.replace(tmp_out, out)  # atomic: concurrent builders agree
 
 
 @lru_cache(maxsize=1)

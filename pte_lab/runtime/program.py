@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from ..model import Method
+    from .sizing import Sizes
 
 __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "OperatorLibraryWarning"]
 
@@ -41,10 +42,12 @@ _CODE_RE = re.compile(r"error: 0x:?([0-9a-fA-F]+)")
 _ALLOC_RE = re.compile(r"Failed to allocate (\d+) bytes for buffer (\d+) on device (\d+):(\d+)")
 REPORT_COLUMNS = ["step", "method", "device", "predicted_bytes", "measured_bytes", "measured_by", "seconds"]
 #: why measured host bytes exceed the prediction (the prediction counts planned arenas only)
-HOST_BYTES_NOTE = ("Predicted bytes are the planned arenas. Measured host bytes (glibc's allocator statistics) "
-                   "also hold ExecuTorch's method allocator, what kernels and delegates allocate themselves "
-                   "(XNNPACK's packed weights...) and, on the emulated device, the device's bytes, which are host "
-                   "memory too: they exceed the prediction.")
+HOST_BYTES_NOTE = ("Predicted bytes are the planned arenas. Measured host bytes also hold ExecuTorch's method "
+                   "allocator, what kernels and delegates allocate themselves (XNNPACK's packed weights...) and "
+                   "the outputs handed to Python, so they exceed the prediction. With isolate=True they are exact "
+                   "(every malloc and anonymous mapping of the worker counted) and exclude the emulated device's "
+                   "bytes; in this process they are glibc's statistics, which count the emulated device's bytes "
+                   "too (it is host memory). pte_lab.sizes() splits them by part.")
 
 
 class SharedArenasWarning(UserWarning):
@@ -192,9 +195,9 @@ class LabProgram:
         self.force = force
         self.plan, self.suspicious = _checked(path)
         self._cleanup = None
-        load_path = path
+        self._load_path = load_path = path
         if self.plan.bundled is not None:  # the runtime loads the program the .bpte carries
-            load_path = _carried_program_file(self.plan)
+            self._load_path = load_path = _carried_program_file(self.plan)
             self._cleanup = weakref.finalize(self, _remove, load_path)
         self.loader = _loader_for_version()
         self._costs = self.plan.load_cost_records(self.loader)
@@ -393,6 +396,17 @@ class LabProgram:
         df = pd.DataFrame(rows, columns=["method", "case", "passed", "max_abs_error", "error"])
         df.attrs.update(rtol=rtol, atol=atol)
         return df
+
+    def sizes(self, methods: list[str] | None = None, *, runs: int = 2, verify: bool = False,
+              progress=None) -> "Sizes":
+        """Every byte each method needs at run time, measured in a fresh worker: see :func:`pte_lab.sizes`.
+
+        This program's own loads are not disturbed (the sizing runner uses its own process).
+        """
+        from .sizing import sizes
+
+        return sizes(self._load_path, methods, data_path=self.data_path, runs=runs, verify=verify,
+                     progress=progress)
 
     def release(self) -> None:
         """Drop the runtime's program and methods; the memory they held is given back (and measured)."""

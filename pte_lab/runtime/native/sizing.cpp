@@ -1,0 +1,445 @@
+// pte_lab's sizing runner: load and run one method with pools a bare-metal
+// build would give it, and measure what each pool really takes.
+//
+// A bare-metal ExecuTorch build hands Program::load_method a MemoryManager of
+// three parts: a method allocator (Method::init's values, kernels, delegates'
+// handles...), the planned arenas (HierarchicalAllocator, one span per
+// non_const_buffer_sizes entry) and a temp allocator (kernel scratch, reset
+// between instructions). This runner builds exactly that from ExecuTorch's
+// own classes, in one of two modes:
+//   - counting: method and temp pools are huge untouched reservations and
+//     every allocation's high-water mark is recorded (peak, count, largest
+//     alignment asked);
+//   - exact: pools of given sizes, so a size can be shown sufficient (the
+//     method loads and runs) and tight (one byte less is refused).
+// Planned arenas are always allocated at their planned sizes; arenas planned
+// for a device come from that device's registered allocator (a real one, or
+// pte_lab's emulated device).
+//
+// The program is loaded the way Runtime.load_program does (MmapDataLoader,
+// mlock errors ignored), and the runner shares the process's kernel, backend
+// and device-allocator registries with ExecuTorch's Python extension.
+
+#include <executorch/extension/data_loader/mmap_data_loader.h>
+#include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
+#include <executorch/runtime/core/device_memory_buffer.h>
+#include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
+#include <executorch/runtime/core/hierarchical_allocator.h>
+#include <executorch/runtime/core/memory_allocator.h>
+#include <executorch/runtime/executor/memory_manager.h>
+#include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/kernel/operator_registry.h>
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+using executorch::aten::DimOrderType;
+using executorch::aten::SizesType;
+using executorch::aten::StridesType;
+using executorch::aten::TensorImpl;
+using executorch::extension::FlatTensorDataMap;
+using executorch::extension::MmapDataLoader;
+using executorch::runtime::DeviceMemoryBuffer;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::HierarchicalAllocator;
+using executorch::runtime::MemoryAllocator;
+using executorch::runtime::MemoryManager;
+using executorch::runtime::Method;
+using executorch::runtime::MethodMeta;
+using executorch::runtime::Program;
+using executorch::runtime::Span;
+using executorch::runtime::Tag;
+
+namespace {
+
+// Pools are aligned to a page, more than any allocation asks for, so that
+// the padding a pool's allocations need is the same in both modes.
+constexpr size_t kPoolAlignment = 4096;
+// The counting reservation: MemoryAllocator sizes are 32-bit.
+constexpr uint32_t kCountingReservation = 0xFFFFF000u;
+// A pool size that asks for counting mode.
+constexpr uint64_t kCounting = UINT64_MAX;
+
+// Memory the counter (when preloaded) must not see: the runner's own pools.
+void* reserve(size_t bytes) {
+  void* p = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE,
+                                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  return (reinterpret_cast<intptr_t>(p) < 0 && reinterpret_cast<intptr_t>(p) > -4096) ? nullptr : p;
+}
+void unreserve(void* p, size_t bytes) {
+  if (p != nullptr) syscall(SYS_munmap, p, bytes);
+}
+
+// The allocation counter's figures (alloc_counter.c, preloaded into the worker),
+// read right around each step so that nothing else runs in between.
+struct Counts {
+  int64_t heap_live, heap_peak, heap_calls, heap_frees;
+  int64_t anon_mapped, anon_peak, file_mapped, file_peak, untracked;
+};
+using ReadCounts = void (*)(Counts*);
+using ResetPeaks = void (*)();
+
+struct StepCounts {
+  Counts before{}, after{};
+  int32_t counted = 0;
+};
+
+class CountedStep {
+ public:
+  explicit CountedStep(StepCounts* out) : out_(out) {
+    static ReadCounts read = reinterpret_cast<ReadCounts>(dlsym(RTLD_DEFAULT, "pte_lab_counter_read"));
+    static ResetPeaks reset = reinterpret_cast<ResetPeaks>(dlsym(RTLD_DEFAULT, "pte_lab_counter_reset_peaks"));
+    read_ = read;
+    out_->counted = read != nullptr && reset != nullptr;
+    if (out_->counted) {
+      reset();
+      read_(&out_->before);
+    }
+  }
+  ~CountedStep() {
+    if (out_->counted) read_(&out_->after);
+  }
+
+ private:
+  StepCounts* out_;
+  ReadCounts read_ = nullptr;
+};
+
+// A MemoryAllocator that records its high-water mark across resets.
+class PeakAllocator final : public MemoryAllocator {
+ public:
+  PeakAllocator(uint32_t size, uint8_t* base) : MemoryAllocator(size, base) {}
+
+  void* allocate(size_t size, size_t alignment = kDefaultAlignment) override {
+    void* p = MemoryAllocator::allocate(size, alignment);
+    if (p == nullptr) {
+      failed_++;
+      return nullptr;
+    }
+    calls_++;
+    if (alignment > max_alignment_) max_alignment_ = alignment;
+    if (used_size() > peak_) peak_ = used_size();
+    return p;
+  }
+
+  uint64_t peak_ = 0, calls_ = 0, failed_ = 0, max_alignment_ = 0;
+};
+
+struct Pool {
+  size_t bytes = 0;
+  void* base = nullptr;
+  std::unique_ptr<PeakAllocator> allocator;
+
+  // kCounting: a counting reservation; else a pool of exactly `exact` bytes whose
+  // base is aligned to `alignment` and no more (so the alignment a header states is
+  // the alignment that was proven).
+  bool make(uint64_t exact, size_t alignment) {
+    bool counting = exact == kCounting;
+    size_t offset = (!counting && alignment < kPoolAlignment) ? alignment : 0;
+    size_t want = counting ? kCountingReservation : static_cast<size_t>(exact) + offset;
+    bytes = ((want + kPoolAlignment - 1) / kPoolAlignment + 1) * kPoolAlignment;
+    base = reserve(bytes);
+    if (base == nullptr) return false;
+    allocator = std::make_unique<PeakAllocator>(counting ? kCountingReservation : static_cast<uint32_t>(exact),
+                                                static_cast<uint8_t*>(base) + offset);
+    return true;
+  }
+  void reset() {
+    allocator.reset();
+    unreserve(base, bytes);
+    base = nullptr;
+    bytes = 0;
+  }
+  ~Pool() { reset(); }
+};
+
+struct Sizing {
+  std::optional<MmapDataLoader> loader;
+  std::optional<Program> program;
+  // the program's external data (.ptd), when it has one
+  std::optional<MmapDataLoader> data_loader;
+  std::optional<FlatTensorDataMap> data_map;
+  // per method (one at a time)
+  Pool method_pool, temp_pool;
+  std::vector<void*> host_arenas;
+  std::vector<size_t> host_arena_bytes;
+  std::vector<DeviceMemoryBuffer> device_arenas;
+  std::vector<Span<uint8_t>> spans;
+  std::unique_ptr<HierarchicalAllocator> planned;
+  std::unique_ptr<MemoryManager> manager;
+  std::optional<Method> method;
+  // inputs of the planned shapes
+  std::vector<std::vector<SizesType>> in_sizes;
+  std::vector<std::vector<DimOrderType>> in_dim_order;
+  std::vector<std::vector<StridesType>> in_strides;
+  std::vector<void*> in_data;  // input buffers, then unplanned output buffers
+  std::vector<std::unique_ptr<TensorImpl>> in_impls;
+  bool inputs_set = false;
+  // the allocation counter around the last step
+  StepCounts last;
+
+  void drop_method() {
+    method.reset();
+    manager.reset();
+    planned.reset();
+    spans.clear();
+    device_arenas.clear();
+    for (size_t i = 0; i < host_arenas.size(); i++) unreserve(host_arenas[i], host_arena_bytes[i]);
+    host_arenas.clear();
+    host_arena_bytes.clear();
+    for (void* p : in_data) std::free(p);
+    in_data.clear();
+    in_impls.clear();
+    in_sizes.clear();
+    in_dim_order.clear();
+    in_strides.clear();
+    inputs_set = false;
+    method_pool.reset();
+    temp_pool.reset();
+  }
+  ~Sizing() { drop_method(); }
+};
+
+int32_t code(Error e) { return static_cast<int32_t>(e); }
+
+int32_t open_program(Sizing* s, const char* path, const char* data_path) {
+  auto loader = MmapDataLoader::from(path, MmapDataLoader::MlockConfig::UseMlockIgnoreErrors);
+  if (!loader.ok()) return code(loader.error());
+  s->loader.emplace(std::move(loader.get()));
+  auto program = Program::load(&*s->loader, Program::Verification::InternalConsistency);
+  if (!program.ok()) return code(program.error());
+  s->program.emplace(std::move(program.get()));
+  if (data_path != nullptr && data_path[0] != '\0') {
+    auto data_loader = MmapDataLoader::from(data_path, MmapDataLoader::MlockConfig::UseMlockIgnoreErrors);
+    if (!data_loader.ok()) return code(data_loader.error());
+    s->data_loader.emplace(std::move(data_loader.get()));
+    auto map = FlatTensorDataMap::load(&*s->data_loader);
+    if (!map.ok()) return code(map.error());
+    s->data_map.emplace(std::move(map.get()));
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+struct PteLabPoolUse {
+  uint64_t method_peak, method_calls, method_failed, method_max_alignment;
+  uint64_t temp_peak, temp_calls, temp_failed, temp_max_alignment;
+};
+
+int32_t pte_lab_sizing_struct_size() { return sizeof(PteLabPoolUse); }
+
+// What Method::init asks of the temp allocator per kernel argument to resolve
+// an operator (else it falls back to the method allocator): a TensorMeta and
+// a dim order of the largest rank.
+uint64_t pte_lab_sizing_resolution_bytes_per_arg() {
+  return sizeof(executorch::runtime::TensorMeta) + sizeof(DimOrderType) * executorch::runtime::kTensorDimensionLimit;
+}
+
+// Opens the program (and its .ptd when data_path is not empty); *error gets
+// ExecuTorch's error code (0: ok).
+void* pte_lab_sizing_open(const char* path, const char* data_path, int32_t* error) {
+  StepCounts counts;
+  std::unique_ptr<Sizing> s;
+  {
+    CountedStep step(&counts);
+    s = std::make_unique<Sizing>();
+    *error = open_program(s.get(), path, data_path);
+  }
+  if (*error != 0) return nullptr;
+  s->last = counts;
+  return s.release();
+}
+
+int32_t pte_lab_sizing_last_step(void* h, Counts* before, Counts* after) {
+  auto* s = static_cast<Sizing*>(h);
+  *before = s->last.before;
+  *after = s->last.after;
+  return s->last.counted;
+}
+
+int32_t pte_lab_sizing_counts_size() { return sizeof(Counts); }
+
+void pte_lab_sizing_close(void* h) { delete static_cast<Sizing*>(h); }
+
+
+// Number of planned buffers ExecuTorch reads for the method (index 0 is mem_id 1),
+// or -error.
+int64_t pte_lab_sizing_planned_count(void* h, const char* name) {
+  auto* s = static_cast<Sizing*>(h);
+  auto meta = s->program->method_meta(name);
+  if (!meta.ok()) return -code(meta.error());
+  return static_cast<int64_t>(meta->num_memory_planned_buffers());
+}
+
+// Planned buffer i as ExecuTorch reads it: size (or -error), device type and index.
+int64_t pte_lab_sizing_planned_buffer(void* h, const char* name, uint64_t i, int32_t* device_type,
+                                      int32_t* device_index) {
+  auto* s = static_cast<Sizing*>(h);
+  auto meta = s->program->method_meta(name);
+  if (!meta.ok()) return -code(meta.error());
+  auto size = meta->memory_planned_buffer_size(i);
+  if (!size.ok()) return -code(size.error());
+  auto dev = meta->memory_planned_buffer_device(i);
+  if (!dev.ok()) return -code(dev.error());
+  *device_type = static_cast<int32_t>(dev->type());
+  *device_index = static_cast<int32_t>(dev->index());
+  return static_cast<int64_t>(size.get());
+}
+
+// Makes the pools and the planned arenas for the method (nothing of it is
+// counted: the counter never sees the runner's own memory). A pool size of
+// UINT64_MAX asks for counting mode; other sizes are exact, with the pool's
+// base aligned to `alignment` (a power of two).
+int32_t pte_lab_sizing_prepare(void* h, const char* name, uint64_t method_pool, uint64_t temp_pool,
+                               uint64_t alignment) {
+  auto* s = static_cast<Sizing*>(h);
+  s->drop_method();
+  auto meta = s->program->method_meta(name);
+  if (!meta.ok()) return code(meta.error());
+  for (uint64_t pool : {method_pool, temp_pool}) {
+    if (pool != kCounting && pool > kCountingReservation) return code(Error::InvalidArgument);
+  }
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) return code(Error::InvalidArgument);
+  if (!s->method_pool.make(method_pool, alignment) || !s->temp_pool.make(temp_pool, alignment)) {
+    return code(Error::MemoryAllocationFailed);
+  }
+  size_t n = meta->num_memory_planned_buffers();
+  for (size_t i = 0; i < n; i++) {
+    auto size = meta->memory_planned_buffer_size(i);
+    if (!size.ok()) return code(size.error());
+    auto dev = meta->memory_planned_buffer_device(i);
+    if (!dev.ok()) return code(dev.error());
+    size_t bytes = size.get();
+    if (dev->type() != executorch::runtime::etensor::DeviceType::CPU) {
+      auto buf = DeviceMemoryBuffer::create(bytes, dev->type(), dev->index());
+      if (!buf.ok()) return code(buf.error());
+      s->spans.emplace_back(static_cast<uint8_t*>(buf->data()), bytes);
+      s->device_arenas.push_back(std::move(buf.get()));
+    } else {
+      size_t reserved = bytes ? ((bytes + kPoolAlignment - 1) / kPoolAlignment) * kPoolAlignment : kPoolAlignment;
+      void* p = reserve(reserved);
+      if (p == nullptr) return code(Error::MemoryAllocationFailed);
+      s->host_arenas.push_back(p);
+      s->host_arena_bytes.push_back(reserved);
+      s->spans.emplace_back(static_cast<uint8_t*>(p), bytes);
+    }
+  }
+  s->planned = std::make_unique<HierarchicalAllocator>(Span<Span<uint8_t>>(s->spans.data(), s->spans.size()));
+  s->manager = std::make_unique<MemoryManager>(s->method_pool.allocator.get(), s->planned.get(),
+                                               s->temp_pool.allocator.get());
+  return 0;
+}
+
+int32_t pte_lab_sizing_load_method(void* h, const char* name) {
+  auto* s = static_cast<Sizing*>(h);
+  if (!s->manager) return code(Error::InvalidState);
+  CountedStep step(&s->last);
+  auto method = s->program->load_method(name, s->manager.get(), nullptr, s->data_map ? &*s->data_map : nullptr);
+  if (!method.ok()) return code(method.error());
+  s->method.emplace(std::move(method.get()));
+  return 0;
+}
+
+// Sets every input: tensors of the planned (upper-bound) shapes, zero-filled;
+// other values as the program holds them. Outputs the plan leaves to the
+// caller (alloc_graph_output=False) get buffers of their planned sizes.
+int32_t pte_lab_sizing_set_inputs(void* h) {
+  auto* s = static_cast<Sizing*>(h);
+  if (!s->method) return code(Error::InvalidState);
+  const MethodMeta meta = s->method->method_meta();
+  size_t n = s->method->inputs_size();
+  s->in_sizes.resize(n);
+  s->in_dim_order.resize(n);
+  s->in_strides.resize(n);
+  for (size_t i = 0; i < n; i++) {
+    auto tag = meta.input_tag(i);
+    if (!tag.ok()) return code(tag.error());
+    if (tag.get() != Tag::Tensor) {
+// MethodMeta does not carry a non-tensor input's value, and set_input
+// accepts only the value the program holds: read it back (deprecated API).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+      EValue v = s->method->get_input(i);
+#pragma GCC diagnostic pop
+      Error e = s->method->set_input(v, i);
+      if (e != Error::Ok) return code(e);
+      continue;
+    }
+    auto tm = meta.input_tensor_meta(i);
+    if (!tm.ok()) return code(tm.error());
+    auto sizes = tm->sizes();
+    auto order = tm->dim_order();
+    s->in_sizes[i].assign(sizes.begin(), sizes.end());
+    s->in_dim_order[i].assign(order.begin(), order.end());
+    s->in_strides[i].resize(sizes.size());
+    if (!sizes.empty()) {
+      Error e = executorch::runtime::dim_order_to_stride(s->in_sizes[i].data(), s->in_dim_order[i].data(),
+                                                          sizes.size(), s->in_strides[i].data());
+      if (e != Error::Ok) return code(e);
+    }
+    void* data = std::calloc(tm->nbytes() ? tm->nbytes() : 1, 1);
+    if (data == nullptr) return code(Error::MemoryAllocationFailed);
+    s->in_data.push_back(data);
+    s->in_impls.push_back(std::make_unique<TensorImpl>(
+        tm->scalar_type(), static_cast<ssize_t>(sizes.size()), s->in_sizes[i].data(), data,
+        s->in_dim_order[i].data(), s->in_strides[i].data(),
+        executorch::runtime::TensorShapeDynamism::DYNAMIC_BOUND));
+    Error e = s->method->set_input(EValue(executorch::aten::Tensor(s->in_impls.back().get())), i);
+    if (e != Error::Ok) return code(e);
+  }
+  for (size_t i = 0; i < s->method->outputs_size(); i++) {
+    auto tag = meta.output_tag(i);
+    if (!tag.ok()) return code(tag.error());
+    if (tag.get() != Tag::Tensor) continue;
+    auto tm = meta.output_tensor_meta(i);
+    if (!tm.ok()) return code(tm.error());
+    if (tm->is_memory_planned()) continue;
+    void* data = std::calloc(tm->nbytes() ? tm->nbytes() : 1, 1);
+    if (data == nullptr) return code(Error::MemoryAllocationFailed);
+    s->in_data.push_back(data);
+    Error e = s->method->set_output_data_ptr(data, tm->nbytes(), i);
+    if (e != Error::Ok) return code(e);
+  }
+  s->inputs_set = true;
+  return 0;
+}
+
+int32_t pte_lab_sizing_execute(void* h) {
+  auto* s = static_cast<Sizing*>(h);
+  if (!s->method || !s->inputs_set) return code(Error::InvalidState);
+  CountedStep step(&s->last);
+  return code(s->method->execute());
+}
+
+void pte_lab_sizing_pools(void* h, PteLabPoolUse* out) {
+  auto* s = static_cast<Sizing*>(h);
+  std::memset(out, 0, sizeof *out);
+  if (auto* m = s->method_pool.allocator.get()) {
+    *out = PteLabPoolUse{m->peak_, m->calls_, m->failed_, m->max_alignment_, 0, 0, 0, 0};
+  }
+  if (auto* t = s->temp_pool.allocator.get()) {
+    out->temp_peak = t->peak_;
+    out->temp_calls = t->calls_;
+    out->temp_failed = t->failed_;
+    out->temp_max_alignment = t->max_alignment_;
+  }
+}
+
+// Drops the method, its pools and arenas (the program stays).
+void pte_lab_sizing_release_method(void* h) { static_cast<Sizing*>(h)->drop_method(); }
+
+}  // extern "C"

@@ -1,0 +1,224 @@
+"""Deployment sizing (pte_lab.sizes, pte-lab sizes) and exact counting, against the real runtime.
+
+Every figure is checked against what ExecuTorch itself does: the pools are
+given to ExecuTorch's own allocators and the method must load and run with
+them and be refused with one byte less; the planned buffers are what
+ExecuTorch's MethodMeta reads; the counted heap agrees with what the Python
+loader's steps take in a counted worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("executorch.runtime")
+
+import pte_lab  # noqa: E402
+from pte_lab.cli import main  # noqa: E402
+from pte_lab.runtime import native  # noqa: E402
+from pte_lab.views.sizes import c_header, c_identifiers  # noqa: E402
+
+
+def _planned_by_reader(pte, name):
+    return tuple((a.mem_id, a.device, a.size) for a in pte.methods[name].arenas)
+
+
+def _check(sizes, pte):
+    """Every method sized, its planned buffers as the reader has them, its pools proven."""
+    assert not sizes.skipped
+    assert set(sizes.methods) == set(pte.methods)
+    for name, m in sizes.methods.items():
+        assert m.planned == _planned_by_reader(pte, name), name
+        v = sizes.verified[name]
+        assert v["sufficient"], (name, v)
+        assert v["tight"] and "MemoryAllocationFailed" in v["smaller_error"], (name, v)
+        assert m.method_allocator > 0 and m.temp_allocator >= m.resolution_minimum
+
+
+def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program_path, tmp_path):
+    path = str(program_path("portable"))
+    s = pte_lab.sizes(path, verify=True)
+    _check(s, pte_lab.open(path))
+    m = s.methods["forward"]
+    assert s.counted and m.heap_load_program is not None and m.file_resident > 0
+    # the header a bare-metal build includes: compiled as strict C, its figures read back
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "pools.h").write_text(c_header(s))
+    (tmp_path / "main.c").write_text(textwrap.dedent("""
+        #include <stdio.h>
+        #include "pools.h"
+        #include "pools.h" /* the guard makes a second inclusion harmless */
+        static unsigned char method_pool[PTE_LAB_FORWARD_METHOD_POOL_BYTES]
+            __attribute__((aligned(PTE_LAB_POOL_ALIGNMENT)));
+        int main(void) {
+            printf("%u %u %u %u %lu %d\\n", (unsigned)sizeof method_pool, PTE_LAB_FORWARD_TEMP_POOL_BYTES,
+                   PTE_LAB_FORWARD_NUM_PLANNED_BUFFERS, PTE_LAB_POOL_ALIGNMENT,
+                   (unsigned long)pte_lab_forward_planned_buffer_sizes[0],
+                   pte_lab_forward_planned_buffer_device_types[0]);
+            return 0;
+        }
+    """))
+    exe = tmp_path / "main"
+    r = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wno-unused-const-variable",
+                        str(tmp_path / "main.c"), "-o", str(exe)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    assert got == [str(m.method_allocator), str(m.temp_allocator), "1", str(m.alignment),
+                   str(m.planned[0][2]), "0"]
+
+
+def test_device_arenas_come_from_the_device_and_never_count_as_host(program_path):
+    path = str(program_path("device"))
+    s = pte_lab.sizes(path, verify=True)
+    _check(s, pte_lab.open(path))
+    m = s.methods["forward2"]
+    device_bytes = m.planned_by_device()["cuda:0"]
+    assert device_bytes > 40_000
+    # the device arena came from the (emulated) device allocator: the worker's host heap never saw it
+    assert m.heap_load_method < device_bytes
+    t = s.table()
+    row = t[(t.method == "forward2") & (t.part == "planned arenas") & (t.device == "cuda:0")]
+    assert list(row.bytes) == [device_bytes] and list(row.source) == ["file"]
+
+
+def test_isolated_memory_report_is_exact_and_leaves_out_the_emulated_device(program_path):
+    import torch
+
+    pte_lab.emulate_device("cuda:0")
+    x = torch.ones(64, 64)
+    with pte_lab.load(program_path("device"), isolate=True) as prog:
+        prog.load_method("forward2")(x, x)
+        rep = prog.memory_report()
+    host = rep.query("step == 'load_method' and device == 'cpu'").iloc[0]
+    dev = rep.query("step == 'load_method' and device == 'cuda:0'").iloc[0]
+    assert host.measured_by.startswith("exact")
+    # the host arena is there; the 49 KB device arena (host memory too, here) is not
+    assert host.predicted_bytes <= host.measured_bytes < host.predicted_bytes + dev.measured_bytes
+
+
+def test_unplanned_outputs_are_given_buffers(program_path):
+    """Outputs the caller provides get buffers: without them the runtime writes through null."""
+    path = str(program_path("unplanned_io"))
+    _check(pte_lab.sizes(path, verify=True), pte_lab.open(path))
+
+
+@pytest.mark.slow
+def test_external_data_is_sized_with_its_ptd(tmp_path):
+    from pte_lab import examples
+
+    ext = examples.save("external", tmp_path / "external.pte")
+    (ptd,) = tmp_path.glob("*.ptd")
+    s = pte_lab.sizes(ext, data_path=ptd, verify=True)
+    _check(s, pte_lab.open(ext))
+    # the .ptd's pages count as the program's file
+    assert s.methods["forward"].file_resident >= os.path.getsize(ptd) // 2
+    without = pte_lab.sizes(ext)
+    assert without.skipped["forward"].startswith("ExecuTorch refused it")
+
+
+def test_the_counter_counts_heap_and_mappings_exactly(tmp_path):
+    counter = native.counter_path()
+    data = tmp_path / "blob.bin"
+    data.write_bytes(b"\1" * (1 << 20))
+    code = textwrap.dedent(f"""
+        import ctypes, mmap, json
+        from pte_lab.runtime import memory
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        libc.malloc_usable_size.argtypes = [ctypes.c_void_p]
+        libc.free.argtypes = [ctypes.c_void_p]
+        a = memory.counts()
+        p = libc.malloc(3 << 20)
+        b = memory.counts()
+        libc.free(p)
+        c = memory.counts()
+        f = open({str(data)!r}, "rb")
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        d = memory.counts()
+        m[:]  # touch every page
+        rss = memory.file_rss({str(data)!r})
+        m.close()
+        e = memory.counts()
+        print(json.dumps([a, b, c, d, e, rss]))
+    """)
+    env = dict(os.environ, LD_PRELOAD=str(counter))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    a, b, c, d, e, rss = json.loads(r.stdout.strip().splitlines()[-1])
+    assert 3 << 20 <= b["heap_live"] - a["heap_live"] < (3 << 20) + 4096
+    assert b["heap_peak"] >= b["heap_live"]
+    assert c["heap_live"] == a["heap_live"] or abs(c["heap_live"] - a["heap_live"]) < 1024
+    assert d["file_mapped"] - c["file_mapped"] == 1 << 20
+    assert e["file_mapped"] == c["file_mapped"]
+    assert rss == 1 << 20
+    # without the counter there is nothing to read, and host figures say they are approximate
+    r = subprocess.run([sys.executable, "-c", "from pte_lab.runtime import memory; "
+                        "print(memory.counts(), memory.host_in_use()[1])"], capture_output=True, text=True)
+    assert r.stdout.startswith("None approximate")
+
+
+def test_c_identifiers_are_unique_and_valid():
+    ids = c_identifiers(["forward", "a-b", "a_b", "9lives", "", "décode"])
+    assert len(set(ids.values())) == 6
+    assert all(re.fullmatch(r"[a-z0-9_]+", i) for i in ids.values())
+    assert ids["forward"] == "forward" and ids["a-b"] == "a_b" and ids["a_b"] == "a_b_2"
+
+
+def test_cli_sizes(program_path, capsys):
+    path = str(program_path("portable"))
+    assert main(["sizes", path, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "pte_lab.sizes" and doc["version"] == 1
+    fwd = doc["methods"]["forward"]
+    assert fwd["parts"]["method allocator"] == fwd["method_allocator"] > 0
+    assert main(["sizes", path, "--method", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"pte-lab: error: {path}: no method 'nope' (methods: forward)"]
+    with pytest.raises(SystemExit) as exc:
+        main(["sizes", path, "--json", "--c-header"])
+    assert exc.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_every_example_is_sized_and_proven(program_path):
+    for name in ("xnnpack", "three_methods", "kv_cache", "dynamic", "cond", "transformer", "shared_state"):
+        path = str(program_path(name))
+        _check(pte_lab.sizes(path, verify=True), pte_lab.open(path))
+
+
+@pytest.mark.slow
+def test_llm_sizes_explain_what_the_python_loader_takes(program_path):
+    """On export_llm's program the plan is a fraction of what a run holds; the sizing's parts add up
+    to what the Python loader's own steps take in a counted worker."""
+    path = str(program_path("llm"))
+    s = pte_lab.sizes(path, verify=True)
+    _check(s, pte_lab.open(path))
+    m = s.methods["forward"]
+    plan = sum(b for _, _, b in m.planned)
+    assert m.heap_load_method > plan  # XNNPACK's packed weights: beyond the plan
+    assert m.alignment >= 64  # XNNPACK asks for 64-byte alignment
+    from pte_lab.runtime import example_inputs
+
+    with pte_lab.load(path, isolate=True) as prog:
+        f = prog.load_method("forward")
+        f(*example_inputs(prog.plan.methods["forward"]))
+        rep = prog.memory_report().set_index("step")
+    loaded = rep.loc["load_method", "measured_bytes"]
+    # The Python loader's method allocator (MallocMemoryAllocator) mallocs each allocation on its own,
+    # padded by its alignment, and keeps a vector of the pointers: a bounded amount more per allocation.
+    beyond = loaded - (m.method_allocator + m.heap_load_method)
+    assert 0 <= beyond <= m.method_allocations * (m.alignment + 16) + 16384, beyond
+    first = rep.loc["first_execute", "measured_bytes"]
+    assert 0.95 * m.heap_execute <= first <= 1.10 * m.heap_execute + m.temp_allocator
