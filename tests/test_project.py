@@ -24,3 +24,17 @@ def test_import_is_light():
             "print(sorted(m for m in ('torch', 'executorch', 'pandas', 'numpy', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_wheel_carries_every_resource_the_code_reads(tmp_path):
+    """The native sources (built on first use) and the CSS must ship in the wheel, not only in a checkout."""
+    import zipfile
+
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+                        "-q", "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (wheel,) = tmp_path.glob("pte_lab-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    wanted = [p.relative_to(ROOT).as_posix() for p in (ROOT / "pte_lab/runtime/native").iterdir()]
+    wanted += [p.relative_to(ROOT).as_posix() for p in (ROOT / "pte_lab/views/static").iterdir()]
+    assert wanted and not [w for w in wanted if w not in names]
