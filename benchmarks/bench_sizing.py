@@ -4,7 +4,7 @@
 
 1. ``pte_lab.sizes(path)`` and ``pte_lab.sizes(path, verify=True)`` on each example
    program (wall time, a fresh worker each time: most of it is the worker importing
-   ExecuTorch), with the per-method time inside the worker.
+   ExecuTorch), and the time from the first method on (the runner, then the worker's exit).
 2. The cost of the allocation counter: the isolated worker's load_program +
    load_method + execute, with the counter preloaded and without, alternating;
    medians and the ratio (the load test of ``bench_load.py``, run isolated).
@@ -28,7 +28,7 @@ def _sizing_times() -> None:
     cases = [("portable", program("portable")), ("xnnpack", program("xnnpack")),
              ("device (emulated)", program("device", side=64)), ("transformer 12", program("transformer", layers=12)),
              ("llm (export_llm)", program("llm", quantize="8da4w"))]
-    print(f"{'program':22s} {'methods':>7s} {'sizes()':>9s} {'in worker':>10s} {'verify=True':>12s}")
+    print(f"{'program':22s} {'methods':>7s} {'sizes()':>9s} {'after start':>12s} {'verify=True':>12s}")
     for label, path in cases:
         marks = []
         t = time.perf_counter()
@@ -38,7 +38,7 @@ def _sizing_times() -> None:
         t = time.perf_counter()
         pte_lab.sizes(path, verify=True)
         verified = time.perf_counter() - t
-        print(f"{label:22s} {len(s.methods):7d} {plain:8.2f}s {inside:9.2f}s {verified:11.2f}s")
+        print(f"{label:22s} {len(s.methods):7d} {plain:8.2f}s {inside:11.2f}s {verified:11.2f}s")
 
 
 def _counting_overhead(repeat: int) -> None:

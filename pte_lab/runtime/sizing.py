@@ -48,7 +48,8 @@ PARTS = {
     "heap kept by execute": ("counter", "malloc'd during the runs and still held (workspaces, thread pools)"),
     "anonymous mappings": ("counter", "mmap'd outside malloc during the steps and still held"),
     "program file resident": ("kernel", "pages of the program file (and .ptd) mapped in and resident "
-                                        "(Rss in /proc/self/smaps)"),
+                                        "(Rss in /proc/self/smaps); the loader mlocks them where the "
+                                        "memlock limit allows, as Runtime.load_program does"),
 }
 
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
