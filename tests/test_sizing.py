@@ -222,3 +222,24 @@ def test_llm_sizes_explain_what_the_python_loader_takes(program_path):
     assert 0 <= beyond <= m.method_allocations * (m.alignment + 16) + 16384, beyond
     first = rep.loc["first_execute", "measured_bytes"]
     assert 0.95 * m.heap_execute <= first <= 1.10 * m.heap_execute + m.temp_allocator
+
+
+def test_a_method_that_crashes_the_runtime_is_skipped_and_the_others_sized(program_path, tmp_path, monkeypatch):
+    """A native crash while sizing one method ends that worker, not the caller; a fresh worker sizes the rest."""
+    from pte_lab.runtime import sizing
+    from test_runtime import _corrupt_sizes_reference
+
+    bad = tmp_path / "corrupt.pte"
+    bad.write_bytes(_corrupt_sizes_reference(program_path("portable").read_bytes()))
+    real_run = sizing._Session.run
+
+    def run(self, name, *args):
+        if name == "attention":  # what a file the reader cannot fault would do: crash the runtime
+            self.engine.call("load_program", str(bad), None, "minimal")
+            self.engine.call("load_method", "forward")
+        return real_run(self, name, *args)
+
+    monkeypatch.setattr(sizing._Session, "run", run)
+    s = pte_lab.sizes(program_path("xnnpack"))
+    assert s.skipped["attention"].startswith("the runtime crashed (SIG")
+    assert list(s.methods) == ["forward"] and s.methods["forward"].method_allocator > 0

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..devices import device_name
-from ..errors import EXECUTORCH_ERROR_CODES, PteLabError
+from ..errors import EXECUTORCH_ERROR_CODES, PteLabError, RuntimeCrashedError
 from ..units import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -326,12 +326,21 @@ class _Session:
 
     def __enter__(self) -> "_Session":
         from . import native
-        from .isolate import Worker
 
         native.library_path()  # built here, not by a compiler started inside the counted worker
+        self._start()
+        return self
+
+    def _start(self) -> None:
+        from .isolate import Worker
+
         self.engine = Worker(self.devices, self.devices)
         self.registered = set(self.engine.call("registered_backends"))
-        return self
+
+    def restart(self) -> None:
+        """A fresh worker after the last one died."""
+        self.engine.close()
+        self._start()
 
     def __exit__(self, *exc) -> None:
         self.engine.close()
@@ -411,17 +420,22 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         for k, n in enumerate(names, 1):
             say(f"method {n!r} ({k}/{len(names)}): load and run {runs}x" + (", then verify" if verify else ""))
             plan = pte.methods[n]
-            why = session.cannot_run(plan)
-            if why is None:
-                r = session.run(n, None, None, 4096, runs)
-                if r["error"]:
-                    why = f"ExecuTorch refused it: {_named(r['error'])} at {r['step']}"
+            try:
+                why = session.cannot_run(plan)
+                if why is None:
+                    r = session.run(n, None, None, 4096, runs)
+                    if r["error"]:
+                        why = f"ExecuTorch refused it: {_named(r['error'])} at {r['step']}"
+                if why is None:
+                    out[n] = _method_sizes(r, plan, runs)
+                    if verify:
+                        verified[n] = session.verify(out[n])
+            except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
+                why = f"the runtime crashed ({exc.signal or f'exit status {exc.exit_code}'}) while sizing it"
+                out.pop(n, None)
+                session.restart()
             if why is not None:
                 skipped[n] = why
-                continue
-            out[n] = _method_sizes(r, plan, runs)
-            if verify:
-                verified[n] = session.verify(out[n])
         counted = session.engine.counted
     _raise_if_insufficient(verified or {})
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified)
