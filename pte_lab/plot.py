@@ -29,9 +29,17 @@ if TYPE_CHECKING:  # pragma: no cover
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
 ROLE_COLORS = {
     "input": "#0072B2", "output": "#D55E00", "input_output": "#CC79A7", "intermediate": "#56B4E9",
-    "mutable_buffer": "#009E73", "view": "#E69F00", "unused": "#999999",
+    "mutable_buffer": "#009E73", "view": "#F0E442", "unused": "#999999",
 }
+#: for more categories than PALETTE holds (operators): matplotlib's tab20 without its greys
+WIDE_PALETTE = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896",
+                "#9467bd", "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#bcbd22", "#dbdb8d",
+                "#17becf", "#9edae5"]
+#: the colour of the categories past the palette's end, listed together in the legend
+OTHERS = "#BBBBBB"
 PLACE_COLORS = {"shared host arenas": "#56B4E9", "private host arenas": "#0072B2"}
+#: an arena the file tags for a device, placed on the host by the loader: the bug the fix removed
+MISPLACED = "#D55E00"
 DEVICE_COLORS = ["#D55E00", "#E69F00", "#CC79A7", "#009E73"]
 
 
@@ -53,15 +61,45 @@ def _bytes_axis(axis, top: float, ticks: int | None = None) -> None:
     else:
         step = 2.0 ** max(0, int(np.ceil(np.log2(max(top, 1) / ticks))))
     axis.set_major_locator(MultipleLocator(step))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(int(v)) if v >= 0 else ""))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _tick(int(v)) if v >= 0 else ""))
+
+
+def _tick(n: int) -> str:
+    """A byte tick: 16 KiB, 1.5 MiB (whole numbers without a decimal)."""
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if v < 1024 or unit == "TiB":
+            return f"{v:.0f} {unit}" if v.is_integer() else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{n} B"  # pragma: no cover
 
 
 def _categories(values: Sequence[str], fixed: dict[str, str] | None = None) -> dict[str, str]:
+    """One colour per category, never reused: PALETTE for up to 8 categories, WIDE_PALETTE for up to
+    18; past that, the most frequent keep their colours and the rest share :data:`OTHERS`."""
+    from collections import Counter
+
+    if fixed:
+        return {v: fixed.get(v, OTHERS) for v in dict.fromkeys(values)}
+    counts = Counter(values)
+    distinct = list(dict.fromkeys(values))
+    palette = PALETTE if len(distinct) <= len(PALETTE) else WIDE_PALETTE
+    keep = set(sorted(distinct, key=lambda v: -counts[v])[:len(palette)])
     out: dict[str, str] = {}
-    for v in values:
-        if v not in out:
-            out[v] = (fixed or {}).get(v) or PALETTE[len(out) % len(PALETTE)]
+    for v in distinct:
+        out[v] = palette[len([k for k in out if out[k] != OTHERS])] if v in keep else OTHERS
     return out
+
+
+def _legend_handles(colors: dict[str, str]) -> list:
+    """Legend entries for :func:`_categories`' colours: one per colour, the shared grey says how many."""
+    from matplotlib.patches import Patch
+
+    own = [Patch(color=c, label=k) for k, c in colors.items() if c != OTHERS]
+    rest = [k for k, c in colors.items() if c == OTHERS]
+    if rest:
+        own.append(Patch(color=OTHERS, label=rest[0] if len(rest) == 1 else f"{len(rest)} others"))
+    return own
 
 
 def tensor_rects(method: "Method", mem_id: int) -> tuple[list, np.ndarray]:
@@ -82,6 +120,8 @@ def _color_key(t, color_by: str) -> str:
     if color_by == "role":
         return t.role
     if color_by == "operator":
+        if t.role == "view":
+            return "(view: its base's bytes)"
         return t.op or "(input / state)"
     if color_by == "device":
         return t.device
@@ -111,7 +151,6 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
     every arena. Returns the Axes.
     """
     from matplotlib.collections import PolyCollection
-    from matplotlib.patches import Patch
 
     a = _one_arena(method, mem_id)
     if ax is None:
@@ -123,12 +162,21 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
                           linewidths=0.3 if len(ts) < 500 else 0.0, alpha=0.9)
     coll.set_gid("tensors")
     ax.add_collection(coll)
-    n = method.n_instructions
     ax.axhline(a.size, color="#333333", lw=1.2, label=f"arena size {human_bytes(a.size)}")
     if a.peak_bytes:
         ax.axhline(a.peak_bytes, color="#333333", lw=1.0, ls="--",
-                   label=f"{PEAK_LIVE} {human_bytes(a.peak_bytes)} (lower bound)")
-    ax.set_xlim(-1.5, n + 0.5)
+                   label=f"{PEAK_LIVE} {human_bytes(a.peak_bytes)}: no plan is smaller")
+    n = method.n_instructions
+    right = n + 0.5
+    if a.peak_bytes and a.size > a.peak_bytes:  # what the plan spends beyond the bound, as a bracket
+        room = max(4.0, 0.12 * (n + 2))
+        x = right + 0.2 * room
+        ax.annotate("", (x, a.size), (x, a.peak_bytes),
+                    arrowprops=dict(arrowstyle="<->", color="#333333", lw=0.8, shrinkA=0, shrinkB=0))
+        ax.annotate(f"waste\n{human_bytes(a.size - a.peak_bytes)}", (x + 0.1 * room, (a.size + a.peak_bytes) / 2),
+                    va="center", fontsize=7)
+        right += room
+    ax.set_xlim(-1.5, right)
     top = max(a.size, a.peak_bytes, 1)
     ax.set_ylim(0, top * 1.04)
     _bytes_axis(ax.yaxis, top)
@@ -137,8 +185,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
     eff = "" if a.size_over_peak is None else f", {SIZE_OVER_PEAK} {ratio(a.size_over_peak, times='×')}"
     ax.set_title(f"{method.name} · arena {a.mem_id} (runtime {a.runtime_index}) on {a.device}{eff}", fontsize=10)
     if legend:
-        handles = [Patch(color=c, label=k) for k, c in list(colors.items())[:12]]
-        handles += ax.get_legend_handles_labels()[0]
+        handles = _legend_handles(colors) + ax.get_legend_handles_labels()[0]
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
@@ -162,9 +209,12 @@ def occupancy(method: "Method", ax: "Axes | None" = None) -> "Axes":
     t = np.arange(-1, method.n_instructions + 1)
     for i, a in enumerate(method.arenas):
         color = DEVICE_COLORS[i % len(DEVICE_COLORS)] if a.device != "cpu" else PALETTE[i % len(PALETTE)]
-        ax.step(t, method.occupancy(a.mem_id), where="mid", color=color, lw=1.4,
-                label=f"arena {a.mem_id} ({a.device}) live bytes")
+        occ = method.occupancy(a.mem_id)
+        ax.step(t, occ, where="mid", color=color, lw=1.4, label=f"arena {a.mem_id} ({a.device}) live bytes")
         ax.axhline(a.size, color=color, lw=1.0, ls=":", label=f"arena {a.mem_id} size {human_bytes(a.size)}")
+        if a.peak_bytes:
+            ax.axhline(a.peak_bytes, color=color, lw=1.0, ls="--",
+                       label=f"arena {a.mem_id} {PEAK_LIVE} {human_bytes(a.peak_bytes)} (no plan is smaller)")
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
     _bytes_axis(ax.yaxis, top)
@@ -178,16 +228,23 @@ def occupancy(method: "Method", ax: "Axes | None" = None) -> "Axes":
 def placement_table(pte: "Pte", loader: str = "corrected") -> list[tuple[str, str, int]]:
     """(bar, category, bytes) rows: the shared arenas as one bar, each method's own arenas as another.
 
-    Categories: "shared host arenas", "private host arenas", and one per device.
-    Their sum is the load-cost model's total for ``loader``.
+    Categories: "shared host arenas", "private host arenas", one per device, and
+    "<device> arena on the host" for an arena the file tags for a device that the
+    loader places in host memory (the legacy loader's bug: the method then crashes
+    at execute). Their sum is the load-cost model's total for ``loader``.
     """
+    tagged = {(m.name, a.mem_id): a.device for m in pte.methods.values() for a in m.arenas}
     rows = []
     for r in pte.load_cost_records(loader):
         if r["sharing"] == "shared":
-            bar, cat = "shared (host methods)", "shared host arenas"
+            bar, cat = "shared arenas", "shared host arenas"
         else:
             bar = r["method"]
             cat = "private host arenas" if r["device"] == "cpu" else r["device"]
+        users = r.get("used_by") or (r["method"],)
+        wanted = sorted({tagged.get((u, r["mem_id"]), "cpu") for u in users} - {"cpu"})
+        if r["device"] == "cpu" and wanted:
+            cat = f"{wanted[0]} arena on the host"
         rows.append((bar, cat, r["bytes"]))
     return rows
 
@@ -197,53 +254,70 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
 
     ``loader`` is one of "corrected", "legacy", "module", or a list of them
     (or "all") for the side-by-side comparison, one group of bars per loader.
+    An arena tagged for a device but placed on the host is drawn hatched, as the
+    bug it is; a device that gets nothing under a loader is marked "0 B on it".
     """
     from matplotlib.patches import Patch
 
     from .model.load_cost import LOADERS
 
     loaders = list(LOADERS) if loader == "all" else ([loader] if isinstance(loader, str) else list(loader))
+    devices = sorted({d for m in pte.methods.values() for d in m.devices})
+    tables = {ld: placement_table(pte, ld) for ld in loaders}
+    n_bars = sum(len({r[0] for r in rows}) or 1 for rows in tables.values())
     if ax is None:
-        _, ax = _plt().subplots(figsize=(2.2 + 1.6 * sum(1 + len(pte.methods) for _ in loaders), 3.8),
-                               layout="constrained")
+        _, ax = _plt().subplots(figsize=(min(9.5, 2.6 + 0.62 * n_bars), 3.6), layout="constrained")
     cats: dict[str, str] = {}
     x = 0.0
     ticks, labels, group_centres = [], [], []
     for ld in loaders:
-        rows = placement_table(pte, ld)
-        bars = ["shared (host methods)"] + list(pte.methods)
+        rows = tables[ld]
+        bars = ["shared arenas"] + list(pte.methods)
         bars = [b for b in bars if any(r[0] == b for r in rows)] or bars[:1]
         start = x
+        order = ["shared host arenas", "private host arenas"]
         for b in bars:
             bottom = 0
-            for cat in ["shared host arenas", "private host arenas"] + sorted(
-                    {r[1] for r in rows} - {"shared host arenas", "private host arenas"}):
+            for cat in order + sorted({r[1] for r in rows} - set(order)):
                 v = sum(r[2] for r in rows if r[0] == b and r[1] == cat)
                 if not v:
                     continue
+                misplaced = cat.endswith("arena on the host")
                 if cat not in cats:
-                    cats[cat] = PLACE_COLORS.get(cat) or DEVICE_COLORS[
-                        len([c for c in cats if c not in PLACE_COLORS]) % len(DEVICE_COLORS)]
-                rect = ax.bar(x, v, bottom=bottom, color=cats[cat], width=0.8, edgecolor="white")
+                    cats[cat] = PLACE_COLORS.get(cat) or (MISPLACED if misplaced else DEVICE_COLORS[
+                        len([c for c in cats if c not in PLACE_COLORS and not c.endswith("on the host")])
+                        % len(DEVICE_COLORS)])
+                rect = ax.bar(x, v, bottom=bottom, width=0.8, color="white" if misplaced else cats[cat],
+                              edgecolor=cats[cat] if misplaced else "white", hatch="xx" if misplaced else None,
+                              lw=1.0)
                 rect.patches[0].set_gid(f"{ld}|{b}|{cat}")
                 bottom += v
             ticks.append(x)
             labels.append(b)
             x += 1
-        group_centres.append(((start + x - 1) / 2, ld))
+        group_centres.append(((start + x - 1) / 2, ld, [d for d in devices if not any(r[1] == d for r in rows)]))
         x += 0.8
-    ax.set_xticks(ticks, labels, rotation=20, ha="right", fontsize=8)
-    _bytes_axis(ax.yaxis, ax.get_ylim()[1])
+    ax.set_xticks(ticks, labels, rotation=25, ha="right", fontsize=8)
+    top = max((p.get_y() + p.get_height() for p in ax.patches), default=1)
+    ax.set_ylim(0, top * 1.18)  # room for the "0 B on <device>" marks
+    _bytes_axis(ax.yaxis, top)
     ax.set_ylabel("planned bytes allocated")
-    if len(loaders) > 1:
-        for cx, ld in group_centres:
+    for cx, ld, empty in group_centres:
+        if len(loaders) > 1:
             ax.annotate(ld, (cx, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
                         fontsize=9, fontweight="bold")
+        if empty:  # say it: the device gets nothing under this loader
+            ax.annotate("\n".join(f"0 B on {d}" for d in empty), (cx, top * 1.01), ha="center", va="bottom",
+                        fontsize=8, color=MISPLACED, fontweight="bold")
+    if len(loaders) > 1:
         ax.set_title("where planned arenas live, per loader", fontsize=10, pad=18)
     else:
         ax.set_title(f"where planned arenas live · loader {loaders[0]}", fontsize=10)
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in cats.items()], fontsize=7, frameon=False,
-              loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    handles = [Patch(facecolor="white" if k.endswith("on the host") else c,
+                     edgecolor=c if k.endswith("on the host") else "white",
+                     hatch="xx" if k.endswith("on the host") else None,
+                     label=f"{k} (the bug)" if k.endswith("on the host") else k) for k, c in cats.items()]
+    ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 

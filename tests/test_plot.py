@@ -108,3 +108,42 @@ def test_look(program_path, tmp_path, name):
         expected.write_bytes(out.read_bytes())
         pytest.skip("baseline written")
     assert compare_images(str(expected), str(out), tol=12) is None
+
+
+def test_placement_draws_the_legacy_bug_and_says_the_device_gets_nothing(program_path):
+    pte = pte_lab.open(program_path("device"))
+    ax = plot.placement(pte, "legacy")
+    bars = {p.get_gid().split("|")[2]: p for p in ax.patches if p.get_gid()}
+    bug = bars["cuda:0 arena on the host"]  # the file tags it cuda:0; the legacy loader puts it on the host
+    device_arena = [a for a in pte.methods["forward2"].arenas if a.device == "cuda:0"][0]
+    assert bug.get_height() == device_arena.size and bug.get_hatch()
+    assert "0 B on cuda:0" in [t.get_text() for t in ax.texts]
+    assert "(the bug)" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    ax = plot.placement(pte, "corrected")  # the fix: the arena is on the device, nothing marked
+    assert not [p for p in ax.patches if p.get_gid() and "on the host" in p.get_gid()]
+    assert not [t for t in ax.texts if t.get_text().startswith("0 B on")]
+    # it fits a notebook column (JupyterLab shows about 9.5 in at 100 dpi)
+    assert plot.placement(pte, "all").figure.get_size_inches()[0] <= 9.5
+
+
+def test_operator_colours_are_never_reused(program_path):
+    m = pte_lab.open(program_path("transformer")).methods["forward"]
+    ax = plot.arena_layout(m, 1, color_by="operator")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    handles = ax.get_legend().legend_handles
+    colours = [tuple(h.get_facecolor()) for h, lab in zip(handles, labels) if not lab.startswith(("arena", "peak"))]
+    assert len(colours) == len(set(colours)) > 8  # more operators than the 8-colour palette, none sharing
+    ops = {t.op for t in m.planned if t.mem_id == 1 and t.role != "view" and t.op}
+    assert ops <= set(labels)  # every operator named in the legend
+
+
+def test_arena_layout_marks_the_waste(program_path):
+    m = pte_lab.open(program_path("transformer")).methods["forward"]
+    a = m.arena(1)
+    assert a.size > a.peak_bytes
+    ax = plot.arena_layout(m, 1)
+    texts = [t.get_text() for t in ax.texts]
+    assert f"waste\n{pte_lab.units.human_bytes(a.size - a.peak_bytes)}" in texts
+    one = pte_lab.open(program_path("portable")).methods["forward"]  # no waste: no bracket
+    assert one.arena(1).size == one.arena(1).peak_bytes
+    assert not [t for t in plot.arena_layout(one).texts if t.get_text().startswith("waste")]

@@ -70,22 +70,30 @@ def compare(module, example_inputs, planners=("greedy", "naive"), io_planned=(Tr
     return Comparison(df, programs)
 
 
-def plot_plans(a, b, mem_id: int = 1, titles: tuple[str, str] = ("plan A", "plan B"), axes=None):
-    """Two plans of the same method side by side on one byte scale; returns the two Axes.
+def plot_plans(a, b, mem_id: int = 1, titles: tuple[str, str] = ("plan A", "plan B"), axes=None,
+               color_by: str = "role"):
+    """Two plans of the same method, one above the other on one byte scale; returns the two Axes.
 
     ``a`` and ``b`` are :class:`~pte_lab.model.Method` objects (e.g. the same
-    method in an original and a replanned program).
+    method in an original and a replanned program). Each panel has its own
+    legend (its size, its peak live, its waste); the shared scale makes the
+    difference in height the difference in bytes.
     """
     import matplotlib.pyplot as plt
 
     from ..plot import arena_layout
 
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=True, layout="constrained")
+        _, axes = plt.subplots(2, 1, figsize=(9, 6.2), sharex=True, sharey=True, layout="constrained")
+    rights = []
     for ax, m, title in zip(axes, (a, b), titles):
-        arena_layout(m, mem_id, ax=ax, legend=ax is axes[-1])
+        arena_layout(m, mem_id, ax=ax, color_by=color_by)
         ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
+        rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
     top = max(a.arena(mem_id).size, b.arena(mem_id).size) * 1.04
     for ax in axes:
         ax.set_ylim(0, top)
+        ax.set_xlim(ax.get_xlim()[0], max(rights))
+    if getattr(axes[0], "get_subplotspec", None) and axes[0].get_subplotspec() is not None:
+        axes[0].set_xlabel("")
     return list(axes)
