@@ -49,10 +49,11 @@ def _plt():
     return plt
 
 
-def _bytes_axis(axis, top: float, ticks: int | None = None) -> None:
+def _bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False) -> None:
     """Ticks at multiples of a power of two (4 KiB, 8 MiB...) labelled in binary units.
 
-    ``ticks`` caps how many there are (a horizontal axis has room for fewer labels).
+    ``ticks`` caps how many there are (a horizontal axis has room for fewer labels);
+    ``signed`` labels negative ticks too (bytes returned), else they are left blank.
     """
     from matplotlib.ticker import FuncFormatter, MultipleLocator
 
@@ -61,7 +62,8 @@ def _bytes_axis(axis, top: float, ticks: int | None = None) -> None:
     else:
         step = 2.0 ** max(0, int(np.ceil(np.log2(max(top, 1) / ticks))))
     axis.set_major_locator(MultipleLocator(step))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: _tick(int(v)) if v >= 0 else ""))
+    axis.set_major_formatter(FuncFormatter(
+        lambda v, _: _tick(int(v)) if v >= 0 else ("−" + _tick(int(-v)) if signed else "")))
 
 
 def _tick(n: int) -> str:

@@ -10,8 +10,10 @@ executorch and the standard library, so it runs under another interpreter
 ``reference`` is a ``torch.save`` file ``{"inputs": [x, y], "expect": {method:
 tensor}}`` that the caller computed eagerly (``pte_lab.examples.device_reference``).
 Prints one line ``RESULT <json>``. Each step records the device bytes taken
-(positive) or returned (negative), host bytes (approximate), seconds, whether
-outputs matched the reference, and any error verbatim.
+(positive) or returned (negative), host bytes, seconds, whether outputs matched
+the reference, and any error verbatim. Host bytes are exact where pte_lab's
+allocation counter is preloaded (every malloc and anonymous mapping; the
+emulated device's bytes are not among them), glibc's statistics otherwise.
 """
 
 import ctypes
@@ -57,6 +59,9 @@ def main(args):
     mallinfo2 = getattr(libc, "mallinfo2", None)
     if mallinfo2 is not None:
         mallinfo2.restype = _Mallinfo2
+    counter = getattr(ctypes.CDLL(None), "pte_lab_counter_read", None)  # preloaded by the caller, if at all
+    host_measured_by = ("exact (allocation counter)" if counter is not None
+                        else "approximate (glibc mallinfo2)" if mallinfo2 is not None else "none")
 
     def device_bytes():
         if helper is not None:
@@ -67,6 +72,10 @@ def main(args):
         return None
 
     def host_bytes():
+        if counter is not None:
+            counts = (ctypes.c_int64 * 9)()  # pte_lab_counts: heap_live, ..., anon_mapped (index 4), ...
+            counter(counts)
+            return int(counts[0] + counts[4])
         if mallinfo2 is None:
             return None
         mi = mallinfo2()
@@ -128,7 +137,7 @@ def main(args):
 
     step("release", release)
     return {"executorch_version": et_version, "torch_version": torch.__version__,
-            "measured_by": measured_by, "cuda_available": bool(torch.cuda.is_available()), "steps": steps}
+            "measured_by": measured_by, "host_measured_by": host_measured_by, "cuda_available": bool(torch.cuda.is_available()), "steps": steps}
 
 
 if __name__ == "__main__":

@@ -64,6 +64,8 @@ class RuntimeResult:
     python: str
     executorch_version: str | None = None
     measured_by: str | None = None
+    #: how host bytes were measured: exact (allocation counter) or approximate (glibc)
+    host_measured_by: str | None = None
     steps: list[dict] = field(default_factory=list)
     #: set when the process died or could not run: the reason, verbatim
     failure: str | None = None
@@ -82,7 +84,7 @@ class Report:
 
     # ------------------------------------------------------------------ table
     def table(self) -> "pd.DataFrame":
-        """Rows = steps; per runtime: device bytes, host bytes (approximate), result; then the published."""
+        """Rows = steps; per runtime: device bytes, host bytes (``~``: approximate), result; then the published."""
         import pandas as pd
 
         rows = []
@@ -91,13 +93,14 @@ class Report:
             for r in self.runtimes:
                 s = r.step(name)
                 tag = f"{r.label} ({r.executorch_version or '?'})"
+                host = f"{tag} host bytes" + ("" if (r.host_measured_by or "").startswith("exact") else " ~")
                 if s is None:
                     row[f"{tag} device bytes"] = None
-                    row[f"{tag} host bytes ~"] = None
+                    row[host] = None
                     row[f"{tag} result"] = r.failure and "not reached" or "not run"
                     continue
                 row[f"{tag} device bytes"] = s["device_bytes"]
-                row[f"{tag} host bytes ~"] = s["host_bytes"]
+                row[host] = s["host_bytes"]
                 row[f"{tag} result"] = _result(s)
             for side in ("before", "after"):
                 row[f"published {side} (A100)"] = self.published[side].get(name, "")
@@ -130,7 +133,8 @@ class Report:
         lines.append("")
         for r in self.runtimes:
             lines.append(f"- {r.label}: executorch {r.executorch_version}, device bytes measured by "
-                         f"{r.measured_by}" + (f"; failed: {r.failure}" if r.failure else ""))
+                         f"{r.measured_by}, host bytes {r.host_measured_by}"
+                         + (f"; failed: {r.failure}" if r.failure else ""))
         if any(r.label == "before" and r.measured_by and "emulated" in r.measured_by for r in self.runtimes):
             lines.append("- On the emulated device, device memory *is* host memory, so the pre-fix loader's "
                          "forward2 still computes correctly: what shows the bug is that its arena took no "
@@ -147,30 +151,42 @@ class Report:
         import matplotlib.pyplot as plt
         import numpy as np
 
+        from ..plot import _bytes_axis
+
         if axes is None:
-            _, axes = plt.subplots(1, 2, figsize=(12, 3.8), layout="constrained")
+            _, axes = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained")
         colors = {"before": "#E69F00", "after": "#0072B2"}
         x = np.arange(len(STEPS))
         width = 0.8 / max(1, len(self.runtimes))
-        for ax, key, title in ((axes[0], "device_bytes", "device bytes taken (+) / returned (−)"),
-                               (axes[1], "host_bytes", "host bytes (approximate)")):
+        hosts = {r.host_measured_by or "approximate" for r in self.runtimes}
+        host_how = "exact" if all(h.startswith("exact") for h in hosts) else "approximate"
+        dev_how = "; ".join(sorted({str(r.measured_by) for r in self.runtimes}))
+        for ax, key, title in ((axes[0], "device_bytes", f"device bytes taken (+) / returned (−)\n{dev_how}"),
+                               (axes[1], "host_bytes", f"host bytes taken (+) / returned (−), {host_how}")):
+            lo, hi = 0, 0
             for i, r in enumerate(self.runtimes):
                 vals = [((r.step(s) or {}).get(key) or 0) for s in STEPS]
-                ax.bar(x + (i - (len(self.runtimes) - 1) / 2) * width, vals, width,
-                       color=colors.get(r.label, "#999999"), label=f"{r.label} (executorch {r.executorch_version})")
+                xs = x + (i - (len(self.runtimes) - 1) / 2) * width
+                ax.bar(xs, vals, width, color=colors.get(r.label, "#999999"),
+                       label=f"{r.label} (executorch {r.executorch_version})")
+                lo, hi = min([lo] + vals), max([hi] + vals)
+                if key == "device_bytes" and r.steps and not any(vals):  # say it: nothing on the device
+                    ax.annotate(f"{r.label}: 0 B on the device at every step", (0.02, 0.04),
+                                xycoords="axes fraction", fontsize=8, color=colors.get(r.label, "#333333"),
+                                fontweight="bold")
             if key == "device_bytes":
                 ax.axhline(self.planned_device_bytes, color="#333333", ls="--", lw=1,
                            label=f"planned device bytes {human_bytes(self.planned_device_bytes)}")
+                hi = max(hi, self.planned_device_bytes)
             ax.axhline(0, color="#333333", lw=0.6)
-            ax.set_xticks(x, STEPS, rotation=25, ha="right", fontsize=8)
-            ax.set_title(title, fontsize=10)
-            from matplotlib.ticker import FuncFormatter
-
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(int(v))))
-        how = "; ".join(f"{r.label}: {r.measured_by}" for r in self.runtimes)
-        axes[0].legend(fontsize=7, frameon=False)
-        axes[0].figure.suptitle(f"forward2's planned arena, before vs after the fix — device bytes by {how}",
-                                fontsize=9)
+            ax.set_xticks(x, STEPS, rotation=30, ha="right", fontsize=8)
+            ax.set_title(title, fontsize=9)
+            span = max(hi - lo, 1)
+            ax.set_ylim(lo - 0.08 * span, hi + 0.08 * span)
+            _bytes_axis(ax.yaxis, span, signed=True)
+        axes[0].legend(fontsize=7, frameon=False, loc="upper left")
+        axes[0].figure.suptitle(f"forward2's {human_bytes(self.planned_device_bytes)} device arena, "
+                                f"before vs after the loader fix", fontsize=10)
         return axes
 
     def _repr_html_(self) -> str:
@@ -275,8 +291,14 @@ def run_runtime(label: str, python: str, pte: str, reference: str, device: str =
             return res
     script = files("pte_lab.experiments").joinpath("_placement_steps.py")
     args = json.dumps({"pte": pte, "reference": reference, "device": device, "helper": helper})
+    env = dict(os.environ)
+    try:  # exact host bytes: the allocation counter preloaded (it needs no executorch, any version)
+        env["LD_PRELOAD"] = " ".join(filter(None, [str(native.counter_path()), env.get("LD_PRELOAD")]))
+    except Exception:  # noqa: BLE001 - no compiler or no glibc: host bytes stay approximate
+        pass
     try:
-        out = subprocess.run([python, str(script), args], capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run([python, str(script), args], capture_output=True, text=True, timeout=timeout,
+                             env=env)
     except subprocess.TimeoutExpired:
         res.failure = f"timed out after {timeout} s"
         return res
@@ -294,6 +316,7 @@ def run_runtime(label: str, python: str, pte: str, reference: str, device: str =
         return res
     res.executorch_version = data["executorch_version"]
     res.measured_by = data["measured_by"]
+    res.host_measured_by = data.get("host_measured_by")
     res.steps = data["steps"]
     return res
 
