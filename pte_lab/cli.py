@@ -246,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replan", help="replan every arena, write a new .pte, optionally verify it")
     rp.add_argument("input")
     rp.add_argument("output", type=_new_file)
-    rp.add_argument("--algorithm", "-a", default="best_fit", choices=["best_fit", "greedy", "naive"])
+    rp.add_argument("--algorithm", "-a", default="best_fit", choices=["best_fit", "greedy", "naive", "optimal"])
     rp.add_argument("--verify", action="store_true",
                     help="run both with ExecuTorch, each method called --runs times in a row with its state "
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")

@@ -6,7 +6,9 @@ so the same call gives the same program.
 
 Builders (``name`` for :func:`build` / :func:`save`):
 
-``portable``        one method, portable kernels (a small MLP)
+``portable``        one method, portable kernels (a small MLP); ``alloc_graph_input`` /
+                    ``alloc_graph_output`` False leave its I/O to the caller
+``hand_sized``      six tensors and an input, small enough to plan on paper
 ``xnnpack``         two methods lowered to XNNPACK (an MLP and a small attention block)
 ``device``          the fix's two-method program: ``forward`` on the host,
                     ``forward2`` (``x + y``) delegated to ``cuda:0`` (``side``
@@ -82,6 +84,19 @@ def _modules():
     """Define the example modules lazily (torch is heavy)."""
     torch = _torch()
     nn = torch.nn
+
+    class HandSized(nn.Module):
+        def __init__(self, extra=False):
+            super().__init__()
+            self.extra = extra
+
+        def forward(self, x):              # x: 64 float32 = 256 bytes
+            a = torch.cat([x, x, x])       # 768 bytes
+            b = torch.relu(a)              # 768
+            c = torch.cat([x, x])          # 512
+            d = torch.tanh(c)              # 512
+            e = b[:128] + d                # slice (512), then add (512)
+            return torch.sigmoid(e) if self.extra else e
 
     class MLP(nn.Module):
         def __init__(self, d_in=32, d_hidden=64, d_out=16):
@@ -190,18 +205,40 @@ def _modules():
             return (self.w[:4] * x).sum(dim=0)
 
     return dict(
-        MLP=MLP, Attention=Attention, HostMethod=HostMethod, DeviceMethod=DeviceMethod,
+        MLP=MLP, HandSized=HandSized, Attention=Attention, HostMethod=HostMethod, DeviceMethod=DeviceMethod,
         Small=Small, KVCache=KVCache, Dynamic=Dynamic, Cond=Cond, Transformer=Transformer, Weights=Weights,
     )
 
 
 # -------------------------------------------------------------------- builders
-def portable() -> bytes:
-    """One method, portable kernels only: a three-layer MLP."""
+def portable(alloc_graph_input: bool = True, alloc_graph_output: bool = True) -> bytes:
+    """One method, portable kernels only: a three-layer MLP.
+
+    ``alloc_graph_input`` / ``alloc_graph_output`` (ExecuTorch's
+    ``MemoryPlanningPass`` options) False leave the input / output to the caller.
+    """
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
     torch = _torch()
     torch.manual_seed(0)
     m = _modules()["MLP"]()
-    return _lower(_export(m, (torch.randn(4, 32),)))
+    cfg = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(
+        alloc_graph_input=alloc_graph_input, alloc_graph_output=alloc_graph_output))
+    return _lower(_export(m, (torch.randn(4, 32),)), backend_config=cfg)
+
+
+def hand_sized(extra: bool = False) -> bytes:
+    """Six planned tensors and an input, small enough to plan on paper (notebook 02).
+
+    ``x`` (64 float32) -> ``cat([x, x, x])`` -> ``relu`` -> ``cat([x, x])`` ->
+    ``tanh`` -> ``relu(...)[:128] + tanh(...)``; ``extra=True`` returns
+    ``sigmoid`` of that (a seventh tensor). ExecuTorch's greedy plans 2,048
+    bytes where 1,792 are ever alive at once.
+    """
+    torch = _torch()
+    m = _modules()["HandSized"](extra)
+    return _lower(_export(m, (torch.randn(64),)))
 
 
 def xnnpack() -> bytes:
@@ -525,6 +562,7 @@ def bundled(cases: int = 3) -> bytes:
 
 BUILDERS: dict[str, Callable[..., bytes]] = {
     "portable": portable,
+    "hand_sized": hand_sized,
     "xnnpack": xnnpack,
     "device": device,
     "three_methods": three_methods,

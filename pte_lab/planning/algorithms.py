@@ -1,12 +1,17 @@
 """Planners: each takes a :class:`~.problem.Problem` and returns ``{group id: offset}``.
 
 * ``greedy`` — ExecuTorch's default (exir/memory_planning.py): groups, largest
-  first, go into fixed-size "shared objects" laid end to end (see :func:`greedy`).
-* ``best_fit`` — TensorFlow Lite Micro's greedy idea: groups, one at a time,
-  each placed in the smallest gap between already placed groups whose
-  lifetimes overlap it, or above them all; several orders are tried and the
-  smallest plan kept (see :func:`best_fit`).
+  first, go into fixed-size "shared objects" laid end to end (Pisarchyk & Lee
+  2020, "Greedy by Size for Shared Objects"; see :func:`greedy`).
+* ``best_fit`` — offset calculation (Pisarchyk & Lee 2020, "Greedy by Size
+  for Offset Calculation"): groups, one at a time, each placed in the
+  smallest gap between already placed groups whose lifetimes overlap it, or
+  above them all; several orders are tried and the smallest plan kept (see
+  :func:`best_fit`). TensorFlow Lite Micro's greedy planner works the same
+  way but takes the *first* gap that fits.
 * ``naive`` — every group gets its own bytes, laid end to end (no reuse).
+* ``optimal`` — the smallest plan, by exhaustive search; tiny arenas only
+  (see :mod:`.exact`).
 """
 
 from __future__ import annotations
@@ -120,7 +125,7 @@ ORDERS = {
 
 
 def best_fit(p: Problem) -> dict[int, int]:
-    """Best fit into the gaps between time-overlapping groups (TFLite Micro's idea), several orders.
+    """Best fit into the gaps between time-overlapping groups (offset calculation), several orders.
 
     Each order (:data:`ORDERS`) places groups one by one into the smallest gap
     left by the already placed groups that are alive at the same time, or on
@@ -138,4 +143,11 @@ def best_fit(p: Problem) -> dict[int, int]:
     return best or {}
 
 
-ALGORITHMS = {"greedy": greedy, "best_fit": best_fit, "naive": naive}
+def optimal(p: Problem) -> dict[int, int]:
+    """The smallest plan (exhaustive search; refuses more than :data:`.exact.MAX_GROUPS` groups)."""
+    from .exact import optimal as search
+
+    return search(p)[0]
+
+
+ALGORITHMS = {"greedy": greedy, "best_fit": best_fit, "naive": naive, "optimal": optimal}

@@ -1,0 +1,79 @@
+"""The notebooks' exercises: every reference solution passes its own check, wrong answers do not, and
+every notebook ends with two or three exercises whose checks exist."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("executorch.exir")
+
+from pte_lab.exercises import EXERCISES, check, solution  # noqa: E402
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+# the exercises whose reference solution exports an LLM take a minute: run with the slow tests
+SLOW = {"05.1"}
+
+
+def _wrong(answer):
+    """An answer near the right one, but wrong."""
+    if isinstance(answer, tuple):
+        return (_wrong(answer[0]),) + answer[1:]
+    if isinstance(answer, bool):
+        return not answer
+    if isinstance(answer, float):
+        return answer * 1.1 + 0.01
+    if isinstance(answer, int):
+        return answer + 16
+    return f"not {answer}"
+
+
+@pytest.mark.parametrize("exercise_id", sorted(set(EXERCISES) - SLOW))
+def test_reference_solution_passes_and_a_near_miss_does_not(exercise_id):
+    right = solution(exercise_id)
+    assert check(exercise_id, right).ok is True
+    verdict = check(exercise_id, _wrong(right))
+    assert verdict.ok is False and "Hint:" in verdict.message
+    for part in right if isinstance(right, tuple) else (right,):  # the hint never gives the answer away
+        assert not re.search(rf"(?<![\w.]){re.escape(str(part))}(?![\w.])", verdict.message), part
+    assert check(exercise_id, None).ok is None
+
+
+@pytest.mark.slow
+def test_llm_exercise(program_path):
+    import pte_lab
+
+    pte = pte_lab.open(program_path("llm"))
+    right = solution("05.1", pte=pte)
+    assert check("05.1", right, pte=pte).ok is True
+    assert check("05.1", _wrong(right), pte=pte).ok is False
+
+
+def test_answers_are_compared_as_a_learner_would_write_them():
+    from pte_lab.exercises import _same
+
+    assert _same(2048, 2048, 1e-3) and _same(2048.0, 2048, 1e-3) and not _same(2048.5, 2048, 1e-3)
+    assert _same([1, 2], (1, 2), 1e-3) and not _same((1, 2, 3), (1, 2), 1e-3)
+    assert _same(1.1364, 1.136, 1e-3) and not _same(1.2, 1.136, 1e-3)
+    assert not _same("2048", 2048, 1e-3) and not _same(True, 1, 1e-3)  # text and booleans are not numbers
+    import numpy as np
+
+    assert _same(np.int64(2048), 2048, 1e-3) and _same((np.float64(1.136), 3), (1.136, 3), 1e-3)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_ends_with_its_exercises(path):
+    cells = json.loads(path.read_text())["cells"]
+    ids = [m.group(1) for c in cells for m in re.finditer(r'check\("(\d\d\.\d)"', "".join(c["source"]))]
+    number = path.stem[:2]
+    assert 2 <= len(ids) <= 3 and all(i.startswith(number + ".") for i in ids), ids
+    assert set(ids) <= set(EXERCISES)
+    first = next(i for i, c in enumerate(cells) if 'check("' in "".join(c["source"]))
+    # nothing but exercises (their questions and check cells) after the first one
+    assert all("check(" in "".join(c["source"]) or c["cell_type"] == "markdown" for c in cells[first:])
+    # a learner's answer starts unset: running the notebook as shipped answers nothing
+    assert all("answer = None" in "".join(c["source"]) for c in cells[first:] if c["cell_type"] == "code")
