@@ -67,7 +67,9 @@ def _bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False
 
 
 def _tick(n: int) -> str:
-    """A byte tick: 16 KiB, 1.5 MiB (whole numbers without a decimal)."""
+    """A byte tick: 16 KiB, 1.5 MiB, 1,280 B (whole numbers without a decimal; exact below 16 KiB)."""
+    if 1024 < n < 16384 and n % 1024:  # 1,280 B reads better than 1.2 KiB (which is not 1,280)
+        return f"{n:,} B"
     v = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if v < 1024 or unit == "TiB":
@@ -171,7 +173,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
     n = method.n_instructions
     right = n + 0.5
     if a.peak_bytes and a.size > a.peak_bytes:  # what the plan spends beyond the bound, as a bracket
-        room = max(4.0, 0.12 * (n + 2))
+        room = max(1.6, 0.12 * (n + 2))
         x = right + 0.2 * room
         ax.annotate("", (x, a.size), (x, a.peak_bytes),
                     arrowprops=dict(arrowstyle="<->", color="#333333", lw=0.8, shrinkA=0, shrinkB=0))

@@ -16,11 +16,13 @@ printing them into the cell.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
 import tempfile
 import threading
+import warnings
 from collections import deque
 from contextlib import contextmanager
 
@@ -47,26 +49,37 @@ class NativeLog:
 
 @contextmanager
 def native_output(log: NativeLog):
-    """Send file descriptor 2 to a temporary file for the duration; its text goes to ``log``."""
+    """Send file descriptor 2, and Python's ``sys.stderr``, elsewhere for the duration; the text goes
+    to ``log``.
+
+    Both are needed: native code writes to the descriptor, while ExecuTorch's
+    Python extension routes its log (``[cpuinfo_utils.cpp:125] ...``) through
+    ``sys.stderr``, which in a Jupyter kernel is not the descriptor at all.
+    """
     with _LOCK:  # one redirection at a time (the explorer runs programs in a thread)
         try:
             sys.stderr.flush()
         except (AttributeError, ValueError):
             pass
+        python_stderr, sys.stderr = sys.stderr, io.StringIO()
         try:
-            saved = os.dup(2)
-        except OSError:  # no descriptor 2 at all: nothing to capture
-            yield log
-            return
-        with tempfile.TemporaryFile() as tmp:
-            os.dup2(tmp.fileno(), 2)
             try:
+                saved = os.dup(2)
+            except OSError:  # no descriptor 2 at all: only Python's stream to capture
                 yield log
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-                tmp.seek(0)
-                log.add(tmp.read(1 << 20).decode("utf-8", errors="replace"))
+                return
+            with tempfile.TemporaryFile() as tmp:
+                os.dup2(tmp.fileno(), 2)
+                try:
+                    yield log
+                finally:
+                    os.dup2(saved, 2)
+                    os.close(saved)
+                    tmp.seek(0)
+                    log.add(tmp.read(1 << 20).decode("utf-8", errors="replace"))
+        finally:
+            captured, sys.stderr = sys.stderr, python_stderr
+            log.add(captured.getvalue()[-(1 << 20):])
 
 
 class _Keep(logging.Handler):
@@ -87,7 +100,8 @@ LOG = NativeLog()
 
 @contextmanager
 def quiet(log: NativeLog | None = None):
-    """:func:`native_output`, and the noisy loggers' records kept in ``log`` (default :data:`LOG`)."""
+    """:func:`native_output`, and the noisy loggers' records and Python's warnings kept in ``log``
+    (default :data:`LOG`) instead of shown."""
     log = LOG if log is None else log
     keep = _Keep(log)
     saved = []
@@ -97,8 +111,12 @@ def quiet(log: NativeLog | None = None):
         lg.addHandler(keep)
         lg.propagate = False
     try:
-        with native_output(log):
-            yield log
+        with warnings.catch_warnings(record=True) as caught, native_output(log):
+            warnings.simplefilter("always")
+            try:
+                yield log
+            finally:
+                log.add("\n".join(f"{w.category.__name__}: {w.message}" for w in caught))
     finally:
         for lg, propagate in saved:
             lg.removeHandler(keep)

@@ -259,7 +259,7 @@ def run_all_html(pte, emulate: bool = True) -> str:
     from .runtime.program import HOST_BYTES_NOTE
 
     return ("".join(lines) + "<b>memory: predicted vs measured</b>"
-            + result.report.to_html(index=False, na_rep="(program)") + f"<div><i>{escape(HOST_BYTES_NOTE)}</i></div>")
+            + result.report.to_html(index=False) + f"<div><i>{escape(HOST_BYTES_NOTE)}</i></div>")
 
 
 def explore(source, method: str | None = None) -> Explorer:

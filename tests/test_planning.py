@@ -157,7 +157,7 @@ def test_cli_replan_failure_is_one_line(program_path, tmp_path, capsys, monkeypa
     from pte_lab.cli import main
     from pte_lab.planning import algorithms
 
-    monkeypatch.setitem(algorithms.ALGORITHMS, "best_fit", lambda p: {g.id: 0 for g in p.groups})
+    monkeypatch.setitem(algorithms.PLANNERS, "best_fit", lambda p: {g.id: 0 for g in p.groups})
     out = tmp_path / "o.pte"
     assert main(["replan", str(program_path("transformer")), str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -168,10 +168,7 @@ def test_cli_replan_failure_is_one_line(program_path, tmp_path, capsys, monkeypa
 
 def _abstract(groups, unit=256):
     """A planning problem straight from (size in units, first, last) triples."""
-    from pte_lab.planning.problem import Group, Problem
-
-    gs = [Group(i, [(i, 0, s * unit)], s * unit, f, last, 0, s * unit) for i, (s, f, last) in enumerate(groups)]
-    return Problem("abstract", 1, "cpu", 16, gs, 0, 0, max(g[2] for g in groups) + 1)
+    return planning.Problem.from_tensors([(s * unit, f, last) for s, f, last in groups])
 
 
 #: seven groups whose lower bound (6 units) no plan reaches: the best is 7

@@ -7,13 +7,13 @@ a replanned ``.pte`` written and verified, and teaching helpers.
 >>> pte_lab.planning.verify("model.pte", "model.replanned.pte")
 """
 
-from .algorithms import ALGORITHMS
+from .algorithms import ALGORITHMS, PLANNERS
 from .problem import Group, PlanningError, Problem, build_problem
 from .replan import ArenaPlan, Replan, lower_bounds, plan_arena, replan
 from .verify import Verification, verify
 
 __all__ = ["replan", "Replan", "ArenaPlan", "verify", "Verification", "build_problem", "Problem", "Group",
-           "PlanningError", "ALGORITHMS", "plan_arena", "lower_bounds", "compare", "plot_plans"]
+           "PlanningError", "ALGORITHMS", "PLANNERS", "plan_arena", "lower_bounds", "compare", "plot_plans"]
 
 
 def __getattr__(name):

@@ -150,4 +150,8 @@ def optimal(p: Problem) -> dict[int, int]:
     return search(p)[0]
 
 
-ALGORITHMS = {"greedy": greedy, "best_fit": best_fit, "naive": naive, "optimal": optimal}
+#: the heuristics: they plan arenas of any size
+ALGORITHMS = {"greedy": greedy, "best_fit": best_fit, "naive": naive}
+#: every planner :func:`~.replan.plan_arena` and :func:`~.replan.replan` take: the heuristics and the
+#: exhaustive search (tiny arenas only)
+PLANNERS = {**ALGORITHMS, "optimal": optimal}

@@ -79,6 +79,19 @@ class Problem:
     def lifetimes_overlap(self, a: Group, b: Group) -> bool:
         return a.first <= b.last and b.first <= a.last
 
+    @classmethod
+    def from_tensors(cls, tensors, alignment: int = 16, name: str = "on paper") -> "Problem":
+        """A problem straight from ``(nbytes, first, last)`` triples: a plan on paper, one group per tensor
+        (value ids are the positions in ``tensors``)."""
+        groups = []
+        for i, (nbytes, first, last) in enumerate(tensors):
+            if nbytes < 0 or first > last:
+                raise ValueError(f"tensor {i}: {nbytes} bytes over [{first}, {last}] is not a tensor")
+            groups.append(Group(i, [(i, 0, nbytes)], max(alignment, align_up(nbytes, alignment)), first, last,
+                                0, nbytes))
+        n = max((t[2] for t in tensors), default=0) + 1
+        return cls(name, 1, "cpu", alignment, groups, 0, 0, n)
+
 
 DEFAULT_ALIGNMENT = 16  # ExecuTorch's memory planning alignment (exir/tensor.py)
 

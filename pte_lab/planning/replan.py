@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Pte, open_pte
 from ..model.validate import find_conflicts
-from .algorithms import ALGORITHMS
+from .algorithms import PLANNERS
 from .problem import PlanningError, Problem, align_up, build_problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,9 +41,9 @@ class ArenaPlan:
 def plan_arena(problem: Problem, algorithm: str = "best_fit") -> tuple[dict[int, int], int]:
     """(value -> offset, arena size) for one arena's problem."""
     try:
-        fn = ALGORITHMS[algorithm]
+        fn = PLANNERS[algorithm]
     except KeyError:
-        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {sorted(ALGORITHMS)}") from None
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {sorted(PLANNERS)}") from None
     starts = fn(problem)
     offsets: dict[int, int] = {}
     end = 0

@@ -41,6 +41,8 @@ __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "OperatorLi
 _CODE_RE = re.compile(r"error: 0x:?([0-9a-fA-F]+)")
 _ALLOC_RE = re.compile(r"Failed to allocate (\d+) bytes for buffer (\d+) on device (\d+):(\d+)")
 REPORT_COLUMNS = ["step", "method", "device", "predicted_bytes", "measured_bytes", "measured_by", "seconds"]
+#: the method column of steps that belong to the whole program (load_program, release)
+PROGRAM = "(program)"
 #: why measured host bytes exceed the prediction (the prediction counts planned arenas only)
 HOST_BYTES_NOTE = ("Predicted bytes are the planned arenas. Measured host bytes also hold ExecuTorch's method "
                    "allocator, what kernels and delegates allocate themselves (XNNPACK's packed weights...) and "
@@ -437,7 +439,7 @@ class LabProgram:
 
     # ----------------------------------------------------------------- report
     def memory_report(self) -> "pd.DataFrame":
-        """Predicted vs measured bytes per step and device.
+        """Predicted vs measured bytes per step and device (method ``(program)`` for whole-program steps).
 
         Device bytes are exact where the emulated device serves them (and say
         so), or read from ``torch.cuda.mem_get_info`` on a CUDA build; host
@@ -453,7 +455,7 @@ class LabProgram:
                 measured = r.measured.get("bytes", {}).get(d)
                 if d not in r.predicted and not measured:
                     continue
-                rows.append((r.step, r.method, d, r.predicted.get(d, 0), measured,
+                rows.append((r.step, r.method or PROGRAM, d, r.predicted.get(d, 0), measured,
                              r.measured.get("how", {}).get(d, ""), r.measured.get("seconds")))
         df = pd.DataFrame(rows, columns=REPORT_COLUMNS)
         df.attrs["loader"] = self.loader
@@ -471,7 +473,7 @@ class LabProgram:
         iso = " (isolated worker)" if self.isolated else ""
         return (f"<div><b>LabProgram</b> {escape(os.fspath(self.path))}{iso} &middot; loader "
                 f"<code>{self.loader}</code> &middot; methods loaded: "
-                f"{escape(', '.join(self._methods) or 'none')}</div>" + rep.to_html(index=False, na_rep="(program)")
+                f"{escape(', '.join(self._methods) or 'none')}</div>" + rep.to_html(index=False)
                 + f"<div><i>{escape(HOST_BYTES_NOTE)}</i></div>")
 
     def __repr__(self) -> str:
