@@ -254,7 +254,8 @@ def placement_table(pte: "Pte", loader: str = "corrected") -> list[tuple[str, st
 
 
 def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes":
-    """Where planned bytes live under a loader: stacked bars, the shared arenas and each method.
+    """Where planned bytes live under a loader: stacked bars, the shared arenas and each method, each
+    labelled with the loader step that allocates it.
 
     ``loader`` is one of "corrected", "legacy", "module", or a list of them
     (or "all") for the side-by-side comparison, one group of bars per loader.
@@ -270,7 +271,7 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
     tables = {ld: placement_table(pte, ld) for ld in loaders}
     n_bars = sum(len({r[0] for r in rows}) or 1 for rows in tables.values())
     if ax is None:
-        _, ax = _plt().subplots(figsize=(min(9.5, 2.6 + 0.62 * n_bars), 3.6), layout="constrained")
+        _, ax = _plt().subplots(figsize=(min(9.5, max(5.0, 1.6 + 0.85 * n_bars)), 4.2), layout="constrained")
     cats: dict[str, str] = {}
     x = 0.0
     ticks, labels, group_centres = [], [], []
@@ -297,11 +298,16 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
                 rect.patches[0].set_gid(f"{ld}|{b}|{cat}")
                 bottom += v
             ticks.append(x)
-            labels.append(b)
+            steps = sorted({r["step"] for r in pte.load_cost_records(ld)
+                            if (r["sharing"] == "shared") == (b == "shared arenas")
+                            and (b == "shared arenas" or r["method"] == b)})
+            labels.append(f"{b}\n{', '.join(steps)}" if steps else b)
             x += 1
         group_centres.append(((start + x - 1) / 2, ld, [d for d in devices if not any(r[1] == d for r in rows)]))
         x += 0.8
-    ax.set_xticks(ticks, labels, rotation=25, ha="right", fontsize=8)
+    ax.set_xticks(ticks, labels, fontsize=7)
+    pad = max(0.8, (4 - (ticks[-1] - ticks[0])) / 2)  # a lone bar is not drawn as wide as the figure
+    ax.set_xlim(ticks[0] - pad, ticks[-1] + pad)
     top = max((p.get_y() + p.get_height() for p in ax.patches), default=1)
     ax.set_ylim(0, top * 1.18)  # room for the "0 B on <device>" marks
     _bytes_axis(ax.yaxis, top)
@@ -321,7 +327,8 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
                      edgecolor=c if k.endswith("on the host") else "white",
                      hatch="xx" if k.endswith("on the host") else None,
                      label=f"{k} (the bug)" if k.endswith("on the host") else k) for k, c in cats.items()]
-    ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              ncol=2)
     return ax
 
 

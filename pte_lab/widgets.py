@@ -186,8 +186,8 @@ class Explorer(W.VBox):
         self.image.value = c.render(t, pick_idx)
         self.highlighted = {c.tensors[i].value for i in idx}
         live = sorted((c.tensors[i] for i in idx), key=lambda t: t.offset)
-        self.live_list.options = [(f"v{x.value} {x.role} {list(x.shape)} {human_bytes(x.nbytes)} @ {x.offset:,}"
-                                   + (f" {x.name}" if x.name else ""), x.value) for x in live]
+        self.live_list.options = [(f"v{x.value} {x.op or x.role} {list(x.shape)} {human_bytes(x.nbytes)} "
+                                   f"@ {x.offset:,}" + (f" {x.name}" if x.name else ""), x.value) for x in live]
         if picked in self.highlighted:
             self.live_list.value = picked
         occ = int(self.method.occupancy(self.arena_dd.value)[t + 1])

@@ -15,7 +15,7 @@ in :mod:`.lifetimes`, occupancy in :mod:`.occupancy`, overlaps in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
@@ -216,7 +216,7 @@ def analyse(plan: RawPlan) -> Analysis:
         producer = op = None
         if v in views:
             producer = first.get(v) if first.get(v, -1) >= 0 else None
-            op = f"view of v{views[v]}"
+            op = f"view of v{views[v]}"  # the base's operator is added below, once every op is known
         elif role in ("intermediate", "output") and v in uses_first:
             if targets is None:
                 targets = instruction_targets(plan)
@@ -224,6 +224,9 @@ def analyse(plan: RawPlan) -> Analysis:
             op = targets[producer]
         planned.append(PlannedTensor(v, role, dtype, t.sizes, nb, t.mem_id, t.offset, t.device, first.get(v),
                                      last.get(v), producer, op, t.shape_dynamism != 0, t.fqn))
+    ops = {t.value: t.op for t in planned if t.role != "view"}
+    planned = [t if t.role != "view" or not ops.get(views[t.value]) else
+               replace(t, op=f"view of v{views[t.value]} ({ops[views[t.value]]})") for t in planned]
     n = len(planned)
     columns = {
         "value": np.fromiter((t.value for t in planned), np.int64, n),
