@@ -18,6 +18,7 @@ import os
 import sys
 
 from .errors import PteLabError
+from .progress import lines
 
 
 def _inspect(args) -> int:
@@ -76,7 +77,10 @@ def _example(args) -> int:
             raise PteLabError(f"argument --side: the {args.name!r} example has no side "
                               f"(it goes with device and three_methods)")
         kwargs["side"] = args.side
+    say = lines()
+    say(f"exporting {args.name!r} with torch.export and ExecuTorch (importing them takes a few seconds)")
     path = examples.save(args.name, args.out, **kwargs)
+    say("done")
     print(path)
     return 0
 
@@ -88,7 +92,7 @@ def _measure(args) -> int:
     if legacy is None:
         print("pte-lab: note: no pre-fix runtime: run `pte-lab legacy-env` first (or pass --legacy-python) "
               "to measure the 'before' column", file=sys.stderr)
-    report = dp.run(side=args.side, legacy_python=legacy)
+    report = dp.run(side=args.side, legacy_python=legacy, progress=lines())
     print(report.to_markdown())
     if args.json:
         report.to_json(args.json)
@@ -112,8 +116,12 @@ def _replan(args) -> int:
         raise PteLabError(f"argument output: {args.output!r} is the input file; write the replanned program "
                           f"elsewhere")
 
+    say = lines()
+    say(f"planning every arena with {args.algorithm}")
     r = replan(args.input, algorithm=args.algorithm)
+    say(f"writing {args.output} with ExecuTorch's serializer (importing it takes a few seconds)")
     r.write(args.output)
+    say("written and read back: only offsets and arena sizes changed")
     print(f"replanned with {args.algorithm}: {args.input} -> {args.output}")
     print(f"{'method':16s} {'arena':>5s} {'device':>8s} {'before':>12s} {'after':>12s} {'lower bound':>12s}"
           f" {'before/bound':>12s} {'after/bound':>11s}")
@@ -123,7 +131,7 @@ def _replan(args) -> int:
         print(f"{a.method:16s} {a.mem_id:5d} {a.device:>8s} {human_bytes(a.before):>12s} {human_bytes(a.after):>12s}"
               f" {human_bytes(a.lower_bound):>12s} {rb:11.3f}x {ra:10.3f}x" + ("  (kept)" if a.kept else ""))
     if args.verify:
-        results = verify(args.input, args.output, runs=args.runs)
+        results = verify(args.input, args.output, runs=args.runs, progress=say)
         for v in results:
             print(f"verify {v.method}: {'bit-identical' if v.identical else 'DIFFERENT: ' + v.detail} "
                   f"over {v.runs} calls in a row (state carried)")
@@ -142,8 +150,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _sizes(args) -> int:
-    import time
-
     from .model import open_pte
     from .runtime.sizing import sizes
     from .views.sizes import c_header, sizes_text
@@ -152,12 +158,7 @@ def _sizes(args) -> int:
     for name in args.method or []:
         if name not in pte.methods:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
-    start = time.monotonic()
-
-    def progress(line: str) -> None:
-        print(f"pte-lab: [{time.monotonic() - start:5.1f} s] {line}", file=sys.stderr)
-
-    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=args.verify, progress=progress)
+    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=args.verify, progress=lines())
     if args.json:
         json.dump(s.to_dict(), sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -334,15 +334,18 @@ def write_reference(path: str | os.PathLike, side: int) -> str:
 
 def run(side: int = 2048, runtimes: dict[str, str] | None = None, device: str = "cuda:0",
         legacy_python: str | None = None, workdir: str | os.PathLike | None = None,
-        emulate: bool | None = None) -> Report:
+        emulate: bool | None = None, progress=None) -> Report:
     """Build the fix's program and measure it under each runtime.
 
     ``runtimes`` maps a label to an interpreter; by default ``after`` is this
     interpreter and ``before`` is ``legacy_python`` (or the cached pre-fix
-    environment, if one was created; see ``pte-lab legacy-env``).
+    environment, if one was created; see ``pte-lab legacy-env``). ``progress``:
+    None, True (a bar over the runtimes) or a callable taking a line per step
+    (see :mod:`pte_lab.progress`).
     """
     from .. import examples
     from ..model import open_pte
+    from ..progress import reporter
 
     if runtimes is None:
         runtimes = {"after": sys.executable}
@@ -352,8 +355,14 @@ def run(side: int = 2048, runtimes: dict[str, str] | None = None, device: str = 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(workdir) if workdir is not None else Path(tmp)
         path = str(folder / f"device_side{side}.pte")
-        examples.save("device", path, side=side, device=device)
-        reference = write_reference(folder / f"device_side{side}.reference.pt", side)
-        planned = open_pte(path).methods["forward2"].planned_bytes_by_device().get(device, 0)
-        results = [run_runtime(label, py, path, reference, device, emulate) for label, py in runtimes.items()]
+        with reporter(progress, total=len(runtimes), desc="measuring") as report:
+            report.step(f"exporting the program (side {side}) and its eager reference")
+            examples.save("device", path, side=side, device=device)
+            reference = write_reference(folder / f"device_side{side}.reference.pt", side)
+            planned = open_pte(path).methods["forward2"].planned_bytes_by_device().get(device, 0)
+            results = []
+            for label, py in runtimes.items():
+                report.step(f"running the steps under '{label}' ({py}) in a fresh process")
+                results.append(run_runtime(label, py, path, reference, device, emulate))
+                report.advance()
         return Report(side, device, planned, results)

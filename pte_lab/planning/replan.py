@@ -118,7 +118,10 @@ class Replan:
         that everything but offsets and sizes is unchanged and that the plan
         validator passes; raises otherwise (nothing is left at ``path``).
         """
-        from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+        from ..quiet import quiet
+
+        with quiet():  # importing the serializer imports torch and torchao, which print as they load
+            from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 
         conflicts = self.conflicts()
         if conflicts:

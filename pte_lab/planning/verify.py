@@ -14,7 +14,7 @@ class Verification:
     detail: str = ""
 
 
-def verify(original, replanned, runs: int = 3, seed: int = 0) -> list[Verification]:
+def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> list[Verification]:
     """Load both programs with ExecuTorch's runtime and call every method ``runs`` times in a row.
 
     Each method is loaded once per program and called ``runs`` times with its
@@ -25,21 +25,27 @@ def verify(original, replanned, runs: int = 3, seed: int = 0) -> list[Verificati
     intermediate overwrite a KV cache fails on the first decode step. Device
     methods run on the emulated device when no real allocator is registered.
     Returns one record per method; raises nothing for a mismatch (look at
-    ``identical``).
+    ``identical``). ``progress``: None, True (a bar over the methods) or a
+    callable taking a line per method (see :mod:`pte_lab.progress`).
     """
     import torch
 
+    from ..progress import reporter
     from ..runtime import call_sequence, emulate_device, load
     from ..runtime.device import allocator_registered
 
     out = []
     with ExitStack() as stack:  # whatever fails, both programs are released
+        report = stack.enter_context(reporter(progress, desc="verifying"))
+        report.step("loading both programs with ExecuTorch")
         a = stack.enter_context(load(original))
         b = stack.enter_context(load(replanned))
         for d in sorted({d for m in a.plan.methods.values() for d in m.devices}):
             if not allocator_registered(d):
                 emulate_device(d)
-        for name in a.method_names:
+        report.set_total(len(a.method_names))
+        for k, name in enumerate(a.method_names, 1):
+            report.step(f"method {name!r} ({k}/{len(a.method_names)}): {runs} calls in a row on both programs")
             plan = a.plan.methods[name]
             ma, mb = a.load_method(name), b.load_method(name)
             identical, detail = True, ""
@@ -52,4 +58,5 @@ def verify(original, replanned, runs: int = 3, seed: int = 0) -> list[Verificati
                     identical, detail = False, f"call {r + 1} of {runs}: outputs differ"
                     break
             out.append(Verification(name, runs, identical, detail))
+            report.advance()
     return out

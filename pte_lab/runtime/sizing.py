@@ -388,8 +388,8 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
 
     What is process-wide lands on the first method that triggers it (a
     kernel's first call creating the thread pool, say): size one method alone
-    to see it without others. ``progress`` (a callable taking one line) hears
-    each step as it starts.
+    to see it without others. ``progress``: None (silent), True (a bar over the
+    methods) or a callable taking one line per step (see :mod:`pte_lab.progress`).
     """
     from .info import executorch_version
     from .program import _checked
@@ -414,11 +414,15 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     out: dict[str, MethodSizes] = {}
     skipped: dict[str, str] = {}
     verified: dict[str, dict] | None = {} if verify else None
-    say = progress or (lambda line: None)
-    say("starting an isolated worker (imports ExecuTorch)")
-    with _Session(path, data_path, devices) as session:
+    from ..progress import reporter
+
+    report = reporter(progress, total=len(names), desc="sizing")
+    report.step("starting an isolated worker (imports ExecuTorch)")
+    with report, _Session(path, data_path, devices) as session:
         for k, n in enumerate(names, 1):
-            say(f"method {n!r} ({k}/{len(names)}): load and run {runs}x" + (", then verify" if verify else ""))
+            if k > 1:
+                report.advance()
+            report.step(f"method {n!r} ({k}/{len(names)}): load and run {runs}x" + (", then verify" if verify else ""))
             plan = pte.methods[n]
             try:
                 why = session.cannot_run(plan)
@@ -436,6 +440,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                 session.restart()
             if why is not None:
                 skipped[n] = why
+        report.advance()
         counted = session.engine.counted
     _raise_if_insufficient(verified or {})
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified)
