@@ -59,8 +59,9 @@ class _LayoutCanvas:
         self.background = self.canvas.copy_from_bbox(self.fig.bbox)
         self.ax = ax
         self.live_coll = PolyCollection([], facecolors="none", edgecolors="black", linewidths=1.4, animated=True)
-        self.pick_coll = PolyCollection([], facecolors="#F0E442", edgecolors="black", linewidths=1.6,
-                                        alpha=0.9, animated=True)
+        # the picked tensor: darkened and outlined (yellow would read as a view, which is yellow now)
+        self.pick_coll = PolyCollection([], facecolors="#000000", edgecolors="black", linewidths=2.0,
+                                        alpha=0.45, animated=True)
         ax.add_collection(self.live_coll)
         ax.add_collection(self.pick_coll)
         self.marker = ax.axvline(-1, color="black", lw=1.0, ls="-", animated=True)
@@ -186,7 +187,8 @@ class Explorer(W.VBox):
         self.image.value = c.render(t, pick_idx)
         self.highlighted = {c.tensors[i].value for i in idx}
         live = sorted((c.tensors[i] for i in idx), key=lambda t: t.offset)
-        self.live_list.options = [(f"v{x.value} {x.op or x.role} {list(x.shape)} {human_bytes(x.nbytes)} "
+        # a view's op names its base's operator too; the list keeps it short ("view of v186")
+        self.live_list.options = [(f"v{x.value} {(x.op or x.role).split(' (')[0]} {list(x.shape)} {human_bytes(x.nbytes)} "
                                    f"@ {x.offset:,}" + (f" {x.name}" if x.name else ""), x.value) for x in live]
         if picked in self.highlighted:
             self.live_list.value = picked
