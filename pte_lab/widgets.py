@@ -188,8 +188,9 @@ class Explorer(W.VBox):
         self.highlighted = {c.tensors[i].value for i in idx}
         live = sorted((c.tensors[i] for i in idx), key=lambda t: t.offset)
         # a view's op names its base's operator too; the list keeps it short ("view of v186")
-        self.live_list.options = [(f"v{x.value} {(x.op or x.role).split(' (')[0]} {list(x.shape)} {human_bytes(x.nbytes)} "
-                                   f"@ {x.offset:,}" + (f" {x.name}" if x.name else ""), x.value) for x in live]
+        self.live_list.options = [(f"v{x.value} {(x.op or x.role).split(' (')[0]} {list(x.shape)} "
+                                   f"{human_bytes(x.nbytes)} @ {x.offset:,}" + (f" {x.name}" if x.name else ""),
+                                   x.value) for x in live]
         if picked in self.highlighted:
             self.live_list.value = picked
         occ = int(self.method.occupancy(self.arena_dd.value)[t + 1])
