@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -21,7 +22,8 @@ def test_views_are_tied_to_their_base(program_path):
     assert len(views) > 0
     by_value = df.set_index("value")
     for _, v in views.iterrows():
-        base = int(v.op.split("v")[-1])
+        base = m.storage_of(v.value)
+        assert v.op.startswith(f"view of v{base} (")  # named after its base, and its base's operator
         b = by_value.loc[base]
         assert (b.mem_id, b.offset) == (v.mem_id, v["offset"])
         assert v["first"] == b["first"] and b["last"] >= v["last"]
@@ -161,6 +163,8 @@ def test_cli_replan_failure_is_one_line(program_path, tmp_path, capsys, monkeypa
     out = tmp_path / "o.pte"
     assert main(["replan", str(program_path("transformer")), str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
+    steps, err = err[:-1], err[-1:]  # the steps it took (with their times), then one line for the failure
+    assert all(re.match(r"pte-lab: \[\s*[\d.]+ s\] ", line) for line in steps)
     assert len(err) == 1 and err[0].startswith("pte-lab: error: the new plan has")
     assert "overlapping live tensor pairs" in err[0] and "Traceback" not in err[0]
     assert not out.exists() and not list(tmp_path.iterdir())
