@@ -137,7 +137,7 @@ def _02_2(tr=None):
 
 def _02_3():
     out = []
-    for layers in (2, 8):
+    for layers in (1, 4):
         a = _open("transformer", layers=layers).methods["forward"].arena(1)
         out.append(round(a.size_over_peak, 3))
     return tuple(out)
@@ -206,8 +206,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "(`planning.build_problem(tr, 1, alignment=64)`). What is its lower bound?",
              "Every group's size is rounded up to the alignment; the bound is the most rounded bytes alive "
              "at once. Pass tr=... to check() to reuse your program.", _02_2),
-    Exercise("02.3", "Export the transformer with 2 and with 8 layers. What is ExecuTorch's size/peak for each "
-                     "(three decimals)? Answer `(two_layers, eight_layers)`.",
+    Exercise("02.3", "Export the transformer with 1 and with 4 layers. What is ExecuTorch's size/peak for each "
+                     "(three decimals)? Answer `(one_layer, four_layers)`.",
              "examples.build('transformer', layers=L); the arena's size_over_peak.", _02_3),
     Exercise("03.1", "How many bytes does `Runtime.load_program` (the corrected loader) allocate on the host, at "
                      "load_program, for the three-method program?",

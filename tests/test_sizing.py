@@ -193,7 +193,9 @@ def test_cli_sizes(program_path, capsys):
 
 @pytest.mark.slow
 def test_every_example_is_sized_and_proven(program_path):
-    for name in ("xnnpack", "three_methods", "kv_cache", "dynamic", "cond", "transformer", "shared_state"):
+    # a delegate in each of two methods, state kept between calls, control flow, two host arenas
+    # (portable, device, unplanned_io and external have tests of their own)
+    for name in ("xnnpack", "kv_cache", "cond", "shared_state"):
         path = str(program_path(name))
         _check(pte_lab.sizes(path, verify=True), pte_lab.open(path))
 
