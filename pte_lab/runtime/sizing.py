@@ -299,9 +299,17 @@ class Sizes:
         Returns (and keeps in :attr:`verified`) per method: ``sufficient``, ``tight`` and what
         ExecuTorch said. Raises :class:`SizingError` when a figure is not sufficient.
         """
+        from .program import _checked
+
+        pte, _ = _checked(self.path)
         with _Session(self.path, self.data_path, sorted(
                 {d for m in self.methods.values() for _, d, _ in m.planned if d != "cpu"})) as session:
-            self.verified = {m.method: session.verify(m) for m in self.methods.values()}
+            self.verified = {}
+            for m in self.methods.values():
+                why = session.cannot_run(pte.methods[m.method])  # registers the operators it needs
+                self.verified[m.method] = session.verify(m) if why is None else {
+                    "sufficient": False, "sufficient_error": why, "tight": False, "smaller_error": None,
+                    "method_pool": m.method_allocator, "temp_pool": m.temp_allocator, "alignment": m.alignment}
         _raise_if_insufficient(self.verified)
         return self.verified
 
