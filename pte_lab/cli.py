@@ -255,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=_replan)
     sz = sub.add_parser("sizes", help="every byte each method needs at run time: pools for a bare-metal "
                                       "build, and what lies beyond the plan (loads and runs the methods)")
-    sz.add_argument("file")
+    sz.add_argument("file", help="the program (.pte) to size")
     sz.add_argument("--method", "-m", action="append", help="only this method (repeatable)")
     sz.add_argument("--data", help="the program's external data file (.ptd)")
     out = sz.add_mutually_exclusive_group()
