@@ -105,6 +105,18 @@ def test_files_written_by_executorch_1_4_1(legacy_programs, name):
         assert t.shape == (16, 8)
 
 
+@pytest.mark.slow
+def test_files_written_by_executorch_1_4_1_are_sized_and_proven(legacy_programs):
+    """The sizing runner on another version's files: pools of exactly the reported sizes run them under
+    1.5.1, and a method pool one byte smaller is refused."""
+    for name in ("mlp_xnnpack", "buffer"):
+        path = legacy_programs / f"{name}.pte"
+        s = pte_lab.sizes(path, verify=True)
+        m = s.methods["forward"]
+        assert m.planned == tuple((a.mem_id, a.device, a.size) for a in pte_lab.open(path).methods["forward"].arenas)
+        assert s.verified["forward"]["sufficient"] and s.verified["forward"]["tight"], s.verified
+
+
 OPTIONS = {
     "inline_delegates": {"extract_delegate_segments": False},
     "aligned_segments": {"segment_alignment": 4096, "constant_tensor_alignment": 64},
