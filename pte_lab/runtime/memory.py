@@ -48,39 +48,24 @@ EXACT_HOST = "exact (allocation counter: heap + anonymous mappings)"
 
 @lru_cache(maxsize=1)
 def _counter():
-    """The preloaded allocation counter's entry points, or None (not preloaded: in-process runs)."""
+    """The preloaded allocation counter's reader, or None (not preloaded: in-process runs)."""
     try:
-        proc = ctypes.CDLL(None)
-        read = proc.pte_lab_counter_read
-        reset = proc.pte_lab_counter_reset_peaks
+        read = ctypes.CDLL(None).pte_lab_counter_read
     except (OSError, AttributeError):
         return None
     read.argtypes = [ctypes.POINTER(Counts)]
     read.restype = None
-    reset.restype = None
-    return read, reset
-
-
-def counting() -> bool:
-    """Whether this process's allocations are counted exactly (the counter is preloaded)."""
-    return _counter() is not None
+    return read
 
 
 def counts() -> dict[str, int] | None:
     """The counter's figures now (None without the counter)."""
-    c = _counter()
-    if c is None:
+    read = _counter()
+    if read is None:
         return None
     out = Counts()
-    c[0](ctypes.byref(out))
+    read(ctypes.byref(out))
     return out.as_dict()
-
-
-def reset_peaks() -> None:
-    """Start the counter's peaks again from what is live now (no-op without the counter)."""
-    c = _counter()
-    if c is not None:
-        c[1]()
 
 
 def file_rss(path: str) -> int | None:

@@ -93,7 +93,6 @@ def _lib() -> ctypes.CDLL:
         "pte_lab_sizing_set_inputs": ([vp], ctypes.c_int32),
         "pte_lab_sizing_execute": ([vp], ctypes.c_int32),
         "pte_lab_sizing_pools": ([vp, ctypes.POINTER(_PoolUse)], None),
-        "pte_lab_sizing_release_method": ([vp], None),
         "pte_lab_sizing_last_step": ([vp, ctypes.POINTER(Counts), ctypes.POINTER(Counts)], ctypes.c_int32),
     }
     for name, (args, res) in sig.items():

@@ -439,7 +439,4 @@ void pte_lab_sizing_pools(void* h, PteLabPoolUse* out) {
   }
 }
 
-// Drops the method, its pools and arenas (the program stays).
-void pte_lab_sizing_release_method(void* h) { static_cast<Sizing*>(h)->drop_method(); }
-
 }  // extern "C"
