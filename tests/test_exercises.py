@@ -32,6 +32,7 @@ def _wrong(answer):
     return f"not {answer}"
 
 
+@pytest.mark.slow  # each reference solution exports programs: a few seconds apiece
 @pytest.mark.parametrize("exercise_id", sorted(set(EXERCISES) - SLOW))
 def test_reference_solution_passes_and_a_near_miss_does_not(exercise_id):
     right = solution(exercise_id)

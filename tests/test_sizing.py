@@ -78,6 +78,7 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
                    str(m.planned[0][2]), "0"]
 
 
+@pytest.mark.slow
 def test_device_arenas_come_from_the_device_and_never_count_as_host(program_path):
     path = str(program_path("device"))
     s = pte_lab.sizes(path, verify=True)
@@ -92,6 +93,7 @@ def test_device_arenas_come_from_the_device_and_never_count_as_host(program_path
     assert list(row.bytes) == [device_bytes] and list(row.source) == ["file"]
 
 
+@pytest.mark.slow
 def test_isolated_memory_report_is_exact_and_leaves_out_the_emulated_device(program_path):
     import torch
 
@@ -107,6 +109,7 @@ def test_isolated_memory_report_is_exact_and_leaves_out_the_emulated_device(prog
     assert host.predicted_bytes <= host.measured_bytes < host.predicted_bytes + dev.measured_bytes
 
 
+@pytest.mark.slow
 def test_unplanned_outputs_are_given_buffers(program_path):
     """Outputs the caller provides get buffers: without them the runtime writes through null."""
     path = str(program_path("unplanned_io"))
@@ -228,6 +231,7 @@ def test_llm_sizes_explain_what_the_python_loader_takes(program_path):
     assert 0.95 * m.heap_execute <= first <= 1.10 * m.heap_execute + m.temp_allocator
 
 
+@pytest.mark.slow
 def test_a_method_that_crashes_the_runtime_is_skipped_and_the_others_sized(program_path, tmp_path, monkeypatch):
     """A native crash while sizing one method ends that worker, not the caller; a fresh worker sizes the rest."""
     from pte_lab.runtime import sizing
