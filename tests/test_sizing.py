@@ -50,6 +50,7 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
     _check(s, pte_lab.open(path))
     m = s.methods["forward"]
     assert s.counted and m.heap_load_program is not None and m.file_resident > 0
+    assert "forward: pools of exactly these sizes load and run it" in s._repr_html_()
     # the header a bare-metal build includes: compiled as strict C, its figures read back
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:

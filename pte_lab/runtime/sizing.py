@@ -317,8 +317,14 @@ class Sizes:
 
         t = self.table()
         t["size"] = t["bytes"].map(human_bytes)
+        notes = [f"{escape(n)}: not sized ({escape(why)})" for n, why in self.skipped.items()]
+        for n, v in (self.verified or {}).items():
+            verdict = ("pools of exactly these sizes load and run it; one byte less is refused" if v["tight"]
+                       else f"not proven: {v['sufficient_error'] or v['smaller_error'] or 'not tight'}")
+            notes.append(f"{escape(n)}: {escape(verdict)}")
         return (f"<div><b>Sizes</b> of {escape(os.path.basename(self.path))} (executorch "
-                f"{escape(self.executorch_version)})</div>" + t.to_html(index=False))
+                f"{escape(self.executorch_version)})</div>" + t.to_html(index=False)
+                + "".join(f"<div>{line}</div>" for line in notes))
 
     def __repr__(self) -> str:
         return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(self.methods)}>"
