@@ -22,7 +22,10 @@ from .problem import Problem, align_up
 
 
 def _by_size(p: Problem):
-    return sorted(p.groups, key=lambda g: (-g.size, g.first, g.id))
+    """Largest first, as exir orders its specs: it inserts them in graph order into a list kept sorted by
+    size (``bisect.insort``: an equal size goes after) and reverses it, so of equal sizes the one that
+    appears last goes first. The order decides which shared object each group joins."""
+    return sorted(p.groups, key=lambda g: (-g.size, -g.first, -g.id))
 
 
 def naive(p: Problem) -> dict[int, int]:
