@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from .units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio
+from .units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio, tick_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -63,19 +63,7 @@ def _bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False
         step = 2.0 ** max(0, int(np.ceil(np.log2(max(top, 1) / ticks))))
     axis.set_major_locator(MultipleLocator(step))
     axis.set_major_formatter(FuncFormatter(
-        lambda v, _: _tick(int(v)) if v >= 0 else ("−" + _tick(int(-v)) if signed else "")))
-
-
-def _tick(n: int) -> str:
-    """A byte tick: 16 KiB, 1.5 MiB, 1,280 B (whole numbers without a decimal; exact below 16 KiB)."""
-    if 1024 < n < 16384 and n % 1024:  # 1,280 B reads better than 1.2 KiB (which is not 1,280)
-        return f"{n:,} B"
-    v = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if v < 1024 or unit == "TiB":
-            return f"{v:.0f} {unit}" if v.is_integer() else f"{v:.1f} {unit}"
-        v /= 1024
-    return f"{n} B"  # pragma: no cover
+        lambda v, _: tick_bytes(int(v)) if v >= 0 else ("−" + tick_bytes(int(-v)) if signed else "")))
 
 
 def _categories(values: Sequence[str], fixed: dict[str, str] | None = None) -> dict[str, str]:

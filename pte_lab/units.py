@@ -1,6 +1,7 @@
 """The one vocabulary for quantities: every view, plot, CLI line and runtime message uses it.
 
-* :func:`human_bytes` — binary units (``1.5 KiB``; exact bytes below 1 KiB).
+* :func:`human_bytes` — binary units (``1.5 KiB``; exact bytes below 1 KiB); :func:`tick_bytes`
+  the same for axis ticks (``16 KiB``, ``1,280 B``: no decimal that hides bytes).
 * :func:`ratio` — how much bigger one size is than another (``1.02x``); used
   for an arena's ``size / peak`` (1.00x: no plan with these lifetimes could be
   smaller) and for planners against the lower bound.
@@ -11,7 +12,7 @@ Pure Python, no imports beyond the standard library.
 
 from __future__ import annotations
 
-__all__ = ["human_bytes", "ratio", "count", "SIZE_OVER_PEAK", "PEAK_LIVE"]
+__all__ = ["human_bytes", "tick_bytes", "ratio", "count", "SIZE_OVER_PEAK", "PEAK_LIVE"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -30,6 +31,18 @@ def human_bytes(n: int | None) -> str:
         n /= 1024.0
         if abs(n) < 1024 or unit == "PiB":
             return f"{n:.1f} {unit}" if n < 100 else f"{n:.0f} {unit}"
+    return f"{n} B"  # pragma: no cover
+
+
+def tick_bytes(n: int) -> str:
+    """A byte tick: 16 KiB, 1.5 MiB, 1,280 B (whole numbers without a decimal; exact below 16 KiB)."""
+    if 1024 < n < 16384 and n % 1024:  # 1,280 B reads better than 1.2 KiB (which is not 1,280)
+        return f"{n:,} B"
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if v < 1024 or unit == "TiB":
+            return f"{v:.0f} {unit}" if v.is_integer() else f"{v:.1f} {unit}"
+        v /= 1024
     return f"{n} B"  # pragma: no cover
 
 
