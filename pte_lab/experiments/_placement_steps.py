@@ -59,7 +59,9 @@ def main(args):
     mallinfo2 = getattr(libc, "mallinfo2", None)
     if mallinfo2 is not None:
         mallinfo2.restype = _Mallinfo2
-    counter = getattr(ctypes.CDLL(None), "pte_lab_counter_read", None)  # preloaded by the caller, if at all
+    counter = getattr(ctypes.CDLL(None), "pte_lab_counter_host_bytes", None)  # preloaded by the caller, if at all
+    if counter is not None:
+        counter.restype = ctypes.c_int64
     host_measured_by = ("exact (allocation counter)" if counter is not None
                         else "approximate (glibc mallinfo2)" if mallinfo2 is not None else "none")
 
@@ -73,9 +75,7 @@ def main(args):
 
     def host_bytes():
         if counter is not None:
-            counts = (ctypes.c_int64 * 9)()  # pte_lab_counts: heap_live, ..., anon_mapped (index 4), ...
-            counter(counts)
-            return int(counts[0] + counts[4])
+            return int(counter())
         if mallinfo2 is None:
             return None
         mi = mallinfo2()

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .native import counts_fields
+
 
 class _Mallinfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in (
@@ -32,11 +34,10 @@ def _mallinfo2():
 
 
 class Counts(ctypes.Structure):
-    """What the allocation counter has seen; layout mirrors ``pte_lab_counts`` in alloc_counter.c."""
+    """What the allocation counter has seen: ``struct pte_lab_counts``, its fields read from
+    ``native/pte_lab_counts.h`` (the record's one home)."""
 
-    _fields_ = [(n, ctypes.c_int64) for n in (
-        "heap_live", "heap_peak", "heap_calls", "heap_frees",
-        "anon_mapped", "anon_peak", "file_mapped", "file_peak", "untracked")]
+    _fields_ = [(n, ctypes.c_int64) for n in counts_fields()]
 
     def as_dict(self) -> dict[str, int]:
         return {n: int(getattr(self, n)) for n, _ in self._fields_}
@@ -48,23 +49,27 @@ EXACT_HOST = "exact (allocation counter: heap + anonymous mappings)"
 
 @lru_cache(maxsize=1)
 def _counter():
-    """The preloaded allocation counter's reader, or None (not preloaded: in-process runs)."""
+    """The preloaded allocation counter's (reader, host bytes) functions, or None (not preloaded:
+    in-process runs)."""
     try:
-        read = ctypes.CDLL(None).pte_lab_counter_read
+        lib = ctypes.CDLL(None)
+        read, host = lib.pte_lab_counter_read, lib.pte_lab_counter_host_bytes
     except (OSError, AttributeError):
         return None
     read.argtypes = [ctypes.POINTER(Counts)]
     read.restype = None
-    return read
+    host.argtypes = []
+    host.restype = ctypes.c_int64
+    return read, host
 
 
 def counts() -> dict[str, int] | None:
     """The counter's figures now (None without the counter)."""
-    read = _counter()
-    if read is None:
+    fns = _counter()
+    if fns is None:
         return None
     out = Counts()
-    read(ctypes.byref(out))
+    fns[0](ctypes.byref(out))
     return out.as_dict()
 
 
@@ -93,9 +98,9 @@ def host_in_use() -> tuple[int, str]:
     arena allocations closely; other allocations in the process add noise, so
     the figure is labelled approximate.
     """
-    c = counts()
-    if c is not None:
-        return c["heap_live"] + c["anon_mapped"], EXACT_HOST
+    fns = _counter()
+    if fns is not None:
+        return int(fns[1]()), EXACT_HOST
     fn = _mallinfo2()
     if fn is not None:
         mi = fn()

@@ -19,6 +19,7 @@ import ctypes
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -67,6 +68,8 @@ def executorch_dir() -> Path:
 
 #: the helper's sources, compiled into one library
 HELPER_SOURCES = ("emulated_device.cpp", "sizing.cpp")
+#: headers the sources include, copied beside them for every build
+HEADERS = ("pte_lab_counts.h",)
 
 
 def _compiler() -> str:
@@ -81,6 +84,13 @@ def _compiler() -> str:
 
 def _source(name: str) -> bytes:
     return files("pte_lab.runtime").joinpath(f"native/{name}").read_bytes()
+
+
+def counts_fields() -> tuple[str, ...]:
+    """The allocation counter's record fields, in order, as ``native/pte_lab_counts.h`` declares them."""
+    text = _source("pte_lab_counts.h").decode()
+    body = text[text.index("#define PTE_LAB_COUNTS_FIELDS(X)"):].split("\n\n", 1)[0]
+    return tuple(re.findall(r"X\((\w+)\)", body))
 
 
 def _registry_library(et: Path) -> Path | None:
@@ -113,9 +123,11 @@ def library_path(et: Path | None = None) -> Path:
     # wheels lack the headers the sizing runner needs
     names = HELPER_SOURCES if et == executorch_dir() else HELPER_SOURCES[:1]
     sources = {name: _source(name) for name in names}
+    headers = {name: _source(name) for name in HEADERS}
     st = lib.stat()
     key = hashlib.sha256(b"\0".join([
-        *sources.values(), str(lib).encode(), str(st.st_size).encode(), str(st.st_mtime_ns).encode(),
+        *sources.values(), *headers.values(), str(lib).encode(), str(st.st_size).encode(),
+        str(st.st_mtime_ns).encode(),
     ])).hexdigest()[:20]
     out = cache_dir("native", key, "libpte_lab_native.so")
     if out.exists():
@@ -126,30 +138,34 @@ def library_path(et: Path | None = None) -> Path:
     # link the registry's own file by path (and find it again by rpath), so that the
     # dynamic loader binds to the copy ExecuTorch's extension already loaded
     libs = [f"-L{lib.parent}", f"-l:{lib.name}", f"-Wl,-rpath,{lib.parent}", "-ldl"]
-    _build("pte_lab's native helper", sources, flags, libs, out)
+    _build("pte_lab's native helper", sources, flags, libs, out, headers)
     return out
 
 
 def counter_path() -> Path:
     """The allocation counter (built if missing); :class:`NativeBuildError` where it cannot be built."""
     source = _source("alloc_counter.c")
+    headers = {name: _source(name) for name in HEADERS}
     cxx = _compiler()
-    key = hashlib.sha256(source + cxx.encode()).hexdigest()[:20]
+    key = hashlib.sha256(b"\0".join([source, *headers.values(), cxx.encode()])).hexdigest()[:20]
     out = cache_dir("native", key, "libpte_lab_counter.so")
     if not out.exists():
         # compiled as C (-x c): it must not pull the C++ runtime into every process it is preloaded in
         _build("pte_lab's allocation counter", {"alloc_counter.c": source},
-               ["-x", "c", "-std=gnu11", "-O2", "-fPIC", "-shared"], [], out)
+               ["-x", "c", "-std=gnu11", "-O2", "-fPIC", "-shared"], [], out, headers)
     return out
 
 
-def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[str], out: Path) -> None:
+def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[str], out: Path,
+           headers: dict[str, bytes] | None = None) -> None:
     with _LOCK:
         if out.exists():
             return
         cxx = _compiler()
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+            for name, text in (headers or {}).items():  # included as "name" from beside the sources
+                (Path(tmp) / name).write_bytes(text)
             paths = []
             for name, text in sources.items():
                 paths.append(Path(tmp) / name)

@@ -25,6 +25,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "pte_lab_counts.h"
+
 #ifndef __GLIBC__
 #error "pte_lab's allocation counter needs glibc"
 #endif
@@ -179,11 +181,6 @@ int munmap(void* addr, size_t len) {
 }
 
 /* ------------------------------------------------------------ reporting */
-struct pte_lab_counts {
-  int64_t heap_live, heap_peak, heap_calls, heap_frees;
-  int64_t anon_mapped, anon_peak, file_mapped, file_peak, untracked;
-};
-
 void pte_lab_counter_read(struct pte_lab_counts* out) {
   out->heap_live = __atomic_load_n(&heap_live, __ATOMIC_RELAXED);
   out->heap_peak = __atomic_load_n(&heap_peak, __ATOMIC_RELAXED);
@@ -205,6 +202,13 @@ void pte_lab_counter_reset_peaks(void) {
   mapped_peak[0] = mapped[0];
   mapped_peak[1] = mapped[1];
   unlock();
+}
+
+/* Host bytes taken now: the heap live plus anonymous mappings (what a step's host figure counts). */
+int64_t pte_lab_counter_host_bytes(void) {
+  struct pte_lab_counts c;
+  pte_lab_counter_read(&c);
+  return c.heap_live + c.anon_mapped;
 }
 
 int32_t pte_lab_counter_version(void) { return 1; }

@@ -31,6 +31,8 @@
 #include <executorch/runtime/executor/program.h>
 #include <executorch/runtime/kernel/operator_registry.h>
 
+#include "pte_lab_counts.h"
+
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -83,10 +85,7 @@ void unreserve(void* p, size_t bytes) {
 
 // The allocation counter's figures (alloc_counter.c, preloaded into the worker),
 // read right around each step so that nothing else runs in between.
-struct Counts {
-  int64_t heap_live, heap_peak, heap_calls, heap_frees;
-  int64_t anon_mapped, anon_peak, file_mapped, file_peak, untracked;
-};
+using Counts = pte_lab_counts;
 using ReadCounts = void (*)(Counts*);
 using ResetPeaks = void (*)();
 
