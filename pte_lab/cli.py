@@ -166,7 +166,7 @@ def _sizes(args) -> int:
         sys.stdout.write(c_header(s))
     else:
         sys.stdout.write(sizes_text(s) + "\n")
-    if args.verify and not all(v["tight"] for v in s.verified.values()):
+    if args.verify and not all(v.tight for v in s.verified.values()):
         return 1
     return 0 if s.methods else 1
 

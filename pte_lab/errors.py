@@ -96,6 +96,14 @@ EXECUTORCH_ERROR_CODES = {
     0x31: "DelegateMemoryAllocationFailed", 0x32: "DelegateInvalidHandle",
 }
 
+#: ExecuTorch's code for a pool or arena that is too small
+MEMORY_ALLOCATION_FAILED = 0x21
+
+
+def error_name(code: int) -> str:
+    """ExecuTorch's error code as its users read it: ``MemoryAllocationFailed (0x21)``."""
+    return f"{EXECUTORCH_ERROR_CODES.get(code, 'unknown error')} (0x{code:02x})"
+
 
 class ExecuTorchError(PteLabError, RuntimeError):
     """ExecuTorch's runtime refused or failed a step (loading the program or a method, executing).

@@ -12,7 +12,7 @@ binary units.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 
@@ -217,8 +217,22 @@ def occupancy(method: "Method", ax: "Axes | None" = None) -> "Axes":
     return ax
 
 
-def placement_table(pte: "Pte", loader: str = "corrected") -> list[tuple[str, str, int]]:
-    """(bar, category, bytes) rows: the shared arenas as one bar, each method's own arenas as another.
+class PlacementRow(NamedTuple):
+    """One planned-arena allocation as the placement picture draws it."""
+
+    #: "shared arenas", or the method whose own arenas these are
+    bar: str
+    #: "shared host arenas", "private host arenas", a device, or "<device> arena on the host"
+    category: str
+    bytes: int
+    #: the loader step that allocates it
+    step: str
+    #: an arena the file tags for a device that the loader places in host memory
+    misplaced: bool
+
+
+def placement_table(pte: "Pte", loader: str = "corrected") -> list[PlacementRow]:
+    """The shared arenas as one bar, each method's own arenas as another.
 
     Categories: "shared host arenas", "private host arenas", one per device, and
     "<device> arena on the host" for an arena the file tags for a device that the
@@ -227,17 +241,17 @@ def placement_table(pte: "Pte", loader: str = "corrected") -> list[tuple[str, st
     """
     tagged = {(m.name, a.mem_id): a.device for m in pte.methods.values() for a in m.arenas}
     rows = []
-    for r in pte.load_cost_records(loader):
-        if r["sharing"] == "shared":
+    for r in pte.allocations(loader):
+        if r.sharing == "shared":
             bar, cat = "shared arenas", "shared host arenas"
         else:
-            bar = r["method"]
-            cat = "private host arenas" if r["device"] == "cpu" else r["device"]
-        users = r.get("used_by") or (r["method"],)
-        wanted = sorted({tagged.get((u, r["mem_id"]), "cpu") for u in users} - {"cpu"})
-        if r["device"] == "cpu" and wanted:
+            bar = r.method
+            cat = "private host arenas" if r.device == "cpu" else r.device
+        wanted = sorted({tagged.get((u, r.mem_id), "cpu") for u in (r.used_by or (r.method,))} - {"cpu"})
+        misplaced = r.device == "cpu" and bool(wanted)
+        if misplaced:
             cat = f"{wanted[0]} arena on the host"
-        rows.append((bar, cat, r["bytes"]))
+        rows.append(PlacementRow(bar, cat, r.bytes, r.step, misplaced))
     return rows
 
 
@@ -261,37 +275,38 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
     if ax is None:
         _, ax = _plt().subplots(figsize=(min(9.5, max(5.0, 1.6 + 0.85 * n_bars)), 4.2), layout="constrained")
     cats: dict[str, str] = {}
+    misplaced: set[str] = set()
     x = 0.0
     ticks, labels, group_centres = [], [], []
     for ld in loaders:
         rows = tables[ld]
         bars = ["shared arenas"] + list(pte.methods)
-        bars = [b for b in bars if any(r[0] == b for r in rows)] or bars[:1]
+        bars = [b for b in bars if any(r.bar == b for r in rows)] or bars[:1]
         start = x
         order = ["shared host arenas", "private host arenas"]
         for b in bars:
             bottom = 0
-            for cat in order + sorted({r[1] for r in rows} - set(order)):
-                v = sum(r[2] for r in rows if r[0] == b and r[1] == cat)
+            mine = [r for r in rows if r.bar == b]
+            for cat in order + sorted({r.category for r in rows} - set(order)):
+                v = sum(r.bytes for r in mine if r.category == cat)
                 if not v:
                     continue
-                misplaced = cat.endswith("arena on the host")
+                bug = any(r.misplaced for r in mine if r.category == cat)
+                if bug:
+                    misplaced.add(cat)
                 if cat not in cats:
-                    cats[cat] = PLACE_COLORS.get(cat) or (MISPLACED if misplaced else DEVICE_COLORS[
-                        len([c for c in cats if c not in PLACE_COLORS and not c.endswith("on the host")])
-                        % len(DEVICE_COLORS)])
-                rect = ax.bar(x, v, bottom=bottom, width=0.8, color="white" if misplaced else cats[cat],
-                              edgecolor=cats[cat] if misplaced else "white", hatch="xx" if misplaced else None,
-                              lw=1.0)
+                    cats[cat] = PLACE_COLORS.get(cat) or (MISPLACED if bug else DEVICE_COLORS[
+                        len([c for c in cats if c not in PLACE_COLORS and c not in misplaced]) % len(DEVICE_COLORS)])
+                rect = ax.bar(x, v, bottom=bottom, width=0.8, color="white" if bug else cats[cat],
+                              edgecolor=cats[cat] if bug else "white", hatch="xx" if bug else None, lw=1.0)
                 rect.patches[0].set_gid(f"{ld}|{b}|{cat}")
                 bottom += v
             ticks.append(x)
-            steps = sorted({r["step"] for r in pte.load_cost_records(ld)
-                            if (r["sharing"] == "shared") == (b == "shared arenas")
-                            and (b == "shared arenas" or r["method"] == b)})
+            steps = sorted({r.step for r in mine})
             labels.append(f"{b}\n{', '.join(steps)}" if steps else b)
             x += 1
-        group_centres.append(((start + x - 1) / 2, ld, [d for d in devices if not any(r[1] == d for r in rows)]))
+        empty = [d for d in devices if not any(r.category == d for r in rows)]
+        group_centres.append(((start + x - 1) / 2, ld, empty))
         x += 0.8
     ax.set_xticks(ticks, labels, fontsize=7)
     pad = max(0.8, (4 - (ticks[-1] - ticks[0])) / 2)  # a lone bar is not drawn as wide as the figure
@@ -311,10 +326,9 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
         ax.set_title("where planned arenas live, per loader", fontsize=10, pad=18)
     else:
         ax.set_title(f"where planned arenas live · loader {loaders[0]}", fontsize=10)
-    handles = [Patch(facecolor="white" if k.endswith("on the host") else c,
-                     edgecolor=c if k.endswith("on the host") else "white",
-                     hatch="xx" if k.endswith("on the host") else None,
-                     label=f"{k} (the bug)" if k.endswith("on the host") else k) for k, c in cats.items()]
+    handles = [Patch(facecolor="white" if k in misplaced else c, edgecolor=c if k in misplaced else "white",
+                     hatch="xx" if k in misplaced else None, label=f"{k} (the bug)" if k in misplaced else k)
+               for k, c in cats.items()]
     ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16),
               ncol=2)
     return ax
@@ -358,12 +372,15 @@ def file_layout(pte: "Pte", ax: "Axes | None" = None, hashes: bool = True) -> "A
     return ax
 
 
-#: colours of the parts of a method's run-time memory (Okabe-Ito; the plan in blues, beyond it warm)
-PART_COLORS = {
-    "planned arenas": "#0072B2", "method allocator": "#56B4E9", "temp allocator": "#009E73",
-    "heap kept by load_program": "#F0E442", "heap kept by load_method": "#E69F00",
-    "heap kept by execute": "#D55E00", "anonymous mappings": "#CC79A7", "program file resident": "#999999",
-}
+#: colours of the parts of a method's run-time memory, in the order of
+#: :data:`pte_lab.runtime.sizing.PARTS` (Okabe-Ito; the plan in blues, beyond it warm)
+PART_PALETTE = ("#0072B2", "#56B4E9", "#009E73", "#F0E442", "#E69F00", "#D55E00", "#CC79A7", "#999999")
+
+
+def _part_colors() -> dict[str, str]:
+    from .runtime.sizing import PARTS
+
+    return dict(zip(PARTS, PART_PALETTE))
 
 
 def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = None) -> "Axes":
@@ -374,23 +391,23 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
     """
     from matplotlib.patches import Patch
 
+    colors = _part_colors()
     table = sizes.table()
     names = list(methods) if methods is not None else list(dict.fromkeys(table.method))
     if ax is None:
         _, ax = _plt().subplots(figsize=(8, 0.5 * len(names) + 1.6), layout="constrained")
-    seen: dict[tuple[str, bool], None] = {}
+    seen: dict[tuple[str, str], None] = {}  # (part, device) in the order drawn
     top = 1
     for y, name in enumerate(names):
         left = 0
         rows = table[table.method == name]
-        for part in PART_COLORS:
+        for part in colors:
             for _, r in rows[rows.part == part].iterrows():
                 if not r.bytes:
                     continue
-                device = r.device != "cpu"
-                ax.barh(y, r.bytes, left=left, height=0.6, color=PART_COLORS[part], edgecolor="white", lw=0.5,
-                        hatch="//" if device else None)
-                seen[(part if not device else f"{part} ({r.device})", device)] = None
+                ax.barh(y, r.bytes, left=left, height=0.6, color=colors[part], edgecolor="white", lw=0.5,
+                        hatch="//" if r.device != "cpu" else None)
+                seen[(part, r.device)] = None
                 left += int(r.bytes)
         plan = int(rows[rows.part == "planned arenas"].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
@@ -402,9 +419,9 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
     _bytes_axis(ax.xaxis, top * 1.35, ticks=5)
     ax.set_xlabel("bytes at run time (after the runs)")
     ax.set_title(f"{sizes.path.rsplit('/', 1)[-1]}: the plan and what lies beyond it", fontsize=10)
-    order = list(PART_COLORS)
-    handles = [Patch(facecolor=PART_COLORS[label.split(" (")[0]], hatch="//" if dev else None, label=label,
-                     edgecolor="white")
-               for label, dev in sorted(seen, key=lambda k: (order.index(k[0].split(" (")[0]), k[1]))]
+    order = list(colors)
+    handles = [Patch(facecolor=colors[part], hatch="//" if dev != "cpu" else None, edgecolor="white",
+                     label=part if dev == "cpu" else f"{part} ({dev})")
+               for part, dev in sorted(seen, key=lambda k: (order.index(k[0]), k[1] != "cpu"))]
     ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax

@@ -19,6 +19,8 @@ PKG = ROOT / "pte_lab"
 VIEWS = ("pte_lab.views", "pte_lab.plot", "pte_lab.widgets", "pte_lab.cli")
 HEAVY = ("torch", "executorch", "matplotlib", "ipywidgets", "pandas")
 REPR_HOOKS = {"__repr__", "_repr_html_", "to_dict"}
+#: the "function" an import under ``if TYPE_CHECKING:`` is recorded in
+TYPE_ONLY = "TYPE_CHECKING"
 
 
 def _module_name(path: Path) -> str:
@@ -39,6 +41,8 @@ def _imports(path: Path):
     def visit(node, func):
         for child in ast.iter_child_nodes(node):
             f = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else func
+            if isinstance(child, ast.If) and getattr(child.test, "id", None) == TYPE_ONLY:
+                f = TYPE_ONLY  # imports for annotations only: never executed
             if isinstance(child, ast.Import):
                 out.extend((a.name, func, ()) for a in child.names)
             elif isinstance(child, ast.ImportFrom):
@@ -76,16 +80,101 @@ def test_the_graph_sees_every_module():
     assert any(t == "pte_lab.views.html" and f == "_repr_html_" for t, f, _ in GRAPH["pte_lab.model.method"])
 
 
-@pytest.mark.parametrize("layer", ["pte_lab.format", "pte_lab.runtime"])
-def test_lower_layers_never_import_views_or_the_package(layer):
+@pytest.mark.parametrize("layer, hooks", [("pte_lab.format", set()), ("pte_lab.runtime", REPR_HOOKS)])
+def test_lower_layers_never_import_views_or_the_package(layer, hooks):
+    """Not at module scope, not inside a function; the runtime's results reach their views only through
+    their lazy repr hooks, as the model's do."""
     bad = []
     for mod, imports in GRAPH.items():
         if not _within(mod, [layer]):
             continue
         for imported, func, names in imports:
             for t in _targets(imported, names):
-                if _within(t, VIEWS) or t == "pte_lab":
+                if (_within(t, VIEWS) and func not in hooks) or t == "pte_lab":
                     bad.append(f"{mod} imports {t} (in {func or 'module scope'})")
+    assert not bad, "\n".join(bad)
+
+
+def _edges() -> dict[str, set[str]]:
+    """pte_lab module -> the pte_lab modules it imports when it runs (module scope and inside functions),
+    but in the repr hooks through which lower layers reach their views (annotation-only imports under
+    ``TYPE_CHECKING`` never run)."""
+    out: dict[str, set[str]] = {m: set() for m in GRAPH}
+    for mod, imports in GRAPH.items():
+        for imported, func, names in imports:
+            if func in REPR_HOOKS or func == TYPE_ONLY:
+                continue
+            out[mod].update(t for t in _targets(imported, names) if t in MODULES and t != mod)
+    return out
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_import_graph_has_no_cycles():
+    """Every import counts, those inside functions too: a back edge hidden in a function is still a cycle."""
+    assert not _cycles(_edges()), _cycles(_edges())
+
+
+def test_the_cycle_check_sees_a_cycle_through_a_function_level_import():
+    edges = _edges()
+    edges["pte_lab.runtime.native"] = edges["pte_lab.runtime.native"] | {"pte_lab.runtime.sizing"}
+    assert any({"pte_lab.runtime.native", "pte_lab.runtime.sizing"} <= set(c) for c in _cycles(edges))
+
+
+#: the runtime's tiers, top down: its fronts start from a checked program and reach ExecuTorch through an
+#: engine (in this process or a worker), which drives the native runner, the device and the counters
+RUNTIME_TIERS = [
+    {"pte_lab.runtime", "pte_lab.runtime.program", "pte_lab.runtime.sizing", "pte_lab.runtime.run_all"},
+    {"pte_lab.runtime.checked", "pte_lab.runtime.isolate", "pte_lab.runtime.worker"},
+    {"pte_lab.runtime.engine"},
+    {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
+     "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol"},
+]
+
+
+def test_every_runtime_module_has_a_tier():
+    tiered = set().union(*RUNTIME_TIERS)
+    assert {m for m in GRAPH if _within(m, ["pte_lab.runtime"])} == tiered
+
+
+def test_the_runtime_imports_only_downward():
+    tier = {m: k for k, mods in enumerate(RUNTIME_TIERS) for m in mods}
+    edges = _edges()
+    bad = [f"{m} (tier {tier[m]}) imports {t} (tier {tier[t]})"
+           for m in tier for t in edges[m] if t in tier and tier[t] < tier[m]]
     assert not bad, "\n".join(bad)
 
 
@@ -140,6 +229,9 @@ def _definitions(name: str) -> list[str]:
     ("TENSOR_COLUMNS", "pte_lab.model.analysis"), ("LOAD_COST_COLUMNS", "pte_lab.model.load_cost"),
     ("Finding", "pte_lab.model.findings"), ("shared_arenas_message", "pte_lab.model.findings"),
     ("LedgerEvent", "pte_lab.runtime.native"), ("ledger_frame", "pte_lab.runtime.device"),
+    ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing"),
+    ("PoolVerification", "pte_lab.runtime.sizing"), ("counts_fields", "pte_lab.runtime.native"),
+    ("verdict", "pte_lab.views.sizes"), ("Checked", "pte_lab.runtime.checked"),
 ])
 def test_each_fact_has_one_home(name, home):
     assert _definitions(name) == [home]
@@ -167,6 +259,8 @@ def _literal_homes(is_fact) -> set[str]:
     ("loader steps", lambda c: {"load_program", "load_method", "first_execute"} <= c, "pte_lab.model.load_cost"),
     ("tensor columns", lambda c: {"producer", "dynamic", "first", "last"} <= c, None),
     ("ledger fields", lambda c: {"device_type", "alignment", "time_ns"} <= c, None),
+    ("run-time parts", lambda c: {"planned arenas", "method allocator", "temp allocator"} <= c, "pte_lab.runtime.sizing"),
+    ("counter fields", lambda c: {"heap_live", "anon_mapped"} <= c, None),
 ])
 def test_facts_are_written_once(what, is_fact, home):
     assert _literal_homes(is_fact) == ({home} if home else set()), what

@@ -114,7 +114,7 @@ def test_files_written_by_executorch_1_4_1_are_sized_and_proven(legacy_programs)
         s = pte_lab.sizes(path, verify=True)
         m = s.methods["forward"]
         assert m.planned == tuple((a.mem_id, a.device, a.size) for a in pte_lab.open(path).methods["forward"].arenas)
-        assert s.verified["forward"]["sufficient"] and s.verified["forward"]["tight"], s.verified
+        assert s.verified["forward"].sufficient and s.verified["forward"].tight, s.verified
 
 
 OPTIONS = {

@@ -86,7 +86,7 @@ def test_no_torch_or_executorch_imported(program_path, tmp_path):
         pte = pte_lab.open({str(program_path('device'))!r})
         for m in pte.methods.values():
             m.arenas, m.planned, m.findings()
-        pte.load_cost_records("corrected"); pte.to_dict(); repr(pte); pte._repr_html_()
+        pte.allocations("corrected"); pte.to_dict(); repr(pte); pte._repr_html_()
         heavy = sorted(k for k in ("torch", "executorch") if k in sys.modules)
         print("HEAVY", heavy)
     """)

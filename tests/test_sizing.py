@@ -39,8 +39,8 @@ def _check(sizes, pte):
     for name, m in sizes.methods.items():
         assert m.planned == _planned_by_reader(pte, name), name
         v = sizes.verified[name]
-        assert v["sufficient"], (name, v)
-        assert v["tight"] and "MemoryAllocationFailed" in v["smaller_error"], (name, v)
+        assert v.sufficient, (name, v)
+        assert v.tight and "MemoryAllocationFailed" in v.smaller_error, (name, v)
         assert m.method_allocator > 0 and m.temp_allocator >= m.resolution_minimum
 
 
@@ -50,7 +50,7 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
     _check(s, pte_lab.open(path))
     m = s.methods["forward"]
     assert s.counted and m.heap_load_program is not None and m.file_resident > 0
-    assert "forward: pools of exactly these sizes load and run it" in s._repr_html_()
+    assert "forward: verified: these pools load and run it; tight: one byte less is refused" in s._repr_html_()
     # the header a bare-metal build includes: compiled as strict C, its figures read back
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:

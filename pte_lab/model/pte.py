@@ -12,7 +12,7 @@ from ..format import RawProgram, Source, read
 from .bundled import Bundled
 from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
-from .load_cost import LOAD_COST_COLUMNS, LOADERS, PlanArenas, allocations
+from .load_cost import LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocations
 from .method import Method
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -181,19 +181,18 @@ class Pte:
         """
         import pandas as pd
 
-        rows = allocations(self._plan_arenas(), loader)
-        return pd.DataFrame(rows, columns=list(LOAD_COST_COLUMNS))
+        return pd.DataFrame(self.allocations(loader), columns=list(LOAD_COST_COLUMNS))
 
-    def load_cost_records(self, loader: str = "corrected") -> list[dict]:
-        """:meth:`load_cost` as plain dicts (no pandas needed)."""
-        return [r._asdict() for r in allocations(self._plan_arenas(), loader)]
+    def allocations(self, loader: str = "corrected") -> list[Allocation]:
+        """:meth:`load_cost` as typed records (no pandas needed)."""
+        return allocations(self._plan_arenas(), loader)
 
     def load_totals(self) -> dict[str, dict[str, dict[str, int]]]:
         """``{loader: {step: {device: bytes}}}`` for the three loaders."""
         out: dict = {}
         for loader in LOADERS:
             per: dict = {}
-            for r in allocations(self._plan_arenas(), loader):
+            for r in self.allocations(loader):
                 d = per.setdefault(r.step, {})
                 d[r.device] = d.get(r.device, 0) + r.bytes
             out[loader] = per

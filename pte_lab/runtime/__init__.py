@@ -11,8 +11,8 @@ from .info import RuntimeInfo, runtime_info
 from .inputs import call_sequence, example_inputs
 from .program import LabMethod, LabProgram, OperatorLibraryWarning, SharedArenasWarning, load
 from .run_all import MethodRun, RunAll, run_all
-from .sizing import MethodSizes, Sizes, SizingError, sizes
+from .sizing import MethodSizes, Sizes, SizingError, PoolVerification, sizes
 
 __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "emulate_device", "EmulatedDevice",
            "runtime_info", "RuntimeInfo", "example_inputs", "call_sequence", "run_all", "RunAll", "MethodRun",
-           "OperatorLibraryWarning", "sizes", "Sizes", "MethodSizes", "SizingError"]
+           "OperatorLibraryWarning", "sizes", "Sizes", "MethodSizes", "PoolVerification", "SizingError"]

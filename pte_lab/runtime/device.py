@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..devices import device_name, parse_device
 from ..errors import PteLabError
-from ..units import human_bytes
 from . import native
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,8 +93,9 @@ class EmulatedDevice:
         return int(native.library().pte_lab_event_count())
 
     def _repr_html_(self) -> str:
-        return (f"<b>{self.kind}</b> <i>(emulated in host memory)</i>: {human_bytes(self.outstanding_bytes)} "
-                f"outstanding, {len(self.ledger())} ledger events")
+        from ..views.runtime import emulated_device_html
+
+        return emulated_device_html(self)
 
     def __repr__(self) -> str:
         return f"EmulatedDevice({self.kind!r}, emulated, outstanding_bytes={self.outstanding_bytes})"

@@ -8,11 +8,14 @@ it measured as plain data, so the two cases look the same to the caller.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..devices import parse_device
 from . import device as devmod
 from . import memory
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import RunnerResult
 
 
 class Engine:
@@ -93,9 +96,9 @@ class Engine:
         return self._step(go)[1]
 
     def size_method(self, path: str, name: str, method_pool: int | None, temp_pool: int | None,
-                    alignment: int, runs: int, data_path: str | None = None) -> dict:
-        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.sizing`)."""
-        from .sizing import run_method
+                    alignment: int, runs: int, data_path: str | None = None) -> "RunnerResult":
+        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`)."""
+        from .runner import run_method
 
         return run_method(path, name, method_pool, temp_pool, alignment, runs, data_path)
 

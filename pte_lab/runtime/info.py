@@ -34,11 +34,13 @@ class RuntimeInfo:
     native_helper: str
     notes: list[str] = field(default_factory=list)
 
-    def _rows(self):
+    def rows(self) -> list[tuple[str, str]]:
+        """(what, value) pairs, as the text and HTML views show them."""
         return [
             ("executorch", self.executorch_version),
             ("torch", self.torch_version or "not installed"),
-            ("loader honours device plans", "yes (>= 1.5.0)" if self.honours_device_plans else "no (< 1.5.0: every arena on the host)"),
+            ("loader honours device plans",
+             "yes (>= 1.5.0)" if self.honours_device_plans else "no (< 1.5.0: every arena on the host)"),
             ("registered backends", ", ".join(self.backends) or "none"),
             ("device allocators", ", ".join(f"{k}: {v}" for k, v in self.device_allocators.items())),
             ("CUDA visible to torch", "yes" if self.cuda_visible else "no"),
@@ -46,17 +48,14 @@ class RuntimeInfo:
         ]
 
     def __repr__(self) -> str:
-        w = max(len(k) for k, _ in self._rows())
-        lines = ["ExecuTorch runtime"] + [f"  {k.ljust(w)}  {v}" for k, v in self._rows()]
-        return "\n".join(lines + [f"  note: {n}" for n in self.notes])
+        from ..views.runtime import runtime_info_text
+
+        return runtime_info_text(self)
 
     def _repr_html_(self) -> str:
-        from html import escape
+        from ..views.runtime import runtime_info_html
 
-        rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{escape(k)}</th>"
-                       f"<td style='text-align:left'>{escape(v)}</td></tr>" for k, v in self._rows())
-        notes = "".join(f"<div><i>{escape(n)}</i></div>" for n in self.notes)
-        return f"<div><b>ExecuTorch runtime</b><table>{rows}</table>{notes}</div>"
+        return runtime_info_html(self)
 
 
 def runtime_info() -> RuntimeInfo:

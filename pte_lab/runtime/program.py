@@ -7,25 +7,23 @@ import re
 import tempfile
 import warnings
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..devices import device_name
 from ..errors import (
-    EXECUTORCH_ERROR_CODES,
     BackendUnavailableError,
     DeviceAllocationError,
     ExecuTorchError,
     MemoryBudgetError,
     OperatorMissingError,
-    PteFormatError,
     PteLabError,
+    error_name,
 )
-from ..format import RawProgram
-from ..model import Pte, open_pte
-from ..model.findings import REFUSED_BY_RUNTIME, UNSAFE_TO_LOAD, shared_arenas_message, sharing_host_methods
+from ..model import Pte
+from ..model.findings import REFUSED_BY_RUNTIME, shared_arenas_message, sharing_host_methods
 from ..units import human_bytes
+from .checked import checked
 from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
 from .operators import missing_message
@@ -78,48 +76,6 @@ def _loader_for_version() -> str:
     from .info import honours_device_plans
 
     return "corrected" if honours_device_plans() else "legacy"
-
-
-#: (path, device, inode, size, mtime in ns) -> the decoded records of a file the reader has fully
-#: checked, and the errors it found that do not stop a load. Records never change after decoding;
-#: each LabProgram builds its own Pte (and Method objects, with their own analyses) over them, so
-#: nothing mutable is shared between programs.
-_CHECKED: "OrderedDict[tuple, tuple[RawProgram, list[str]]]" = OrderedDict()
-_CHECKED_SIZE = 16
-
-
-def _checked(path: str) -> tuple[Pte, list[str]]:
-    """The reader's model of ``path`` with every table the runtime reads checked (once per unchanged
-    file), and the errors it found that do not stop a load (reasons to run in a worker)."""
-    st = os.stat(path)
-    key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    hit = _CHECKED.get(key)
-    if hit is not None:
-        _CHECKED.move_to_end(key)
-        return Pte(hit[0], path), hit[1]
-    pte = open_pte(path)
-    suspicious = _validate_everything(pte)
-    _CHECKED[key] = (pte.raw, suspicious)
-    while len(_CHECKED) > _CHECKED_SIZE:
-        _CHECKED.popitem(last=False)
-    return pte, suspicious
-
-
-def _validate_everything(pte: Pte) -> list[str]:
-    """Decode every table the runtime will read, so a bad file fails here and not in native code.
-
-    Returns the errors found that do not stop a load.
-    """
-    suspicious = []
-    for f in pte.warnings():  # every method's findings, and the program's
-        if f.kind in UNSAFE_TO_LOAD:
-            where = f"method {f.method!r}: " if f.method else ""
-            raise PteFormatError(f"{where}{f.message}")
-        if f.severity == "error" and f.kind not in REFUSED_BY_RUNTIME:
-            suspicious.append(f.message)
-    for m in pte.methods.values():
-        m.instructions, m.delegates, m.inputs, m.outputs
-    return suspicious
 
 
 def _carried_program_file(pte: Pte) -> str:
@@ -195,14 +151,16 @@ class LabProgram:
         self.data_path = data_path
         self.isolated = isolate
         self.force = force
-        self.plan, self.suspicious = _checked(path)
+        c = checked(path)
+        #: the reader's model of the file, and the errors it found that do not stop a load
+        self.plan, self.suspicious = c.pte, list(c.suspicious)
         self._cleanup = None
         self._load_path = load_path = path
         if self.plan.bundled is not None:  # the runtime loads the program the .bpte carries
             self._load_path = load_path = _carried_program_file(self.plan)
             self._cleanup = weakref.finalize(self, _remove, load_path)
         self.loader = _loader_for_version()
-        self._costs = self.plan.load_cost_records(self.loader)
+        self._costs = self.plan.allocations(self.loader)
         devices = sorted({d for m in self.plan.methods.values() for d in m.devices})
         self._records: list[_Record] = []
         self._methods: dict[str, LabMethod] = {}
@@ -229,8 +187,8 @@ class LabProgram:
     def _predicted(self, step: str, method: str | None) -> dict[str, int]:
         out: dict[str, int] = {}
         for r in self._costs:
-            if r["step"] == step and (step == "load_program" or r["method"] == method):
-                out[r["device"]] = out.get(r["device"], 0) + r["bytes"]
+            if r.step == step and (step == "load_program" or r.method == method):
+                out[r.device] = out.get(r.device, 0) + r.bytes
         return out
 
     def _check_budget(self, step: str, method: str | None, predicted: dict[str, int]) -> None:
@@ -252,6 +210,11 @@ class LabProgram:
     @property
     def method_names(self) -> list[str]:
         return list(self.plan.methods)
+
+    @property
+    def loaded_methods(self) -> list[str]:
+        """The methods loaded so far, in the order they were loaded."""
+        return list(self._methods)
 
     def metadata(self, name: str) -> dict:
         return self._engine.call("meta", name)
@@ -335,7 +298,7 @@ class LabProgram:
         what = f"method {method!r}" if method else f"program {os.fspath(self.path)!r}"
         c = _CODE_RE.search(message)
         code = int(c.group(1), 16) if c else None
-        named = f"{EXECUTORCH_ERROR_CODES.get(code, 'unknown error')} (0x{code:02x}): " if c else ""
+        named = f"{error_name(code)}: " if c else ""
         why = ""
         if step == "load_program":  # what the reader already knew ExecuTorch would refuse
             why = "".join(f"; pte_lab: {f.message}" for f in self.plan.warnings() if f.kind in REFUSED_BY_RUNTIME)
@@ -467,18 +430,13 @@ class LabProgram:
         return ledger_frame(self._engine.call("ledger_events", self._ledger_start))
 
     def _repr_html_(self) -> str:
-        from html import escape
+        from ..views.runtime import lab_program_html
 
-        rep = self.memory_report()
-        iso = " (isolated worker)" if self.isolated else ""
-        return (f"<div><b>LabProgram</b> {escape(os.fspath(self.path))}{iso} &middot; loader "
-                f"<code>{self.loader}</code> &middot; methods loaded: "
-                f"{escape(', '.join(self._methods) or 'none')}</div>" + rep.to_html(index=False)
-                + f"<div><i>{escape(HOST_BYTES_NOTE)}</i></div>")
+        return lab_program_html(self)
 
     def __repr__(self) -> str:
         iso = ", isolated" if self.isolated else ""
-        return f"<LabProgram {self.path!r}{iso}: loader {self.loader}, loaded {list(self._methods)}>"
+        return f"<LabProgram {self.path!r}{iso}: loader {self.loader}, loaded {self.loaded_methods}>"
 
 
 def load(path, *, data_path=None, isolate: bool | None = None, force: bool = False) -> LabProgram:
@@ -504,6 +462,6 @@ def load(path, *, data_path=None, isolate: bool | None = None, force: bool = Fal
     """
     path = os.fspath(path)
     if isolate is None:
-        isolate = bool(_checked(path)[1])
+        isolate = bool(checked(path).suspicious)
     return LabProgram(path, data_path=None if data_path is None else os.fspath(data_path),
                       isolate=isolate, force=force)

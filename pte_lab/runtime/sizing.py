@@ -16,20 +16,18 @@ crash cannot take the caller down).
 
 from __future__ import annotations
 
-import ctypes
 import os
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..devices import device_name
-from ..errors import EXECUTORCH_ERROR_CODES, PteLabError, RuntimeCrashedError
-from ..units import human_bytes
+from ..errors import MEMORY_ALLOCATION_FAILED, PteLabError, RuntimeCrashedError, error_name
+from .checked import checked
+from .runner import RunnerResult, StepUse
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["sizes", "Sizes", "MethodSizes", "SIZES_COLUMNS", "SizingError"]
+__all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "SIZES_COLUMNS", "PARTS", "POOLS", "SizingError"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`
 SIZES_COLUMNS = ["method", "part", "device", "bytes", "source"]
@@ -55,139 +53,9 @@ PARTS = {
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
 POOLS = ("planned arenas", "method allocator", "temp allocator")
 
-#: the pool size that asks the runner to count instead of capping
-_COUNTING = 2**64 - 1
-_MEMORY_ALLOCATION_FAILED = 0x21
-
 
 class SizingError(PteLabError):
     """A method could not be sized (the runtime refused it at some step)."""
-
-
-class _PoolUse(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in (
-        "method_peak", "method_calls", "method_failed", "method_max_alignment",
-        "temp_peak", "temp_calls", "temp_failed", "temp_max_alignment")]
-
-
-@lru_cache(maxsize=1)
-def _lib() -> ctypes.CDLL:
-    from . import native
-
-    lib = native.library()
-    from .memory import Counts
-
-    if (lib.pte_lab_sizing_struct_size() != ctypes.sizeof(_PoolUse)
-            or lib.pte_lab_sizing_counts_size() != ctypes.sizeof(Counts)):
-        raise PteLabError("the sizing runner's record layout does not match this pte_lab")
-    vp, cp = ctypes.c_void_p, ctypes.c_char_p
-    sig = {
-        "pte_lab_sizing_resolution_bytes_per_arg": ([], ctypes.c_uint64),
-        "pte_lab_sizing_open": ([cp, cp, ctypes.POINTER(ctypes.c_int32)], vp),
-        "pte_lab_sizing_close": ([vp], None),
-        "pte_lab_sizing_planned_count": ([vp, cp], ctypes.c_int64),
-        "pte_lab_sizing_planned_buffer": ([vp, cp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int32),
-                                           ctypes.POINTER(ctypes.c_int32)], ctypes.c_int64),
-        "pte_lab_sizing_prepare": ([vp, cp, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64], ctypes.c_int32),
-        "pte_lab_sizing_load_method": ([vp, cp], ctypes.c_int32),
-        "pte_lab_sizing_set_inputs": ([vp], ctypes.c_int32),
-        "pte_lab_sizing_execute": ([vp], ctypes.c_int32),
-        "pte_lab_sizing_pools": ([vp, ctypes.POINTER(_PoolUse)], None),
-        "pte_lab_sizing_last_step": ([vp, ctypes.POINTER(Counts), ctypes.POINTER(Counts)], ctypes.c_int32),
-    }
-    for name, (args, res) in sig.items():
-        fn = getattr(lib, name)
-        fn.argtypes, fn.restype = args, res
-    return lib
-
-
-def _named(code: int) -> str:
-    return f"{EXECUTORCH_ERROR_CODES.get(code, 'unknown error')} (0x{code:02x})"
-
-
-# ------------------------------------------------------------------ in the worker
-def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: int | None = None,
-               alignment: int = 4096, runs: int = 2, data_path: str | None = None) -> dict:
-    """Load and run ``name`` with the sizing runner; what each step took (plain data).
-
-    ``method_pool``/``temp_pool`` None: counting pools; else exact pools of that many bytes
-    whose base is aligned to ``alignment``. Runs where it is called (the worker). Each step's
-    allocations are counted right around it, inside the runner (``None`` without the counter).
-    """
-    from . import memory
-
-    def file_rss() -> int | None:  # the program's file and its .ptd
-        got = [memory.file_rss(p) for p in (path, data_path) if p]
-        return None if None in got else sum(got)
-
-    lib = _lib()
-    bname = name.encode()
-    out: dict = {"method": name, "error": 0, "step": None, "steps": {},
-                 "resolution_bytes_per_arg": int(lib.pte_lab_sizing_resolution_bytes_per_arg())}
-
-    def record(label: str, handle, rc: int, file_before: int | None) -> int:
-        before, after = memory.Counts(), memory.Counts()
-        if handle and lib.pte_lab_sizing_last_step(handle, ctypes.byref(before), ctypes.byref(after)):
-            b, a = before.as_dict(), after.as_dict()
-            rss = file_rss()
-            out["steps"][label] = {
-                "heap": a["heap_live"] - b["heap_live"], "heap_peak": a["heap_peak"] - b["heap_live"],
-                "anon": a["anon_mapped"] - b["anon_mapped"], "file_mapped": a["file_mapped"] - b["file_mapped"],
-                "file_rss": None if rss is None or file_before is None else rss - file_before}
-        else:
-            out["steps"][label] = None
-        if rc and not out["error"]:
-            out["error"], out["step"] = int(rc), label
-        return rc
-
-    err = ctypes.c_int32(0)
-    handle = lib.pte_lab_sizing_open(path.encode(), (data_path or "").encode(), ctypes.byref(err))
-    if not handle:
-        out["error"], out["step"] = int(err.value), "load_program"
-        return out
-    try:
-        record("load_program", handle, 0, 0)
-        n = lib.pte_lab_sizing_planned_count(handle, bname)
-        if n < 0:
-            out["error"], out["step"] = int(-n), "method_meta"
-            return out
-        planned = []
-        for i in range(n):
-            dt, di = ctypes.c_int32(), ctypes.c_int32()
-            size = lib.pte_lab_sizing_planned_buffer(handle, bname, i, ctypes.byref(dt), ctypes.byref(di))
-            if size < 0:
-                out["error"], out["step"] = int(-size), "method_meta"
-                return out
-            planned.append((i + 1, device_name(dt.value, di.value), int(size)))
-        out["planned"] = planned
-        rc = lib.pte_lab_sizing_prepare(handle, bname, _COUNTING if method_pool is None else method_pool,
-                                        _COUNTING if temp_pool is None else temp_pool, alignment)
-        if rc:
-            out["error"], out["step"] = int(rc), "prepare"
-            return out
-        rss = file_rss()
-        if record("load_method", handle, lib.pte_lab_sizing_load_method(handle, bname), rss):
-            return _pools(lib, handle, out)
-        rc = lib.pte_lab_sizing_set_inputs(handle)
-        if rc:
-            out["error"], out["step"] = int(rc), "set_inputs"
-            return _pools(lib, handle, out)
-        for r in range(runs):
-            rss = file_rss()
-            if record("first_execute" if r == 0 else f"execute {r + 1}", handle,
-                      lib.pte_lab_sizing_execute(handle), rss):
-                break
-        out["file_rss"] = file_rss()
-        return _pools(lib, handle, out)
-    finally:
-        lib.pte_lab_sizing_close(handle)
-
-
-def _pools(lib, handle, out: dict) -> dict:
-    use = _PoolUse()
-    lib.pte_lab_sizing_pools(handle, ctypes.byref(use))
-    out["pools"] = {n: int(getattr(use, n)) for n, _ in _PoolUse._fields_}
-    return out
 
 
 # ------------------------------------------------------------------ results
@@ -217,8 +85,8 @@ class MethodSizes:
     file_resident: int | None
     heap_load_program: int | None
     runs: int
-    #: the raw per-step measurements
-    steps: dict = field(default_factory=dict, compare=False, repr=False)
+    #: the raw per-step measurements (None: the counter was not preloaded)
+    steps: dict[str, StepUse | None] = field(default_factory=dict, compare=False, repr=False)
 
     def planned_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -240,6 +108,23 @@ class MethodSizes:
         }
 
 
+@dataclass(frozen=True)
+class PoolVerification:
+    """One method run with pools of exactly its reported sizes, then with a method pool one byte smaller."""
+
+    #: the pools tried (bytes) and their bases' alignment
+    method_pool: int
+    temp_pool: int
+    alignment: int
+    #: the method loaded and ran with exactly these pools; else what ExecuTorch said, and at which step
+    sufficient: bool
+    sufficient_error: str | None
+    #: ExecuTorch refused a method pool one byte smaller at load_method (MemoryAllocationFailed)
+    tight: bool
+    #: what ExecuTorch said to the smaller pool (None: nothing, or not tried)
+    smaller_error: str | None
+
+
 @dataclass
 class Sizes:
     """Per method: the pools it needs and what it takes beyond them (see :data:`PARTS`)."""
@@ -252,7 +137,7 @@ class Sizes:
     counted: bool
     executorch_version: str
     #: per method: the verification's outcome (None until :meth:`verify` ran)
-    verified: dict[str, dict] | None = None
+    verified: dict[str, PoolVerification] | None = None
 
     def table(self) -> "pd.DataFrame":
         """One row per method, part and device (:data:`SIZES_COLUMNS`)."""
@@ -280,6 +165,11 @@ class Sizes:
         return pd.DataFrame(rows, columns=["method", "method_pool", "temp_pool", "alignment",
                                            "planned_buffers", "planned_devices"])
 
+    @property
+    def proven(self) -> bool:
+        """Every sized method verified: sufficient, and its method pool tight."""
+        return bool(self.verified) and all(v.sufficient and v.tight for v in self.verified.values())
+
     def to_dict(self) -> dict:
         return {
             "schema": "pte_lab.sizes", "version": 1, "path": self.path, "executorch": self.executorch_version,
@@ -288,43 +178,32 @@ class Sizes:
             "methods": {n: {k: v for k, v in asdict(m).items() if k != "steps"} | {"parts": m.parts()}
                         for n, m in self.methods.items()},
             "skipped": self.skipped,
-            "verified": self.verified,
+            "verified": None if self.verified is None else {n: asdict(v) for n, v in self.verified.items()},
         }
 
-    def verify(self) -> dict[str, dict]:
+    def verify(self) -> dict[str, PoolVerification]:
         """Load and run each method with pools of exactly the reported sizes, then with a method pool
         one byte smaller; the first must work and the second be refused (MemoryAllocationFailed).
 
-        Returns (and keeps in :attr:`verified`) per method: ``sufficient``, ``tight`` and what
-        ExecuTorch said. Raises :class:`SizingError` when a figure is not sufficient.
+        Returns (and keeps in :attr:`verified`) per method a :class:`PoolVerification`. Raises
+        :class:`SizingError` when a figure is not sufficient.
         """
-        from .program import _checked
-
-        pte, _ = _checked(self.path)
+        pte = checked(self.path).pte
         with _Session(self.path, self.data_path, sorted(
                 {d for m in self.methods.values() for _, d, _ in m.planned if d != "cpu"})) as session:
             self.verified = {}
             for m in self.methods.values():
                 why = session.cannot_run(pte.methods[m.method])  # registers the operators it needs
-                self.verified[m.method] = session.verify(m) if why is None else {
-                    "sufficient": False, "sufficient_error": why, "tight": False, "smaller_error": None,
-                    "method_pool": m.method_allocator, "temp_pool": m.temp_allocator, "alignment": m.alignment}
+                self.verified[m.method] = session.verify(m) if why is None else PoolVerification(
+                    m.method_allocator, m.temp_allocator, m.alignment, sufficient=False, sufficient_error=why,
+                    tight=False, smaller_error=None)
         _raise_if_insufficient(self.verified)
         return self.verified
 
     def _repr_html_(self) -> str:
-        from html import escape
+        from ..views.sizes import sizes_html
 
-        t = self.table()
-        t["size"] = t["bytes"].map(human_bytes)
-        notes = [f"{escape(n)}: not sized ({escape(why)})" for n, why in self.skipped.items()]
-        for n, v in (self.verified or {}).items():
-            verdict = ("pools of exactly these sizes load and run it; one byte less is refused" if v["tight"]
-                       else f"not proven: {v['sufficient_error'] or v['smaller_error'] or 'not tight'}")
-            notes.append(f"{escape(n)}: {escape(verdict)}")
-        return (f"<div><b>Sizes</b> of {escape(os.path.basename(self.path))} (executorch "
-                f"{escape(self.executorch_version)})</div>" + t.to_html(index=False)
-                + "".join(f"<div>{line}</div>" for line in notes))
+        return sizes_html(self)
 
     def __repr__(self) -> str:
         return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(self.methods)}>"
@@ -368,23 +247,24 @@ class _Session:
             return f"operators this ExecuTorch build lacks: {', '.join(got['missing'])}"
         return None
 
-    def run(self, name: str, method_pool: int | None, temp_pool: int | None, alignment: int, runs: int) -> dict:
+    def run(self, name: str, method_pool: int | None, temp_pool: int | None, alignment: int,
+            runs: int) -> RunnerResult:
         return self.engine.call("size_method", self.path, name, method_pool, temp_pool, alignment, runs,
                                 self.data_path)
 
-    def verify(self, m: MethodSizes) -> dict:
+    def verify(self, m: MethodSizes) -> PoolVerification:
         ok = self.run(m.method, m.method_allocator, m.temp_allocator, m.alignment, 1)
         smaller = self.run(m.method, m.method_allocator - 1, m.temp_allocator, m.alignment, 0) \
             if m.method_allocator else None
-        return {
-            "sufficient": ok["error"] == 0,
-            "sufficient_error": None if ok["error"] == 0 else f"{_named(ok['error'])} at {ok['step']}",
-            "tight": smaller is not None and smaller["error"] == _MEMORY_ALLOCATION_FAILED
-            and smaller["step"] == "load_method",
-            "smaller_error": None if smaller is None or not smaller["error"]
-            else f"{_named(smaller['error'])} at {smaller['step']}",
-            "method_pool": m.method_allocator, "temp_pool": m.temp_allocator, "alignment": m.alignment,
-        }
+        return PoolVerification(
+            m.method_allocator, m.temp_allocator, m.alignment,
+            sufficient=ok.ok, sufficient_error=None if ok.ok else _failure(ok),
+            tight=smaller is not None and smaller.error == MEMORY_ALLOCATION_FAILED and smaller.step == "load_method",
+            smaller_error=None if smaller is None or smaller.ok else _failure(smaller))
+
+
+def _failure(r: RunnerResult) -> str:
+    return f"{error_name(r.error)} at {r.step}"
 
 
 def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int = 2,
@@ -404,8 +284,8 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     to see it without others. ``progress``: None (silent), True (a bar over the
     methods) or a callable taking one line per step (see :mod:`pte_lab.progress`).
     """
+    from ..progress import reporter
     from .info import executorch_version
-    from .program import _checked
 
     path = getattr(source, "path", source)
     if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
@@ -416,7 +296,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     data_path = None if data_path is None else os.fspath(data_path)
     if runs < 1:
         raise ValueError(f"runs must be at least 1 (got {runs})")
-    pte, _ = _checked(path)
+    pte = checked(path).pte
     if pte.bundled is not None:
         raise PteLabError(f"{path} is a bundled program (.bpte): size the .pte it carries")
     names = list(pte.methods) if methods is None else list(methods)
@@ -426,9 +306,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     devices = sorted({d for n in names for d in pte.methods[n].devices})
     out: dict[str, MethodSizes] = {}
     skipped: dict[str, str] = {}
-    verified: dict[str, dict] | None = {} if verify else None
-    from ..progress import reporter
-
+    verified: dict[str, PoolVerification] | None = {} if verify else None
     report = reporter(progress, total=len(names), desc="sizing")
     report.step("starting an isolated worker (imports ExecuTorch)")
     with report, _Session(path, data_path, devices) as session:
@@ -441,8 +319,8 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                 why = session.cannot_run(plan)
                 if why is None:
                     r = session.run(n, None, None, 4096, runs)
-                    if r["error"]:
-                        why = f"ExecuTorch refused it: {_named(r['error'])} at {r['step']}"
+                    if not r.ok:
+                        why = f"ExecuTorch refused it: {_failure(r)}"
                 if why is None:
                     out[n] = _method_sizes(r, plan, runs)
                     if verify:
@@ -459,45 +337,38 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified)
 
 
-def _raise_if_insufficient(verified: dict[str, dict]) -> None:
-    bad = [n for n, v in verified.items() if not v["sufficient"]]
+def _raise_if_insufficient(verified: dict[str, PoolVerification]) -> None:
+    bad = [n for n, v in verified.items() if not v.sufficient]
     if bad:
         raise SizingError("pools of the reported sizes did not suffice for "
-                          + ", ".join(f"{n!r} ({verified[n]['sufficient_error']})" for n in bad))
+                          + ", ".join(f"{n!r} ({verified[n].sufficient_error})" for n in bad))
 
 
-def _method_sizes(r: dict, plan, runs: int) -> MethodSizes:
-    pools = r["pools"]
-    steps = r["steps"]
+def _method_sizes(r: RunnerResult, plan, runs: int) -> MethodSizes:
+    pools, steps = r.pools, r.steps
     # Method::init resolves each kernel call's operator with TensorMeta lists taken from the temp
     # allocator when its pool is at least this large, else from the method allocator
-    resolution = r["resolution_bytes_per_arg"] * max((len(i.args) for i in plan.instructions if i.kind == "KernelCall"), default=0)
-
-    def get(label, key):
-        s = steps.get(label)
-        return None if s is None else s[key]
-
+    resolution = r.resolution_bytes_per_arg * max(
+        (len(i.args) for i in plan.instructions if i.kind == "KernelCall"), default=0)
     execs = [k for k in steps if k.endswith("execute") or k.startswith("execute")]
-    heap_exec = None if any(steps[k] is None for k in execs) else sum(steps[k]["heap"] for k in execs)
-    heap_peak = None if any(steps[k] is None for k in execs) else max(
-        (steps[k]["heap_peak"] for k in execs), default=0)
+    runs_counted = all(steps[k] is not None for k in execs)
     counted = [steps.get(k) for k in ("load_program", "load_method", *execs)]
-    anon = None if any(c is None for c in counted) else sum(c["anon"] for c in counted)
+    load_program, load_method = steps.get("load_program"), steps.get("load_method")
     return MethodSizes(
-        method=r["method"],
-        planned=tuple(tuple(p) for p in r["planned"]),
-        method_allocator=pools["method_peak"],
-        method_allocations=pools["method_calls"],
-        temp_allocator=max(pools["temp_peak"], resolution),
-        temp_peak=pools["temp_peak"],
+        method=r.method,
+        planned=r.planned,
+        method_allocator=pools.method_peak,
+        method_allocations=pools.method_calls,
+        temp_allocator=max(pools.temp_peak, resolution),
+        temp_peak=pools.temp_peak,
         resolution_minimum=resolution,
-        alignment=max(16, pools["method_max_alignment"], pools["temp_max_alignment"]),
-        heap_load_method=get("load_method", "heap"),
-        heap_execute=heap_exec,
-        heap_execute_peak=heap_peak,
-        anonymous_mapped=anon,
-        file_resident=r.get("file_rss"),
-        heap_load_program=get("load_program", "heap"),
+        alignment=max(16, pools.method_max_alignment, pools.temp_max_alignment),
+        heap_load_method=None if load_method is None else load_method.heap,
+        heap_execute=sum(steps[k].heap for k in execs) if runs_counted else None,
+        heap_execute_peak=max((steps[k].heap_peak for k in execs), default=0) if runs_counted else None,
+        anonymous_mapped=None if any(c is None for c in counted) else sum(c.anon for c in counted),
+        file_resident=r.file_rss,
+        heap_load_program=None if load_program is None else load_program.heap,
         runs=runs,
         steps=steps,
     )

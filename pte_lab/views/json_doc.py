@@ -94,7 +94,7 @@ def document(p, methods: list[str] | None = None) -> dict:
         },
         "methods": {n: method_dict(p.methods[n]) for n in names},
         "load_cost": {
-            loader: [{k: v for k, v in r.items() if k != "loader"} for r in p.load_cost_records(loader)]
+            loader: [{k: v for k, v in r._asdict().items() if k != "loader"} for r in p.allocations(loader)]
             for loader in LOADERS
         },
         "warnings": finding_records(p.warnings(), with_method=True),

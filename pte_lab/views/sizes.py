@@ -1,4 +1,4 @@
-"""Views of a deployment sizing (:class:`pte_lab.runtime.sizing.Sizes`): text and a C header.
+"""Views of a deployment sizing (:class:`pte_lab.runtime.sizing.Sizes`): text, HTML and a C header.
 
 The header is what a bare-metal build includes to size its pools: per method
 the method-allocator and temp-allocator pool sizes and the planned buffers'
@@ -17,9 +17,9 @@ from ..units import human_bytes
 from .text import _table
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..runtime.sizing import Sizes
+    from ..runtime.sizing import Sizes, PoolVerification
 
-__all__ = ["sizes_text", "c_header", "c_identifiers"]
+__all__ = ["sizes_text", "sizes_html", "verdict", "c_header", "c_identifiers"]
 
 
 def _parts():
@@ -28,13 +28,14 @@ def _parts():
     return PARTS
 
 
-def _verdict(v: dict | None) -> str:
+def verdict(v: "PoolVerification | None") -> str:
+    """What a method's verification proved, in one sentence (text, HTML and notebooks say it so)."""
     if v is None:
         return "not verified (--verify proves the pool sizes)"
-    if not v["sufficient"]:
-        return f"NOT SUFFICIENT: {v['sufficient_error']}"
-    tight = ("tight: one byte less is refused (" + v["smaller_error"] + ")" if v["tight"]
-             else f"not tight: one byte less gave {v['smaller_error'] or 'no error'}")
+    if not v.sufficient:
+        return f"NOT SUFFICIENT: {v.sufficient_error}"
+    tight = (f"tight: one byte less is refused ({v.smaller_error})" if v.tight
+             else f"not tight: one byte less gave {v.smaller_error or 'no error'}")
     return f"verified: these pools load and run it; {tight}"
 
 
@@ -60,13 +61,26 @@ def sizes_text(sizes: "Sizes") -> str:
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
         if m.heap_execute_peak:
             out.append(f"heap peak during a run: {m.heap_execute_peak:,} B above what was held before it")
-        out.append(_verdict((sizes.verified or {}).get(m.method)))
+        out.append(verdict((sizes.verified or {}).get(m.method)))
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
     out += ["", "from: file = the program's own tables; runner = pte_lab's sizing runner (ExecuTorch's "
                 "allocators, counted); counter = every malloc/mmap of the worker, counted; kernel = the "
                 "kernel's resident-page count"]
     return "\n".join(out)
+
+
+def sizes_html(sizes: "Sizes") -> str:
+    """The table of parts, then per method what could not be sized and what the verification proved."""
+    from html import escape
+
+    t = sizes.table()
+    t["size"] = t["bytes"].map(human_bytes)
+    notes = [f"{escape(n)}: not sized ({escape(why)})" for n, why in sizes.skipped.items()]
+    notes += [f"{escape(n)}: {escape(verdict(v))}" for n, v in (sizes.verified or {}).items()]
+    return (f"<div><b>Sizes</b> of {escape(os.path.basename(sizes.path))} (executorch "
+            f"{escape(sizes.executorch_version)})</div>" + t.to_html(index=False)
+            + "".join(f"<div>{line}</div>" for line in notes))
 
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z]+")
@@ -100,8 +114,8 @@ def c_header(sizes: "Sizes", guard: str | None = None) -> str:
     kinds = sorted({parse_device(d)[0] for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
                    key=lambda k: DEVICE_TYPES[k])
     codes = ", ".join(f"{DEVICE_TYPES[k]} = {k}" for k in kinds)
-    proven = "verified (sufficient, and the method pool tight)" if sizes.verified and all(
-        v["sufficient"] and v["tight"] for v in sizes.verified.values()) else "not verified (pte-lab sizes --verify)"
+    proven = ("verified (sufficient, and the method pool tight)" if sizes.proven
+              else "not verified (pte-lab sizes --verify)")
     lines = [
         f"/* Memory pools for {_comment(os.path.basename(sizes.path))}, measured by pte_lab with executorch "
         f"{sizes.executorch_version}.",

@@ -1,0 +1,186 @@
+"""The sizing runner, driven where the runtime runs (the isolated worker): one method, pools it owns.
+
+``native/sizing.cpp`` loads and runs a method the way a bare-metal build
+does: a MemoryManager of ExecuTorch's own MemoryAllocator (method pool),
+HierarchicalAllocator (the planned arenas at their planned sizes) and a temp
+allocator, each pool either counting (its high-water mark recorded) or of an
+exact size. :func:`run_method` drives it step by step and returns what each
+step took as plain data (:class:`RunnerResult`), which crosses the worker's
+pipe to the caller's front (:mod:`pte_lab.runtime.sizing`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ..devices import device_name
+from ..errors import PteLabError
+from . import memory, native
+
+__all__ = ["run_method", "RunnerResult", "StepUse", "PoolUse", "COUNTING"]
+
+#: the pool size that asks the runner to count instead of capping
+COUNTING = 2**64 - 1
+
+
+class _PoolUse(ctypes.Structure):
+    """Layout of ``PteLabPoolUse`` in sizing.cpp (checked against its size when loaded)."""
+
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "method_peak", "method_calls", "method_failed", "method_max_alignment",
+        "temp_peak", "temp_calls", "temp_failed", "temp_max_alignment")]
+
+
+@dataclass(frozen=True)
+class PoolUse:
+    """What the method and temp pools saw: high-water mark, allocations, refusals, largest alignment."""
+
+    method_peak: int = 0
+    method_calls: int = 0
+    method_failed: int = 0
+    method_max_alignment: int = 0
+    temp_peak: int = 0
+    temp_calls: int = 0
+    temp_failed: int = 0
+    temp_max_alignment: int = 0
+
+
+@dataclass(frozen=True)
+class StepUse:
+    """What the allocation counter saw around one step (bytes; negative: given back)."""
+
+    #: heap still held after the step
+    heap: int
+    #: the heap's peak during the step, above what was held before it
+    heap_peak: int
+    #: anonymous mappings still held after the step
+    anon: int
+    #: file-backed mappings still held after the step
+    file_mapped: int
+    #: the program file's (and .ptd's) resident bytes gained during the step (None: unknown)
+    file_rss: int | None
+
+
+@dataclass
+class RunnerResult:
+    """One method loaded and run by the sizing runner."""
+
+    method: str
+    #: bytes Method::init asks of the temp pool per kernel argument to resolve an operator there
+    resolution_bytes_per_arg: int
+    #: ExecuTorch's error code of the first step that failed (0: none) and that step
+    error: int = 0
+    step: str | None = None
+    #: (mem_id, device, bytes) of each planned buffer, as ExecuTorch's MethodMeta reads it
+    planned: tuple[tuple[int, str, int], ...] = ()
+    #: per step ("load_program", "load_method", "first_execute", "execute 2"...): the counter's
+    #: figures, None where the counter is not preloaded
+    steps: dict[str, StepUse | None] = field(default_factory=dict)
+    pools: PoolUse | None = None
+    #: the program file's resident bytes after the runs (None: unknown)
+    file_rss: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error == 0
+
+    def fail(self, code: int, step: str) -> "RunnerResult":
+        """Record ``code`` at ``step`` unless an earlier step already failed."""
+        if code and not self.error:
+            self.error, self.step = int(code), step
+        return self
+
+
+@lru_cache(maxsize=1)
+def _lib() -> ctypes.CDLL:
+    lib = native.library()
+    if (lib.pte_lab_sizing_struct_size() != ctypes.sizeof(_PoolUse)
+            or lib.pte_lab_sizing_counts_size() != ctypes.sizeof(memory.Counts)):
+        raise PteLabError("the sizing runner's record layout does not match this pte_lab")
+    vp, cp = ctypes.c_void_p, ctypes.c_char_p
+    sig = {
+        "pte_lab_sizing_resolution_bytes_per_arg": ([], ctypes.c_uint64),
+        "pte_lab_sizing_open": ([cp, cp, ctypes.POINTER(ctypes.c_int32)], vp),
+        "pte_lab_sizing_close": ([vp], None),
+        "pte_lab_sizing_planned_count": ([vp, cp], ctypes.c_int64),
+        "pte_lab_sizing_planned_buffer": ([vp, cp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int32),
+                                           ctypes.POINTER(ctypes.c_int32)], ctypes.c_int64),
+        "pte_lab_sizing_prepare": ([vp, cp, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64], ctypes.c_int32),
+        "pte_lab_sizing_load_method": ([vp, cp], ctypes.c_int32),
+        "pte_lab_sizing_set_inputs": ([vp], ctypes.c_int32),
+        "pte_lab_sizing_execute": ([vp], ctypes.c_int32),
+        "pte_lab_sizing_pools": ([vp, ctypes.POINTER(_PoolUse)], None),
+        "pte_lab_sizing_last_step": ([vp, ctypes.POINTER(memory.Counts), ctypes.POINTER(memory.Counts)],
+                                     ctypes.c_int32),
+    }
+    for name, (args, res) in sig.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, res
+    return lib
+
+
+def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: int | None = None,
+               alignment: int = 4096, runs: int = 2, data_path: str | None = None) -> RunnerResult:
+    """Load and run ``name`` with the sizing runner; what each step took.
+
+    ``method_pool``/``temp_pool`` None: counting pools; else exact pools of that many bytes
+    whose base is aligned to ``alignment``. Runs where it is called (the worker). Each step's
+    allocations are counted right around it, inside the runner (``None`` without the counter).
+    """
+    lib = _lib()
+    bname = name.encode()
+    out = RunnerResult(name, int(lib.pte_lab_sizing_resolution_bytes_per_arg()))
+
+    def file_rss() -> int | None:  # the program's file and its .ptd
+        got = [memory.file_rss(p) for p in (path, data_path) if p]
+        return None if None in got else sum(got)
+
+    def record(label: str, handle, rc: int, file_before: int | None) -> int:
+        before, after = memory.Counts(), memory.Counts()
+        if handle and lib.pte_lab_sizing_last_step(handle, ctypes.byref(before), ctypes.byref(after)):
+            rss = file_rss()
+            out.steps[label] = StepUse(
+                heap=after.heap_live - before.heap_live, heap_peak=after.heap_peak - before.heap_live,
+                anon=after.anon_mapped - before.anon_mapped, file_mapped=after.file_mapped - before.file_mapped,
+                file_rss=None if rss is None or file_before is None else rss - file_before)
+        else:
+            out.steps[label] = None
+        out.fail(rc, label)
+        return rc
+
+    err = ctypes.c_int32(0)
+    handle = lib.pte_lab_sizing_open(path.encode(), (data_path or "").encode(), ctypes.byref(err))
+    if not handle:
+        return out.fail(err.value, "load_program")
+    try:
+        record("load_program", handle, 0, 0)
+        n = lib.pte_lab_sizing_planned_count(handle, bname)
+        if n < 0:
+            return out.fail(-n, "method_meta")
+        planned = []
+        for i in range(n):
+            dt, di = ctypes.c_int32(), ctypes.c_int32()
+            size = lib.pte_lab_sizing_planned_buffer(handle, bname, i, ctypes.byref(dt), ctypes.byref(di))
+            if size < 0:
+                return out.fail(-size, "method_meta")
+            planned.append((i + 1, device_name(dt.value, di.value), int(size)))
+        out.planned = tuple(planned)
+        rc = lib.pte_lab_sizing_prepare(handle, bname, COUNTING if method_pool is None else method_pool,
+                                        COUNTING if temp_pool is None else temp_pool, alignment)
+        if rc:
+            return out.fail(rc, "prepare")
+        if not record("load_method", handle, lib.pte_lab_sizing_load_method(handle, bname), file_rss()):
+            if not out.fail(lib.pte_lab_sizing_set_inputs(handle), "set_inputs").error:
+                for r in range(runs):
+                    label = "first_execute" if r == 0 else f"execute {r + 1}"
+                    if record(label, handle, lib.pte_lab_sizing_execute(handle), file_rss()):
+                        break
+                out.file_rss = file_rss()
+        use = _PoolUse()
+        lib.pte_lab_sizing_pools(handle, ctypes.byref(use))
+        out.pools = PoolUse(**{n: int(getattr(use, n)) for n, _ in _PoolUse._fields_})
+        return out
+    finally:
+        lib.pte_lab_sizing_close(handle)

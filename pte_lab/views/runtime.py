@@ -1,0 +1,45 @@
+"""Views of the runtime's results: a loaded program's memory report, the installation, an emulated device."""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from typing import TYPE_CHECKING
+
+from ..units import human_bytes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..runtime.device import EmulatedDevice
+    from ..runtime.info import RuntimeInfo
+    from ..runtime.program import LabProgram
+
+__all__ = ["lab_program_html", "runtime_info_text", "runtime_info_html", "emulated_device_html"]
+
+
+def lab_program_html(prog: "LabProgram") -> str:
+    """The program, its loader and loaded methods, then the memory report and what its host bytes mean."""
+    rep = prog.memory_report()
+    iso = " (isolated worker)" if prog.isolated else ""
+    loaded = ", ".join(prog.loaded_methods) or "none"
+    return (f"<div><b>LabProgram</b> {escape(os.fspath(prog.path))}{iso} &middot; loader "
+            f"<code>{prog.loader}</code> &middot; methods loaded: {escape(loaded)}</div>"
+            + rep.to_html(index=False) + f"<div><i>{escape(rep.attrs['note'])}</i></div>")
+
+
+def runtime_info_text(info: "RuntimeInfo") -> str:
+    rows = info.rows()
+    w = max(len(k) for k, _ in rows)
+    lines = ["ExecuTorch runtime"] + [f"  {k.ljust(w)}  {v}" for k, v in rows]
+    return "\n".join(lines + [f"  note: {n}" for n in info.notes])
+
+
+def runtime_info_html(info: "RuntimeInfo") -> str:
+    rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{escape(k)}</th>"
+                   f"<td style='text-align:left'>{escape(v)}</td></tr>" for k, v in info.rows())
+    notes = "".join(f"<div><i>{escape(n)}</i></div>" for n in info.notes)
+    return f"<div><b>ExecuTorch runtime</b><table>{rows}</table>{notes}</div>"
+
+
+def emulated_device_html(device: "EmulatedDevice") -> str:
+    return (f"<b>{escape(device.kind)}</b> <i>(emulated in host memory)</i>: {human_bytes(device.outstanding_bytes)} "
+            f"outstanding, {len(device.ledger())} ledger events")
