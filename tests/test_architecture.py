@@ -140,6 +140,9 @@ def _definitions(name: str) -> list[str]:
     ("TENSOR_COLUMNS", "pte_lab.model.analysis"), ("LOAD_COST_COLUMNS", "pte_lab.model.load_cost"),
     ("Finding", "pte_lab.model.findings"), ("shared_arenas_message", "pte_lab.model.findings"),
     ("LedgerEvent", "pte_lab.runtime.native"), ("ledger_frame", "pte_lab.runtime.device"),
+    ("ScalarType", "pte_lab.format.schema"), ("TensorShapeDynamism", "pte_lab.format.schema"),
+    ("TensorDataLocation", "pte_lab.format.schema"), ("DataLocation", "pte_lab.format.schema"),
+    ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("SCALAR_TYPES", "pte_lab.model.dtypes"),
 ])
 def test_each_fact_has_one_home(name, home):
     assert _definitions(name) == [home]

@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan
+from ..format import RawPlan, TensorShapeDynamism
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
@@ -223,7 +223,8 @@ def analyse(plan: RawPlan) -> Analysis:
             producer = uses_first[v]
             op = targets[producer]
         planned.append(PlannedTensor(v, role, dtype, t.sizes, nb, t.mem_id, t.offset, t.device, first.get(v),
-                                     last.get(v), producer, op, t.shape_dynamism != 0, t.fqn))
+                                     last.get(v), producer, op,
+                                     t.shape_dynamism != TensorShapeDynamism.STATIC, t.fqn))
     ops = {t.value: t.op for t in planned if t.role != "view"}
     planned = [t if t.role != "view" or not ops.get(views[t.value]) else
                replace(t, op=f"view of v{views[t.value]} ({ops[views[t.value]]})") for t in planned]

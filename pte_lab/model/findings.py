@@ -13,6 +13,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Iterable
 
 from ..devices import device_problem
+from ..format import ScalarType, TensorDataLocation, TensorShapeDynamism
 from ..units import count, human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -207,7 +208,8 @@ def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
         for v in written_at(raw, i):
             t = raw.values[v].tensor
             if (t is not None and v not in seen and v not in io and t.mem_id is None and t.data_buffer_idx == 0
-                    and t.location != 1 and t.shape_dynamism != 2):
+                    and t.location != TensorDataLocation.EXTERNAL
+                    and t.shape_dynamism != TensorShapeDynamism.DYNAMIC_UNBOUND):
                 seen.add(v)
                 out.append((v, i))
     return out
@@ -221,7 +223,7 @@ def _wrong_operands(m: "Method") -> list[str]:
             out.append(f"instruction {i} frees v{ins.args[0]}, a {raw.values[ins.args[0]].kind}, not a tensor")
         elif ins.kind == "JumpFalseCall":
             v = raw.values[ins.args[0]]
-            if not (v.kind == "Bool" or (v.kind == "Tensor" and v.tensor.scalar_type == 11)):
+            if not (v.kind == "Bool" or (v.kind == "Tensor" and v.tensor.scalar_type == ScalarType.BOOL)):
                 out.append(f"instruction {i} branches on v{ins.args[0]}, a {v.kind}, not a boolean")
     return out
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan
+from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
 from .findings import Finding, method_findings, plan_findings
@@ -139,7 +139,8 @@ class Method:
                 continue
             t, dtype, nb = tensor_meta(self._raw, v)
             out.append(IOSpec(pos, v, "Tensor", dtype, t.sizes, nb, t.mem_id is not None,
-                              t.mem_id, t.offset, t.device, t.shape_dynamism != 0))
+                              t.mem_id, t.offset, t.device,
+                              t.shape_dynamism != TensorShapeDynamism.STATIC))
         return out
 
     @cached_property
