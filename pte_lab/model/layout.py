@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..errors import PteLabError
 from ..format import TensorDataLocation
+from ..units import first_few
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
@@ -136,8 +137,7 @@ def _dtype(code: int) -> str:
 def _label(names, default: str) -> str:
     if not names:
         return default
-    first = names[0][0]
-    return first if len(names) == 1 else f"{first} (+{len(names) - 1} more)"
+    return first_few((name for name, _ in names), 1, more=" (+{n} more)")
 
 
 def _owners(names) -> str:
