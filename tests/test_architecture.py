@@ -143,6 +143,8 @@ def _definitions(name: str) -> list[str]:
     ("ScalarType", "pte_lab.format.schema"), ("TensorShapeDynamism", "pte_lab.format.schema"),
     ("TensorDataLocation", "pte_lab.format.schema"), ("DataLocation", "pte_lab.format.schema"),
     ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("SCALAR_TYPES", "pte_lab.model.dtypes"),
+    ("first_few", "pte_lab.units"), ("ARENA_ROW", "pte_lab.views.rows"), ("PLANNERS", "pte_lab.planning.algorithms"),
+    ("REPLAN_TABLE", "pte_lab.planning.replan"), ("replan_text", "pte_lab.views.text"),
 ])
 def test_each_fact_has_one_home(name, home):
     assert _definitions(name) == [home]
@@ -170,6 +172,8 @@ def _literal_homes(is_fact) -> set[str]:
     ("loader steps", lambda c: {"load_program", "load_method", "first_execute"} <= c, "pte_lab.model.load_cost"),
     ("tensor columns", lambda c: {"producer", "dynamic", "first", "last"} <= c, None),
     ("ledger fields", lambda c: {"device_type", "alignment", "time_ns"} <= c, None),
+    ("planner names", lambda c: {"best_fit", "greedy", "naive"} <= c, "pte_lab.planning.algorithms"),
+    ("arena columns", lambda c: {"mem_id", "runtime_index", "peak_bytes"} <= c, None),
 ])
 def test_facts_are_written_once(what, is_fact, home):
     assert _literal_homes(is_fact) == ({home} if home else set()), what
