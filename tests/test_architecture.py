@@ -142,7 +142,8 @@ def _definitions(name: str) -> list[str]:
     ("LedgerEvent", "pte_lab.runtime.native"), ("ledger_frame", "pte_lab.runtime.device"),
     ("ScalarType", "pte_lab.format.schema"), ("TensorShapeDynamism", "pte_lab.format.schema"),
     ("TensorDataLocation", "pte_lab.format.schema"), ("DataLocation", "pte_lab.format.schema"),
-    ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("SCALAR_TYPES", "pte_lab.model.dtypes"),
+    ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("runtime_index_of", "pte_lab.format.schema"),
+    ("SCALAR_TYPES", "pte_lab.model.dtypes"),
     ("first_few", "pte_lab.units"), ("ARENA_ROW", "pte_lab.views.rows"), ("PLANNERS", "pte_lab.planning.algorithms"),
     ("REPLAN_TABLE", "pte_lab.planning.replan"), ("replan_text", "pte_lab.views.text"),
 ])

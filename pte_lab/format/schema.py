@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ScalarType", "TensorShapeDynamism", "TensorDataLocation", "DataLocation", "TENSOR_ALIGNMENT"]
+__all__ = ["ScalarType", "TensorShapeDynamism", "TensorDataLocation", "DataLocation", "TENSOR_ALIGNMENT",
+           "runtime_index_of"]
 
 
 class ScalarType(IntEnum):
@@ -82,3 +83,11 @@ class DataLocation(IntEnum):
 #: bytes every planned allocation is rounded up to by exir's memory planning (``exir/tensor.py``
 #: ``ALIGNMENT``); arenas and offsets are multiples of it unless a pass asked for another
 TENSOR_ALIGNMENT = 16
+
+
+def runtime_index_of(mem_id: int) -> int:
+    """What ExecuTorch's runtime (its planned buffers, its error messages) calls arena ``mem_id``.
+
+    ``allocation_info.memory_id`` 0 is reserved, so the runtime's buffer 0 is mem_id 1.
+    """
+    return mem_id - 1

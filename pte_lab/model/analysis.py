@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan, TensorShapeDynamism
+from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
@@ -180,7 +180,7 @@ class Analysis:
         for mem_id in range(1, len(self.buffer_sizes)):
             top = _peak(*self._arena_columns(mem_id), self.n_instructions) if mem_id in by else 0
             size = self.buffer_sizes[mem_id]
-            out.append(Arena(mem_id, mem_id - 1, size, self.buffer_devices.get(mem_id, "cpu"), top,
+            out.append(Arena(mem_id, runtime_index_of(mem_id), size, self.buffer_devices.get(mem_id, "cpu"), top,
                              size / top if top else None, len(by.get(mem_id, ())), self.method))
         return tuple(out)
 
