@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import PteFormatError
-from ..format.schema import ScalarType as S
+from ..format import ScalarType as S
 
 #: ScalarType -> (torch-style name, bytes per element)
 SCALAR_TYPES: dict[int, tuple[str, int]] = {
