@@ -110,7 +110,7 @@ def _legacy_env(args) -> int:
 
 def _replan(args) -> int:
     from .planning import replan, verify
-    from .units import human_bytes
+    from .views.text import replan_text
 
     if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
         raise PteLabError(f"argument output: {args.output!r} is the input file; write the replanned program "
@@ -123,13 +123,7 @@ def _replan(args) -> int:
     r.write(args.output)
     say("written and read back: only offsets and arena sizes changed")
     print(f"replanned with {args.algorithm}: {args.input} -> {args.output}")
-    print(f"{'method':16s} {'arena':>5s} {'device':>8s} {'before':>12s} {'after':>12s} {'lower bound':>12s}"
-          f" {'before/bound':>12s} {'after/bound':>11s}")
-    for a in r.arenas:
-        rb = a.before / a.lower_bound if a.lower_bound else float("nan")
-        ra = a.after / a.lower_bound if a.lower_bound else float("nan")
-        print(f"{a.method:16s} {a.mem_id:5d} {a.device:>8s} {human_bytes(a.before):>12s} {human_bytes(a.after):>12s}"
-              f" {human_bytes(a.lower_bound):>12s} {rb:11.3f}x {ra:10.3f}x" + ("  (kept)" if a.kept else ""))
+    print(replan_text(r))
     if args.verify:
         results = verify(args.input, args.output, runs=args.runs, progress=say)
         for v in results:
@@ -213,6 +207,8 @@ def _examples() -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .planning import PLANNERS
+
     p = _Parser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p.commands = sub.choices  # name -> its parser, for usage on an unknown option
@@ -247,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replan", help="replan every arena, write a new .pte, optionally verify it")
     rp.add_argument("input")
     rp.add_argument("output", type=_new_file)
-    rp.add_argument("--algorithm", "-a", default="best_fit", choices=["best_fit", "greedy", "naive", "optimal"])
+    rp.add_argument("--algorithm", "-a", default="best_fit", choices=sorted(PLANNERS))
     rp.add_argument("--verify", action="store_true",
                     help="run both with ExecuTorch, each method called --runs times in a row with its state "
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")

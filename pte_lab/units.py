@@ -6,13 +6,15 @@
   for an arena's ``size / peak`` (1.00x: no plan with these lifetimes could be
   smaller) and for planners against the lower bound.
 * :data:`SIZE_OVER_PEAK`, :data:`PEAK_LIVE` — the words for those figures.
+* :func:`count` — a number and its noun; :func:`first_few` — a long list cut to its
+  first items and how many more there are (``a, b and 3 more``).
 
 Pure Python, no imports beyond the standard library.
 """
 
 from __future__ import annotations
 
-__all__ = ["human_bytes", "tick_bytes", "ratio", "count", "SIZE_OVER_PEAK", "PEAK_LIVE"]
+__all__ = ["human_bytes", "tick_bytes", "ratio", "count", "first_few", "SIZE_OVER_PEAK", "PEAK_LIVE"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -54,3 +56,13 @@ def ratio(r: float | None, times: str = "x") -> str:
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """(1, "tensor") -> '1 tensor'; (3, "tensor") -> '3 tensors'."""
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def first_few(items, limit: int, sep: str = ", ", more: str = " and {n} more") -> str:
+    """The first ``limit`` of ``items`` joined by ``sep``, then ``more`` with ``{n}`` the number left out.
+
+    ``(["a", "b", "c"], 2)`` -> ``'a, b and 1 more'``; nothing is added when every item is shown.
+    """
+    items = list(items)
+    shown = sep.join(map(str, items[:limit]))
+    return shown + more.format(n=len(items) - limit) if len(items) > limit else shown

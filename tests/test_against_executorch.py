@@ -70,3 +70,18 @@ def check_against_executorch(data: bytes, ref=None):
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_fields_match_executorch(name, program_bytes):
     check_against_executorch(program_bytes(name))
+
+
+def test_the_schema_numbers_pte_lab_names_are_executorchs():
+    """pte_lab.format names the format's numbers once; each name means what ExecuTorch's own schema says."""
+    from executorch.exir.scalar_type import ScalarType as ExirScalarType
+    from executorch.exir.tensor import ALIGNMENT
+
+    from pte_lab import format as fmt
+
+    for mine, theirs in ((fmt.TensorShapeDynamism, schema.TensorShapeDynamism),
+                         (fmt.TensorDataLocation, schema.TensorDataLocation), (fmt.DataLocation, schema.DataLocation)):
+        assert {m.name: int(m) for m in mine} == {t.name: int(t.value) for t in theirs}, mine.__name__
+    exir_types = {t.name: int(t) for t in ExirScalarType}
+    assert {m.name: int(m) for m in fmt.ScalarType if m.name in exir_types} == exir_types
+    assert fmt.TENSOR_ALIGNMENT == ALIGNMENT

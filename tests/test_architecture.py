@@ -232,6 +232,12 @@ def _definitions(name: str) -> list[str]:
     ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing"),
     ("PoolVerification", "pte_lab.runtime.sizing"), ("counts_fields", "pte_lab.runtime.native"),
     ("verdict", "pte_lab.views.sizes"), ("Checked", "pte_lab.runtime.checked"),
+    ("ScalarType", "pte_lab.format.schema"), ("TensorShapeDynamism", "pte_lab.format.schema"),
+    ("TensorDataLocation", "pte_lab.format.schema"), ("DataLocation", "pte_lab.format.schema"),
+    ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("runtime_index_of", "pte_lab.format.schema"),
+    ("SCALAR_TYPES", "pte_lab.model.dtypes"),
+    ("first_few", "pte_lab.units"), ("ARENA_ROW", "pte_lab.views.rows"), ("PLANNERS", "pte_lab.planning.algorithms"),
+    ("REPLAN_TABLE", "pte_lab.planning.replan"), ("replan_text", "pte_lab.views.text"),
 ])
 def test_each_fact_has_one_home(name, home):
     assert _definitions(name) == [home]
@@ -261,6 +267,8 @@ def _literal_homes(is_fact) -> set[str]:
     ("ledger fields", lambda c: {"device_type", "alignment", "time_ns"} <= c, None),
     ("run-time parts", lambda c: {"planned arenas", "method allocator", "temp allocator"} <= c, "pte_lab.runtime.sizing"),
     ("counter fields", lambda c: {"heap_live", "anon_mapped"} <= c, None),
+    ("planner names", lambda c: {"best_fit", "greedy", "naive"} <= c, "pte_lab.planning.algorithms"),
+    ("arena columns", lambda c: {"mem_id", "runtime_index", "peak_bytes"} <= c, None),
 ])
 def test_facts_are_written_once(what, is_fact, home):
     assert _literal_homes(is_fact) == ({home} if home else set()), what

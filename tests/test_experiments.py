@@ -35,23 +35,32 @@ def test_corrected_runtime_places_the_arena_on_the_device(after_report):
 
 
 def test_report_views(after_report, tmp_path):
+    (r,) = after_report.runtimes
+    measured = [s["step"] for s in r.steps]
     df = after_report.table()
-    assert list(df.index) == dp.STEPS
-    tag = f"after ({after_report.runtimes[0].executorch_version})"
+    assert list(df.index) == measured  # every step the run recorded, in the order it ran
+    tag = f"after ({r.executorch_version})"
+    for s in r.steps:  # each row shows what was measured at that step
+        assert (df.loc[s["step"], f"{tag} device bytes"], df.loc[s["step"], f"{tag} host bytes"]) == \
+            (s["device_bytes"], s["host_bytes"]), s["step"]
     assert df.loc["load_method forward2", f"{tag} device bytes"] == after_report.planned_device_bytes
     assert "published after (A100)" in df.columns  # reference data, labelled as such
     md = after_report.to_markdown()
     assert "emulated device ledger" in md and "Not measured here" in md
     doc = json.loads(after_report.to_json(tmp_path / "r.json"))
     assert doc["schema"] == "pte_lab.device_placement" and (tmp_path / "r.json").exists()
-    assert doc["published"]["planned_device_bytes"] == 50_331_648
+    assert doc["runtimes"][0]["steps"] == r.steps  # the measurements themselves, as measured
+    # this run's planned bytes, not the published run's (48 MiB on an A100), which stay apart
+    assert doc["planned_device_bytes"] == after_report.planned_device_bytes != doc["published"]["planned_device_bytes"]
     html = after_report._repr_html_()
     assert "not measured here" in html.lower()
     import matplotlib
 
     matplotlib.use("Agg")
     axes = after_report.plot()
-    assert len(axes) == 2 and len(axes[0].patches) == len(dp.STEPS)
+    assert len(axes) == 2
+    for ax, key in zip(axes, ("device_bytes", "host_bytes")):  # one bar per step: its measured bytes
+        assert [p.get_height() for p in ax.patches] == [s[key] or 0 for s in r.steps], key
 
 
 @pytest.mark.slow

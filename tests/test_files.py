@@ -141,7 +141,7 @@ def test_non_default_export_options(option, tmp_path, program_path):
     if option == "inline_delegates":
         assert pte.methods["forward"].delegates[0].location == "inline"
     if option == "aligned_segments":
-        assert all(s.offset % 4096 == 0 for s in pte.segments)
+        assert all(s.offset % OPTIONS[option]["segment_alignment"] == 0 for s in pte.segments)
     path = tmp_path / f"{option}.pte"
     path.write_bytes(data)
     x = torch.randn(4, 32)
@@ -232,6 +232,14 @@ def external_pair(tmp_path_factory):
     return pte, ptd
 
 
+def _mlp_weights() -> dict[str, tuple[tuple[int, ...], int]]:
+    """name -> (shape, bytes) of the parameters of the MLP the external example exports (torch's view)."""
+    from pte_lab import examples
+
+    params = examples._modules()["MLP"]().state_dict()
+    return {k: (tuple(t.shape), t.numel() * t.element_size()) for k, t in params.items()}
+
+
 def test_a_ptd_lists_its_tensors_as_executorch_does(external_pair, capsys):
     from executorch.extension.flat_tensor.serialize.serialize import _deserialize_to_flat_tensor
 
@@ -243,7 +251,9 @@ def test_a_ptd_lists_its_tensors_as_executorch_does(external_pair, capsys):
     for t, n in zip(d.tensors, ref.named_data):
         assert (t.segment, t.shape) == (n.segment_index, tuple(n.tensor_layout.sizes))
         assert t.dtype == "float32" and t.nbytes == ref.segments[n.segment_index].size
-    assert d.table().nbytes.sum() == d.data_bytes == 29248
+    weights = _mlp_weights()
+    assert {t.key: (t.shape, t.nbytes) for t in d.tensors} == weights  # every parameter, its shape and bytes
+    assert d.table().nbytes.sum() == d.data_bytes == sum(n for _, n in weights.values())
     assert main(["inspect", str(ptd)]) == 0
     assert "fc1.weight  float32  [64, 32]" in capsys.readouterr().out
     assert main(["inspect", str(ptd), "--json"]) == 0
@@ -255,9 +265,11 @@ def test_a_program_with_its_ptd_says_every_key_is_there(external_pair, capsys):
     pte = pte_lab.open(pte_path, data=ptd)
     ext = pte.external_data()
     assert ext.present.all() and set(ext.key) == set(pte.data.keys)
-    assert pte.external_bytes_by_method() == {"forward": 29248}
+    weights = _mlp_weights()
+    total = sum(n for _, n in weights.values())
+    assert pte.external_bytes_by_method() == {"forward": total}
     (f,) = [w for w in pte.warnings() if w.kind == "external_data"]
-    assert "has all 6 keys" in f.message and "forward maps 28.6 KiB" in f.message
+    assert f"has all {len(weights)} keys" in f.message and f"forward maps {total / 1024:.1f} KiB" in f.message
     assert main(["inspect", str(pte_path), "--data", str(ptd), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["data"]["missing"] == []
     # with the data file, the runtime loads and runs it

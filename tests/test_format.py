@@ -230,3 +230,22 @@ def test_a_large_file_without_extended_header_is_read_once(tmp_path, program_byt
     finally:
         tracemalloc.stop()
     assert peak < 1.2 * 64 * 1024 * 1024  # one copy of the file, not two
+
+
+def test_the_format_s_numbers_are_compared_by_name():
+    """No module compares a tensor's scalar type, dynamism or data location with a bare number:
+    pte_lab.format.schema names them (ScalarType.BOOL, TensorShapeDynamism.STATIC, ...)."""
+    import ast
+    from pathlib import Path
+
+    fields = {"scalar_type", "shape_dynamism", "location"}
+    bad = []
+    for path in sorted((Path(pte_lab.__file__).parent).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            if (any(isinstance(s, ast.Attribute) and s.attr in fields for s in sides)
+                    and any(isinstance(s, ast.Constant) and type(s.value) is int for s in sides)):
+                bad.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert not bad, "\n".join(bad)

@@ -273,7 +273,7 @@ def test_failed_load_program_leaves_no_worker_behind(program_path):
 
 
 def test_isolation_survives_a_real_native_crash(program_path, tmp_path):
-    from pte_lab.runtime.isolate import Worker
+    from pte_lab.runtime.isolate import RemoteError, Worker
 
     bad = tmp_path / "corrupt.pte"
     bad.write_bytes(_corrupt_sizes_reference(program_path("portable").read_bytes()))
@@ -281,11 +281,17 @@ def test_isolation_survives_a_real_native_crash(program_path, tmp_path):
         pte_lab.load(bad, isolate=True)
     # ... so drive the worker directly, the way pte_lab never does: Minimal verification
     w = Worker([], [])
+    short = tmp_path / "short.pte"
+    short.write_bytes(program_path("portable").read_bytes()[:200])
+    with pytest.raises(RemoteError, match="0x:23"):  # refused first: ExecuTorch logs why on its stderr
+        w.call("load_program", str(short), None, "minimal")
     with pytest.raises(RuntimeCrashedError) as exc:
         w.call("load_program", str(bad), None, "minimal")
         w.call("load_method", "forward")
     assert exc.value.signal in ("SIGSEGV", "SIGBUS", "SIGABRT")
-    assert isinstance(exc.value.stderr, list)
+    # the crash report carries the worker's native output: ExecuTorch's own line about the short file
+    said = "File size is too small"
+    assert any(said in line for line in exc.value.stderr) and said in str(exc.value)
     with pytest.raises(RuntimeCrashedError):  # the dead worker stays dead, loudly
         w.call("registered_backends")
     w.close()

@@ -19,12 +19,23 @@ from .bundled import RawBundled, decode_bundled
 from .flat_tensor import RawData, decode_data, parse_data_header
 from .header import HEAD_BYTES, Header, parse_header
 from .program import RawPlan, RawProgram, RawTensor, RawValue, decode_program
+from .schema import (
+    TENSOR_ALIGNMENT,
+    DataLocation,
+    ScalarType,
+    TensorDataLocation,
+    TensorShapeDynamism,
+    mem_id_of,
+    runtime_index_of,
+)
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 
 __all__ = [
     "read", "read_data", "identify", "Header", "RawProgram", "RawPlan", "RawTensor", "RawValue", "RawBundled",
-    "RawData", "Source",
+    "RawData", "Source", "ScalarType", "TensorShapeDynamism", "TensorDataLocation", "DataLocation", "TENSOR_ALIGNMENT",
+    "mem_id_of",
+    "runtime_index_of",
 ]
 
 #: what the identifier at bytes 4..8 says a file is

@@ -24,6 +24,8 @@ from ..errors import PteFormatError
 
 #: bytes to read from the start of a file to parse the header
 HEAD_BYTES = 64
+#: the flatbuffer prelude (root table offset, file identifier); the extended header follows it
+PRELUDE_BYTES = 8
 SUPPORTED_IDENTIFIERS = (b"ET12",)
 _EH_MAGIC = b"eh00"
 _EH_MIN_LEN = 24
@@ -43,6 +45,11 @@ class Header:
     segment_data_size: int
     #: length of the extended header at offset 8 (0 without one)
     extended_length: int = 0
+
+    @property
+    def header_end(self) -> int:
+        """Where the prelude and the extended header end (the flatbuffer's tables follow)."""
+        return min(PRELUDE_BYTES + self.extended_length, self.program_size)
 
 
 def parse_header(head: bytes | memoryview, file_size: int) -> Header:

@@ -18,6 +18,7 @@ from ..errors import PteFormatError
 from ._flat import Table, root_table
 from .bundled import RawBundled
 from .header import Header
+from .schema import DataLocation
 
 # EValue union tags (KernelTypes)
 VALUE_KINDS = {
@@ -26,11 +27,11 @@ VALUE_KINDS = {
 }
 # Instruction union tags (InstructionArguments)
 INSTRUCTION_KINDS = {1: "KernelCall", 2: "DelegateCall", 3: "MoveCall", 4: "JumpFalseCall", 5: "FreeCall"}
-SHAPE_DYNAMISM = {0: "static", 1: "dynamic_bound", 2: "dynamic_unbound"}
 
 
 @dataclass(slots=True)
 class RawTensor:
+    #: a :class:`~.schema.ScalarType` code (kept as read: an unknown one stays visible)
     scalar_type: int
     sizes: tuple[int, ...]
     dim_order: tuple[int, ...]
@@ -38,10 +39,11 @@ class RawTensor:
     #: None when the tensor has no allocation_info (constant or caller-provided)
     mem_id: int | None
     offset: int | None
+    #: a :class:`~.schema.TensorShapeDynamism` code
     shape_dynamism: int
     device: str = "cpu"
     fqn: str | None = None
-    #: 0 SEGMENT, 1 EXTERNAL (data in a .ptd file); None without extra_tensor_info
+    #: a :class:`~.schema.TensorDataLocation` code (EXTERNAL: data in a .ptd file); None without extra_tensor_info
     location: int | None = None
 
 
@@ -230,14 +232,14 @@ def _decode_delegates(plan: Table, prog: RawProgram, where: str) -> list[RawDele
     for i, d in enumerate(plan.tables(7, "delegates")):
         did = d.string(0, "id", "")
         ref = d.table(1, "processed")
-        loc = ref.scalar(0, "int8") if ref is not None else 0
+        loc = ref.scalar(0, "int8") if ref is not None else DataLocation.INLINE
         idx = ref.scalar(1, "uint32") if ref is not None else 0
-        if loc == 0:
+        if loc == DataLocation.INLINE:
             if not 0 <= idx < len(prog._inline_sizes):
                 raise PteFormatError(f"{where}.delegates[{i}] ({did!r}): inline data index {idx} out of range")
             size = prog._inline_sizes[idx]
             location = "inline"
-        elif loc == 1:
+        elif loc == DataLocation.SEGMENT:
             if not 0 <= idx < len(prog.segments):
                 raise PteFormatError(f"{where}.delegates[{i}] ({did!r}): segment index {idx} out of range")
             seg = prog.segments[idx]

@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan
+from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
@@ -180,7 +180,7 @@ class Analysis:
         for mem_id in range(1, len(self.buffer_sizes)):
             top = _peak(*self._arena_columns(mem_id), self.n_instructions) if mem_id in by else 0
             size = self.buffer_sizes[mem_id]
-            out.append(Arena(mem_id, mem_id - 1, size, self.buffer_devices.get(mem_id, "cpu"), top,
+            out.append(Arena(mem_id, runtime_index_of(mem_id), size, self.buffer_devices.get(mem_id, "cpu"), top,
                              size / top if top else None, len(by.get(mem_id, ())), self.method))
         return tuple(out)
 
@@ -223,7 +223,8 @@ def analyse(plan: RawPlan) -> Analysis:
             producer = uses_first[v]
             op = targets[producer]
         planned.append(PlannedTensor(v, role, dtype, t.sizes, nb, t.mem_id, t.offset, t.device, first.get(v),
-                                     last.get(v), producer, op, t.shape_dynamism != 0, t.fqn))
+                                     last.get(v), producer, op,
+                                     t.shape_dynamism != TensorShapeDynamism.STATIC, t.fqn))
     ops = {t.value: t.op for t in planned if t.role != "view"}
     planned = [t if t.role != "view" or not ops.get(views[t.value]) else
                replace(t, op=f"view of v{views[t.value]} ({ops[views[t.value]]})") for t in planned]

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from ..errors import PteFormatError
+from ..format import ScalarType as S
 
-#: ScalarType code -> (torch-style name, bytes per element)
+#: ScalarType -> (torch-style name, bytes per element)
 SCALAR_TYPES: dict[int, tuple[str, int]] = {
-    0: ("uint8", 1), 1: ("int8", 1), 2: ("int16", 2), 3: ("int32", 4), 4: ("int64", 8),
-    5: ("float16", 2), 6: ("float32", 4), 7: ("float64", 8), 8: ("complex32", 4),
-    9: ("complex64", 8), 10: ("complex128", 16), 11: ("bool", 1), 12: ("qint8", 1),
-    13: ("quint8", 1), 14: ("qint32", 4), 15: ("bfloat16", 2), 16: ("quint4x2", 1),
-    17: ("quint2x4", 1), 18: ("bits1x8", 1), 19: ("bits2x4", 1), 20: ("bits4x2", 1),
-    21: ("bits8", 1), 22: ("bits16", 2), 23: ("float8_e5m2", 1), 24: ("float8_e4m3fn", 1),
-    25: ("float8_e5m2fnuz", 1), 26: ("float8_e4m3fnuz", 1), 27: ("uint16", 2),
-    28: ("uint32", 4), 29: ("uint64", 8),
+    S.BYTE: ("uint8", 1), S.CHAR: ("int8", 1), S.SHORT: ("int16", 2), S.INT: ("int32", 4), S.LONG: ("int64", 8),
+    S.HALF: ("float16", 2), S.FLOAT: ("float32", 4), S.DOUBLE: ("float64", 8), S.COMPLEX32: ("complex32", 4),
+    S.COMPLEX64: ("complex64", 8), S.COMPLEX128: ("complex128", 16), S.BOOL: ("bool", 1), S.QINT8: ("qint8", 1),
+    S.QUINT8: ("quint8", 1), S.QINT32: ("qint32", 4), S.BFLOAT16: ("bfloat16", 2), S.QUINT4x2: ("quint4x2", 1),
+    S.QUINT2x4: ("quint2x4", 1), S.BITS1x8: ("bits1x8", 1), S.BITS2x4: ("bits2x4", 1), S.BITS4x2: ("bits4x2", 1),
+    S.BITS8: ("bits8", 1), S.BITS16: ("bits16", 2), S.FLOAT8E5M2: ("float8_e5m2", 1),
+    S.FLOAT8E4M3FN: ("float8_e4m3fn", 1), S.FLOAT8E5M2FNUZ: ("float8_e5m2fnuz", 1),
+    S.FLOAT8E4M3FNUZ: ("float8_e4m3fnuz", 1), S.UINT16: ("uint16", 2), S.UINT32: ("uint32", 4),
+    S.UINT64: ("uint64", 8),
 }
 
 

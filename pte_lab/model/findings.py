@@ -13,7 +13,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Iterable
 
 from ..devices import device_problem
-from ..units import count, human_bytes
+from ..format import ScalarType, TensorDataLocation, TensorShapeDynamism
+from ..units import count, first_few, human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .method import Method
@@ -156,7 +157,7 @@ def _state_findings(p: "Pte") -> list[Finding]:
     for (mem_id, users), entries in by_arena.items():
         names = [n for e in entries for n in e["names"]]
         nbytes = sum(e["bytes"] for e in entries)
-        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        shown = first_few(names, 4)
         private = [n for n in users if p.methods[n].is_device_method]
         sharing = [n for n in users if n not in private]
         out.append(Finding(
@@ -207,7 +208,8 @@ def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
         for v in written_at(raw, i):
             t = raw.values[v].tensor
             if (t is not None and v not in seen and v not in io and t.mem_id is None and t.data_buffer_idx == 0
-                    and t.location != 1 and t.shape_dynamism != 2):
+                    and t.location != TensorDataLocation.EXTERNAL
+                    and t.shape_dynamism != TensorShapeDynamism.DYNAMIC_UNBOUND):
                 seen.add(v)
                 out.append((v, i))
     return out
@@ -221,7 +223,7 @@ def _wrong_operands(m: "Method") -> list[str]:
             out.append(f"instruction {i} frees v{ins.args[0]}, a {raw.values[ins.args[0]].kind}, not a tensor")
         elif ins.kind == "JumpFalseCall":
             v = raw.values[ins.args[0]]
-            if not (v.kind == "Bool" or (v.kind == "Tensor" and v.tensor.scalar_type == 11)):
+            if not (v.kind == "Bool" or (v.kind == "Tensor" and v.tensor.scalar_type == ScalarType.BOOL)):
                 out.append(f"instruction {i} branches on v{ins.args[0]}, a {v.kind}, not a boolean")
     return out
 
@@ -270,7 +272,7 @@ def method_findings(m: "Method") -> list[Finding]:
     wrong = _wrong_operands(m)
     if wrong:
         out.append(Finding(Kind.OPERAND_KINDS, m.name,
-                           "; ".join(wrong[:4]) + (f"; and {len(wrong) - 4} more" if len(wrong) > 4 else "")
+                           first_few(wrong, 4, "; ", "; and {n} more")
                            + " (ExecuTorch aborts or refuses the method)", {"instructions": len(wrong)}))
     unplanned = [s for s in m.inputs + m.outputs if s.kind == "Tensor" and not s.planned]
     if unplanned:
@@ -311,7 +313,7 @@ def program_findings(p: "Pte") -> list[Finding]:
             missing = [k for k in keys if k not in have]
             name = data.path or "the .ptd file"
             if missing:
-                shown = ", ".join(repr(k) for k in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+                shown = first_few(map(repr, missing), 5)
                 out.append(Finding(Kind.EXTERNAL_DATA_MISSING, None,
                                    f"{name} lacks {len(missing)} of the {len(keys)} keys the program needs ({shown}): "
                                    f"loading a method that uses them fails", {"missing": missing}))
@@ -339,10 +341,10 @@ def duplicate_blob_findings(layout) -> list[Finding]:
     if not dups:
         return []
     wasted = sum(n for _, _, n, _ in dups)
-    shown = "; ".join(f"{name} ({region}, {human_bytes(n)}) = {first}" for name, region, n, first in dups[:4])
-    more = f"; and {len(dups) - 4} more" if len(dups) > 4 else ""
+    shown = first_few((f"{name} ({region}, {human_bytes(n)}) = {first}" for name, region, n, first in dups), 4,
+                      "; ", "; and {n} more")
     return [Finding(Kind.DUPLICATE_BLOBS, None,
                     f"{count(len(dups), 'blob')} repeat{'s' if len(dups) == 1 else ''} bytes stored earlier in "
-                    f"the file: {human_bytes(wasted)} could be stored once ({shown}{more})",
+                    f"the file: {human_bytes(wasted)} could be stored once ({shown})",
                     {"bytes": wasted, "blobs": [{"name": d[0], "region": d[1], "bytes": d[2], "same_as": d[3]}
                                                 for d in dups]})]

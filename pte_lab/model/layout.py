@@ -14,6 +14,8 @@ import hashlib
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import PteLabError
+from ..format import TensorDataLocation
+from ..units import first_few
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
@@ -52,7 +54,7 @@ def _constant_names(pte: "Pte") -> dict[int, list[tuple[str, str]]]:
     for m in pte.methods.values():
         for i, v in enumerate(m.raw.values):
             t = v.tensor
-            if t is not None and t.data_buffer_idx > 0 and t.location != 1:
+            if t is not None and t.data_buffer_idx > 0 and t.location != TensorDataLocation.EXTERNAL:
                 name = t.fqn or f"{m.name} v{i} {_dtype(t.scalar_type)}{list(t.sizes)}"
                 out.setdefault(t.data_buffer_idx, []).append((name, m.name))
     return out
@@ -68,7 +70,7 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
         if n:
             items.append([region, name, owner, offset, n])
 
-    head_end = min(8 + h.extended_length, h.program_size)
+    head_end = h.header_end
     add("header", "flatbuffer prelude and extended header" if h.extended else "flatbuffer prelude", "", 0,
         head_end)
     names = _constant_names(pte)
@@ -97,7 +99,7 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
                 nxt = next((e for e in ends if e > off), s.size)
                 add("constant", _label(names.get(b), f"buffer {b}"), _owners(names.get(b)), s.offset + off, nxt - off)
         elif s.kind.startswith("delegate:"):
-            backend, owner = delegate_owner.get(("segment", s.index), (s.kind[9:], ""))
+            backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
             add("delegate", f"{backend} blob (segment {s.index})", owner, s.offset, s.size)
         elif s.kind == "named_data":
             add("named data", named.get(s.index, f"segment {s.index}"), "", s.offset, s.size)
@@ -135,8 +137,7 @@ def _dtype(code: int) -> str:
 def _label(names, default: str) -> str:
     if not names:
         return default
-    first = names[0][0]
-    return first if len(names) == 1 else f"{first} (+{len(names) - 1} more)"
+    return first_few((name for name, _ in names), 1, more=" (+{n} more)")
 
 
 def _owners(names) -> str:

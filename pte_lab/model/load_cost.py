@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
+from ..format import runtime_index_of
+
 LOADERS = ("corrected", "legacy", "module")
 STEPS = ("load_program", "load_method", "first_execute")
 
@@ -55,7 +57,8 @@ def _shared(loader: str, plans: list[PlanArenas]) -> list[Allocation]:
     for mem_id in range(1, width):
         size = max(p.sizes[mem_id] if mem_id < len(p.sizes) else 0 for p in plans)
         users = tuple(p.method for p in plans if mem_id < len(p.sizes))
-        out.append(Allocation(loader, "load_program", None, "shared", mem_id, mem_id - 1, "cpu", size, users))
+        out.append(Allocation(loader, "load_program", None, "shared", mem_id, runtime_index_of(mem_id), "cpu", size,
+                              users))
     return out
 
 
@@ -64,7 +67,8 @@ def _private(loader: str, step: str, p: PlanArenas, device_first: bool) -> list[
     if device_first:
         ids = sorted(ids, key=lambda m: (p.devices.get(m, "cpu") == "cpu", m))
     return [
-        Allocation(loader, step, p.method, "private", m, m - 1, p.devices.get(m, "cpu"), p.sizes[m], (p.method,))
+        Allocation(loader, step, p.method, "private", m, runtime_index_of(m), p.devices.get(m, "cpu"), p.sizes[m],
+                   (p.method,))
         for m in ids
     ]
 

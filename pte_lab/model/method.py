@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan
+from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
 from .findings import Finding, method_findings, plan_findings
@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["Method", "Arena", "PlannedTensor", "IOSpec", "Instruction", "Delegate", "TENSOR_COLUMNS"]
+
+#: how many arenas' occupancy curves a method keeps (each is 8 bytes per instruction)
+_CURVES_KEPT = 8
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,6 @@ class Method:
         self._raw = raw
         self.index = index
         self.name: str = raw.name
-        self._occupancy: dict[int, np.ndarray] = {}  # the last few arenas' curves
 
     # ------------------------------------------------------------ the file
     @property
@@ -139,7 +141,8 @@ class Method:
                 continue
             t, dtype, nb = tensor_meta(self._raw, v)
             out.append(IOSpec(pos, v, "Tensor", dtype, t.sizes, nb, t.mem_id is not None,
-                              t.mem_id, t.offset, t.device, t.shape_dynamism != 0))
+                              t.mem_id, t.offset, t.device,
+                              t.shape_dynamism != TensorShapeDynamism.STATIC))
         return out
 
     @cached_property
@@ -198,11 +201,12 @@ class Method:
 
     def occupancy(self, mem_id: int) -> np.ndarray:
         """Occupied bytes of arena ``mem_id`` at times -1..N (index = time + 1)."""
-        if mem_id not in self._occupancy:
-            if len(self._occupancy) >= 8:  # a few arenas' curves at a time: memory ~ instructions
-                self._occupancy.pop(next(iter(self._occupancy)))
-            self._occupancy[mem_id] = self.analysis.occupancy(mem_id)
-        return self._occupancy[mem_id]
+        return self._curves(mem_id)
+
+    @cached_property
+    def _curves(self):
+        """The last few arenas' occupancy curves, kept: memory ~ instructions, whatever the arenas."""
+        return lru_cache(maxsize=_CURVES_KEPT)(self.analysis.occupancy)
 
     @property
     def arenas(self) -> list[Arena]:

@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
 from ..errors import PteFormatError
-from ..format import RawProgram, Source, read
+from ..format import RawProgram, Source, TensorDataLocation, read
 from .bundled import Bundled
 from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
@@ -122,7 +122,7 @@ class Pte:
         for m in self.methods.values():
             for i, v in enumerate(m.raw.values):
                 t = v.tensor
-                if t is not None and t.location == 1 and t.mem_id is None:
+                if t is not None and t.location == TensorDataLocation.EXTERNAL and t.mem_id is None:
                     users = uses.setdefault(t.fqn or f"{m.name}:value{i}", [])
                     if m.name not in users:
                         users.append(m.name)

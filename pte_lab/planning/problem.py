@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import PteLabError
+from ..format import TENSOR_ALIGNMENT
 
 
 class PlanningError(PteLabError, ValueError):
@@ -80,7 +81,7 @@ class Problem:
         return a.first <= b.last and b.first <= a.last
 
     @classmethod
-    def from_tensors(cls, tensors, alignment: int = 16, name: str = "on paper") -> "Problem":
+    def from_tensors(cls, tensors, alignment: int = TENSOR_ALIGNMENT, name: str = "on paper") -> "Problem":
         """A problem straight from ``(nbytes, first, last)`` triples: a plan on paper, one group per tensor
         (value ids are the positions in ``tensors``)."""
         groups = []
@@ -93,12 +94,9 @@ class Problem:
         return cls(name, 1, "cpu", alignment, groups, 0, 0, n)
 
 
-DEFAULT_ALIGNMENT = 16  # ExecuTorch's memory planning alignment (exir/tensor.py)
-
-
 def _alignment(offsets) -> int:
-    """16, ExecuTorch's planning alignment, unless the original plan used a finer one."""
-    a = DEFAULT_ALIGNMENT
+    """ExecuTorch's planning alignment (16), unless the original plan used a finer one."""
+    a = TENSOR_ALIGNMENT
     while a > 1 and any(o % a for o in offsets):
         a //= 2
     return a

@@ -37,6 +37,23 @@ class ArenaPlan:
     def saved(self) -> int:
         return self.before - self.after
 
+    @property
+    def before_over_bound(self) -> float | None:
+        """The original size over the lower bound (1.0: no plan is smaller); None without a bound."""
+        return self.before / self.lower_bound if self.lower_bound else None
+
+    @property
+    def after_over_bound(self) -> float | None:
+        """The new size over the lower bound; None without a bound."""
+        return self.after / self.lower_bound if self.lower_bound else None
+
+
+#: the columns of :meth:`Replan.table`, one row per arena: (column, :class:`ArenaPlan` attribute)
+REPLAN_TABLE = (("method", "method"), ("mem_id", "mem_id"), ("device", "device"), ("before", "before"),
+                ("after", "after"), ("lower_bound", "lower_bound"), ("before/bound", "before_over_bound"),
+                ("after/bound", "after_over_bound"), ("saved", "saved"), ("kept_original", "kept"),
+                ("seconds", "seconds"))
+
 
 def plan_arena(problem: Problem, algorithm: str = "best_fit") -> tuple[dict[int, int], int]:
     """(value -> offset, arena size) for one arena's problem."""
@@ -70,14 +87,11 @@ class Replan:
     _source: bytes | None = field(default=None, repr=False)
 
     def table(self) -> "pd.DataFrame":
+        """One row per arena (:data:`REPLAN_TABLE`): sizes before and after, the bound, what was saved."""
         import pandas as pd
 
-        rows = [(a.method, a.mem_id, a.device, a.before, a.after, a.lower_bound,
-                 a.before / a.lower_bound if a.lower_bound else None,
-                 a.after / a.lower_bound if a.lower_bound else None, a.saved, a.kept, a.seconds)
-                for a in self.arenas]
-        return pd.DataFrame(rows, columns=["method", "mem_id", "device", "before", "after", "lower_bound",
-                                           "before/bound", "after/bound", "saved", "kept_original", "seconds"])
+        rows = [tuple(getattr(a, attr) for _, attr in REPLAN_TABLE) for a in self.arenas]
+        return pd.DataFrame(rows, columns=[c for c, _ in REPLAN_TABLE])
 
     def by_method(self) -> "pd.DataFrame":
         """Per method: planned bytes before and after, and each over the summed lower bounds."""

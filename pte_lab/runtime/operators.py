@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib
 
+from ..units import first_few
+
 __all__ = ["PROVIDERS", "registered_operators", "provide", "missing_message"]
 
 #: operator namespace -> (module of the executorch wheel that registers its kernels, what it is)
@@ -58,7 +60,7 @@ def provide(operators: list[str]) -> dict:
 
 
 def missing_message(method: str, missing: list[str]) -> str:
-    shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+    shown = first_few(missing, 8)
     hints = []
     for ns in sorted({op.split("::")[0] for op in missing if "::" in op}):
         if ns in PROVIDERS:

@@ -20,6 +20,7 @@ from ..errors import (
     PteLabError,
     error_name,
 )
+from ..format import mem_id_of
 from ..model import Pte
 from ..model.findings import REFUSED_BY_RUNTIME, shared_arenas_message, sharing_host_methods
 from ..units import human_bytes
@@ -285,15 +286,16 @@ class LabProgram:
         m = _ALLOC_RE.search(message)
         if m and method is not None:
             nbytes, index, dtype, didx = (int(g) for g in m.groups())
+            mem_id = mem_id_of(index)
             device = device_name(dtype, didx)
             kind = device.split(":")[0]
             return DeviceAllocationError(
-                f"method {method!r}: could not allocate arena mem_id {index + 1} (runtime buffer {index}, "
+                f"method {method!r}: could not allocate arena mem_id {mem_id} (runtime buffer {index}, "
                 f"{nbytes:,} bytes = {human_bytes(nbytes)}) on {device}: no {kind} device "
                 f"allocator is registered or it refused. On a machine without that device, call "
                 f"pte_lab.emulate_device({device!r}) first (emulated, host memory); otherwise use an "
                 f"ExecuTorch build with the {kind} backend. The program's other methods keep working.",
-                method=method, mem_id=index + 1, runtime_index=index, device=device, nbytes=nbytes,
+                method=method, mem_id=mem_id, runtime_index=index, device=device, nbytes=nbytes,
                 runtime_message=message)
         what = f"method {method!r}" if method else f"program {os.fspath(self.path)!r}"
         c = _CODE_RE.search(message)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import MEMORY_ALLOCATION_FAILED, PteLabError, RuntimeCrashedError, error_name
+from ..format import TENSOR_ALIGNMENT
 from .checked import checked
 from .runner import RunnerResult, StepUse
 
@@ -49,6 +50,10 @@ PARTS = {
                                         "(Rss in /proc/self/smaps); the loader mlocks them where the "
                                         "memlock limit allows, as Runtime.load_program does"),
 }
+
+#: the least base alignment a pool is reported with: ExecuTorch's planned tensors are 16-byte aligned
+#: (exir's TENSOR_ALIGNMENT), and pool bases aligned to 16 were seen to suffice where 4 mod 16 failed
+MIN_POOL_ALIGNMENT = TENSOR_ALIGNMENT
 
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
 POOLS = ("planned arenas", "method allocator", "temp allocator")
@@ -362,7 +367,7 @@ def _method_sizes(r: RunnerResult, plan, runs: int) -> MethodSizes:
         temp_allocator=max(pools.temp_peak, resolution),
         temp_peak=pools.temp_peak,
         resolution_minimum=resolution,
-        alignment=max(16, pools.method_max_alignment, pools.temp_max_alignment),
+        alignment=max(MIN_POOL_ALIGNMENT, pools.method_max_alignment, pools.temp_max_alignment),
         heap_load_method=None if load_method is None else load_method.heap,
         heap_execute=sum(steps[k].heap for k in execs) if runs_counted else None,
         heap_execute_peak=max((steps[k].heap_peak for k in execs), default=0) if runs_counted else None,

@@ -14,7 +14,7 @@ from html import escape
 from importlib.resources import files
 
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio
-from .rows import METHOD_HEADERS, TENSOR_TABLE, load_cost_rows, method_rows
+from .rows import ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, load_cost_rows, method_rows
 from .text import arena_text, data_text, method_text, pte_text
 
 _MAX_TENSOR_ROWS = 200
@@ -69,14 +69,25 @@ def _ratio(r: float | None) -> str:
     return escape(ratio(r, times="×"))
 
 
+def _arena_cells(attr: str, a) -> list[str]:
+    """The cells of one column of :data:`ARENA_ROW`; the fill bar follows size/peak under no header."""
+    v = getattr(a, attr)
+    if attr == "device":
+        return [_device_badge(v)]
+    if attr in ("size", "peak_bytes"):
+        return [human_bytes(v)]
+    if attr == "size_over_peak":
+        return [_ratio(v), _fill_bar(a.peak_bytes, a.size)]
+    return [str(v)]
+
+
+_ARENA_HEADERS = [h for attr, header, _ in ARENA_ROW for h in ([header, ""] if attr == "size_over_peak" else [header])]
+_ARENA_NUMERIC = {i for i, h in enumerate(_ARENA_HEADERS) if h not in ("device", "")}
+
+
 def arenas_table(method) -> str:
-    rows = [
-        [str(a.mem_id), str(a.runtime_index), _device_badge(a.device), human_bytes(a.size),
-         human_bytes(a.peak_bytes), _ratio(a.size_over_peak), _fill_bar(a.peak_bytes, a.size), str(a.n_tensors)]
-        for a in method.arenas
-    ]
-    return _table(["mem_id", "runtime index", "device", "size", PEAK_LIVE, SIZE_OVER_PEAK, "", "tensors"],
-                  rows, numeric={0, 1, 3, 4, 5, 7})
+    rows = [[c for attr, _, _ in ARENA_ROW for c in _arena_cells(attr, a)] for a in method.arenas]
+    return _table(_ARENA_HEADERS, rows, numeric=_ARENA_NUMERIC)
 
 
 def _io_table(specs) -> str:

@@ -16,7 +16,7 @@ or a change of meaning bumps it)::
                                 "planned", "mem_id", "offset", "device", "dynamic"}],
           "operator_counts": {op: n},
           "delegates": [{"index", "backend", "target_device", "location", "size", "compile_specs"}],
-          "arenas": [{"mem_id", "runtime_index", "size", "device", "peak_bytes", "efficiency",
+          "arenas": [{"mem_id", "runtime_index", "device", "size", "peak_bytes", "efficiency",
                       "tensors"}],    # efficiency = Arena.size_over_peak, tensors = Arena.n_tensors
           "tensors": [{"value", "role", "dtype", "shape", "nbytes", "mem_id", "offset",
                        "device", "first", "last", "producer", "op", "dynamic", "name"}],

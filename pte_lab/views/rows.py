@@ -12,9 +12,10 @@ from operator import attrgetter
 
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.load_cost import LOADERS, STEPS
+from ..units import PEAK_LIVE, SIZE_OVER_PEAK
 
 __all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
-           "io_records", "delegate_records", "arena_records", "finding_records"]
+           "io_records", "delegate_records", "ARENA_ROW", "arena_records", "finding_records"]
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,16 @@ def delegate_records(m) -> list[dict]:
             for d in m.delegates]
 
 
+#: an arena's row in every table of arenas (text, HTML, JSON), in order: (``Arena`` attribute, header,
+#: key in the JSON document, version 1: ``efficiency`` is ``size_over_peak``, ``tensors`` ``n_tensors``)
+ARENA_ROW = (("mem_id", "mem_id", "mem_id"), ("runtime_index", "runtime index", "runtime_index"),
+             ("device", "device", "device"), ("size", "size", "size"), ("peak_bytes", PEAK_LIVE, "peak_bytes"),
+             ("size_over_peak", SIZE_OVER_PEAK, "efficiency"), ("n_tensors", "tensors", "tensors"))
+
+
 def arena_records(m) -> list[dict]:
-    """Arenas under the JSON document's (version 1) keys: ``efficiency`` is ``size_over_peak``."""
-    return [{"mem_id": a.mem_id, "runtime_index": a.runtime_index, "size": a.size, "device": a.device,
-             "peak_bytes": a.peak_bytes, "efficiency": a.size_over_peak, "tensors": a.n_tensors}
-            for a in m.arenas]
+    """Arenas under the JSON document's keys (:data:`ARENA_ROW`)."""
+    return [{key: getattr(a, attr) for attr, _, key in ARENA_ROW} for a in m.arenas]
 
 
 def finding_records(findings, with_method: bool) -> list[dict]:

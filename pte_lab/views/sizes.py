@@ -109,7 +109,9 @@ def c_header(sizes: "Sizes", guard: str | None = None) -> str:
     """A C header with each method's pool sizes (C89-compatible: macros and const arrays)."""
     stem = _NOT_IDENT.sub("_", os.path.splitext(os.path.basename(sizes.path))[0]).upper().strip("_") or "PROGRAM"
     guard = guard or f"PTE_LAB_{stem}_POOLS_H"
-    align = max([16] + [m.alignment for m in sizes.methods.values()])
+    from ..runtime.sizing import MIN_POOL_ALIGNMENT
+
+    align = max([MIN_POOL_ALIGNMENT] + [m.alignment for m in sizes.methods.values()])
     idents = c_identifiers(sizes.methods)
     kinds = sorted({parse_device(d)[0] for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
                    key=lambda k: DEVICE_TYPES[k])

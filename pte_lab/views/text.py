@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.load_cost import LOADERS
-from ..units import SIZE_OVER_PEAK, count, human_bytes, ratio
-from .rows import METHOD_HEADERS, load_cost_rows, method_rows, state_summary
+from ..units import SIZE_OVER_PEAK, count, first_few, human_bytes, ratio
+from .rows import ARENA_ROW, METHOD_HEADERS, load_cost_rows, method_rows, state_summary
 
-__all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text"]
+__all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text"]
 
 _GLYPHS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -30,15 +30,18 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def arena_rows(method) -> list[list[str]]:
-    return [
-        [str(a.mem_id), str(a.runtime_index), a.device, f"{a.size:,}", human_bytes(a.size),
-         f"{a.peak_bytes:,}", ratio(a.size_over_peak), str(a.n_tensors)]
-        for a in method.arenas
-    ]
+#: how text shows a column of :data:`ARENA_ROW` when not as ``str`` under the row's header: (header or None
+#: for the row's, format) per cell; narrow headers, and exact bytes beside the size
+_ARENA_TEXT = {"runtime_index": [("runtime", str)], "size": [("bytes", "{:,}".format), (None, human_bytes)],
+               "peak_bytes": [("peak", "{:,}".format)], "size_over_peak": [(None, ratio)]}
+_ARENA_COLUMNS = [(attr, h or header, fmt) for attr, header, _ in ARENA_ROW
+                  for h, fmt in _ARENA_TEXT.get(attr, [(None, str)])]
 
 
-ARENA_HEADERS = ["mem_id", "runtime", "device", "bytes", "size", "peak", SIZE_OVER_PEAK, "tensors"]
+def arenas_text(method) -> str:
+    """The table of a method's arenas (:data:`ARENA_ROW`)."""
+    return _table([h for _, h, _ in _ARENA_COLUMNS],
+                  [[fmt(getattr(a, attr)) for attr, _, fmt in _ARENA_COLUMNS] for a in method.arenas])
 
 
 def arena_text(a) -> str:
@@ -67,16 +70,14 @@ def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -
             lines.append(f"  delegate {d.index}: {d.backend}{dev} ({human_bytes(d.size)} {d.location})")
     counts = sorted(m.operator_counts.items(), key=lambda kv: (-kv[1], kv[0]))
     if counts:
-        shown = ", ".join(f"{k} x{v}" for k, v in counts[:8])
-        more = f", +{len(counts) - 8} more" if len(counts) > 8 else ""
-        lines.append(f"  calls: {shown}{more}")
+        lines.append(f"  calls: {first_few((f'{k} x{v}' for k, v in counts), 8, more=', +{n} more')}")
     n_state, state_bytes, names = state_summary(m)
     if n_state:
-        shown = f": {', '.join(names[:3])}" + (f" and {len(names) - 3} more" if len(names) > 3 else "") if names else ""
+        shown = f": {first_few(names, 3)}" if names else ""
         lines.append(f"  state kept between calls: {count(n_state, 'tensor')}, {human_bytes(state_bytes)}{shown}")
     if m.arenas:
         lines.append("")
-        lines.append(_indent(_table(ARENA_HEADERS, arena_rows(m))))
+        lines.append(_indent(arenas_text(m)))
     else:
         lines.append("  no planned arenas")
     findings = m.findings()
@@ -210,4 +211,19 @@ def layout_text(p, top: int = 12) -> str:
                                     [[r[0], r[1], r[2] or "-", f"{r[3]:,}", human_bytes(r[4])] for r in blobs]), 4))
     for f in duplicate_blob_findings(rows):
         lines += ["", f"  {f}"]
+    return "\n".join(lines)
+
+
+def replan_text(r) -> str:
+    """A :class:`pte_lab.planning.Replan` per arena: sizes before and after, the bound, each over it."""
+    def over(x: float | None) -> float:
+        return float("nan") if x is None else x
+
+    lines = [f"{'method':16s} {'arena':>5s} {'device':>8s} {'before':>12s} {'after':>12s} {'lower bound':>12s}"
+             f" {'before/bound':>12s} {'after/bound':>11s}"]
+    for a in r.arenas:
+        lines.append(f"{a.method:16s} {a.mem_id:5d} {a.device:>8s} {human_bytes(a.before):>12s} "
+                     f"{human_bytes(a.after):>12s} {human_bytes(a.lower_bound):>12s} "
+                     f"{over(a.before_over_bound):11.3f}x {over(a.after_over_bound):10.3f}x"
+                     + ("  (kept)" if a.kept else ""))
     return "\n".join(lines)
