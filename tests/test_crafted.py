@@ -1,89 +1,15 @@
-"""Hostile programs built with flatbuffers.Builder: self-referencing lists,
+"""Hostile programs built with flatbuffers.Builder (tests/crafting.py): self-referencing lists,
 references that would wrap around, vectors that claim more than the file."""
 
 from __future__ import annotations
 
 import struct
 
-import flatbuffers
 import pytest
 
 import pte_lab
 from pte_lab import PteFormatError
-
-
-def _ints(b: flatbuffers.Builder, xs, size=4, prepend="PrependInt32"):
-    b.StartVector(size, len(xs), size)
-    for x in reversed(xs):
-        getattr(b, prepend)(x)
-    return b.EndVector()
-
-
-def _table(b, fields):
-    """fields: list of (slot, kind, value) with kind 'off', 'u8', 'i32', 'u32'."""
-    b.StartObject(max(s for s, _, _ in fields) + 1)
-    for slot, kind, value in fields:
-        {"off": b.PrependUOffsetTRelativeSlot, "u8": b.PrependUint8Slot,
-         "i32": b.PrependInt32Slot, "u32": b.PrependUint32Slot}[kind](slot, value, 0)
-    return b.EndObject()
-
-
-def build_program(values, instructions, sizes=(0, 64)) -> bytes:
-    """A minimal one-method Program. values: ("tensor", mem_id, offset, n_floats) or
-    ("list", [items]); instructions: lists of argument value indices (KernelCalls of op 0)."""
-    b = flatbuffers.Builder(1024)
-    evs, same = [], {}
-    for v in values:
-        if id(v) in same:  # the same tuple object again: the same EValue table, referenced again
-            evs.append(same[id(v)])
-            continue
-        if v[0] == "tensor":
-            _, mem_id, offset, n = v
-            sizes_vec = _ints(b, list(n) if isinstance(n, (list, tuple)) else [n])
-            if mem_id is None:  # no allocation_info: neither planned nor a constant
-                t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec)])
-            else:
-                alloc = _table(b, [(0, "u32", mem_id), (1, "u32", offset)])
-                t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec), (6, "off", alloc)])
-            evs.append(_table(b, [(0, "u8", 5), (1, "off", t)]))
-        else:
-            items = _ints(b, v[1])
-            lst = _table(b, [(0, "off", items)])
-            evs.append(_table(b, [(0, "u8", 10), (1, "off", lst)]))
-        same[id(v)] = evs[-1]
-    b.StartVector(4, len(evs), 4)
-    for e in reversed(evs):
-        b.PrependUOffsetTRelative(e)
-    values_vec = b.EndVector()
-    instrs, shared = [], {}
-    for args in instructions:  # the same list object twice: one vector, referenced twice
-        a = shared.get(id(args)) or shared.setdefault(id(args), _ints(b, args))
-        call = _table(b, [(0, "i32", 0), (1, "off", a)])
-        instrs.append(_table(b, [(0, "u8", 1), (1, "off", call)]))
-    b.StartVector(4, len(instrs), 4)
-    for i in reversed(instrs):
-        b.PrependUOffsetTRelative(i)
-    instr_vec = b.EndVector()
-    chain = _table(b, [(2, "off", instr_vec)])
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(chain)
-    chains = b.EndVector()
-    op_name, overload = b.CreateString("aten::op"), b.CreateString("out")
-    op = _table(b, [(0, "off", op_name), (1, "off", overload)])
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(op)
-    ops = b.EndVector()
-    sizes_vec = _ints(b, list(sizes), 8, "PrependInt64")
-    inputs, outputs = _ints(b, [0]), _ints(b, [len(values) - 1])
-    name = b.CreateString("forward")
-    plan = _table(b, [(0, "off", name), (2, "off", values_vec), (3, "off", inputs), (4, "off", outputs),
-                      (5, "off", chains), (6, "off", ops), (8, "off", sizes_vec)])
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(plan)
-    plans = b.EndVector()
-    prog = _table(b, [(0, "u32", 0), (1, "off", plans)])
-    b.Finish(prog, file_identifier=b"ET12")
-    return bytes(b.Output())
+from tests.crafting import build_program
 
 
 def test_builder_program_reads():
