@@ -29,7 +29,7 @@ from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
 from .occupancy import peak as _peak
-from .roles import declared_state, role_of, state_values
+from .roles import declared_state, found_state, role_of, state_values
 from .validate import Conflict, find_conflicts
 
 __all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
@@ -199,8 +199,9 @@ def analyse(plan: RawPlan) -> Analysis:
     uses = instruction_uses(plan)
     uses_first = uses[0]
     first, last = lifetimes(plan, declared, uses)
-    views = resolve_views(plan, first, last, set(plan.inputs) | declared)
-    state = state_values(plan, uses_first, views, declared)
+    found = found_state(plan, uses_first, first, declared)
+    views = resolve_views(plan, first, last, set(plan.inputs) | declared | found)
+    state = state_values(declared, found, views)
     n_ins = len(plan.instructions)
     for v in state - declared:  # found from how the instructions use it: alive over every call
         first[v], last[v] = -1, n_ins
