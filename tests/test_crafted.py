@@ -113,3 +113,62 @@ def test_many_values_sharing_one_tensor_table():
     assert len(views) == n - 1 and (views["first"] == 0).all()
     assert df.loc[1, "last"] == n - 1  # the base stays alive while its views are read
     assert m.validate() == []
+
+
+def _count_calls(monkeypatch, module, name):
+    calls = []
+    real = getattr(module, name)
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_one_call_naming_20000_values_that_share_a_tensor_table(monkeypatch):
+    """The issue's shape: 20,000 values sharing one tensor table, all read by one KernelCall. Each is read
+    before anything writes its bytes (state, like a KV cache), so they all overlap: the findings say so once
+    per pair up to the limit, and the instruction's arguments are worked out once, not once per value."""
+    from pte_lab.model import lifetimes
+
+    n = 20_000
+    shared = ("tensor", 1, 0, 4)
+    values = [("tensor", 1, 16, 4)] + [shared] * n + [("tensor", 1, 32, 4)]
+    data = build_program(values, [list(range(1, n + 1)) + [n + 1, n + 1]])
+    calls = _count_calls(monkeypatch, lifetimes, "_written")
+    m = pte_lab.open(data).methods["forward"]
+    df = m.tensors.set_index("value")
+    assert (df.loc[1:n, "role"] == "mutable_buffer").all() and (df.loc[1:n, "first"] == -1).all()
+    overlaps = [f for f in m.findings() if f.kind == "plan_overlap"]
+    assert len(overlaps) == 1000 and "value 1 " in overlaps[0].message
+    assert len(calls) <= 2  # once for the views, once for the unbacked-write check: not once per value
+
+
+def test_an_instruction_record_named_many_times_is_worked_out_once(monkeypatch):
+    """50,000 places name one Instruction table of 30 arguments: what it writes is worked out once, not
+    50,000 times (1.5 million arguments)."""
+    from pte_lab.model import lifetimes
+
+    values = [("tensor", 1, 16 * i, 4) for i in range(30)]
+    ins = list(range(29)) + [29, 29]
+    data = build_program(values, [ins] * 50_000, sizes=(0, 16 * 30))
+    calls = _count_calls(monkeypatch, lifetimes, "_written")
+    m = pte_lab.open(data).methods["forward"]
+    assert m.n_instructions == 50_000
+    df = m.tensors.set_index("value")
+    assert (df.loc[29, "role"], df.loc[29, "first"], df.loc[29, "last"]) == ("output", 0, 50_000)
+    assert (df.loc[1, "role"], df.loc[1, "first"]) == ("mutable_buffer", -1)  # read before anything writes it
+    assert m.validate() == [] and not [f for f in m.findings() if f.severity == "error"]
+    assert len(calls) <= 2
+
+
+def test_a_list_named_over_and_over_is_charged_like_decoding():
+    """One TensorList of 60,000 items named by 100,000 calls (one shared Instruction table): reading it the
+    way the analysis does means 6 billion items from a 0.6 MB file; refused, and quickly."""
+    values = [("tensor", 1, 16, 4), ("tensor", 1, 0, 4), ("list", [1] * 60_000), ("tensor", 1, 32, 4)]
+    ins = [2, 3, 3]
+    data = build_program(values, [[0, 1, 1]] + [ins] * 100_000)
+    with pytest.raises(PteFormatError, match="so many times over"):
+        pte_lab.open(data).methods["forward"].instructions

@@ -197,15 +197,17 @@ def plan_findings(method: str, planned, buffer_sizes, conflicts: "Iterable[Confl
 
 def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
     """(value, instruction) for tensors a KernelCall or MoveCall writes that have no memory at all."""
-    from .lifetimes import written_at
+    from .lifetimes import Writes
 
     raw = m.raw
     io = set(raw.inputs) | set(raw.outputs)
-    out, seen = [], set()
+    out, seen, done = [], set(), set()
+    writes = Writes(raw)
     for i, ins in enumerate(raw.instructions):
-        if ins.kind not in ("KernelCall", "MoveCall"):
+        if ins.kind not in ("KernelCall", "MoveCall") or id(ins) in done:
             continue
-        for v in written_at(raw, i):
+        done.add(id(ins))  # an instruction record named again writes the same values
+        for v in writes(i):
             t = raw.values[v].tensor
             if (t is not None and v not in seen and v not in io and t.mem_id is None and t.data_buffer_idx == 0
                     and t.location != TensorDataLocation.EXTERNAL

@@ -47,18 +47,28 @@ from .dtypes import nbytes as _nbytes
 def instruction_uses(plan: RawPlan) -> tuple[dict[int, int], dict[int, int]]:
     """first and last instruction naming each value (list items are named where their list is).
 
-    One pass over each instruction's arguments, then one over each list's items
-    (a list named by many instructions is not expanded at each of them).
+    One pass over each distinct instruction's arguments (a file may name one
+    instruction record at many places: only its first and last place count),
+    then one over each list's items (a list named by many instructions is not
+    expanded at each of them).
     """
-    instructions = plan.instructions
+    seen_first: dict[int, int] = {}
+    seen_last: dict[int, int] = {}
+    record: dict[int, object] = {}
+    for i, ins in enumerate(plan.instructions):
+        k = id(ins)
+        if k not in seen_first:
+            seen_first[k] = i
+            record[k] = ins
+        seen_last[k] = i
     first: dict[int, int] = {}
     last: dict[int, int] = {}
-    for i, ins in enumerate(instructions):
-        last.update(dict.fromkeys(ins.args, i))
-    for i in range(len(instructions) - 1, -1, -1):
-        first.update(dict.fromkeys(instructions[i].args, i))
+    for k, i in sorted(seen_last.items(), key=lambda kv: kv[1]):  # later places overwrite earlier ones
+        last.update(dict.fromkeys(record[k].args, i))
+    for k, i in sorted(seen_first.items(), key=lambda kv: -kv[1]):
+        first.update(dict.fromkeys(record[k].args, i))
     values = plan.values
-    lists = [(a, first[a], last[a]) for a in first if values[a].items]  # lists named directly, one level
+    lists = [(a, first[a], last[a]) for a in plan.lists if a in first]  # lists named directly, one level
     for a, fa, la in lists:
         for it in values[a].items:
             if it >= 0:
@@ -135,9 +145,10 @@ def _extend_over_loops(first: dict[int, int], last: dict[int, int], jumps: list[
 
 
 def _expanded(plan: RawPlan, args) -> tuple[int, ...]:
-    values = plan.values
-    if not any(values[a].items for a in args):
+    """``args`` with the items of the lists among them after each list."""
+    if plan.lists.isdisjoint(args):
         return args
+    values = plan.values
     out = []
     for a in args:
         out.append(a)
@@ -147,7 +158,26 @@ def _expanded(plan: RawPlan, args) -> tuple[int, ...]:
 
 def written_at(plan: RawPlan, i: int) -> set[int]:
     """Values instruction ``i`` writes (for a DelegateCall: every argument, to be safe)."""
-    ins = plan.instructions[i]
+    return _written(plan, plan.instructions[i])
+
+
+class Writes:
+    """``writes(i)``: :func:`written_at` of a plan, worked out once per instruction record (a file may
+    name one record at many places)."""
+
+    def __init__(self, plan: RawPlan):
+        self._plan = plan
+        self._memo: dict[int, frozenset[int]] = {}
+
+    def __call__(self, i: int) -> frozenset[int]:
+        ins = self._plan.instructions[i]
+        w = self._memo.get(id(ins))
+        if w is None:
+            w = self._memo[id(ins)] = frozenset(_written(self._plan, ins))
+        return w
+
+
+def _written(plan: RawPlan, ins) -> set[int]:
     if ins.kind == "MoveCall":
         return {ins.args[1]}
     if ins.kind == "KernelCall":
@@ -187,7 +217,7 @@ def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], he
         t = values[v].tensor
         if t is not None and t.mem_id is not None and not holds_nothing(t):
             at.setdefault((t.mem_id, t.offset), []).append((f, v))
-    writes: dict[int, set[int]] = {}
+    writes = Writes(plan)
     views: dict[int, int] = {}
     for entries in at.values():
         if len(entries) < 2:
@@ -201,9 +231,7 @@ def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], he
                     base = latest
                 time, latest = f, None
             if v not in held and 0 <= f < n:
-                if f not in writes:
-                    writes[f] = written_at(plan, f)
-                if v not in writes[f]:  # read where it is first named: a view, or not a base
+                if v not in writes(f):  # read where it is first named: a view, or not a base
                     if base is not None and _same_bytes(values[base].tensor, values[v].tensor):
                         views[v] = base
                     continue

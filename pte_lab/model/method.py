@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -69,6 +70,9 @@ class Delegate:
     target_device: str | None
     location: str  # "inline" | "segment"
     size: int
+
+
+_tensor_row = attrgetter(*TENSOR_COLUMNS)
 
 
 def _spec_value(v: bytes):
@@ -192,9 +196,8 @@ class Method:
         """
         import pandas as pd
 
-        planned = self.planned
-        rows = {c: [getattr(t, c) for t in planned] for c in TENSOR_COLUMNS}
-        df = pd.DataFrame(rows, columns=list(TENSOR_COLUMNS))
+        df = pd.DataFrame.from_records(list(map(_tensor_row, self.planned)), columns=list(TENSOR_COLUMNS),
+                                       nrows=len(self.planned))
         for c in ("first", "last", "producer"):
             df[c] = df[c].astype("Int64")
         return df

@@ -24,7 +24,7 @@ from collections import Counter
 from ..format import RawPlan
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
-from .lifetimes import holds_nothing
+from .lifetimes import _expanded, holds_nothing
 
 ROLES = ("input", "output", "input_output", "intermediate", "mutable_buffer", "view", "unused")
 
@@ -60,14 +60,6 @@ def declared_state(plan: RawPlan) -> frozenset[int]:
                 if t is not None and t.mem_id is not None and v not in io and not holds_nothing(t):
                     state.add(v)
     return frozenset(state)
-
-
-def _expanded(plan: RawPlan, args) -> list[int]:
-    out = []
-    for a in args:
-        out.append(a)
-        out.extend(it for it in plan.values[a].items if it >= 0)
-    return out
 
 
 def reads_at(plan: RawPlan, i: int) -> set[int]:
@@ -146,29 +138,43 @@ def _written_before(plan: RawPlan, starts: dict[int, int], candidates, first_use
     """The candidates some of whose bytes another tensor's lifetime covered before their first use.
 
     Per arena, the byte range is cut at every tensor's start and end; each
-    piece is given the earliest start of the tensors covering it (tensors in
-    order of start, each piece claimed once), then each candidate asks for the
-    earliest start over its pieces (a sparse table): work ~ tensors x log.
+    piece is given the earliest start of the tensors covering it (ranges in
+    order of start, each piece claimed once), then each candidate's range asks
+    for the earliest start over its pieces (a sparse table). Values sharing a
+    tensor record share a range: work ~ distinct ranges x log.
     """
     import numpy as np
 
     values = plan.values
-    by_arena: dict[int, list[tuple[int, int, int]]] = {}
+    spans: dict[int, tuple] = {}  # id(record) -> (mem_id, offset, end): one per tensor record
+    earliest_of: dict[tuple, int] = {}  # (mem_id, offset, end) -> the earliest start of a tensor there
     for v, s in starts.items():
         t = values[v].tensor
-        if t is not None and t.mem_id is not None and not holds_nothing(t):
-            by_arena.setdefault(t.mem_id, []).append((s, t.offset, t.offset + _span(t)))
-    out = set()
-    wanted: dict[int, list[int]] = {}
+        if t is None or t.mem_id is None:
+            continue
+        key = spans.get(id(t))
+        if key is None:
+            if holds_nothing(t):
+                continue
+            key = spans[id(t)] = (t.mem_id, t.offset, t.offset + _span(t))
+        if earliest_of.get(key, s + 1) > s:
+            earliest_of[key] = s
+    wanted: dict[int, set[tuple]] = {}
     for v in candidates:
-        wanted.setdefault(values[v].tensor.mem_id, []).append(v)
-    for mem_id, vs in wanted.items():
-        spans = sorted(by_arena.get(mem_id, []))
-        cuts = sorted({x for _, a, b in spans for x in (a, b)})
+        key = spans[id(values[v].tensor)]
+        wanted.setdefault(key[0], set()).add(key)
+    by_arena: dict[int, list[tuple[int, int, int]]] = {}
+    for (mem_id, a, b), s in earliest_of.items():
+        if mem_id in wanted:
+            by_arena.setdefault(mem_id, []).append((s, a, b))
+    earliest_in: dict[tuple, int] = {}  # candidate range -> the earliest start over its bytes
+    for mem_id, keys in wanted.items():
+        ranges = sorted(by_arena[mem_id])
+        cuts = sorted({x for _, a, b in ranges for x in (a, b)})
         index = {x: k for k, x in enumerate(cuts)}
-        earliest = np.full(max(len(cuts) - 1, 1), np.iinfo(np.int64).max, dtype=np.int64)
+        earliest = np.full(len(cuts) - 1, np.iinfo(np.int64).max, dtype=np.int64)
         nxt = list(range(len(cuts)))  # the next piece not yet claimed, at or after k (path-halved)
-        for s, a, b in spans:
+        for s, a, b in ranges:
             k, stop = index[a], index[b]
             while True:
                 while nxt[k] != k:
@@ -182,19 +188,21 @@ def _written_before(plan: RawPlan, starts: dict[int, int], candidates, first_use
         while 2 ** len(table) <= len(earliest):
             prev, half = table[-1], 2 ** (len(table) - 1)
             table.append(np.minimum(prev[:-half], prev[half:]))
-        for v in vs:
-            t = values[v].tensor
-            lo, hi = index[t.offset], index[t.offset + _span(t)]
-            k = (hi - lo).bit_length() - 1
-            if min(table[k][lo], table[k][hi - 2**k]) < first_use[v]:
-                out.add(v)
-    return out
+        keys = list(keys)
+        lo = np.array([index[a] for _, a, _ in keys], dtype=np.int64)
+        hi = np.array([index[b] for _, _, b in keys], dtype=np.int64)
+        level = np.frexp((hi - lo).astype(np.float64))[1] - 1  # floor(log2(hi - lo)), exact below 2**53
+        best = np.empty(len(keys), dtype=np.int64)
+        for k in np.unique(level).tolist():
+            sel = level == k
+            best[sel] = np.minimum(table[k][lo[sel]], table[k][hi[sel] - 2**k])
+        earliest_in.update(zip(keys, best.tolist()))
+    return {v for v in candidates if earliest_in[spans[id(values[v].tensor)]] < first_use[v]}
 
 
 def _span(t) -> int:
     """Bytes a tensor covers, from its shape and dtype (unknown dtypes count one byte per element)."""
-    size = SCALAR_TYPES.get(t.scalar_type, ("", 1))[1]
-    return _nbytes(t.sizes, size)
+    return _nbytes(t.sizes, SCALAR_TYPES.get(t.scalar_type, ("", 1))[1])
 
 
 def role_of(value: int, *, inputs: set[int], outputs: set[int], state: frozenset[int], named: bool,
