@@ -172,3 +172,123 @@ def test_a_list_named_over_and_over_is_charged_like_decoding():
     data = build_program(values, [[0, 1, 1]] + [ins] * 100_000)
     with pytest.raises(PteFormatError, match="so many times over"):
         pte_lab.open(data).methods["forward"].instructions
+
+
+# ------------------------------------------------- exported programs, one field changed: native deaths
+def _plan(data, name):
+    from pte_lab.format import read
+
+    raw, _ = read(bytes(data))
+    return next(p for p in raw._root.tables(1, "execution_plan") if p.string(0, "name") == name)
+
+
+def _int_where_a_tensor_goes(data: bytes) -> bytes:
+    """The portable MLP's relu (instruction 2, args [11, 14, 14]) reads v12, addmm's beta (an Int)."""
+    data = bytearray(data)
+    call = _plan(data, "forward").tables(5, "chains")[0].tables(2, "instructions")[2].table(1, "instr_args")
+    at = call._field(1, 4)
+    args = at + struct.unpack_from("<I", data, at)[0] + 4
+    assert struct.unpack_from("<3i", data, args) == (11, 14, 14)
+    struct.pack_into("<i", data, args, 12)
+    return bytes(data)
+
+
+def _delegate_retargeted(data: bytes, method: str, delegate: int, segment: int) -> bytes:
+    """``method``'s delegate now names ``segment``, another delegate's blob."""
+    data = bytearray(data)
+    ref = _plan(data, method).tables(7, "delegates")[delegate].table(1, "processed")
+    struct.pack_into("<I", data, ref._field(1, 4), segment)
+    return bytes(data)
+
+
+def test_a_kernel_argument_of_the_wrong_kind_is_refused_before_executorch_sees_it(program_bytes, tmp_path):
+    """ExecuTorch's relu kernel unboxes its first argument as a tensor: given an Int, the process aborts
+    (SIGABRT in execute, checked in the slow test below). pte_lab.load refuses it, naming the argument."""
+    data = _int_where_a_tensor_goes(program_bytes("portable"))
+    path = tmp_path / "int_for_tensor.pte"
+    path.write_bytes(data)
+    assert not [f for f in pte_lab.open(data).warnings() if f.severity == "error"]  # the file alone looks fine
+    with pytest.raises(PteFormatError, match=r"instruction 2 \(aten::relu.out\) passes v12, an Int, as 'self', "
+                                             r"where its schema takes Tensor"):
+        pte_lab.load(path)
+    from pte_lab.runtime.schemas import schema_findings
+
+    (f,) = [f for f in schema_findings(pte_lab.open(data)) if f.kind == "operator_arguments"]
+    assert f.severity == "error" and f.method == "forward" and len(f.details["problems"]) == 1
+
+
+def test_operators_without_a_schema_are_named(program_bytes):
+    """The exported LLM calls executorch_prim::et_view, which torch's registry does not know: findings say its
+    arguments are not checked; every other operator of every example program passes the check."""
+    from pte_lab.runtime.schemas import program_schemas, schema_findings
+
+    pte = pte_lab.open(program_bytes("llm"))
+    schemas = program_schemas(pte)
+    assert schemas["llama::update_cache.out"]["arguments"][:3] == (("value", "Tensor"), ("cache", "Tensor"),
+                                                                   ("start_pos", "int"))
+    (f,) = schema_findings(pte, schemas)
+    assert f.kind == "unchecked_operators" and f.severity == "info"
+    assert f.details["operators"] == ["executorch_prim::et_view.default"]
+    assert f in pte.methods["forward"].findings(schemas)
+    for name in ("portable", "xnnpack", "kv_cache", "dynamic", "cond", "transformer", "llm_index_put"):
+        assert not [f for f in schema_findings(pte_lab.open(program_bytes(name))) if f.severity != "info"], name
+
+
+def test_a_delegate_naming_another_delegates_blob_is_a_finding(program_bytes):
+    """forward's XNNPACK delegate retargeted at the segment of attention's delegate 5 (ExecuTorch segfaults
+    running it: the slow test below)."""
+    data = _delegate_retargeted(program_bytes("xnnpack"), "forward", 0, 6)
+    (f,) = [f for f in pte_lab.open(data).warnings() if f.kind == "shared_delegate_blob"]
+    assert f.severity == "error" and f.details["delegates"] == [("attention", 5), ("forward", 0)]
+    assert "segment 6" in f.message
+    assert not [f for f in pte_lab.open(program_bytes("xnnpack")).warnings() if "delegate" in f.kind]
+
+
+def test_a_blob_that_is_not_its_backends_is_a_finding(program_bytes):
+    from pte_lab.format import read
+
+    data = bytearray(program_bytes("xnnpack"))
+    seg = read(bytes(data))[0].segments[8]  # forward's XNNPACK blob
+    assert data[seg.offset + 4 : seg.offset + 8] == b"XH00"
+    data[seg.offset + 4 : seg.offset + 8] = b"ZZZZ"
+    (f,) = [f for f in pte_lab.open(bytes(data)).warnings() if f.kind == "delegate_blob_format"]
+    assert f.method == "forward" and f.severity == "error" and "b'XH00'" in f.message
+
+
+@pytest.mark.slow
+def test_no_crafted_file_kills_the_process_in_the_default_mode(program_bytes, tmp_path):
+    """Each file, given straight to ExecuTorch in a child process, kills it; through pte_lab.load with the
+    default isolate=None, each is refused or runs in a worker, and the error is named."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from pte_lab.errors import ExecuTorchError, RuntimeCrashedError
+
+    bad = tmp_path / "bad_header.pte"
+    data = bytearray(program_bytes("xnnpack"))
+    from pte_lab.format import read
+
+    seg = read(bytes(data))[0].segments[8]
+    data[seg.offset + 4 : seg.offset + 8] = b"ZZZZ"
+    bad.write_bytes(bytes(data))
+    cases = {"int_for_tensor": (_int_where_a_tensor_goes(program_bytes("portable")), [torch.randn(4, 32)]),
+             "retargeted": (_delegate_retargeted(program_bytes("xnnpack"), "forward", 0, 6), [torch.randn(4, 32)])}
+    child = ("import sys, torch\nfrom executorch.runtime import Runtime\n"
+             "m = Runtime.get().load_program(sys.argv[1]).load_method('forward')\nm.execute([torch.randn(4, 32)])\n")
+    for name, (blob, inputs) in cases.items():
+        path = tmp_path / f"{name}.pte"
+        path.write_bytes(blob)
+        rc = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, timeout=300).returncode
+        assert rc < 0 or rc in (134, 139), (name, rc)  # SIGABRT / SIGSEGV
+    with pytest.raises(PteFormatError, match="passes v12, an Int"):
+        pte_lab.load(tmp_path / "int_for_tensor.pte")
+    with pte_lab.load(tmp_path / "retargeted.pte") as prog:
+        assert prog.isolated
+        with pytest.raises(RuntimeCrashedError, match="SIGSEGV"):
+            prog.load_method("forward")(*cases["retargeted"][1])
+    with pte_lab.load(bad) as prog:
+        assert prog.isolated
+        with pytest.raises(ExecuTorchError, match="DelegateInvalidCompatibility"):
+            prog.load_method("forward")

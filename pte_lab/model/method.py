@@ -20,7 +20,7 @@ from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
-from .findings import Finding, method_findings, plan_findings
+from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps
 from .validate import Conflict
 
@@ -243,9 +243,16 @@ class Method:
         a = self.analysis
         return plan_findings(self.name, a.planned, a.buffer_sizes, a.conflicts)
 
-    def findings(self) -> list[Finding]:
-        """Device findings and plan validation for this method."""
-        return list(self._findings)
+    def findings(self, schemas: dict | None = None) -> list[Finding]:
+        """Device findings and plan validation for this method.
+
+        ``schemas`` (operator -> its schema, or None when unknown: see
+        :func:`pte_lab.runtime.schemas.operator_schemas`, which needs torch)
+        adds each KernelCall's arguments against its operator's schema.
+        """
+        if schemas is None:
+            return list(self._findings)
+        return list(self._findings) + operator_findings(self, schemas)
 
     @cached_property
     def _findings(self) -> tuple[Finding, ...]:

@@ -217,6 +217,13 @@ class LabProgram:
         """The methods loaded so far, in the order they were loaded."""
         return list(self._methods)
 
+    def findings(self) -> list:
+        """The program's findings (``pte_lab.open(path).warnings()``), kernel arguments checked against
+        their operators' schemas from torch's registry too (:mod:`pte_lab.runtime.schemas`)."""
+        from .schemas import program_schemas
+
+        return self.plan.warnings(program_schemas(self.plan))
+
     def metadata(self, name: str) -> dict:
         return self._engine.call("meta", name)
 
