@@ -249,7 +249,11 @@ class TableVector:
         return at + _U32.unpack_from(self._buf, at)[0]
 
     def __getitem__(self, i: int) -> Table:
-        return Table(self._buf, self.position(i), self, f"[{i}]", self._budget)
+        return self.table_at(i, self.position(i))
+
+    def table_at(self, i: int, position: int) -> Table:
+        """Element ``i``, whose :meth:`position` the caller has."""
+        return Table(self._buf, position, self, f"[{i}]", self._budget)
 
     def __iter__(self):
         for i in range(self._len):

@@ -298,7 +298,7 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
         if pos in decoded:
             values.append(decoded[pos])
             continue
-        v = values_vec[i]
+        v = values_vec.table_at(i, pos)
         tag = v.scalar(0, "uint8")
         kind = VALUE_KINDS.get(tag)
         if kind is None:
@@ -348,7 +348,7 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
                 plan.charge(len(rec.args) + items, f".chains[{chains_i}].instructions[{k}]")
                 instructions.append(rec)
                 continue
-            ins = instrs[k]
+            ins = instrs.table_at(k, pos)
             tag, a = ins.union(0, 1, "instr_args")
             kind = INSTRUCTION_KINDS.get(tag)
             if kind is None or a is None:
