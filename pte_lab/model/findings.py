@@ -357,7 +357,10 @@ def delegate_findings(p: "Pte") -> list[Finding]:
     if read is not None:
         for users in by_blob.values():
             u = users[0]
-            problem = blob_problem(u, read)
+            try:
+                problem = blob_problem(u, read)
+            except OSError:  # the file went away or changed since it was opened: nothing to check
+                continue
             if problem:
                 out.append(Finding(
                     Kind.DELEGATE_BLOB_FORMAT, u.method,
