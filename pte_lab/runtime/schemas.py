@@ -51,12 +51,17 @@ def _type_name(t) -> str:
 
 
 def _register(namespaces: Iterable[str]) -> None:
+    from .operators import PROVIDERS, import_provider
+
     for ns in namespaces:
         module = REGISTRARS.get(ns)
         if module is None:
             continue
         try:
-            importlib.import_module(module)
+            if PROVIDERS.get(ns, ("",))[0] == module:  # it registers ExecuTorch kernels too: load_method says so
+                import_provider(ns)
+            else:
+                importlib.import_module(module)
         except Exception:  # noqa: BLE001 - a library that cannot load leaves its operators unknown
             pass
 
