@@ -333,6 +333,8 @@ def delegate_findings(p: "Pte") -> list[Finding]:
     from .delegates import blob_problem, blob_uses
     from .layout import byte_reader
 
+    if getattr(p, "raw", None) is None:  # a program-like object without its file's records
+        return []
     uses = blob_uses(p)
     out = []
     by_blob: dict[tuple[str, int], list] = {}
