@@ -1,89 +1,15 @@
-"""Hostile programs built with flatbuffers.Builder: self-referencing lists,
+"""Hostile programs built with flatbuffers.Builder (tests/crafting.py): self-referencing lists,
 references that would wrap around, vectors that claim more than the file."""
 
 from __future__ import annotations
 
 import struct
 
-import flatbuffers
 import pytest
 
 import pte_lab
 from pte_lab import PteFormatError
-
-
-def _ints(b: flatbuffers.Builder, xs, size=4, prepend="PrependInt32"):
-    b.StartVector(size, len(xs), size)
-    for x in reversed(xs):
-        getattr(b, prepend)(x)
-    return b.EndVector()
-
-
-def _table(b, fields):
-    """fields: list of (slot, kind, value) with kind 'off', 'u8', 'i32', 'u32'."""
-    b.StartObject(max(s for s, _, _ in fields) + 1)
-    for slot, kind, value in fields:
-        {"off": b.PrependUOffsetTRelativeSlot, "u8": b.PrependUint8Slot,
-         "i32": b.PrependInt32Slot, "u32": b.PrependUint32Slot}[kind](slot, value, 0)
-    return b.EndObject()
-
-
-def build_program(values, instructions, sizes=(0, 64)) -> bytes:
-    """A minimal one-method Program. values: ("tensor", mem_id, offset, n_floats) or
-    ("list", [items]); instructions: lists of argument value indices (KernelCalls of op 0)."""
-    b = flatbuffers.Builder(1024)
-    evs, same = [], {}
-    for v in values:
-        if id(v) in same:  # the same tuple object again: the same EValue table, referenced again
-            evs.append(same[id(v)])
-            continue
-        if v[0] == "tensor":
-            _, mem_id, offset, n = v
-            sizes_vec = _ints(b, list(n) if isinstance(n, (list, tuple)) else [n])
-            if mem_id is None:  # no allocation_info: neither planned nor a constant
-                t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec)])
-            else:
-                alloc = _table(b, [(0, "u32", mem_id), (1, "u32", offset)])
-                t = _table(b, [(0, "u8", 6), (2, "off", sizes_vec), (6, "off", alloc)])
-            evs.append(_table(b, [(0, "u8", 5), (1, "off", t)]))
-        else:
-            items = _ints(b, v[1])
-            lst = _table(b, [(0, "off", items)])
-            evs.append(_table(b, [(0, "u8", 10), (1, "off", lst)]))
-        same[id(v)] = evs[-1]
-    b.StartVector(4, len(evs), 4)
-    for e in reversed(evs):
-        b.PrependUOffsetTRelative(e)
-    values_vec = b.EndVector()
-    instrs, shared = [], {}
-    for args in instructions:  # the same list object twice: one vector, referenced twice
-        a = shared.get(id(args)) or shared.setdefault(id(args), _ints(b, args))
-        call = _table(b, [(0, "i32", 0), (1, "off", a)])
-        instrs.append(_table(b, [(0, "u8", 1), (1, "off", call)]))
-    b.StartVector(4, len(instrs), 4)
-    for i in reversed(instrs):
-        b.PrependUOffsetTRelative(i)
-    instr_vec = b.EndVector()
-    chain = _table(b, [(2, "off", instr_vec)])
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(chain)
-    chains = b.EndVector()
-    op_name, overload = b.CreateString("aten::op"), b.CreateString("out")
-    op = _table(b, [(0, "off", op_name), (1, "off", overload)])
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(op)
-    ops = b.EndVector()
-    sizes_vec = _ints(b, list(sizes), 8, "PrependInt64")
-    inputs, outputs = _ints(b, [0]), _ints(b, [len(values) - 1])
-    name = b.CreateString("forward")
-    plan = _table(b, [(0, "off", name), (2, "off", values_vec), (3, "off", inputs), (4, "off", outputs),
-                      (5, "off", chains), (6, "off", ops), (8, "off", sizes_vec)])
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(plan)
-    plans = b.EndVector()
-    prog = _table(b, [(0, "u32", 0), (1, "off", plans)])
-    b.Finish(prog, file_identifier=b"ET12")
-    return bytes(b.Output())
+from tests.crafting import build_program
 
 
 def test_builder_program_reads():
@@ -187,3 +113,182 @@ def test_many_values_sharing_one_tensor_table():
     assert len(views) == n - 1 and (views["first"] == 0).all()
     assert df.loc[1, "last"] == n - 1  # the base stays alive while its views are read
     assert m.validate() == []
+
+
+def _count_calls(monkeypatch, module, name):
+    calls = []
+    real = getattr(module, name)
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_one_call_naming_20000_values_that_share_a_tensor_table(monkeypatch):
+    """The issue's shape: 20,000 values sharing one tensor table, all read by one KernelCall. Each is read
+    before anything writes its bytes (state, like a KV cache), so they all overlap: the findings say so once
+    per pair up to the limit, and the instruction's arguments are worked out once, not once per value."""
+    from pte_lab.model import lifetimes
+
+    n = 20_000
+    shared = ("tensor", 1, 0, 4)
+    values = [("tensor", 1, 16, 4)] + [shared] * n + [("tensor", 1, 32, 4)]
+    data = build_program(values, [list(range(1, n + 1)) + [n + 1, n + 1]])
+    calls = _count_calls(monkeypatch, lifetimes, "_written")
+    m = pte_lab.open(data).methods["forward"]
+    df = m.tensors.set_index("value")
+    assert (df.loc[1:n, "role"] == "mutable_buffer").all() and (df.loc[1:n, "first"] == -1).all()
+    overlaps = [f for f in m.findings() if f.kind == "plan_overlap"]
+    assert len(overlaps) == 1000 and "value 1 " in overlaps[0].message
+    assert len(calls) <= 2  # once for the views, once for the unbacked-write check: not once per value
+
+
+def test_an_instruction_record_named_many_times_is_worked_out_once(monkeypatch):
+    """50,000 places name one Instruction table of 30 arguments: what it writes is worked out once, not
+    50,000 times (1.5 million arguments)."""
+    from pte_lab.model import lifetimes
+
+    values = [("tensor", 1, 16 * i, 4) for i in range(30)]
+    ins = list(range(29)) + [29, 29]
+    data = build_program(values, [ins] * 50_000, sizes=(0, 16 * 30))
+    calls = _count_calls(monkeypatch, lifetimes, "_written")
+    m = pte_lab.open(data).methods["forward"]
+    assert m.n_instructions == 50_000
+    df = m.tensors.set_index("value")
+    assert (df.loc[29, "role"], df.loc[29, "first"], df.loc[29, "last"]) == ("output", 0, 50_000)
+    assert (df.loc[1, "role"], df.loc[1, "first"]) == ("mutable_buffer", -1)  # read before anything writes it
+    assert m.validate() == [] and not [f for f in m.findings() if f.severity == "error"]
+    assert len(calls) <= 2
+
+
+def test_a_list_named_over_and_over_is_charged_like_decoding():
+    """One TensorList of 60,000 items named by 100,000 calls (one shared Instruction table): reading it the
+    way the analysis does means 6 billion items from a 0.6 MB file; refused, and quickly."""
+    values = [("tensor", 1, 16, 4), ("tensor", 1, 0, 4), ("list", [1] * 60_000), ("tensor", 1, 32, 4)]
+    ins = [2, 3, 3]
+    data = build_program(values, [[0, 1, 1]] + [ins] * 100_000)
+    with pytest.raises(PteFormatError, match="so many times over"):
+        pte_lab.open(data).methods["forward"].instructions
+
+
+# ------------------------------------------------- exported programs, one field changed: native deaths
+def _plan(data, name):
+    from pte_lab.format import read
+
+    raw, _ = read(bytes(data))
+    return next(p for p in raw._root.tables(1, "execution_plan") if p.string(0, "name") == name)
+
+
+def _int_where_a_tensor_goes(data: bytes) -> bytes:
+    """The portable MLP's relu (instruction 2, args [11, 14, 14]) reads v12, addmm's beta (an Int)."""
+    data = bytearray(data)
+    call = _plan(data, "forward").tables(5, "chains")[0].tables(2, "instructions")[2].table(1, "instr_args")
+    at = call._field(1, 4)
+    args = at + struct.unpack_from("<I", data, at)[0] + 4
+    assert struct.unpack_from("<3i", data, args) == (11, 14, 14)
+    struct.pack_into("<i", data, args, 12)
+    return bytes(data)
+
+
+def _delegate_retargeted(data: bytes, method: str, delegate: int, segment: int) -> bytes:
+    """``method``'s delegate now names ``segment``, another delegate's blob."""
+    data = bytearray(data)
+    ref = _plan(data, method).tables(7, "delegates")[delegate].table(1, "processed")
+    struct.pack_into("<I", data, ref._field(1, 4), segment)
+    return bytes(data)
+
+
+def test_a_kernel_argument_of_the_wrong_kind_is_refused_before_executorch_sees_it(program_bytes, tmp_path):
+    """ExecuTorch's relu kernel unboxes its first argument as a tensor: given an Int, the process aborts
+    (SIGABRT in execute, checked in the slow test below). pte_lab.load refuses it, naming the argument."""
+    data = _int_where_a_tensor_goes(program_bytes("portable"))
+    path = tmp_path / "int_for_tensor.pte"
+    path.write_bytes(data)
+    assert not [f for f in pte_lab.open(data).warnings() if f.severity == "error"]  # the file alone looks fine
+    with pytest.raises(PteFormatError, match=r"instruction 2 \(aten::relu.out\) passes v12, an Int, as 'self', "
+                                             r"where its schema takes Tensor"):
+        pte_lab.load(path)
+    from pte_lab.runtime.schemas import schema_findings
+
+    (f,) = [f for f in schema_findings(pte_lab.open(data)) if f.kind == "operator_arguments"]
+    assert f.severity == "error" and f.method == "forward" and len(f.details["problems"]) == 1
+
+
+def test_operators_without_a_schema_are_named(program_bytes):
+    """The exported LLM calls executorch_prim::et_view, which torch's registry does not know: findings say its
+    arguments are not checked; every other operator of every example program passes the check."""
+    from pte_lab.runtime.schemas import program_schemas, schema_findings
+
+    pte = pte_lab.open(program_bytes("llm"))
+    schemas = program_schemas(pte)
+    assert schemas["llama::update_cache.out"]["arguments"][:3] == (("value", "Tensor"), ("cache", "Tensor"),
+                                                                   ("start_pos", "int"))
+    (f,) = schema_findings(pte, schemas)
+    assert f.kind == "unchecked_operators" and f.severity == "info"
+    assert f.details["operators"] == ["executorch_prim::et_view.default"]
+    assert f in pte.methods["forward"].findings(schemas)
+    for name in ("portable", "xnnpack", "kv_cache", "dynamic", "cond", "transformer", "llm_index_put"):
+        assert not [f for f in schema_findings(pte_lab.open(program_bytes(name))) if f.severity != "info"], name
+
+
+def test_a_delegate_naming_another_delegates_blob_is_a_finding(program_bytes):
+    """forward's XNNPACK delegate retargeted at the segment of attention's delegate 5 (ExecuTorch segfaults
+    running it: the slow test below)."""
+    data = _delegate_retargeted(program_bytes("xnnpack"), "forward", 0, 6)
+    (f,) = [f for f in pte_lab.open(data).warnings() if f.kind == "shared_delegate_blob"]
+    assert f.severity == "error" and f.details["delegates"] == [("attention", 5), ("forward", 0)]
+    assert "segment 6" in f.message
+    assert not [f for f in pte_lab.open(program_bytes("xnnpack")).warnings() if "delegate" in f.kind]
+
+
+def test_a_blob_that_is_not_its_backends_is_a_finding(program_bytes):
+    from pte_lab.format import read
+
+    data = bytearray(program_bytes("xnnpack"))
+    seg = read(bytes(data))[0].segments[8]  # forward's XNNPACK blob
+    assert data[seg.offset + 4 : seg.offset + 8] == b"XH00"
+    data[seg.offset + 4 : seg.offset + 8] = b"ZZZZ"
+    (f,) = [f for f in pte_lab.open(bytes(data)).warnings() if f.kind == "delegate_blob_format"]
+    assert f.method == "forward" and f.severity == "error" and "b'XH00'" in f.message
+
+
+@pytest.mark.slow
+def test_no_crafted_file_kills_the_process_in_the_default_mode(program_bytes, tmp_path):
+    """Each file, given straight to ExecuTorch in a child process, kills it; through pte_lab.load with the
+    default isolate=None, each is refused or runs in a worker, and the error is named."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from pte_lab.errors import ExecuTorchError, RuntimeCrashedError
+
+    bad = tmp_path / "bad_header.pte"
+    data = bytearray(program_bytes("xnnpack"))
+    from pte_lab.format import read
+
+    seg = read(bytes(data))[0].segments[8]
+    data[seg.offset + 4 : seg.offset + 8] = b"ZZZZ"
+    bad.write_bytes(bytes(data))
+    cases = {"int_for_tensor": (_int_where_a_tensor_goes(program_bytes("portable")), [torch.randn(4, 32)]),
+             "retargeted": (_delegate_retargeted(program_bytes("xnnpack"), "forward", 0, 6), [torch.randn(4, 32)])}
+    child = ("import sys, torch\nfrom executorch.runtime import Runtime\n"
+             "m = Runtime.get().load_program(sys.argv[1]).load_method('forward')\nm.execute([torch.randn(4, 32)])\n")
+    for name, (blob, inputs) in cases.items():
+        path = tmp_path / f"{name}.pte"
+        path.write_bytes(blob)
+        rc = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, timeout=300).returncode
+        assert rc < 0 or rc in (134, 139), (name, rc)  # SIGABRT / SIGSEGV
+    with pytest.raises(PteFormatError, match="passes v12, an Int"):
+        pte_lab.load(tmp_path / "int_for_tensor.pte")
+    with pte_lab.load(tmp_path / "retargeted.pte") as prog:
+        assert prog.isolated
+        with pytest.raises(RuntimeCrashedError, match="SIGSEGV"):
+            prog.load_method("forward")(*cases["retargeted"][1])
+    with pte_lab.load(bad) as prog:
+        assert prog.isolated
+        with pytest.raises(ExecuTorchError, match="DelegateInvalidCompatibility"):
+            prog.load_method("forward")

@@ -157,13 +157,18 @@ class Table:
                 f"but only {max(0, self._n - start - 4)} bytes remain"
             )
         if charge:
-            self._budget[0] -= length
-            if self._budget[0] < 0:
-                raise PteFormatError(
-                    f"{self.where}.{what}: the file's tables reference their vectors so many times over that "
-                    f"reading them would decode more than {BUDGET_PER_BYTE} elements per byte of the "
-                    f"{self._n}-byte flatbuffer; refusing (vectors shared by many references?)")
+            self.charge(length, "." + what)
         return start + 4, length
+
+    def charge(self, n: int, what: str = "") -> None:
+        """Count ``n`` more elements against the buffer's budget (PteFormatError past it, naming
+        this table's path followed by ``what``)."""
+        self._budget[0] -= n
+        if self._budget[0] < 0:
+            raise PteFormatError(
+                f"{self.where}{what}: the file's tables reference their vectors so many times over that "
+                f"reading them would decode more than {BUDGET_PER_BYTE} elements per byte of the "
+                f"{self._n}-byte flatbuffer; refusing (vectors shared by many references?)")
 
     def vector_len(self, slot: int, what: str, elem_size: int = 4) -> int:
         at = self._field(slot, 4)
@@ -236,12 +241,19 @@ class TableVector:
     def __len__(self) -> int:
         return self._len
 
-    def __getitem__(self, i: int) -> Table:
+    def position(self, i: int) -> int:
+        """Where element ``i``'s table starts (elements referencing one table share it); checked on reading."""
         if not 0 <= i < self._len:
             raise IndexError(i)
         at = self._start + 4 * i
-        target = at + _U32.unpack_from(self._buf, at)[0]
-        return Table(self._buf, target, self, f"[{i}]", self._budget)
+        return at + _U32.unpack_from(self._buf, at)[0]
+
+    def __getitem__(self, i: int) -> Table:
+        return self.table_at(i, self.position(i))
+
+    def table_at(self, i: int, position: int) -> Table:
+        """Element ``i``, whose :meth:`position` the caller has."""
+        return Table(self._buf, position, self, f"[{i}]", self._budget)
 
     def __iter__(self):
         for i in range(self._len):

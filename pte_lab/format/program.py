@@ -89,6 +89,12 @@ class RawPlan:
     #: mem_id -> device name, for non-CPU arenas only (the file's sparse list)
     buffer_devices: dict[int, str]
     has_stacktrace: bool = False
+    #: the values that are tensor lists with items (what an instruction naming them names too)
+    lists: frozenset[int] | None = None
+
+    def __post_init__(self):
+        if self.lists is None:
+            self.lists = frozenset(i for i, v in enumerate(self.values) if v.items)
 
 
 @dataclass(slots=True)
@@ -286,7 +292,13 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
     values_vec = plan.tables(2, "values")
     n_values = len(values_vec)
     values: list[RawValue] = []
-    for v in values_vec:
+    decoded: dict[int, RawValue] = {}  # by table position: values sharing one table share one record
+    for i in range(n_values):
+        pos = values_vec.position(i)
+        if pos in decoded:
+            values.append(decoded[pos])
+            continue
+        v = values_vec.table_at(i, pos)
         tag = v.scalar(0, "uint8")
         kind = VALUE_KINDS.get(tag)
         if kind is None:
@@ -300,12 +312,13 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
             val = v.table(1, "val")
             items = val.int_tuple(0, "int32", "items")
             low = -1 if kind == "OptionalTensorList" else 0
-            for it in items:
-                if not low <= it < n_values:
-                    raise PteFormatError(f"{val.where}.items: value index {it} out of range ({n_values} values)")
+            if items and (min(items) < low or max(items) >= n_values):
+                it = min(items) if min(items) < low else max(items)
+                raise PteFormatError(f"{val.where}.items: value index {it} out of range ({n_values} values)")
             values.append(RawValue(kind, items=items))
         else:
             values.append(RawValue(kind))
+        decoded[pos] = values[-1]
 
     def indices(slot: int, what: str) -> tuple[int, ...]:
         arr = plan.scalars(slot, "int32", what)
@@ -322,10 +335,20 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
     instructions: list[RawInstruction] = []
     chains = plan.tables(5, "chains")
     has_stack = False
-    for c in chains:
+    item_counts = [len(v.items) for v in values]
+    lists = frozenset(i for i, c in enumerate(item_counts) if c)
+    seen: dict[int, tuple[RawInstruction, int]] = {}  # by table position: the record, and its list items
+    for chains_i, c in enumerate(chains):
         has_stack = has_stack or c.vector_len(3, "stacktrace") > 0
         instrs = c.tables(2, "instructions")
-        for ins in instrs:
+        for k in range(len(instrs)):
+            pos = instrs.position(k)
+            if pos in seen:  # one Instruction table named again: the same record, its arguments charged again
+                rec, items = seen[pos]
+                plan.charge(len(rec.args) + items, f".chains[{chains_i}].instructions[{k}]")
+                instructions.append(rec)
+                continue
+            ins = instrs.table_at(k, pos)
             tag, a = ins.union(0, 1, "instr_args")
             kind = INSTRUCTION_KINDS.get(tag)
             if kind is None or a is None:
@@ -344,9 +367,14 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
                 rec = RawInstruction(kind, -1, (a.scalar(0, "int32"),), a.scalar(1, "int32"))
             else:
                 rec = RawInstruction(kind, -1, (a.scalar(0, "int32"),))
-            for x in rec.args:
-                if not 0 <= x < n_values:
-                    raise PteFormatError(f"{a.where}: value index {x} out of range ({n_values} values)")
+            if rec.args and (min(rec.args) < 0 or max(rec.args) >= n_values):
+                x = min(rec.args) if min(rec.args) < 0 else max(rec.args)
+                raise PteFormatError(f"{a.where}: value index {x} out of range ({n_values} values)")
+            # the analysis reads each list an instruction names where it names it: charged like decoding
+            items = 0 if lists.isdisjoint(rec.args) else sum(item_counts[x] for x in rec.args)
+            if items:
+                ins.charge(items, " (the items of the lists it names)")
+            seen[pos] = (rec, items)
             instructions.append(rec)
     n_instr = len(instructions)
     for i, ins in enumerate(instructions):
@@ -378,4 +406,5 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
         buffer_sizes=_ints(sizes),
         buffer_devices=devices,
         has_stacktrace=has_stack,
+        lists=lists,
     )

@@ -29,7 +29,7 @@ from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
 from .occupancy import peak as _peak
-from .roles import declared_state, role_of, state_values
+from .roles import declared_state, found_state, role_of, state_values
 from .validate import Conflict, find_conflicts
 
 __all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
@@ -186,11 +186,16 @@ class Analysis:
 
     @cached_property
     def conflicts(self) -> tuple[Conflict, ...]:
-        """Planned tensors alive at once whose bytes overlap without sharing storage (should be empty)."""
+        """Planned tensors alive at once whose bytes overlap without sharing storage (should be empty).
+
+        A view has its base's bytes, and its base is alive whenever it is: any
+        conflict of a view is one of its base, so views are left out (however
+        many views one base has, the check stays one entry per storage).
+        """
         c = self.columns
-        storage = [self.storage_of(int(v)) for v in c["value"]]
-        return tuple(find_conflicts(c["value"], c["mem_id"], c["offset"], c["nbytes"], c["first"], c["last"],
-                                    storage=storage))
+        keep = ~np.isin(c["value"], np.fromiter(self.views, np.int64, len(self.views)))
+        return tuple(find_conflicts(*(c[k][keep] for k in ("value", "mem_id", "offset", "nbytes", "first", "last")),
+                                    storage=c["value"][keep]))
 
 
 def analyse(plan: RawPlan) -> Analysis:
@@ -199,19 +204,23 @@ def analyse(plan: RawPlan) -> Analysis:
     uses = instruction_uses(plan)
     uses_first = uses[0]
     first, last = lifetimes(plan, declared, uses)
-    views = resolve_views(plan, first, last, set(plan.inputs) | declared)
-    state = state_values(plan, uses_first, views, declared)
+    found = found_state(plan, uses_first, first, declared)
+    views = resolve_views(plan, first, last, set(plan.inputs) | declared | found)
+    state = state_values(declared, found, views)
     n_ins = len(plan.instructions)
     for v in state - declared:  # found from how the instructions use it: alive over every call
         first[v], last[v] = -1, n_ins
     inputs, outputs = set(plan.inputs), set(plan.outputs)
     targets = None
     planned = []
+    meta: dict[int, tuple[str, int]] = {}  # id(record) -> (dtype, bytes): values may share one tensor record
     for v, val in enumerate(plan.values):
         t = val.tensor
         if t is None or t.mem_id is None:
             continue
-        _, dtype, nb = tensor_meta(plan, v)
+        if id(t) not in meta:
+            meta[id(t)] = tensor_meta(plan, v)[1:]
+        dtype, nb = meta[id(t)]
         role = role_of(v, inputs=inputs, outputs=outputs, state=state, named=v in first, view=v in views)
         producer = op = None
         if v in views:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Kind", "Finding", "SEVERITIES", "method_findings", "plan_findings", "program_findings",
            "shared_arenas_message", "sharing_host_methods", "shared_state", "duplicate_blob_findings",
-           "UNSAFE_TO_LOAD", "REFUSED_BY_RUNTIME"]
+           "operator_findings", "delegate_findings", "UNSAFE_TO_LOAD", "REFUSED_BY_RUNTIME",
+           "REFUSED_BEFORE_LOADING", "ARGUMENT_KINDS"]
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -80,6 +81,14 @@ class Kind(str, Enum):
     SEGMENT_ROLES = ("segment_roles", "error")
     #: a control instruction names a value of the wrong kind (FreeCall of a non-tensor: the runtime aborts)
     OPERAND_KINDS = ("operand_kinds", "error")
+    #: a kernel call passes a value of a kind its operator's schema does not take (the kernel aborts)
+    OPERATOR_ARGUMENTS = ("operator_arguments", "error")
+    #: operators whose schema pte_lab found nowhere: the kinds of their arguments are not checked
+    UNCHECKED_OPERATORS = ("unchecked_operators", "info")
+    #: delegates called with different arguments read one blob: one compiles another's graph
+    SHARED_DELEGATE_BLOB = ("shared_delegate_blob", "error")
+    #: a delegate blob does not begin the way its backend's blobs do
+    DELEGATE_BLOB_FORMAT = ("delegate_blob_format", "error")
 
 
 #: plan errors that would make ExecuTorch read or write outside its buffers: never loaded
@@ -87,6 +96,9 @@ UNSAFE_TO_LOAD = frozenset({Kind.UNKNOWN_ARENA, Kind.OUTSIDE_ARENA, Kind.UNKNOWN
                             Kind.SEGMENT_ROLES, Kind.OPERAND_KINDS})
 #: findings that predict ExecuTorch's runtime will refuse the program (named with its refusal)
 REFUSED_BY_RUNTIME = frozenset({Kind.CONSTANT_BUFFER_PATH})
+#: findings (from operator schemas the runtime layer looks up) that pte_lab.load refuses before ExecuTorch
+#: sees the method: the kernel would abort the process
+REFUSED_BEFORE_LOADING = frozenset({Kind.OPERATOR_ARGUMENTS})
 
 
 @dataclass(frozen=True)
@@ -197,15 +209,17 @@ def plan_findings(method: str, planned, buffer_sizes, conflicts: "Iterable[Confl
 
 def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
     """(value, instruction) for tensors a KernelCall or MoveCall writes that have no memory at all."""
-    from .lifetimes import written_at
+    from .lifetimes import Writes
 
     raw = m.raw
     io = set(raw.inputs) | set(raw.outputs)
-    out, seen = [], set()
+    out, seen, done = [], set(), set()
+    writes = Writes(raw)
     for i, ins in enumerate(raw.instructions):
-        if ins.kind not in ("KernelCall", "MoveCall"):
+        if ins.kind not in ("KernelCall", "MoveCall") or id(ins) in done:
             continue
-        for v in written_at(raw, i):
+        done.add(id(ins))  # an instruction record named again writes the same values
+        for v in writes(i):
             t = raw.values[v].tensor
             if (t is not None and v not in seen and v not in io and t.mem_id is None and t.data_buffer_idx == 0
                     and t.location != TensorDataLocation.EXTERNAL
@@ -225,6 +239,136 @@ def _wrong_operands(m: "Method") -> list[str]:
             v = raw.values[ins.args[0]]
             if not (v.kind == "Bool" or (v.kind == "Tensor" and v.tensor.scalar_type == ScalarType.BOOL)):
                 out.append(f"instruction {i} branches on v{ins.args[0]}, a {v.kind}, not a boolean")
+    return out
+
+
+#: schema argument type -> the EValue kinds ExecuTorch's kernel wrappers unbox for it (``T?`` adds None)
+ARGUMENT_KINDS: dict[str, frozenset[str]] = {
+    "Tensor": frozenset({"Tensor"}), "Tensor[]": frozenset({"TensorList"}),
+    "Tensor?[]": frozenset({"OptionalTensorList"}),
+    "int": frozenset({"Int"}), "SymInt": frozenset({"Int"}), "ScalarType": frozenset({"Int"}),
+    "Layout": frozenset({"Int"}), "MemoryFormat": frozenset({"Int"}),
+    "float": frozenset({"Double"}), "bool": frozenset({"Bool"}), "Scalar": frozenset({"Int", "Double", "Bool"}),
+    "int[]": frozenset({"IntList"}), "SymInt[]": frozenset({"IntList"}), "float[]": frozenset({"DoubleList"}),
+    "bool[]": frozenset({"BoolList"}), "str": frozenset({"String"}),
+}
+_NONE = frozenset({"None", "Null"})
+_A = {"Int": "an Int", "Double": "a Double", "Bool": "a Bool", "Tensor": "a Tensor", "None": "None", "Null": "None",
+      "String": "a String", "IntList": "an IntList", "DoubleList": "a DoubleList", "BoolList": "a BoolList",
+      "TensorList": "a TensorList", "OptionalTensorList": "an OptionalTensorList"}
+
+
+def _accepts(type_: str) -> frozenset[str] | None:
+    """EValue kinds a schema type takes; None when pte_lab does not know the type (not checked)."""
+    optional = type_.endswith("?")
+    base = type_[:-1] if optional else type_
+    if base.endswith("]") and "[" in base and not base.endswith("[]"):
+        base = base[: base.index("[")] + "[]"  # int[2] takes what int[] takes
+    kinds = ARGUMENT_KINDS.get(base)
+    if kinds is None:
+        return None
+    return kinds | _NONE if optional else kinds
+
+
+def _argument_problems(plan, ins, i: int, op: str, schema: dict) -> list[str]:
+    params = list(schema["arguments"])
+    returns = schema["returns"]
+    if len(returns) == 1:
+        params.append(("the returned value", returns[0]))
+    elif len(returns) > 1:
+        params.append(("the returned values", "Tensor[]"))
+    else:
+        params.append(("the returned value", "?"))
+    if len(ins.args) != len(params):
+        return [f"instruction {i} ({op}) names {len(ins.args)} values where its schema takes {len(params) - 1} "
+                f"arguments and a return"]
+    out = []
+    for (name, type_), v in zip(params, ins.args):
+        kinds = _accepts(type_)
+        kind = plan.values[v].kind
+        if kinds is not None and kind not in kinds:
+            out.append(f"instruction {i} ({op}) passes v{v}, {_A.get(kind, kind)}, as {name!r}, where its schema "
+                       f"takes {type_}")
+    return out
+
+
+def operator_findings(m: "Method", schemas: dict) -> list[Finding]:
+    """Each KernelCall's arguments against its operator's schema.
+
+    ``schemas`` maps an operator (``"aten::add.out"``) to ``{"arguments": ((name, type), ...), "returns":
+    (type, ...)}`` or None when no schema is known (see :mod:`pte_lab.runtime.schemas`, which reads torch's
+    registry). A KernelCall names every argument in order, then the returned value (several: one TensorList).
+    """
+    plan, ops = m.raw, m.operators
+    problems: list[str] = []
+    unknown = sorted({ops[ins.target] for ins in plan.instructions
+                      if ins.kind == "KernelCall" and schemas.get(ops[ins.target]) is None})
+    done: dict[int, bool] = {}
+    for i, ins in enumerate(plan.instructions):
+        if ins.kind != "KernelCall" or id(ins) in done:
+            continue
+        done[id(ins)] = True  # one instruction record named again passes the same values
+        schema = schemas.get(ops[ins.target])
+        if schema is not None:
+            problems += _argument_problems(plan, ins, i, ops[ins.target], schema)
+    out = []
+    if problems:
+        out.append(Finding(Kind.OPERATOR_ARGUMENTS, m.name,
+                           "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
+                           + ": ExecuTorch's kernel would abort the process reading it, so pte_lab will not load "
+                           "the program", {"problems": problems}))
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        out.append(Finding(Kind.UNCHECKED_OPERATORS, m.name,
+                           f"{count(len(unknown), 'operator')} without a schema pte_lab could find ({shown}): the "
+                           f"kinds of {'its' if len(unknown) == 1 else 'their'} arguments are not checked before "
+                           f"ExecuTorch runs {'it' if len(unknown) == 1 else 'them'}",
+                           {"operators": unknown}))
+    return out
+
+
+def delegate_findings(p: "Pte") -> list[Finding]:
+    """Blobs read by delegates called with different arguments, and blobs that are not their backend's."""
+    from ..errors import PteLabError
+    from .delegates import blob_problem, blob_uses
+    from .layout import byte_reader
+
+    if getattr(p, "raw", None) is None:  # a program-like object without its file's records
+        return []
+    uses = blob_uses(p)
+    out = []
+    by_blob: dict[tuple[str, int], list] = {}
+    for u in uses:
+        by_blob.setdefault((u.location, u.index), []).append(u)
+    for users in by_blob.values():
+        if len(users) < 2:
+            continue
+        if len({u.backend for u in users}) > 1 or len({u.signature for u in users if u.signature}) > 1:
+            out.append(Finding(
+                Kind.SHARED_DELEGATE_BLOB, None,
+                f"{' and '.join(u.where for u in users[:3])}{' and more' if len(users) > 3 else ''} read one "
+                f"blob ({users[0].blob}, {human_bytes(users[0].size)}) but are called with different arguments: "
+                f"ExecuTorch's serializer stores a blob once only when delegates are identical, so one names "
+                f"another's blob and its backend would compile the wrong graph (XNNPACK aborts the process in "
+                f"load_method); pte_lab.load runs such a program in a worker",
+                {"blob": users[0].blob, "delegates": [(u.method, u.delegate) for u in users]}))
+    try:
+        read = byte_reader(p)
+    except PteLabError:  # bytes not available (an opened file object): blobs are not checked
+        read = None
+    if read is not None:
+        for users in by_blob.values():
+            u = users[0]
+            try:
+                problem = blob_problem(u, read)
+            except OSError:  # the file went away or changed since it was opened: nothing to check
+                continue
+            if problem:
+                out.append(Finding(
+                    Kind.DELEGATE_BLOB_FORMAT, u.method,
+                    f"delegate {u.delegate} ({u.backend}, {u.blob}, {human_bytes(u.size)}) is not what its backend "
+                    f"reads: {problem}; the backend refuses or misreads it at load_method (pte_lab.load runs "
+                    f"such a program in a worker)", {"delegate": u.delegate, "blob": u.blob}))
     return out
 
 
@@ -282,8 +426,9 @@ def method_findings(m: "Method") -> list[Finding]:
     return out + m.validate()
 
 
-def program_findings(p: "Pte") -> list[Finding]:
-    """Sharing between methods, external data, then every method's findings."""
+def program_findings(p: "Pte", schemas: dict | None = None) -> list[Finding]:
+    """Segments, delegate blobs, sharing between methods, external data, then every method's findings
+    (with ``schemas``, each KernelCall's arguments against its operator's schema too)."""
     out: list[Finding] = []
     for seg in getattr(getattr(p, "raw", None), "segments", []):
         if len(seg.roles) > 1:
@@ -297,6 +442,7 @@ def program_findings(p: "Pte") -> list[Finding]:
         out.append(Finding(Kind.DUPLICATE_METHOD, None,
                            f"{len(plans)} execution plans are named {name!r} (plans {plans}): ExecuTorch loads "
                            f"the first (plan {plans[0]}); the others can never be loaded", {"plans": plans}))
+    out.extend(delegate_findings(p))
     host = sharing_host_methods(p.methods.values())
     if len(host) > 1:
         out.append(Finding(Kind.SHARED_ARENAS, None, shared_arenas_message(host), {"methods": host}))
@@ -331,7 +477,7 @@ def program_findings(p: "Pte") -> list[Finding]:
                            f"load_program (error 0x23, the constant_buffer path is disabled in its builds); "
                            f"re-export it with a current ExecuTorch", {"bytes": inline}))
     for m in p.methods.values():
-        out.extend(m.findings())
+        out.extend(m.findings(schemas))
     return out
 
 

@@ -27,7 +27,7 @@ LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "dupli
 BLOB_REGIONS = ("constant", "inline constant", "delegate", "inline delegate", "named data", "mutable data")
 
 
-def _reader(pte: "Pte", hashes: bool) -> Callable[[int, int], bytes] | None:
+def byte_reader(pte: "Pte", hashes: bool = True) -> Callable[[int, int], bytes] | None:
     raw = pte.raw
     if not hashes:
         return None
@@ -63,7 +63,7 @@ def _constant_names(pte: "Pte") -> dict[int, list[tuple[str, str]]]:
 def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
     """Rows of :data:`LAYOUT_COLUMNS` in file order, gaps included as ``padding``."""
     raw, h = pte.raw, pte.header
-    read = _reader(pte, hashes)
+    read = byte_reader(pte, hashes)
     items: list[list] = []  # region, name, owner, offset, bytes
 
     def add(region, name, owner, offset, n):

@@ -17,12 +17,20 @@ Convention (the one pte_lab uses everywhere):
 * A value no instruction names and that is not an input, output or buffer has
   no lifetime (``None``).
 * Views: ExecuTorch emits no instruction for a view (``remove_view_copy``); it
-  plans the view at its base's offset. A planned tensor whose first naming
-  instruction does not write it is such a view: its lifetime starts when its
-  base is written, and the base stays alive as long as the view is used
+  plans the view at its base's offset, with its base's dtype and byte count
+  (exir's ``_ViewSpec`` requires both). A planned tensor whose first naming
+  instruction does not write it, sitting where a tensor of the same dtype and
+  size was written earlier, is such a view: its lifetime starts when its base
+  is written, and the base stays alive as long as the view is used
   (:func:`resolve_views`). An instruction writes its out arguments, which a
   KernelCall names twice (as the ``out`` argument and as the returned value);
   a MoveCall writes its destination; a DelegateCall may write any argument.
+  Anything else read at its first use (a kernel's scratch buffer, planned by
+  exir like any other allocation) lives where it is named.
+* Empty tensors (a dimension of 0: no bytes) hold nothing: they are never a
+  view or a base, never state, never conflict, and never extend a lifetime.
+  Cortex-M kernels take such scratch buffers, planned at the offset of
+  whatever activation is live there.
 
 ExecuTorch itself computes lifetimes on FX nodes, not instructions, and does
 not store them; this convention gave no plan conflicts on exported programs.
@@ -30,27 +38,44 @@ not store them; this convention gave no plan conflicts on exported programs.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
 from collections import Counter
 
 from ..format import RawPlan
+from .dtypes import nbytes as _nbytes
 
 
 def instruction_uses(plan: RawPlan) -> tuple[dict[int, int], dict[int, int]]:
-    """first and last instruction naming each value (lists expanded)."""
+    """first and last instruction naming each value (list items are named where their list is).
+
+    One pass over each distinct instruction's arguments (a file may name one
+    instruction record at many places: only its first and last place count),
+    then one over each list's items (a list named by many instructions is not
+    expanded at each of them).
+    """
+    seen_first: dict[int, int] = {}
+    seen_last: dict[int, int] = {}
+    record: dict[int, object] = {}
+    for i, ins in enumerate(plan.instructions):
+        k = id(ins)
+        if k not in seen_first:
+            seen_first[k] = i
+            record[k] = ins
+        seen_last[k] = i
     first: dict[int, int] = {}
     last: dict[int, int] = {}
+    for k, i in sorted(seen_last.items(), key=lambda kv: kv[1]):  # later places overwrite earlier ones
+        last.update(dict.fromkeys(record[k].args, i))
+    for k, i in sorted(seen_first.items(), key=lambda kv: -kv[1]):
+        first.update(dict.fromkeys(record[k].args, i))
     values = plan.values
-    for i, ins in enumerate(plan.instructions):
-        for a in ins.args:
-            first.setdefault(a, i)
-            last[a] = i
-            v = values[a]
-            if v.items:
-                for it in v.items:
-                    if it >= 0:
-                        first.setdefault(it, i)
-                        last[it] = i
+    lists = [(a, first[a], last[a]) for a in plan.lists if a in first]  # lists named directly, one level
+    for a, fa, la in lists:
+        for it in values[a].items:
+            if it >= 0:
+                if first.get(it, fa + 1) > fa:
+                    first[it] = fa
+                if last.get(it, la - 1) < la:
+                    last[it] = la
     return first, last
 
 
@@ -119,19 +144,40 @@ def _extend_over_loops(first: dict[int, int], last: dict[int, int], jumps: list[
             last[v] = reach
 
 
-def _expanded(plan: RawPlan, args) -> list[int]:
+def _expanded(plan: RawPlan, args) -> tuple[int, ...]:
+    """``args`` with the items of the lists among them after each list."""
+    if plan.lists.isdisjoint(args):
+        return args
+    values = plan.values
     out = []
     for a in args:
         out.append(a)
-        for it in plan.values[a].items:
-            if it >= 0:
-                out.append(it)
-    return out
+        out.extend(it for it in values[a].items if it >= 0)
+    return tuple(out)
 
 
 def written_at(plan: RawPlan, i: int) -> set[int]:
     """Values instruction ``i`` writes (for a DelegateCall: every argument, to be safe)."""
-    ins = plan.instructions[i]
+    return _written(plan, plan.instructions[i])
+
+
+class Writes:
+    """``writes(i)``: :func:`written_at` of a plan, worked out once per instruction record (a file may
+    name one record at many places)."""
+
+    def __init__(self, plan: RawPlan):
+        self._plan = plan
+        self._memo: dict[int, frozenset[int]] = {}
+
+    def __call__(self, i: int) -> frozenset[int]:
+        ins = self._plan.instructions[i]
+        w = self._memo.get(id(ins))
+        if w is None:
+            w = self._memo[id(ins)] = frozenset(_written(self._plan, ins))
+        return w
+
+
+def _written(plan: RawPlan, ins) -> set[int]:
     if ins.kind == "MoveCall":
         return {ins.args[1]}
     if ins.kind == "KernelCall":
@@ -142,43 +188,57 @@ def written_at(plan: RawPlan, i: int) -> set[int]:
     return set()
 
 
-def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], skip: set[int]) -> dict[int, int]:
+def holds_nothing(t) -> bool:
+    """A tensor with a dimension of 0: no bytes (its planned offset means nothing)."""
+    return 0 in t.sizes
+
+
+def _same_bytes(a, b) -> bool:
+    """exir's ``_ViewSpec`` rule: a view has its base's dtype and byte count."""
+    return a.scalar_type == b.scalar_type and (a.sizes == b.sizes or _nbytes(a.sizes, 1) == _nbytes(b.sizes, 1))
+
+
+def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], held: set[int]) -> dict[int, int]:
     """Find views (see the module docs), fix lifetimes in place; returns ``{view: base}``.
 
-    A view's base is the value at the same arena and offset whose lifetime
-    started last before the view's first use (the lowest value index among
-    equals). Per offset the values are kept sorted by ``(first, value)``, so
-    each view costs a binary search, not a scan of every tensor that ever sat
-    at that offset.
+    ``held`` are the values that hold data before the call's first instruction
+    (inputs, state). A base is a tensor that holds data: one of those, or one
+    an instruction wrote where it is first named; a tensor read at its first
+    use (a view, a scratch buffer) is never a base. A view's base is the
+    holder at the same arena and offset whose lifetime started last before the
+    view's first use (the lowest value index among equals), with the view's
+    dtype and byte count. One sort per offset, one pass over its tensors; each
+    instruction's written values are worked out once.
     """
-    at: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for v, val in enumerate(plan.values):
-        t = val.tensor
-        if t is not None and t.mem_id is not None and v in first:
-            at.setdefault((t.mem_id, t.offset), []).append((first[v], v))
-    for lst in at.values():
-        lst.sort()
-    views: dict[int, int] = {}
+    values = plan.values
     n = len(plan.instructions)
-    for v in sorted((v for v in first if v not in skip), key=lambda v: first[v]):
-        t = plan.values[v].tensor
-        i = first[v]
-        if t is None or t.mem_id is None or i < 0 or i >= n or v in written_at(plan, i):
+    at: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for v, f in first.items():
+        t = values[v].tensor
+        if t is not None and t.mem_id is not None and not holds_nothing(t):
+            at.setdefault((t.mem_id, t.offset), []).append((f, v))
+    writes = Writes(plan)
+    views: dict[int, int] = {}
+    for entries in at.values():
+        if len(entries) < 2:
             continue
-        lst = at[(t.mem_id, t.offset)]
-        pos = bisect_left(lst, (i, -1))  # the values whose lifetime starts before i (v's own starts at i)
-        if pos == 0:
-            continue  # read before anything writes it: nothing to tie it to
-        latest = lst[pos - 1][0]
-        base = lst[bisect_left(lst, (latest, -1))][1]
-        views[v] = base
-        del lst[bisect_left(lst, (i, v))]
-        first[v] = first[base]
-        insort(lst, (first[v], v))
-        b = base
-        while True:  # the base, and its own base, stay alive while the view is used
-            last[b] = max(last[b], last[v])
-            if b not in views:
-                break
-            b = views[b]
+        entries.sort()
+        base = None  # the latest holder started before the current time
+        time = latest = None  # the time being read, and the first holder started at it
+        for f, v in entries:
+            if f != time:
+                if latest is not None:
+                    base = latest
+                time, latest = f, None
+            if v not in held and 0 <= f < n:
+                if v not in writes(f):  # read where it is first named: a view, or not a base
+                    if base is not None and _same_bytes(values[base].tensor, values[v].tensor):
+                        views[v] = base
+                    continue
+            if latest is None:
+                latest = v
+    for v, b in views.items():  # bases are never views: one step to the storage
+        first[v] = first[b]
+        if last[v] > last[b]:
+            last[b] = last[v]
     return views

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
-from .findings import Finding, method_findings, plan_findings
+from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps
 from .validate import Conflict
 
@@ -69,6 +70,9 @@ class Delegate:
     target_device: str | None
     location: str  # "inline" | "segment"
     size: int
+
+
+_tensor_row = attrgetter(*TENSOR_COLUMNS)
 
 
 def _spec_value(v: bytes):
@@ -192,9 +196,8 @@ class Method:
         """
         import pandas as pd
 
-        planned = self.planned
-        rows = {c: [getattr(t, c) for t in planned] for c in TENSOR_COLUMNS}
-        df = pd.DataFrame(rows, columns=list(TENSOR_COLUMNS))
+        df = pd.DataFrame.from_records(list(map(_tensor_row, self.planned)), columns=list(TENSOR_COLUMNS),
+                                       nrows=len(self.planned))
         for c in ("first", "last", "producer"):
             df[c] = df[c].astype("Int64")
         return df
@@ -240,9 +243,16 @@ class Method:
         a = self.analysis
         return plan_findings(self.name, a.planned, a.buffer_sizes, a.conflicts)
 
-    def findings(self) -> list[Finding]:
-        """Device findings and plan validation for this method."""
-        return list(self._findings)
+    def findings(self, schemas: dict | None = None) -> list[Finding]:
+        """Device findings and plan validation for this method.
+
+        ``schemas`` (operator -> its schema, or None when unknown: see
+        :func:`pte_lab.runtime.schemas.operator_schemas`, which needs torch)
+        adds each KernelCall's arguments against its operator's schema.
+        """
+        if schemas is None:
+            return list(self._findings)
+        return list(self._findings) + operator_findings(self, schemas)
 
     @cached_property
     def _findings(self) -> tuple[Finding, ...]:

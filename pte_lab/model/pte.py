@@ -220,9 +220,10 @@ class Pte:
         return duplicate_blob_findings(file_layout(self, hashes=True))
 
     # --------------------------------------------------------------- findings
-    def warnings(self) -> list[Finding]:
-        """What a person should know before loading: sharing, devices, plan problems."""
-        return program_findings(self)
+    def warnings(self, schemas: dict | None = None) -> list[Finding]:
+        """What a person should know before loading: sharing, devices, delegate blobs, plan problems (with
+        ``schemas``, see :meth:`Method.findings`, kernel arguments against operator schemas too)."""
+        return program_findings(self, schemas)
 
     # ------------------------------------------------------------------ views
     def to_dict(self) -> dict:

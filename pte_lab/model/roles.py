@@ -22,6 +22,9 @@ from __future__ import annotations
 from collections import Counter
 
 from ..format import RawPlan
+from .dtypes import SCALAR_TYPES
+from .dtypes import nbytes as _nbytes
+from .lifetimes import _expanded, holds_nothing
 
 ROLES = ("input", "output", "input_output", "intermediate", "mutable_buffer", "view", "unused")
 
@@ -44,7 +47,7 @@ def declared_state(plan: RawPlan) -> frozenset[int]:
     state = set()
     for v, val in enumerate(plan.values):
         t = val.tensor
-        if t is None or t.mem_id is None or v in io:
+        if t is None or t.mem_id is None or v in io or holds_nothing(t):
             continue
         if t.data_buffer_idx > 0 or t.fqn:
             state.add(v)
@@ -54,17 +57,9 @@ def declared_state(plan: RawPlan) -> frozenset[int]:
             if _in_place(*ops[ins.target]) and ins.args[0] == ins.args[-1]:
                 v = ins.args[0]
                 t = plan.values[v].tensor
-                if t is not None and t.mem_id is not None and v not in io:
+                if t is not None and t.mem_id is not None and v not in io and not holds_nothing(t):
                     state.add(v)
     return frozenset(state)
-
-
-def _expanded(plan: RawPlan, args) -> list[int]:
-    out = []
-    for a in args:
-        out.append(a)
-        out.extend(it for it in plan.values[a].items if it >= 0)
-    return out
 
 
 def reads_at(plan: RawPlan, i: int) -> set[int]:
@@ -93,24 +88,27 @@ def reads_at(plan: RawPlan, i: int) -> set[int]:
     return set()
 
 
-def state_values(plan: RawPlan, first_use: dict[int, int], views: dict[int, int],
-                 declared: frozenset[int] | None = None) -> frozenset[int]:
-    """Every planned value that holds state between calls: the one rule.
+def found_state(plan: RawPlan, first_use: dict[int, int], starts: dict[int, int],
+                declared: frozenset[int]) -> frozenset[int]:
+    """Planned tensors that hold state between calls though the file does not say so.
 
-    :func:`declared_state`, plus each planned tensor that is not a method
-    input and whose first use in a call reads it while nothing has written its
-    bytes earlier in that call (it is no view of an earlier value: ``views``
-    from :func:`pte_lab.model.lifetimes.resolve_views`). That is what a KV
-    cache updated in place by any operator looks like, named or not, with
-    initial data or not. Views of state are state too. ``first_use`` maps a
-    value to the first instruction naming it.
+    A planned tensor that is not a method input or declared state
+    (:func:`declared_state`) holds state when its first use in a call reads it
+    while nothing has written its bytes earlier in that call: no other
+    tensor's lifetime (``starts``: value -> the time its lifetime starts,
+    inputs at -1) covering any of its bytes started before that use. That is
+    what a KV cache updated in place by any operator looks like, named or not,
+    with initial data or not. A view reads bytes its base wrote, and a kernel's
+    scratch buffer is read where earlier activations lived: neither is state.
+    ``first_use`` maps a value to the first instruction naming it. Empty
+    tensors are never state.
     """
-    state = set(declared_state(plan) if declared is None else declared)
     inputs = set(plan.inputs)
     reads: dict[int, set[int]] = {}
+    found = []
     for v, val in enumerate(plan.values):
         t = val.tensor
-        if t is None or t.mem_id is None or v in inputs or v in state or v in views:
+        if t is None or t.mem_id is None or v in inputs or v in declared or holds_nothing(t):
             continue
         i = first_use.get(v)
         if i is None:
@@ -118,14 +116,93 @@ def state_values(plan: RawPlan, first_use: dict[int, int], views: dict[int, int]
         if i not in reads:
             reads[i] = reads_at(plan, i)
         if v in reads[i]:
-            state.add(v)
-    for v in views:
-        root = v
-        while root in views:
-            root = views[root]
-        if root in state:
-            state.add(v)
+            found.append(v)
+    if not found:
+        return frozenset()
+    return frozenset(found) - _written_before(plan, starts, found, first_use)
+
+
+def state_values(declared: frozenset[int], found: frozenset[int], views: dict[int, int]) -> frozenset[int]:
+    """Every planned value that holds state between calls: the one rule.
+
+    Declared state (:func:`declared_state`), state found from how the
+    instructions use it (:func:`found_state`), and views of either
+    (``views``: view -> base, from :func:`pte_lab.model.lifetimes.resolve_views`).
+    """
+    state = set(declared) | found
+    state.update(v for v, base in views.items() if base in state)
     return frozenset(state)
+
+
+def _written_before(plan: RawPlan, starts: dict[int, int], candidates, first_use) -> set[int]:
+    """The candidates some of whose bytes another tensor's lifetime covered before their first use.
+
+    Per arena, the byte range is cut at every tensor's start and end; each
+    piece is given the earliest start of the tensors covering it (ranges in
+    order of start, each piece claimed once), then each candidate's range asks
+    for the earliest start over its pieces (a sparse table). Values sharing a
+    tensor record share a range: work ~ distinct ranges x log.
+    """
+    import numpy as np
+
+    values = plan.values
+    spans: dict[int, tuple] = {}  # id(record) -> (mem_id, offset, end): one per tensor record
+    earliest_of: dict[tuple, int] = {}  # (mem_id, offset, end) -> the earliest start of a tensor there
+    for v, s in starts.items():
+        t = values[v].tensor
+        if t is None or t.mem_id is None:
+            continue
+        key = spans.get(id(t))
+        if key is None:
+            if holds_nothing(t):
+                continue
+            key = spans[id(t)] = (t.mem_id, t.offset, t.offset + _span(t))
+        if earliest_of.get(key, s + 1) > s:
+            earliest_of[key] = s
+    wanted: dict[int, set[tuple]] = {}
+    for v in candidates:
+        key = spans[id(values[v].tensor)]
+        wanted.setdefault(key[0], set()).add(key)
+    by_arena: dict[int, list[tuple[int, int, int]]] = {}
+    for (mem_id, a, b), s in earliest_of.items():
+        if mem_id in wanted:
+            by_arena.setdefault(mem_id, []).append((s, a, b))
+    earliest_in: dict[tuple, int] = {}  # candidate range -> the earliest start over its bytes
+    for mem_id, keys in wanted.items():
+        ranges = sorted(by_arena[mem_id])
+        cuts = sorted({x for _, a, b in ranges for x in (a, b)})
+        index = {x: k for k, x in enumerate(cuts)}
+        earliest = np.full(len(cuts) - 1, np.iinfo(np.int64).max, dtype=np.int64)
+        nxt = list(range(len(cuts)))  # the next piece not yet claimed, at or after k (path-halved)
+        for s, a, b in ranges:
+            k, stop = index[a], index[b]
+            while True:
+                while nxt[k] != k:
+                    nxt[k] = nxt[nxt[k]]
+                    k = nxt[k]
+                if k >= stop:
+                    break
+                earliest[k] = s
+                nxt[k] = k + 1
+        table = [earliest]
+        while 2 ** len(table) <= len(earliest):
+            prev, half = table[-1], 2 ** (len(table) - 1)
+            table.append(np.minimum(prev[:-half], prev[half:]))
+        keys = list(keys)
+        lo = np.array([index[a] for _, a, _ in keys], dtype=np.int64)
+        hi = np.array([index[b] for _, _, b in keys], dtype=np.int64)
+        level = np.frexp((hi - lo).astype(np.float64))[1] - 1  # floor(log2(hi - lo)), exact below 2**53
+        best = np.empty(len(keys), dtype=np.int64)
+        for k in np.unique(level).tolist():
+            sel = level == k
+            best[sel] = np.minimum(table[k][lo[sel]], table[k][hi[sel] - 2**k])
+        earliest_in.update(zip(keys, best.tolist()))
+    return {v for v in candidates if earliest_in[spans[id(values[v].tensor)]] < first_use[v]}
+
+
+def _span(t) -> int:
+    """Bytes a tensor covers, from its shape and dtype (unknown dtypes count one byte per element)."""
+    return _nbytes(t.sizes, SCALAR_TYPES.get(t.scalar_type, ("", 1))[1])
 
 
 def role_of(value: int, *, inputs: set[int], outputs: set[int], state: frozenset[int], named: bool,

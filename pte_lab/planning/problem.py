@@ -57,7 +57,7 @@ class Problem:
     original_size: int
     padding: int
     n_instructions: int
-    #: planned tensors that no instruction names (placed at offset 0; never alive)
+    #: planned tensors that no instruction names or that hold no bytes (placed at offset 0)
     idle: list[tuple[int, int]] = field(default_factory=list)
 
     @property
@@ -117,8 +117,9 @@ def build_problem(method, mem_id: int, alignment: int | None = None) -> Problem:
         alignment = _alignment([t.offset for t in ts])
     elif alignment < 1 or alignment & (alignment - 1):
         raise ValueError(f"alignment must be a power of two, not {alignment}")
-    live = [t for t in ts if t.first is not None and t.last is not None]
-    idle = [(t.value, t.nbytes) for t in ts if t.first is None or t.last is None]
+    # empty tensors hold nothing: like tensors never alive, any in-bounds offset will do
+    live = [t for t in ts if t.first is not None and t.last is not None and t.nbytes > 0]
+    idle = [(t.value, t.nbytes) for t in ts if t.first is None or t.last is None or t.nbytes == 0]
     # union-find over pairs alive together whose bytes overlap (aliases)
     parent = list(range(len(live)))
 
@@ -132,7 +133,7 @@ def build_problem(method, mem_id: int, alignment: int | None = None) -> Problem:
     active: list[int] = []
     for i in order:
         t = live[i]
-        active = [j for j in active if live[j].offset + max(live[j].nbytes, 1) > t.offset]
+        active = [j for j in active if live[j].offset + live[j].nbytes > t.offset]
         for j in active:
             u = live[j]
             if u.first <= t.last and t.first <= u.last:

@@ -69,4 +69,7 @@ def _validate_everything(pte: Pte) -> tuple[str, ...]:
             suspicious.append(f.message)
     for m in pte.methods.values():
         m.instructions, m.delegates, m.inputs, m.outputs
+    from .schemas import refuse_argument_mismatches
+
+    refuse_argument_mismatches(pte)  # a kernel unboxing a value of the wrong kind aborts the process
     return tuple(suspicious)

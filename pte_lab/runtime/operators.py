@@ -11,6 +11,7 @@ method that calls an operator nobody registered fails ``load_method`` with
 from __future__ import annotations
 
 import importlib
+import sys
 
 from ..units import first_few
 
@@ -26,6 +27,17 @@ PROVIDERS = {
 #: operators seen registered in this process: the registry only grows, so a method whose operators
 #: are all here needs no new look-up
 _SEEN: set[str] = set()
+#: provider modules pte_lab imported for another reason (an operator schema look-up) that no method has
+#: been told about yet: the first method calling their operators is (OperatorLibraryWarning)
+_UNREPORTED: set[str] = set()
+
+
+def import_provider(namespace: str) -> None:
+    """Import the module providing ``namespace``'s kernels (for their schemas), remembering that pte_lab did."""
+    module = PROVIDERS[namespace][0]
+    if module not in sys.modules:
+        importlib.import_module(module)
+        _UNREPORTED.add(module)
 
 
 def registered_operators() -> set[str]:
@@ -41,10 +53,15 @@ def provide(operators: list[str]) -> dict:
 
     Returns ``{"missing": [...still missing], "loaded": {module: description}}``.
     """
-    if _SEEN.issuperset(operators):
-        return {"missing": [], "loaded": {}}
-    missing = sorted(set(operators) - registered_operators())
     loaded = {}
+    for ns in sorted({op.split("::")[0] for op in operators if "::" in op} & set(PROVIDERS)):
+        module, what = PROVIDERS[ns]
+        if module in _UNREPORTED:  # registered earlier by pte_lab, while looking up schemas
+            _UNREPORTED.discard(module)
+            loaded[module] = what
+    if _SEEN.issuperset(operators):
+        return {"missing": [], "loaded": loaded}
+    missing = sorted(set(operators) - registered_operators())
     for ns in sorted({op.split("::")[0] for op in missing if "::" in op}):
         if ns not in PROVIDERS:
             continue

@@ -217,6 +217,13 @@ class LabProgram:
         """The methods loaded so far, in the order they were loaded."""
         return list(self._methods)
 
+    def findings(self) -> list:
+        """The program's findings (``pte_lab.open(path).warnings()``), kernel arguments checked against
+        their operators' schemas from torch's registry too (:mod:`pte_lab.runtime.schemas`)."""
+        from .schemas import program_schemas
+
+        return self.plan.warnings(program_schemas(self.plan))
+
     def metadata(self, name: str) -> dict:
         return self._engine.call("meta", name)
 
@@ -449,15 +456,16 @@ def load(path, *, data_path=None, isolate: bool | None = None, force: bool = Fal
     loaded with ExecuTorch's full verification. The reader checks every
     offset, size and index against the file, every planned tensor against its
     arena, the devices arenas are tagged for, that every tensor a kernel writes
-    has memory, and that no segment is read as two kinds of data. What it
-    cannot check is what each kernel expects of its arguments (their kinds and
-    shapes come from operator schemas the file does not carry) or what a
-    delegate makes of its blob: a file crafted against those can still crash
-    the runtime. For files you do not trust, pass ``isolate=True``: a crash
-    then ends a worker process, not your session. The default,
-    ``isolate=None``, runs in this process unless the reader found an error it
-    does not refuse outright (overlapping live tensors, say); such a file runs
-    in a worker. ``isolate=True`` runs the
+    has memory, that no segment is read as two kinds of data, and the kind of
+    every kernel argument against its operator's schema in torch's registry (a
+    mismatch is a PteFormatError: the kernel would abort the process). What it
+    cannot check is an argument's shape or what a delegate makes of its blob:
+    a file crafted against those can still crash the runtime. For files you do
+    not trust, pass ``isolate=True``: a crash then ends a worker process, not
+    your session. The default, ``isolate=None``, runs in this process unless
+    the reader found an error it does not refuse outright (overlapping live
+    tensors, a blob read by delegates called differently, a blob that is not
+    its backend's); such a file runs in a worker. ``isolate=True`` runs the
     runtime in a worker process: a native crash there raises
     :class:`~pte_lab.errors.RuntimeCrashedError` here. ``force=True`` skips
     the check that planned bytes fit in free memory.

@@ -1,0 +1,100 @@
+"""Delegate blobs: which ones several delegates read, and whether a blob is what its backend reads.
+
+A delegate's processed data is a blob (inline in the flatbuffer, or a segment)
+its backend compiles at ``load_method``. ExecuTorch's serializer stores
+identical blobs once, so two delegates may name one segment; a reference
+retargeted at another delegate's blob makes the backend compile the wrong
+graph for its call (seen: XNNPACK aborts the process in ``load_method``).
+
+Backends' blob formats (read from their serializers in the executorch wheel):
+
+* ``XnnpackBackend``: a 30-byte header with ``XH00`` at bytes 4..8 whose
+  uint32 at 10..14 is the offset of an XNNPACK graph flatbuffer (file
+  identifier ``XN01`` at its bytes 4..8), or that flatbuffer alone
+  (``backends/xnnpack/serialization/xnnpack_graph_serialize.py``, ``schema.fbs``).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pte import Pte
+
+__all__ = ["BlobUse", "blob_uses", "blob_problem"]
+
+XNNPACK_HEADER_MAGIC = b"XH00"
+XNNPACK_GRAPH_IDENTIFIERS = (b"XN01",)
+
+
+def _xnnpack_problem(read: Callable[[int, int], bytes], offset: int, size: int) -> str | None:
+    head = read(offset, min(size, 30))
+    if head[4:8] == XNNPACK_HEADER_MAGIC and len(head) >= 14:
+        fb = struct.unpack_from("<I", head, 10)[0]
+        if fb + 8 > size:
+            return f"its XNNPACK header puts the graph at byte {fb}, past the blob's {size} bytes"
+        ident = read(offset + fb + 4, 4)
+        if ident in XNNPACK_GRAPH_IDENTIFIERS:
+            return None
+        return f"its XNNPACK header points at a graph whose identifier is {ident!r}, not {XNNPACK_GRAPH_IDENTIFIERS[0]!r}"
+    if head[4:8] in XNNPACK_GRAPH_IDENTIFIERS:
+        return None
+    return (f"it starts with {head[:8]!r}: neither XNNPACK's header ({XNNPACK_HEADER_MAGIC!r} at bytes 4..8) "
+            f"nor an XNNPACK graph ({XNNPACK_GRAPH_IDENTIFIERS[0]!r})")
+
+
+#: backend id -> the check of a blob's first bytes (backends not listed are not checked)
+BLOB_CHECKS = {"XnnpackBackend": _xnnpack_problem}
+
+
+class BlobUse:
+    """One delegate of one method and the blob it names."""
+
+    __slots__ = ("method", "delegate", "backend", "location", "index", "offset", "size", "signature")
+
+    def __init__(self, method, delegate, backend, location, index, offset, size, signature):
+        self.method, self.delegate, self.backend = method, delegate, backend
+        self.location, self.index, self.offset, self.size = location, index, offset, size
+        #: (kind, dtype code, shape) of each argument of the first DelegateCall of it; None when uncalled
+        self.signature = signature
+
+    @property
+    def where(self) -> str:
+        return f"{self.method!r} delegate {self.delegate} ({self.backend})"
+
+    @property
+    def blob(self) -> str:
+        return f"segment {self.index}" if self.location == "segment" else f"inline blob {self.index}"
+
+
+def blob_uses(p: "Pte") -> list[BlobUse]:
+    """Every delegate of every method, with its blob's place in the program (offsets from its start)."""
+    raw = p.raw
+    out = []
+    for m in p.methods.values():
+        plan = m.raw
+        signatures: dict[int, tuple] = {}
+        for ins in plan.instructions:
+            if ins.kind == "DelegateCall" and ins.target not in signatures:
+                sig = []
+                for a in ins.args:
+                    v = plan.values[a]
+                    t = v.tensor
+                    sig.append((v.kind, t.scalar_type, t.sizes) if t is not None else (v.kind,))
+                signatures[ins.target] = tuple(sig)
+        for j, d in enumerate(plan.delegates):
+            if d.location == "segment":
+                offset = raw.segments[d.index].offset
+            else:
+                offset = raw.inline_delegate_spans[d.index][0]
+            out.append(BlobUse(m.name, j, d.id, d.location, d.index, offset, d.size, signatures.get(j)))
+    return out
+
+
+def blob_problem(use: BlobUse, read: Callable[[int, int], bytes]) -> str | None:
+    """Why ``use``'s blob is not what its backend reads, or None (also for backends pte_lab cannot check)."""
+    check = BLOB_CHECKS.get(use.backend)
+    if check is None or use.size == 0:
+        return None
+    return check(read, use.offset, use.size)

@@ -1,0 +1,119 @@
+"""Operator schemas from torch's registry, as plain data for the model's argument check.
+
+ExecuTorch's kernels unbox each argument of a KernelCall as its schema says
+(``stack[0]->toTensor()``...): a value of another kind aborts the process.
+The file does not carry schemas; torch's operator registry has them for
+``aten``, for ExecuTorch's own libraries (``llama``, ``quantized_decomposed``,
+``dim_order_ops``, ``executorch_prim``, ``et_copy``: registered when their
+Python module is imported) and for anything registered through
+``torch.library`` in this process. :func:`operator_schemas` returns, per
+operator, ``{"arguments": ((name, type), ...), "returns": (type, ...)}`` with
+types in schema notation (``Tensor``, ``Tensor?``, ``int[]``, ``Scalar``...),
+or None when no schema is known; :func:`pte_lab.model.findings.operator_findings`
+applies the rule.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Iterable
+
+from ..errors import PteFormatError
+from ..model.findings import REFUSED_BEFORE_LOADING, Kind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..model import Pte
+    from ..model.findings import Finding
+
+__all__ = ["operator_schemas", "program_schemas", "schema_findings", "refuse_argument_mismatches", "REGISTRARS"]
+
+#: operator namespace -> the module whose import registers its schemas with torch
+REGISTRARS = {
+    "quantized_decomposed": "torch.ao.quantization.fx._decomposed",
+    "llama": "executorch.extension.llm.custom_ops.custom_ops",
+    "dim_order_ops": "executorch.exir.passes.dim_order_ops_registry",
+    "executorch_prim": "executorch.exir.passes.executorch_prim_ops_registry",
+    "et_copy": "executorch.exir.passes._device_copy_ops_registry",
+}
+
+
+def _type_name(t) -> str:
+    """A JIT type in schema notation; ``?`` for what pte_lab does not check."""
+    kind = t.kind()
+    if kind == "OptionalType":
+        inner = _type_name(t.getElementType())
+        return "?" if inner == "?" else inner + "?"
+    if kind == "ListType":
+        inner = _type_name(t.getElementType())
+        return "?" if inner == "?" else inner + "[]"
+    return {"TensorType": "Tensor", "IntType": "int", "SymIntType": "int", "FloatType": "float",
+            "BoolType": "bool", "NumberType": "Scalar", "StringType": "str"}.get(kind, "?")
+
+
+def _register(namespaces: Iterable[str]) -> None:
+    from .operators import PROVIDERS, import_provider
+
+    for ns in namespaces:
+        module = REGISTRARS.get(ns)
+        if module is None:
+            continue
+        try:
+            if PROVIDERS.get(ns, ("",))[0] == module:  # it registers ExecuTorch kernels too: load_method says so
+                import_provider(ns)
+            else:
+                importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - a library that cannot load leaves its operators unknown
+            pass
+
+
+def operator_schemas(operators: Iterable[str]) -> dict[str, dict | None]:
+    """``{"ns::name.overload": {"arguments": ((name, type), ...), "returns": (type, ...)} or None}``."""
+    from ..quiet import quiet
+
+    operators = sorted(set(operators))
+    with quiet():  # torch, exir and the custom-op libraries print as they load
+        import torch
+
+        _register({op.split("::")[0] for op in operators if "::" in op})
+    out: dict[str, dict | None] = {}
+    for op in operators:
+        name, _, overload = op.partition(".")
+        overload = "" if overload == "default" else overload
+        try:
+            found = [s for s in torch._C._jit_get_schemas_for_operator(name) if s.overload_name == overload]
+        except Exception:  # noqa: BLE001 - a name torch cannot parse has no schema
+            found = []
+        if not found:
+            out[op] = None
+            continue
+        s = found[0]
+        out[op] = {"arguments": tuple((a.name, _type_name(a.type)) for a in s.arguments),
+                   "returns": tuple(_type_name(r.type) for r in s.returns)}
+    return out
+
+
+def program_schemas(pte: "Pte") -> dict[str, dict | None]:
+    """The schemas of every operator a KernelCall of any method calls."""
+    ops = set()
+    for m in pte.methods.values():
+        names = m.operators
+        ops.update(names[ins.target] for ins in m.raw.instructions if ins.kind == "KernelCall")
+    return operator_schemas(ops) if ops else {}
+
+
+def schema_findings(pte: "Pte", schemas: dict | None = None) -> list["Finding"]:
+    """Every method's kernel arguments against its operators' schemas (argument kinds, unknown operators)."""
+    from ..model.findings import operator_findings
+
+    schemas = program_schemas(pte) if schemas is None else schemas
+    return [f for m in pte.methods.values() for f in operator_findings(m, schemas)]
+
+
+def refuse_argument_mismatches(pte: "Pte") -> list["Finding"]:
+    """Raise PteFormatError for a kernel argument of a kind its schema does not take (the kernel would abort
+    the process); else return the schema findings (operators whose arguments could not be checked)."""
+    found = schema_findings(pte)
+    for f in found:
+        if f.kind in REFUSED_BEFORE_LOADING:
+            raise PteFormatError(f"method {f.method!r}: {f.message}")
+    return [f for f in found if f.kind != Kind.OPERATOR_ARGUMENTS]
