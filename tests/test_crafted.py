@@ -257,7 +257,7 @@ def test_a_blob_that_is_not_its_backends_is_a_finding(program_bytes):
 
 @pytest.mark.slow
 def test_no_crafted_file_kills_the_process_in_the_default_mode(program_bytes, tmp_path):
-    """Each file, given straight to ExecuTorch in a child process, kills it; through pte_lab.load with the
+    """Each file, given straight to ExecuTorch in a child process, kills it or fails it; through pte_lab.load with the
     default isolate=None, each is refused or runs in a worker, and the error is named."""
     import subprocess
     import sys
@@ -281,13 +281,20 @@ def test_no_crafted_file_kills_the_process_in_the_default_mode(program_bytes, tm
         path = tmp_path / f"{name}.pte"
         path.write_bytes(blob)
         rc = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, timeout=300).returncode
-        assert rc < 0 or rc in (134, 139), (name, rc)  # SIGABRT / SIGSEGV
+        if name == "int_for_tensor":
+            assert rc < 0 or rc in (134, 139), (name, rc)  # SIGABRT / SIGSEGV
+        else:  # undefined behaviour: a SIGSEGV on most runs, a refused execute on others
+            assert rc != 0, (name, rc)
     with pytest.raises(PteFormatError, match="passes v12, an Int"):
         pte_lab.load(tmp_path / "int_for_tensor.pte")
     with pte_lab.load(tmp_path / "retargeted.pte") as prog:
         assert prog.isolated
-        with pytest.raises(RuntimeCrashedError, match="SIGSEGV"):
+        # Reading a delegate's arguments from the wrong values is undefined: in the worker it ends in a
+        # SIGSEGV or, with another memory layout, in the backend refusing them (0x12). Either way the caller
+        # lives on with a named error naming the method.
+        with pytest.raises((RuntimeCrashedError, ExecuTorchError), match="SIGSEGV|0x12") as info:
             prog.load_method("forward")(*cases["retargeted"][1])
+        assert "forward" in str(info.value)
     with pte_lab.load(bad) as prog:
         assert prog.isolated
         with pytest.raises(ExecuTorchError, match="DelegateInvalidCompatibility"):

@@ -34,6 +34,10 @@ def _counter_preload() -> str | None:
         return None
 
 
+# The engine's operations whose first argument is a method name (named in a crash report).
+_METHOD_OPS = ("load_method", "execute", "meta")
+
+
 class Worker:
     """A worker process hosting an :class:`~pte_lab.runtime.engine.Engine`.
 
@@ -75,14 +79,14 @@ class Worker:
         lines = self._stderr.read().decode("utf-8", errors="replace").splitlines()
         return [ln for ln in lines if ln.strip()][-n:]
 
-    def _crashed(self, op: str) -> RuntimeCrashedError:
+    def _crashed(self, what: str) -> RuntimeCrashedError:
         code = self._proc.wait(timeout=30)
         sig = signal.Signals(-code).name if code < 0 else None
         tail = self._stderr_tail()
         how = f"was killed by {sig}" if sig else f"exited with status {code}"
-        msg = (f"the isolated ExecuTorch worker {how} during {op!r}; your session is unharmed. "
-               f"Last stderr lines:\n  " + "\n  ".join(tail[-8:]) if tail else
-               f"the isolated ExecuTorch worker {how} during {op!r}; your session is unharmed.")
+        msg = f"the isolated ExecuTorch worker {how} during {what}; your session is unharmed."
+        if tail:
+            msg += " Last stderr lines:\n  " + "\n  ".join(tail[-8:])
         return RuntimeCrashedError(msg, signal=sig, exit_code=code if code >= 0 else None, stderr=tail)
 
     def call(self, op: str, *args, **kwargs):
@@ -95,7 +99,8 @@ class Worker:
             except (BrokenPipeError, OSError):
                 reply = None
             if reply is None:
-                self._dead = self._crashed(op)
+                what = f"{op!r} of method {args[0]!r}" if op in _METHOD_OPS and args else repr(op)
+                self._dead = self._crashed(what)
                 raise self._dead
         if reply[0] == "ok":
             return reply[1]
