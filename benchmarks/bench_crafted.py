@@ -65,6 +65,17 @@ def many_views_chained(n):
     return build_program(values, [[0, 1, 1]] + [[v, n + 2, n + 2] for v in range(2, n + 2)])
 
 
+def bytes_or_time_only(k, m):
+    """k tensors sharing bytes one after another (one tensor table, each written by its own call) and m alive
+    together over the whole method in bytes of their own: k*k/2 pairs overlap in bytes only, m*(m/2 + k) in
+    time only, none in both (no conflict)."""
+    shared = ("tensor", 1, 0, 4)
+    values = [("tensor", 1, 16, 4)] + [shared] * k + [("tensor", 1, 32 + 16 * j, 4) for j in range(m)]
+    together = [v for j in range(m) for v in (k + 1 + j, k + 1 + j)]  # one call writes them, the last reads them
+    return build_program(values, [together] + [[v, v] for v in range(1, k + 1)] + [together],
+                         sizes=(0, 32 + 16 * m))
+
+
 CASES = {
     "one call, 20,000 values (issue)": lambda: one_call_many_values(20_000),
     "one call, values to 1 MB": lambda: one_call_many_values(125_000),
@@ -74,6 +85,7 @@ CASES = {
     "many calls x args, to the budget": lambda: many_calls_many_args(170_000, 36),
     "distinct calls to 1 MB": lambda: many_distinct_calls(11_000),
     "views of one base": lambda: many_views_chained(14_000),
+    "bytes only or time only": lambda: bytes_or_time_only(13_500, 7_500),
 }
 
 

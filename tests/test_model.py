@@ -304,8 +304,10 @@ def test_validator_and_occupancy_match_brute_force(monkeypatch):
         assert all((f[a], a) < (f[b], b) for a, b in got)  # a starts first
         assert len(find_conflicts(np.arange(n), mem, off, nb, f, l, limit=2, storage=storage)) == min(2, len(expected))
         occ = occupancy(off, nb, f, l, N)
-        with monkeypatch.context() as mp:  # the fallback for huge grids agrees too
+        with monkeypatch.context() as mp:  # the ways for huge grids agree too: sums and the tangled apart...
             mp.setattr(occupancy_mod, "_GRID_CELLS", 0)
+            assert (occupancy(off, nb, f, l, N) == occ).all()
+            mp.setattr(occupancy_mod, "_TANGLED_PAIRS", 0)  # ... or every tensor swept
             assert (occupancy(off, nb, f, l, N) == occ).all()
         for t in range(-1, N + 1):
             live = np.flatnonzero((f <= t) & (l >= t))

@@ -66,9 +66,8 @@ def find_conflicts(values, mem_ids, offsets, nbytes, first, last, limit: int = 1
     last = np.asarray(last, dtype=np.int64)
     same = offsets if storage is None else np.asarray(storage, dtype=np.int64)
     sel = np.flatnonzero((ends > offsets) & (first <= last))
-    lo, hi = _byte_ranks(mem_ids[sel], offsets[sel], ends[sel])
     out: list[Conflict] = []
-    for x, y in overlapping_pairs(lo, hi, first[sel], last[sel]):
+    for x, y in overlapping_pairs(mem_ids[sel], offsets[sel], ends[sel], first[sel], last[sel]):
         a, b = sel[x], sel[y]
         keep = np.flatnonzero(same[a] != same[b])[: limit - len(out)]
         for a, b in zip(a[keep].tolist(), b[keep].tolist()):
@@ -103,14 +102,15 @@ def _byte_ranks(mem_ids, offsets, ends):
     return rank[:n], rank[n:]
 
 
-def overlapping_pairs(lo, hi, first, last):
-    """Yield chunks ``(a, b)`` of index pairs whose ranges ``[lo, hi)`` overlap and lifetimes
-    ``[first, last]`` (non-empty) overlap, each pair once.
+def overlapping_pairs(mem_ids, offsets, ends, first, last):
+    """Yield chunks ``(a, b)`` of index pairs in the same arena whose bytes ``[offset, end)`` (not
+    empty) overlap and whose lifetimes ``[first, last]`` (not empty) overlap, each pair once.
 
     Pairs that start at one instruction are neighbours in byte order within
     their start (:func:`_starting_together`); for the others, the later one
     finds the earlier one alive when it starts (:func:`_alive_before`).
     """
+    lo, hi = _byte_ranks(mem_ids, offsets, ends)
     yield from _starting_together(lo, hi, first)
     yield from _alive_before(lo, hi, first, last)
 
