@@ -91,10 +91,19 @@ class RawPlan:
     has_stacktrace: bool = False
     #: the values that are tensor lists with items (what an instruction naming them names too)
     lists: frozenset[int] | None = None
+    #: the distinct value records, in order of first use (values sharing one table share one record), and
+    #: for each value the index of its record: what follows from a record is worked out once per record
+    records: list[RawValue] | None = None
+    record_of: np.ndarray | None = None
 
     def __post_init__(self):
         if self.lists is None:
             self.lists = frozenset(i for i, v in enumerate(self.values) if v.items)
+        if self.records is None:
+            index: dict[int, int] = {}
+            self.record_of = np.fromiter((index.setdefault(id(v), len(index)) for v in self.values), np.int64,
+                                         len(self.values))
+            self.records = list({id(v): v for v in self.values}.values())
 
 
 @dataclass(slots=True)
@@ -292,11 +301,15 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
     values_vec = plan.tables(2, "values")
     n_values = len(values_vec)
     values: list[RawValue] = []
-    decoded: dict[int, RawValue] = {}  # by table position: values sharing one table share one record
+    decoded: dict[int, int] = {}  # table position -> record: values sharing one table share one record
+    records: list[RawValue] = []
+    record_of = np.empty(n_values, dtype=np.int64)
     for i in range(n_values):
         pos = values_vec.position(i)
-        if pos in decoded:
-            values.append(decoded[pos])
+        k = decoded.get(pos)
+        if k is not None:
+            values.append(records[k])
+            record_of[i] = k
             continue
         v = values_vec.table_at(i, pos)
         tag = v.scalar(0, "uint8")
@@ -318,7 +331,8 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
             values.append(RawValue(kind, items=items))
         else:
             values.append(RawValue(kind))
-        decoded[pos] = values[-1]
+        record_of[i] = decoded[pos] = len(records)
+        records.append(values[-1])
 
     def indices(slot: int, what: str) -> tuple[int, ...]:
         arr = plan.scalars(slot, "int32", what)
@@ -407,4 +421,6 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
         buffer_devices=devices,
         has_stacktrace=has_stack,
         lists=lists,
+        records=records,
+        record_of=record_of,
     )

@@ -118,14 +118,18 @@ class Pte:
     @cached_property
     def _external_uses(self) -> dict[str, list[str]]:
         """key -> the methods whose constants come from that key of an external ``.ptd`` file."""
+        import numpy as np
+
         uses: dict[str, list[str]] = {}
         for m in self.methods.values():
-            for i, v in enumerate(m.raw.values):
-                t = v.tensor
-                if t is not None and t.location == TensorDataLocation.EXTERNAL and t.mem_id is None:
-                    users = uses.setdefault(t.fqn or f"{m.name}:value{i}", [])
-                    if m.name not in users:
-                        users.append(m.name)
+            raw = m.raw
+            external = [k for k, r in enumerate(raw.records)  # one look per record, however many values share it
+                        if r.tensor is not None and r.tensor.location == TensorDataLocation.EXTERNAL
+                        and r.tensor.mem_id is None]
+            for i in np.flatnonzero(np.isin(raw.record_of, external)).tolist():
+                users = uses.setdefault(raw.values[i].tensor.fqn or f"{m.name}:value{i}", [])
+                if m.name not in users:
+                    users.append(m.name)
         return uses
 
     @property

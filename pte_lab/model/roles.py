@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from ..format import RawPlan
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
@@ -205,15 +207,13 @@ def _span(t) -> int:
     return _nbytes(t.sizes, SCALAR_TYPES.get(t.scalar_type, ("", 1))[1])
 
 
-def role_of(value: int, *, inputs: set[int], outputs: set[int], state: frozenset[int], named: bool,
-            view: bool) -> str:
-    """The role of one planned value (``named``: some instruction names it)."""
-    if value in state:
-        return "mutable_buffer"
-    if value in inputs:
-        return "input_output" if value in outputs else "input"
-    if value in outputs:
-        return "output"
-    if not named:
-        return "unused"
-    return "view" if view else "intermediate"
+def roles_of(values, *, inputs, outputs, state, named, views) -> np.ndarray:
+    """The role of each planned value (an object array of :data:`ROLES`): ``values`` an int array,
+    ``named`` whether some instruction names each (it has a lifetime), ``views`` view -> base."""
+    def among(chosen):
+        return np.isin(values, np.fromiter(chosen, np.int64))
+
+    is_in, is_out = among(inputs), among(outputs)
+    return np.select([among(state), is_in & is_out, is_in, is_out, ~named, among(views)],
+                     ["mutable_buffer", "input_output", "input", "output", "unused", "view"],
+                     "intermediate").astype(object)

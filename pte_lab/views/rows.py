@@ -8,7 +8,6 @@ escapes, JSON keeps them as they are).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from operator import attrgetter
 
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.load_cost import LOADERS, STEPS
@@ -57,18 +56,11 @@ TENSOR_TABLE = (("value", "value"), ("role", "role"), ("dtype", "dtype"), ("shap
                 ("nbytes", "bytes"), ("mem_id", "mem_id"), ("offset", "offset"), ("device", "device"),
                 ("first", "first"), ("last", "last"), ("op", "op"), ("name", "name"))
 
-_tensor_fields = attrgetter(*TENSOR_COLUMNS)
-_SHAPE = TENSOR_COLUMNS.index("shape")
-
-
 def tensor_records(m) -> list[dict]:
-    """Every planned tensor as a dict of :data:`TENSOR_COLUMNS` (shapes as lists)."""
-    out = []
-    for t in m.planned:  # hot for big methods: no dataclasses.asdict (it deep-copies)
-        vals = list(_tensor_fields(t))
-        vals[_SHAPE] = list(vals[_SHAPE])
-        out.append(dict(zip(TENSOR_COLUMNS, vals)))
-    return out
+    """Every planned tensor as a dict of :data:`TENSOR_COLUMNS` (shapes as lists), from the columns."""
+    cols = m.analysis.column_lists()
+    cols["shape"] = list(map(list, cols["shape"]))
+    return [dict(zip(TENSOR_COLUMNS, row)) for row in zip(*cols.values())]
 
 
 def io_records(specs) -> list[dict]:
