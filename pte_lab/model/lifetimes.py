@@ -40,6 +40,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from ..format import RawPlan
 from .dtypes import nbytes as _nbytes
 
@@ -119,8 +121,6 @@ def _extend_over_loops(first: dict[int, int], last: dict[int, int], jumps: list[
     jumping straight to the largest eligible ``src``: a range-maximum query over the loops sorted by
     ``dst`` (a sparse table), instead of re-scanning every value for every loop until nothing moves.
     """
-    import numpy as np
-
     order = sorted(jumps, key=lambda j: j[1])
     dsts = np.array([d for _, d in order], dtype=np.int64)
     table = [np.array([s for s, _ in order], dtype=np.int64)]
@@ -193,6 +193,19 @@ def holds_nothing(t) -> bool:
     return 0 in t.sizes
 
 
+def holding(plan: RawPlan) -> np.ndarray:
+    """For each distinct value record (``plan.records``): a tensor planned in an arena that holds bytes."""
+    return np.fromiter((r.tensor is not None and r.tensor.mem_id is not None and not holds_nothing(r.tensor)
+                        for r in plan.records), bool, len(plan.records))
+
+
+def record_places(plan: RawPlan, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mem_id, offset) arrays of the given (planned) tensor records."""
+    ts = [plan.records[k].tensor for k in records.tolist()]
+    return (np.fromiter((t.mem_id for t in ts), np.int64, len(ts)),
+            np.fromiter((t.offset for t in ts), np.int64, len(ts)))
+
+
 def _same_bytes(a, b) -> bool:
     """exir's ``_ViewSpec`` rule: a view has its base's dtype and byte count."""
     return a.scalar_type == b.scalar_type and (a.sizes == b.sizes or _nbytes(a.sizes, 1) == _nbytes(b.sizes, 1))
@@ -207,38 +220,59 @@ def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], he
     use (a view, a scratch buffer) is never a base. A view's base is the
     holder at the same arena and offset whose lifetime started last before the
     view's first use (the lowest value index among equals), with the view's
-    dtype and byte count. One sort per offset, one pass over its tensors; each
-    instruction's written values are worked out once.
+    dtype and byte count. One sort of every tensor by (arena, offset, start);
+    each instruction's written values are worked out once.
     """
-    values = plan.values
-    n = len(plan.instructions)
-    at: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for v, f in first.items():
-        t = values[v].tensor
-        if t is not None and t.mem_id is not None and not holds_nothing(t):
-            at.setdefault((t.mem_id, t.offset), []).append((f, v))
-    writes = Writes(plan)
+    v, f, rec = _placed_starts(plan, first)
+    reader = _read_first(plan, v, f, held)
+    place = np.cumsum(_changes(*record_places(plan, rec)))  # one number per (arena, offset)
+    when = place * (len(plan.instructions) + 3) + f + 1  # (place, start) in one increasing key
+    holders = np.flatnonzero(~reader)
+    holders = holders[_changes(when[holders])]  # the first holder (lowest value) at each place and time
+    readers = np.flatnonzero(reader)
+    j = np.searchsorted(when[holders], when[readers]) - 1  # the last holder started before, at that place
+    ok = j >= 0
+    ok[ok] = place[holders[j[ok]]] == place[readers[ok]]
+    readers, bases = readers[ok], holders[j[ok]]
     views: dict[int, int] = {}
-    for entries in at.values():
-        if len(entries) < 2:
-            continue
-        entries.sort()
-        base = None  # the latest holder started before the current time
-        time = latest = None  # the time being read, and the first holder started at it
-        for f, v in entries:
-            if f != time:
-                if latest is not None:
-                    base = latest
-                time, latest = f, None
-            if v not in held and 0 <= f < n:
-                if v not in writes(f):  # read where it is first named: a view, or not a base
-                    if base is not None and _same_bytes(values[base].tensor, values[v].tensor):
-                        views[v] = base
-                    continue
-            if latest is None:
-                latest = v
-    for v, b in views.items():  # bases are never views: one step to the storage
-        first[v] = first[b]
-        if last[v] > last[b]:
-            last[b] = last[v]
-    return views
+    for r, b in zip(readers.tolist(), bases.tolist()):
+        if rec[r] == rec[b] or _same_bytes(plan.values[v[b]].tensor, plan.values[v[r]].tensor):
+            views[int(v[r])] = int(v[b])
+    for view, base in sorted(views.items()):  # bases are never views: one step to the storage
+        first[view] = first[base]
+        if last[view] > last[base]:
+            last[base] = last[view]
+    return dict(sorted(views.items()))
+
+
+def _placed_starts(plan: RawPlan, first: dict[int, int]):
+    """(value, start, record) of every planned tensor holding bytes that has a lifetime, sorted by
+    (arena, offset, start, value)."""
+    v = np.fromiter(first.keys(), np.int64, len(first))
+    f = np.fromiter(first.values(), np.int64, len(first))
+    rec = plan.record_of[v]
+    keep = holding(plan)[rec]
+    v, f, rec = v[keep], f[keep], rec[keep]
+    mem_id, offset = record_places(plan, rec)
+    order = np.lexsort((v, f, offset, mem_id))
+    return v[order], f[order], rec[order]
+
+
+def _read_first(plan: RawPlan, v: np.ndarray, f: np.ndarray, held: set[int]) -> np.ndarray:
+    """Which values are read where they are first named: not held before the call, first named by an
+    instruction that does not write them."""
+    n = len(plan.instructions)
+    ask = np.flatnonzero((f >= 0) & (f < n) & ~np.isin(v, np.fromiter(held, np.int64, len(held))))
+    writes = Writes(plan)
+    out = np.zeros(len(v), dtype=bool)
+    out[ask] = [x not in writes(i) for x, i in zip(v[ask].tolist(), f[ask].tolist())]
+    return out
+
+
+def _changes(*keys: np.ndarray) -> np.ndarray:
+    """True where any key differs from the previous entry (and at the first)."""
+    out = np.ones(len(keys[0]), dtype=bool)
+    for k in keys:
+        out[1:] &= k[1:] == k[:-1]
+    out[1:] = ~out[1:]
+    return out
