@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from functools import cached_property
+from itertools import repeat
 from types import MappingProxyType
 from typing import Mapping
 
@@ -264,10 +265,9 @@ def _record_columns(plan: RawPlan, values: np.ndarray) -> dict[str, np.ndarray]:
 def _lifetime_columns(values: np.ndarray, first: dict, last: dict) -> dict[str, np.ndarray]:
     """first/last of each value, and ``named``: whether it has a lifetime (first=1 > last=0 where not)."""
     vs = values.tolist()
-    f = np.fromiter((first.get(v, 1) for v in vs), np.int64, len(vs))
-    named = np.fromiter((v in first for v in vs), bool, len(vs))
-    lt = np.fromiter((last.get(v, 0) for v in vs), np.int64, len(vs))
-    return {"first": f, "last": lt, "named": named}
+    return {"first": np.fromiter(map(first.get, vs, repeat(1)), np.int64, len(vs)),
+            "last": np.fromiter(map(last.get, vs, repeat(0)), np.int64, len(vs)),
+            "named": np.fromiter(map(first.__contains__, vs), bool, len(vs))}
 
 
 def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str, np.ndarray]:
@@ -278,7 +278,7 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
     op = np.full(n, None, dtype=object)
     is_view = np.isin(values, np.fromiter(views, np.int64, len(views)))
     made = np.flatnonzero(((role == "intermediate") | (role == "output")) & ~is_view)
-    at = np.fromiter((first_use.get(v, -1) for v in values[made].tolist()), np.int64, len(made))
+    at = np.fromiter(map(first_use.get, values[made].tolist(), repeat(-1)), np.int64, len(made))
     made, at = made[at >= 0], at[at >= 0]
     if len(made):
         producer[made] = at

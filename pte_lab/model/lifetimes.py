@@ -200,10 +200,20 @@ def holding(plan: RawPlan) -> np.ndarray:
 
 
 def record_places(plan: RawPlan, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mem_id, offset) arrays of the given (planned) tensor records."""
-    ts = [plan.records[k].tensor for k in records.tolist()]
-    return (np.fromiter((t.mem_id for t in ts), np.int64, len(ts)),
-            np.fromiter((t.offset for t in ts), np.int64, len(ts)))
+    """(mem_id, offset) arrays of the given (planned) tensor records (looked up once per distinct record)."""
+    distinct, at = np.unique(records, return_inverse=True)
+    ts = [plan.records[k].tensor for k in distinct.tolist()]
+    at = at.reshape(-1)
+    return (np.fromiter((t.mem_id for t in ts), np.int64, len(ts))[at],
+            np.fromiter((t.offset for t in ts), np.int64, len(ts))[at])
+
+
+def named_in(plan: RawPlan, values: np.ndarray, steps: np.ndarray, sets) -> np.ndarray:
+    """Whether each ``values[k]`` is in ``sets(steps[k])`` (a set of values per instruction), each
+    instruction's set asked for once."""
+    width = len(plan.values) + 1
+    pairs = [i * width + x for i in np.unique(steps).tolist() for x in sets(i)]
+    return np.isin(steps * width + values, np.fromiter(pairs, np.int64, len(pairs)))
 
 
 def _same_bytes(a, b) -> bool:
@@ -263,9 +273,8 @@ def _read_first(plan: RawPlan, v: np.ndarray, f: np.ndarray, held: set[int]) -> 
     instruction that does not write them."""
     n = len(plan.instructions)
     ask = np.flatnonzero((f >= 0) & (f < n) & ~np.isin(v, np.fromiter(held, np.int64, len(held))))
-    writes = Writes(plan)
     out = np.zeros(len(v), dtype=bool)
-    out[ask] = [x not in writes(i) for x, i in zip(v[ask].tolist(), f[ask].tolist())]
+    out[ask] = ~named_in(plan, v[ask], f[ask], Writes(plan))
     return out
 
 

@@ -20,13 +20,14 @@ Roles (the ``role`` column of :attr:`pte_lab.model.Method.tensors`):
 from __future__ import annotations
 
 from collections import Counter
+from itertools import repeat
 
 import numpy as np
 
 from ..format import RawPlan
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
-from .lifetimes import _expanded, holding, holds_nothing
+from .lifetimes import _expanded, holding, holds_nothing, named_in
 
 ROLES = ("input", "output", "input_output", "intermediate", "mutable_buffer", "view", "unused")
 
@@ -103,18 +104,13 @@ def found_state(plan: RawPlan, first_use: dict[int, int], starts: dict[int, int]
     """
     candidates = np.flatnonzero(holding(plan)[plan.record_of])
     candidates = candidates[~np.isin(candidates, np.fromiter(set(plan.inputs) | declared, np.int64))]
-    reads: dict[int, set[int]] = {}
-    found = []
-    for v, i in zip(candidates.tolist(), map(first_use.get, candidates.tolist())):
-        if i is None:
-            continue
-        if i not in reads:
-            reads[i] = reads_at(plan, i)
-        if v in reads[i]:
-            found.append(v)
-    if not found:
+    at = np.fromiter(map(first_use.get, candidates.tolist(), repeat(-1)), np.int64, len(candidates))
+    candidates, at = candidates[at >= 0], at[at >= 0]
+    read = named_in(plan, candidates, at, lambda i: reads_at(plan, i))
+    found, at = candidates[read], at[read]
+    if not len(found):
         return frozenset()
-    return frozenset(found) - _written_before(plan, starts, found, first_use)
+    return frozenset((found[~_written_before(plan, starts, found, at)]).tolist())
 
 
 def state_values(declared: frozenset[int], found: frozenset[int], views: dict[int, int]) -> frozenset[int]:
@@ -129,8 +125,10 @@ def state_values(declared: frozenset[int], found: frozenset[int], views: dict[in
     return frozenset(state)
 
 
-def _written_before(plan: RawPlan, starts: dict[int, int], candidates, first_use) -> set[int]:
-    """The candidates some of whose bytes another tensor's lifetime covered before their first use.
+def _written_before(plan: RawPlan, starts: dict[int, int], candidates: np.ndarray,
+                    first_use: np.ndarray) -> np.ndarray:
+    """Whether some of each candidate's bytes were covered by another tensor's lifetime before its first
+    use (``first_use``, one per candidate).
 
     Per arena, the byte range is cut at every tensor's start and end; each
     piece is given the earliest start of the tensors covering it (ranges in
@@ -150,7 +148,10 @@ def _written_before(plan: RawPlan, starts: dict[int, int], candidates, first_use
     earliest_in: dict[tuple, int] = {}  # candidate range -> the earliest start over its bytes
     for mem_id, keys in wanted.items():
         earliest_in.update(_earliest_over(sorted(by_arena[mem_id]), list(keys)))
-    return {v for v in candidates if earliest_in[span_of[plan.record_of[v]]] < first_use[v]}
+    records = plan.record_of[candidates]
+    distinct, at = np.unique(records, return_inverse=True)
+    earliest = np.fromiter((earliest_in[span_of[k]] for k in distinct.tolist()), np.int64, len(distinct))
+    return earliest[at.reshape(-1)] < first_use
 
 
 def _range_of(t) -> tuple[int, int, int]:
@@ -163,12 +164,12 @@ def _earliest_start_per_range(plan: RawPlan, starts: dict[int, int]) -> dict[tup
     s = np.fromiter(starts.values(), np.int64, len(starts))
     rec = plan.record_of[v]
     keep = holding(plan)[rec]
-    rec, s = rec[keep], s[keep]
-    records, at = np.unique(rec, return_inverse=True)
-    earliest = np.full(len(records), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(earliest, at.reshape(-1), s)
+    order = np.lexsort((s[keep], rec[keep]))
+    rec, s = rec[keep][order], s[keep][order]
+    head = np.ones(len(rec), dtype=bool)
+    head[1:] = rec[1:] != rec[:-1]  # each record's earliest start comes first
     out: dict[tuple, int] = {}
-    for k, e in zip(records.tolist(), earliest.tolist()):
+    for k, e in zip(rec[head].tolist(), s[head].tolist()):
         key = _range_of(plan.records[k].tensor)
         if out.get(key, e + 1) > e:
             out[key] = e
