@@ -38,7 +38,7 @@ not store them; this convention gave no plan conflicts on exported programs.
 
 from __future__ import annotations
 
-from collections import Counter
+from itertools import chain
 
 import numpy as np
 
@@ -181,11 +181,19 @@ def _written(plan: RawPlan, ins) -> set[int]:
     if ins.kind == "MoveCall":
         return {ins.args[1]}
     if ins.kind == "KernelCall":
-        counts = Counter(_expanded(plan, ins.args))
-        return {v for v, c in counts.items() if c >= 2}
+        return named_twice(_expanded(plan, ins.args))[1]
     if ins.kind == "DelegateCall":
         return set(_expanded(plan, ins.args))
     return set()
+
+
+def named_twice(named) -> tuple[set[int], set[int]]:
+    """(the values ``named`` names, those it names more than once): a set each, in one pass."""
+    seen: set[int] = set()
+    again: set[int] = set()
+    for v in named:
+        (again if v in seen else seen).add(v)
+    return seen, again
 
 
 def holds_nothing(t) -> bool:
@@ -212,8 +220,11 @@ def named_in(plan: RawPlan, values: np.ndarray, steps: np.ndarray, sets) -> np.n
     """Whether each ``values[k]`` is in ``sets(steps[k])`` (a set of values per instruction), each
     instruction's set asked for once."""
     width = len(plan.values) + 1
-    pairs = [i * width + x for i in np.unique(steps).tolist() for x in sets(i)]
-    return np.isin(steps * width + values, np.fromiter(pairs, np.int64, len(pairs)))
+    asked = np.unique(steps)
+    answers = [sets(i) for i in asked.tolist()]
+    sizes = np.fromiter(map(len, answers), np.int64, len(answers))
+    pairs = np.repeat(asked * width, sizes) + np.fromiter(chain.from_iterable(answers), np.int64, int(sizes.sum()))
+    return np.isin(steps * width + values, pairs)
 
 
 def _same_bytes(a, b) -> bool:

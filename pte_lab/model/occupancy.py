@@ -141,13 +141,12 @@ def _by_grid(s, e, first, last, times, bounds):
     k = len(bounds) - 1
     a = np.searchsorted(bounds, s)
     b = np.searchsorted(bounds, e)
-    grid = np.zeros((times + 1, k + 1), dtype=np.int32)
-    r0, r1 = first + 1, last + 2
-    np.add.at(grid, (r0, a), 1)
-    np.add.at(grid, (r0, b), -1)
-    np.add.at(grid, (r1, a), -1)
-    np.add.at(grid, (r1, b), 1)
-    cover = grid.cumsum(axis=0).cumsum(axis=1)[:times, :k]
+    r0, r1 = (first + 1) * (k + 1), (last + 2) * (k + 1)  # rows of the flattened grid
+    grid = np.zeros((times + 1) * (k + 1), dtype=np.int32)
+    for corners, sign in (((r0 + a, r1 + b), 1), ((r0 + b, r1 + a), -1)):
+        cell, n = np.unique(np.concatenate(corners), return_counts=True)  # np.add.at, without its slowness
+        grid[cell] += sign * n.astype(np.int32)
+    cover = grid.reshape(times + 1, k + 1).cumsum(axis=0).cumsum(axis=1)[:times, :k]
     return (cover > 0).astype(np.int64) @ np.diff(bounds)
 
 

@@ -19,7 +19,6 @@ Roles (the ``role`` column of :attr:`pte_lab.model.Method.tensors`):
 
 from __future__ import annotations
 
-from collections import Counter
 from itertools import repeat
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from ..format import RawPlan
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
-from .lifetimes import _expanded, holding, holds_nothing, named_in
+from .lifetimes import _expanded, holding, holds_nothing, named_in, named_twice
 
 ROLES = ("input", "output", "input_output", "intermediate", "mutable_buffer", "view", "unused")
 
@@ -76,9 +75,8 @@ def reads_at(plan: RawPlan, i: int) -> set[int]:
     if ins.kind == "KernelCall":
         if not ins.args:
             return set()
-        named = _expanded(plan, ins.args)
-        written = set(_expanded(plan, ins.args[-1:]))
-        reads = {v for v, c in Counter(named).items() if c == 1} - written
+        named, again = named_twice(_expanded(plan, ins.args))
+        reads = named - again - set(_expanded(plan, ins.args[-1:]))
         if _in_place(*plan.operators[ins.target]):
             reads.add(ins.args[0])
         return reads
