@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
+from .bulk import paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
@@ -161,7 +162,8 @@ class Analysis:
     @cached_property
     def planned(self) -> tuple[PlannedTensor, ...]:
         """Every tensor with an allocation in a planned arena, in value order (made when first asked for)."""
-        return tuple(map(PlannedTensor, *self.column_lists().values()))
+        with paused_gc():
+            return tuple(map(PlannedTensor, *self.column_lists().values()))
 
     def storage_of(self, value: int) -> int:
         """The value whose storage ``value`` uses: its base for a view (followed to the root), else itself."""

@@ -19,6 +19,7 @@ from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
+from .bulk import paused_gc
 from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps
 from .validate import Conflict
@@ -175,7 +176,8 @@ class Method:
     @cached_property
     def analysis(self) -> Analysis:
         """Roles, lifetimes, views, arenas, occupancy and conflicts (see :mod:`pte_lab.model.analysis`)."""
-        return analyse(self._raw)
+        with paused_gc():
+            return analyse(self._raw)
 
     @property
     def planned(self) -> tuple[PlannedTensor, ...]:

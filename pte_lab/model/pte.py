@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..errors import PteFormatError
 from ..format import RawProgram, Source, TensorDataLocation, read
+from .bulk import paused_gc
 from .bundled import Bundled
 from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
@@ -47,7 +48,8 @@ class _Methods(Mapping):
             if name not in self._index:
                 raise KeyError(f"no method {name!r}; the program has {list(self._index)}")
             i = self._index[name]
-            m = self._cache[name] = Method(self._raw.plan(i), i)
+            with paused_gc():  # a record per value and per instruction
+                m = self._cache[name] = Method(self._raw.plan(i), i)
         return m
 
     def __iter__(self) -> Iterator[str]:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from ..model.bulk import paused_gc
 from ..model.load_cost import LOADERS
 from .rows import (
     arena_records,
@@ -76,6 +77,11 @@ def method_dict(m) -> dict:
 
 
 def document(p, methods: list[str] | None = None) -> dict:
+    with paused_gc():  # a dict per planned tensor
+        return _document(p, methods)
+
+
+def _document(p, methods: list[str] | None) -> dict:
     names = list(p.methods) if methods is None else methods
     doc = {
         "schema": SCHEMA,
