@@ -76,6 +76,12 @@ def bytes_or_time_only(k, m):
                          sizes=(0, 32 + 16 * m))
 
 
+def many_arenas(n):
+    """n planned arenas (8 bytes each in non_const_buffer_sizes), three tensors in the first two."""
+    values = [("tensor", 1, 0, 4), ("tensor", 2, 0, 4), ("tensor", 1, 16, 4)]
+    return build_program(values, [[0, 1, 1], [1, 2, 2]], sizes=(0,) + (64,) * n)
+
+
 CASES = {
     "one call, 20,000 values (issue)": lambda: one_call_many_values(20_000),
     "one call, values to 1 MB": lambda: one_call_many_values(125_000),
@@ -86,6 +92,7 @@ CASES = {
     "distinct calls to 1 MB": lambda: many_distinct_calls(11_000),
     "views of one base": lambda: many_views_chained(14_000),
     "bytes only or time only": lambda: bytes_or_time_only(13_500, 7_500),
+    "arenas to 1 MB": lambda: many_arenas(124_900),
 }
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
-from .bulk import paused_gc
+from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
@@ -163,7 +163,7 @@ class Analysis:
     def planned(self) -> tuple[PlannedTensor, ...]:
         """Every tensor with an allocation in a planned arena, in value order (made when first asked for)."""
         with paused_gc():
-            return tuple(map(PlannedTensor, *self.column_lists().values()))
+            return tuple(frozen_records(PlannedTensor, *self.column_lists().values()))
 
     def storage_of(self, value: int) -> int:
         """The value whose storage ``value`` uses: its base for a view (followed to the root), else itself."""
@@ -196,14 +196,16 @@ class Analysis:
     @cached_property
     def arenas(self) -> tuple[Arena, ...]:
         """The planned arenas, mem_id 1..n (mem_id 0 is reserved and never listed)."""
-        by = self._by_arena
-        out = []
-        for mem_id in range(1, len(self.buffer_sizes)):
-            top = _peak(*self._arena_columns(mem_id), self.n_instructions) if mem_id in by else 0
-            size = self.buffer_sizes[mem_id]
-            out.append(Arena(mem_id, runtime_index_of(mem_id), size, self.buffer_devices.get(mem_id, "cpu"), top,
-                             size / top if top else None, len(by.get(mem_id, ())), self.method))
-        return tuple(out)
+        ids = range(1, len(self.buffer_sizes))
+        held = {m: len(rows) for m, rows in self._by_arena.items()}
+        top = {m: _peak(*self._arena_columns(m), self.n_instructions) for m in held if m in ids}
+        peaks = list(map(top.get, ids, repeat(0)))
+        sizes = self.buffer_sizes[1:]
+        with paused_gc():  # a file may list many arenas, most of them empty
+            return tuple(frozen_records(Arena, ids, map(runtime_index_of, ids), sizes,
+                                        map(self.buffer_devices.get, ids, repeat("cpu")), peaks,
+                                        [size / p if p else None for size, p in zip(sizes, peaks)],
+                                        map(held.get, ids, repeat(0)), repeat(self.method)))
 
     @cached_property
     def conflicts(self) -> tuple[Conflict, ...]:

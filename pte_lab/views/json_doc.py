@@ -55,6 +55,7 @@ from .rows import (
     delegate_records,
     finding_records,
     io_records,
+    load_cost_records,
     tensor_records,
 )
 
@@ -99,10 +100,7 @@ def _document(p, methods: list[str] | None) -> dict:
             "segments": [asdict(s) for s in p.segments],
         },
         "methods": {n: method_dict(p.methods[n]) for n in names},
-        "load_cost": {
-            loader: [{k: v for k, v in r._asdict().items() if k != "loader"} for r in p.allocations(loader)]
-            for loader in LOADERS
-        },
+        "load_cost": {loader: load_cost_records(p.allocation_columns(loader)) for loader in LOADERS},
         "warnings": finding_records(p.warnings(), with_method=True),
     }
     if p.bundled is not None:
