@@ -38,7 +38,8 @@ def main() -> int:
         c, t = time.process_time(), time.perf_counter()
         full()
         cpu, wall = min(cpu, time.process_time() - c), min(wall, time.perf_counter() - t)
-    print(f"{cpu * 1000:.1f} ms CPU, {wall * 1000:.1f} ms wall  (best of {args.repeat}; pte_lab from {pte_lab.__file__})")
+    print(f"{cpu * 1000:.1f} ms CPU, {wall * 1000:.1f} ms wall  (best of {args.repeat}; "
+          f"pte_lab from {pte_lab.__file__})")
     return 0
 
 

@@ -244,10 +244,9 @@ def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], he
     dtype and byte count. One sort of every tensor by (arena, offset, start);
     each instruction's written values are worked out once.
     """
-    v, f, rec = _placed_starts(plan, first)
+    v, f, rec, place = _placed_starts(plan, first)
     reader = _read_first(plan, v, f, held)
-    place = np.cumsum(_changes(*record_places(plan, rec)))  # one number per (arena, offset)
-    when = place * (len(plan.instructions) + 3) + f + 1  # (place, start) in one increasing key
+    when = place * (len(plan.instructions) + 2) + f + 1  # (place, start) in one increasing key
     holders = np.flatnonzero(~reader)
     holders = holders[_changes(when[holders])]  # the first holder (lowest value) at each place and time
     readers = np.flatnonzero(reader)
@@ -255,20 +254,19 @@ def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], he
     ok = j >= 0
     ok[ok] = place[holders[j[ok]]] == place[readers[ok]]
     readers, bases = readers[ok], holders[j[ok]]
-    views: dict[int, int] = {}
-    for r, b in zip(readers.tolist(), bases.tolist()):
-        if rec[r] == rec[b] or _same_bytes(plan.values[v[b]].tensor, plan.values[v[r]].tensor):
-            views[int(v[r])] = int(v[b])
-    for view, base in sorted(views.items()):  # bases are never views: one step to the storage
+    views = {int(v[r]): int(v[b]) for r, b in zip(readers.tolist(), bases.tolist())
+             if rec[r] == rec[b] or _same_bytes(plan.values[v[b]].tensor, plan.values[v[r]].tensor)}
+    views = dict(sorted(views.items()))
+    for view, base in views.items():  # bases are never views: one step to the storage
         first[view] = first[base]
         if last[view] > last[base]:
             last[base] = last[view]
-    return dict(sorted(views.items()))
+    return views
 
 
 def _placed_starts(plan: RawPlan, first: dict[int, int]):
-    """(value, start, record) of every planned tensor holding bytes that has a lifetime, sorted by
-    (arena, offset, start, value)."""
+    """(value, start, record, place) of every planned tensor holding bytes that has a lifetime, sorted by
+    (arena, offset, start, value); ``place`` numbers the (arena, offset) pairs in that order."""
     v = np.fromiter(first.keys(), np.int64, len(first))
     f = np.fromiter(first.values(), np.int64, len(first))
     rec = plan.record_of[v]
@@ -276,7 +274,7 @@ def _placed_starts(plan: RawPlan, first: dict[int, int]):
     v, f, rec = v[keep], f[keep], rec[keep]
     mem_id, offset = record_places(plan, rec)
     order = np.lexsort((v, f, offset, mem_id))
-    return v[order], f[order], rec[order]
+    return v[order], f[order], rec[order], np.cumsum(_changes(mem_id[order], offset[order]))
 
 
 def _read_first(plan: RawPlan, v: np.ndarray, f: np.ndarray, held: set[int]) -> np.ndarray:
@@ -290,9 +288,9 @@ def _read_first(plan: RawPlan, v: np.ndarray, f: np.ndarray, held: set[int]) -> 
 
 
 def _changes(*keys: np.ndarray) -> np.ndarray:
-    """True where any key differs from the previous entry (and at the first)."""
-    out = np.ones(len(keys[0]), dtype=bool)
+    """True at the first entry and where any key differs from the entry before."""
+    out = np.zeros(len(keys[0]), dtype=bool)
+    out[:1] = True
     for k in keys:
-        out[1:] &= k[1:] == k[:-1]
-    out[1:] = ~out[1:]
+        out[1:] |= k[1:] != k[:-1]
     return out

@@ -93,16 +93,15 @@ def _merge_aliases(s, e, first, last):
     """One tensor per run of tensors with the same bytes whose lifetimes overlap or touch."""
     order = np.lexsort((first, e, s))
     s, e, first, last = s[order], e[order], first[order], last[order]
-    same = np.ones(len(s), dtype=bool)
-    same[1:] = (s[1:] == s[:-1]) & (e[1:] == e[:-1])
-    same[0] = False
-    span = int(last.max(initial=0)) + 2  # last >= -1
-    group = np.cumsum(~same)
+    other = np.ones(len(s), dtype=bool)  # other bytes than the tensor before
+    other[1:] = (s[1:] != s[:-1]) | (e[1:] != e[:-1])
+    group = np.cumsum(other)
+    span = int(last.max(initial=0)) + 2  # last >= -1: group * span + last grows from group to group
     reach = np.maximum.accumulate(group * span + last) - group * span  # the latest last so far in the group
-    new = ~same
+    new = other
     new[1:] |= first[1:] > reach[:-1] + 1
-    starts = np.flatnonzero(new)
-    return s[starts], e[starts], first[starts], np.maximum.reduceat(last, starts) if len(starts) else last[starts]
+    runs = np.flatnonzero(new)
+    return s[runs], e[runs], first[runs], np.maximum.reduceat(last, runs) if len(runs) else last[runs]
 
 
 def _tangled(s, e, first, last):

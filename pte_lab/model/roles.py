@@ -47,7 +47,7 @@ def declared_state(plan: RawPlan) -> frozenset[int]:
     """
     io = set(plan.inputs) | set(plan.outputs)
     marked = holding(plan) & np.fromiter((r.tensor is not None and (r.tensor.data_buffer_idx > 0 or bool(r.tensor.fqn))
-                                          for r in plan.records), bool, len(plan.records))
+                                          for r in plan.records), bool, len(plan.records))  # per record
     state = set(np.flatnonzero(marked[plan.record_of]).tolist()) - io
     ops = plan.operators
     for ins in plan.instructions:

@@ -14,6 +14,7 @@ the tensors alive at its first instruction share its bytes. The tensors alive
 over a stretch of instructions are kept together (a segment tree over the
 instructions where lifetimes start), sorted by offset; in a valid plan they
 never share bytes, so the ones a tensor's bytes meet are one contiguous run.
+Tensors that start at the same instruction are neighbours in byte order.
 Work is ~ n log n plus the overlapping pairs looked at (conflicts, and pairs
 sharing storage), never the pairs that overlap in bytes only or in time only.
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 _CHUNK = 1 << 20  # candidate pairs examined at once (tests lower it)
-_FIRST_CHUNK = 1 << 12
+_FIRST_CHUNK = 1 << 12  # ... the first time (callers stop at a limit: it doubles up to _CHUNK)
 _ASKED = 1 << 18  # (tensor, tree node) questions asked at once
 
 
@@ -210,7 +211,7 @@ def _runs(who, begin, end):
     who, begin, counts = who[asked], begin[asked], counts[asked]
     cum = np.cumsum(counts)
     i0, n, chunk = 0, len(counts), min(_FIRST_CHUNK, _CHUNK)
-    while i0 < n:  # chunks keep memory bounded for any number of pairs; small first: callers stop early
+    while i0 < n:  # chunks keep memory bounded for any number of pairs
         done = int(cum[i0 - 1]) if i0 else 0
         i1 = max(int(np.searchsorted(cum, done + chunk, side="right")), i0 + 1)
         chunk = min(2 * chunk, _CHUNK)
