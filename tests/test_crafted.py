@@ -115,6 +115,16 @@ def test_many_values_sharing_one_tensor_table():
     assert m.validate() == []
 
 
+def test_a_planned_tensor_nothing_names_overlaps_nothing():
+    """Value 1 is planned at the input's offset but no instruction names it: it is never alive, so it
+    shares bytes with nothing (it was reported as overlapping the input, "alive [1, 0]")."""
+    ins = [0, 2, 2]
+    data = build_program([("tensor", 1, 0, 4), ("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [ins, list(ins)])
+    m = pte_lab.open(data).methods["forward"]
+    assert list(m.tensors.role) == ["input", "unused", "output"]
+    assert m.conflicts == [] and m.findings() == []
+
+
 def _count_calls(monkeypatch, module, name):
     calls = []
     real = getattr(module, name)

@@ -201,6 +201,38 @@ def test_validator_reports_overlap_and_outside():
     assert {c.a, c.b} == {1, 2}
 
 
+def test_conflict_search_looks_only_at_pairs_overlapping_in_bytes_and_time(monkeypatch):
+    """12,000 tensors share bytes at different times and 8,000 are alive together in different bytes:
+    72 million pairs overlap in bytes only and 128 million in time only. The search looks at none of
+    them; with one true overlap added, it looks at that pair alone."""
+    import numpy as np
+
+    import pte_lab.model.validate as validate
+
+    looked = []
+    runs = validate._runs
+
+    def counted(*args):
+        for chunk in runs(*args):
+            looked.append(len(chunk[0]))
+            yield chunk
+
+    monkeypatch.setattr(validate, "_runs", counted)
+    k, m = 12_000, 8_000
+    off = np.r_[np.zeros(k), 16 + 16 * np.arange(m)]
+    first = np.r_[np.arange(k), np.zeros(m)]
+    last = np.r_[np.arange(k), np.full(m, k)]
+    values = np.arange(k + m)
+    assert validate.find_conflicts(values, np.ones(k + m), off, np.full(k + m, 16), first, last, storage=values) == []
+    assert sum(looked) == 0
+    off[k + 5] = 8  # now [8, 24): it meets [0, 16) of every one of the first 12,000 and [16, 32) of value k
+    found = validate.find_conflicts(values, np.ones(k + m), off, np.full(k + m, 16), first, last, storage=values)
+    assert len(found) == 1000 and all(k + 5 in (c.a, c.b) for c in found)  # the limit: 12,001 pairs overlap
+    pairs = [(c.a, c.b) for c in found]
+    assert pairs[:3] == [(0, k + 5), (k, k + 5), (k + 5, 1)]  # in the order overlaps begin
+    assert sum(looked) <= 10_000  # the pairs it reports, looked at a few thousand at a time
+
+
 def test_lists_expand_and_self_reference_is_safe():
     # value 3 is a TensorList naming values 1 and 2 and itself; 4 is an optional list with -1
     vals = [_t(1, 0, 2), _t(1, 8, 2), _t(1, 16, 2), RawValue("TensorList", items=(1, 2, 3)),
@@ -239,33 +271,43 @@ def test_occupancy_matches_peak(program_path):
 
 
 def test_validator_and_occupancy_match_brute_force(monkeypatch):
-    """Random plans: the vectorised checks agree with byte-by-byte counting."""
+    """Random plans: the vectorised checks agree with byte-by-byte counting (tensors never alive, with
+    first > last, and tensors of no bytes hold nothing)."""
     import numpy as np
 
     import pte_lab.model.occupancy as occupancy_mod
     import pte_lab.model.validate as validate
 
     monkeypatch.setattr(validate, "_CHUNK", 7)  # exercise the chunked walk
+    monkeypatch.setattr(validate, "_FIRST_CHUNK", 2)
+    monkeypatch.setattr(validate, "_ASKED", 5)  # ... and the questions asked in parts
     from pte_lab.model.occupancy import occupancy
     from pte_lab.model.validate import find_conflicts
 
     rng = np.random.default_rng(0)
-    for _ in range(150):
+    for trial in range(300):
         n, N = int(rng.integers(1, 30)), int(rng.integers(1, 20))
         off, nb = rng.integers(0, 100, n) * 4, rng.integers(0, 40, n) * 4
         f = rng.integers(-1, N, n)
-        l = np.minimum(f + rng.integers(0, 8, n), N)
+        l = np.minimum(f + rng.integers(-2, 8, n), N)
         mem = rng.integers(1, 3, n)
-        got = {tuple(sorted((c.a, c.b))) for c in find_conflicts(np.arange(n), mem, off, nb, f, l, limit=10**6)}
+        storage = rng.integers(0, 6, n) if trial % 2 else None
+        same = off if storage is None else storage
+        found = find_conflicts(np.arange(n), mem, off, nb, f, l, limit=10**6, storage=storage)
+        got = {(c.a, c.b) for c in found}
         expected = {
             (i, j) for i in range(n) for j in range(i + 1, n)
-            if mem[i] == mem[j] and nb[i] and nb[j] and off[i] != off[j]
+            if mem[i] == mem[j] and nb[i] and nb[j] and same[i] != same[j] and f[i] <= l[i] and f[j] <= l[j]
             and off[i] < off[j] + nb[j] and off[j] < off[i] + nb[i] and f[i] <= l[j] and f[j] <= l[i]
         }
-        assert got == expected
+        assert {tuple(sorted(p)) for p in got} == expected and len(found) == len(expected)
+        assert all((f[a], a) < (f[b], b) for a, b in got)  # a starts first
+        assert len(find_conflicts(np.arange(n), mem, off, nb, f, l, limit=2, storage=storage)) == min(2, len(expected))
         occ = occupancy(off, nb, f, l, N)
-        with monkeypatch.context() as mp:  # the fallback for huge grids agrees too
+        with monkeypatch.context() as mp:  # the ways for huge grids agree too: sums and the tangled apart...
             mp.setattr(occupancy_mod, "_GRID_CELLS", 0)
+            assert (occupancy(off, nb, f, l, N) == occ).all()
+            mp.setattr(occupancy_mod, "_TANGLED_PAIRS", 0)  # ... or every tensor swept
             assert (occupancy(off, nb, f, l, N) == occ).all()
         for t in range(-1, N + 1):
             live = np.flatnonzero((f <= t) & (l >= t))

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..devices import device_name
 from ..errors import PteFormatError
-from ._flat import Table, root_table
+from ._flat import Table, TableVector, root_table
 from .bundled import RawBundled
 from .header import Header
 from .schema import DataLocation
@@ -91,10 +91,19 @@ class RawPlan:
     has_stacktrace: bool = False
     #: the values that are tensor lists with items (what an instruction naming them names too)
     lists: frozenset[int] | None = None
+    #: the distinct value records, in order of first use (values sharing one table share one record), and
+    #: for each value the index of its record: what follows from a record is worked out once per record
+    records: list[RawValue] | None = None
+    record_of: np.ndarray | None = None
 
     def __post_init__(self):
         if self.lists is None:
             self.lists = frozenset(i for i, v in enumerate(self.values) if v.items)
+        if self.records is None:
+            index: dict[int, int] = {}
+            self.record_of = np.fromiter((index.setdefault(id(v), len(index)) for v in self.values), np.int64,
+                                         len(self.values))
+            self.records = list({id(v): v for v in self.values}.values())
 
 
 @dataclass(slots=True)
@@ -287,38 +296,47 @@ def _decode_tensor(t: Table) -> RawTensor:
     return rt
 
 
+def _decode_value(v: Table, n_values: int) -> RawValue:
+    """One EValue; only tensors and tensor lists matter for memory: other values' tables are not read."""
+    tag = v.scalar(0, "uint8")
+    kind = VALUE_KINDS.get(tag)
+    if kind is None:
+        raise PteFormatError(f"{v.where}: unknown value type {tag}")
+    if tag != 0 and not v.has(1):
+        raise PteFormatError(f"{v.where}: {kind} value without its table")
+    if kind == "Tensor":
+        return RawValue(kind, tensor=_decode_tensor(v.table(1, "val")))
+    if kind in ("TensorList", "OptionalTensorList"):
+        val = v.table(1, "val")
+        items = val.int_tuple(0, "int32", "items")
+        low = -1 if kind == "OptionalTensorList" else 0
+        if items and (min(items) < low or max(items) >= n_values):
+            it = min(items) if min(items) < low else max(items)
+            raise PteFormatError(f"{val.where}.items: value index {it} out of range ({n_values} values)")
+        return RawValue(kind, items=items)
+    return RawValue(kind)
+
+
+def _decode_values(values_vec: TableVector) -> tuple[list[RawValue], list[RawValue], np.ndarray]:
+    """(values, records, record_of): values sharing one table share one record, decoded once, in order of
+    first use (so a bad table is named where it is first used)."""
+    positions = values_vec.positions()
+    tables, first_at, record_of = np.unique(positions, return_index=True, return_inverse=True)
+    order = np.argsort(first_at)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    n = len(values_vec)
+    records = [_decode_value(values_vec.table_at(i, pos), n)
+               for i, pos in zip(first_at[order].tolist(), tables[order].tolist())]
+    record_of = rank[record_of.reshape(-1)]
+    return list(map(records.__getitem__, record_of.tolist())), records, record_of
+
+
 def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
     where = plan.where
     values_vec = plan.tables(2, "values")
     n_values = len(values_vec)
-    values: list[RawValue] = []
-    decoded: dict[int, RawValue] = {}  # by table position: values sharing one table share one record
-    for i in range(n_values):
-        pos = values_vec.position(i)
-        if pos in decoded:
-            values.append(decoded[pos])
-            continue
-        v = values_vec.table_at(i, pos)
-        tag = v.scalar(0, "uint8")
-        kind = VALUE_KINDS.get(tag)
-        if kind is None:
-            raise PteFormatError(f"{v.where}: unknown value type {tag}")
-        if tag != 0 and not v.has(1):
-            raise PteFormatError(f"{v.where}: {kind} value without its table")
-        # Only tensors and tensor lists matter for memory: other values' tables are not read.
-        if kind == "Tensor":
-            values.append(RawValue(kind, tensor=_decode_tensor(v.table(1, "val"))))
-        elif kind in ("TensorList", "OptionalTensorList"):
-            val = v.table(1, "val")
-            items = val.int_tuple(0, "int32", "items")
-            low = -1 if kind == "OptionalTensorList" else 0
-            if items and (min(items) < low or max(items) >= n_values):
-                it = min(items) if min(items) < low else max(items)
-                raise PteFormatError(f"{val.where}.items: value index {it} out of range ({n_values} values)")
-            values.append(RawValue(kind, items=items))
-        else:
-            values.append(RawValue(kind))
-        decoded[pos] = values[-1]
+    values, records, record_of = _decode_values(values_vec)
 
     def indices(slot: int, what: str) -> tuple[int, ...]:
         arr = plan.scalars(slot, "int32", what)
@@ -335,8 +353,9 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
     instructions: list[RawInstruction] = []
     chains = plan.tables(5, "chains")
     has_stack = False
-    item_counts = [len(v.items) for v in values]
-    lists = frozenset(i for i, c in enumerate(item_counts) if c)
+    counts = np.fromiter((len(r.items) for r in records), np.int64, len(records))[record_of]
+    item_counts = counts.tolist()
+    lists = frozenset(np.flatnonzero(counts).tolist())
     seen: dict[int, tuple[RawInstruction, int]] = {}  # by table position: the record, and its list items
     for chains_i, c in enumerate(chains):
         has_stack = has_stack or c.vector_len(3, "stacktrace") > 0
@@ -407,4 +426,6 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
         buffer_devices=devices,
         has_stacktrace=has_stack,
         lists=lists,
+        records=records,
+        record_of=record_of,
     )

@@ -15,8 +15,9 @@ in :mod:`.lifetimes`, occupancy in :mod:`.occupancy`, overlaps in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from functools import cached_property
+from itertools import repeat
 from types import MappingProxyType
 from typing import Mapping
 
@@ -24,12 +25,13 @@ import numpy as np
 
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
+from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
 from .occupancy import peak as _peak
-from .roles import declared_state, found_state, role_of, state_values
+from .roles import declared_state, found_state, roles_of, state_values
 from .validate import Conflict, find_conflicts
 
 __all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
@@ -136,13 +138,32 @@ class Analysis:
     #: ``non_const_buffer_sizes`` (index 0 reserved) and the sparse device list
     buffer_sizes: tuple[int, ...]
     buffer_devices: Mapping[int, str]
-    #: every tensor with an allocation in a planned arena, in value order
-    planned: tuple[PlannedTensor, ...]
     #: view value -> the value whose bytes it shares
     views: Mapping[int, int]
-    #: the planned tensors as int64 arrays (value, mem_id, offset, nbytes, first, last);
-    #: tensors without a lifetime have first=1 > last=0 (never alive)
+    #: the planned tensors, in value order, one array per column of :data:`TENSOR_COLUMNS`:
+    #: int64 (value, mem_id, offset, nbytes, first, last, producer), bool (dynamic) and object
+    #: (role, dtype, shape, device, op, name); ``named`` says which have a lifetime: the others
+    #: have first=1 > last=0 (never alive), and producer is -1 where there is none
     columns: Mapping[str, np.ndarray] = field(repr=False)
+
+    @property
+    def n_planned(self) -> int:
+        return len(self.columns["value"])
+
+    def column_lists(self) -> dict[str, list]:
+        """:data:`TENSOR_COLUMNS` as Python lists, None where a tensor has no lifetime or producer."""
+        c = self.columns
+        out = {k: c[k].tolist() for k in TENSOR_COLUMNS}
+        for k, known in (("first", c["named"]), ("last", c["named"]), ("producer", c["producer"] >= 0)):
+            if not known.all():
+                out[k] = [x if ok else None for x, ok in zip(out[k], known.tolist())]
+        return out
+
+    @cached_property
+    def planned(self) -> tuple[PlannedTensor, ...]:
+        """Every tensor with an allocation in a planned arena, in value order (made when first asked for)."""
+        with paused_gc():
+            return tuple(frozen_records(PlannedTensor, *self.column_lists().values()))
 
     def storage_of(self, value: int) -> int:
         """The value whose storage ``value`` uses: its base for a view (followed to the root), else itself."""
@@ -175,14 +196,16 @@ class Analysis:
     @cached_property
     def arenas(self) -> tuple[Arena, ...]:
         """The planned arenas, mem_id 1..n (mem_id 0 is reserved and never listed)."""
-        by = self._by_arena
-        out = []
-        for mem_id in range(1, len(self.buffer_sizes)):
-            top = _peak(*self._arena_columns(mem_id), self.n_instructions) if mem_id in by else 0
-            size = self.buffer_sizes[mem_id]
-            out.append(Arena(mem_id, runtime_index_of(mem_id), size, self.buffer_devices.get(mem_id, "cpu"), top,
-                             size / top if top else None, len(by.get(mem_id, ())), self.method))
-        return tuple(out)
+        ids = range(1, len(self.buffer_sizes))
+        held = {m: len(rows) for m, rows in self._by_arena.items()}
+        top = {m: _peak(*self._arena_columns(m), self.n_instructions) for m in held if m in ids}
+        peaks = list(map(top.get, ids, repeat(0)))
+        sizes = self.buffer_sizes[1:]
+        with paused_gc():  # a file may list many arenas, most of them empty
+            return tuple(frozen_records(Arena, ids, map(runtime_index_of, ids), sizes,
+                                        map(self.buffer_devices.get, ids, repeat("cpu")), peaks,
+                                        [size / p if p else None for size, p in zip(sizes, peaks)],
+                                        map(held.get, ids, repeat(0)), repeat(self.method)))
 
     @cached_property
     def conflicts(self) -> tuple[Conflict, ...]:
@@ -202,50 +225,74 @@ def analyse(plan: RawPlan) -> Analysis:
     """Roles, lifetimes, views and producers of every planned tensor of ``plan``."""
     declared = declared_state(plan)
     uses = instruction_uses(plan)
-    uses_first = uses[0]
     first, last = lifetimes(plan, declared, uses)
-    found = found_state(plan, uses_first, first, declared)
+    found = found_state(plan, uses[0], first, declared)
     views = resolve_views(plan, first, last, set(plan.inputs) | declared | found)
     state = state_values(declared, found, views)
     n_ins = len(plan.instructions)
     for v in state - declared:  # found from how the instructions use it: alive over every call
         first[v], last[v] = -1, n_ins
-    inputs, outputs = set(plan.inputs), set(plan.outputs)
-    targets = None
-    planned = []
-    meta: dict[int, tuple[str, int]] = {}  # id(record) -> (dtype, bytes): values may share one tensor record
-    for v, val in enumerate(plan.values):
-        t = val.tensor
-        if t is None or t.mem_id is None:
-            continue
-        if id(t) not in meta:
-            meta[id(t)] = tensor_meta(plan, v)[1:]
-        dtype, nb = meta[id(t)]
-        role = role_of(v, inputs=inputs, outputs=outputs, state=state, named=v in first, view=v in views)
-        producer = op = None
-        if v in views:
-            producer = first.get(v) if first.get(v, -1) >= 0 else None
-            op = f"view of v{views[v]}"  # the base's operator is added below, once every op is known
-        elif role in ("intermediate", "output") and v in uses_first:
-            if targets is None:
-                targets = instruction_targets(plan)
-            producer = uses_first[v]
-            op = targets[producer]
-        planned.append(PlannedTensor(v, role, dtype, t.sizes, nb, t.mem_id, t.offset, t.device, first.get(v),
-                                     last.get(v), producer, op,
-                                     t.shape_dynamism != TensorShapeDynamism.STATIC, t.fqn))
-    ops = {t.value: t.op for t in planned if t.role != "view"}
-    planned = [t if t.role != "view" or not ops.get(views[t.value]) else
-               replace(t, op=f"view of v{views[t.value]} ({ops[views[t.value]]})") for t in planned]
-    n = len(planned)
-    columns = {
-        "value": np.fromiter((t.value for t in planned), np.int64, n),
-        "mem_id": np.fromiter((t.mem_id for t in planned), np.int64, n),
-        "offset": np.fromiter((t.offset for t in planned), np.int64, n),
-        "nbytes": np.fromiter((t.nbytes for t in planned), np.int64, n),
-        "first": np.fromiter((t.first if t.first is not None else 1 for t in planned), np.int64, n),
-        "last": np.fromiter((t.last if t.last is not None else 0 for t in planned), np.int64, n),
-    }
-    return Analysis(plan.name, len(plan.instructions), tuple(plan.buffer_sizes),
-                    MappingProxyType(dict(plan.buffer_devices)), tuple(planned), MappingProxyType(views),
-                    MappingProxyType(columns))
+    values = planned_values(plan)
+    columns = _record_columns(plan, values)
+    columns.update(_lifetime_columns(values, first, last))
+    columns["role"] = roles_of(values, inputs=plan.inputs, outputs=plan.outputs, state=state,
+                               named=columns["named"], views=views)
+    columns.update(_producer_columns(plan, values, columns["role"], uses[0], columns, views))
+    return Analysis(plan.name, n_ins, tuple(plan.buffer_sizes), MappingProxyType(dict(plan.buffer_devices)),
+                    MappingProxyType(views), MappingProxyType(columns))
+
+
+def planned_values(plan: RawPlan) -> np.ndarray:
+    """The values with an allocation in a planned arena, in order (one look per distinct record)."""
+    planned = np.fromiter((r.tensor is not None and r.tensor.mem_id is not None for r in plan.records), bool,
+                          len(plan.records))
+    return np.flatnonzero(planned[plan.record_of])
+
+
+def _record_columns(plan: RawPlan, values: np.ndarray) -> dict[str, np.ndarray]:
+    """What each planned value's tensor record says (worked out once per record, in order of first use:
+    absurd sizes or offsets are refused naming the first value with them)."""
+    records, first_at, which = np.unique(plan.record_of[values], return_index=True, return_inverse=True)
+    rows = []
+    for k, v in zip(records.tolist(), values[first_at].tolist()):
+        t, dtype, nb = tensor_meta(plan, v)
+        rows.append((t.mem_id, t.offset, nb, dtype, t.sizes, t.device,
+                     t.shape_dynamism != TensorShapeDynamism.STATIC, t.fqn))
+    per = list(zip(*rows)) or [()] * 8
+    kinds = (np.int64, np.int64, np.int64, object, object, object, bool, object)
+    names = ("mem_id", "offset", "nbytes", "dtype", "shape", "device", "dynamic", "name")
+    out = {k: np.fromiter(col, kind, len(rows))[which] for k, col, kind in zip(names, per, kinds)}
+    out["value"] = values
+    return out
+
+
+def _lifetime_columns(values: np.ndarray, first: dict, last: dict) -> dict[str, np.ndarray]:
+    """first/last of each value, and ``named``: whether it has a lifetime (first=1 > last=0 where not)."""
+    vs = values.tolist()
+    return {"first": np.fromiter(map(first.get, vs, repeat(1)), np.int64, len(vs)),
+            "last": np.fromiter(map(last.get, vs, repeat(0)), np.int64, len(vs)),
+            "named": np.fromiter(map(first.__contains__, vs), bool, len(vs))}
+
+
+def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str, np.ndarray]:
+    """The instruction that first writes each value (-1: none) and what it calls; a view names its base
+    (and what wrote the base)."""
+    n = len(values)
+    producer = np.full(n, -1, dtype=np.int64)
+    op = np.full(n, None, dtype=object)
+    is_view = np.isin(values, np.fromiter(views, np.int64, len(views)))
+    made = np.flatnonzero(((role == "intermediate") | (role == "output")) & ~is_view)
+    at = np.fromiter(map(first_use.get, values[made].tolist(), repeat(-1)), np.int64, len(made))
+    made, at = made[at >= 0], at[at >= 0]
+    if len(made):
+        producer[made] = at
+        op[made] = np.array(instruction_targets(plan), dtype=object)[at]
+    seen = np.flatnonzero(is_view)
+    starts = columns["first"][seen]
+    known = columns["named"][seen] & (starts >= 0)
+    producer[seen[known]] = starts[known]
+    rows = np.searchsorted(values, [views[v] for v in values[seen].tolist()])  # bases are planned, never views
+    for i, base, row in zip(seen.tolist(), values[rows].tolist(), rows.tolist()):
+        via = f" ({op[row]})" if role[i] == "view" and op[row] else ""
+        op[i] = f"view of v{base}{via}"
+    return {"producer": producer, "op": op}

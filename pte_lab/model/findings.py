@@ -144,11 +144,15 @@ def shared_state(methods) -> dict[tuple[int, int], dict]:
     (role ``mutable_buffer``) with the same fully qualified name in the same
     arena at the same offset (what ``share_mutable_buffers=True`` writes).
     """
+    import numpy as np
+
     where: dict[str, dict[tuple[int, int, int], list[str]]] = {}
     for m in methods:
-        for t in m.planned:
-            if t.role == "mutable_buffer" and t.name:
-                where.setdefault(t.name, {}).setdefault((t.mem_id, t.offset, t.nbytes), []).append(m.name)
+        c = m.analysis.columns
+        named = np.flatnonzero((c["role"] == "mutable_buffer") & c["name"].astype(bool))
+        for name, place in zip(c["name"][named].tolist(),
+                               zip(*(c[k][named].tolist() for k in ("mem_id", "offset", "nbytes")))):
+            where.setdefault(name, {}).setdefault(place, []).append(m.name)
     out: dict[tuple[int, int], dict] = {}
     for name, places in where.items():
         for (mem_id, offset, nbytes), users in places.items():
@@ -189,19 +193,28 @@ def _state_findings(p: "Pte") -> list[Finding]:
     return out
 
 
-def plan_findings(method: str, planned, buffer_sizes, conflicts: "Iterable[Conflict]") -> list[Finding]:
-    """Plan problems: tensors in arenas the method lacks or past their end, overlapping live tensors."""
+def plan_findings(method: str, columns, buffer_sizes, conflicts: "Iterable[Conflict]") -> list[Finding]:
+    """Plan problems: tensors in arenas the method lacks or past their end, overlapping live tensors.
+
+    ``columns`` are the planned tensors' value, mem_id, offset and nbytes (arrays, see
+    :attr:`pte_lab.model.analysis.Analysis.columns`).
+    """
+    import numpy as np
+
+    mem_id, end = columns["mem_id"], columns["offset"] + columns["nbytes"]
+    known = (mem_id >= 1) & (mem_id < len(buffer_sizes))
+    sizes = np.append(np.asarray(buffer_sizes, dtype=np.int64), 0)  # the last entry for unknown arenas
     out = []
-    for t in planned:
-        if not 1 <= t.mem_id < len(buffer_sizes):
+    for i in np.flatnonzero(~known | (end > sizes[np.where(known, mem_id, -1)])).tolist():
+        v, m, offset = (int(columns[k][i]) for k in ("value", "mem_id", "offset"))
+        if not known[i]:
             out.append(Finding(Kind.UNKNOWN_ARENA, method,
-                               f"value {t.value} is planned in mem_id {t.mem_id}, which this method "
-                               f"does not have (arenas 1..{len(buffer_sizes) - 1})", {"value": t.value}))
-        elif t.offset + t.nbytes > buffer_sizes[t.mem_id]:
+                               f"value {v} is planned in mem_id {m}, which this method "
+                               f"does not have (arenas 1..{len(buffer_sizes) - 1})", {"value": v}))
+        else:
             out.append(Finding(Kind.OUTSIDE_ARENA, method,
-                               f"value {t.value} occupies bytes [{t.offset}, {t.offset + t.nbytes}) "
-                               f"past the end of arena {t.mem_id} ({buffer_sizes[t.mem_id]} bytes)",
-                               {"value": t.value}))
+                               f"value {v} occupies bytes [{offset}, {int(end[i])}) "
+                               f"past the end of arena {m} ({buffer_sizes[m]} bytes)", {"value": v}))
     for c in conflicts:
         out.append(Finding(Kind.PLAN_OVERLAP, method, str(c), {"mem_id": c.mem_id, "values": (c.a, c.b)}))
     return out
@@ -372,24 +385,38 @@ def delegate_findings(p: "Pte") -> list[Finding]:
     return out
 
 
+def _misplaced(m: "Method"):
+    """Rows of the planned tensors tagged for a device in host arenas, and of host tensors in device arenas
+    (tensors in arenas the method lacks are neither)."""
+    import numpy as np
+
+    c = m.analysis.columns
+    arenas, row = np.unique(c["mem_id"], return_inverse=True)  # a few arenas, however many tensors
+    arena_dev = {a.mem_id: a.device for a in m.arenas}
+    dev = np.array([arena_dev.get(k) for k in arenas.tolist()], dtype=object)[row]
+    host_tensor = c["device"] == "cpu"
+    return (np.flatnonzero(~host_tensor & (dev == "cpu")),
+            np.flatnonzero(host_tensor & (dev != "cpu") & (dev != None)))  # noqa: E711 (elementwise)
+
+
 def method_findings(m: "Method") -> list[Finding]:
     """Device findings, loops and unplanned I/O of a method, then its plan problems."""
     out = []
-    arena_dev = {a.mem_id: a.device for a in m.arenas}
-    in_host = [t for t in m.planned if t.device != "cpu" and arena_dev.get(t.mem_id) == "cpu"]
-    if in_host:
-        devs = sorted({t.device for t in in_host})
+    in_host, on_dev = _misplaced(m)
+    if len(in_host):
+        devs = sorted(set(m.analysis.columns["device"][in_host].tolist()))
         out.append(Finding(
             Kind.DEVICE_TAG_IN_HOST_ARENA, m.name,
             f"{len(in_host)} tensors tagged for {', '.join(devs)} are planned in host arenas "
             f"(what enable_non_cpu_memory_planning=False produces): a device backend receives "
-            f"host pointers for them", {"values": [t.value for t in in_host]}))
-    on_dev = [t for t in m.planned if t.device == "cpu" and arena_dev.get(t.mem_id, "cpu") != "cpu"]
-    if on_dev:
+            f"host pointers for them", {"values": m.analysis.columns["value"][in_host].tolist()}))
+    if len(on_dev):
         out.append(Finding(Kind.HOST_TENSOR_IN_DEVICE_ARENA, m.name,
                            f"{len(on_dev)} host tensors are planned in device arenas",
-                           {"values": [t.value for t in on_dev]}))
+                           {"values": m.analysis.columns["value"][on_dev].tolist()}))
     for a in m.arenas:
+        if a.device == "cpu":  # the usual place, and a file may list 100,000 arenas
+            continue
         problem = device_problem(a.device)
         if problem:
             out.append(Finding(Kind.UNKNOWN_DEVICE, m.name,

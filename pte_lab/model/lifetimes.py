@@ -38,7 +38,9 @@ not store them; this convention gave no plan conflicts on exported programs.
 
 from __future__ import annotations
 
-from collections import Counter
+from itertools import chain
+
+import numpy as np
 
 from ..format import RawPlan
 from .dtypes import nbytes as _nbytes
@@ -119,8 +121,6 @@ def _extend_over_loops(first: dict[int, int], last: dict[int, int], jumps: list[
     jumping straight to the largest eligible ``src``: a range-maximum query over the loops sorted by
     ``dst`` (a sparse table), instead of re-scanning every value for every loop until nothing moves.
     """
-    import numpy as np
-
     order = sorted(jumps, key=lambda j: j[1])
     dsts = np.array([d for _, d in order], dtype=np.int64)
     table = [np.array([s for s, _ in order], dtype=np.int64)]
@@ -181,16 +181,50 @@ def _written(plan: RawPlan, ins) -> set[int]:
     if ins.kind == "MoveCall":
         return {ins.args[1]}
     if ins.kind == "KernelCall":
-        counts = Counter(_expanded(plan, ins.args))
-        return {v for v, c in counts.items() if c >= 2}
+        return named_twice(_expanded(plan, ins.args))[1]
     if ins.kind == "DelegateCall":
         return set(_expanded(plan, ins.args))
     return set()
 
 
+def named_twice(named) -> tuple[set[int], set[int]]:
+    """(the values ``named`` names, those it names more than once): a set each, in one pass."""
+    seen: set[int] = set()
+    again: set[int] = set()
+    for v in named:
+        (again if v in seen else seen).add(v)
+    return seen, again
+
+
 def holds_nothing(t) -> bool:
     """A tensor with a dimension of 0: no bytes (its planned offset means nothing)."""
     return 0 in t.sizes
+
+
+def holding(plan: RawPlan) -> np.ndarray:
+    """For each distinct value record (``plan.records``): a tensor planned in an arena that holds bytes."""
+    return np.fromiter((r.tensor is not None and r.tensor.mem_id is not None and not holds_nothing(r.tensor)
+                        for r in plan.records), bool, len(plan.records))
+
+
+def record_places(plan: RawPlan, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mem_id, offset) arrays of the given (planned) tensor records (looked up once per distinct record)."""
+    distinct, at = np.unique(records, return_inverse=True)
+    ts = [plan.records[k].tensor for k in distinct.tolist()]
+    at = at.reshape(-1)
+    return (np.fromiter((t.mem_id for t in ts), np.int64, len(ts))[at],
+            np.fromiter((t.offset for t in ts), np.int64, len(ts))[at])
+
+
+def named_in(plan: RawPlan, values: np.ndarray, steps: np.ndarray, sets) -> np.ndarray:
+    """Whether each ``values[k]`` is in ``sets(steps[k])`` (a set of values per instruction), each
+    instruction's set asked for once."""
+    width = len(plan.values) + 1
+    asked = np.unique(steps)
+    answers = [sets(i) for i in asked.tolist()]
+    sizes = np.fromiter(map(len, answers), np.int64, len(answers))
+    pairs = np.repeat(asked * width, sizes) + np.fromiter(chain.from_iterable(answers), np.int64, int(sizes.sum()))
+    return np.isin(steps * width + values, pairs)
 
 
 def _same_bytes(a, b) -> bool:
@@ -207,38 +241,56 @@ def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], he
     use (a view, a scratch buffer) is never a base. A view's base is the
     holder at the same arena and offset whose lifetime started last before the
     view's first use (the lowest value index among equals), with the view's
-    dtype and byte count. One sort per offset, one pass over its tensors; each
-    instruction's written values are worked out once.
+    dtype and byte count. One sort of every tensor by (arena, offset, start);
+    each instruction's written values are worked out once.
     """
-    values = plan.values
-    n = len(plan.instructions)
-    at: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for v, f in first.items():
-        t = values[v].tensor
-        if t is not None and t.mem_id is not None and not holds_nothing(t):
-            at.setdefault((t.mem_id, t.offset), []).append((f, v))
-    writes = Writes(plan)
-    views: dict[int, int] = {}
-    for entries in at.values():
-        if len(entries) < 2:
-            continue
-        entries.sort()
-        base = None  # the latest holder started before the current time
-        time = latest = None  # the time being read, and the first holder started at it
-        for f, v in entries:
-            if f != time:
-                if latest is not None:
-                    base = latest
-                time, latest = f, None
-            if v not in held and 0 <= f < n:
-                if v not in writes(f):  # read where it is first named: a view, or not a base
-                    if base is not None and _same_bytes(values[base].tensor, values[v].tensor):
-                        views[v] = base
-                    continue
-            if latest is None:
-                latest = v
-    for v, b in views.items():  # bases are never views: one step to the storage
-        first[v] = first[b]
-        if last[v] > last[b]:
-            last[b] = last[v]
+    v, f, rec, place = _placed_starts(plan, first)
+    reader = _read_first(plan, v, f, held)
+    when = place * (len(plan.instructions) + 2) + f + 1  # (place, start) in one increasing key
+    holders = np.flatnonzero(~reader)
+    holders = holders[_changes(when[holders])]  # the first holder (lowest value) at each place and time
+    readers = np.flatnonzero(reader)
+    j = np.searchsorted(when[holders], when[readers]) - 1  # the last holder started before, at that place
+    ok = j >= 0
+    ok[ok] = place[holders[j[ok]]] == place[readers[ok]]
+    readers, bases = readers[ok], holders[j[ok]]
+    views = {int(v[r]): int(v[b]) for r, b in zip(readers.tolist(), bases.tolist())
+             if rec[r] == rec[b] or _same_bytes(plan.values[v[b]].tensor, plan.values[v[r]].tensor)}
+    views = dict(sorted(views.items()))
+    for view, base in views.items():  # bases are never views: one step to the storage
+        first[view] = first[base]
+        if last[view] > last[base]:
+            last[base] = last[view]
     return views
+
+
+def _placed_starts(plan: RawPlan, first: dict[int, int]):
+    """(value, start, record, place) of every planned tensor holding bytes that has a lifetime, sorted by
+    (arena, offset, start, value); ``place`` numbers the (arena, offset) pairs in that order."""
+    v = np.fromiter(first.keys(), np.int64, len(first))
+    f = np.fromiter(first.values(), np.int64, len(first))
+    rec = plan.record_of[v]
+    keep = holding(plan)[rec]
+    v, f, rec = v[keep], f[keep], rec[keep]
+    mem_id, offset = record_places(plan, rec)
+    order = np.lexsort((v, f, offset, mem_id))
+    return v[order], f[order], rec[order], np.cumsum(_changes(mem_id[order], offset[order]))
+
+
+def _read_first(plan: RawPlan, v: np.ndarray, f: np.ndarray, held: set[int]) -> np.ndarray:
+    """Which values are read where they are first named: not held before the call, first named by an
+    instruction that does not write them."""
+    n = len(plan.instructions)
+    ask = np.flatnonzero((f >= 0) & (f < n) & ~np.isin(v, np.fromiter(held, np.int64, len(held))))
+    out = np.zeros(len(v), dtype=bool)
+    out[ask] = ~named_in(plan, v[ask], f[ask], Writes(plan))
+    return out
+
+
+def _changes(*keys: np.ndarray) -> np.ndarray:
+    """True at the first entry and where any key differs from the entry before."""
+    out = np.zeros(len(keys[0]), dtype=bool)
+    out[:1] = True
+    for k in keys:
+        out[1:] |= k[1:] != k[:-1]
+    return out

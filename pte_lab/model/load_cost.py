@@ -20,6 +20,7 @@ Arena sizes are the file's ``non_const_buffer_sizes``; runtime index = mem_id - 
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Iterable, NamedTuple
 
 from ..format import runtime_index_of
@@ -51,43 +52,68 @@ class PlanArenas(NamedTuple):
     devices: dict[int, str]  # mem_id -> non-CPU device
 
 
-def _shared(loader: str, plans: list[PlanArenas]) -> list[Allocation]:
-    width = max((len(p.sizes) for p in plans), default=0)
-    out = []
-    for mem_id in range(1, width):
-        size = max(p.sizes[mem_id] if mem_id < len(p.sizes) else 0 for p in plans)
-        users = tuple(p.method for p in plans if mem_id < len(p.sizes))
-        out.append(Allocation(loader, "load_program", None, "shared", mem_id, runtime_index_of(mem_id), "cpu", size,
-                              users))
-    return out
+#: the integer columns (a table makes them int64 arrays at once)
+INT_COLUMNS = ("mem_id", "runtime_index", "bytes")
 
 
-def _private(loader: str, step: str, p: PlanArenas, device_first: bool) -> list[Allocation]:
+class _Columns:
+    """Allocations collected as one list per column of :data:`LOAD_COST_COLUMNS` (a plan may have 100,000
+    arenas: a table and the JSON rows are made from columns, records only when asked for)."""
+
+    def __init__(self, loader: str):
+        self.loader = loader
+        self.lists: dict[str, list] = {k: [] for k in LOAD_COST_COLUMNS}
+
+    def add(self, step, method, sharing, ids, devices, sizes, users) -> None:
+        """Arenas ``ids`` with their devices and sizes; the other fields the same for each."""
+        c, n = self.lists, len(ids)
+        for k, same in (("loader", self.loader), ("step", step), ("method", method), ("sharing", sharing),
+                        ("used_by", users)):
+            c[k] += [same] * n
+        c["mem_id"] += ids
+        c["runtime_index"] += map(runtime_index_of, ids)
+        c["device"] += devices
+        c["bytes"] += sizes
+
+
+def _shared(out: _Columns, plans: list[PlanArenas]) -> None:
+    """One host arena per index, sized by the largest plan's, used by the plans that have that index."""
+    widths = sorted({len(p.sizes) for p in plans})
+    size = [0] * (widths[-1] if widths else 0)
+    for p in plans:
+        size[: len(p.sizes)] = map(max, size, p.sizes)
+    for lo, hi in zip([1] + widths, widths):  # the users change only where a plan's arenas end
+        ids = range(max(lo, 1), hi)
+        out.add("load_program", None, "shared", ids, ["cpu"] * len(ids), size[ids.start:ids.stop],
+                tuple(p.method for p in plans if len(p.sizes) >= hi))
+
+
+def _private(out: _Columns, step: str, p: PlanArenas, device_first: bool) -> None:
     ids = range(1, len(p.sizes))
-    if device_first:
-        ids = sorted(ids, key=lambda m: (p.devices.get(m, "cpu") == "cpu", m))
-    return [
-        Allocation(loader, step, p.method, "private", m, runtime_index_of(m), p.devices.get(m, "cpu"), p.sizes[m],
-                   (p.method,))
-        for m in ids
-    ]
+    on_device = sorted(m for m in p.devices if m in ids and p.devices[m] != "cpu")  # a few, at most
+    if device_first and on_device:  # device arenas first, each group in index order
+        ids = on_device + sorted(set(ids).difference(on_device))
+    out.add(step, p.method, "private", ids, list(map(p.devices.get, ids, repeat("cpu"))),
+            list(map(p.sizes.__getitem__, ids)), (p.method,))
 
 
-def allocations(plans: Iterable[PlanArenas], loader: str) -> list[Allocation]:
-    """Every planned-arena allocation ``loader`` makes for these plans, in order."""
+def allocation_columns(plans: Iterable[PlanArenas], loader: str) -> dict[str, list]:
+    """Every planned-arena allocation ``loader`` makes for these plans, in order: one list per column of
+    :data:`LOAD_COST_COLUMNS`."""
     plans = list(plans)
+    out = _Columns(loader)
     if loader == "legacy":
-        return _shared(loader, plans)
-    if loader == "corrected":
+        _shared(out, plans)
+    elif loader == "corrected":
         host = [p for p in plans if not p.devices]
-        out = _shared(loader, host) if host else []
+        if host:
+            _shared(out, host)
         for p in plans:
             if p.devices:
-                out += _private(loader, "load_method", p, device_first=True)
-        return out
-    if loader == "module":
-        out = []
+                _private(out, "load_method", p, device_first=True)
+    elif loader == "module":
         for p in plans:
-            out += _private(loader, "first_execute", p, device_first=True)
-        return out
-    raise ValueError(f"unknown loader {loader!r}; choose one of {LOADERS}")
+            _private(out, "first_execute", p, device_first=True)
+    else:
+        raise ValueError(f"unknown loader {loader!r}; choose one of {LOADERS}")
+    return out.lists

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +19,7 @@ from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
+from .bulk import paused_gc
 from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps
 from .validate import Conflict
@@ -70,9 +70,6 @@ class Delegate:
     target_device: str | None
     location: str  # "inline" | "segment"
     size: int
-
-
-_tensor_row = attrgetter(*TENSOR_COLUMNS)
 
 
 def _spec_value(v: bytes):
@@ -179,7 +176,8 @@ class Method:
     @cached_property
     def analysis(self) -> Analysis:
         """Roles, lifetimes, views, arenas, occupancy and conflicts (see :mod:`pte_lab.model.analysis`)."""
-        return analyse(self._raw)
+        with paused_gc():
+            return analyse(self._raw)
 
     @property
     def planned(self) -> tuple[PlannedTensor, ...]:
@@ -196,11 +194,13 @@ class Method:
         """
         import pandas as pd
 
-        df = pd.DataFrame.from_records(list(map(_tensor_row, self.planned)), columns=list(TENSOR_COLUMNS),
-                                       nrows=len(self.planned))
-        for c in ("first", "last", "producer"):
-            df[c] = df[c].astype("Int64")
-        return df
+        c = self.analysis.columns
+        if not len(c["value"]):
+            return pd.DataFrame(columns=list(TENSOR_COLUMNS)).astype(dict.fromkeys(("first", "last", "producer"),
+                                                                                   "Int64"))
+        known = {"first": c["named"], "last": c["named"], "producer": c["producer"] >= 0}
+        return pd.DataFrame({k: pd.arrays.IntegerArray(c[k].copy(), ~known[k]) if k in known else c[k]
+                             for k in TENSOR_COLUMNS})
 
     def occupancy(self, mem_id: int) -> np.ndarray:
         """Occupied bytes of arena ``mem_id`` at times -1..N (index = time + 1)."""
@@ -241,7 +241,7 @@ class Method:
     def validate(self) -> list[Finding]:
         """Plan problems: overlapping live tensors, tensors outside their arena."""
         a = self.analysis
-        return plan_findings(self.name, a.planned, a.buffer_sizes, a.conflicts)
+        return plan_findings(self.name, a.columns, a.buffer_sizes, a.conflicts)
 
     def findings(self, schemas: dict | None = None) -> list[Finding]:
         """Device findings and plan validation for this method.

@@ -41,10 +41,7 @@ def occupancy(offsets, nbytes, first, last, n_instructions: int) -> np.ndarray:
     times = n_instructions + 2
     if len(s) == 0:
         return np.zeros(times, dtype=np.int64)
-    bounds = np.unique(np.concatenate([s, e]))
-    if times * len(bounds) <= _GRID_CELLS:
-        return _by_grid(s, e, first, last, times, bounds)
-    return _by_sweep(s, e, first, last, n_instructions)
+    return _by_parts(s, e, first, last, n_instructions)
 
 
 def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> int:
@@ -70,6 +67,72 @@ def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> 
 
 
 _GRID_CELLS = 1 << 24  # time x byte-segment cells for the vectorised path (64 MiB of int32)
+_TANGLED_PAIRS = 4096  # overlapping pairs (aliases aside) whose union is measured apart from the rest
+
+
+def _by_parts(s, e, first, last, n_instructions):
+    """Alive tensors (lifetimes clipped to the method) that share no bytes while alive add up; the few
+    that do are measured exactly (:func:`_union`).
+
+    Aliases (the same bytes, lifetimes meeting: a view and its base) are one
+    tensor first; when more than ``_TANGLED_PAIRS`` pairs still overlap, the
+    whole arena is measured exactly.
+    """
+    if (n_instructions + 2) * len(np.unique(np.concatenate([s, e]))) <= _GRID_CELLS:
+        return _union(s, e, first, last, n_instructions)  # small enough for the grid at once
+    s, e, first, last = _merge_aliases(s, e, first, last)
+    tangled = _tangled(s, e, first, last)
+    if tangled is None:
+        return _union(s, e, first, last, n_instructions)
+    apart = ~tangled
+    return (_summed(e[apart] - s[apart], first[apart], last[apart], n_instructions)
+            + _union(s[tangled], e[tangled], first[tangled], last[tangled], n_instructions))
+
+
+def _merge_aliases(s, e, first, last):
+    """One tensor per run of tensors with the same bytes whose lifetimes overlap or touch."""
+    order = np.lexsort((first, e, s))
+    s, e, first, last = s[order], e[order], first[order], last[order]
+    other = np.ones(len(s), dtype=bool)  # other bytes than the tensor before
+    other[1:] = (s[1:] != s[:-1]) | (e[1:] != e[:-1])
+    group = np.cumsum(other)
+    span = int(last.max(initial=0)) + 2  # last >= -1: group * span + last grows from group to group
+    reach = np.maximum.accumulate(group * span + last) - group * span  # the latest last so far in the group
+    new = other
+    new[1:] |= first[1:] > reach[:-1] + 1
+    runs = np.flatnonzero(new)
+    return s[runs], e[runs], first[runs], np.maximum.reduceat(last, runs) if len(runs) else last[runs]
+
+
+def _tangled(s, e, first, last):
+    """Which tensors share bytes with another while both are alive; None past ``_TANGLED_PAIRS`` pairs."""
+    from .validate import overlapping_pairs
+
+    tangled = np.zeros(len(s), dtype=bool)
+    seen = 0
+    for a, b in overlapping_pairs(np.zeros_like(s), s, e, first, last):
+        seen += len(a)
+        if seen > _TANGLED_PAIRS:
+            return None
+        tangled[a] = tangled[b] = True
+    return tangled
+
+
+def _summed(nbytes, first, last, n_instructions):
+    """Bytes alive at each time when no two alive tensors share bytes: a running sum."""
+    change = np.zeros(n_instructions + 3, dtype=np.int64)
+    np.add.at(change, first + 1, nbytes)
+    np.add.at(change, last + 2, -nbytes)
+    return np.cumsum(change[:-1])
+
+
+def _union(s, e, first, last, n_instructions):
+    """Bytes covered at each time, aliases once: on a grid when it is small enough, else swept."""
+    times = n_instructions + 2
+    bounds = np.unique(np.concatenate([s, e]))
+    if times * len(bounds) <= _GRID_CELLS:
+        return _by_grid(s, e, first, last, times, bounds)
+    return _by_sweep(s, e, first, last, n_instructions)
 
 
 def _by_grid(s, e, first, last, times, bounds):
@@ -77,13 +140,12 @@ def _by_grid(s, e, first, last, times, bounds):
     k = len(bounds) - 1
     a = np.searchsorted(bounds, s)
     b = np.searchsorted(bounds, e)
-    grid = np.zeros((times + 1, k + 1), dtype=np.int32)
-    r0, r1 = first + 1, last + 2
-    np.add.at(grid, (r0, a), 1)
-    np.add.at(grid, (r0, b), -1)
-    np.add.at(grid, (r1, a), -1)
-    np.add.at(grid, (r1, b), 1)
-    cover = grid.cumsum(axis=0).cumsum(axis=1)[:times, :k]
+    r0, r1 = (first + 1) * (k + 1), (last + 2) * (k + 1)  # rows of the flattened grid
+    grid = np.zeros((times + 1) * (k + 1), dtype=np.int32)
+    for corners, sign in (((r0 + a, r1 + b), 1), ((r0 + b, r1 + a), -1)):
+        cell, n = np.unique(np.concatenate(corners), return_counts=True)  # np.add.at, without its slowness
+        grid[cell] += sign * n.astype(np.int32)
+    cover = grid.reshape(times + 1, k + 1).cumsum(axis=0).cumsum(axis=1)[:times, :k]
     return (cover > 0).astype(np.int64) @ np.diff(bounds)
 
 

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..errors import PteFormatError
 from ..format import RawProgram, Source, TensorDataLocation, read
+from .bulk import paused_gc
 from .bundled import Bundled
 from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
-from .load_cost import LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocations
+from .load_cost import INT_COLUMNS, LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocation_columns
 from .method import Method
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,7 +48,8 @@ class _Methods(Mapping):
             if name not in self._index:
                 raise KeyError(f"no method {name!r}; the program has {list(self._index)}")
             i = self._index[name]
-            m = self._cache[name] = Method(self._raw.plan(i), i)
+            with paused_gc():  # a record per value and per instruction
+                m = self._cache[name] = Method(self._raw.plan(i), i)
         return m
 
     def __iter__(self) -> Iterator[str]:
@@ -77,6 +79,7 @@ class Pte:
         self.schema_version: int = raw.version
         self.identifier: str = h.identifier
         self.methods: Mapping[str, Method] = _Methods(raw)
+        self._allocated: dict[str, dict[str, list]] = {}
 
     # ------------------------------------------------------------ file layout
     @property
@@ -118,14 +121,18 @@ class Pte:
     @cached_property
     def _external_uses(self) -> dict[str, list[str]]:
         """key -> the methods whose constants come from that key of an external ``.ptd`` file."""
+        import numpy as np
+
         uses: dict[str, list[str]] = {}
         for m in self.methods.values():
-            for i, v in enumerate(m.raw.values):
-                t = v.tensor
-                if t is not None and t.location == TensorDataLocation.EXTERNAL and t.mem_id is None:
-                    users = uses.setdefault(t.fqn or f"{m.name}:value{i}", [])
-                    if m.name not in users:
-                        users.append(m.name)
+            raw = m.raw
+            external = [k for k, r in enumerate(raw.records)  # one look per record, however many values share it
+                        if r.tensor is not None and r.tensor.location == TensorDataLocation.EXTERNAL
+                        and r.tensor.mem_id is None]
+            for i in np.flatnonzero(np.isin(raw.record_of, external)).tolist():
+                users = uses.setdefault(raw.values[i].tensor.fqn or f"{m.name}:value{i}", [])
+                if m.name not in users:
+                    users.append(m.name)
         return uses
 
     @property
@@ -179,22 +186,38 @@ class Pte:
         for arenas shared by several methods), sharing, mem_id, runtime_index,
         device, bytes, used_by (the methods whose plans use the arena).
         """
+        import numpy as np
         import pandas as pd
 
-        return pd.DataFrame(self.allocations(loader), columns=list(LOAD_COST_COLUMNS))
+        columns = self.allocation_columns(loader)
+        if not columns["mem_id"]:
+            return pd.DataFrame([], columns=list(LOAD_COST_COLUMNS))
+        n = len(columns["mem_id"])
+        with paused_gc():  # a plan may have many arenas: typed columns, no record per row
+            return pd.DataFrame({k: np.array(v, dtype=np.int64) if k in INT_COLUMNS else np.fromiter(v, object, n)
+                                 for k, v in columns.items()})
 
     def allocations(self, loader: str = "corrected") -> list[Allocation]:
         """:meth:`load_cost` as typed records (no pandas needed)."""
-        return allocations(self._plan_arenas(), loader)
+        return list(map(Allocation._make, zip(*self.allocation_columns(loader).values())))
+
+    def allocation_columns(self, loader: str = "corrected") -> dict[str, list]:
+        """:meth:`allocations` as one list per column of :data:`~pte_lab.model.LOAD_COST_COLUMNS` (worked out
+        once per loader; the lists are the program's: do not change them)."""
+        if loader not in self._allocated:
+            with paused_gc():
+                self._allocated[loader] = allocation_columns(self._plan_arenas(), loader)
+        return self._allocated[loader]
 
     def load_totals(self) -> dict[str, dict[str, dict[str, int]]]:
         """``{loader: {step: {device: bytes}}}`` for the three loaders."""
         out: dict = {}
         for loader in LOADERS:
             per: dict = {}
-            for r in self.allocations(loader):
-                d = per.setdefault(r.step, {})
-                d[r.device] = d.get(r.device, 0) + r.bytes
+            c = self.allocation_columns(loader)
+            for step, device, nbytes in zip(c["step"], c["device"], c["bytes"]):
+                d = per.setdefault(step, {})
+                d[device] = d.get(device, 0) + nbytes
             out[loader] = per
         return out
 

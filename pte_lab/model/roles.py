@@ -19,12 +19,14 @@ Roles (the ``role`` column of :attr:`pte_lab.model.Method.tensors`):
 
 from __future__ import annotations
 
-from collections import Counter
+from itertools import repeat
+
+import numpy as np
 
 from ..format import RawPlan
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
-from .lifetimes import _expanded, holds_nothing
+from .lifetimes import _expanded, holding, holds_nothing, named_in, named_twice
 
 ROLES = ("input", "output", "input_output", "intermediate", "mutable_buffer", "view", "unused")
 
@@ -44,13 +46,9 @@ def declared_state(plan: RawPlan) -> frozenset[int]:
     its first argument and returns it.
     """
     io = set(plan.inputs) | set(plan.outputs)
-    state = set()
-    for v, val in enumerate(plan.values):
-        t = val.tensor
-        if t is None or t.mem_id is None or v in io or holds_nothing(t):
-            continue
-        if t.data_buffer_idx > 0 or t.fqn:
-            state.add(v)
+    marked = holding(plan) & np.fromiter((r.tensor is not None and (r.tensor.data_buffer_idx > 0 or bool(r.tensor.fqn))
+                                          for r in plan.records), bool, len(plan.records))  # per record
+    state = set(np.flatnonzero(marked[plan.record_of]).tolist()) - io
     ops = plan.operators
     for ins in plan.instructions:
         if ins.kind == "KernelCall" and len(ins.args) >= 2:
@@ -77,9 +75,8 @@ def reads_at(plan: RawPlan, i: int) -> set[int]:
     if ins.kind == "KernelCall":
         if not ins.args:
             return set()
-        named = _expanded(plan, ins.args)
-        written = set(_expanded(plan, ins.args[-1:]))
-        reads = {v for v, c in Counter(named).items() if c == 1} - written
+        named, again = named_twice(_expanded(plan, ins.args))
+        reads = named - again - set(_expanded(plan, ins.args[-1:]))
         if _in_place(*plan.operators[ins.target]):
             reads.add(ins.args[0])
         return reads
@@ -103,23 +100,15 @@ def found_state(plan: RawPlan, first_use: dict[int, int], starts: dict[int, int]
     ``first_use`` maps a value to the first instruction naming it. Empty
     tensors are never state.
     """
-    inputs = set(plan.inputs)
-    reads: dict[int, set[int]] = {}
-    found = []
-    for v, val in enumerate(plan.values):
-        t = val.tensor
-        if t is None or t.mem_id is None or v in inputs or v in declared or holds_nothing(t):
-            continue
-        i = first_use.get(v)
-        if i is None:
-            continue
-        if i not in reads:
-            reads[i] = reads_at(plan, i)
-        if v in reads[i]:
-            found.append(v)
-    if not found:
+    candidates = np.flatnonzero(holding(plan)[plan.record_of])
+    candidates = candidates[~np.isin(candidates, np.fromiter(set(plan.inputs) | declared, np.int64))]
+    at = np.fromiter(map(first_use.get, candidates.tolist(), repeat(-1)), np.int64, len(candidates))
+    candidates, at = candidates[at >= 0], at[at >= 0]
+    read = named_in(plan, candidates, at, lambda i: reads_at(plan, i))
+    found, at = candidates[read], at[read]
+    if not len(found):
         return frozenset()
-    return frozenset(found) - _written_before(plan, starts, found, first_use)
+    return frozenset((found[~_written_before(plan, starts, found, at)]).tolist())
 
 
 def state_values(declared: frozenset[int], found: frozenset[int], views: dict[int, int]) -> frozenset[int]:
@@ -134,8 +123,10 @@ def state_values(declared: frozenset[int], found: frozenset[int], views: dict[in
     return frozenset(state)
 
 
-def _written_before(plan: RawPlan, starts: dict[int, int], candidates, first_use) -> set[int]:
-    """The candidates some of whose bytes another tensor's lifetime covered before their first use.
+def _written_before(plan: RawPlan, starts: dict[int, int], candidates: np.ndarray,
+                    first_use: np.ndarray) -> np.ndarray:
+    """Whether some of each candidate's bytes were covered by another tensor's lifetime before its first
+    use (``first_use``, one per candidate).
 
     Per arena, the byte range is cut at every tensor's start and end; each
     piece is given the earliest start of the tensors covering it (ranges in
@@ -143,25 +134,10 @@ def _written_before(plan: RawPlan, starts: dict[int, int], candidates, first_use
     for the earliest start over its pieces (a sparse table). Values sharing a
     tensor record share a range: work ~ distinct ranges x log.
     """
-    import numpy as np
-
-    values = plan.values
-    spans: dict[int, tuple] = {}  # id(record) -> (mem_id, offset, end): one per tensor record
-    earliest_of: dict[tuple, int] = {}  # (mem_id, offset, end) -> the earliest start of a tensor there
-    for v, s in starts.items():
-        t = values[v].tensor
-        if t is None or t.mem_id is None:
-            continue
-        key = spans.get(id(t))
-        if key is None:
-            if holds_nothing(t):
-                continue
-            key = spans[id(t)] = (t.mem_id, t.offset, t.offset + _span(t))
-        if earliest_of.get(key, s + 1) > s:
-            earliest_of[key] = s
+    earliest_of = _earliest_start_per_range(plan, starts)
+    span_of = {k: _range_of(plan.records[k].tensor) for k in set(plan.record_of[candidates].tolist())}
     wanted: dict[int, set[tuple]] = {}
-    for v in candidates:
-        key = spans[id(values[v].tensor)]
+    for key in span_of.values():
         wanted.setdefault(key[0], set()).add(key)
     by_arena: dict[int, list[tuple[int, int, int]]] = {}
     for (mem_id, a, b), s in earliest_of.items():
@@ -169,35 +145,64 @@ def _written_before(plan: RawPlan, starts: dict[int, int], candidates, first_use
             by_arena.setdefault(mem_id, []).append((s, a, b))
     earliest_in: dict[tuple, int] = {}  # candidate range -> the earliest start over its bytes
     for mem_id, keys in wanted.items():
-        ranges = sorted(by_arena[mem_id])
-        cuts = sorted({x for _, a, b in ranges for x in (a, b)})
-        index = {x: k for k, x in enumerate(cuts)}
-        earliest = np.full(len(cuts) - 1, np.iinfo(np.int64).max, dtype=np.int64)
-        nxt = list(range(len(cuts)))  # the next piece not yet claimed, at or after k (path-halved)
-        for s, a, b in ranges:
-            k, stop = index[a], index[b]
-            while True:
-                while nxt[k] != k:
-                    nxt[k] = nxt[nxt[k]]
-                    k = nxt[k]
-                if k >= stop:
-                    break
-                earliest[k] = s
-                nxt[k] = k + 1
-        table = [earliest]
-        while 2 ** len(table) <= len(earliest):
-            prev, half = table[-1], 2 ** (len(table) - 1)
-            table.append(np.minimum(prev[:-half], prev[half:]))
-        keys = list(keys)
-        lo = np.array([index[a] for _, a, _ in keys], dtype=np.int64)
-        hi = np.array([index[b] for _, _, b in keys], dtype=np.int64)
-        level = np.frexp((hi - lo).astype(np.float64))[1] - 1  # floor(log2(hi - lo)), exact below 2**53
-        best = np.empty(len(keys), dtype=np.int64)
-        for k in np.unique(level).tolist():
-            sel = level == k
-            best[sel] = np.minimum(table[k][lo[sel]], table[k][hi[sel] - 2**k])
-        earliest_in.update(zip(keys, best.tolist()))
-    return {v for v in candidates if earliest_in[spans[id(values[v].tensor)]] < first_use[v]}
+        earliest_in.update(_earliest_over(sorted(by_arena[mem_id]), list(keys)))
+    records = plan.record_of[candidates]
+    distinct, at = np.unique(records, return_inverse=True)
+    earliest = np.fromiter((earliest_in[span_of[k]] for k in distinct.tolist()), np.int64, len(distinct))
+    return earliest[at.reshape(-1)] < first_use
+
+
+def _range_of(t) -> tuple[int, int, int]:
+    return t.mem_id, t.offset, t.offset + _span(t)
+
+
+def _earliest_start_per_range(plan: RawPlan, starts: dict[int, int]) -> dict[tuple, int]:
+    """(mem_id, offset, end) -> the earliest start of a tensor holding bytes there (one look per record)."""
+    v = np.fromiter(starts.keys(), np.int64, len(starts))
+    s = np.fromiter(starts.values(), np.int64, len(starts))
+    rec = plan.record_of[v]
+    keep = holding(plan)[rec]
+    order = np.lexsort((s[keep], rec[keep]))
+    rec, s = rec[keep][order], s[keep][order]
+    head = np.ones(len(rec), dtype=bool)
+    head[1:] = rec[1:] != rec[:-1]  # each record's earliest start comes first
+    out: dict[tuple, int] = {}
+    for k, e in zip(rec[head].tolist(), s[head].tolist()):
+        key = _range_of(plan.records[k].tensor)
+        if out.get(key, e + 1) > e:
+            out[key] = e
+    return out
+
+
+def _earliest_over(ranges: list[tuple[int, int, int]], keys: list[tuple]) -> dict[tuple, int]:
+    """For each key ``(mem_id, a, b)``: the earliest start over its bytes, from ``ranges`` ``(start, a, b)``
+    of one arena sorted by start."""
+    cuts = sorted({x for _, a, b in ranges for x in (a, b)})
+    index = {x: k for k, x in enumerate(cuts)}
+    earliest = np.full(len(cuts) - 1, np.iinfo(np.int64).max, dtype=np.int64)
+    nxt = list(range(len(cuts)))  # the next piece not yet claimed, at or after k (path-halved)
+    for s, a, b in ranges:
+        k, stop = index[a], index[b]
+        while True:
+            while nxt[k] != k:
+                nxt[k] = nxt[nxt[k]]
+                k = nxt[k]
+            if k >= stop:
+                break
+            earliest[k] = s
+            nxt[k] = k + 1
+    table = [earliest]
+    while 2 ** len(table) <= len(earliest):
+        prev, half = table[-1], 2 ** (len(table) - 1)
+        table.append(np.minimum(prev[:-half], prev[half:]))
+    lo = np.array([index[a] for _, a, _ in keys], dtype=np.int64)
+    hi = np.array([index[b] for _, _, b in keys], dtype=np.int64)
+    level = np.frexp((hi - lo).astype(np.float64))[1] - 1  # floor(log2(hi - lo)), exact below 2**53
+    best = np.empty(len(keys), dtype=np.int64)
+    for k in np.unique(level).tolist():
+        sel = level == k
+        best[sel] = np.minimum(table[k][lo[sel]], table[k][hi[sel] - 2**k])
+    return dict(zip(keys, best.tolist()))
 
 
 def _span(t) -> int:
@@ -205,15 +210,13 @@ def _span(t) -> int:
     return _nbytes(t.sizes, SCALAR_TYPES.get(t.scalar_type, ("", 1))[1])
 
 
-def role_of(value: int, *, inputs: set[int], outputs: set[int], state: frozenset[int], named: bool,
-            view: bool) -> str:
-    """The role of one planned value (``named``: some instruction names it)."""
-    if value in state:
-        return "mutable_buffer"
-    if value in inputs:
-        return "input_output" if value in outputs else "input"
-    if value in outputs:
-        return "output"
-    if not named:
-        return "unused"
-    return "view" if view else "intermediate"
+def roles_of(values, *, inputs, outputs, state, named, views) -> np.ndarray:
+    """The role of each planned value (an object array of :data:`ROLES`): ``values`` an int array,
+    ``named`` whether some instruction names each (it has a lifetime), ``views`` view -> base."""
+    def among(chosen):
+        return np.isin(values, np.fromiter(chosen, np.int64))
+
+    is_in, is_out = among(inputs), among(outputs)
+    return np.select([among(state), is_in & is_out, is_in, is_out, ~named, among(views)],
+                     ["mutable_buffer", "input_output", "input", "output", "unused", "view"],
+                     "intermediate").astype(object)

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from ..model.bulk import paused_gc
 from ..model.load_cost import LOADERS
 from .rows import (
     arena_records,
@@ -54,6 +55,7 @@ from .rows import (
     delegate_records,
     finding_records,
     io_records,
+    load_cost_records,
     tensor_records,
 )
 
@@ -76,6 +78,11 @@ def method_dict(m) -> dict:
 
 
 def document(p, methods: list[str] | None = None) -> dict:
+    with paused_gc():  # a dict per planned tensor
+        return _document(p, methods)
+
+
+def _document(p, methods: list[str] | None) -> dict:
     names = list(p.methods) if methods is None else methods
     doc = {
         "schema": SCHEMA,
@@ -93,10 +100,7 @@ def document(p, methods: list[str] | None = None) -> dict:
             "segments": [asdict(s) for s in p.segments],
         },
         "methods": {n: method_dict(p.methods[n]) for n in names},
-        "load_cost": {
-            loader: [{k: v for k, v in r._asdict().items() if k != "loader"} for r in p.allocations(loader)]
-            for loader in LOADERS
-        },
+        "load_cost": {loader: load_cost_records(p.allocation_columns(loader)) for loader in LOADERS},
         "warnings": finding_records(p.warnings(), with_method=True),
     }
     if p.bundled is not None:

@@ -8,14 +8,16 @@ escapes, JSON keeps them as they are).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from itertools import starmap
 from operator import attrgetter
 
 from ..model.analysis import TENSOR_COLUMNS
-from ..model.load_cost import LOADERS, STEPS
+from ..model.bulk import dict_maker
+from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK
 
 __all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
-           "io_records", "delegate_records", "ARENA_ROW", "arena_records", "finding_records"]
+           "io_records", "delegate_records", "ARENA_ROW", "arena_records", "load_cost_records", "finding_records"]
 
 
 @dataclass(frozen=True)
@@ -57,18 +59,15 @@ TENSOR_TABLE = (("value", "value"), ("role", "role"), ("dtype", "dtype"), ("shap
                 ("nbytes", "bytes"), ("mem_id", "mem_id"), ("offset", "offset"), ("device", "device"),
                 ("first", "first"), ("last", "last"), ("op", "op"), ("name", "name"))
 
-_tensor_fields = attrgetter(*TENSOR_COLUMNS)
-_SHAPE = TENSOR_COLUMNS.index("shape")
+
+_tensor_record = dict_maker(TENSOR_COLUMNS)
 
 
 def tensor_records(m) -> list[dict]:
-    """Every planned tensor as a dict of :data:`TENSOR_COLUMNS` (shapes as lists)."""
-    out = []
-    for t in m.planned:  # hot for big methods: no dataclasses.asdict (it deep-copies)
-        vals = list(_tensor_fields(t))
-        vals[_SHAPE] = list(vals[_SHAPE])
-        out.append(dict(zip(TENSOR_COLUMNS, vals)))
-    return out
+    """Every planned tensor as a dict of :data:`TENSOR_COLUMNS` (shapes as lists), from the columns."""
+    cols = m.analysis.column_lists()
+    cols["shape"] = list(map(list, cols["shape"]))
+    return list(map(_tensor_record, *cols.values()))
 
 
 def io_records(specs) -> list[dict]:
@@ -92,9 +91,22 @@ ARENA_ROW = (("mem_id", "mem_id", "mem_id"), ("runtime_index", "runtime index", 
              ("size_over_peak", SIZE_OVER_PEAK, "efficiency"), ("n_tensors", "tensors", "tensors"))
 
 
+_arena_fields = attrgetter(*(attr for attr, _, _ in ARENA_ROW))
+_arena_record = dict_maker(tuple(key for _, _, key in ARENA_ROW))
+
+
 def arena_records(m) -> list[dict]:
     """Arenas under the JSON document's keys (:data:`ARENA_ROW`)."""
-    return [{key: getattr(a, attr) for attr, _, key in ARENA_ROW} for a in m.arenas]
+    return list(starmap(_arena_record, map(_arena_fields, m.arenas)))
+
+
+_load_cost_record = dict_maker(LOAD_COST_COLUMNS, tuple(k for k in LOAD_COST_COLUMNS if k != "loader"))
+
+
+def load_cost_records(columns: dict[str, list]) -> list[dict]:
+    """Allocations (:meth:`~pte_lab.model.Pte.allocation_columns`) under
+    :data:`~pte_lab.model.load_cost.LOAD_COST_COLUMNS` less ``loader`` (the JSON rows)."""
+    return list(map(_load_cost_record, *columns.values()))
 
 
 def finding_records(findings, with_method: bool) -> list[dict]:
