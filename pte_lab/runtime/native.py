@@ -36,7 +36,7 @@ _LOCK = threading.Lock()
 
 
 class Event(ctypes.Structure):
-    """One ledger record; layout mirrors ``Event`` in emulated_device.cpp."""
+    """One ledger record; layout mirrors ``PteLabEvent`` in native/device_ledger.h."""
 
     _fields_ = [
         ("kind", ctypes.c_int32),
@@ -69,7 +69,7 @@ def executorch_dir() -> Path:
 #: the helper's sources, compiled into one library
 HELPER_SOURCES = ("emulated_device.cpp", "sizing.cpp")
 #: headers the sources include, copied beside them for every build
-HEADERS = ("pte_lab_counts.h",)
+HEADERS = ("pte_lab_counts.h", "device_ledger.h")
 
 
 def _compiler() -> str:
