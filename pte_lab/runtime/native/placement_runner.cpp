@@ -348,7 +348,28 @@ struct ProgramMemory {
 struct Arena {  // one arena a loader allocated, for the report
   std::string when, methods, device, memory, why;
   int64_t runtime_index = 0, bytes = 0;
+  std::vector<std::string> touched_by;  // a device arena: who touches it, as the file says
+
+  std::string json() const {
+    return "{\"when\": " + jstr(when) + ", \"methods\": " + jstr(methods) + ", \"runtime_index\": " +
+           jint(runtime_index) + ", \"mem_id\": " + jint(runtime_index + 1) + ", \"device\": " + jstr(device) +
+           ", \"bytes\": " + jint(bytes) + ", \"memory\": " + jstr(memory) +
+           ", \"why\": " + (why.empty() ? "null" : jstr(why)) + ", \"touched_by\": [" + list() + "]}";
+  }
+
+  std::string list() const {
+    std::string s;
+    for (auto& u : touched_by) s += (s.empty() ? "" : ", ") + jstr(u);
+    return s;
+  }
 };
+
+// A child streams what it measured as it goes (one line each, flushed), so that the parent keeps the
+// steps done and names the step a crash happened in: STEP <json>, ARENA <json>, BEGIN <step>.
+void stream(const char* kind, const std::string& text) {
+  std::printf("%s %s\n", kind, text.c_str());
+  std::fflush(stdout);
+}
 
 struct LoadedMethod {
   std::shared_ptr<ProgramMemory> memory;
@@ -403,6 +424,7 @@ class Runner {
   StepRecord& step(const std::string& name, F&& fn) {
     StepRecord r;
     r.step = name;
+    stream("BEGIN", name);
     int64_t d0 = meter_->device();
     std::optional<int64_t> h0 = meter_->host(), v0 = meter_->driver();
     uint64_t e0 = meter_->events();
@@ -418,7 +440,13 @@ class Runner {
     r.device_events = static_cast<int64_t>(e1 - e0);
     if (v0 && v1) r.driver_device_bytes = *v1 - *v0;
     steps.push_back(r);
+    if (name.rfind("execute ", 0) != 0) stream("STEP", r.json());  // execute steps stream once checked
     return steps.back();
+  }
+
+  void add_arena(const Arena& a) {
+    arenas.push_back(a);
+    stream("ARENA", a.json());
   }
 
   bool has_device_buffers(const std::string& name) {
@@ -498,7 +526,7 @@ class Runner {
       a.device = "cpu";
       a.memory = "host memory (std::vector<uint8_t>, shared by " + sharing + ")";
       if (o_.one == "before") note_tagged_on_device(index, size);
-      arenas.push_back(a);
+      add_arena(a);
     }
     return "";
   }
@@ -542,6 +570,10 @@ class Runner {
         a.bytes = sizes[i];
         a.device = device_name(d);
         auto [kind, why] = cuda_memory_for(name, static_cast<int64_t>(i) + 1);
+        if (const pte_lab::ArenaUsers* u = users_of(name, static_cast<int64_t>(i) + 1)) {
+          a.touched_by = u->host_users;
+          a.touched_by.insert(a.touched_by.end(), u->device_users.begin(), u->device_users.end());
+        }
         if (meter_->backend == "cuda" && static_cast<int>(d.type()) == kCudaType) {
           pte_lab_cuda_next_allocation(kind);
         }
@@ -566,7 +598,7 @@ class Runner {
                   std::string(kind == kCudaDeviceMemory ? "device memory (cuMemAlloc)" : "managed memory") +
                   ": " + why;
         }
-        arenas.push_back(a);
+        add_arena(a);
         device_slot[i] = memory->device_buffers.size();
         memory->device_buffers.push_back(std::move(buf.get()));
       }
@@ -583,7 +615,7 @@ class Runner {
         a.bytes = sizes[i];
         a.device = "cpu";
         a.memory = "host memory (std::vector<uint8_t>, private to " + name + ")";
-        arenas.push_back(a);
+        add_arena(a);
       }
       for (size_t i = 0; i < n; i++) {
         if (device_slot[i]) {
@@ -737,6 +769,7 @@ class Runner {
         r.correct = out_nbytes_ == it->second.first && crc32(clones[0].get(), out_nbytes_) == it->second.second;
       }
     }
+    stream("STEP", r.json());
   }
 
   const Options& o_;
@@ -768,6 +801,11 @@ const char* kDriverFigure =
     "after synchronizing: it counts the whole device (every process and context on it), allocations rounded "
     "up to the driver's page granularity, and managed memory only while its pages are resident on the device "
     "(prefetched there at allocation; a host delegate touching them moves them back to the host)";
+
+// What the host figure counts on CUDA, said with the driver's figure.
+const char* kHostFigureCuda =
+    "host_bytes counts every heap allocation and anonymous mapping of the process in the step, the CUDA "
+    "driver's own included (its bookkeeping, and whatever it maps on the host for managed memory)";
 
 std::string describe_cuda(const PteLabCudaInfo& i) {
   return format("%s (cuda:%d), compute capability %d.%d, %.1f GiB, driver API %d.%d; managed memory %s, "
@@ -853,13 +891,7 @@ std::string one_runtime(const Options& o) {
   s += "], \"failure\": " + (failure.empty() ? std::string("null") : jstr(failure)) +
        ", \"runner\": " + jstr(std::string(kProg) + " (native): " + loader) + ", \"backend\": " + jstr(o.backend) +
        ", \"arenas\": [";
-  for (size_t i = 0; i < runner.arenas.size(); i++) {
-    const Arena& a = runner.arenas[i];
-    s += std::string(i ? ", " : "") + "{\"when\": " + jstr(a.when) + ", \"methods\": " + jstr(a.methods) +
-         ", \"runtime_index\": " + jint(a.runtime_index) + ", \"mem_id\": " + jint(a.runtime_index + 1) +
-         ", \"device\": " + jstr(a.device) + ", \"bytes\": " + jint(a.bytes) + ", \"memory\": " + jstr(a.memory) +
-         ", \"why\": " + (a.why.empty() ? "null" : jstr(a.why)) + "}";
-  }
+  for (size_t i = 0; i < runner.arenas.size(); i++) s += (i ? ", " : "") + runner.arenas[i].json();
   s += "], \"notes\": [";
   for (size_t i = 0; i < notes.size(); i++) s += (i ? ", " : "") + jstr(notes[i]);
   return s + "]}";
@@ -885,11 +917,26 @@ std::string read_file(const std::string& path) {
   return s;
 }
 
-std::string failure_json(const std::string& label, const Options& o, const std::string& failure) {
+std::string failure_json(const std::string& label, const Options& o, const std::string& failure,
+                         const std::string& steps = "", const std::string& arenas = "") {
   return "{\"label\": " + jstr(label) + ", \"python\": null, \"executorch_version\": " +
-         jstr(PTE_LAB_EXECUTORCH_VERSION) + ", \"measured_by\": null, \"host_measured_by\": null, \"steps\": [], " +
-         "\"failure\": " + jstr(failure) + ", \"runner\": " + jstr(std::string(kProg) + " (native)") +
-         ", \"backend\": " + jstr(o.backend) + ", \"arenas\": [], \"notes\": []}";
+         jstr(PTE_LAB_EXECUTORCH_VERSION) + ", \"measured_by\": null, \"host_measured_by\": null, \"steps\": [" +
+         steps + "], \"failure\": " + jstr(failure) + ", \"runner\": " + jstr(std::string(kProg) + " (native)") +
+         ", \"backend\": " + jstr(o.backend) + ", \"arenas\": [" + arenas + "], \"notes\": []}";
+}
+
+// The lines of a child's output that start with `kind `, without it.
+std::vector<std::string> streamed(const std::string& out, const std::string& kind) {
+  std::vector<std::string> v;
+  size_t p = 0;
+  while (p < out.size()) {
+    size_t e = out.find('\n', p);
+    std::string l = out.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    if (l.rfind(kind + " ", 0) == 0) v.push_back(l.substr(kind.size() + 1));
+    if (e == std::string::npos) break;
+    p = e + 1;
+  }
+  return v;
 }
 
 // Runs one loader in a fresh process; its RESULT line, or a failure saying how it ended.
@@ -924,26 +971,29 @@ std::string spawn_runtime(const Options& o, const std::string& label) {
   unlink(err_path);
   if (o.verbose && !err.empty()) std::fprintf(stderr, "--- %s (%s) stderr ---\n%s", label.c_str(), o.backend.c_str(), err.c_str());
   if (rc != 0) return failure_json(label, o, std::string("cannot start ") + exe + ": " + std::strerror(rc));
-  size_t at = out.find("RESULT ");
-  if (at != std::string::npos) {
-    size_t end = out.find('\n', at);
-    return out.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7);
-  }
+  std::vector<std::string> result = streamed(out, "RESULT");
+  if (!result.empty()) return result.back();
   std::string how = WIFSIGNALED(status) ? std::string("killed by ") + strsignal(WTERMSIG(status))
                                         : "exit " + std::to_string(WEXITSTATUS(status));
-  // the last lines it printed say why
-  std::vector<std::string> lines;
+  // the step it died in, and the last lines it printed that are not ExecuTorch's information ("I ...")
+  std::vector<std::string> begun = streamed(out, "BEGIN"), done = streamed(out, "STEP"), lines;
   size_t p = 0;
   while (p < err.size()) {
     size_t e = err.find('\n', p);
     std::string l = err.substr(p, e == std::string::npos ? std::string::npos : e - p);
-    if (!l.empty()) lines.push_back(l);
+    if (!l.empty() && l.rfind("I ", 0) != 0) lines.push_back(l);
     if (e == std::string::npos) break;
     p = e + 1;
   }
   std::string tail;
-  for (size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); i++) tail += (tail.empty() ? "" : " | ") + lines[i];
-  return failure_json(label, o, "process " + how + ": " + tail);
+  for (size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); i++) {
+    tail += (tail.empty() ? "" : " | ") + lines[i];
+  }
+  std::string where = begun.size() > done.size() ? " in step '" + begun.back() + "'" : "";
+  std::string steps, arenas;
+  for (auto& s : done) steps += (steps.empty() ? "" : ", ") + s;
+  for (auto& a : streamed(out, "ARENA")) arenas += (arenas.empty() ? "" : ", ") + a;
+  return failure_json(label, o, "process " + how + where + (tail.empty() ? "" : ": " + tail), steps, arenas);
 }
 
 int64_t planned_device_bytes(const Options& o) {
@@ -1097,12 +1147,12 @@ int run_both(const Options& o0) {
            ", \"managed_memory\": " + (b.info.managed_memory ? "true" : "false") +
            ", \"concurrent_managed_access\": " + (b.info.concurrent_managed_access ? "true" : "false") +
            ", \"pageable_memory_access\": " + (b.info.pageable_memory_access ? "true" : "false") +
-           ", \"driver_figure\": " + jstr(kDriverFigure);
+           ", \"driver_figure\": " + jstr(kDriverFigure) + ", \"host_figure\": " + jstr(kHostFigureCuda);
   }
   doc += "}}\n";
   std::printf("program %s: %s planned bytes on %s\n", o.pte.c_str(), thousands(jint(planned)).c_str(), o.device.c_str());
   print_table(runtimes, b.name == "cuda");
-  if (b.name == "cuda") std::printf("\n%s.\n", kDriverFigure);
+  if (b.name == "cuda") std::printf("\n%s.\n%s.\n", kDriverFigure, kHostFigureCuda);
   if (!o.json.empty()) {
     FILE* f = std::fopen(o.json.c_str(), "w");
     if (f == nullptr || std::fwrite(doc.data(), 1, doc.size(), f) != doc.size()) {
