@@ -77,13 +77,18 @@ def test_compare_names_every_difference_and_only_those():
     assert dp.compare(a, b) == []
     b.runtimes[0].steps[1]["host_bytes"] += dp.HOST_TOLERANCE  # within the tolerance
     b.runtimes[0].steps[0]["seconds"] = 99.0  # never compared
+    for s in (a, b):  # a large step may differ by a share of its bytes
+        s.runtimes[0].steps[4]["host_bytes"] = 16 << 20
+    b.runtimes[0].steps[4]["host_bytes"] += int(dp.HOST_TOLERANCE_SHARE * (16 << 20))
     assert dp.compare(a, b) == []
+    b.runtimes[0].steps[4]["host_bytes"] += 1
     b.runtimes[0].steps[1]["host_bytes"] += 1
     b.runtimes[0].steps[2]["device_bytes"] = 0
     b.runtimes[0].steps[3]["correct"] = False
     diffs = dp.compare(a, b)
-    assert len(diffs) == 3, diffs
+    assert len(diffs) == 4, diffs
     assert any("load_method forward: host bytes" in d for d in diffs)
+    assert any("execute forward: host bytes" in d for d in diffs)
     assert any(f"load_method forward2: device_bytes {PLANNED} vs 0" in d for d in diffs)
     assert any("execute forward2: correct True vs False" in d for d in diffs)
 
@@ -271,6 +276,12 @@ def test_cuda_path_through_a_driver_double(bundle, tools, fake_driver, tmp_path)
     assert "method->execute() failed" in err and "cuMemcpyHtoD failed: CUDA_ERROR_INVALID_VALUE" in err
     assert before.step("execute forward")["correct"] is True  # the host method is unaffected
     assert all(s["device_bytes"] == 0 and s["driver_device_bytes"] == 0 for s in before.steps)
+    # what notebook 04 shows of a recorded run: shares of the planned arena, runs of any side lined up
+    shares = report.shares("after")
+    assert list(shares.columns) == ["device bytes", "driver device bytes"] and list(shares.index) == dp.STEPS
+    assert shares.loc["load_method forward2"].tolist() == [1.0, pages / PLANNED]
+    assert shares.loc["release"].tolist() == [-1.0, -pages / PLANNED]
+    assert report.shares("before")["device bytes"].eq(0).all()
 
 
 @pytest.mark.slow
