@@ -311,3 +311,52 @@ def test_the_mirrored_pre_fix_loader_matches_executorch_1_4_1(bundle, tools, leg
     assert all(d.startswith("before, execute forward: host bytes") for d in diffs), diffs
     extra = legacy.runtimes[0].step("execute forward")["host_bytes"] - report.runtimes[0].step("execute forward")["host_bytes"]
     assert extra < 9 << 20
+
+
+def run_runner(bundle, tmp_path, pte, *args):
+    """The bundle's runner on any program (no reference: zero inputs), JSON read back."""
+    out = subprocess.run([str(bundle.path / "bin/pte_lab_placement"), "--pte", str(pte), "--json",
+                          str(tmp_path / "r.json"), *args], env={"PATH": "/nonexistent"}, capture_output=True,
+                         text=True, timeout=300)
+    return out, (dp.Report.load(tmp_path / "r.json") if (tmp_path / "r.json").exists() else None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["device", "three_methods"])
+def test_the_mirrored_loaders_allocate_what_pte_lab_predicts(bundle, tmp_path, name):
+    from pte_lab import examples
+    from pte_lab import open as open_pte
+
+    pte = examples.save(name, tmp_path / f"{name}.pte", side=SIDE)
+    out, report = run_runner(bundle, tmp_path, pte)
+    assert out.returncode == 0, out.stdout + out.stderr
+    model = open_pte(pte)
+    for label, loader in (("before", "legacy"), ("after", "corrected")):
+        r = next(x for x in report.runtimes if x.label == label)
+        ran = sorted((a["when"], a["runtime_index"], a["device"], a["bytes"]) for a in r.arenas)
+        predicted = sorted((a.step + (f" {a.method}" if a.step == "load_method" else ""), a.runtime_index, a.device,
+                            a.bytes) for a in model.allocations(loader))
+        assert ran == predicted, label
+        device_arenas = sum(a.bytes for a in model.allocations(loader) if a.device != "cpu")
+        assert sum(s["device_bytes"] for s in r.steps if s["step"].startswith("load")) == device_arenas
+        assert all(s["error"] is None for s in r.steps)
+
+
+@pytest.mark.slow
+def test_a_corrupt_program_is_refused_not_a_crash(bundle, tmp_path):
+    import random
+
+    data = (bundle.path / f"programs/device_side{SIDE}.pte").read_bytes()
+    rng = random.Random(25)
+    for case in range(12):
+        bad = bytearray(data)
+        for _ in range(rng.randint(1, 8)):  # bytes of the flatbuffer, where the runner's own reader looks
+            bad[rng.randrange(8, min(len(bad), 3000))] = rng.randrange(256)
+        path = tmp_path / f"bad{case}.pte"
+        path.write_bytes(bytes(bad))
+        out, report = run_runner(bundle, tmp_path, path)
+        # ExecuTorch refuses the file (a step's error, e.g. 0x23 at load_program) or runs it; neither
+        # loader's process dies, whatever the runner's own reader of the file met
+        assert out.returncode == 0, (case, out.stdout[-800:])
+        for r in report.runtimes:
+            assert r.failure is None and [s["step"] for s in r.steps][:1] == ["load_program"], (case, r.failure)
