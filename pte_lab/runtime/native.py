@@ -196,7 +196,8 @@ def placement_runner_path() -> Path:
     et = executorch_dir()
     lib = et / "lib"
     include = et / "include"
-    if not (lib / "libexecutorch.so").exists() or not (include / "executorch/runtime/core/device_memory_buffer.h").exists():
+    header = include / "executorch/runtime/core/device_memory_buffer.h"
+    if not (lib / "libexecutorch.so").exists() or not header.exists():
         raise NativeBuildError(f"this executorch install ({et}) lacks lib/libexecutorch.so or the device memory "
                                f"headers the runner is built against (executorch >= 1.5 has them)")
     sources = {name: _source(name) for name in RUNNER_SOURCES}

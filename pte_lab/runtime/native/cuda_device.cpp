@@ -186,7 +186,8 @@ class CudaDeviceAllocator final : public DeviceAllocator {
       if (rc != CUDA_SUCCESS) {
         why = describe("cuMemAllocManaged", rc);
       } else if (!prefetch(p, nbytes ? nbytes : 1, &why)) {
-        g_last_error = why;  // kept as a note: the memory is usable, its pages are populated on first touch
+        g_last_error = why;  // the memory is usable: its pages are populated where they are first touched
+        memory = kCudaManagedNotPrefetched;
       }
     }
     if (rc != CUDA_SUCCESS) {
@@ -211,7 +212,7 @@ class CudaDeviceAllocator final : public DeviceAllocator {
     }
     std::string why;
     if (current(&why)) {
-      CUresult rc = g_cu.cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(ptr)));
+      CUresult rc = g_cu.cuMemFree(device_ptr(ptr));
       if (rc != CUDA_SUCCESS) g_last_error = describe("cuMemFree", rc);
     } else {
       g_last_error = why;
@@ -220,33 +221,13 @@ class CudaDeviceAllocator final : public DeviceAllocator {
   }
 
   Error copy_host_to_device(void* dst, const void* src, size_t nbytes, DeviceIndex index) override {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    std::string why;
-    CUresult rc = current(&why) ? g_cu.cuMemcpyHtoD(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(dst)),
-                                                    src, nbytes)
-                                : -1;
-    if (rc != CUDA_SUCCESS) {
-      g_last_error = why.empty() ? describe("cuMemcpyHtoD", rc) : why;
-      pte_lab_ledger_record(kRefused, 1, index, nbytes, 0, dst);
-      return Error::Internal;
-    }
-    pte_lab_ledger_record(kHostToDevice, 1, index, nbytes, 0, dst);
-    return Error::Ok;
+    return copy(kHostToDevice, "cuMemcpyHtoD", dst, nbytes, index,
+                [&] { return g_cu.cuMemcpyHtoD(device_ptr(dst), src, nbytes); });
   }
 
   Error copy_device_to_host(void* dst, const void* src, size_t nbytes, DeviceIndex index) override {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    std::string why;
-    CUresult rc = current(&why) ? g_cu.cuMemcpyDtoH(dst, static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src)),
-                                                    nbytes)
-                                : -1;
-    if (rc != CUDA_SUCCESS) {
-      g_last_error = why.empty() ? describe("cuMemcpyDtoH", rc) : why;
-      pte_lab_ledger_record(kRefused, 1, index, nbytes, 0, src);
-      return Error::Internal;
-    }
-    pte_lab_ledger_record(kDeviceToHost, 1, index, nbytes, 0, src);
-    return Error::Ok;
+    return copy(kDeviceToHost, "cuMemcpyDtoH", src, nbytes, index,
+                [&] { return g_cu.cuMemcpyDtoH(dst, device_ptr(src), nbytes); });
   }
 
   DeviceType device_type() const override { return DeviceType::CUDA; }
@@ -258,6 +239,23 @@ class CudaDeviceAllocator final : public DeviceAllocator {
   }
 
  private:
+  static CUdeviceptr device_ptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+
+  // One copy through the driver, in the ledger as `kind` (device: the device side's address), or refused.
+  template <typename Copy>
+  static Error copy(int32_t kind, const char* call, const void* device, size_t nbytes, DeviceIndex index, Copy&& fn) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    std::string why;
+    CUresult rc = current(&why) ? fn() : -1;
+    if (rc != CUDA_SUCCESS) {
+      g_last_error = why.empty() ? describe(call, rc) : why;
+      pte_lab_ledger_record(kRefused, 1, index, nbytes, 0, device);
+      return Error::Internal;
+    }
+    pte_lab_ledger_record(kind, 1, index, nbytes, 0, device);
+    return Error::Ok;
+  }
+
   // -1 is the CUDA allocator convention for "the current device" (ExecuTorch's ATen-mode copies use it)
   static bool same_device(DeviceIndex index) { return index == -1 || index == g_info.device_index; }
 

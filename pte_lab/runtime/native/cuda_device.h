@@ -28,6 +28,7 @@ struct PteLabCudaInfo {
 enum PteLabCudaMemory : int32_t {
   kCudaDeviceMemory = 0,   // cuMemAlloc: only device code and the allocator's copies may touch it
   kCudaManagedMemory = 1,  // cuMemAllocManaged, prefetched to the device: host code may touch it too
+  kCudaManagedNotPrefetched = 2,  // (what an allocation got) managed, but the prefetch was refused: see last error
 };
 
 // Opens the driver and device `index` without creating a context (probe = 1) or with the device's
