@@ -3,6 +3,7 @@
     pte-lab inspect FILE [--data PTD] [--method M] [--json] [--sizes] [--width N] [--rows N]
     pte-lab example NAME OUT [--side N]
     pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
+    pte-lab measure --bundle DIR [--side N]
     pte-lab legacy-env [--dir DIR]
     pte-lab replan IN OUT [--algorithm A] [--verify]
     pte-lab sizes FILE [--method M] [--data PTD] [--json] [--c-header] [--verify] [--runs N]
@@ -87,6 +88,16 @@ def _example(args) -> int:
 
 def _measure(args) -> int:
     from .experiments import device_placement as dp
+
+    if args.bundle:
+        from .experiments.bundle import write_bundle
+
+        if args.json or args.legacy_python:
+            raise PteLabError("argument --bundle: the bundle runs both loaders itself, without Python; "
+                              "--json and --legacy-python go with a measurement here (run.sh takes --json)")
+        bundle = write_bundle(args.bundle, side=args.side, progress=lines())
+        print(bundle.summary())
+        return 0
 
     legacy = args.legacy_python or dp.find_legacy_python()
     if legacy is None:
@@ -236,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--legacy-python", type=_executable,
                    help="interpreter with executorch 1.4.1 (default: the `legacy-env` one)")
     m.add_argument("--json", type=_new_file, help="also write the report as JSON to this file")
+    m.add_argument("--bundle", metavar="DIR",
+                   help="instead, write a folder that measures both loaders without Python (a native runner, "
+                        "ExecuTorch's libraries, the program, run.sh): real CUDA memory where a driver is present, "
+                        "the emulated device elsewhere")
     m.set_defaults(func=_measure)
     le = sub.add_parser("legacy-env", help="create a venv with executorch 1.4.1 (the pre-fix loader)")
     le.add_argument("--dir", help="where (default: the pte_lab cache)")

@@ -307,18 +307,28 @@ def device(side: int = 64, non_cpu_planning: bool = True, device: str = "cuda:0"
     return _lower(eps, partitioner=parts, backend_config=cfg)
 
 
-def device_reference(side: int = 64, seed: int = 0) -> tuple[tuple, dict]:
+def device_reference(side: int = 64, seed: int = 0, grid: bool = False) -> tuple[tuple, dict]:
     """Inputs for :func:`device`'s program and each method's expected output, computed eagerly.
 
     Returns ``((x, y), {"forward": ..., "forward2": ...})`` from the very
     modules the program is exported from, so a runtime's outputs can be
-    checked against them.
+    checked against them. ``grid=True`` draws the inputs from the multiples of
+    1/8 in [-2, 2] instead of a normal distribution: every product and partial
+    sum the methods compute is then exact in float32 (|sum| <= 4 * side,
+    representable while side <= 65536), so any kernel, in any summation order,
+    returns eager PyTorch's output bit for bit.
     """
     torch = _torch()
     mods = _modules()
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(side, side, generator=g)
-    y = torch.randn(side, side, generator=g)
+    if grid:
+        if side > 65536:
+            raise ValueError(f"grid inputs are exact up to side 65536, not {side}")
+        x = torch.randint(-16, 17, (side, side), generator=g, dtype=torch.int8).float() / 8
+        y = torch.randint(-16, 17, (side, side), generator=g, dtype=torch.int8).float() / 8
+    else:
+        x = torch.randn(side, side, generator=g)
+        y = torch.randn(side, side, generator=g)
     with torch.no_grad():
         expect = {"forward": mods["HostMethod"]()(x, y), "forward2": mods["DeviceMethod"]()(x, y)}
     return (x, y), expect

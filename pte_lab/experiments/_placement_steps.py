@@ -11,7 +11,8 @@ executorch and the standard library, so it runs under another interpreter
 tensor}}`` that the caller computed eagerly (``pte_lab.examples.device_reference``).
 Prints one line ``RESULT <json>``. Each step records the device bytes taken
 (positive) or returned (negative), host bytes, seconds, whether outputs matched
-the reference, and any error verbatim. Host bytes are exact where pte_lab's
+the reference (checked after the step's figures are read, so that torch's own
+work in the check is not counted), and any error verbatim. Host bytes are exact where pte_lab's
 allocation counter is preloaded (every malloc and anonymous mapping; the
 emulated device's bytes are not among them), glibc's statistics otherwise.
 """
@@ -93,17 +94,21 @@ def main(args):
         d0, h0, e0 = device_bytes(), host_bytes(), events()
         t = time.perf_counter()
         rec = {"step": name, "error": None, "correct": None}
+        out = None
         try:
             out = fn()
-            if check is not None:
-                rec["correct"] = bool(check(out))
         except Exception as exc:  # noqa: BLE001 - recorded verbatim
             rec["error"] = f"{type(exc).__name__}: {exc}"
         rec["seconds"] = time.perf_counter() - t
-        d1, h1, e1 = device_bytes(), host_bytes(), events()
+        d1, h1, e1 = device_bytes(), host_bytes(), events()  # the step's output still held, its check not begun
         rec["device_bytes"] = None if d0 is None or d1 is None else d1 - d0
         rec["host_bytes"] = None if h0 is None or h1 is None else h1 - h0
         rec["device_events"] = None if e0 is None else e1 - e0
+        if check is not None and rec["error"] is None:  # checked outside the measurement: torch's own work
+            try:
+                rec["correct"] = bool(check(out))
+            except Exception as exc:  # noqa: BLE001 - recorded verbatim
+                rec["error"] = f"{type(exc).__name__}: {exc}"
         steps.append(rec)
 
     def run(method):

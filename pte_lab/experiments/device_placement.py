@@ -10,6 +10,13 @@ host method between two device runs, release. Device bytes are read from
 ``torch.cuda.mem_get_info`` where a CUDA device and a CUDA-enabled ExecuTorch
 are present, and from the emulated device's ledger otherwise; every row says
 which.
+
+The same steps travel without Python: ``pte-lab measure --bundle DIR``
+(:mod:`pte_lab.experiments.bundle`) writes a native runner that mirrors both
+loaders in C++ and measures real CUDA memory through the driver API where a
+GPU is present. Its JSON is this module's document; :meth:`Report.load` reads
+it, :func:`compare` checks two reports agree, :func:`recorded` gives the runs
+recorded on real GPUs that ship with pte_lab.
 """
 
 from __future__ import annotations
@@ -61,7 +68,8 @@ PUBLISHED = {
 @dataclass
 class RuntimeResult:
     label: str  # "after" / "before"
-    python: str
+    #: the interpreter that ran the steps; None for the native runner (``runner`` says which loader it mirrors)
+    python: str | None
     executorch_version: str | None = None
     measured_by: str | None = None
     #: how host bytes were measured: exact (allocation counter) or approximate (glibc)
@@ -69,18 +77,50 @@ class RuntimeResult:
     steps: list[dict] = field(default_factory=list)
     #: set when the process died or could not run: the reason, verbatim
     failure: str | None = None
+    #: the native runner only: which loader it mirrors, the backend (cuda / emulated), each arena it
+    #: allocated (when, device, bytes, which memory and why) and its notes
+    runner: str | None = None
+    backend: str | None = None
+    arenas: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def step(self, name: str) -> dict | None:
         return next((s for s in self.steps if s["step"] == name), None)
 
+    @property
+    def tag(self) -> str:
+        """How its columns are headed: the label and the runtime (the native runner mirrors a loader)."""
+        if self.runner is not None:
+            return f"{self.label} (native, on {self.executorch_version or '?'} libraries)"
+        return f"{self.label} ({self.executorch_version or '?'})"
+
 
 @dataclass
 class Report:
-    side: int
+    side: int | None
     device: str
     planned_device_bytes: int
     runtimes: list[RuntimeResult]
     published: dict = field(default_factory=lambda: PUBLISHED)
+    #: the native runner's run: tool, backend and its one line; on CUDA the GPU, the driver version and what
+    #: the driver's figure (``driver_device_bytes``) includes
+    measurement: dict | None = None
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "Report":
+        """A report from its JSON document (``to_dict``, ``pte-lab measure --json`` or a bundle's run)."""
+        if doc.get("schema") != "pte_lab.device_placement" or doc.get("version") != 1:
+            raise ValueError(f"not a pte_lab.device_placement version 1 document "
+                             f"(schema {doc.get('schema')!r}, version {doc.get('version')!r})")
+        known = set(RuntimeResult.__dataclass_fields__)
+        runtimes = [RuntimeResult(**{k: v for k, v in r.items() if k in known}) for r in doc["runtimes"]]
+        return cls(doc.get("side"), doc["device"], doc.get("planned_device_bytes") or 0, runtimes,
+                   doc.get("published") or PUBLISHED, doc.get("measurement"))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Report":
+        """Read a report's JSON file."""
+        return cls.from_dict(json.loads(Path(path).read_text()))
 
     # ------------------------------------------------------------------ table
     def table(self) -> "pd.DataFrame":
@@ -92,7 +132,7 @@ class Report:
             row = {"step": name}
             for r in self.runtimes:
                 s = r.step(name)
-                tag = f"{r.label} ({r.executorch_version or '?'})"
+                tag = r.tag
                 host = f"{tag} host bytes" + ("" if (r.host_measured_by or "").startswith("exact") else " ~")
                 if s is None:
                     row[f"{tag} device bytes"] = None
@@ -100,6 +140,8 @@ class Report:
                     row[f"{tag} result"] = r.failure and "not reached" or "not run"
                     continue
                 row[f"{tag} device bytes"] = s["device_bytes"]
+                if self._driver_measured(r):
+                    row[f"{tag} driver device bytes"] = s.get("driver_device_bytes")
                 row[host] = s["host_bytes"]
                 row[f"{tag} result"] = _result(s)
             for side in ("before", "after"):
@@ -109,10 +151,30 @@ class Report:
         df.attrs["measured_by"] = {r.label: r.measured_by for r in self.runtimes}
         return df
 
+    def shares(self, label: str = "after") -> "pd.DataFrame":
+        """Device bytes per step as a share of the planned device bytes, for one runtime: runs of different
+        sides (an emulated one, a recorded CUDA one) line up. Columns: ``device bytes`` (the allocator's
+        ledger) and, where the driver was read, ``driver device bytes``; None where a step did not run."""
+        import pandas as pd
+
+        r = next(x for x in self.runtimes if x.label == label)
+        keys = ["device_bytes"] + (["driver_device_bytes"] if self._driver_measured(r) else [])
+        planned = self.planned_device_bytes or 1
+        data = {k.replace("_", " "): [None if (s := r.step(n)) is None or s.get(k) is None else s[k] / planned
+                                      for n in STEPS] for k in keys}
+        return pd.DataFrame(data, index=pd.Index(STEPS, name="step"))
+
+    @staticmethod
+    def _driver_measured(r: RuntimeResult) -> bool:
+        return any(s.get("driver_device_bytes") is not None for s in r.steps)
+
     def to_dict(self) -> dict:
-        return {"schema": "pte_lab.device_placement", "version": 1, "side": self.side, "device": self.device,
-                "planned_device_bytes": self.planned_device_bytes,
-                "runtimes": [asdict(r) for r in self.runtimes], "published": self.published}
+        doc = {"schema": "pte_lab.device_placement", "version": 1, "side": self.side, "device": self.device,
+               "planned_device_bytes": self.planned_device_bytes,
+               "runtimes": [asdict(r) for r in self.runtimes], "published": self.published}
+        if self.measurement is not None:
+            doc["measurement"] = self.measurement
+        return doc
 
     def to_json(self, path: str | os.PathLike | None = None, **kw) -> str:
         text = json.dumps(self.to_dict(), indent=1, **kw)
@@ -131,10 +193,24 @@ class Report:
             cells = [_md(row[c]) for c in cols]
             lines.append(f"| {step} | " + " | ".join(cells) + " |")
         lines.append("")
+        m = self.measurement or {}
+        if m:
+            lines.append(f"- Measured by {m.get('tool')}: {m.get('backend_line')}")
+            for key in ("driver_figure", "host_figure"):
+                if m.get(key):
+                    lines.append(f"- {m[key]}.")
         for r in self.runtimes:
             lines.append(f"- {r.label}: executorch {r.executorch_version}, device bytes measured by "
                          f"{r.measured_by}, host bytes {r.host_measured_by}"
+                         + (f"; loader: {r.runner}" if r.runner else "")
                          + (f"; failed: {r.failure}" if r.failure else ""))
+            for a in r.arenas:
+                if a.get("device") != "cpu":
+                    lines.append(f"  - {a['when']}: runtime buffer {a['runtime_index']} (mem_id {a['mem_id']}) on "
+                                 f"{a['device']}, {a['bytes']:,} bytes: {a['memory']}"
+                                 + (f" — {a['why']}" if a.get("why") else ""))
+            for note in r.notes:
+                lines.append(f"  - {note}")
         if any(r.label == "before" and r.measured_by and "emulated" in r.measured_by for r in self.runtimes):
             lines.append("- On the emulated device, device memory *is* host memory, so the pre-fix loader's "
                          "forward2 still computes correctly: what shows the bug is that its arena took no "
@@ -168,7 +244,7 @@ class Report:
                 vals = [((r.step(s) or {}).get(key) or 0) for s in STEPS]
                 xs = x + (i - (len(self.runtimes) - 1) / 2) * width
                 ax.bar(xs, vals, width, color=colors.get(r.label, "#999999"),
-                       label=f"{r.label} (executorch {r.executorch_version})")
+                       label=r.tag if r.runner else f"{r.label} (executorch {r.executorch_version})")
                 lo, hi = min([lo] + vals), max([hi] + vals)
                 if key == "device_bytes" and r.steps and not any(vals):  # say it: nothing on the device
                     ax.annotate(f"{r.label}: 0 B on the device at every step", (0.02, 0.04),
@@ -195,11 +271,79 @@ class Report:
         how = "".join(f"<li>{escape(r.label)}: executorch {escape(str(r.executorch_version))}, device bytes by "
                       f"<b>{escape(str(r.measured_by))}</b>"
                       + (f" — failed: {escape(r.failure)}" if r.failure else "") + "</li>" for r in self.runtimes)
+        m = self.measurement or {}
+        if m.get("backend_line"):
+            how += f"<li>measured by {escape(str(m.get('tool')))}: {escape(m['backend_line'])}</li>"
         return (f"<div><b>Device placement, before vs after ExecuTorch's loader fix</b> · side {self.side}, "
                 f"{human_bytes(self.planned_device_bytes)} planned on {escape(self.device)}<ul>{how}</ul>"
                 + self.table().to_html(na_rep="–")
                 + f"<div style='font-size:11px'>Published columns: {escape(self.published['source'])}; "
                   f"{escape(self.published['machine'])}. Reference data, not measured here.</div></div>")
+
+
+#: How far the native runner's host bytes may stray from ``pte-lab measure``'s in a step: both count the
+#: same arenas, ExecuTorch's own allocations and output copies (exactly, with the allocation counter); what
+#: differs is what Python adds around them: the bindings' objects (under 1 KiB a step) and torch's first use
+#: of a tensor that size (seen: 35 KiB on the first execute at side 2048, 0.2 % of the step). So: 8 KiB or
+#: 0.25 % of the step's bytes, whichever is more; an arena the loaders disagree on is far more.
+HOST_TOLERANCE = 8 * 1024
+HOST_TOLERANCE_SHARE = 0.0025
+
+
+def compare(a: Report, b: Report, host_tolerance: int = HOST_TOLERANCE,
+            host_share: float = HOST_TOLERANCE_SHARE) -> list[str]:
+    """Where two reports of the same program disagree, one sentence each (empty: they agree).
+
+    For each runtime label both have ("before", "after"): the steps (names, in order) and, per step, the
+    error, whether the output was correct, the device bytes and the number of device ledger events must be
+    equal; host bytes may differ by ``host_tolerance`` bytes or ``host_share`` of the step's bytes, whichever
+    is more. Seconds, executorch versions (the native runner mirrors the pre-1.5 loader on 1.5's libraries)
+    and the driver's figure (CUDA only) are not compared.
+    """
+    out = []
+    if (a.device, a.planned_device_bytes) != (b.device, b.planned_device_bytes):
+        out.append(f"program: {a.planned_device_bytes:,} planned bytes on {a.device} vs "
+                   f"{b.planned_device_bytes:,} on {b.device}")
+    theirs = {r.label: r for r in b.runtimes}
+    for ra in a.runtimes:
+        rb = theirs.get(ra.label)
+        if rb is None:
+            continue
+        if (ra.failure is None) != (rb.failure is None):
+            out.append(f"{ra.label}: failure {ra.failure!r} vs {rb.failure!r}")
+        names = ([s["step"] for s in ra.steps], [s["step"] for s in rb.steps])
+        if names[0] != names[1]:
+            out.append(f"{ra.label}: steps {names[0]} vs {names[1]}")
+            continue
+        for sa, sb in zip(ra.steps, rb.steps):
+            for key in ("error", "correct", "device_bytes", "device_events"):
+                if sa.get(key) != sb.get(key):
+                    out.append(f"{ra.label}, {sa['step']}: {key} {sa.get(key)!r} vs {sb.get(key)!r}")
+            ha, hb = sa.get("host_bytes"), sb.get("host_bytes")
+            if (ha is None) != (hb is None):
+                out.append(f"{ra.label}, {sa['step']}: host bytes {ha!r} vs {hb!r}")
+            elif ha is not None:
+                bound = max(host_tolerance, host_share * min(abs(ha), abs(hb)))
+                if abs(ha - hb) > bound:
+                    out.append(f"{ra.label}, {sa['step']}: host bytes {ha:,} vs {hb:,} (more than "
+                               f"{int(bound):,} apart)")
+    return out
+
+
+#: Runs recorded on real GPUs with the bundle, shipped with pte_lab (``pte_lab/experiments/recorded``).
+RECORDED_DIR = "recorded"
+
+
+def recorded() -> list[Report]:
+    """The before/after runs recorded on real CUDA devices (``pte-lab measure --bundle``), by file name.
+
+    Empty until a run on a GPU has been recorded; ``recorded/README.md`` says how to add one.
+    """
+    folder = files("pte_lab.experiments").joinpath(RECORDED_DIR)
+    if not folder.is_dir():
+        return []
+    return [Report.from_dict(json.loads(f.read_text())) for f in sorted(folder.iterdir(), key=lambda f: f.name)
+            if f.name.endswith(".json")]
 
 
 def _result(s: dict) -> str:

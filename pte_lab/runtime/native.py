@@ -1,6 +1,6 @@
 """Build and load pte_lab's native code.
 
-Two libraries, compiled on first use with the system C++ compiler and cached:
+Two libraries and a program, compiled on first use with the system C++ compiler and cached:
 
 - the helper (``native/emulated_device.cpp`` and ``native/sizing.cpp``: the
   emulated device and the sizing runner), built against the headers and
@@ -10,7 +10,12 @@ Two libraries, compiled on first use with the system C++ compiler and cached:
   with ctypes makes it share ExecuTorch's registries (device allocators,
   kernels, backends) with the Python extension;
 - the allocation counter (``native/alloc_counter.c``, glibc only), preloaded
-  into the isolated worker to count every heap allocation and mapping.
+  into the isolated worker to count every heap allocation and mapping;
+- the standalone before/after runner (``native/placement_runner.cpp``: the
+  loader fix's measurement without Python, on the emulated device or on CUDA
+  through the driver API, ``native/cuda_device.cpp``), an executable that finds
+  ExecuTorch's libraries in ``../lib`` beside it: ``pte-lab measure --bundle``
+  puts them there (:mod:`pte_lab.experiments.bundle`).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ _LOCK = threading.Lock()
 
 
 class Event(ctypes.Structure):
-    """One ledger record; layout mirrors ``Event`` in emulated_device.cpp."""
+    """One ledger record; layout mirrors ``PteLabEvent`` in native/device_ledger.h."""
 
     _fields_ = [
         ("kind", ctypes.c_int32),
@@ -69,7 +74,16 @@ def executorch_dir() -> Path:
 #: the helper's sources, compiled into one library
 HELPER_SOURCES = ("emulated_device.cpp", "sizing.cpp")
 #: headers the sources include, copied beside them for every build
-HEADERS = ("pte_lab_counts.h",)
+HEADERS = ("pte_lab_counts.h", "device_ledger.h", "arena_users.h", "cuda_device.h", "glibc_compat.h")
+#: the standalone before/after runner's sources, compiled into one executable
+RUNNER_SOURCES = ("placement_runner.cpp", "arena_users.cpp", "cuda_device.cpp", "emulated_device.cpp",
+                  "portable_start.cpp")
+#: the ExecuTorch libraries the runner links, as ExecuTorch's Python extension does (the runtime, the
+#: optimized and portable kernels, XNNPACK); what they need in turn is found with ldd when bundling
+RUNNER_LINKS = ("executorch", "executorch_kernels_optimized", "executorch_backend_xnnpack")
+#: the runner's name, and where it looks for its libraries: ../lib beside it (a bundle's layout)
+RUNNER_NAME = "pte_lab_placement"
+RUNNER_RPATH = "$ORIGIN/../lib"
 
 
 def _compiler() -> str:
@@ -153,6 +167,60 @@ def counter_path() -> Path:
         # compiled as C (-x c): it must not pull the C++ runtime into every process it is preloaded in
         _build("pte_lab's allocation counter", {"alloc_counter.c": source},
                ["-x", "c", "-std=gnu11", "-O2", "-fPIC", "-shared"], [], out, headers)
+    return out
+
+
+def _glibc_x86_64() -> bool:
+    """Whether the runner can bind to old glibc symbol versions (see native/glibc_compat.h)."""
+    import platform
+
+    return platform.machine() in ("x86_64", "AMD64") and platform.libc_ver()[0] == "glibc"
+
+
+def executorch_version() -> str:
+    """The installed executorch's version (what the runner reports it was built against)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("executorch")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def placement_runner_path() -> Path:
+    """The standalone before/after runner, built against this interpreter's executorch (cached).
+
+    It runs only where ExecuTorch's libraries sit in ``../lib`` beside it, as in a
+    bundle (:func:`pte_lab.experiments.bundle.write_bundle`).
+    """
+    et = executorch_dir()
+    lib = et / "lib"
+    include = et / "include"
+    header = include / "executorch/runtime/core/device_memory_buffer.h"
+    if not (lib / "libexecutorch.so").exists() or not header.exists():
+        raise NativeBuildError(f"this executorch install ({et}) lacks lib/libexecutorch.so or the device memory "
+                               f"headers the runner is built against (executorch >= 1.5 has them)")
+    sources = {name: _source(name) for name in RUNNER_SOURCES}
+    headers = {name: _source(name) for name in HEADERS}
+    compat = _glibc_x86_64()
+    st = (lib / "libexecutorch.so").stat()
+    key = hashlib.sha256(b"\0".join([
+        *sources.values(), *headers.values(), str(lib).encode(), str(st.st_size).encode(),
+        str(st.st_mtime_ns).encode(), executorch_version().encode(), str(compat).encode(),
+    ])).hexdigest()[:20]
+    out = cache_dir("native", key, "bin", RUNNER_NAME)
+    if out.exists():
+        return out
+    flags = ["-std=c++17", "-O2", "-DC10_USING_CUSTOM_GENERATED_MACROS",
+             f"-DPTE_LAB_EXECUTORCH_VERSION=\"{executorch_version()}\"",
+             f"-I{include}", f"-I{include / 'executorch/runtime/core/portable_type/c10'}"]
+    # kernels and backends register through static initializers: keep every library linked
+    libs = [f"-L{lib}", "-Wl,--no-as-needed", *(f"-l{n}" for n in RUNNER_LINKS), "-Wl,--as-needed",
+            "-ldl", "-pthread", f"-Wl,-rpath,{RUNNER_RPATH}"]
+    if compat:
+        flags.append("-DPTE_LAB_GLIBC_COMPAT")
+        libs.append("-Wl,--wrap=__libc_start_main")
+    _build("pte_lab's before/after runner", sources, flags, libs, out, headers)
     return out
 
 

@@ -6,13 +6,16 @@
 // DeviceAllocatorRegistry: registering here makes Runtime.load_program place
 // device-planned arenas through this allocator.
 //
-// Every call is recorded in a ledger (allocate, free, host->device and
-// device->host copies: bytes, alignment, device index, time) that Python reads.
+// Every call is recorded in the device ledger (device_ledger.h: allocate, free,
+// host->device and device->host copies: bytes, alignment, device index, time),
+// which Python reads and which the CUDA device (cuda_device.cpp) records into too.
 // The registry keeps a raw pointer, so allocators live until the process ends.
 // A second registration for the same device type aborts the process: the
 // C entry point below asks the registry first and refuses instead.
 
 #include <executorch/runtime/core/device_allocator.h>
+
+#include "device_ledger.h"
 
 #include <chrono>
 #include <cstdint>
@@ -31,18 +34,7 @@ using executorch::runtime::etensor::DeviceIndex;
 using executorch::runtime::etensor::DeviceType;
 using executorch::runtime::etensor::kNumDeviceTypes;
 
-enum EventKind : int32_t { kAllocate = 0, kFree = 1, kHostToDevice = 2, kDeviceToHost = 3, kRefused = 4 };
-
-struct Event {
-  int32_t kind;
-  int32_t device_type;
-  int32_t device_index;
-  int32_t reserved;
-  uint64_t bytes;
-  uint64_t alignment;
-  uint64_t address;
-  int64_t time_ns;
-};
+using Event = PteLabEvent;
 
 std::mutex g_mutex;
 std::vector<Event> g_events;
@@ -55,9 +47,7 @@ int64_t now_ns() {
 
 void record(int32_t kind, DeviceType type, DeviceIndex index, uint64_t bytes, uint64_t alignment,
             const void* address) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_events.push_back(Event{kind, static_cast<int32_t>(type), static_cast<int32_t>(index), 0, bytes,
-                           alignment, reinterpret_cast<uint64_t>(address), now_ns()});
+  pte_lab_ledger_record(kind, static_cast<int32_t>(type), static_cast<int32_t>(index), bytes, alignment, address);
 }
 
 // The device's bytes are host memory, but not the host's: on glibc they come
@@ -169,6 +159,13 @@ bool valid_type(int32_t type) { return type > 0 && static_cast<size_t>(type) < k
 }  // namespace
 
 extern "C" {
+
+void pte_lab_ledger_record(int32_t kind, int32_t device_type, int32_t device_index, uint64_t bytes,
+                           uint64_t alignment, const void* address) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_events.push_back(Event{kind, device_type, device_index, 0, bytes, alignment,
+                           reinterpret_cast<uint64_t>(address), now_ns()});
+}
 
 // Size of one ledger record, so Python can check its struct layout.
 int32_t pte_lab_event_size() { return static_cast<int32_t>(sizeof(Event)); }
