@@ -128,6 +128,25 @@ def tensors_table(method) -> str:
     return _table([h for _, h in TENSOR_TABLE], rows, numeric=_TENSOR_NUMERIC) + more
 
 
+def _delegate_memory_cell(mem) -> str:
+    """What a delegate's blob declares: its mode, each part (bytes, how the runtime gets it, where it lives), I/O."""
+    from ..model.delegates import describe_io
+
+    said = ", ".join(escape(x) for x in (mem.target, mem.memory_mode) if x)
+    lines = [f"<b>{said}</b>"] if said else []
+    for p in mem.parts():
+        size = human_bytes(p.bytes) if p.bytes is not None else escape(p.source)
+        lines.append(f"{escape(p.part)}: {size} &middot; {escape(p.allocator)}"
+                     + (f" &middot; <i>{escape(p.lives)}</i>" if p.lives else ""))
+    s = mem.stream
+    if s is not None and s.inputs is not None and s.outputs is not None:
+        lines.append("Vela in " + escape("; ".join(map(describe_io, s.inputs)) or "-") + " &middot; out "
+                     + escape("; ".join(map(describe_io, s.outputs)) or "-"))
+    if mem.problem:
+        lines.append(f"<span class='pte-error'>{escape(mem.problem)}</span>")
+    return "<br>".join(lines)
+
+
 def _method_body(m) -> str:
     parts = [f"<div class='pte-sub'>{m.n_instructions} instructions &middot; {len(m.planned)} planned tensors "
              f"&middot; {human_bytes(m.planned_bytes)} planned</div>", arenas_table(m)]
@@ -138,10 +157,12 @@ def _method_body(m) -> str:
     parts.append(_section("Outputs", _io_table(m.outputs), str(len(m.outputs))))
     if m.delegates:
         rows = [[str(d.index), escape(d.backend), _device_badge(d.target_device) if d.target_device else "",
-                 human_bytes(d.size), escape(d.location),
-                 escape(", ".join(f"{k}={v!r}" for k, v in d.compile_specs.items()))] for d in m.delegates]
-        parts.append(_section("Delegates", _table(["#", "backend", "target", "blob", "stored", "compile specs"],
-                                                  rows, numeric={0, 3}), str(len(m.delegates))))
+                 human_bytes(d.size), escape(d.location), _delegate_memory_cell(mem),
+                 escape(", ".join(f"{k}={v!r}" for k, v in d.compile_specs.items()))]
+                for d, mem in zip(m.delegates, m.delegate_memory)]
+        parts.append(_section("Delegates", _table(["#", "backend", "target", "blob", "stored", "declared memory",
+                                                   "compile specs"], rows, numeric={0, 3}),
+                              str(len(m.delegates)), open_=any(mem.stream is not None for mem in m.delegate_memory)))
     counts = sorted(m.operator_counts.items(), key=lambda kv: (-kv[1], kv[0]))
     parts.append(_section("Calls", _table(["operator / delegate", "instructions"],
                                           [[escape(k), str(v)] for k, v in counts], numeric={1}),
