@@ -147,8 +147,11 @@ def test_inspect_shows_the_declared_memory(capsys):
 
 def test_the_notebook_view_shows_each_part():
     html = pte_lab.open(DATA / "u55_128_shared_sram_split.pte")._repr_html_()
-    assert html.count("scratch: 4.0 KiB") == 1 and html.count("scratch: 4.8 KiB") == 1
-    assert "SRAM, shared with the CPU" in html and "ethos-u55-128" in html
+    rows = re.findall(r"<tr><td class='pte-num'>(\d)</td><td class=''>([^<]*)</td><td class=''>scratch</td>"
+                      r"<td class='pte-num'>([^<]*)</td>.*?<td class=''>([^<]*)</td></tr>", html)
+    assert rows == [("0", "ethos-u55-128, Shared_Sram", "4.0 KiB", "SRAM, shared with the CPU"),
+                    ("1", "ethos-u55-128, Shared_Sram", "4.8 KiB", "SRAM, shared with the CPU")]
+    assert "forward: delegates take 4.8 KiB of scratch from the temp allocator" in html
 
 
 # ------------------------------------------------------------------- descriptors that do not match the plan

@@ -14,7 +14,7 @@ from ..model.analysis import TENSOR_COLUMNS
 from ..model.load_cost import LOADERS, STEPS
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK
 
-__all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
+__all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows", "delegate_scratch_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
            "io_records", "delegate_records", "delegate_memory_record", "ARENA_ROW", "arena_records", "finding_records"]
 
 
@@ -38,6 +38,12 @@ def method_rows(p) -> list[MethodRow]:
     return [MethodRow(m.name, m.n_instructions, len(m.planned), len(m.arenas), m.planned_bytes,
                       tuple(sorted(m.planned_bytes_by_device().items())))
             for m in p.methods.values()]
+
+
+def delegate_scratch_rows(p) -> list[tuple[str, int]]:
+    """(method, bytes) for each method whose delegates take scratch from the temp allocator: the largest one
+    call takes (the temp allocator is reset after every instruction)."""
+    return [(m.name, m.delegate_temp_bytes) for m in p.methods.values() if m.delegate_temp_bytes]
 
 
 def load_cost_rows(p) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..model.load_cost import LOADERS
 from ..units import SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
-from .rows import ARENA_ROW, METHOD_HEADERS, load_cost_rows, method_rows, state_summary
+from .rows import ARENA_ROW, METHOD_HEADERS, delegate_scratch_rows, load_cost_rows, method_rows, state_summary
 
 __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text"]
 
@@ -124,6 +124,9 @@ def pte_text(p) -> str:
            if p.named_data_keys else "")
         + (", expects external .ptd data" if p.expects_external_data else ""),
     ]
+    for name, b in delegate_scratch_rows(p):
+        lines.append(f"  {name}: delegates take up to {exact_bytes(b)} of scratch from the temp allocator per call, "
+                     f"outside the planned arenas")
     rows = [[r.name, str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              ", ".join(f"{d} {human_bytes(b)}" for d, b in r.by_device) or "-"] for r in method_rows(p)]
     lines.append("")
