@@ -52,7 +52,8 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-__all__ = ["build", "save", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow", "ARM_EXTRA"]
+__all__ = ["build", "save", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow", "ARM_EXTRA",
+           "ETHOS_U_PROGRAMS", "ethos_u_program"]
 
 
 def _torch():
@@ -663,6 +664,22 @@ def _replace_quant_nodes(edge):
     from executorch.backends.cortex_m.passes.replace_quant_nodes_pass import ReplaceQuantNodesPass
 
     return edge.transform([ReplaceQuantNodesPass()])
+
+
+#: Ethos-U programs exported here with Arm's flow and shipped with pte_lab, so that they open, size and teach
+#: without it (made by ``pte_lab/data/ethos_u/export.py``; ``vela.json`` there keeps what Vela printed)
+ETHOS_U_PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ethos_u")
+
+
+def ethos_u_program(name: str = "u55_128_shared_sram") -> str:
+    """The path of a shipped Ethos-U program: ``u55_128_shared_sram``, ``u55_128_sram_only``,
+    ``u55_128_shared_sram_split`` (two delegates), ``u85_256_sram_only``, ``u85_256_dedicated_sram_384kb``:
+    :func:`ethos_u` for that target and memory mode, exported with ExecuTorch 1.5.1 and Vela 5.1."""
+    path = os.path.join(ETHOS_U_PROGRAMS, name if name.endswith(".pte") else f"{name}.pte")
+    if not os.path.isfile(path):
+        have = sorted(f[:-4] for f in os.listdir(ETHOS_U_PROGRAMS) if f.endswith(".pte"))
+        raise ValueError(f"no shipped Ethos-U program {name!r}; choose one of {have}")
+    return path
 
 
 def ethos_u(target: str = "ethos-u55-128", memory_mode: str | None = None, split: bool = False, side: int = 16,

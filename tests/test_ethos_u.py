@@ -18,7 +18,7 @@ from pte_lab import examples
 from pte_lab.cli import main as cli_main
 from pte_lab.units import human_bytes
 
-DATA = Path(__file__).parent / "data" / "ethos_u"
+DATA = Path(examples.ETHOS_U_PROGRAMS)
 REPORT = json.loads((DATA / "vela.json").read_text())
 FILES = sorted(REPORT["programs"])
 HEADER = struct.Struct("<16sIB11s")
@@ -295,3 +295,21 @@ def test_weights_stored_as_named_data_are_found_there():
     (w,) = [p for p in d.parts() if p.part == "weights"]
     assert w.source == "named data" and "named data eeeeeeeeeeee" in w.allocator
     assert pte.methods["forward"].findings()  # still read: the scratch finding is there
+
+
+def test_without_the_arm_flow_the_example_says_so_in_one_line(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(examples, "has_arm_flow", lambda: False)
+    assert cli_main(["example", "ethos_u", str(tmp_path / "x.pte")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"pte-lab: error: {examples.ARM_EXTRA}" and not (tmp_path / "x.pte").exists()
+    with pytest.raises(pte_lab.PteLabError, match=r"pip install \"pte_lab\[arm\]\""):
+        examples.build("ethos_u")
+
+
+def test_the_shipped_programs_are_the_ones_the_export_script_names():
+    import runpy
+
+    script = runpy.run_path(str(DATA / "export.py"))  # defines, exports nothing (its __main__ guard)
+    assert sorted(script["PROGRAMS"]) == FILES == sorted(p.name for p in DATA.glob("*.pte"))
+    with pytest.raises(ValueError, match="choose one of"):
+        examples.ethos_u_program("u65")

@@ -15,12 +15,13 @@ import pytest
 pytest.importorskip("executorch.runtime")
 
 import pte_lab  # noqa: E402
+from pte_lab import examples  # noqa: E402
 from pte_lab.cli import main  # noqa: E402
 from pte_lab.runtime import stand_ins  # noqa: E402
 from pte_lab.runtime.sizing import MethodSizes, Sizes, _Session  # noqa: E402
 from pte_lab.views.sizes import c_header, sizes_text  # noqa: E402
 
-DATA = Path(__file__).parent / "data" / "ethos_u"
+DATA = Path(examples.ETHOS_U_PROGRAMS)
 SPLIT = DATA / "u55_128_shared_sram_split.pte"
 
 

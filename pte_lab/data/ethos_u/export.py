@@ -1,9 +1,11 @@
-"""Export the committed Ethos-U programs (test fixtures) and what Vela printed while compiling them.
+"""Export the committed Ethos-U programs and what Vela printed while compiling them.
 
-Run from the repository root, with the ``arm`` extra installed::
+They ship with pte_lab (``pte_lab.examples.ethos_u_program``) so that the notebook, the views, the sizing
+and the tests have Ethos-U programs without Arm's flow installed. Run from the repository root, with the
+``arm`` extra installed::
 
     pip install -e ".[test,arm]"
-    python tests/data/ethos_u/export.py
+    python pte_lab/data/ethos_u/export.py
 
 Each program is ``pte_lab.examples.ethos_u`` (two int8 convolutions on 16 x 16 images, Arm's flow:
 EthosUQuantizer, EthosUPartitioner, EthosUCompileSpec, Vela, then the quantize/dequantize at the edges
