@@ -95,7 +95,7 @@ def test_velas_descriptors_are_the_tensors_each_call_passes(name):
     m = pte.methods["forward"]
     from pte_lab.model.delegates import io_checks
 
-    assert not [w for w in pte.warnings() if w.kind in ("delegate_io", "delegate_blob")]
+    assert not [w for w in pte.warnings() if w.kind in ("delegate_io", "delegate_blob_format")]
     for d in m.delegate_memory:
         checks = io_checks(m.raw, d)
         assert [c.direction for c in checks] == ["input"] * len(d.stream.inputs) + ["output"] * len(d.stream.outputs)
@@ -197,8 +197,8 @@ def test_a_malformed_stream_is_a_finding_not_an_error():
         blob[at : at + 4] = b"XXXX"
 
     pte = pte_lab.open(_patched("u55_128_shared_sram.pte", bad_magic))
-    (f,) = [w for w in pte.warnings() if w.kind == "delegate_blob"]
-    assert "not COP1 or COP2" in f.message and "InvalidProgram" in f.message
+    (f,) = [w for w in pte.warnings() if w.kind == "delegate_blob_format"]
+    assert "not COP1 or COP2" in f.message and "refuses or misreads it at load_method" in f.message
     assert pte.delegates.problem[0].startswith("the command stream starts with b'XXXX'")
     assert "the command stream starts with" in pte._repr_html_()
 
