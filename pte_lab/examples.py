@@ -36,6 +36,15 @@ Builders (``name`` for :func:`build` / :func:`save`):
 ``bundled``         a bundled program (``.bpte``, ExecuTorch's devtools): ``forward`` (an
                     MLP) and ``affine`` with ``cases`` test cases each, expected outputs
                     from eager PyTorch
+``ethos_u``         a microcontroller program for an Arm Ethos-U NPU, through Arm's flow
+                    (``EthosUQuantizer``, ``EthosUPartitioner``, ``EthosUCompileSpec``; Vela
+                    compiles it): two int8 convolutions; ``target`` (``ethos-u55-128``,
+                    ``ethos-u85-256``...), ``memory_mode`` (``Shared_Sram``, ``Sram_Only``,
+                    ``Dedicated_Sram``), ``split=True`` puts a CPU ``flip`` between the
+                    convolutions (two delegates on the U55), ``cortex_m=True`` turns the
+                    quantize/dequantize at the edges into ``cortex_m::`` kernels as Arm's
+                    own example flow does. Needs the ``arm`` extra (``pip install
+                    "pte_lab[arm]"``: ``ethos-u-vela``, ``tosa-tools``)
 """
 
 from __future__ import annotations
@@ -43,7 +52,8 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-__all__ = ["build", "save", "BUILDERS", "device_reference"]
+__all__ = ["build", "save", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow", "ARM_EXTRA",
+           "ETHOS_U_PROGRAMS", "ethos_u_program"]
 
 
 def _torch():
@@ -52,8 +62,8 @@ def _torch():
     return torch
 
 
-def _lower(programs, partitioner=None, backend_config=None):
-    """Run the standard pipeline: edge dialect, optional partitioners, ExecuTorch."""
+def _lower(programs, partitioner=None, backend_config=None, transform=None):
+    """Run the standard pipeline: edge dialect, optional partitioners (and ``transform(edge)``), ExecuTorch."""
     import warnings
 
     from executorch.exir import (
@@ -69,6 +79,8 @@ def _lower(programs, partitioner=None, backend_config=None):
             partitioner=partitioner,
             compile_config=EdgeCompileConfig(_check_ir_validity=False),
         )
+        if transform is not None:
+            edge = transform(edge)
         et = edge.to_executorch(backend_config or ExecutorchBackendConfig())
     return bytes(et.buffer)
 
@@ -570,6 +582,125 @@ def bundled(cases: int = 3) -> bytes:
     return bytes(serialize_from_bundled_program_to_flatbuffer(BundledProgram(manager, suites)))
 
 
+#: what to install for the Ethos-U examples, in one line (the extra pins ExecuTorch's own ``ethos-u`` extra)
+ARM_EXTRA = ("the Ethos-U examples need Arm's flow (ethos-u-vela, tosa-tools): pip install \"pte_lab[arm]\" "
+             "(or executorch[ethos-u]==1.5.1)")
+
+
+def has_arm_flow() -> bool:
+    """Whether Arm's Ethos-U flow (Vela and the TOSA serializer ExecuTorch's Arm backend uses) is installed."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("ethosu.vela", "tosa_serializer"))
+
+
+#: the lines of Vela's compile-time summary :func:`ethos_u_export` keeps, and the key each becomes
+_VELA_LINES = {"Accelerator configuration": "accelerator", "System configuration": "system_config",
+               "Memory mode": "memory_mode", "Total SRAM used": "sram_used", "Total DRAM used": "dram_used",
+               "Total Off-chip Flash used": "off_chip_flash_used", "Total On-chip Flash used": "on_chip_flash_used"}
+
+
+def _vela_summary(text: str) -> list[dict]:
+    """Vela's network summaries in ``text`` (one per compiled partition): its own words and figures, the
+    sizes as printed (``6.75 KiB``) and in bytes as far as its two decimals of KiB tell."""
+    out: list[dict] = []
+    for line in text.splitlines():
+        for label, key in _VELA_LINES.items():
+            if line.startswith(label):
+                value = line[len(label):].strip()
+                if key == "accelerator":
+                    out.append({})
+                if out:
+                    out[-1][key] = value
+    return out
+
+
+def ethos_u_export(target: str = "ethos-u55-128", memory_mode: str | None = None, split: bool = False,
+                   side: int = 16, cortex_m: bool = True) -> tuple[bytes, list[dict]]:
+    """The ``ethos_u`` example and what Vela printed while compiling it (:func:`ethos_u`).
+
+    Returns the program's bytes and, per delegated partition in compile order, Vela's summary
+    (``accelerator``, ``system_config``, ``memory_mode``, ``sram_used``, ``dram_used``, flash used...),
+    as printed: Vela counts the scratch in ``sram_used`` under ``Shared_Sram`` and ``Sram_Only``, and in
+    ``dram_used`` (with the weights) under ``Dedicated_Sram``, whose ``sram_used`` is the fast scratch.
+    """
+    import contextlib
+    import io
+
+    if not has_arm_flow():
+        from .errors import PteLabError
+
+        raise PteLabError(ARM_EXTRA)
+    torch = _torch()
+    from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
+    from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    nn = torch.nn
+
+    class TwoConv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+
+        def forward(self, x):
+            y = torch.relu(self.c1(x))
+            if split:  # not an NPU operator on the U55: the CPU runs it between two delegates
+                y = torch.flip(y, [3])
+            return self.c2(y)
+
+    torch.manual_seed(0)
+    model = TwoConv().eval()
+    example = (torch.randn(1, 3, side, side),)
+    spec = EthosUCompileSpec(target, memory_mode=memory_mode)
+    quantizer = EthosUQuantizer(spec)
+    quantizer.set_global(get_symmetric_quantization_config())
+    with torch.no_grad():
+        prepared = prepare_pt2e(torch.export.export(model, example).module(), quantizer)
+        for _ in range(4):
+            prepared(torch.randn(1, 3, side, side))
+        exported = torch.export.export(convert_pt2e(prepared), example)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # Vela prints its summary per partition
+        pte = _lower(exported, partitioner=[EthosUPartitioner(spec)],
+                     transform=_replace_quant_nodes if cortex_m else None)
+    return pte, _vela_summary(printed.getvalue())
+
+
+def _replace_quant_nodes(edge):
+    """What Arm's example flow (``aot_arm_compiler``) does after lowering: the quantize/dequantize left on the
+    CPU become ``cortex_m::`` kernels."""
+    from executorch.backends.cortex_m.passes.replace_quant_nodes_pass import ReplaceQuantNodesPass
+
+    return edge.transform([ReplaceQuantNodesPass()])
+
+
+#: Ethos-U programs exported here with Arm's flow and shipped with pte_lab, so that they open, size and teach
+#: without it (made by ``pte_lab/data/ethos_u/export.py``; ``vela.json`` there keeps what Vela printed)
+ETHOS_U_PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ethos_u")
+
+
+def ethos_u_program(name: str = "u55_128_shared_sram") -> str:
+    """The path of a shipped Ethos-U program: ``u55_128_shared_sram``, ``u55_128_sram_only``,
+    ``u55_128_shared_sram_split`` (two delegates), ``u85_256_sram_only``, ``u85_256_dedicated_sram_384kb``:
+    :func:`ethos_u` for that target and memory mode, exported with ExecuTorch 1.5.1 and Vela 5.1."""
+    path = os.path.join(ETHOS_U_PROGRAMS, name if name.endswith(".pte") else f"{name}.pte")
+    if not os.path.isfile(path):
+        have = sorted(f[:-4] for f in os.listdir(ETHOS_U_PROGRAMS) if f.endswith(".pte"))
+        raise ValueError(f"no shipped Ethos-U program {name!r}; choose one of {have}")
+    return path
+
+
+def ethos_u(target: str = "ethos-u55-128", memory_mode: str | None = None, split: bool = False, side: int = 16,
+            cortex_m: bool = True) -> bytes:
+    """A microcontroller program for an Ethos-U NPU through Arm's flow: two int8 convolutions on ``side`` x
+    ``side`` images, quantized with ``EthosUQuantizer``, lowered with ``EthosUPartitioner`` and compiled by
+    Vela for ``target`` in ``memory_mode`` (None: the target's default, ``Shared_Sram`` on the U55,
+    ``Sram_Only`` on the U85). See :func:`ethos_u_export` for what Vela prints."""
+    return ethos_u_export(target, memory_mode, split, side, cortex_m)[0]
+
+
 BUILDERS: dict[str, Callable[..., bytes]] = {
     "portable": portable,
     "hand_sized": hand_sized,
@@ -586,6 +717,7 @@ BUILDERS: dict[str, Callable[..., bytes]] = {
     "llm": llm,
     "shared_state": shared_state,
     "bundled": bundled,
+    "ethos_u": ethos_u,
 }
 
 

@@ -186,6 +186,21 @@ def _05_2():
     return tuple(out)
 
 
+def _ethos_u(name: str):
+    from . import examples
+    from .model import open_pte
+
+    return open_pte(examples.ethos_u_program(name))
+
+
+def _07_1() -> int:
+    return _ethos_u("u85_256_dedicated_sram_384kb").methods["forward"].delegate_temp_bytes
+
+
+def _07_2() -> int:
+    return _ethos_u("u55_128_shared_sram_split").methods["forward"].delegate_temp_bytes
+
+
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
     Exercise("01.1", "In `forward` (the host method), at which instruction are the most bytes alive in arena 1, "
                      "and how many? Answer `(instruction, bytes)`; -1 means 'before the first instruction'.",
@@ -231,4 +246,12 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "for prefill then decode.",
              "Look at the mutable_buffer rows of each method's tensors; the shared_state finding names the arena.",
              _05_2),
+    Exercise("07.1", "Open `examples.ethos_u_program('u85_256_dedicated_sram_384kb')`. At least how many bytes must "
+                     "its temp pool hold, before anything else the runtime puts there?",
+             "The delegate takes its scratch from the temp allocator at every execute; pte.delegates says how much. "
+             "The fast scratch is the firmware's, not the temp pool's.", _07_1),
+    Exercise("07.2", "The split program's `forward` calls two Ethos-U delegates, one after the other. How many bytes "
+                     "of temp pool do their scratches need together?",
+             "ExecuTorch resets the temp allocator after every instruction: is a delegate's scratch still held "
+             "when the next delegate runs?", _07_2),
 ]}

@@ -374,7 +374,7 @@ def file_layout(pte: "Pte", ax: "Axes | None" = None, hashes: bool = True) -> "A
 
 #: colours of the parts of a method's run-time memory, in the order of
 #: :data:`pte_lab.runtime.sizing.PARTS` (Okabe-Ito; the plan in blues, beyond it warm)
-PART_PALETTE = ("#0072B2", "#56B4E9", "#009E73", "#F0E442", "#E69F00", "#D55E00", "#CC79A7", "#999999")
+PART_PALETTE = ("#0072B2", "#56B4E9", "#000000", "#009E73", "#F0E442", "#E69F00", "#D55E00", "#CC79A7", "#999999")
 
 
 def _part_colors() -> dict[str, str]:
@@ -383,11 +383,20 @@ def _part_colors() -> dict[str, str]:
     return dict(zip(PARTS, PART_PALETTE))
 
 
+#: how a run-memory bar marks what was not measured: device arenas, and parts the file declares (a delegate's
+#: scratch read from its blob)
+DEVICE_HATCH, DECLARED_HATCH = "//", "xx"
+DECLARED_SOURCE = "delegate blob"
+
+
 def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = None) -> "Axes":
     """Where each method's run-time memory goes: one stacked bar per method (a :func:`pte_lab.sizes`
-    result), the plan first, then what lies beyond it; device arenas hatched.
+    result), the plan first, then what lies beyond it; device arenas hatched ``//``, parts the file declares
+    rather than a run measured (a delegate's scratch, from its blob) hatched ``xx``.
 
-    The bar's end is annotated with its total and how many times the plan it is.
+    The bar's end is annotated with its total and how many times the plan it is. A method measured with
+    stand-ins (a backend or kernels the wheel lacks) says so in its label; one that could not run shows what
+    the file declares, labelled "not measured".
     """
     from matplotlib.patches import Patch
 
@@ -396,7 +405,7 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
     names = list(methods) if methods is not None else list(dict.fromkeys(table.method))
     if ax is None:
         _, ax = _plt().subplots(figsize=(8, 0.5 * len(names) + 1.6), layout="constrained")
-    seen: dict[tuple[str, str], None] = {}  # (part, device) in the order drawn
+    seen: dict[tuple[str, str, bool], None] = {}  # (part, device, declared) in the order drawn
     top = 1
     for y, name in enumerate(names):
         left = 0
@@ -405,23 +414,31 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
             for _, r in rows[rows.part == part].iterrows():
                 if not r.bytes:
                     continue
+                declared = r.source == DECLARED_SOURCE
                 ax.barh(y, r.bytes, left=left, height=0.6, color=colors[part], edgecolor="white", lw=0.5,
-                        hatch="//" if r.device != "cpu" else None)
-                seen[(part, r.device)] = None
+                        hatch=DECLARED_HATCH if declared else (DEVICE_HATCH if r.device != "cpu" else None))
+                seen[(part, r.device, declared)] = None
                 left += int(r.bytes)
         plan = int(rows[rows.part == "planned arenas"].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
         ax.annotate(f" {human_bytes(left)}{times}", (left, y), va="center", fontsize=8)
         top = max(top, left)
-    ax.set_yticks(range(len(names)), names, fontsize=9)
+    labels = [f"{n}\n(stand-ins)" if n in sizes.methods and sizes.methods[n].stand_ins
+              else (f"{n}\n(not measured)" if n in getattr(sizes, "declared", {}) else n) for n in names]
+    ax.set_yticks(range(len(names)), labels, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, top * 1.35)
-    _bytes_axis(ax.xaxis, top * 1.35, ticks=5)
+    ax.set_xlim(0, top * 1.5)  # room for the annotation
+    _bytes_axis(ax.xaxis, top * 1.5, ticks=5)
     ax.set_xlabel("bytes at run time (after the runs)")
     ax.set_title(f"{sizes.path.rsplit('/', 1)[-1]}: the plan and what lies beyond it", fontsize=10)
     order = list(colors)
-    handles = [Patch(facecolor=colors[part], hatch="//" if dev != "cpu" else None, edgecolor="white",
-                     label=part if dev == "cpu" else f"{part} ({dev})")
-               for part, dev in sorted(seen, key=lambda k: (order.index(k[0]), k[1] != "cpu"))]
+
+    def label(part: str, dev: str, declared: bool) -> str:
+        return (f"{part} ({dev})" if dev != "cpu" else part) + (" (declared in the blob)" if declared else "")
+
+    handles = [Patch(facecolor=colors[part], edgecolor="white",
+                     hatch=DECLARED_HATCH if declared else (DEVICE_HATCH if dev != "cpu" else None),
+                     label=label(part, dev, declared))
+               for part, dev, declared in sorted(seen, key=lambda k: (order.index(k[0]), k[1] != "cpu"))]
     ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax

@@ -14,7 +14,7 @@ Pure Python, no imports beyond the standard library.
 
 from __future__ import annotations
 
-__all__ = ["human_bytes", "tick_bytes", "ratio", "count", "first_few", "SIZE_OVER_PEAK", "PEAK_LIVE"]
+__all__ = ["human_bytes", "exact_bytes", "tick_bytes", "ratio", "count", "first_few", "SIZE_OVER_PEAK", "PEAK_LIVE"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -34,6 +34,11 @@ def human_bytes(n: int | None) -> str:
         if abs(n) < 1024 or unit == "PiB":
             return f"{n:.1f} {unit}" if n < 100 else f"{n:.0f} {unit}"
     return f"{n} B"  # pragma: no cover
+
+
+def exact_bytes(n: int) -> str:
+    """6912 -> '6,912 B (6.8 KiB)': the exact count, and its binary size from 1 KiB on."""
+    return f"{n:,} B" + (f" ({human_bytes(n)})" if abs(n) >= 1024 else "")
 
 
 def tick_bytes(n: int) -> str:

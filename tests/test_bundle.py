@@ -9,7 +9,6 @@ runs end to end.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess

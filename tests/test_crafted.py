@@ -309,3 +309,106 @@ def test_no_crafted_file_kills_the_process_in_the_default_mode(program_bytes, tm
         assert prog.isolated
         with pytest.raises(ExecuTorchError, match="DelegateInvalidCompatibility"):
             prog.load_method("forward")
+
+
+# ------------------------------------------------------------------ Vela bin streams (EthosUBackend blobs)
+def _block(name: bytes, payload: bytes, external: int = 0) -> bytes:
+    """One block as Arm's packer writes it (written here independently of pte_lab's reader)."""
+    head = name[:16].ljust(16, b"\0") + struct.pack("<IB11x", len(payload), external)
+    return head + payload + b"\0" * (-len(payload) % 16)
+
+
+def _ios(*ios) -> bytes:
+    return struct.pack("<i", len(ios)) + b"".join(struct.pack("<9i", *io) for io in ios)
+
+
+def _stream(*middle: bytes, end: bool = True) -> bytes:
+    return _block(b"vela_bin_stream", b"") + b"".join(middle) + (_block(b"vela_end_stream", b"") if end else b"")
+
+
+GOOD = (_block(b"cmd_data", b"COP1" + bytes(28)), _block(b"weight_data", bytes(100)),
+        _block(b"scratch_size", struct.pack("<I", 4096)), _block(b"inputs", _ios((1, 1, 1, 3, 4, 4, 1, 0, 1))),
+        _block(b"outputs", _ios((1, 1, 1, 8, 4, 4, 1, 64, 1))))
+
+
+def _vela(data: bytes, file_offset: int | None = 0):
+    from pte_lab.format.vela import read_vela
+
+    calls = []
+
+    def read(off, n):
+        calls.append(n)
+        return data[off : off + n]
+
+    s = read_vela(read, len(data), file_offset)
+    return s, calls
+
+
+def test_a_vela_stream_reads():
+    s, _ = _vela(_stream(*GOOD))
+    assert s.ok and (s.command_bytes, s.weight_bytes, s.scratch_bytes) == (32, 100, 4096)
+    assert [b.name for b in s.blocks][1:4] == ["cmd_data", "weight_data", "scratch_size"]
+    assert s.inputs[0].shape == (1, 1, 1, 3, 4, 4) and s.inputs[0].nbytes == 48 and s.outputs[0].offset == 64
+
+
+@pytest.mark.parametrize("data, words", [
+    (b"", "shorter than one 32-byte block header"),
+    (b"vela_bin_stream\0" + bytes(20), "not a multiple of 16"),
+    (_stream(*GOOD)[32:], "does not start with 'vela_bin_stream'"),
+    (_stream(*GOOD, end=False), "not the 'vela_end_stream' footer"),
+    (_stream(*GOOD, end=False), "ends without a 'vela_end_stream' block"),
+    (_stream(_block(b"cmd_data", b"COP9" + bytes(12))), "not COP1 or COP2"),
+    (_stream(_block(b"cmd_data", b"CO")), "too short for its 4-byte magic"),
+    (_stream(_block(b"scratch_size", b"\1\0")), "not a 4-byte size"),
+    (_stream(_block(b"mystery", b"")), "unknown block 'mystery'"),
+    (_stream(_block(b"inputs", struct.pack("<i", 0x7FFFFFFF))), "claims 2147483647 descriptors"),
+    (_stream(_block(b"inputs", struct.pack("<i", -3))), "claims -3 descriptors"),
+    (_stream(_block(b"inputs", b"\1")), "less than its 4-byte count"),
+    (_stream(_block(b"weight_data", bytes(40), external=1)), "holds a 40-byte key, not 64"),
+    (_stream() + _block(b"weight_data", b""), "followed by 32 more bytes"),
+    (_stream(_block(b"vela_bin_stream", b"")), "appears again at byte 32"),
+])
+def test_malformed_vela_streams_are_problems_never_errors(data, words):
+    s, _ = _vela(data)
+    assert not s.ok and any(words in p for p in s.problems), s.problems
+
+
+def test_a_block_claiming_more_than_the_blob_reads_nothing_past_it():
+    data = bytearray(_stream(*GOOD))
+    struct.pack_into("<I", data, 32 + 16, 0xFFFFFFF0)  # cmd_data's size
+    s, calls = _vela(bytes(data))
+    assert "declares 4,294,967,280 bytes, past the end" in s.problems[0]
+    assert max(calls) <= 32  # headers only: nothing the size claims is read or allocated
+
+
+def test_many_blocks_stop_the_walk():
+    from pte_lab.format.vela import MAX_BLOCKS
+
+    s, calls = _vela(_stream(*[_block(b"weight_data", b"")] * 5000))
+    assert len(s.blocks) == MAX_BLOCKS and "stopped reading" in s.problems[-1]
+    assert len(calls) < 3 * MAX_BLOCKS
+
+
+def test_a_misaligned_blob_is_refused_by_the_runtime():
+    s, _ = _vela(_stream(*GOOD), file_offset=8)
+    assert s.problems == ("the blob starts at byte 8 of the program, not on a 16-byte boundary: the runtime "
+                          "refuses a stream whose address is not 16-byte aligned",)
+
+
+def test_a_pre_0_7_stream_carries_its_scratch_and_is_refused_now():
+    s, _ = _vela(_stream(GOOD[0], GOOD[1], _block(b"scratch_data", bytes(2048)), *GOOD[3:]))
+    assert (s.scratch_bytes, s.legacy_scratch_bytes) == (None, 2048)
+    assert any("ExecuTorch 0.7 and later refuse" in p for p in s.problems)
+
+
+def test_external_blocks_name_their_named_data():
+    key = b"ab" * 32
+    s, _ = _vela(_stream(GOOD[0], _block(b"weight_data", key, external=1), *GOOD[2:]))
+    assert s.ok and s.external == {"weight_data": key.decode()} and s.weight_bytes == 64
+    from pte_lab.model.delegates import DelegateMemory
+
+    d = DelegateMemory("forward", 0, "EthosUBackend", "segment", 0, 1, stream=s,
+                       external=(("weight_data", key.decode(), 12345),))
+    assert d.weight_bytes == 12345
+    (w,) = [p for p in d.parts() if p.part == "weights"]
+    assert w.source == "named data" and w.allocator.startswith("read in place from named data abababab")

@@ -21,8 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
     from .validate import Conflict
 
-__all__ = ["Kind", "Finding", "SEVERITIES", "method_findings", "plan_findings", "program_findings",
-           "shared_arenas_message", "sharing_host_methods", "shared_state", "duplicate_blob_findings",
+__all__ = ["Kind", "Finding", "SEVERITIES", "method_findings", "delegate_memory_findings", "plan_findings",
+           "program_findings", "shared_arenas_message", "sharing_host_methods", "shared_state", "duplicate_blob_findings",
            "operator_findings", "delegate_findings", "UNSAFE_TO_LOAD", "REFUSED_BY_RUNTIME",
            "REFUSED_BEFORE_LOADING", "ARGUMENT_KINDS"]
 
@@ -89,6 +89,10 @@ class Kind(str, Enum):
     SHARED_DELEGATE_BLOB = ("shared_delegate_blob", "error")
     #: a delegate blob does not begin the way its backend's blobs do
     DELEGATE_BLOB_FORMAT = ("delegate_blob_format", "error")
+    #: a delegate takes memory outside the plan at every execute (Ethos-U: its scratch from the temp allocator)
+    DELEGATE_SCRATCH = ("delegate_scratch", "info")
+    #: a delegate's input/output descriptors do not match the tensors the call passes: refused at execute
+    DELEGATE_IO = ("delegate_io", "error")
 
 
 #: plan errors that would make ExecuTorch read or write outside its buffers: never loaded
@@ -399,6 +403,48 @@ def _misplaced(m: "Method"):
             np.flatnonzero(host_tensor & (dev != "cpu") & (dev != None)))  # noqa: E711 (elementwise)
 
 
+def _delegate_label(d) -> str:
+    what = ", ".join(x for x in (d.target, d.memory_mode) if x)
+    return f"delegate {d.index} ({d.backend}{', ' + what if what else ''})"
+
+
+def delegate_memory_findings(m: "Method") -> list[Finding]:
+    """What delegates' blobs declare: scratch outside the plan, descriptors that do not match the calls' tensors
+    (a malformed blob is :func:`delegate_findings`'s ``delegate_blob_format``)."""
+    from .delegates import io_checks
+
+    out = []
+    for d in getattr(m, "delegate_memory", ()):
+        s = d.stream
+        if s is None:
+            continue
+        if d.scratch_bytes:
+            program, scratch, fast = d.places
+            where = f", in {scratch}" if scratch else ""
+            from_ = ("from the temp allocator at every execute" if d.scratch_from == "temp allocator"
+                     else f"from {d.scratch_from}")
+            extra = (f"; the NPU also uses a fast scratch the firmware provides ({fast.split(',')[0]}), whose size "
+                     f"the file does not give" + (f" (Vela's limit in this mode: {human_bytes(d.fast_scratch_limit)})"
+                                                  if d.fast_scratch_limit else "")) if fast else ""
+            out.append(Finding(Kind.DELEGATE_SCRATCH, m.name,
+                               f"{_delegate_label(d)} takes {human_bytes(d.scratch_bytes)} ({d.scratch_bytes:,} bytes) "
+                               f"of scratch {from_}{where}: the planned arenas ({human_bytes(m.planned_bytes)}) do "
+                               f"not include it{extra}",
+                               {"delegate": d.index, "bytes": d.scratch_bytes, "allocator": d.scratch_from,
+                                "memory_mode": d.memory_mode}))
+        bad = [c for c in io_checks(m.raw, d) if c.refusal]
+        if bad:
+            shown = first_few((f"{c.direction} {c.position}" + (f" (v{c.value} {c.dtype}, {human_bytes(c.nbytes)})"
+                                                                if c.value is not None and c.dtype else "")
+                               + f": {c.refusal}" for c in bad), 3, "; ", "; and {n} more")
+            out.append(Finding(Kind.DELEGATE_IO, m.name,
+                               f"{_delegate_label(d)}: Vela's descriptors do not match the tensors the call passes: "
+                               f"{shown} (ExecuTorch's {d.backend} refuses it at execute: InvalidProgram, or "
+                               f"copies outside the scratch)",
+                               {"delegate": d.index, "arguments": [(c.direction, c.position) for c in bad]}))
+    return out
+
+
 def method_findings(m: "Method") -> list[Finding]:
     """Device findings, loops and unplanned I/O of a method, then its plan problems."""
     out = []
@@ -450,7 +496,7 @@ def method_findings(m: "Method") -> list[Finding]:
         out.append(Finding(Kind.UNPLANNED_IO, m.name,
                            f"{len(unplanned)} inputs/outputs are not planned: the caller provides "
                            f"their memory", {"values": [s.value for s in unplanned]}))
-    return out + m.validate()
+    return out + delegate_memory_findings(m) + m.validate()
 
 
 def program_findings(p: "Pte", schemas: dict | None = None) -> list[Finding]:

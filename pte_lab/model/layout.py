@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..errors import PteLabError
 from ..format import TensorDataLocation
+from ..format.blobs import program_reader
 from ..units import first_few
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,23 +29,12 @@ BLOB_REGIONS = ("constant", "inline constant", "delegate", "inline delegate", "n
 
 
 def byte_reader(pte: "Pte", hashes: bool = True) -> Callable[[int, int], bytes] | None:
-    raw = pte.raw
     if not hashes:
         return None
-    base = raw.program_span[0] if raw.program_span else 0
-    if raw.container is not None:
-        mv = raw.container
-        return lambda off, n: bytes(mv[base + off : base + off + n])
-    if pte.path is None:
+    read = program_reader(pte.raw, pte.path)
+    if read is None:
         raise PteLabError("the file's bytes are not available to hash: open it from a path or bytes, "
                           "or pass hashes=False")
-    path = pte.path
-
-    def read(off: int, n: int) -> bytes:
-        with open(path, "rb") as f:
-            f.seek(off)
-            return f.read(n)
-
     return read
 
 

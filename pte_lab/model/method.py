@@ -20,6 +20,7 @@ from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
 from .bulk import paused_gc
+from .delegates import Blobs, DelegateMemory, delegate_memory
 from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps
 from .validate import Conflict
@@ -86,10 +87,11 @@ class Method:
     Attributes are computed on first use and cached.
     """
 
-    def __init__(self, raw: RawPlan, index: int = 0):
+    def __init__(self, raw: RawPlan, index: int = 0, blobs: Blobs | None = None):
         self._raw = raw
         self.index = index
         self.name: str = raw.name
+        self._blobs = blobs
 
     # ------------------------------------------------------------ the file
     @property
@@ -116,6 +118,18 @@ class Method:
             td = specs.get("target_device")
             out.append(Delegate(i, d.id, specs, td if isinstance(td, str) else None, d.location, d.size))
         return out
+
+    @cached_property
+    def delegate_memory(self) -> list[DelegateMemory]:
+        """What each delegate's blob declares about memory (see :mod:`pte_lab.model.delegates`): Ethos-U blobs
+        are read (command stream, weights, scratch and the allocator it comes from, Vela's I/O descriptors);
+        other backends' are sized only."""
+        return delegate_memory(self._raw, self._blobs, [d.compile_specs for d in self.delegates])
+
+    @property
+    def delegate_temp_bytes(self) -> int:
+        """The most any one delegate call takes from the temp allocator (the scratch), from the blobs."""
+        return max((d.temp_bytes for d in self.delegate_memory), default=0)
 
     @cached_property
     def instructions(self) -> list[Instruction]:

@@ -11,6 +11,7 @@ from ..errors import PteFormatError
 from ..format import RawProgram, Source, TensorDataLocation, read
 from .bulk import paused_gc
 from .bundled import Bundled
+from .delegates import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
 from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
 from .load_cost import INT_COLUMNS, LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocation_columns
@@ -35,8 +36,9 @@ class Segment:
 class _Methods(Mapping):
     """``name -> Method``; each method is decoded the first time it is asked for."""
 
-    def __init__(self, raw: RawProgram):
+    def __init__(self, raw: RawProgram, blobs: Blobs | None = None):
         self._raw = raw
+        self._blobs = blobs
         self._index: dict[str, int] = {}
         for i, n in enumerate(raw.plan_names):  # ExecuTorch's lookup: the first plan with the name
             self._index.setdefault(n, i)
@@ -49,7 +51,7 @@ class _Methods(Mapping):
                 raise KeyError(f"no method {name!r}; the program has {list(self._index)}")
             i = self._index[name]
             with paused_gc():  # a record per value and per instruction
-                m = self._cache[name] = Method(self._raw.plan(i), i)
+                m = self._cache[name] = Method(self._raw.plan(i), i, self._blobs)
         return m
 
     def __iter__(self) -> Iterator[str]:
@@ -78,7 +80,7 @@ class Pte:
         self.flatbuffer_size: int = h.program_size
         self.schema_version: int = raw.version
         self.identifier: str = h.identifier
-        self.methods: Mapping[str, Method] = _Methods(raw)
+        self.methods: Mapping[str, Method] = _Methods(raw, Blobs(raw, path, data))
         self._allocated: dict[str, dict[str, list]] = {}
 
     # ------------------------------------------------------------ file layout
@@ -109,6 +111,27 @@ class Pte:
     def delegate_bytes(self) -> dict[str, int]:
         """Bytes of delegate blobs (processed data) per backend id."""
         return dict(self._raw.delegate_bytes)
+
+    def delegate_memory(self) -> list[DelegateMemory]:
+        """Every method's :attr:`Method.delegate_memory`, in method order."""
+        return [d for m in self.methods.values() for d in m.delegate_memory]
+
+    @property
+    def delegates(self) -> "pd.DataFrame":
+        """One row per delegate of every method (:data:`~pte_lab.model.delegates.DELEGATE_COLUMNS`): what its
+        blob declares (Ethos-U: command stream, weights, scratch, the allocator and memory the scratch comes
+        from, Vela's input/output descriptors) and the first problem ExecuTorch's reader would have with it."""
+        import pandas as pd
+
+        rows = [(d.method, d.index, d.backend, d.location, d.blob_bytes, d.target, d.memory_mode, d.command_bytes,
+                 d.weight_bytes, d.scratch_bytes, d.scratch_from, d.places[1] if d.stream is not None else None,
+                 None if d.stream is None or d.stream.inputs is None else tuple(map(describe_io, d.stream.inputs)),
+                 None if d.stream is None or d.stream.outputs is None else tuple(map(describe_io, d.stream.outputs)),
+                 d.problem) for d in self.delegate_memory()]
+        df = pd.DataFrame(rows, columns=list(DELEGATE_COLUMNS))
+        for c in ("command_bytes", "weight_bytes", "scratch_bytes"):
+            df[c] = df[c].astype("Int64")
+        return df
 
     @property
     def named_data_bytes(self) -> int:

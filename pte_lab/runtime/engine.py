@@ -109,6 +109,18 @@ class Engine:
 
         return provide(operators)
 
+    def register_stand_ins(self, backends: list[str], operators: list[str]) -> list[str]:
+        """Register pte_lab's stand-ins for a backend or kernels the wheel lacks (sizing workers only; see
+        :mod:`pte_lab.runtime.stand_ins`); what was registered."""
+        from .stand_ins import register
+
+        return register(backends, operators)
+
+    def stand_in_stats(self) -> dict:
+        from .stand_ins import stats
+
+        return stats()
+
     def registered_backends(self) -> list[str]:
         return list(self.runtime.backend_registry.registered_backend_names)
 

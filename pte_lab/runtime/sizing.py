@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..errors import MEMORY_ALLOCATION_FAILED, PteLabError, RuntimeCrashedError, error_name
 from ..format import TENSOR_ALIGNMENT
 from .checked import checked
+from .declared import DeclaredSizes, declared_sizes
 from .runner import RunnerResult, StepUse
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,8 +40,11 @@ PARTS = {
     "planned arenas": ("file", "non_const_buffer_sizes, as ExecuTorch's MethodMeta reads them; "
                                "the runner allocates exactly these"),
     "method allocator": ("runner", "high-water mark of the method allocator during load_method"),
+    "delegate scratch": ("delegate blob", "the largest scratch one delegate call takes from the temp allocator, "
+                                          "as the delegates' blobs declare it (Ethos-U: scratch_size); part of "
+                                          "the temp pool"),
     "temp allocator": ("runner", "peak of the temp allocator over load_method and the runs, at least what "
-                                 "kernel resolution needs"),
+                                 "kernel resolution needs, beyond the delegates' scratch"),
     "heap kept by load_program": ("counter", "malloc'd by Program::load and still held"),
     "heap kept by load_method": ("counter", "malloc'd during load_method and still held (delegates' state, "
                                             "packed weights, kernels)"),
@@ -92,6 +96,10 @@ class MethodSizes:
     runs: int
     #: the raw per-step measurements (None: the counter was not preloaded)
     steps: dict[str, StepUse | None] = field(default_factory=dict, compare=False, repr=False)
+    #: the backends and kernels pte_lab's stand-ins replaced while measuring (see runtime.stand_ins)
+    stand_ins: tuple[str, ...] = ()
+    #: the largest scratch one delegate call takes from the temp allocator, from the blobs (the temp pool covers it)
+    delegate_scratch: int = 0
 
     def planned_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -105,7 +113,8 @@ class MethodSizes:
             "planned arenas": sum(b for _, _, b in self.planned),
             "heap kept by load_program": self.heap_load_program,
             "method allocator": self.method_allocator,
-            "temp allocator": self.temp_allocator,
+            "delegate scratch": self.delegate_scratch,
+            "temp allocator": self.temp_allocator - self.delegate_scratch,
             "heap kept by load_method": self.heap_load_method,
             "heap kept by execute": self.heap_execute,
             "anonymous mappings": self.anonymous_mapped,
@@ -143,6 +152,8 @@ class Sizes:
     executorch_version: str
     #: per method: the verification's outcome (None until :meth:`verify` ran)
     verified: dict[str, PoolVerification] | None = None
+    #: what the file declares for each method not sized (planned arenas, delegates' scratch)
+    declared: dict[str, DeclaredSizes] = field(default_factory=dict)
 
     def table(self) -> "pd.DataFrame":
         """One row per method, part and device (:data:`SIZES_COLUMNS`)."""
@@ -153,9 +164,14 @@ class Sizes:
             for mem_dev, b in sorted(m.planned_by_device().items(), key=lambda kv: (kv[0] != "cpu", kv[0])):
                 rows.append((m.method, "planned arenas", mem_dev, b, PARTS["planned arenas"][0]))
             for part, b in m.parts().items():
-                if part == "planned arenas" or b is None:
+                if part == "planned arenas" or b is None or (part == "delegate scratch" and not b):
                     continue
-                rows.append((m.method, part, "cpu", b, PARTS[part][0]))
+                rows.append((m.method, part, "cpu", b, part_source(part, m)))
+        for d in self.declared.values():
+            for _, dev, b in d.planned:
+                rows.append((d.method, "planned arenas", dev, b, PARTS["planned arenas"][0]))
+            if d.delegate_scratch:
+                rows.append((d.method, "delegate scratch", "cpu", d.delegate_scratch, PARTS["delegate scratch"][0]))
         df = pd.DataFrame(rows, columns=SIZES_COLUMNS)
         df.attrs.update(path=self.path, counted=self.counted, executorch=self.executorch_version)
         return df
@@ -183,6 +199,7 @@ class Sizes:
             "methods": {n: {k: v for k, v in asdict(m).items() if k != "steps"} | {"parts": m.parts()}
                         for n, m in self.methods.items()},
             "skipped": self.skipped,
+            "declared": {n: asdict(d) for n, d in self.declared.items()},
             "verified": None if self.verified is None else {n: asdict(v) for n, v in self.verified.items()},
         }
 
@@ -214,6 +231,12 @@ class Sizes:
         return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(self.methods)}>"
 
 
+def part_source(part: str, m: MethodSizes) -> str:
+    """Who measured ``part`` (:data:`PARTS`), and "with stand-ins" where stand-ins ran in the measurement."""
+    how = PARTS[part][0]
+    return f"{how}, with stand-ins" if m.stand_ins and how in ("runner", "counter") else how
+
+
 class _Session:
     """A fresh counted worker hosting an Engine (emulated devices where the file needs them and no
     real allocator is registered), for sizing and verifying one program's methods."""
@@ -233,6 +256,7 @@ class _Session:
 
         self.engine = Worker(self.devices, self.devices)
         self.registered = set(self.engine.call("registered_backends"))
+        self.stand_ins: set[str] = set()
 
     def restart(self) -> None:
         """A fresh worker after the last one died."""
@@ -243,14 +267,29 @@ class _Session:
         self.engine.close()
 
     def cannot_run(self, plan) -> str | None:
-        """Why the runtime cannot load ``plan``'s method here (None: it can)."""
-        lacking = sorted({d.backend for d in plan.delegates} - self.registered)
-        if lacking:
-            return f"backend {', '.join(lacking)} is not registered in this ExecuTorch build"
-        got = self.engine.call("provide_operators", plan.operators)
-        if got["missing"]:
-            return f"operators this ExecuTorch build lacks: {', '.join(got['missing'])}"
+        """Why the runtime cannot load ``plan``'s method here (None: it can, with stand-ins where the wheel
+        lacks a backend or kernels pte_lab has them for; see :meth:`uses`)."""
+        from .info import executorch_version
+        from .stand_ins import stand_ins_for
+
+        version = executorch_version()
+        lacking = sorted({d.backend for d in plan.delegates} - self.registered - self.stand_ins)
+        backends, _ = stand_ins_for(lacking, [], version)
+        if set(lacking) - set(backends):
+            return (f"backend {', '.join(b for b in lacking if b not in backends)} is not registered in this "
+                    f"ExecuTorch build, and pte_lab has no stand-in for it")
+        got = self.engine.call("provide_operators", [o for o in plan.operators if o not in self.stand_ins])
+        _, kernels = stand_ins_for([], got["missing"], version)
+        if set(got["missing"]) - set(kernels):
+            return f"operators this ExecuTorch build lacks: {', '.join(o for o in got['missing'] if o not in kernels)}"
+        if backends or kernels:
+            self.stand_ins.update(self.engine.call("register_stand_ins", backends, kernels))
         return None
+
+    def uses(self, plan) -> tuple[str, ...]:
+        """The stand-ins ``plan``'s method runs with in this session."""
+        return tuple([b for b in dict.fromkeys(d.backend for d in plan.delegates) if b in self.stand_ins]
+                     + [o for o in plan.operators if o in self.stand_ins])
 
     def run(self, name: str, method_pool: int | None, temp_pool: int | None, alignment: int,
             runs: int) -> RunnerResult:
@@ -311,6 +350,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     devices = sorted({d for n in names for d in pte.methods[n].devices})
     out: dict[str, MethodSizes] = {}
     skipped: dict[str, str] = {}
+    declared: dict[str, DeclaredSizes] = {}
     verified: dict[str, PoolVerification] | None = {} if verify else None
     report = reporter(progress, total=len(names), desc="sizing")
     report.step("starting an isolated worker (imports ExecuTorch)")
@@ -327,7 +367,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                     if not r.ok:
                         why = f"ExecuTorch refused it: {_failure(r)}"
                 if why is None:
-                    out[n] = _method_sizes(r, plan, runs)
+                    out[n] = _method_sizes(r, plan, runs, session.uses(plan))
                     if verify:
                         verified[n] = session.verify(out[n])
             except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
@@ -336,10 +376,11 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                 session.restart()
             if why is not None:
                 skipped[n] = why
+                declared[n] = declared_sizes(plan, why)
         report.advance()
         counted = session.engine.counted
     _raise_if_insufficient(verified or {})
-    return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified)
+    return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, declared)
 
 
 def _raise_if_insufficient(verified: dict[str, PoolVerification]) -> None:
@@ -349,7 +390,7 @@ def _raise_if_insufficient(verified: dict[str, PoolVerification]) -> None:
                           + ", ".join(f"{n!r} ({verified[n].sufficient_error})" for n in bad))
 
 
-def _method_sizes(r: RunnerResult, plan, runs: int) -> MethodSizes:
+def _method_sizes(r: RunnerResult, plan, runs: int, stand_ins: tuple[str, ...] = ()) -> MethodSizes:
     pools, steps = r.pools, r.steps
     # Method::init resolves each kernel call's operator with TensorMeta lists taken from the temp
     # allocator when its pool is at least this large, else from the method allocator
@@ -364,7 +405,7 @@ def _method_sizes(r: RunnerResult, plan, runs: int) -> MethodSizes:
         planned=r.planned,
         method_allocator=pools.method_peak,
         method_allocations=pools.method_calls,
-        temp_allocator=max(pools.temp_peak, resolution),
+        temp_allocator=max(pools.temp_peak, resolution, plan.delegate_temp_bytes),
         temp_peak=pools.temp_peak,
         resolution_minimum=resolution,
         alignment=max(MIN_POOL_ALIGNMENT, pools.method_max_alignment, pools.temp_max_alignment),
@@ -376,4 +417,6 @@ def _method_sizes(r: RunnerResult, plan, runs: int) -> MethodSizes:
         heap_load_program=None if load_program is None else load_program.heap,
         runs=runs,
         steps=steps,
+        stand_ins=stand_ins,
+        delegate_scratch=plan.delegate_temp_bytes,
     )

@@ -14,7 +14,7 @@ from html import escape
 from importlib.resources import files
 
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio
-from .rows import ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, load_cost_rows, method_rows
+from .rows import ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_scratch_rows, load_cost_rows, method_rows
 from .text import arena_text, data_text, method_text, pte_text
 
 _MAX_TENSOR_ROWS = 200
@@ -128,6 +128,33 @@ def tensors_table(method) -> str:
     return _table([h for _, h in TENSOR_TABLE], rows, numeric=_TENSOR_NUMERIC) + more
 
 
+def _declared_memory_table(m) -> str:
+    """Per delegate whose blob pte_lab reads: each part (bytes, what says so, how the runtime gets it, where the
+    memory mode needs it), Vela's I/O descriptors and what ExecuTorch's reader would refuse."""
+    from ..model.delegates import describe_io
+
+    rows = []
+    for mem in m.delegate_memory:
+        said = ", ".join(x for x in (mem.target, mem.memory_mode) if x)
+        for p in mem.parts():
+            rows.append([str(mem.index), escape(said), escape(p.part),
+                         human_bytes(p.bytes) if p.bytes is not None else "",
+                         escape(p.source), escape(p.allocator), escape(p.lives or "")])
+        s = mem.stream
+        if s is not None and s.inputs is not None and s.outputs is not None:
+            rows.append([str(mem.index), escape(said), "Vela's I/O", "",
+                         "delegate blob", escape("in " + ("; ".join(map(describe_io, s.inputs)) or "-") + ", out "
+                                                 + ("; ".join(map(describe_io, s.outputs)) or "-")),
+                         "shape, bytes per element, scratch offset"])
+        if mem.problem:
+            rows.append([str(mem.index), escape(said), "problem", "", "",
+                         f"<span class='pte-error'>{escape(mem.problem)}</span>", ""])
+    if not rows:
+        return ""
+    return _table(["#", "compiled for", "part", "bytes", "from", "how the runtime gets it", "lives in"], rows,
+                  numeric={0, 3})
+
+
 def _method_body(m) -> str:
     parts = [f"<div class='pte-sub'>{m.n_instructions} instructions &middot; {len(m.planned)} planned tensors "
              f"&middot; {human_bytes(m.planned_bytes)} planned</div>", arenas_table(m)]
@@ -140,8 +167,11 @@ def _method_body(m) -> str:
         rows = [[str(d.index), escape(d.backend), _device_badge(d.target_device) if d.target_device else "",
                  human_bytes(d.size), escape(d.location),
                  escape(", ".join(f"{k}={v!r}" for k, v in d.compile_specs.items()))] for d in m.delegates]
+        declared = _declared_memory_table(m)
         parts.append(_section("Delegates", _table(["#", "backend", "target", "blob", "stored", "compile specs"],
-                                                  rows, numeric={0, 3}), str(len(m.delegates))))
+                                                  rows, numeric={0, 3})
+                              + (f"<div class='pte-sub'>what the blobs declare</div>{declared}" if declared else ""),
+                              str(len(m.delegates)), open_=bool(declared)))
     counts = sorted(m.operator_counts.items(), key=lambda kv: (-kv[1], kv[0]))
     parts.append(_section("Calls", _table(["operator / delegate", "instructions"],
                                           [[escape(k), str(v)] for k, v in counts], numeric={1}),
@@ -182,6 +212,8 @@ def pte_html(p) -> str:
             f"{human_bytes(p.flatbuffer_size)} &middot; constants {human_bytes(p.constant_bytes)}"
             + "".join(f" &middot; {escape(b)} {human_bytes(n)}" for b, n in p.delegate_bytes.items())
             + (f" &middot; named data {human_bytes(p.named_data_bytes)}" if p.named_data_keys else "")
+            + "".join(f" &middot; <b>{escape(n)}: delegates take {human_bytes(b)} of scratch from the temp "
+                      f"allocator</b>" for n, b in delegate_scratch_rows(p))
             + (" &middot; <b>expects external .ptd data</b>" if p.expects_external_data else "")
             + "</div>")
     rows = [[escape(r.name), str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),

@@ -15,7 +15,8 @@ or a change of meaning bumps it)::
           "inputs"/"outputs": [{"position", "value", "kind", "dtype", "shape", "nbytes",
                                 "planned", "mem_id", "offset", "device", "dynamic"}],
           "operator_counts": {op: n},
-          "delegates": [{"index", "backend", "target_device", "location", "size", "compile_specs"}],
+          "delegates": [{"index", "backend", "target_device", "location", "size", "compile_specs",
+                         "memory"}],   # memory: null, or what an EthosUBackend blob declares (below)
           "arenas": [{"mem_id", "runtime_index", "device", "size", "peak_bytes", "efficiency",
                       "tensors"}],    # efficiency = Arena.size_over_peak, tensors = Arena.n_tensors
           "tensors": [{"value", "role", "dtype", "shape", "nbytes", "mem_id", "offset",
@@ -30,6 +31,17 @@ or a change of meaning bumps it)::
                   "inputs"/"expected_outputs": [{"kind", "dtype", "shape", "value"}]}]},
       "data": {"path", "keys", "missing"}                                            # with --data only
     }
+
+A delegate's ``memory`` (added in version 1; null for backends whose blobs pte_lab does not read)::
+
+    {"target", "system_config", "memory_mode",          # from the compile specs (Vela's flags); null: not said
+     "blob_offset", "command_bytes", "weight_bytes",     # bytes; null: no such block
+     "scratch_bytes", "scratch_from",                    # "temp allocator" (every execute), or the program's bytes
+     "parts": [{"part", "bytes", "source", "allocator", "lives"}],   # lives: where the memory mode needs it
+     "inputs"/"outputs": [{"shape" (6 ints), "elem_size", "offset", "region"}],   # Vela's descriptors
+     "external": [{"block", "key", "bytes"}],            # blocks stored in named data
+     "problems": [..],                                   # what ExecuTorch's reader refuses, in its order
+     "unread": null | why the blob was not read}
 
 A ``.ptd`` file alone gives the document ``pte_lab.data`` version 1:
 ``{"schema", "version", "file": {"path", "size", "data_bytes"}, "tensors": [{"key", "dtype",

@@ -16,8 +16,9 @@ from ..model.bulk import dict_maker
 from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK
 
-__all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records",
-           "io_records", "delegate_records", "ARENA_ROW", "arena_records", "load_cost_records", "finding_records"]
+__all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows",
+           "delegate_scratch_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records", "io_records", "delegate_records",
+           "delegate_memory_record", "ARENA_ROW", "arena_records", "load_cost_records", "finding_records"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,12 @@ def method_rows(p) -> list[MethodRow]:
     return [MethodRow(m.name, m.n_instructions, len(m.planned), len(m.arenas), m.planned_bytes,
                       tuple(sorted(m.planned_bytes_by_device().items())))
             for m in p.methods.values()]
+
+
+def delegate_scratch_rows(p) -> list[tuple[str, int]]:
+    """(method, bytes) for each method whose delegates take scratch from the temp allocator: the largest one
+    call takes (the temp allocator is reset after every instruction)."""
+    return [(m.name, m.delegate_temp_bytes) for m in p.methods.values() if m.delegate_temp_bytes]
 
 
 def load_cost_rows(p) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
@@ -78,10 +85,33 @@ def _spec(v):
     return v if isinstance(v, str) else v.hex()
 
 
+def _io_record(io) -> dict:
+    return {"shape": list(io.shape), "elem_size": io.elem_size, "offset": io.offset, "region": io.region}
+
+
+def delegate_memory_record(d) -> dict | None:
+    """What a delegate's blob declares (JSON ``memory``); None for a backend whose blobs pte_lab does not read."""
+    if not d.reads_blob:
+        return None
+    s = d.stream
+    return {
+        "target": d.target, "system_config": d.system_config, "memory_mode": d.memory_mode,
+        "blob_offset": d.offset, "command_bytes": d.command_bytes, "weight_bytes": d.weight_bytes,
+        "scratch_bytes": d.scratch_bytes, "scratch_from": d.scratch_from,
+        "parts": [asdict(p) for p in d.parts()],
+        "inputs": None if s is None or s.inputs is None else [_io_record(io) for io in s.inputs],
+        "outputs": None if s is None or s.outputs is None else [_io_record(io) for io in s.outputs],
+        "external": [{"block": b, "key": k, "bytes": n} for b, k, n in d.external],
+        "problems": list(s.problems) if s is not None else [],
+        "unread": d.unread,
+    }
+
+
 def delegate_records(m) -> list[dict]:
     return [{"index": d.index, "backend": d.backend, "target_device": d.target_device, "location": d.location,
-             "size": d.size, "compile_specs": {k: _spec(v) for k, v in d.compile_specs.items()}}
-            for d in m.delegates]
+             "size": d.size, "compile_specs": {k: _spec(v) for k, v in d.compile_specs.items()},
+             "memory": delegate_memory_record(mem)}
+            for d, mem in zip(m.delegates, m.delegate_memory)]
 
 
 #: an arena's row in every table of arenas (text, HTML, JSON), in order: (``Arena`` attribute, header,

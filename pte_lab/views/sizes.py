@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..devices import DEVICE_TYPES, parse_device
 from ..units import human_bytes
+from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
 from .text import _table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,6 +27,12 @@ def _parts():
     from ..runtime.sizing import PARTS
 
     return PARTS
+
+
+def part_source(part: str, m) -> str:
+    from ..runtime.sizing import part_source as source
+
+    return source(part, m)
 
 
 def verdict(v: "PoolVerification | None") -> str:
@@ -41,7 +48,6 @@ def verdict(v: "PoolVerification | None") -> str:
 
 def sizes_text(sizes: "Sizes") -> str:
     """Per method: the pools it needs, what lies beyond them, and where each figure comes from."""
-    parts = _parts()
     out = [f"{os.path.basename(sizes.path)}: run-time memory per method (executorch {sizes.executorch_version}; "
            f"each method loaded and run {next(iter(sizes.methods.values())).runs if sizes.methods else 0}x "
            f"in an isolated worker)"]
@@ -54,18 +60,22 @@ def sizes_text(sizes: "Sizes") -> str:
         for part, b in m.parts().items():
             if part == "planned arenas" or b is None:
                 continue
-            rows.append([part, "cpu", f"{b:,}", human_bytes(b), parts[part][0]])
+            if part == "delegate scratch" and not b:
+                continue
+            rows.append([part, "cpu", f"{b:,}", human_bytes(b), part_source(part, m)])
         out += ["", f"method {m.method!r}", _table(["part", "device", "bytes", "", "from"], rows)]
         out.append(f"pools: method {m.method_allocator:,} B ({m.method_allocations} allocations), temp "
                    f"{m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
         if m.heap_execute_peak:
             out.append(f"heap peak during a run: {m.heap_execute_peak:,} B above what was held before it")
-        out.append(verdict((sizes.verified or {}).get(m.method)))
+        out += [line for line in [stand_in_line(m)] if line]
+        out.append(("with stand-ins: " if m.stand_ins else "") + verdict((sizes.verified or {}).get(m.method)))
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
-    out += ["", "from: file = the program's own tables; runner = pte_lab's sizing runner (ExecuTorch's "
-                "allocators, counted); counter = every malloc/mmap of the worker, counted; kernel = the "
+        out += declared_lines(sizes.declared[name]) if name in sizes.declared else []
+    out += ["", "from: file = the program's own tables; delegate blob = what the delegates' blobs declare; "
+                "runner = pte_lab's sizing runner (ExecuTorch's allocators, counted); counter = every malloc/mmap of the worker, counted; kernel = the "
                 "kernel's resident-page count"]
     return "\n".join(out)
 
@@ -77,6 +87,8 @@ def sizes_html(sizes: "Sizes") -> str:
     t = sizes.table()
     t["size"] = t["bytes"].map(human_bytes)
     notes = [f"{escape(n)}: not sized ({escape(why)})" for n, why in sizes.skipped.items()]
+    notes += [f"{escape(n)}: {escape(line.strip())}" for n, d in sizes.declared.items() for line in declared_lines(d)]
+    notes += [f"{escape(n)}: {escape(stand_in_line(m))}" for n, m in sizes.methods.items() if m.stand_ins]
     notes += [f"{escape(n)}: {escape(verdict(v))}" for n, v in (sizes.verified or {}).items()]
     return (f"<div><b>Sizes</b> of {escape(os.path.basename(sizes.path))} (executorch "
             f"{escape(sizes.executorch_version)})</div>" + t.to_html(index=False)
@@ -143,7 +155,7 @@ def c_header(sizes: "Sizes", guard: str | None = None) -> str:
             f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {m.method_allocator}u",
             f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {m.temp_allocator}u",
             f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {n}u",
-        ]
+        ] + header_stand_in_lines(m, up)
         if n:  # C has no zero-length arrays
             lines += [
                 f"static const size_t pte_lab_{low}_planned_buffer_sizes[{n}] = "
@@ -154,6 +166,10 @@ def c_header(sizes: "Sizes", guard: str | None = None) -> str:
                 f"{{{', '.join(str(parse_device(d)[2]) for _, d, _ in m.planned)}}};",
             ]
     for name, why in sizes.skipped.items():
-        lines += ["", f"/* method \"{_comment(name)}\" not sized: {_comment(why)} */"]
+        if name in sizes.declared:
+            ident = c_identifiers(list(sizes.methods) + [name])[name]
+            lines += [""] + header_declared_lines(sizes.declared[name], ident.upper(), ident)
+        else:
+            lines += ["", f"/* method \"{_comment(name)}\" not sized: {_comment(why)} */"]
     lines += ["", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

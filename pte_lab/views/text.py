@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.load_cost import LOADERS
-from ..units import SIZE_OVER_PEAK, count, first_few, human_bytes, ratio
-from .rows import ARENA_ROW, METHOD_HEADERS, load_cost_rows, method_rows, state_summary
+from ..units import SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
+from .rows import ARENA_ROW, METHOD_HEADERS, delegate_scratch_rows, load_cost_rows, method_rows, state_summary
 
 __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text"]
 
@@ -64,10 +64,8 @@ def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -
     for label, specs in (("inputs", m.inputs), ("outputs", m.outputs)):
         for s in specs:
             lines.append(f"  {label[:-1]} {s.position}: {_io_line(s)}")
-    if m.delegates:
-        for d in m.delegates:
-            dev = f" -> {d.target_device}" if d.target_device else ""
-            lines.append(f"  delegate {d.index}: {d.backend}{dev} ({human_bytes(d.size)} {d.location})")
+    for d, mem in zip(m.delegates, m.delegate_memory):
+        lines.extend("  " + line for line in delegate_lines(d, mem))
     counts = sorted(m.operator_counts.items(), key=lambda kv: (-kv[1], kv[0]))
     if counts:
         lines.append(f"  calls: {first_few((f'{k} x{v}' for k, v in counts), 8, more=', +{n} more')}")
@@ -90,6 +88,25 @@ def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -
     return "\n".join(lines)
 
 
+def delegate_lines(d, mem) -> list[str]:
+    """A delegate: backend, blob, and what the blob declares (Ethos-U: each part, where it comes from and lives)."""
+    from ..model.delegates import describe_io
+
+    dev = f" -> {d.target_device}" if d.target_device else ""
+    said = ", ".join(x for x in (mem.target, mem.memory_mode) if x)
+    out = [f"delegate {d.index}: {d.backend}{dev} ({human_bytes(d.size)} {d.location}){', ' + said if said else ''}"]
+    for p in mem.parts():
+        size = f"{exact_bytes(p.bytes)} from the {p.source}" if p.bytes is not None else p.source
+        out.append(f"  {p.part}: {size}; {p.allocator}" + (f"; lives in {p.lives}" if p.lives else ""))
+    s = mem.stream
+    if s is not None and s.inputs is not None and s.outputs is not None:
+        out.append(f"  Vela's inputs {'; '.join(map(describe_io, s.inputs)) or '-'}, outputs "
+                   f"{'; '.join(map(describe_io, s.outputs)) or '-'} (shape, bytes per element, scratch offset)")
+    if mem.unread:
+        out.append(f"  {mem.unread}")
+    return out
+
+
 def _indent(s: str, n: int = 2) -> str:
     return "\n".join(" " * n + line for line in s.splitlines())
 
@@ -107,6 +124,9 @@ def pte_text(p) -> str:
            if p.named_data_keys else "")
         + (", expects external .ptd data" if p.expects_external_data else ""),
     ]
+    for name, b in delegate_scratch_rows(p):
+        lines.append(f"  {name}: delegates take up to {exact_bytes(b)} of scratch from the temp allocator per call, "
+                     f"outside the planned arenas")
     rows = [[r.name, str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              ", ".join(f"{d} {human_bytes(b)}" for d, b in r.by_device) or "-"] for r in method_rows(p)]
     lines.append("")

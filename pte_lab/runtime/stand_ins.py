@@ -1,0 +1,84 @@
+"""Stand-ins for what a bare-metal build has and the executorch wheel lacks, for sizing only.
+
+A microcontroller program for an Ethos-U NPU calls ``EthosUBackend`` and
+``cortex_m::`` kernels; neither is in the wheel, so ExecuTorch cannot load the
+method here and nothing it allocates could be measured. Inside the sizing
+worker (never in your process) pte_lab registers stand-ins under the real names
+(``native/stand_ins.cpp``): ExecuTorch's own ``load_method`` and ``execute`` then
+run as on the target, and each stand-in takes from ExecuTorch's allocators what
+the real one takes, per ExecuTorch's source (:data:`STAND_INS`). They compute
+nothing, so a run's outputs are meaningless, and every figure measured with
+them is labelled "stand-in". Where no stand-in follows the installed
+ExecuTorch, nothing is registered and the method is reported as not measured.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+__all__ = ["STAND_INS", "KERNEL_NAMESPACES", "stand_ins_for", "register", "stats", "follows"]
+
+#: what a stand-in replaces -> (the ExecuTorch versions whose source it follows, what the real one takes from
+#: ExecuTorch's allocators and the heap, as the stand-in does)
+STAND_INS = {
+    "EthosUBackend": (("1.2", "1.5"), "init: its ExecutionHandle with new (the heap: 9 words, 72 bytes here, 36 on a "
+                                      "32-bit Cortex-M), nothing from the method allocator; execute: scratch_size "
+                                      "bytes, 16-byte aligned, from the temp allocator"),
+    "cortex_m::": (("1.2", "1.5"), "nothing from ExecuTorch's allocators (a kernel's scratch is a planned tensor "
+                                   "argument); the stand-in leaves its output as it is"),
+}
+#: operator namespaces whose kernels get stand-ins
+KERNEL_NAMESPACES = tuple(k[:-2] for k in STAND_INS if k.endswith("::"))
+
+
+def follows(what: str, version: str) -> bool:
+    """Whether pte_lab's stand-in for ``what`` follows ExecuTorch ``version``'s source (``"1.5.1+cpu"``)."""
+    key = what if what in STAND_INS else f"{what.split('::')[0]}::"
+    if key not in STAND_INS:
+        return False
+    lo, hi = STAND_INS[key][0]
+    major_minor = tuple(int(x) for x in version.split("+")[0].split(".")[:2])
+    return tuple(map(int, lo.split("."))) <= major_minor <= tuple(map(int, hi.split(".")))
+
+
+def stand_ins_for(backends, operators, version: str) -> tuple[list[str], list[str]]:
+    """(backends, operators) among those missing that pte_lab has stand-ins for under ExecuTorch ``version``."""
+    b = [x for x in backends if x in STAND_INS and follows(x, version)]
+    ops = [x for x in operators if x.split("::")[0] in KERNEL_NAMESPACES and follows(x, version)]
+    return b, ops
+
+
+@lru_cache(maxsize=1)
+def _lib():
+    from . import native
+
+    lib = native.library()
+    lib.pte_lab_stand_in_ethos_u.restype = ctypes.c_int32
+    lib.pte_lab_stand_in_kernel.argtypes = [ctypes.c_char_p]
+    lib.pte_lab_stand_in_kernel.restype = ctypes.c_int32
+    lib.pte_lab_stand_in_stats.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
+    lib.pte_lab_stand_in_stats.restype = None
+    return lib
+
+
+def register(backends: list[str], operators: list[str]) -> list[str]:
+    """Register stand-ins for ``backends`` and ``operators`` in this process (the sizing worker); what was
+    registered. ``operators`` must not be registered already (ExecuTorch aborts on a second registration)."""
+    lib = _lib()
+    done = []
+    for b in backends:
+        if b == "EthosUBackend" and lib.pte_lab_stand_in_ethos_u() == 0:
+            done.append(b)
+    for op in operators:
+        if lib.pte_lab_stand_in_kernel(op.encode()) == 0:
+            done.append(op)
+    return done
+
+
+def stats() -> dict[str, int]:
+    """What the EthosUBackend stand-in did in this process: inits, executes, inits refused, the largest scratch it
+    took from the temp allocator, and its handle's bytes."""
+    out = (ctypes.c_uint64 * 5)()
+    _lib().pte_lab_stand_in_stats(out)
+    return dict(zip(("inits", "executes", "refused", "scratch_peak", "handle_bytes"), map(int, out)))

@@ -1,0 +1,73 @@
+"""What a sizing says beyond what it measured: the stand-ins it ran with, and what the file declares for
+methods it could not run (:class:`~pte_lab.runtime.declared.DeclaredSizes`). Text lines, HTML notes and C
+header lines that :mod:`pte_lab.views.sizes` includes."""
+
+from __future__ import annotations
+
+from ..units import exact_bytes
+
+__all__ = ["stand_in_line", "declared_lines", "header_stand_in_lines", "header_declared_lines"]
+
+
+def stand_in_line(m) -> str | None:
+    """One sentence for a method measured with stand-ins (None: it ran with the real backend and kernels)."""
+    if not m.stand_ins:
+        return None
+    from ..runtime.stand_ins import STAND_INS
+
+    lo, hi = STAND_INS["EthosUBackend" if "EthosUBackend" in m.stand_ins else "cortex_m::"][0]
+    return (f"measured with stand-ins for {', '.join(m.stand_ins)}: pte_lab's, registered in the sizing worker "
+            f"under the real names, taking from ExecuTorch's allocators what the real ones take (ExecuTorch "
+            f"{lo} to {hi} source) and computing nothing")
+
+
+def declared_lines(d) -> list[str]:
+    """What the file declares for a method not sized: planned arenas, the temp pool's least size, and what is
+    not measured."""
+    out = [f"  planned arena {mem_id} ({dev}): {exact_bytes(b)} (file)" for mem_id, dev, b in d.planned]
+    for index, backend, scratch in d.delegates:
+        if scratch is not None:
+            out.append(f"  delegate {index} ({backend}) scratch: {exact_bytes(scratch)} from the temp allocator "
+                       f"at every execute (delegate blob)")
+    if d.delegate_scratch:
+        out.append(f"  temp pool: at least {exact_bytes(d.temp_pool_at_least)} (the largest scratch, at a 16-byte "
+                   f"aligned base)")
+    out.append("  method pool: not measured (only running tells it)")
+    return out
+
+
+def _c(text: str) -> str:
+    return text.replace("*/", "* /")
+
+
+def header_stand_in_lines(m, up: str) -> list[str]:
+    """Header lines for a method measured with stand-ins: what replaced what, and the delegates' scratch."""
+    out = []
+    line = stand_in_line(m)
+    if line:
+        out.append(f"/* {_c(line)}. */")
+    if m.delegate_scratch:
+        out.append(f"#define PTE_LAB_{up}_DELEGATE_SCRATCH_BYTES {m.delegate_scratch}u "
+                   f"/* in the temp pool: the largest scratch one delegate call takes (delegate blob) */")
+    return out
+
+
+def header_declared_lines(d, up: str, low: str) -> list[str]:
+    """Header lines for a method not sized: what the file declares, the method pool marked not measured."""
+    n = len(d.planned)
+    out = [f"/* method \"{_c(d.method)}\": only what the file declares; its method pool is not measured "
+           f"({_c(d.not_measured)}) */",
+           f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {n}u"]
+    if n:
+        from ..devices import parse_device
+
+        out += [f"static const size_t pte_lab_{low}_planned_buffer_sizes[{n}] = "
+                f"{{{', '.join(f'{b}u' for _, _, b in d.planned)}}};",
+                f"static const int pte_lab_{low}_planned_buffer_device_types[{n}] = "
+                f"{{{', '.join(str(parse_device(dev)[1]) for _, dev, _ in d.planned)}}};",
+                f"static const int pte_lab_{low}_planned_buffer_device_indices[{n}] = "
+                f"{{{', '.join(str(parse_device(dev)[2]) for _, dev, _ in d.planned)}}};"]
+    if d.delegate_scratch:
+        out.append(f"#define PTE_LAB_{up}_DELEGATE_SCRATCH_BYTES {d.delegate_scratch}u "
+                   f"/* the least temp pool, at a 16-byte aligned base (delegate blob) */")
+    return out
