@@ -591,7 +591,9 @@ def has_arm_flow() -> bool:
     """Whether Arm's Ethos-U flow (Vela and the TOSA serializer ExecuTorch's Arm backend uses) is installed."""
     import importlib.util
 
-    return all(importlib.util.find_spec(m) is not None for m in ("ethosu.vela", "tosa_serializer"))
+    # find_spec("ethosu.vela") imports "ethosu" and raises when that is missing: ask for the top level first
+    return all(importlib.util.find_spec(m) is not None and importlib.util.find_spec(m + sub) is not None
+               for m, sub in (("ethosu", ".vela"), ("tosa_serializer", "")))
 
 
 #: the lines of Vela's compile-time summary :func:`ethos_u_export` keeps, and the key each becomes
