@@ -161,7 +161,8 @@ RUNTIME_TIERS = [
     {"pte_lab.runtime.checked", "pte_lab.runtime.isolate", "pte_lab.runtime.worker"},
     {"pte_lab.runtime.engine"},
     {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
-     "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol"},
+     "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
+     "pte_lab.runtime.libraries"},
 ]
 
 
