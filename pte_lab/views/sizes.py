@@ -58,18 +58,55 @@ def sizes_text(sizes: "Sizes") -> str:
                 continue
             rows.append([part, "cpu", f"{b:,}", human_bytes(b), parts[part][0]])
         out += ["", f"method {m.method!r}", _table(["part", "device", "bytes", "", "from"], rows)]
-        out.append(f"pools: method {m.method_allocator:,} B ({m.method_allocations} allocations), temp "
-                   f"{m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
+        out.append(f"pools, method + temp: method {m.method_allocator:,} B ({m.method_allocations} allocations), "
+                   f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
-        if m.heap_execute_peak:
-            out.append(f"heap peak during a run: {m.heap_execute_peak:,} B above what was held before it")
-        out.append(verdict((sizes.verified or {}).get(m.method)))
+        out.append("  " + verdict((sizes.verified or {}).get(m.method)))
+        if m.method_pool_alone is not None:
+            out.append(f"pools, method alone (no temp allocator): method {m.method_pool_alone:,} B")
+            if sizes.verified is not None:
+                out.append("  " + verdict((sizes.verified_alone or {}).get(m.method)))
+        else:
+            out.append(f"pools, method alone (no temp allocator): not possible ({m.alone_error})")
+        out.append(f"planned buffers' bases aligned to {m.planned_alignment} B")
+        if m.heap_peak is not None:
+            out.append(f"heap outside the pools (the counter): peak {m.heap_peak:,} B from load_program through "
+                       f"the runs, {m.heap_kept:,} B still held after them")
+        out += _io_lines(m)
+        if m.libraries:
+            out.append("libraries (keep them: --no-as-needed): " + "; ".join(
+                f"{lib.name} ({', '.join(lib.provides) or 'the runtime'})" for lib in m.libraries))
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
     out += ["", "from: file = the program's own tables; runner = pte_lab's sizing runner (ExecuTorch's "
                 "allocators, counted); counter = every malloc/mmap of the worker, counted; kernel = the "
                 "kernel's resident-page count"]
     return "\n".join(out)
+
+
+def _io_line(io, inputs: bool) -> str:
+    from ..runtime.sizing import INPUT_VALUES
+
+    if io.kind != "Tensor":
+        held = "" if io.value is None else f" = {io.value!r}"
+        return f"  {io.index}: {io.kind}{held}" + (f", set to {INPUT_VALUES['other']}" if inputs else "")
+    shape = "[" + ", ".join(map(str, io.shape)) + "]"
+    where = "planned" if io.planned else "caller-provided"
+    bound = " (upper bound)" if io.dynamic else ""
+    return (f"  {io.index}: {io.dtype}{shape}{bound} {io.nbytes:,} B, {where}"
+            + (", zeros" if inputs else ""))
+
+
+def _io_lines(m) -> list[str]:
+    """The inputs the runner set before every execute, and the outputs."""
+    out = []
+    if m.inputs:
+        out.append(f"inputs, set before each of the {m.runs} executes:")
+        out += [_io_line(io, True) for io in m.inputs]
+    if m.outputs:
+        out.append("outputs:")
+        out += [_io_line(io, False) for io in m.outputs]
+    return out
 
 
 def sizes_html(sizes: "Sizes") -> str:
@@ -80,6 +117,11 @@ def sizes_html(sizes: "Sizes") -> str:
     t["size"] = t["bytes"].map(human_bytes)
     notes = [f"{escape(n)}: not sized ({escape(why)})" for n, why in sizes.skipped.items()]
     notes += [f"{escape(n)}: {escape(verdict(v))}" for n, v in (sizes.verified or {}).items()]
+    notes += [f"{escape(n)} (method pool alone, no temp allocator): {escape(verdict(v))}"
+              for n, v in (sizes.verified_alone or {}).items()]
+    notes += [f"{escape(m.method)}: inputs set before every execute: "
+              + escape(", ".join(_io_line(io, True).strip() for io in m.inputs)) for m in sizes.methods.values()
+              if m.inputs]
     return (f"<div><b>Sizes</b> of {escape(os.path.basename(sizes.path))} (executorch "
             f"{escape(sizes.executorch_version)})</div>" + t.to_html(index=False)
             + "".join(f"<div>{line}</div>" for line in notes))
