@@ -212,8 +212,14 @@ def _preamble(sizes: "Sizes") -> list[str]:
         "of <M>_OUTPUT_<i>_BYTES before execute.",
         "4. Heap: what the method takes outside these pools (delegates' packed weights and workspaces, kernels' "
         "own buffers), <M>_HEAP_PEAK_BYTES, measured by pte_lab's allocation counter (every malloc and mmap of "
-        "the process while the method loaded and ran), not by ExecuTorch: size a bare-metal heap from it.",
+        "the process while the method loaded and ran), not by ExecuTorch: size a bare-metal heap from it. The "
+        "program was mapped (MmapDataLoader): a FileDataLoader also mallocs the segments it reads (constants, "
+        "delegate blobs); a BufferDataLoader over the program in flash reads nothing.",
         "5. Link the backends and operator libraries listed per method: " + AS_NEEDED + ".",
+        "6. Build (the executorch wheel): C++17, include folders <executorch>/include and "
+        "<executorch>/include/executorch/runtime/core/portable_type/c10, -DC10_USING_CUSTOM_GENERATED_MACROS; "
+        "call executorch::runtime::runtime_init() once before loading. `pte-lab sizes FILE --example-runner DIR` "
+        "writes a runner built this way.",
     ]
     out = []
     for line in text:
@@ -353,8 +359,9 @@ def _libraries(sizes: "Sizes", m, up: str, low: str) -> list[str]:
         text.append(f"In the executorch {sizes.executorch_version} wheel ({et}), link inside -Wl,--no-as-needed:")
         for lib in m.libraries:
             provides = ", ".join(lib.provides) or "the runtime"
-            extra = (f"; it links ExecuTorch's Python extension and libtorch: link "
-                     f"{os.path.basename(libpython() or 'libpython')} too" if lib.needs_python else "")
+            extra = (f"; it links ExecuTorch's Python extension and libtorch, so link {libpython() or 'libpython'} "
+                     "too, also inside --no-as-needed (else its Python symbols are undefined)"
+                     if lib.needs_python else "")
             text.append(f"- {lib.relative(et)}: {provides}{extra}")
     out = []
     for t in text:
