@@ -111,7 +111,7 @@ class MethodSizes:
     #: the raw per-step measurements (None: the counter was not preloaded)
     steps: dict[str, StepUse | None] = field(default_factory=dict, compare=False, repr=False)
     #: "method alone": the method pool with no temp allocator (None: the method cannot run without one,
-    #: see ``alone_error``), and the largest alignment its allocations asked
+    #: see ``alone_error``); ``alignment`` covers its allocations too
     method_pool_alone: int | None = None
     alone_error: str | None = None
     #: the planned buffers' base alignment (verified to exactly this)
@@ -206,14 +206,15 @@ class Sizes:
         return df
 
     def pools(self) -> "pd.DataFrame":
-        """One row per method: the pool sizes a bare-metal build gives it."""
+        """One row per method: the pool sizes a bare-metal build gives it (method + temp pools, or the method
+        pool alone with no temp allocator), their bases' alignment, and the planned buffers'."""
         import pandas as pd
 
-        rows = [(m.method, m.method_allocator, m.temp_allocator, m.alignment,
-                 tuple(b for _, _, b in m.planned), tuple(d for _, d, _ in m.planned))
+        rows = [(m.method, m.method_allocator, m.temp_allocator, m.method_pool_alone, m.alignment,
+                 tuple(b for _, _, b in m.planned), tuple(d for _, d, _ in m.planned), m.planned_alignment)
                 for m in self.methods.values()]
-        return pd.DataFrame(rows, columns=["method", "method_pool", "temp_pool", "alignment",
-                                           "planned_buffers", "planned_devices"])
+        return pd.DataFrame(rows, columns=["method", "method_pool", "temp_pool", "method_pool_alone", "alignment",
+                                           "planned_buffers", "planned_devices", "planned_alignment"])
 
     @property
     def proven(self) -> bool:
@@ -227,7 +228,7 @@ class Sizes:
             return d | {"parts": m.parts(),
                         "inputs": [asdict(i) | {"dtype": i.dtype, "set_to": _set_to(i)} for i in m.inputs],
                         "outputs": [asdict(o) | {"dtype": o.dtype} for o in m.outputs],
-                        "libraries": [asdict(lib) | {"needs_python": lib.needs_python} for lib in m.libraries]}
+                        "libraries": [asdict(lib) for lib in m.libraries]}
 
         return {
             "schema": "pte_lab.sizes", "version": 1, "path": self.path, "executorch": self.executorch_version,
