@@ -1,6 +1,7 @@
 """Deployment sizing: how long ``pte_lab.sizes`` takes, and what exact counting costs.
 
     python benchmarks/bench_sizing.py [--repeat 15]
+    python benchmarks/bench_sizing.py --base main [--repeat 3]
 
 1. ``pte_lab.sizes(path)`` and ``pte_lab.sizes(path, verify=True)`` on each example
    program (wall time, a fresh worker each time: most of it is the worker importing
@@ -8,13 +9,22 @@
 2. The cost of the allocation counter: the isolated worker's load_program +
    load_method + execute, with the counter preloaded and without, alternating;
    medians and the ratio (the load test of ``bench_load.py``, run isolated).
+
+``--base REV``: instead, ``pte_lab.sizes(path)`` per example with the pte_lab of
+git revision REV (a temporary worktree) and with this tree, alternating back to
+back in fresh interpreters (the same programs, the same venv); medians of the
+time inside ``sizes()``, the ratio, and what each sized.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,10 +83,64 @@ def _counting_overhead(repeat: int) -> None:
             w.close()
 
 
+ROOT = Path(__file__).resolve().parents[1]
+_TIMED = (  # PYTHONPATH names the tree: the isolated worker it starts imports the same pte_lab
+    "import json, sys, time\n"
+    "import pte_lab\n"
+    "assert pte_lab.__file__.startswith(sys.argv[1]), pte_lab.__file__\n"
+    "marks = []\n"
+    "t = time.perf_counter()\n"
+    "s = pte_lab.sizes(sys.argv[2], progress=lambda line: marks.append(time.perf_counter()))\n"
+    "total = time.perf_counter() - t\n"
+    "print(json.dumps([total, total - (marks[1] - t), len(s.methods), len(s.skipped)]))\n"
+)
+
+
+def _before_after(base: str, repeat: int) -> None:
+    cases = [("portable", program("portable")), ("xnnpack", program("xnnpack")), ("gpt (XNNPACK, tokens)", program("gpt")),
+             ("device (emulated)", program("device", side=64)), ("transformer 12", program("transformer", layers=12)),
+             ("llm (export_llm)", program("llm", quantize="8da4w"))]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(src), base], check=True,
+                       capture_output=True)
+        try:
+            trees = {"before": str(src), "after": str(ROOT)}
+            print(f"{'':24s} {'sizes()':>27s} {'after the worker started':>29s}")
+            print(f"{'program':24s} {'before':>9s} {'after':>9s} {'ratio':>6s}  {'before':>8s} {'after':>8s} "
+                  f"{'ratio':>6s}  sized before / after (methods, skipped)")
+            for label, path in cases:
+                times: dict[str, list[float]] = {"before": [], "after": []}
+                inside: dict[str, list[float]] = {"before": [], "after": []}
+                sized = {}
+                for r in range(repeat):
+                    for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                        env = dict(os.environ, PYTHONPATH=trees[side])
+                        r = subprocess.run([sys.executable, "-c", _TIMED, trees[side], str(path)],
+                                           capture_output=True, text=True, env=env, cwd=tmp)
+                        if r.returncode:
+                            raise SystemExit(f"{side} {label}: {r.stderr.strip()[-1500:]}")
+                        out = r.stdout
+                        t, t_in, n, skipped = json.loads(out.strip().splitlines()[-1])
+                        times[side].append(t)
+                        inside[side].append(t_in)
+                        sized[side] = (n, skipped)
+                a, b = statistics.median(times["before"]), statistics.median(times["after"])
+                c, d = statistics.median(inside["before"]), statistics.median(inside["after"])
+                print(f"{label:24s} {a:8.2f}s {b:8.2f}s {b / a:5.2f}x  {c:7.2f}s {d:7.2f}s {d / c:5.2f}x  "
+                      f"{sized['before']} / {sized['after']}", flush=True)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(src)], capture_output=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--base", help="git revision: sizes() per example before (REV) and after (this tree)")
     args = ap.parse_args()
+    if args.base:
+        _before_after(args.base, args.repeat)
+        return 0
     _sizing_times()
     _counting_overhead(args.repeat)
     return 0

@@ -6,7 +6,7 @@
     pte-lab measure --bundle DIR [--side N]
     pte-lab legacy-env [--dir DIR]
     pte-lab replan IN OUT [--algorithm A] [--verify]
-    pte-lab sizes FILE [--method M] [--data PTD] [--json] [--c-header] [--verify] [--runs N]
+    pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
 
 Bad input prints one line to stderr and exits 2; no traceback.
 """
@@ -139,7 +139,8 @@ def _replan(args) -> int:
         results = verify(args.input, args.output, runs=args.runs, progress=say)
         for v in results:
             print(f"verify {v.method}: {'bit-identical' if v.identical else 'DIFFERENT: ' + v.detail} "
-                  f"over {v.runs} calls in a row (state carried)")
+                  f"over {v.runs} calls in a row (state carried; dtype, shape and bytes compared)"
+                  + (f"; outputs not finite: {v.not_finite}" if v.not_finite else ""))
         if not all(v.identical for v in results):
             return 1
     return 0
@@ -163,15 +164,24 @@ def _sizes(args) -> int:
     for name in args.method or []:
         if name not in pte.methods:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
-    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=args.verify, progress=lines())
-    if args.json:
+    verify = args.verify or args.example_runner is not None
+    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines())
+    if args.example_runner is not None:
+        from .views.example_runner import write_example_runner
+
+        for path in write_example_runner(s, args.example_runner, args.method):
+            print(path)
+        print(f"build: {os.path.join(args.example_runner, 'build.sh')}; run: "
+              f"{os.path.join(args.example_runner, 'runner')} {args.file}"
+              + (f" --data {args.data}" if args.data else ""))
+    elif args.json:
         json.dump(s.to_dict(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif args.c_header:
         sys.stdout.write(c_header(s))
     else:
         sys.stdout.write(sizes_text(s) + "\n")
-    if args.verify and not all(v.tight for v in s.verified.values()):
+    if verify and not s.proven:
         return 1
     return 0 if s.methods else 1
 
@@ -271,7 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
     sz.add_argument("--data", help="the program's external data file (.ptd)")
     out = sz.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="emit the pte_lab.sizes JSON document (version 1)")
-    out.add_argument("--c-header", action="store_true", help="emit a C header with each method's pool sizes")
+    out.add_argument("--c-header", action="store_true",
+                     help="emit a C/C++ header: pools, planned buffers, inputs and outputs, heap, libraries")
+    out.add_argument("--example-runner", metavar="DIR",
+                     help="write DIR/pools.h, DIR/main.cpp and DIR/build.sh: a C++ runner built against the installed "
+                          "executorch wheel, with static pools of exactly the verified sizes (implies --verify)")
     sz.add_argument("--verify", action="store_true",
                     help="run each method again with pools of exactly these sizes, and with a method pool one "
                          "byte smaller (which must be refused); exit 1 if a figure is not tight")

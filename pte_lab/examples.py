@@ -27,6 +27,9 @@ Builders (``name`` for :func:`build` / :func:`save`):
                     :func:`save` writes the data file beside the program
 ``transformer``     a portable transformer stack; ``layers`` scales it
                     (``layers=60`` gives more than 3,000 planned tensors)
+``gpt``             a tiny GPT (embedding, attention + MLP, lm head) lowered to XNNPACK, two
+                    methods (a prompt, one token); its planned int64 token input's bytes are
+                    reused by later tensors: inputs must be set before every execute
 ``weights``         a program whose constants weigh ``mb`` megabytes
 ``llm``             a small llama exported with ExecuTorch's own LLM flow (``export_llm``:
                     KV cache, random weights): custom-op caches (``llama::update_cache``)
@@ -207,6 +210,21 @@ def _modules():
                 x = blk(x)
             return x
 
+    class GPT(nn.Module):
+        def __init__(self, vocab=64, d=32, heads=4, layers=1, max_len=16):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, d)
+            self.pos = nn.Parameter(torch.randn(max_len, d) * 0.02)
+            self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, vocab, bias=False)
+
+        def forward(self, tokens):          # tokens: int64 [1, t]
+            x = self.tok(tokens) + self.pos[: tokens.shape[1]]
+            for blk in self.blocks:
+                x = blk(x)
+            return self.head(self.norm(x))  # logits [1, t, vocab]
+
     class Weights(nn.Module):
         def __init__(self, mb):
             super().__init__()
@@ -218,7 +236,7 @@ def _modules():
 
     return dict(
         MLP=MLP, HandSized=HandSized, Attention=Attention, HostMethod=HostMethod, DeviceMethod=DeviceMethod,
-        Small=Small, KVCache=KVCache, Dynamic=Dynamic, Cond=Cond, Transformer=Transformer, Weights=Weights,
+        Small=Small, KVCache=KVCache, Dynamic=Dynamic, Cond=Cond, Transformer=Transformer, Weights=Weights, GPT=GPT,
     )
 
 
@@ -266,6 +284,25 @@ def xnnpack() -> bytes:
     }
     parts = {"forward": [XnnpackPartitioner()], "attention": [XnnpackPartitioner()]}
     return _lower(eps, partitioner=parts)
+
+
+def gpt(vocab: int = 64, d: int = 32, layers: int = 1, prompt: int = 8) -> bytes:
+    """A tiny GPT lowered to XNNPACK with ``to_edge_transform_and_lower``: token embedding,
+    attention and MLP blocks, an lm head. Two methods: ``forward`` scores a prompt of ``prompt``
+    tokens, ``next_token`` one token. The int64 token input is planned (ExecuTorch's default
+    ``alloc_graph_input=True``) and the plan gives its bytes to later tensors once it is read:
+    an application must set the tokens before every ``execute``.
+    """
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    torch = _torch()
+    torch.manual_seed(0)
+    m = _modules()["GPT"](vocab, d, layers=layers, max_len=max(prompt, 1))
+    eps = {
+        "forward": _export(m, (torch.zeros(1, prompt, dtype=torch.long),)),
+        "next_token": _export(m, (torch.zeros(1, 1, dtype=torch.long),)),
+    }
+    return _lower(eps, partitioner={n: [XnnpackPartitioner()] for n in eps})
 
 
 def _device_partitioner(backend: str, device: str):
@@ -715,6 +752,7 @@ BUILDERS: dict[str, Callable[..., bytes]] = {
     "unplanned_io": unplanned_io,
     "external": external,
     "transformer": transformer,
+    "gpt": gpt,
     "weights": weights,
     "llm": llm,
     "shared_state": shared_state,

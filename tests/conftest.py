@@ -32,6 +32,8 @@ PROGRAMS = {
     "external": ("external", {}),
     "transformer": ("transformer", {"layers": 2}),
     "shared_state": ("shared_state", {}),
+    # a tiny XNNPACK GPT: its planned int64 token input's bytes are reused by later tensors
+    "gpt": ("gpt", {}),
     # ExecuTorch's own LLM flow (export_llm), small: 2 layers of dim 64, 4 query heads over 2 KV heads
     # (grouped-query attention), 32 positions. Custom-op caches + XNNPACK + 8da4w; index_put_ caches + portable.
     "llm": ("llm", {"quantize": "8da4w"}),

@@ -237,3 +237,49 @@ def test_the_hand_sized_program_planned_three_ways(program_path):
     assert sizes["greedy"] == m.arena(1).size == 2048    # pte_lab's greedy is ExecuTorch's, byte for byte
     assert sizes["best_fit"] == sizes["optimal"] == p.lower_bound == m.arena(1).peak_bytes == 1792
     assert sizes["naive"] == sum(t.nbytes for t in m.planned) == 3840
+
+
+def test_bit_for_bit_means_bytes():
+    """NaN equals NaN with the same bits, -0.0 differs from 0.0, dtype and shape count: torch.equal says the
+    opposite of the first two."""
+    import torch
+
+    from pte_lab.planning.verify import not_finite, same_bits
+
+    nan = torch.tensor([float("nan"), 1.0])
+    assert same_bits(nan, nan.clone()) is None and not torch.equal(nan, nan.clone())
+    assert same_bits(torch.tensor([0.0]), torch.tensor([-0.0])) == "bytes differ (first at element 0 of 1)"
+    other_nan = (nan.view(torch.int32) + torch.tensor([1, 0], dtype=torch.int32)).view(torch.float32)
+    assert same_bits(nan, other_nan) is not None  # another NaN payload is other bits
+    assert same_bits(torch.zeros(2, 3), torch.zeros(3, 2)) == "shape [2, 3] against [3, 2]"
+    assert same_bits(torch.zeros(2), torch.zeros(2, dtype=torch.float64)).startswith("dtype")
+    assert same_bits(torch.zeros(4, 4)[:, :2], torch.zeros(4, 2)) is None  # a view compares by its values
+    assert same_bits(3, 3) is None and same_bits(3, 3.0) is not None
+    assert not_finite(torch.tensor([float("nan"), float("inf"), 0.0])) == "1 NaN, 1 infinite of 3"
+    assert not_finite(torch.ones(3)) is None and not_finite(torch.ones(3, dtype=torch.long)) is None
+
+
+@pytest.mark.slow
+def test_a_replan_of_a_program_computing_nan_and_negative_zero_verifies(tmp_path, capsys):
+    """Outputs with NaN (the same bits on both programs) are identical and reported as not finite."""
+    import torch
+
+    from executorch.exir import to_edge
+
+    from pte_lab.cli import main
+    from pte_lab.quiet import quiet
+
+    class NotFinite(torch.nn.Module):
+        def forward(self, x):
+            h = torch.relu(x) + 1.0
+            return torch.sqrt(x - 10.0) * h, (x * 0.0) * -1.0  # NaN where x < 10; -0.0 where x > 0
+
+    with quiet():
+        ep = torch.export.export(NotFinite(), (torch.randn(8, 8),))
+        src = tmp_path / "nan.pte"
+        src.write_bytes(to_edge(ep).to_executorch().buffer)
+    (v,) = planning.verify(src, src, runs=2)
+    assert v.identical and v.not_finite.startswith("call 1, output 0: ") and "NaN of 64" in v.not_finite
+    assert main(["replan", str(src), str(tmp_path / "o.pte"), "--verify", "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "bit-identical" in out and "outputs not finite: call 1, output 0:" in out

@@ -33,15 +33,24 @@ def _planned_by_reader(pte, name):
 
 
 def _check(sizes, pte):
-    """Every method sized, its planned buffers as the reader has them, its pools proven."""
+    """Every method sized, its planned buffers and inputs as the reader has them, its pools proven in both
+    configurations (method + temp, method alone) over the sizing's executes."""
     assert not sizes.skipped
     assert set(sizes.methods) == set(pte.methods)
     for name, m in sizes.methods.items():
         assert m.planned == _planned_by_reader(pte, name), name
-        v = sizes.verified[name]
-        assert v.sufficient, (name, v)
-        assert v.tight and "MemoryAllocationFailed" in v.smaller_error, (name, v)
+        reader = pte.methods[name].inputs
+        assert [(i.kind, i.dtype, tuple(i.shape), i.nbytes, i.planned) for i in m.inputs if i.kind == "Tensor"] == [
+            (s.kind, s.dtype, tuple(s.shape), s.nbytes, s.planned) for s in reader if s.kind == "Tensor"], name
+        for v, pool, temp in ((sizes.verified[name], m.method_allocator, m.temp_allocator),
+                              (sizes.verified_alone[name], m.method_pool_alone, None)):
+            assert (v.method_pool, v.temp_pool, v.runs) == (pool, temp, m.runs), (name, v)
+            assert v.sufficient, (name, v)
+            assert v.tight and "MemoryAllocationFailed" in v.smaller_error, (name, v)
         assert m.method_allocator > 0 and m.temp_allocator >= m.resolution_minimum
+        # without a temp allocator, kernel resolution takes the method pool
+        assert m.method_pool_alone >= m.method_allocator
+    assert sizes.proven
 
 
 def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program_path, tmp_path):
@@ -56,27 +65,46 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
     if cc is None:
         pytest.skip("no C compiler")
     (tmp_path / "pools.h").write_text(c_header(s))
-    (tmp_path / "main.c").write_text(textwrap.dedent("""
+    # every size is a constant expression: static arrays in C and C++ (the old array names still work)
+    source = textwrap.dedent("""
         #include <stdio.h>
         #include "pools.h"
         #include "pools.h" /* the guard makes a second inclusion harmless */
         static unsigned char method_pool[PTE_LAB_FORWARD_METHOD_POOL_BYTES]
             __attribute__((aligned(PTE_LAB_POOL_ALIGNMENT)));
+        static unsigned char alone_pool[PTE_LAB_FORWARD_METHOD_POOL_ALONE_BYTES];
+        static unsigned char arena0[PTE_LAB_FORWARD_PLANNED_BUFFER_0_BYTES]
+            __attribute__((aligned(PTE_LAB_PLANNED_BUFFER_ALIGNMENT)));
+        static unsigned char input0[PTE_LAB_FORWARD_INPUT_0_BYTES];
         int main(void) {
-            printf("%u %u %u %u %lu %d\\n", (unsigned)sizeof method_pool, PTE_LAB_FORWARD_TEMP_POOL_BYTES,
-                   PTE_LAB_FORWARD_NUM_PLANNED_BUFFERS, PTE_LAB_POOL_ALIGNMENT,
+            printf("%u %u %u %u %lu %d %u %u %u %d %d %d %u\\n", (unsigned)sizeof method_pool,
+                   PTE_LAB_FORWARD_TEMP_POOL_BYTES, PTE_LAB_FORWARD_NUM_PLANNED_BUFFERS, PTE_LAB_POOL_ALIGNMENT,
                    (unsigned long)pte_lab_forward_planned_buffer_sizes[0],
-                   pte_lab_forward_planned_buffer_device_types[0]);
+                   pte_lab_forward_planned_buffer_device_types[0], (unsigned)sizeof arena0,
+                   (unsigned)sizeof alone_pool, (unsigned)sizeof input0, PTE_LAB_FORWARD_INPUT_0_SCALAR_TYPE,
+                   (int)pte_lab_forward_input_0_sizes[0], (int)pte_lab_forward_input_0_sizes[1],
+                   PTE_LAB_FORWARD_HEAP_PEAK_BYTES);
             return 0;
         }
-    """))
-    exe = tmp_path / "main"
-    r = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wno-unused-const-variable",
-                        str(tmp_path / "main.c"), "-o", str(exe)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
-    assert got == [str(m.method_allocator), str(m.temp_allocator), "1", str(m.alignment),
-                   str(m.planned[0][2]), "0"]
+    """)
+    (tmp_path / "main.c").write_text(source)
+    (tmp_path / "main.cpp").write_text(source)
+    expected = [str(m.method_allocator), str(m.temp_allocator), "1", str(m.alignment), str(m.planned[0][2]), "0",
+                str(m.planned[0][2]), str(m.method_pool_alone), "512", "6", "4", "32", str(m.heap_peak)]
+    for compiler, std, src in ((cc, "-std=c99", "main.c"), (shutil.which("g++") or shutil.which("c++"), "-std=c++17",
+                                                            "main.cpp")):
+        if compiler is None:
+            continue
+        exe = tmp_path / f"main_{src.replace('.', '_')}"
+        r = subprocess.run([compiler, std, "-Wall", "-Wextra", "-Werror", "-Wno-unused-const-variable",
+                            "-Wno-unused-variable", str(tmp_path / src), "-o", str(exe)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+        assert got == expected, src
+    # the inputs the figures were measured with are said, in the header and the JSON
+    assert "every input set before every execute (tensors: zeros" in c_header(s).replace("\n *", "")
+    assert [(i.kind, i.dtype, i.shape, i.planned) for i in m.inputs] == [("Tensor", "float32", (4, 32), True)]
 
 
 @pytest.mark.slow
@@ -252,3 +280,77 @@ def test_a_method_that_crashes_the_runtime_is_skipped_and_the_others_sized(progr
     s = pte_lab.sizes(program_path("xnnpack"))
     assert s.skipped["attention"].startswith("the runtime crashed (SIG")
     assert list(s.methods) == ["forward"] and s.methods["forward"].method_allocator > 0
+
+
+def _run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+
+
+def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
+    """pte-lab sizes --example-runner: build it against the wheel; every method runs (two executes, the same
+    output bytes) at exactly the header's sizes in both configurations, and one byte less is refused."""
+    assert main(["sizes", path, "--example-runner", str(folder)]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in folder.iterdir()) == ["build.sh", "main.cpp", "pools.h"]
+    r = _run([str(folder / "build.sh")])
+    assert r.returncode == 0, r.stderr[-3000:]
+    header = (folder / "pools.h").read_text()
+    macros = dict(re.findall(r"#define (PTE_LAB_\w+) (\d+)u", header))
+    methods = re.findall(r'/\* ---- method "([^"]+)" ---- \*/', header)
+    assert methods
+    idents = c_identifiers(methods)
+    for exe, pool in (("runner", "METHOD_POOL_BYTES"), ("runner_no_temp", "METHOD_POOL_ALONE_BYTES")):
+        r = _run([str(folder / exe), path])
+        assert r.returncode == 0, (exe, r.stdout, r.stderr[-2000:])
+        for name in methods:
+            size = macros[f"PTE_LAB_{idents[name].upper()}_{pool}"]
+            assert f"{name}: loaded: method pool {size} of {size} bytes used" in r.stdout, (exe, r.stdout)
+            runs = re.findall(rf"^{re.escape(name)}: execute (\d) ok(.*)$", r.stdout, re.M)
+            assert [k for k, _ in runs] == ["1", "2"], r.stdout
+            assert runs[0][1] == runs[1][1]  # the same inputs, the same output bytes
+            smaller = _run([str(folder / exe), path, "--method", name, "--method-pool", str(int(size) - 1)])
+            assert smaller.returncode == 1
+            assert smaller.stdout.splitlines()[-1] == (
+                f"{name}: load_method failed: Error::MemoryAllocationFailed (0x21)"), smaller.stdout
+    return header
+
+
+@pytest.mark.slow
+def test_example_runner_of_a_portable_program(program_path, tmp_path, capsys):
+    _example_runner_runs_exactly(str(program_path("portable")), tmp_path / "runner", capsys)
+
+
+@pytest.mark.slow
+def test_planned_token_inputs_are_set_before_every_execute(program_path, tmp_path, capsys):
+    """An XNNPACK GPT whose planned int64 tokens' bytes later tensors reuse: sized with default options
+    (the runner sets the tokens before every execute), and its example runner runs at exactly the sizes.
+    Without --no-as-needed the backend's library is dropped and load_method fails, as the header says."""
+    path = str(program_path("gpt"))
+    pte = pte_lab.open(path)
+    for name, method in pte.methods.items():  # the file's plan gives the input's bytes to a later tensor
+        t = method.tensors
+        tokens = t[t.role == "input"].iloc[0]
+        later = t[(t["first"] > tokens["last"]) & (t.mem_id == tokens.mem_id)
+                  & (t.offset < tokens.offset + tokens.nbytes) & (t.offset + t.nbytes > tokens.offset)]
+        assert len(later), name
+    header = _example_runner_runs_exactly(path, tmp_path / "runner", capsys)
+    assert "#define PTE_LAB_FORWARD_INPUT_0_SCALAR_TYPE 4 /* int64; shape 1x8 */" in header
+    assert "#define PTE_LAB_FORWARD_INPUT_0_PLANNED 1" in header
+    assert '#define PTE_LAB_FORWARD_BACKENDS "XnnpackBackend"' in header
+    assert "--no-as-needed" in header
+    # the same build with the linker's default --as-needed: the backend's registration is dropped silently
+    build = (tmp_path / "runner" / "build.sh").read_text().replace("-Wl,--no-as-needed", "-Wl,--as-needed")
+    (tmp_path / "runner" / "build.sh").write_text(build)
+    assert _run([str(tmp_path / "runner" / "build.sh")]).returncode == 0
+    r = _run([str(tmp_path / "runner" / "runner"), path, "--method", "forward"])
+    assert r.returncode == 1 and "load_method failed" in r.stdout, r.stdout
+    assert "XnnpackBackend is not registered" in r.stderr or "not found" in r.stderr, r.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_example_runner_of_an_llm(program_path, tmp_path, capsys):
+    """export_llm's program: its custom ops come from the wheel's libcustom_ops_aot_lib.so, which links
+    ExecuTorch's Python extension: the build links libpython too."""
+    header = _example_runner_runs_exactly(str(program_path("llm")), tmp_path / "runner", capsys)
+    assert "libcustom_ops_aot_lib.so: llama::custom_sdpa.out, llama::update_cache.out" in header.replace("\n * ", " ")
+    assert "libpython" in (tmp_path / "runner" / "build.sh").read_text()

@@ -1,9 +1,18 @@
-"""Check a replanned program against its original with ExecuTorch: outputs must be bit-identical."""
+"""Check a replanned program against its original with ExecuTorch: outputs must be bit-identical.
+
+Bit for bit means bytes: two outputs are the same when their dtype, shape and
+raw bytes are (:func:`same_bits`), so NaN equals NaN with the same bits and
+-0.0 differs from 0.0, where ``torch.equal`` says the opposite of both. Outputs
+that are not finite are reported (an ``export_llm`` program exported without a
+checkpoint computes NaN: its norm weights are uninitialised memory).
+"""
 
 from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass
+
+__all__ = ["verify", "Verification", "same_bits", "not_finite"]
 
 
 @dataclass
@@ -12,6 +21,46 @@ class Verification:
     runs: int
     identical: bool
     detail: str = ""
+    #: outputs that were not finite (NaN or infinite), on both programs alike: "" when all were finite
+    not_finite: str = ""
+
+
+def same_bits(a, b) -> str | None:
+    """Why two outputs differ, comparing dtype, shape and raw bytes (None: they are the same bits).
+
+    Tensors are compared byte for byte (NaN == NaN with the same payload, -0.0 != 0.0); other values
+    with ``==`` and their type.
+    """
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return f"a {type(a).__name__} against a {type(b).__name__}"
+        if a.dtype != b.dtype:
+            return f"dtype {a.dtype} against {b.dtype}"
+        if a.shape != b.shape:
+            return f"shape {list(a.shape)} against {list(b.shape)}"
+        x, y = (t.detach().contiguous().reshape(-1).view(torch.uint8) for t in (a, b))
+        if not torch.equal(x, y):
+            first = int((x != y).nonzero()[0]) // max(1, a.element_size())
+            return f"bytes differ (first at element {first} of {a.numel()})"
+        return None
+    if type(a) is not type(b) or a != b:
+        return f"{a!r} against {b!r}"
+    return None
+
+
+def not_finite(value) -> str | None:
+    """How many NaN and infinite values a floating-point output holds (None: all finite, or not a float)."""
+    import torch
+
+    if not isinstance(value, torch.Tensor) or not (value.is_floating_point() or value.is_complex()):
+        return None
+    nan = int(torch.isnan(value).sum())
+    inf = int(torch.isinf(value).sum())
+    if not nan and not inf:
+        return None
+    return ", ".join(f"{n:,} {what}" for n, what in ((nan, "NaN"), (inf, "infinite")) if n) + f" of {value.numel():,}"
 
 
 def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> list[Verification]:
@@ -21,15 +70,14 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> 
     state carried from call to call, on the same inputs for both programs
     (:func:`pte_lab.runtime.call_sequence`: for an LLM, a prefill and then
     decode steps at increasing positions). Every output of every call is
-    compared with ``torch.equal`` (bit for bit), so a plan that lets an
-    intermediate overwrite a KV cache fails on the first decode step. Device
+    compared bit for bit (:func:`same_bits`: dtype, shape and raw bytes), so a
+    plan that lets an intermediate overwrite a KV cache fails on the first
+    decode step; outputs that are not finite are named in ``not_finite``. Device
     methods run on the emulated device when no real allocator is registered.
     Returns one record per method; raises nothing for a mismatch (look at
     ``identical``). ``progress``: None, True (a bar over the methods) or a
     callable taking a line per method (see :mod:`pte_lab.progress`).
     """
-    import torch
-
     from ..progress import reporter
     from ..runtime import call_sequence, emulate_device, load
     from ..runtime.device import allocator_registered
@@ -48,15 +96,19 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> 
             report.step(f"method {name!r} ({k}/{len(a.method_names)}): {runs} calls in a row on both programs")
             plan = a.plan.methods[name]
             ma, mb = a.load_method(name), b.load_method(name)
-            identical, detail = True, ""
+            identical, detail, odd = True, "", ""
             for r, inputs in enumerate(call_sequence(plan, runs, seed=seed)):
                 oa = ma(*[x.clone() for x in inputs])
                 ob = mb(*[x.clone() for x in inputs])
-                same = len(oa) == len(ob) and all(
-                    (torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y) for x, y in zip(oa, ob))
-                if not same:
-                    identical, detail = False, f"call {r + 1} of {runs}: outputs differ"
+                why = (f"{len(oa)} outputs against {len(ob)}" if len(oa) != len(ob) else
+                       next((f"output {k}: {w}" for k, (x, y) in enumerate(zip(oa, ob))
+                             if (w := same_bits(x, y)) is not None), None))
+                if not odd:
+                    odd = next((f"call {r + 1}, output {k}: {w}" for k, x in enumerate(oa)
+                                if (w := not_finite(x)) is not None), "")
+                if why is not None:
+                    identical, detail = False, f"call {r + 1} of {runs}: {why}"
                     break
-            out.append(Verification(name, runs, identical, detail))
+            out.append(Verification(name, runs, identical, detail, odd))
             report.advance()
     return out

@@ -96,11 +96,12 @@ class Engine:
         return self._step(go)[1]
 
     def size_method(self, path: str, name: str, method_pool: int | None, temp_pool: int | None,
-                    alignment: int, runs: int, data_path: str | None = None) -> "RunnerResult":
+                    alignment: int, runs: int, data_path: str | None = None,
+                    planned_alignment: int = 0) -> "RunnerResult":
         """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`)."""
         from .runner import run_method
 
-        return run_method(path, name, method_pool, temp_pool, alignment, runs, data_path)
+        return run_method(path, name, method_pool, temp_pool, alignment, runs, data_path, planned_alignment)
 
     # ---------------------------------------------------------------- facts
     def provide_operators(self, operators: list[str]) -> dict:

@@ -17,6 +17,10 @@ Two libraries and a program, compiled on first use with the system C++ compiler 
   through the driver API, ``native/cuda_device.cpp``), an executable that finds
   ExecuTorch's libraries in ``../lib`` beside it: ``pte-lab measure --bundle``
   puts them there (:mod:`pte_lab.experiments.bundle`).
+
+And one program more, the registry probe (``native/registry_probe.cpp``): which
+library of the install registers which kernels and backends
+(:mod:`pte_lab.runtime.libraries` runs it).
 """
 
 from __future__ import annotations
@@ -154,6 +158,34 @@ def library_path(et: Path | None = None) -> Path:
     # dynamic loader binds to the copy ExecuTorch's extension already loaded
     libs = [f"-L{lib.parent}", f"-l:{lib.name}", f"-Wl,-rpath,{lib.parent}", "-ldl"]
     _build("pte_lab's native helper", sources, flags, libs, out, headers)
+    return out
+
+
+def wheel_build_flags(et: Path | None = None) -> tuple[list[str], list[str]]:
+    """(compile flags, link flags) that build C++ against an executorch wheel's headers and
+    ``libexecutorch.so`` (found again at run time by rpath)."""
+    et = Path(et) if et is not None else executorch_dir()
+    include = et / "include"
+    lib = et / "lib"
+    return ([f"-I{include}", f"-I{include / 'executorch/runtime/core/portable_type/c10'}",
+             "-DC10_USING_CUSTOM_GENERATED_MACROS"],
+            [f"-L{lib}", "-Wl,--no-as-needed", "-lexecutorch", "-Wl,--as-needed", f"-Wl,-rpath,{lib}", "-ldl"])
+
+
+def probe_path() -> Path:
+    """The registry probe for this interpreter's executorch install (built if missing)."""
+    et = executorch_dir()
+    lib = et / "lib" / "libexecutorch.so"
+    if not lib.exists():
+        raise NativeBuildError(f"this executorch install ({et}) has no lib/libexecutorch.so to probe")
+    source = _source("registry_probe.cpp")
+    st = lib.stat()
+    key = hashlib.sha256(b"\0".join([source, str(lib).encode(), str(st.st_size).encode(),
+                                      str(st.st_mtime_ns).encode()])).hexdigest()[:20]
+    out = cache_dir("native", key, "pte_lab_registry_probe")
+    if not out.exists():
+        cflags, libs = wheel_build_flags(et)
+        _build("pte_lab's registry probe", {"registry_probe.cpp": source}, ["-std=c++17", "-O1", *cflags], libs, out)
     return out
 
 

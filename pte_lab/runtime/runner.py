@@ -3,10 +3,12 @@
 ``native/sizing.cpp`` loads and runs a method the way a bare-metal build
 does: a MemoryManager of ExecuTorch's own MemoryAllocator (method pool),
 HierarchicalAllocator (the planned arenas at their planned sizes) and a temp
-allocator, each pool either counting (its high-water mark recorded) or of an
-exact size. :func:`run_method` drives it step by step and returns what each
-step took as plain data (:class:`RunnerResult`), which crosses the worker's
-pipe to the caller's front (:mod:`pte_lab.runtime.sizing`).
+allocator (or none, as many runners pass), each pool either counting (its
+high-water mark recorded) or of an exact size. :func:`run_method` drives it
+step by step, setting every input before every execute as an application
+does, and returns what each step took as plain data (:class:`RunnerResult`),
+which crosses the worker's pipe to the caller's front
+(:mod:`pte_lab.runtime.sizing`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,15 @@ from ..devices import device_name
 from ..errors import PteLabError
 from . import memory, native
 
-__all__ = ["run_method", "RunnerResult", "StepUse", "PoolUse", "COUNTING"]
+__all__ = ["run_method", "RunnerResult", "StepUse", "PoolUse", "MethodIO", "COUNTING", "NO_TEMP", "INPUT_VALUES"]
 
 #: the pool size that asks the runner to count instead of capping
 COUNTING = 2**64 - 1
+#: the temp pool "size" that asks for no temp allocator at all (the MemoryManager gets nullptr)
+NO_TEMP = 2**64 - 2
+#: what the runner sets each input to before every execute, by kind
+INPUT_VALUES = {"Tensor": "zeros at the planned (upper-bound) shape",
+                "other": "the value the program holds (set_input accepts no other)"}
 
 
 class _PoolUse(ctypes.Structure):
@@ -31,6 +38,43 @@ class _PoolUse(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "method_peak", "method_calls", "method_failed", "method_max_alignment",
         "temp_peak", "temp_calls", "temp_failed", "temp_max_alignment")]
+
+
+class _IO(ctypes.Structure):
+    """Layout of ``PteLabIO`` in sizing.cpp (checked against its size when loaded)."""
+
+    _fields_ = [("tag", ctypes.c_char * 24), ("tag_code", ctypes.c_int32), ("scalar_type", ctypes.c_int32), ("dim", ctypes.c_int32),
+                ("planned", ctypes.c_int32), ("has_value", ctypes.c_int32), ("nbytes", ctypes.c_uint64),
+                ("sizes", ctypes.c_int64 * 16), ("dim_order", ctypes.c_int64 * 16), ("int_value", ctypes.c_int64),
+                ("double_value", ctypes.c_double)]
+
+
+@dataclass(frozen=True)
+class MethodIO:
+    """One input or output of a method as ExecuTorch's MethodMeta reads it, and what the runner set it to."""
+
+    index: int
+    #: ExecuTorch's Tag name ("Tensor", "Int", "Bool", "Double", "None", ...) and number
+    kind: str
+    tag: int = 1
+    #: ExecuTorch's ScalarType code (None: not a tensor)
+    scalar_type: int | None = None
+    #: the planned (upper-bound when dynamic) shape, its dim order, its bytes
+    shape: tuple[int, ...] = ()
+    dim_order: tuple[int, ...] = ()
+    nbytes: int = 0
+    #: True: the tensor lives in a planned buffer (set_input copies into it); False: the caller's memory
+    planned: bool = False
+    #: a non-tensor input's value as the program holds it (None: not read)
+    value: int | float | bool | None = None
+    #: the shape is an upper bound (a dynamic dimension may be given smaller); from the file's plan
+    dynamic: bool = False
+
+    @property
+    def dtype(self) -> str | None:
+        from ..model.dtypes import SCALAR_TYPES
+
+        return None if self.scalar_type is None else SCALAR_TYPES.get(self.scalar_type, (f"scalar type {self.scalar_type}",))[0]
 
 
 @dataclass(frozen=True)
@@ -81,6 +125,9 @@ class RunnerResult:
     pools: PoolUse | None = None
     #: the program file's resident bytes after the runs (None: unknown)
     file_rss: int | None = None
+    #: the method's inputs and outputs as MethodMeta reads them (empty when load_method failed)
+    inputs: tuple[MethodIO, ...] = ()
+    outputs: tuple[MethodIO, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -99,6 +146,8 @@ def _lib() -> ctypes.CDLL:
     if (lib.pte_lab_sizing_struct_size() != ctypes.sizeof(_PoolUse)
             or lib.pte_lab_sizing_counts_size() != ctypes.sizeof(memory.Counts)):
         raise PteLabError("the sizing runner's record layout does not match this pte_lab")
+    if lib.pte_lab_sizing_io_struct_size() != ctypes.sizeof(_IO):
+        raise PteLabError("the sizing runner's input/output record does not match this pte_lab")
     vp, cp = ctypes.c_void_p, ctypes.c_char_p
     sig = {
         "pte_lab_sizing_resolution_bytes_per_arg": ([], ctypes.c_uint64),
@@ -107,7 +156,10 @@ def _lib() -> ctypes.CDLL:
         "pte_lab_sizing_planned_count": ([vp, cp], ctypes.c_int64),
         "pte_lab_sizing_planned_buffer": ([vp, cp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int32),
                                            ctypes.POINTER(ctypes.c_int32)], ctypes.c_int64),
-        "pte_lab_sizing_prepare": ([vp, cp, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64], ctypes.c_int32),
+        "pte_lab_sizing_prepare": ([vp, cp, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64],
+                                   ctypes.c_int32),
+        "pte_lab_sizing_io_count": ([vp, ctypes.c_int32], ctypes.c_int32),
+        "pte_lab_sizing_io": ([vp, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(_IO)], ctypes.c_int32),
         "pte_lab_sizing_load_method": ([vp, cp], ctypes.c_int32),
         "pte_lab_sizing_set_inputs": ([vp], ctypes.c_int32),
         "pte_lab_sizing_execute": ([vp], ctypes.c_int32),
@@ -121,13 +173,33 @@ def _lib() -> ctypes.CDLL:
     return lib
 
 
+def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
+    out = []
+    for i in range(max(0, lib.pte_lab_sizing_io_count(handle, int(output)))):
+        r = _IO()
+        if lib.pte_lab_sizing_io(handle, int(output), i, ctypes.byref(r)):
+            break
+        kind = r.tag.decode(errors="replace")
+        value = None
+        if r.has_value:
+            value = bool(r.int_value) if kind == "Bool" else float(r.double_value) if kind == "Double" else int(r.int_value)
+        out.append(MethodIO(i, kind, int(r.tag_code), None if r.scalar_type < 0 else int(r.scalar_type),
+                            tuple(r.sizes[:r.dim]),
+                            tuple(r.dim_order[:r.dim]), int(r.nbytes), bool(r.planned), value))
+    return tuple(out)
+
+
 def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: int | None = None,
-               alignment: int = 4096, runs: int = 2, data_path: str | None = None) -> RunnerResult:
+               alignment: int = 4096, runs: int = 2, data_path: str | None = None,
+               planned_alignment: int = 0) -> RunnerResult:
     """Load and run ``name`` with the sizing runner; what each step took.
 
     ``method_pool``/``temp_pool`` None: counting pools; else exact pools of that many bytes
-    whose base is aligned to ``alignment``. Runs where it is called (the worker). Each step's
-    allocations are counted right around it, inside the runner (``None`` without the counter).
+    whose base is aligned to ``alignment`` and no more; ``temp_pool`` :data:`NO_TEMP`: no temp
+    allocator. Host arenas' bases are aligned to ``planned_alignment`` and no more (0: a page).
+    Every input is set before every execute (:data:`INPUT_VALUES`). Runs where it is called
+    (the worker). Each step's allocations are counted right around it, inside the runner
+    (``None`` without the counter).
     """
     lib = _lib()
     bname = name.encode()
@@ -168,16 +240,18 @@ def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: 
             planned.append((i + 1, device_name(dt.value, di.value), int(size)))
         out.planned = tuple(planned)
         rc = lib.pte_lab_sizing_prepare(handle, bname, COUNTING if method_pool is None else method_pool,
-                                        COUNTING if temp_pool is None else temp_pool, alignment)
+                                        COUNTING if temp_pool is None else temp_pool, alignment, planned_alignment)
         if rc:
             return out.fail(rc, "prepare")
         if not record("load_method", handle, lib.pte_lab_sizing_load_method(handle, bname), file_rss()):
-            if not out.fail(lib.pte_lab_sizing_set_inputs(handle), "set_inputs").error:
-                for r in range(runs):
-                    label = "first_execute" if r == 0 else f"execute {r + 1}"
-                    if record(label, handle, lib.pte_lab_sizing_execute(handle), file_rss()):
-                        break
-                out.file_rss = file_rss()
+            out.inputs, out.outputs = _io(lib, handle, False), _io(lib, handle, True)
+            for r in range(runs):
+                label = "first_execute" if r == 0 else f"execute {r + 1}"
+                if out.fail(lib.pte_lab_sizing_set_inputs(handle), f"set_inputs before {label}").error:
+                    break
+                if record(label, handle, lib.pte_lab_sizing_execute(handle), file_rss()):
+                    break
+            out.file_rss = file_rss()
         use = _PoolUse()
         lib.pte_lab_sizing_pools(handle, ctypes.byref(use))
         out.pools = PoolUse(**{n: int(getattr(use, n)) for n, _ in _PoolUse._fields_})

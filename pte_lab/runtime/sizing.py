@@ -2,13 +2,17 @@
 
 ``pte_lab.sizes("model.pte")`` loads and runs each method the way a bare-metal
 build would, with pools it owns (``native/sizing.cpp``): a method allocator,
-the planned arenas at their planned sizes, a temp allocator. The runner
-records each pool's high-water mark; the allocation counter preloaded into the
-worker that hosts it counts what lies outside ExecuTorch's allocators (what
-delegates and kernels ``malloc``, anonymous mappings) and the kernel says how
-much of the program file is mapped in. :meth:`Sizes.verify` then loads and
-runs every method again with pools of exactly the reported sizes, and with a
-method pool one byte smaller, which ExecuTorch must refuse.
+the planned arenas at their planned sizes, a temp allocator; every input set
+before every execute (zeros at the planned shapes), as an application does.
+The runner records each pool's high-water mark, in two configurations
+(:data:`CONFIGURATIONS`: method + temp pools, and the method pool alone, with no
+temp allocator); the allocation counter preloaded into the worker that hosts it
+counts what lies outside ExecuTorch's allocators (what delegates and kernels
+``malloc``, anonymous mappings) and the kernel says how much of the program file
+is mapped in. :meth:`Sizes.verify` then loads and runs every method again, in
+both configurations, with pools of exactly the reported sizes and planned
+buffers aligned to exactly :data:`PLANNED_ALIGNMENT`, and with a method pool one
+byte smaller, which ExecuTorch must refuse.
 
 Runs always happen in an isolated worker (a fresh process: clean counts, and a
 crash cannot take the caller down).
@@ -24,12 +28,14 @@ from ..errors import MEMORY_ALLOCATION_FAILED, PteLabError, RuntimeCrashedError,
 from ..format import TENSOR_ALIGNMENT
 from .checked import checked
 from .declared import DeclaredSizes, declared_sizes
-from .runner import RunnerResult, StepUse
+from .libraries import Library
+from .runner import INPUT_VALUES, NO_TEMP, MethodIO, RunnerResult, StepUse
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "SIZES_COLUMNS", "PARTS", "POOLS", "SizingError"]
+__all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "SIZES_COLUMNS", "PARTS", "POOLS", "SizingError",
+           "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`
 SIZES_COLUMNS = ["method", "part", "device", "bytes", "source"]
@@ -59,8 +65,20 @@ PARTS = {
 #: (exir's TENSOR_ALIGNMENT), and pool bases aligned to 16 were seen to suffice where 4 mod 16 failed
 MIN_POOL_ALIGNMENT = TENSOR_ALIGNMENT
 
+#: the base alignment planned buffers are given (and verified with, to exactly this): exir plans every
+#: tensor at an offset that is a multiple of it
+PLANNED_ALIGNMENT = TENSOR_ALIGNMENT
+
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
 POOLS = ("planned arenas", "method allocator", "temp allocator")
+
+#: the pool configurations every method is sized and verified in: name -> what it is
+CONFIGURATIONS = {
+    "method + temp": "a method pool and a temp pool (the temp figure is tight only together with this method "
+                     "pool: with a smaller temp pool, Method::init resolves kernels in the method pool)",
+    "method alone": "a method pool and no temp allocator (MemoryManager's temp_allocator nullptr, as many runners "
+                    "pass): kernel resolution then takes the method pool",
+}
 
 
 class SizingError(PteLabError):
@@ -100,6 +118,26 @@ class MethodSizes:
     stand_ins: tuple[str, ...] = ()
     #: the largest scratch one delegate call takes from the temp allocator, from the blobs (the temp pool covers it)
     delegate_scratch: int = 0
+    #: "method alone": the method pool with no temp allocator (None: the method cannot run without one,
+    #: see ``alone_error``); ``alignment`` covers its allocations too
+    method_pool_alone: int | None = None
+    alone_error: str | None = None
+    #: the planned buffers' base alignment (verified to exactly this)
+    planned_alignment: int = PLANNED_ALIGNMENT
+    #: the most heap held at once from load_program through the runs, above what was held before
+    #: (the counter: XNNPACK's packed weights, workspaces; None without the counter), and what is still
+    #: held after the runs
+    heap_peak: int | None = None
+    heap_kept: int | None = None
+    #: inputs and outputs as ExecuTorch's MethodMeta reads them; every input was set before every
+    #: execute (:data:`INPUT_VALUES`)
+    inputs: tuple[MethodIO, ...] = ()
+    outputs: tuple[MethodIO, ...] = ()
+    #: the backends the method delegates to, and the libraries of the executorch install that register
+    #: its backends and operators (libexecutorch.so first)
+    backends: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
+    libraries: tuple[Library, ...] = ()
 
     def planned_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -126,9 +164,9 @@ class MethodSizes:
 class PoolVerification:
     """One method run with pools of exactly its reported sizes, then with a method pool one byte smaller."""
 
-    #: the pools tried (bytes) and their bases' alignment
+    #: the pools tried (bytes; temp None: no temp allocator) and their bases' alignment
     method_pool: int
-    temp_pool: int
+    temp_pool: int | None
     alignment: int
     #: the method loaded and ran with exactly these pools; else what ExecuTorch said, and at which step
     sufficient: bool
@@ -137,6 +175,10 @@ class PoolVerification:
     tight: bool
     #: what ExecuTorch said to the smaller pool (None: nothing, or not tried)
     smaller_error: str | None
+    #: the configuration (:data:`CONFIGURATIONS`), executes run, the planned buffers' base alignment
+    configuration: str = "method + temp"
+    runs: int = 1
+    planned_alignment: int = PLANNED_ALIGNMENT
 
 
 @dataclass
@@ -150,8 +192,11 @@ class Sizes:
     skipped: dict[str, str]
     counted: bool
     executorch_version: str
-    #: per method: the verification's outcome (None until :meth:`verify` ran)
+    #: per method: the verification's outcome, method + temp pools (None until :meth:`verify` ran)
     verified: dict[str, PoolVerification] | None = None
+    #: per method: the verification's outcome with the method pool alone (no temp allocator); absent for
+    #: methods that cannot run without one
+    verified_alone: dict[str, PoolVerification] | None = None
     #: what the file declares for each method not sized (planned arenas, delegates' scratch)
     declared: dict[str, DeclaredSizes] = field(default_factory=dict)
 
@@ -177,30 +222,41 @@ class Sizes:
         return df
 
     def pools(self) -> "pd.DataFrame":
-        """One row per method: the pool sizes a bare-metal build gives it."""
+        """One row per method: the pool sizes a bare-metal build gives it (method + temp pools, or the method
+        pool alone with no temp allocator), their bases' alignment, and the planned buffers'."""
         import pandas as pd
 
-        rows = [(m.method, m.method_allocator, m.temp_allocator, m.alignment,
-                 tuple(b for _, _, b in m.planned), tuple(d for _, d, _ in m.planned))
+        rows = [(m.method, m.method_allocator, m.temp_allocator, m.method_pool_alone, m.alignment,
+                 tuple(b for _, _, b in m.planned), tuple(d for _, d, _ in m.planned), m.planned_alignment)
                 for m in self.methods.values()]
-        return pd.DataFrame(rows, columns=["method", "method_pool", "temp_pool", "alignment",
-                                           "planned_buffers", "planned_devices"])
+        return pd.DataFrame(rows, columns=["method", "method_pool", "temp_pool", "method_pool_alone", "alignment",
+                                           "planned_buffers", "planned_devices", "planned_alignment"])
 
     @property
     def proven(self) -> bool:
-        """Every sized method verified: sufficient, and its method pool tight."""
-        return bool(self.verified) and all(v.sufficient and v.tight for v in self.verified.values())
+        """Every sized method verified in both configurations: sufficient, and its method pool tight."""
+        checks = [*(self.verified or {}).values(), *(self.verified_alone or {}).values()]
+        return bool(self.verified) and all(v.sufficient and v.tight for v in checks)
 
     def to_dict(self) -> dict:
+        def method(m: MethodSizes) -> dict:
+            d = {k: v for k, v in asdict(m).items() if k not in ("steps", "inputs", "outputs", "libraries")}
+            return d | {"parts": m.parts(),
+                        "inputs": [asdict(i) | {"dtype": i.dtype, "set_to": _set_to(i)} for i in m.inputs],
+                        "outputs": [asdict(o) | {"dtype": o.dtype} for o in m.outputs],
+                        "libraries": [asdict(lib) for lib in m.libraries]}
+
         return {
             "schema": "pte_lab.sizes", "version": 1, "path": self.path, "executorch": self.executorch_version,
             "counted": self.counted,
             "parts": {p: {"source": how, "what": what} for p, (how, what) in PARTS.items()},
-            "methods": {n: {k: v for k, v in asdict(m).items() if k != "steps"} | {"parts": m.parts()}
-                        for n, m in self.methods.items()},
+            "configurations": CONFIGURATIONS, "inputs_set_to": INPUT_VALUES,
+            "methods": {n: method(m) for n, m in self.methods.items()},
             "skipped": self.skipped,
             "declared": {n: asdict(d) for n, d in self.declared.items()},
             "verified": None if self.verified is None else {n: asdict(v) for n, v in self.verified.items()},
+            "verified_alone": None if self.verified_alone is None else {
+                n: asdict(v) for n, v in self.verified_alone.items()},
         }
 
     def verify(self) -> dict[str, PoolVerification]:
@@ -213,13 +269,18 @@ class Sizes:
         pte = checked(self.path).pte
         with _Session(self.path, self.data_path, sorted(
                 {d for m in self.methods.values() for _, d, _ in m.planned if d != "cpu"})) as session:
-            self.verified = {}
+            self.verified, self.verified_alone = {}, {}
             for m in self.methods.values():
                 why = session.cannot_run(pte.methods[m.method])  # registers the operators it needs
-                self.verified[m.method] = session.verify(m) if why is None else PoolVerification(
-                    m.method_allocator, m.temp_allocator, m.alignment, sufficient=False, sufficient_error=why,
-                    tight=False, smaller_error=None)
-        _raise_if_insufficient(self.verified)
+                if why is None:
+                    self.verified[m.method], alone = session.verify(m)
+                    if alone is not None:
+                        self.verified_alone[m.method] = alone
+                else:
+                    self.verified[m.method] = PoolVerification(
+                        m.method_allocator, m.temp_allocator, m.alignment, sufficient=False, sufficient_error=why,
+                        tight=False, smaller_error=None)
+        _raise_if_insufficient(self.verified, self.verified_alone)
         return self.verified
 
     def _repr_html_(self) -> str:
@@ -292,23 +353,41 @@ class _Session:
                      + [o for o in plan.operators if o in self.stand_ins])
 
     def run(self, name: str, method_pool: int | None, temp_pool: int | None, alignment: int,
-            runs: int) -> RunnerResult:
+            runs: int, planned_alignment: int = 0) -> RunnerResult:
         return self.engine.call("size_method", self.path, name, method_pool, temp_pool, alignment, runs,
-                                self.data_path)
+                                self.data_path, planned_alignment)
 
-    def verify(self, m: MethodSizes) -> PoolVerification:
-        ok = self.run(m.method, m.method_allocator, m.temp_allocator, m.alignment, 1)
-        smaller = self.run(m.method, m.method_allocator - 1, m.temp_allocator, m.alignment, 0) \
-            if m.method_allocator else None
+    def check(self, m: MethodSizes, method_pool: int, temp_pool: int | None) -> PoolVerification:
+        """Exact pools (temp None: no temp allocator) run the method ``m.runs`` times, inputs set before
+        each; then a method pool one byte smaller."""
+        temp = NO_TEMP if temp_pool is None else temp_pool
+        ok = self.run(m.method, method_pool, temp, m.alignment, m.runs, m.planned_alignment)
+        smaller = self.run(m.method, method_pool - 1, temp, m.alignment, 0, m.planned_alignment) \
+            if method_pool else None
         return PoolVerification(
-            m.method_allocator, m.temp_allocator, m.alignment,
+            method_pool, temp_pool, m.alignment,
             sufficient=ok.ok, sufficient_error=None if ok.ok else _failure(ok),
             tight=smaller is not None and smaller.error == MEMORY_ALLOCATION_FAILED and smaller.step == "load_method",
-            smaller_error=None if smaller is None or smaller.ok else _failure(smaller))
+            smaller_error=None if smaller is None or smaller.ok else _failure(smaller),
+            configuration="method + temp" if temp_pool is not None else "method alone", runs=m.runs,
+            planned_alignment=m.planned_alignment)
+
+    def verify(self, m: MethodSizes) -> tuple[PoolVerification, PoolVerification | None]:
+        """Both configurations (the second None where the method cannot run without a temp allocator)."""
+        both = self.check(m, m.method_allocator, m.temp_allocator)
+        alone = None if m.method_pool_alone is None else self.check(m, m.method_pool_alone, None)
+        return both, alone
 
 
 def _failure(r: RunnerResult) -> str:
     return f"{error_name(r.error)} at {r.step}"
+
+
+def _set_to(io: MethodIO) -> str:
+    """What the sizing runner set an input to before every execute."""
+    if io.kind == "Tensor":
+        return INPUT_VALUES["Tensor"]
+    return INPUT_VALUES["other"] + ("" if io.value is None else f": {io.value!r}")
 
 
 def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int = 2,
@@ -317,11 +396,12 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
 
     ``source`` is a path or an opened :class:`~pte_lab.model.Pte` (its ``.ptd``
     is used when it was opened with one; else pass ``data_path``). Each method
-    is loaded and run ``runs`` times (inputs of the planned shapes,
-    zero-filled) in a fresh isolated worker; ``verify=True`` then proves the
-    figures in the same worker (see :meth:`Sizes.verify`). Methods the runtime
-    cannot run here (a backend or operators it lacks) are listed in
-    :attr:`Sizes.skipped` with the reason.
+    is loaded and run ``runs`` times, every input set before every execute
+    (:data:`INPUT_VALUES`: tensors zeros at their planned shapes), in each of the
+    :data:`CONFIGURATIONS`, in a fresh isolated worker; ``verify=True`` then
+    proves the figures in the same worker (see :meth:`Sizes.verify`). Methods
+    the runtime cannot run here (a backend or operators it lacks) are listed
+    in :attr:`Sizes.skipped` with the reason.
 
     What is process-wide lands on the first method that triggers it (a
     kernel's first call creating the thread pool, say): size one method alone
@@ -352,6 +432,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     skipped: dict[str, str] = {}
     declared: dict[str, DeclaredSizes] = {}
     verified: dict[str, PoolVerification] | None = {} if verify else None
+    verified_alone: dict[str, PoolVerification] | None = {} if verify else None
     report = reporter(progress, total=len(names), desc="sizing")
     report.step("starting an isolated worker (imports ExecuTorch)")
     with report, _Session(path, data_path, devices) as session:
@@ -367,9 +448,12 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                     if not r.ok:
                         why = f"ExecuTorch refused it: {_failure(r)}"
                 if why is None:
-                    out[n] = _method_sizes(r, plan, runs, session.uses(plan))
+                    alone = session.run(n, None, NO_TEMP, 4096, runs)
+                    out[n] = _method_sizes(r, alone, plan, runs, session.uses(plan))
                     if verify:
-                        verified[n] = session.verify(out[n])
+                        verified[n], v_alone = session.verify(out[n])
+                        if v_alone is not None:
+                            verified_alone[n] = v_alone
             except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
                 why = f"the runtime crashed ({exc.signal or f'exit status {exc.exit_code}'}) while sizing it"
                 out.pop(n, None)
@@ -379,18 +463,42 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                 declared[n] = declared_sizes(plan, why)
         report.advance()
         counted = session.engine.counted
-    _raise_if_insufficient(verified or {})
-    return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, declared)
+    _raise_if_insufficient(verified or {}, verified_alone or {})
+    return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, verified_alone,
+                 declared)
 
 
-def _raise_if_insufficient(verified: dict[str, PoolVerification]) -> None:
-    bad = [n for n, v in verified.items() if not v.sufficient]
+def _raise_if_insufficient(verified: dict[str, PoolVerification],
+                           alone: dict[str, PoolVerification] | None = None) -> None:
+    bad = [(n, v) for n, v in verified.items() if not v.sufficient]
+    bad += [(n, v) for n, v in (alone or {}).items() if not v.sufficient]
     if bad:
         raise SizingError("pools of the reported sizes did not suffice for "
-                          + ", ".join(f"{n!r} ({verified[n].sufficient_error})" for n in bad))
+                          + ", ".join(f"{n!r} ({v.configuration}: {v.sufficient_error})" for n, v in bad))
 
 
-def _method_sizes(r: RunnerResult, plan, runs: int, stand_ins: tuple[str, ...] = ()) -> MethodSizes:
+def _with_dynamism(ios: tuple[MethodIO, ...], specs) -> tuple[MethodIO, ...]:
+    """The runner's inputs or outputs, marked dynamic where the file's plan says the shape is a bound."""
+    from dataclasses import replace
+
+    dynamic = {s.position for s in specs if s.dynamic}
+    return tuple(replace(io, dynamic=io.index in dynamic) for io in ios)
+
+
+def _heap(steps: dict[str, StepUse | None]) -> tuple[int | None, int | None]:
+    """(the most heap held at once over the steps, the heap still held after them), above the level
+    before the first step; None where a step was not counted."""
+    if not steps or any(u is None for u in steps.values()):
+        return None, None
+    level = peak = 0
+    for use in steps.values():  # in the order the steps ran
+        peak = max(peak, level + use.heap_peak, level + use.heap)
+        level += use.heap
+    return peak, level
+
+
+def _method_sizes(r: RunnerResult, alone: RunnerResult, plan, runs: int,
+                  stand_ins: tuple[str, ...] = ()) -> MethodSizes:
     pools, steps = r.pools, r.steps
     # Method::init resolves each kernel call's operator with TensorMeta lists taken from the temp
     # allocator when its pool is at least this large, else from the method allocator
@@ -400,6 +508,15 @@ def _method_sizes(r: RunnerResult, plan, runs: int, stand_ins: tuple[str, ...] =
     runs_counted = all(steps[k] is not None for k in execs)
     counted = [steps.get(k) for k in ("load_program", "load_method", *execs)]
     load_program, load_method = steps.get("load_program"), steps.get("load_method")
+    heap_peak, heap_kept = _heap(steps)
+    backends = tuple(sorted({d.backend for d in plan.delegates}))
+    operators = tuple(sorted(set(plan.operators)))
+    from .libraries import needed
+
+    try:
+        libraries = needed(operators, backends)[0]
+    except PteLabError:  # no compiler or no probe here: the sizes stand without the libraries
+        libraries = ()
     return MethodSizes(
         method=r.method,
         planned=r.planned,
@@ -408,7 +525,8 @@ def _method_sizes(r: RunnerResult, plan, runs: int, stand_ins: tuple[str, ...] =
         temp_allocator=max(pools.temp_peak, resolution, plan.delegate_temp_bytes),
         temp_peak=pools.temp_peak,
         resolution_minimum=resolution,
-        alignment=max(MIN_POOL_ALIGNMENT, pools.method_max_alignment, pools.temp_max_alignment),
+        alignment=max(MIN_POOL_ALIGNMENT, pools.method_max_alignment, pools.temp_max_alignment,
+                      alone.pools.method_max_alignment if alone.pools else 0),
         heap_load_method=None if load_method is None else load_method.heap,
         heap_execute=sum(steps[k].heap for k in execs) if runs_counted else None,
         heap_execute_peak=max((steps[k].heap_peak for k in execs), default=0) if runs_counted else None,
@@ -419,4 +537,13 @@ def _method_sizes(r: RunnerResult, plan, runs: int, stand_ins: tuple[str, ...] =
         steps=steps,
         stand_ins=stand_ins,
         delegate_scratch=plan.delegate_temp_bytes,
+        method_pool_alone=alone.pools.method_peak if alone.ok else None,
+        alone_error=None if alone.ok else _failure(alone),
+        heap_peak=heap_peak,
+        heap_kept=heap_kept,
+        inputs=_with_dynamism(r.inputs, plan.inputs),
+        outputs=_with_dynamism(r.outputs, plan.outputs),
+        backends=backends,
+        operators=operators,
+        libraries=libraries,
     )

@@ -1,9 +1,11 @@
 """Views of a deployment sizing (:class:`pte_lab.runtime.sizing.Sizes`): text, HTML and a C header.
 
-The header is what a bare-metal build includes to size its pools: per method
-the method-allocator and temp-allocator pool sizes and the planned buffers'
-sizes and devices, and the alignment every pool's base must have for the
-figures to hold.
+The header is what a bare-metal build includes to write its runner: per method
+the pools in two configurations (method + temp, method alone), one macro per
+planned buffer, the inputs and outputs, the heap taken outside the pools and
+the libraries that register its backends and kernels, and the alignment every
+pool's and buffer's base must have for the figures to hold. Each section is
+one small function (:data:`METHOD_SECTIONS`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .text import _table
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime.sizing import Sizes, PoolVerification
 
-__all__ = ["sizes_text", "sizes_html", "verdict", "c_header", "c_identifiers"]
+__all__ = ["sizes_text", "sizes_html", "verdict", "c_header", "c_identifiers", "METHOD_SECTIONS"]
 
 
 def _parts():
@@ -64,13 +66,25 @@ def sizes_text(sizes: "Sizes") -> str:
                 continue
             rows.append([part, "cpu", f"{b:,}", human_bytes(b), part_source(part, m)])
         out += ["", f"method {m.method!r}", _table(["part", "device", "bytes", "", "from"], rows)]
-        out.append(f"pools: method {m.method_allocator:,} B ({m.method_allocations} allocations), temp "
-                   f"{m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
+        out.append(f"pools, method + temp: method {m.method_allocator:,} B ({m.method_allocations} allocations), "
+                   f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
-        if m.heap_execute_peak:
-            out.append(f"heap peak during a run: {m.heap_execute_peak:,} B above what was held before it")
         out += [line for line in [stand_in_line(m)] if line]
-        out.append(("with stand-ins: " if m.stand_ins else "") + verdict((sizes.verified or {}).get(m.method)))
+        out.append(("  with stand-ins: " if m.stand_ins else "  ") + verdict((sizes.verified or {}).get(m.method)))
+        if m.method_pool_alone is not None:
+            out.append(f"pools, method alone (no temp allocator): method {m.method_pool_alone:,} B")
+            if sizes.verified is not None:
+                out.append("  " + verdict((sizes.verified_alone or {}).get(m.method)))
+        else:
+            out.append(f"pools, method alone (no temp allocator): not possible ({m.alone_error})")
+        out.append(f"planned buffers' bases aligned to {m.planned_alignment} B")
+        if m.heap_peak is not None:
+            out.append(f"heap outside the pools (the counter): peak {m.heap_peak:,} B from load_program through "
+                       f"the runs, {m.heap_kept:,} B still held after them")
+        out += _io_lines(m)
+        if m.libraries:
+            out.append("libraries (keep them: --no-as-needed): " + "; ".join(
+                f"{lib.name} ({', '.join(lib.provides) or 'the runtime'})" for lib in m.libraries))
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
         out += declared_lines(sizes.declared[name]) if name in sizes.declared else []
@@ -78,6 +92,31 @@ def sizes_text(sizes: "Sizes") -> str:
                 "runner = pte_lab's sizing runner (ExecuTorch's allocators, counted); counter = every malloc/mmap of the worker, counted; kernel = the "
                 "kernel's resident-page count"]
     return "\n".join(out)
+
+
+def _io_line(io, inputs: bool) -> str:
+    from ..runtime.sizing import INPUT_VALUES
+
+    if io.kind != "Tensor":
+        held = "" if io.value is None else f" = {io.value!r}"
+        return f"  {io.index}: {io.kind}{held}" + (f", set to {INPUT_VALUES['other']}" if inputs else "")
+    shape = "[" + ", ".join(map(str, io.shape)) + "]"
+    where = "planned" if io.planned else "caller-provided"
+    bound = " (upper bound)" if io.dynamic else ""
+    return (f"  {io.index}: {io.dtype}{shape}{bound} {io.nbytes:,} B, {where}"
+            + (", zeros" if inputs else ""))
+
+
+def _io_lines(m) -> list[str]:
+    """The inputs the runner set before every execute, and the outputs."""
+    out = []
+    if m.inputs:
+        out.append(f"inputs, set before each of the {m.runs} executes:")
+        out += [_io_line(io, True) for io in m.inputs]
+    if m.outputs:
+        out.append("outputs:")
+        out += [_io_line(io, False) for io in m.outputs]
+    return out
 
 
 def sizes_html(sizes: "Sizes") -> str:
@@ -90,6 +129,11 @@ def sizes_html(sizes: "Sizes") -> str:
     notes += [f"{escape(n)}: {escape(line.strip())}" for n, d in sizes.declared.items() for line in declared_lines(d)]
     notes += [f"{escape(n)}: {escape(stand_in_line(m))}" for n, m in sizes.methods.items() if m.stand_ins]
     notes += [f"{escape(n)}: {escape(verdict(v))}" for n, v in (sizes.verified or {}).items()]
+    notes += [f"{escape(n)} (method pool alone, no temp allocator): {escape(verdict(v))}"
+              for n, v in (sizes.verified_alone or {}).items()]
+    notes += [f"{escape(m.method)}: inputs set before every execute: "
+              + escape(", ".join(_io_line(io, True).strip() for io in m.inputs)) for m in sizes.methods.values()
+              if m.inputs]
     return (f"<div><b>Sizes</b> of {escape(os.path.basename(sizes.path))} (executorch "
             f"{escape(sizes.executorch_version)})</div>" + t.to_html(index=False)
             + "".join(f"<div>{line}</div>" for line in notes))
@@ -117,54 +161,252 @@ def c_identifiers(names) -> dict[str, str]:
     return out
 
 
-def c_header(sizes: "Sizes", guard: str | None = None) -> str:
-    """A C header with each method's pool sizes (C89-compatible: macros and const arrays)."""
-    stem = _NOT_IDENT.sub("_", os.path.splitext(os.path.basename(sizes.path))[0]).upper().strip("_") or "PROGRAM"
-    guard = guard or f"PTE_LAB_{stem}_POOLS_H"
+def _stem(sizes: "Sizes") -> str:
+    return _NOT_IDENT.sub("_", os.path.splitext(os.path.basename(sizes.path))[0]).upper().strip("_") or "PROGRAM"
+
+
+def _planned_alignment(sizes: "Sizes") -> int:
+    from ..runtime.sizing import PLANNED_ALIGNMENT
+
+    return max([PLANNED_ALIGNMENT] + [m.planned_alignment for m in sizes.methods.values()])
+
+
+def _pool_alignment(sizes: "Sizes") -> int:
     from ..runtime.sizing import MIN_POOL_ALIGNMENT
 
-    align = max([MIN_POOL_ALIGNMENT] + [m.alignment for m in sizes.methods.values()])
-    idents = c_identifiers(sizes.methods)
+    return max([MIN_POOL_ALIGNMENT] + [m.alignment for m in sizes.methods.values()])
+
+
+def _inputs_used(sizes: "Sizes") -> str:
+    from ..runtime.sizing import INPUT_VALUES
+
+    runs = max((m.runs for m in sizes.methods.values()), default=0)
+    return (f"executed {runs} times, every input set before every execute (tensors: "
+            f"{INPUT_VALUES['Tensor']}, as listed below; other inputs: {INPUT_VALUES['other']})")
+
+
+def _verified_words(sizes: "Sizes") -> str:
+    if sizes.proven:
+        return ("verified: pools of exactly these sizes, bases aligned to exactly the alignments below, load and "
+                "run every method in both configurations, and a method pool one byte smaller is refused "
+                "(MemoryAllocationFailed, 0x21, at load_method)")
+    return "not verified (pte-lab sizes --verify proves them)"
+
+
+def _preamble(sizes: "Sizes") -> list[str]:
+    """The header's opening comment: where the figures come from and how a runner uses them."""
+    import platform
+
+    from ..runtime.libraries import AS_NEEDED
+
+    text = [
+        f"Memory for {os.path.basename(sizes.path)}, measured by pte_lab with executorch {sizes.executorch_version} "
+        f"({platform.system()} {platform.machine()}).",
+        "Each method was loaded with ExecuTorch's MemoryAllocator, HierarchicalAllocator and MemoryManager and "
+        + _inputs_used(sizes) + "; figures " + _verified_words(sizes) + ".",
+        *([f"Its external data, {os.path.basename(sizes.data_path)}, was given to load_method as a "
+           "FlatTensorDataMap."] if sizes.data_path else []),
+        "",
+        "A runner, per method (<M> below stands for PTE_LAB_ and the method's name in capitals):",
+        "1. Pools (MemoryAllocator), bases aligned to PTE_LAB_POOL_ALIGNMENT, in one of two configurations: a "
+        "method pool of <M>_METHOD_POOL_BYTES and a temp pool of <M>_TEMP_POOL_BYTES (the temp figure is tight "
+        "only with this method pool: with a smaller temp pool Method::init resolves kernels in the method pool); "
+        "or a method pool of <M>_METHOD_POOL_ALONE_BYTES and no temp allocator (MemoryManager's temp_allocator "
+        "nullptr).",
+        "2. Planned buffers: one buffer of <M>_PLANNED_BUFFER_<i>_BYTES per index i (the method's planned buffer "
+        "i, the file's mem_id i + 1), base aligned to PTE_LAB_PLANNED_BUFFER_ALIGNMENT, given to a "
+        "HierarchicalAllocator in index order; <M>_PLANNED_BUFFER_<i>_DEVICE_TYPE other than 0 (CPU) comes from "
+        "that device's allocator.",
+        "3. Inputs: set every input before every execute: the plan may give a planned input's bytes to other "
+        "tensors once it is read, so an execute without them reads the last one's results. <M>_INPUT_<i>_PLANNED "
+        "1: set_input copies the tensor into its planned buffer; 0: the method uses the caller's memory "
+        "(<M>_INPUT_<i>_BYTES). An output with <M>_OUTPUT_<i>_PLANNED 0 needs set_output_data_ptr with a buffer "
+        "of <M>_OUTPUT_<i>_BYTES before execute.",
+        "4. Heap: what the method takes outside these pools (delegates' packed weights and workspaces, kernels' "
+        "own buffers), <M>_HEAP_PEAK_BYTES, measured by pte_lab's allocation counter (every malloc and mmap of "
+        "the process while the method loaded and ran), not by ExecuTorch: size a bare-metal heap from it. The "
+        "program was mapped (MmapDataLoader): a FileDataLoader also mallocs the segments it reads (constants, "
+        "delegate blobs); a BufferDataLoader over the program in flash reads nothing.",
+        "5. Link the backends and operator libraries listed per method: " + AS_NEEDED + ".",
+        "6. Build (the executorch wheel): C++17, include folders <executorch>/include and "
+        "<executorch>/include/executorch/runtime/core/portable_type/c10, -DC10_USING_CUSTOM_GENERATED_MACROS; "
+        "call executorch::runtime::runtime_init() once before loading. `pte-lab sizes FILE --example-runner DIR` "
+        "writes a runner built this way.",
+    ]
+    out = []
+    for line in text:
+        out += _wrap_comment(line)
+    out[0] = "/* " + out[0][3:]
+    out[-1] += " */"
+    return out
+
+
+def _wrap_comment(text: str, width: int = 108) -> list[str]:
+    import textwrap
+
+    if not text:
+        return [" *"]
+    hanging = "   " if text[:2] in {f"{k}." for k in range(10)} else "  " if text.startswith("- ") else ""
+    return [" * " + _comment(line)
+            for line in textwrap.wrap(text, width, break_on_hyphens=False, subsequent_indent=hanging)]
+
+
+def _globals(sizes: "Sizes") -> list[str]:
     kinds = sorted({parse_device(d)[0] for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
                    key=lambda k: DEVICE_TYPES[k])
     codes = ", ".join(f"{DEVICE_TYPES[k]} = {k}" for k in kinds)
-    proven = ("verified (sufficient, and the method pool tight)" if sizes.proven
-              else "not verified (pte-lab sizes --verify)")
-    lines = [
-        f"/* Memory pools for {_comment(os.path.basename(sizes.path))}, measured by pte_lab with executorch "
-        f"{sizes.executorch_version}.",
-        " * Each method was loaded and run with ExecuTorch's MemoryAllocator, HierarchicalAllocator and",
-        f" * MemoryManager; figures {proven}.",
-        " * Give each pool a base aligned to PTE_LAB_POOL_ALIGNMENT bytes, the planned buffers their sizes",
-        " * here (index i is the method's planned buffer i, the file's mem_id i + 1), and a temp pool of at",
-        " * least the size here: a smaller one makes ExecuTorch resolve kernels in the method pool.",
-        f" * Device type codes (ExecuTorch's DeviceType): {codes}. */",
-        f"#ifndef {guard}",
-        f"#define {guard}",
-        "",
-        "#include <stddef.h>",
-        "",
-        f"#define PTE_LAB_POOL_ALIGNMENT {align}u",
+    return [
+        f"/* every pool's base: the largest alignment any allocation asked (at least {_pool_alignment(sizes)}) */",
+        f"#define PTE_LAB_POOL_ALIGNMENT {_pool_alignment(sizes)}u",
+        "/* every planned buffer's base (exir plans each tensor at a multiple of it) */",
+        f"#define PTE_LAB_PLANNED_BUFFER_ALIGNMENT {_planned_alignment(sizes)}u",
+        f"/* device types (ExecuTorch's DeviceType): {codes} */",
     ]
+
+
+def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
+    """The method's pools in both configurations, and what verified each."""
+    lines = [
+        f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {m.method_allocator}u",
+        f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {m.temp_allocator}u",
+    ]
+    if m.method_pool_alone is not None:
+        lines.append(f"#define PTE_LAB_{up}_METHOD_POOL_ALONE_BYTES {m.method_pool_alone}u")
+    else:
+        lines.append(f"/* no temp allocator: not possible ({_comment(m.alone_error or 'unknown')}) */")
+    for label, v in (("method + temp", (sizes.verified or {}).get(m.method)),
+                     ("method alone", (sizes.verified_alone or {}).get(m.method))):
+        if v is not None:
+            lines.append(f"/* {label}: {_comment(verdict(v))} */")
+    return lines
+
+
+def _planned_buffers(sizes: "Sizes", m, up: str, low: str) -> list[str]:
+    n = len(m.planned)
+    lines = [f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {n}u"]
+    for i, (_, dev, b) in enumerate(m.planned):
+        _, code, index = parse_device(dev)
+        lines += [f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_BYTES {b}u",
+                  f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_DEVICE_TYPE {code}",
+                  f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_DEVICE_INDEX {index}"]
+    if n:  # the same, as arrays (C has no zero-length arrays)
+        lines += [
+            f"static const size_t pte_lab_{low}_planned_buffer_sizes[{n}] = "
+            f"{{{', '.join(f'PTE_LAB_{up}_PLANNED_BUFFER_{i}_BYTES' for i in range(n))}}};",
+            f"static const int pte_lab_{low}_planned_buffer_device_types[{n}] = "
+            f"{{{', '.join(f'PTE_LAB_{up}_PLANNED_BUFFER_{i}_DEVICE_TYPE' for i in range(n))}}};",
+            f"static const int pte_lab_{low}_planned_buffer_device_indices[{n}] = "
+            f"{{{', '.join(f'PTE_LAB_{up}_PLANNED_BUFFER_{i}_DEVICE_INDEX' for i in range(n))}}};",
+        ]
+    return lines
+
+
+def _strides(shape, dim_order) -> list[int]:
+    """Strides of a tensor laid out in ``dim_order`` (the innermost dimension last)."""
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(dim_order):
+        strides[d] = step
+        step *= max(1, shape[d])
+    return strides
+
+
+def _io(sizes: "Sizes", m, up: str, low: str) -> list[str]:
+    """Every input and output: kind, dtype, shape at the planned upper bound, bytes, planned or not."""
+    from ..runtime.sizing import INPUT_VALUES
+
+    lines = []
+    for what, ios in (("INPUT", m.inputs), ("OUTPUT", m.outputs)):
+        lines.append(f"#define PTE_LAB_{up}_NUM_{what}S {len(ios)}u")
+        for io in ios:
+            p, q = f"PTE_LAB_{up}_{what}_{io.index}", f"pte_lab_{low}_{what.lower()}_{io.index}"
+            lines.append(f"#define {p}_TAG {io.tag} /* {io.kind} */")
+            if io.kind != "Tensor":
+                if io.value is not None and what == "INPUT":
+                    kind = {"Bool": "BOOL", "Double": "DOUBLE"}.get(io.kind, "INT")
+                    value = int(io.value) if kind == "BOOL" else repr(io.value) if kind == "DOUBLE" else io.value
+                    lines.append(f"#define {p}_{kind}_VALUE {value} /* {INPUT_VALUES['other']} */")
+                continue
+            shape = "x".join(map(str, io.shape)) or "scalar"
+            bound = ", an upper bound (dynamic)" if io.dynamic else ""
+            lines += [
+                f"#define {p}_SCALAR_TYPE {io.scalar_type} /* {io.dtype}; shape {shape}{bound} */",
+                f"#define {p}_DIM {len(io.shape)}u",
+                f"#define {p}_BYTES {io.nbytes}u",
+                f"#define {p}_PLANNED {int(io.planned)} /* "
+                + ("in a planned buffer */" if io.planned else "the caller provides its memory */"),
+            ]
+            if io.shape:
+                n = len(io.shape)
+                lines += [
+                    f"static const int32_t {q}_sizes[{n}] = {{{', '.join(map(str, io.shape))}}};",
+                    f"static const uint8_t {q}_dim_order[{n}] = {{{', '.join(map(str, io.dim_order))}}};",
+                    f"static const int32_t {q}_strides[{n}] = "
+                    f"{{{', '.join(map(str, _strides(io.shape, io.dim_order)))}}};",
+                ]
+    return lines
+
+
+def _heap(sizes: "Sizes", m, up: str, low: str) -> list[str]:
+    if m.heap_peak is None:
+        return ["/* heap outside the pools: not measured (the allocation counter could not be preloaded) */"]
+    return [
+        "/* heap outside the pools, measured by pte_lab's allocation counter (not ExecuTorch's allocators): the",
+        " * most held at once from load_program through the executes, and what stays held until the Method and",
+        " * Program are freed. What is process-wide (a thread pool) counts on the first method sized. */",
+        f"#define PTE_LAB_{up}_HEAP_PEAK_BYTES {m.heap_peak}u",
+        f"#define PTE_LAB_{up}_HEAP_KEPT_BYTES {m.heap_kept}u",
+    ]
+
+
+def _libraries(sizes: "Sizes", m, up: str, low: str) -> list[str]:
+    """The backends and operators the method needs, and the wheel's libraries that register them."""
+    from ..runtime.libraries import libpython
+
+    et = os.path.dirname(os.path.dirname(m.libraries[0].path)) if m.libraries else None
+    lines = [f"#define PTE_LAB_{up}_BACKENDS \"{' '.join(m.backends)}\"",
+             f"#define PTE_LAB_{up}_NUM_OPERATORS {len(m.operators)}u"]
+    text = [f"operators (a source build selects these kernels): {', '.join(m.operators) or 'none'}."]
+    if m.libraries:
+        text.append(f"In the executorch {sizes.executorch_version} wheel ({et}), link inside -Wl,--no-as-needed:")
+        for lib in m.libraries:
+            provides = ", ".join(lib.provides) or "the runtime"
+            extra = (f"; it links ExecuTorch's Python extension and libtorch, so link {libpython() or 'libpython'} "
+                     "too, also inside --no-as-needed (else its Python symbols are undefined)"
+                     if lib.needs_python else "")
+            text.append(f"- {lib.relative(et)}: {provides}{extra}")
+    out = []
+    for t in text:
+        out += _wrap_comment(t)
+    out[0] = "/* " + out[0][3:]
+    out[-1] += " */"
+    return lines + out
+
+
+def _stand_ins(sizes: "Sizes", m, up: str, low: str) -> list[str]:
+    """What pte_lab's stand-ins replaced while measuring (nothing when the method ran as it is)."""
+    return header_stand_in_lines(m, up)
+
+
+#: the sections of one method, in order: each (sizes, method, MACRO_PART, ident_part) -> lines
+METHOD_SECTIONS = (_pools, _stand_ins, _planned_buffers, _io, _heap, _libraries)
+
+
+def c_header(sizes: "Sizes", guard: str | None = None) -> str:
+    """A C/C++ header with each method's pools, planned buffers, inputs and outputs, heap and libraries.
+
+    Every size is a macro (a constant expression: static arrays can be declared with it); arrays repeat
+    them for loops. C99 and C++.
+    """
+    guard = guard or f"PTE_LAB_{_stem(sizes)}_POOLS_H"
+    idents = c_identifiers(sizes.methods)
+    lines = [*_preamble(sizes), f"#ifndef {guard}", f"#define {guard}", "", "#include <stddef.h>",
+             "#include <stdint.h>", "", *_globals(sizes)]
     for name, m in sizes.methods.items():
         up, low = idents[name].upper(), idents[name]
-        n = len(m.planned)
-        lines += [
-            "",
-            f"/* method \"{_comment(name)}\" */",
-            f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {m.method_allocator}u",
-            f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {m.temp_allocator}u",
-            f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {n}u",
-        ] + header_stand_in_lines(m, up)
-        if n:  # C has no zero-length arrays
-            lines += [
-                f"static const size_t pte_lab_{low}_planned_buffer_sizes[{n}] = "
-                f"{{{', '.join(f'{b}u' for _, _, b in m.planned)}}};",
-                f"static const int pte_lab_{low}_planned_buffer_device_types[{n}] = "
-                f"{{{', '.join(str(parse_device(d)[1]) for _, d, _ in m.planned)}}};",
-                f"static const int pte_lab_{low}_planned_buffer_device_indices[{n}] = "
-                f"{{{', '.join(str(parse_device(d)[2]) for _, d, _ in m.planned)}}};",
-            ]
+        lines += ["", f"/* ---- method \"{_comment(name)}\" ---- */"]
+        for section in METHOD_SECTIONS:
+            lines += section(sizes, m, up, low)
     for name, why in sizes.skipped.items():
         if name in sizes.declared:
             ident = c_identifiers(list(sizes.methods) + [name])[name]

@@ -12,9 +12,18 @@
 //     alignment asked);
 //   - exact: pools of given sizes, so a size can be shown sufficient (the
 //     method loads and runs) and tight (one byte less is refused).
+// The temp allocator may also be left out (many runners pass none): Method::init
+// then resolves kernels in the method pool.
 // Planned arenas are always allocated at their planned sizes; arenas planned
 // for a device come from that device's registered allocator (a real one, or
 // pte_lab's emulated device).
+//
+// Inputs are set before every execute, as an application does: the plan may
+// give a planned input's bytes to later tensors once it is read (an XNNPACK
+// program's int64 tokens, reused by its output), so a second execute without
+// them would read the first one's results. Every tensor input is zeros at its
+// planned (upper-bound) shape (token ids and positions of 0 are valid); other
+// inputs get the value the program holds.
 //
 // The program is loaded the way Runtime.load_program does (MmapDataLoader,
 // mlock errors ignored), and the runner shares the process's kernel, backend
@@ -25,6 +34,7 @@
 #include <executorch/runtime/core/device_memory_buffer.h>
 #include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
 #include <executorch/runtime/core/hierarchical_allocator.h>
+#include <executorch/runtime/core/tag.h>
 #include <executorch/runtime/core/memory_allocator.h>
 #include <executorch/runtime/executor/memory_manager.h>
 #include <executorch/runtime/executor/method.h>
@@ -72,6 +82,8 @@ constexpr size_t kPoolAlignment = 4096;
 constexpr uint32_t kCountingReservation = 0xFFFFF000u;
 // A pool size that asks for counting mode.
 constexpr uint64_t kCounting = UINT64_MAX;
+// A temp pool size that asks for no temp allocator at all.
+constexpr uint64_t kNoPool = UINT64_MAX - 1;
 
 // Memory the counter (when preloaded) must not see: the runner's own pools.
 void* reserve(size_t bytes) {
@@ -140,10 +152,11 @@ struct Pool {
   void* base = nullptr;
   std::unique_ptr<PeakAllocator> allocator;
 
-  // kCounting: a counting reservation; else a pool of exactly `exact` bytes whose
-  // base is aligned to `alignment` and no more (so the alignment a header states is
-  // the alignment that was proven).
+  // kCounting: a counting reservation; kNoPool: no pool at all; else a pool of exactly
+  // `exact` bytes whose base is aligned to `alignment` and no more (so the alignment a
+  // header states is the alignment that was proven).
   bool make(uint64_t exact, size_t alignment) {
+    if (exact == kNoPool) return true;
     bool counting = exact == kCounting;
     size_t offset = (!counting && alignment < kPoolAlignment) ? alignment : 0;
     size_t want = counting ? kCountingReservation : static_cast<size_t>(exact) + offset;
@@ -182,9 +195,12 @@ struct Sizing {
   std::vector<std::vector<SizesType>> in_sizes;
   std::vector<std::vector<DimOrderType>> in_dim_order;
   std::vector<std::vector<StridesType>> in_strides;
-  std::vector<void*> in_data;  // input buffers, then unplanned output buffers
+  std::vector<void*> in_data;  // per input: its buffer (nullptr: not a tensor)
+  std::vector<size_t> in_bytes;
+  std::vector<EValue> in_values;  // non-tensor inputs: the value the program holds
+  std::vector<void*> out_data;    // unplanned outputs' buffers
   std::vector<std::unique_ptr<TensorImpl>> in_impls;
-  bool inputs_set = false;
+  bool inputs_made = false, inputs_set = false;
   // the allocation counter around the last step
   StepCounts last;
 
@@ -198,12 +214,16 @@ struct Sizing {
     host_arenas.clear();
     host_arena_bytes.clear();
     for (void* p : in_data) std::free(p);
+    for (void* p : out_data) std::free(p);
     in_data.clear();
+    in_bytes.clear();
+    in_values.clear();
+    out_data.clear();
     in_impls.clear();
     in_sizes.clear();
     in_dim_order.clear();
     in_strides.clear();
-    inputs_set = false;
+    inputs_made = inputs_set = false;
     method_pool.reset();
     temp_pool.reset();
   }
@@ -301,18 +321,23 @@ int64_t pte_lab_sizing_planned_buffer(void* h, const char* name, uint64_t i, int
 
 // Makes the pools and the planned arenas for the method (nothing of it is
 // counted: the counter never sees the runner's own memory). A pool size of
-// UINT64_MAX asks for counting mode; other sizes are exact, with the pool's
-// base aligned to `alignment` (a power of two).
+// UINT64_MAX asks for counting mode, a temp pool of UINT64_MAX - 1 for no temp
+// allocator; other sizes are exact, with the pool's base aligned to `alignment`
+// (a power of two) and no more. Host arenas' bases are aligned to
+// `planned_alignment` and no more (0: to a page).
 int32_t pte_lab_sizing_prepare(void* h, const char* name, uint64_t method_pool, uint64_t temp_pool,
-                               uint64_t alignment) {
+                               uint64_t alignment, uint64_t planned_alignment) {
   auto* s = static_cast<Sizing*>(h);
   s->drop_method();
   auto meta = s->program->method_meta(name);
   if (!meta.ok()) return code(meta.error());
+  if (method_pool == kNoPool) return code(Error::InvalidArgument);
   for (uint64_t pool : {method_pool, temp_pool}) {
-    if (pool != kCounting && pool > kCountingReservation) return code(Error::InvalidArgument);
+    if (pool != kCounting && pool != kNoPool && pool > kCountingReservation) return code(Error::InvalidArgument);
   }
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) return code(Error::InvalidArgument);
+  if ((planned_alignment & (planned_alignment - 1)) != 0) return code(Error::InvalidArgument);
+  size_t planned_offset = (planned_alignment != 0 && planned_alignment < kPoolAlignment) ? planned_alignment : 0;
   if (!s->method_pool.make(method_pool, alignment) || !s->temp_pool.make(temp_pool, alignment)) {
     return code(Error::MemoryAllocationFailed);
   }
@@ -329,15 +354,17 @@ int32_t pte_lab_sizing_prepare(void* h, const char* name, uint64_t method_pool, 
       s->spans.emplace_back(static_cast<uint8_t*>(buf->data()), bytes);
       s->device_arenas.push_back(std::move(buf.get()));
     } else {
-      size_t reserved = bytes ? ((bytes + kPoolAlignment - 1) / kPoolAlignment) * kPoolAlignment : kPoolAlignment;
+      size_t want = bytes + planned_offset;
+      size_t reserved = want ? ((want + kPoolAlignment - 1) / kPoolAlignment) * kPoolAlignment : kPoolAlignment;
       void* p = reserve(reserved);
       if (p == nullptr) return code(Error::MemoryAllocationFailed);
       s->host_arenas.push_back(p);
       s->host_arena_bytes.push_back(reserved);
-      s->spans.emplace_back(static_cast<uint8_t*>(p), bytes);
+      s->spans.emplace_back(static_cast<uint8_t*>(p) + planned_offset, bytes);
     }
   }
   s->planned = std::make_unique<HierarchicalAllocator>(Span<Span<uint8_t>>(s->spans.data(), s->spans.size()));
+  // no temp allocator (kNoPool): nullptr, as a runner that passes none
   s->manager = std::make_unique<MemoryManager>(s->method_pool.allocator.get(), s->planned.get(),
                                                s->temp_pool.allocator.get());
   return 0;
@@ -353,17 +380,21 @@ int32_t pte_lab_sizing_load_method(void* h, const char* name) {
   return 0;
 }
 
-// Sets every input: tensors of the planned (upper-bound) shapes, zero-filled;
-// other values as the program holds them. Outputs the plan leaves to the
-// caller (alloc_graph_output=False) get buffers of their planned sizes.
-int32_t pte_lab_sizing_set_inputs(void* h) {
-  auto* s = static_cast<Sizing*>(h);
-  if (!s->method) return code(Error::InvalidState);
+namespace {
+
+// Makes the inputs once: zeroed buffers of the planned (upper-bound) shapes for
+// tensors, the program's own value for the others; unplanned outputs
+// (alloc_graph_output=False) get buffers of their planned sizes.
+int32_t make_inputs(Sizing* s) {
   const MethodMeta meta = s->method->method_meta();
   size_t n = s->method->inputs_size();
   s->in_sizes.resize(n);
   s->in_dim_order.resize(n);
   s->in_strides.resize(n);
+  s->in_data.assign(n, nullptr);
+  s->in_bytes.assign(n, 0);
+  s->in_values.assign(n, EValue());
+  s->in_impls.resize(n);
   for (size_t i = 0; i < n; i++) {
     auto tag = meta.input_tag(i);
     if (!tag.ok()) return code(tag.error());
@@ -372,10 +403,8 @@ int32_t pte_lab_sizing_set_inputs(void* h) {
 // accepts only the value the program holds: read it back (deprecated API).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-      EValue v = s->method->get_input(i);
+      s->in_values[i] = s->method->get_input(i);
 #pragma GCC diagnostic pop
-      Error e = s->method->set_input(v, i);
-      if (e != Error::Ok) return code(e);
       continue;
     }
     auto tm = meta.input_tensor_meta(i);
@@ -390,15 +419,12 @@ int32_t pte_lab_sizing_set_inputs(void* h) {
                                                           sizes.size(), s->in_strides[i].data());
       if (e != Error::Ok) return code(e);
     }
-    void* data = std::calloc(tm->nbytes() ? tm->nbytes() : 1, 1);
-    if (data == nullptr) return code(Error::MemoryAllocationFailed);
-    s->in_data.push_back(data);
-    s->in_impls.push_back(std::make_unique<TensorImpl>(
-        tm->scalar_type(), static_cast<ssize_t>(sizes.size()), s->in_sizes[i].data(), data,
-        s->in_dim_order[i].data(), s->in_strides[i].data(),
-        executorch::runtime::TensorShapeDynamism::DYNAMIC_BOUND));
-    Error e = s->method->set_input(EValue(executorch::aten::Tensor(s->in_impls.back().get())), i);
-    if (e != Error::Ok) return code(e);
+    s->in_bytes[i] = tm->nbytes();
+    s->in_data[i] = std::calloc(tm->nbytes() ? tm->nbytes() : 1, 1);
+    if (s->in_data[i] == nullptr) return code(Error::MemoryAllocationFailed);
+    s->in_impls[i] = std::make_unique<TensorImpl>(
+        tm->scalar_type(), static_cast<ssize_t>(sizes.size()), s->in_sizes[i].data(), s->in_data[i],
+        s->in_dim_order[i].data(), s->in_strides[i].data(), executorch::runtime::TensorShapeDynamism::DYNAMIC_BOUND);
   }
   for (size_t i = 0; i < s->method->outputs_size(); i++) {
     auto tag = meta.output_tag(i);
@@ -409,19 +435,113 @@ int32_t pte_lab_sizing_set_inputs(void* h) {
     if (tm->is_memory_planned()) continue;
     void* data = std::calloc(tm->nbytes() ? tm->nbytes() : 1, 1);
     if (data == nullptr) return code(Error::MemoryAllocationFailed);
-    s->in_data.push_back(data);
+    s->out_data.push_back(data);
     Error e = s->method->set_output_data_ptr(data, tm->nbytes(), i);
+    if (e != Error::Ok) return code(e);
+  }
+  s->inputs_made = true;
+  return 0;
+}
+
+}  // namespace
+
+// Sets every input, as an application does before each execute: tensors are
+// zeros at their planned (upper-bound) shapes (a planned input's bytes are
+// copied into its arena; the plan may have given them to other tensors during
+// the last execute), other inputs the value the program holds.
+int32_t pte_lab_sizing_set_inputs(void* h) {
+  auto* s = static_cast<Sizing*>(h);
+  if (!s->method) return code(Error::InvalidState);
+  if (!s->inputs_made) {
+    int32_t rc = make_inputs(s);
+    if (rc != 0) return rc;
+  }
+  for (size_t i = 0; i < s->in_data.size(); i++) {
+    Error e;
+    if (s->in_data[i] != nullptr) {
+      std::memset(s->in_data[i], 0, s->in_bytes[i]);  // the caller's memory, for unplanned inputs
+      e = s->method->set_input(EValue(executorch::aten::Tensor(s->in_impls[i].get())), i);
+    } else {
+      e = s->method->set_input(s->in_values[i], i);
+    }
     if (e != Error::Ok) return code(e);
   }
   s->inputs_set = true;
   return 0;
 }
 
+// Executes the method once; inputs must have been set (pte_lab_sizing_set_inputs)
+// since the last execute.
 int32_t pte_lab_sizing_execute(void* h) {
   auto* s = static_cast<Sizing*>(h);
   if (!s->method || !s->inputs_set) return code(Error::InvalidState);
+  s->inputs_set = false;
   CountedStep step(&s->last);
   return code(s->method->execute());
+}
+
+// One input or output as ExecuTorch's MethodMeta reads it (after load_method).
+struct PteLabIO {
+  char tag[24];
+  int32_t tag_code;     // ExecuTorch's Tag
+  int32_t scalar_type;  // -1: not a tensor
+  int32_t dim;
+  int32_t planned;
+  int32_t has_value;  // a non-tensor input whose value is below
+  uint64_t nbytes;
+  int64_t sizes[16];
+  int64_t dim_order[16];
+  int64_t int_value;  // Int, Bool
+  double double_value;
+};
+
+int32_t pte_lab_sizing_io_struct_size() { return sizeof(PteLabIO); }
+
+int32_t pte_lab_sizing_io(void* h, int32_t output, uint64_t i, PteLabIO* out) {
+  auto* s = static_cast<Sizing*>(h);
+  if (!s->method) return code(Error::InvalidState);
+  std::memset(out, 0, sizeof *out);
+  out->scalar_type = -1;
+  const MethodMeta meta = s->method->method_meta();
+  auto tag = output ? meta.output_tag(i) : meta.input_tag(i);
+  if (!tag.ok()) return code(tag.error());
+  executorch::runtime::tag_to_string(tag.get(), out->tag, sizeof out->tag);
+  out->tag_code = static_cast<int32_t>(tag.get());
+  if (tag.get() == Tag::Tensor) {
+    auto tm = output ? meta.output_tensor_meta(i) : meta.input_tensor_meta(i);
+    if (!tm.ok()) return code(tm.error());
+    if (tm->sizes().size() > 16) return code(Error::NotSupported);
+    out->scalar_type = static_cast<int32_t>(tm->scalar_type());
+    out->dim = static_cast<int32_t>(tm->sizes().size());
+    out->planned = tm->is_memory_planned();
+    out->nbytes = tm->nbytes();
+    for (size_t d = 0; d < tm->sizes().size(); d++) {
+      out->sizes[d] = tm->sizes()[d];
+      out->dim_order[d] = tm->dim_order()[d];
+    }
+  } else if (!output) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    EValue v = s->method->get_input(i);
+#pragma GCC diagnostic pop
+    if (v.isInt()) {
+      out->int_value = v.toInt();
+      out->has_value = 1;
+    } else if (v.isBool()) {
+      out->int_value = v.toBool();
+      out->has_value = 1;
+    } else if (v.isDouble()) {
+      out->double_value = v.toDouble();
+      out->has_value = 1;
+    }
+  }
+  return 0;
+}
+
+int32_t pte_lab_sizing_io_count(void* h, int32_t output) {
+  auto* s = static_cast<Sizing*>(h);
+  if (!s->method) return -code(Error::InvalidState);
+  return static_cast<int32_t>(output ? s->method->outputs_size() : s->method->inputs_size());
 }
 
 void pte_lab_sizing_pools(void* h, PteLabPoolUse* out) {
