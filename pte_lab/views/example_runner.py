@@ -37,6 +37,9 @@ def _runnable(m: "MethodSizes") -> str | None:
     devices = sorted({d for _, d, _ in m.planned if d != "cpu"})
     if devices:
         return f"it plans memory on {', '.join(devices)}: register that device's allocator first"
+    if m.stand_ins:
+        return (f"it was measured with pte_lab's stand-ins for {', '.join(m.stand_ins)}, which the executorch wheel "
+                f"lacks: build ExecuTorch from source with them for the target")
     odd = [io.kind for io in m.inputs if io.kind != "Tensor" and io.value is None]
     if odd:
         return f"it takes {', '.join(odd)} inputs, which the example does not set"
