@@ -20,7 +20,7 @@ from ..units import first_few
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
-__all__ = ["LAYOUT_COLUMNS", "file_layout"]
+__all__ = ["LAYOUT_COLUMNS", "file_layout", "blob_group"]
 
 LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
 #: regions whose bytes are blobs worth comparing
@@ -126,6 +126,12 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
             dup = None if dup == name else dup
         out.append((region, name, owner, off, n, digest, dup))
     return out
+
+
+def blob_group(region: str, name: str) -> str:
+    """The name a row is compared under across files: a delegate blob's backend (its name is
+    ``"<backend> blob ..."``, made above), "" for every other region."""
+    return name.split(" blob", 1)[0] if region in ("delegate", "inline delegate") else ""
 
 
 def _dtype(code: int) -> str:

@@ -202,6 +202,12 @@ class Method:
             df[c] = df[c].astype("Int64")
         return df
 
+    @cached_property
+    def state(self) -> tuple[PlannedTensor, ...]:
+        """The state this method keeps between calls (role ``mutable_buffer``: mutable buffers, KV caches),
+        each storage once: views of state share their base's bytes and are not listed again."""
+        return tuple(t for t in self.planned if t.role == "mutable_buffer" and self.storage_of(t.value) == t.value)
+
     def occupancy(self, mem_id: int) -> np.ndarray:
         """Occupied bytes of arena ``mem_id`` at times -1..N (index = time + 1)."""
         return self._curves(mem_id)
