@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as md
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ PROGRAMS = {
     # ExecuTorch's own LLM flow (export_llm), small: 2 layers of dim 64, 4 query heads over 2 KV heads
     # (grouped-query attention), 32 positions. Custom-op caches + XNNPACK + 8da4w; index_put_ caches + portable.
     "llm": ("llm", {"quantize": "8da4w"}),
+    "llm_fp32": ("llm", {}),  # the same llama, linear layers left in float32 (XNNPACK)
     "llm_index_put": ("llm", {"custom_sdpa": False, "xnnpack": False}),
 }
 
@@ -86,3 +88,14 @@ def legacy_python():
     lock.parent.mkdir(parents=True, exist_ok=True)  # a fresh machine has no cache folder yet
     with FileLock(str(lock)):
         return str(dp.create_legacy_env())
+
+
+@pytest.fixture(scope="session")
+def legacy_programs(legacy_python, tmp_path_factory):
+    """The programs of ``legacy_export.py`` exported by executorch 1.4.1 (with eager reference outputs)."""
+    out = tmp_path_factory.mktemp("legacy")
+    script = Path(__file__).with_name("legacy_export.py")
+    r = subprocess.run([legacy_python, str(script), str(out)], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "1.4.1"
+    return out

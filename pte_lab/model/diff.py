@@ -54,9 +54,10 @@ TENSOR_CHANGES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "role": ("role",), "dtype": ("dtype",), "shape": ("shape",), "size": ("nbytes",), "arena": ("mem_id",),
     "offset": ("offset",), "lifetime": ("first", "last"), "device": ("device",),
 })
-#: the pools a bare-metal build gives a method: the attributes of ``pte_lab.sizes``' ``MethodSizes``
-#: compared (``planned`` summed over the method's planned buffers)
-POOLS = ("planned", "method_allocator", "temp_allocator")
+#: the pools a bare-metal build gives a method (named as ``Sizes.pools()`` names them) -> the attribute
+#: of ``pte_lab.sizes``' ``MethodSizes`` read (``planned`` summed over the method's planned buffers)
+POOLS: Mapping[str, str] = MappingProxyType({"planned_buffers": "planned", "method_pool": "method_allocator",
+                                             "temp_pool": "temp_allocator"})
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,13 @@ class MethodDiff:
     def changed(self) -> tuple[TensorMatch, ...]:
         """Matched tensors with anything different."""
         return tuple(m for m in self.matched if m.changed)
+
+    @property
+    def unchanged(self) -> bool:
+        """Nothing differs: counts, arenas (size, device, peak), state, and every tensor matched unchanged."""
+        counts = (self.instructions, self.tensors, self.planned_bytes, self.state_tensors, self.state_bytes)
+        return (not any(c.changed for c in counts) and not self.only_before and not self.only_after
+                and not self.changed and all(a.before == a.after for a in self.arenas))
 
     def arena(self, mem_id: int) -> ArenaDiff:
         for a in self.arenas:
@@ -345,7 +353,7 @@ class Diff:
             checks += [BudgetCheck(f"planned bytes of {n!r}", m.planned_bytes, limit_pct)
                        for n, m in self.methods.items()]
         if self.sizes is not None:
-            checks += [BudgetCheck(f"{p.part.replace('_', ' ')} pool of {p.method!r}", p.bytes, limit_pct)
+            checks += [BudgetCheck(f"{p.part.replace('_', ' ')} of {p.method!r}", p.bytes, limit_pct)
                        for p in self.sizes.pools if p.bytes.before is not None and p.bytes.after is not None]
         return tuple(checks)
 
@@ -521,18 +529,18 @@ def sizes_diff(before, after, order: Iterable[str] = ()) -> SizesDiff:
         pb = xb.parts() if xb is not None else {}
         for part in dict.fromkeys([*pa, *pb]):
             parts.append(PartDiff(n, part, Change(pa.get(part), pb.get(part))))
-        for pool in POOLS:
-            pools.append(PartDiff(n, pool, Change(_pool(xa, pool), _pool(xb, pool))))
+        for pool, attr in POOLS.items():
+            pools.append(PartDiff(n, pool, Change(_pool(xa, attr), _pool(xb, attr))))
     return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
                      MappingProxyType(dict(after.skipped)),
                      (before.executorch_version, after.executorch_version))
 
 
-def _pool(m, pool: str) -> int | None:
+def _pool(m, attr: str) -> int | None:
     if m is None:
         return None
-    v = getattr(m, pool)
-    return sum(b for _, _, b in v) if pool == "planned" else v
+    v = getattr(m, attr)
+    return sum(b for _, _, b in v) if attr == "planned" else v
 
 
 # ------------------------------------------------------------------------ the diff

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
+from ..model.diff import MATCHED_BY
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, growth, human_bytes, ratio
 from .html import _device_badge, _section, _table as _html_table, _wrap
 from .rows import cause_summary, change_record, diff_lines, tensor_record
@@ -112,7 +113,7 @@ def _changed_sorted(md):
 def _matching_line(md) -> str:
     by = Counter(m.by for m in md.matched)
     what = Counter(w for m in md.matched for w in m.changed)
-    how = ", ".join(f"{n} by {k}" for k, n in by.items())
+    how = ", ".join(f"{by[k]} by {k}" for k in MATCHED_BY if by[k])
     changed = ", ".join(f"{k} {n}" for k, n in what.most_common())
     return (f"{count(len(md.matched), 'tensor')} matched" + (f" ({how})" if how else "")
             + f"; {len(md.changed)} changed" + (f" ({changed})" if changed else "")
@@ -204,8 +205,12 @@ def diff_text(d, rows: int = _ROWS) -> str:
                                    [[x.what, *_change_cells(x.change)] for x in lines]), 4)]
     out += ["", f"  {'nothing grew or shrank; ' if not grew and not shrank else ''}"
                 f"{count(same, 'figure')} unchanged"]
+    same = [n for n, md in d.methods.items() if md.unchanged]
     for md in d.methods.values():
-        out += [""] + _method_text(md, rows)
+        if not md.unchanged:
+            out += [""] + _method_text(md, rows)
+    if same:
+        out += ["", f"Unchanged methods (every arena, count and tensor the same): {', '.join(same)}"]
     out += ["", "File: where the bytes go",
             _indent(_table(["region", "before", "after", "change", "growth", "blobs"],
                            [[r.region + (f" {r.name}" if r.name else ""), *_change_cells(r.bytes),
@@ -297,10 +302,15 @@ def diff_html(d) -> str:
         parts.append(_section("What shrank, largest first", _lines_table(shrank), str(len(shrank)), open_=True))
     parts.append(f"<div class='pte-sub'>{'nothing grew or shrank; ' if not grew and not shrank else ''}"
                  f"{escape(count(same, 'figure'))} unchanged</div>")
+    same = [n for n, md in d.methods.items() if md.unchanged]
     for md in d.methods.values():
-        changed = md.planned_bytes.changed or any(a.size.changed or a.peak.changed for a in md.arenas)
-        parts.append(_section(f"Method {md.name}", _method_html(md),
-                              f"{delta_bytes(md.planned_bytes.delta)} planned", open_=changed))
+        if not md.unchanged:
+            changed = md.planned_bytes.changed or any(a.size.changed or a.peak.changed for a in md.arenas)
+            parts.append(_section(f"Method {md.name}", _method_html(md),
+                                  f"{delta_bytes(md.planned_bytes.delta)} planned", open_=changed))
+    if same:
+        parts.append(f"<div class='pte-sub'>unchanged methods (every arena, count and tensor the same): "
+                     f"{escape(', '.join(same))}</div>")
     regions = _html_table(["region", "before", "after", "change", "growth", "blobs"],
                           [[escape(r.region + (f" {r.name}" if r.name else "")),
                             *map(escape, _change_cells(r.bytes)), escape(_arrow(r.count.before, r.count.after))]

@@ -171,7 +171,7 @@ def diff_lines(d) -> list[DiffLine]:
         out.append(DiffLine(f"file: {r.region}" + (f" {r.name}" if r.name else ""), "region", r.bytes))
     if d.sizes is not None:
         for p in d.sizes.pools:
-            out.append(DiffLine(f"{p.method}: {p.part.replace('_', ' ')} pool", "pool", p.bytes))
+            out.append(DiffLine(f"{p.method}: {p.part.replace('_', ' ')}", "pool", p.bytes))
         for p in d.sizes.parts:
             if p.part != "planned arenas":
                 out.append(DiffLine(f"{p.method}: {p.part}", "part", p.bytes))
