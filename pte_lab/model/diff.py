@@ -19,7 +19,7 @@ by method input and output position; then by the sequence of planned tensors
 in instruction order, each keyed by what makes it (the producing operator, or
 the first operator to touch state, or a view's base operator) with its dtype
 and shape: the longest common subsequence of those keys pairs tensors whose
-keys are equal and in the same order on both sides. What is left is listed in
+keys are equal and in the same order on both sides (:mod:`.align`). What is left is listed in
 :attr:`MethodDiff.only_before` / :attr:`MethodDiff.only_after`.
 """
 
@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from difflib import SequenceMatcher
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ..errors import PteLabError
+from .align import align
 from .analysis import Arena, PlannedTensor, instruction_targets
 from .layout import blob_group, file_layout
 from .lifetimes import instruction_uses
@@ -399,24 +399,6 @@ def _changed(a: PlannedTensor, b: PlannedTensor) -> tuple[str, ...]:
                  if any(getattr(a, f) != getattr(b, f) for f in fields_))
 
 
-def _align(ka: list, kb: list) -> list[tuple[int, int]]:
-    """Index pairs of equal keys in the longest common subsequence (common ends trimmed first)."""
-    lo = 0
-    while lo < len(ka) and lo < len(kb) and ka[lo] == kb[lo]:
-        lo += 1
-    hi = 0
-    while hi < len(ka) - lo and hi < len(kb) - lo and ka[-1 - hi] == kb[-1 - hi]:
-        hi += 1
-    pairs = [(i, i) for i in range(lo)]
-    mid_a, mid_b = ka[lo:len(ka) - hi], kb[lo:len(kb) - hi]
-    if mid_a and mid_b:
-        sm = SequenceMatcher(None, mid_a, mid_b, autojunk=False)
-        for blk in sm.get_matching_blocks():
-            pairs += [(lo + blk.a + k, lo + blk.b + k) for k in range(blk.size)]
-    pairs += [(len(ka) - hi + k, len(kb) - hi + k) for k in range(hi)]
-    return pairs
-
-
 def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tuple[PlannedTensor, ...],
                                                      tuple[PlannedTensor, ...]]:
     """(matched pairs, only in ``a``, only in ``b``): the planned tensors of two versions of a method.
@@ -454,7 +436,7 @@ def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tu
     ua, ub = instruction_uses(a.raw)[0], instruction_uses(b.raw)[0]
     ka = sorted(_keys(a, (t for v, t in pa.items() if v not in used_a), ua, instruction_targets(a.raw)))
     kb = sorted(_keys(b, (t for v, t in pb.items() if v not in used_b), ub, instruction_targets(b.raw)))
-    for i, j in _align([k for _, k in ka], [k for _, k in kb]):
+    for i, j in align([k for _, k in ka], [k for _, k in kb]):
         take("operators", ka[i][0][1], kb[j][0][1])
     matched = tuple(sorted((TensorMatch(by, pa[va], pb[vb], _changed(pa[va], pb[vb])) for by, va, vb in pairs),
                            key=lambda m: m.after.value))
