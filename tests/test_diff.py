@@ -308,3 +308,30 @@ def test_executorch_1_4_1_against_1_5_1(legacy_programs, tmp_path):
         assert old.read_bytes() == new.read_bytes()
     r = _cli("diff", str(legacy_programs / "buffer.pte"), str(tmp_path / "buffer.pte"), "--fail-if-grows", "0")
     assert r.returncode == 0 and "nothing grew or shrank" in r.stdout
+
+
+# --------------------------------------------------------------------- pictures
+def test_plot_diff_draws_the_pairs_and_one_arena_on_one_scale(planners):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pte_lab import plot
+
+    d = pte_lab.diff(*planners, labels=("greedy", "naive"))
+    try:
+        fig = plot.diff(d)
+        bars, before, after = fig.axes
+        a = d.methods["forward"].arena(1)
+        heights = {p.get_gid(): p.get_width() for p in bars.patches if p.get_gid()}
+        assert heights == {"forward · arena 1 (cpu)|before": a.size.before, "forward · arena 1 (cpu)|after": a.size.after}
+        assert "+" in " ".join(t.get_text() for t in bars.texts)  # the change is written beside the pair
+        assert before.get_ylim() == after.get_ylim() and before.get_ylim()[1] >= a.size.after  # one byte scale
+        assert before.get_title().startswith("before (greedy)") and after.get_title().startswith("after (naive)")
+        ax = plot.diff_bars(d, "file")
+        assert {p.get_gid().split("|")[0] for p in ax.patches if p.get_gid()} >= {"flatbuffer", "constant"}
+        with pytest.raises(ValueError, match="sizes=True"):
+            plot.diff_bars(d, "sizes")
+    finally:
+        plt.close("all")

@@ -235,10 +235,16 @@ def diff_text(d, rows: int = _ROWS) -> str:
 
 
 # ----------------------------------------------------------------------- HTML
+def _html_change(c) -> list[str]:
+    """before, after, change, growth as HTML cells; a change coloured by its direction."""
+    cells = [escape(x) for x in _change_cells(c)]
+    cls = "pte-grew" if c.delta > 0 else ("pte-shrank" if c.delta < 0 else "")
+    return cells[:2] + [f"<span class='{cls}'>{x}</span>" if cls else x for x in cells[2:]]
+
+
 def _lines_table(lines) -> str:
     return _html_table(["what", "before", "after", "change", "growth"],
-                       [[escape(x.what), *map(escape, _change_cells(x.change))] for x in lines],
-                       numeric={1, 2, 3, 4})
+                       [[escape(x.what), *_html_change(x.change)] for x in lines], numeric={1, 2, 3, 4})
 
 
 def _devices_cell(a) -> str:
@@ -252,7 +258,7 @@ def _method_html(md) -> str:
     parts = [f"<div class='pte-sub'>instructions {escape(_arrow(md.instructions.before, md.instructions.after))}"
              f" &middot; planned tensors {escape(_arrow(md.tensors.before, md.tensors.after))} &middot; state "
              f"{escape(_arrow(md.state_bytes.before, md.state_bytes.after, human_bytes))}</div>"]
-    rows = [[str(a.mem_id), _devices_cell(a), *map(escape, _change_cells(a.size)), escape(human_bytes(a.peak.before)),
+    rows = [[str(a.mem_id), _devices_cell(a), *_html_change(a.size), escape(human_bytes(a.peak.before)),
              escape(human_bytes(a.peak.after)), escape(ratio(_get(a.before, "size_over_peak"), "×")),
              escape(ratio(_get(a.after, "size_over_peak"), "×"))] for a in md.arenas]
     if rows:
@@ -313,7 +319,7 @@ def diff_html(d) -> str:
                      f"{escape(', '.join(same))}</div>")
     regions = _html_table(["region", "before", "after", "change", "growth", "blobs"],
                           [[escape(r.region + (f" {r.name}" if r.name else "")),
-                            *map(escape, _change_cells(r.bytes)), escape(_arrow(r.count.before, r.count.after))]
+                            *_html_change(r.bytes), escape(_arrow(r.count.before, r.count.after))]
                            for r in d.regions], numeric={1, 2, 3, 4, 5})
     for label, dups in (("identical blobs stored twice, new", d.duplicates_gained),
                         ("identical blobs stored twice, gone", d.duplicates_lost)):
@@ -323,12 +329,12 @@ def diff_html(d) -> str:
     parts.append(_section("File: where the bytes go", regions, delta_bytes(d.file_size.delta)))
     parts.append(_section("Load cost", _html_table(
         ["loader", "step", "device", "before", "after", "change", "growth"],
-        [[escape(c.loader), escape(c.step), _device_badge(c.device), *map(escape, _change_cells(c.bytes))]
+        [[escape(c.loader), escape(c.step), _device_badge(c.device), *_html_change(c.bytes)]
          for c in d.load_cost], numeric={3, 4, 5, 6})))
     if d.sizes is not None:
         s = d.sizes
         body = _html_table(["method", "part", "before", "after", "change", "growth"],
-                           [[escape(p.method), escape(p.part), *map(escape, _change_cells(p.bytes))]
+                           [[escape(p.method), escape(p.part), *_html_change(p.bytes)]
                             for p in s.parts], numeric={2, 3, 4, 5})
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
