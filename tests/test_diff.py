@@ -64,7 +64,7 @@ def test_greedy_against_naive_planner(planners):
     assert md.instructions.delta == 0 and d.planned_bytes.delta == a.size.delta
     c = md.causes(1)
     assert not (c.new or c.gone or c.larger or c.longer or c.moved_in)
-    assert "peak live unchanged" in repr(d) and "the plan places the same live bytes differently" in repr(d)
+    assert "peak live unchanged" in repr(d) and "the same tensors, placed differently" in repr(d)
     loaders = {(x.loader, x.step): x.bytes.delta for x in d.load_cost}
     assert loaders == {("corrected", "load_program"): a.size.delta, ("legacy", "load_program"): a.size.delta,
                        ("module", "first_execute"): a.size.delta}
@@ -325,7 +325,8 @@ def test_plot_diff_draws_the_pairs_and_one_arena_on_one_scale(planners):
         bars, before, after = fig.axes
         a = d.methods["forward"].arena(1)
         heights = {p.get_gid(): p.get_width() for p in bars.patches if p.get_gid()}
-        assert heights == {"forward · arena 1 (cpu)|before": a.size.before, "forward · arena 1 (cpu)|after": a.size.after}
+        label = "forward · arena 1 (cpu)"
+        assert heights == {f"{label}|before": a.size.before, f"{label}|after": a.size.after}
         assert "+" in " ".join(t.get_text() for t in bars.texts)  # the change is written beside the pair
         assert before.get_ylim() == after.get_ylim() and before.get_ylim()[1] >= a.size.after  # one byte scale
         assert before.get_title().startswith("before (greedy)") and after.get_title().startswith("after (naive)")

@@ -223,7 +223,7 @@ class MethodDiff:
         rows += [_tensor_row("only after", None, t, ()) for t in self.only_after]
         df = pd.DataFrame(rows, columns=list(DIFF_TENSOR_COLUMNS))
         for c in df.columns:
-            if c.split("_")[0] in ("value", "nbytes", "mem_id", "offset", "first", "last"):
+            if c.rsplit("_", 1)[0] in ("value", "nbytes", "mem_id", "offset", "first", "last"):
                 df[c] = df[c].astype("Int64")
         return df
 

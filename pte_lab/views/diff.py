@@ -129,8 +129,9 @@ def _arena_why(md, a) -> str:
     behind = "; ".join(f"{what}: {count(n, 'tensor')} ({delta_bytes(b) if signed else human_bytes(b)})"
                        for what, n, b, signed in causes)
     if peak.delta == 0:
+        how = "the same tensors, placed differently" if not causes else "the plan packs its tensors differently"
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)} with {PEAK_LIVE} unchanged "
-                f"({human_bytes(peak.after)}): the plan places the same live bytes differently "
+                f"({human_bytes(peak.after)}): {how} "
                 f"({SIZE_OVER_PEAK} {ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
     else:
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)}, {PEAK_LIVE} {delta_bytes(peak.delta)} "
@@ -145,6 +146,20 @@ def _only_row(t) -> list[str]:
 
 
 _ONLY_HEADERS = ["value", "role", "op / name", "dtype", "shape", "bytes", "arena", "offset", "lifetime"]
+_ARENA_HEADERS = ["mem_id", "device", "size before", "after", "change", "growth", f"{PEAK_LIVE} before", "after",
+                  f"{SIZE_OVER_PEAK} before", "after"]
+_CHANGED_HEADERS = ["value", "op / name", "dtype", "bytes", "matched by", "what changed"]
+
+
+def _arena_tail(a, times: str = "x") -> list[str]:
+    """The cells of an arena's row after its size change: peak live and size/peak, before and after."""
+    return [human_bytes(a.peak.before), human_bytes(a.peak.after),
+            *(ratio(getattr(x, "size_over_peak", None), times) for x in (a.before, a.after))]
+
+
+def _changed_row(m) -> list[str]:
+    return [_arrow(f"v{m.before.value}", f"v{m.after.value}"), _tensor_label(m.after), m.after.dtype,
+            human_bytes(m.after.nbytes), m.by, tensor_change(m)]
 
 
 # ----------------------------------------------------------------------- text
@@ -156,12 +171,9 @@ def _method_text(md, rows: int) -> list[str]:
            f"({_arrow(md.state_tensors.before, md.state_tensors.after)} tensors)"]
     table = []
     for a in md.arenas:
-        table.append([str(a.mem_id), _arrow(*a.devices), *_change_cells(a.size), human_bytes(a.peak.before),
-                      human_bytes(a.peak.after), ratio(_get(a.before, "size_over_peak")),
-                      ratio(_get(a.after, "size_over_peak"))])
+        table.append([str(a.mem_id), _arrow(*a.devices), *_change_cells(a.size), *_arena_tail(a)])
     if table:
-        out.append(_indent(_table(["mem_id", "device", "size before", "after", "change", "growth",
-                                   f"{PEAK_LIVE} before", "after", f"{SIZE_OVER_PEAK} before", "after"], table)))
+        out.append(_indent(_table(_ARENA_HEADERS, table)))
     for a in md.arenas:
         if a.size.changed or a.peak.changed:
             out.append(f"  {_arena_why(md, a)}")
@@ -170,10 +182,7 @@ def _method_text(md, rows: int) -> list[str]:
     if changed:
         shown = changed[:rows]
         out.append(f"  changed, largest change first ({len(shown)} of {len(changed)}):")
-        out.append(_indent(_table(["value", "op / name", "dtype", "bytes", "by", "what changed"],
-                                  [[_arrow(f"v{m.before.value}", f"v{m.after.value}"), _tensor_label(m.after),
-                                    m.after.dtype, human_bytes(m.after.nbytes), m.by, tensor_change(m)]
-                                   for m in shown]), 4))
+        out.append(_indent(_table(_CHANGED_HEADERS, [_changed_row(m) for m in shown]), 4))
     for label, ts in (("only in the first", md.only_before), ("only in the second", md.only_after)):
         if ts:
             ts = sorted(ts, key=lambda t: (-t.nbytes, t.value))
@@ -181,10 +190,6 @@ def _method_text(md, rows: int) -> list[str]:
                        f"{human_bytes(sum(t.nbytes for t in ts if t.role != 'view'))} without views):")
             out.append(_indent(_table(_ONLY_HEADERS, [_only_row(t) for t in ts[:rows]]), 4))
     return out
-
-
-def _get(obj, name):
-    return None if obj is None else getattr(obj, name)
 
 
 def diff_text(d, rows: int = _ROWS) -> str:
@@ -258,13 +263,10 @@ def _method_html(md) -> str:
     parts = [f"<div class='pte-sub'>instructions {escape(_arrow(md.instructions.before, md.instructions.after))}"
              f" &middot; planned tensors {escape(_arrow(md.tensors.before, md.tensors.after))} &middot; state "
              f"{escape(_arrow(md.state_bytes.before, md.state_bytes.after, human_bytes))}</div>"]
-    rows = [[str(a.mem_id), _devices_cell(a), *_html_change(a.size), escape(human_bytes(a.peak.before)),
-             escape(human_bytes(a.peak.after)), escape(ratio(_get(a.before, "size_over_peak"), "×")),
-             escape(ratio(_get(a.after, "size_over_peak"), "×"))] for a in md.arenas]
+    rows = [[str(a.mem_id), _devices_cell(a), *_html_change(a.size), *map(escape, _arena_tail(a, "×"))]
+            for a in md.arenas]
     if rows:
-        parts.append(_html_table(["mem_id", "device", "size before", "after", "change", "growth",
-                                  f"{PEAK_LIVE} before", "after", f"{SIZE_OVER_PEAK} before", "after"], rows,
-                                 numeric={0, 2, 3, 4, 5, 6, 7, 8, 9}))
+        parts.append(_html_table(_ARENA_HEADERS, rows, numeric={0, 2, 3, 4, 5, 6, 7, 8, 9}))
     for a in md.arenas:
         if a.size.changed or a.peak.changed:
             parts.append(f"<div>{escape(_arena_why(md, a))}</div>")
@@ -272,10 +274,7 @@ def _method_html(md) -> str:
     changed = _changed_sorted(md)
     if changed:
         shown = changed[:_HTML_ROWS]
-        body = _html_table(["value", "op / name", "dtype", "bytes", "matched by", "what changed"],
-                           [[escape(_arrow(f"v{m.before.value}", f"v{m.after.value}")),
-                             escape(_tensor_label(m.after)), escape(m.after.dtype), human_bytes(m.after.nbytes),
-                             escape(m.by), escape(tensor_change(m))] for m in shown], numeric={3})
+        body = _html_table(_CHANGED_HEADERS, [[escape(c) for c in _changed_row(m)] for m in shown], numeric={3})
         more = (f"<div class='pte-sub'>first {len(shown)} of {len(changed)}; <span class='pte-mono'>"
                 f"diff.methods[{escape(repr(md.name))}].table()</span> has them all</div>"
                 if len(shown) < len(changed) else "")
@@ -352,8 +351,8 @@ def _method_record(md) -> dict:
         "state": {"tensors": change_record(md.state_tensors), "bytes": change_record(md.state_bytes)},
         "arenas": [{"mem_id": a.mem_id, "device": dict(zip(("before", "after"), a.devices)),
                     "size": change_record(a.size), "peak_bytes": change_record(a.peak),
-                    "size_over_peak": {"before": _get(a.before, "size_over_peak"),
-                                       "after": _get(a.after, "size_over_peak")},
+                    "size_over_peak": {"before": getattr(a.before, "size_over_peak", None),
+                                       "after": getattr(a.after, "size_over_peak", None)},
                     "tensors": change_record(a.tensors),
                     "causes": ([{"what": w, "tensors": n, "bytes": by}
                                 for w, n, by, _ in cause_summary(md.causes(a.mem_id))]
