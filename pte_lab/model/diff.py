@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Mapping
 
@@ -394,7 +395,12 @@ def _keys(m: "Method", ts: Iterable[PlannedTensor], uses_first: dict[int, int], 
     return out
 
 
+_COMPARED = attrgetter(*(f for fields_ in TENSOR_CHANGES.values() for f in fields_))
+
+
 def _changed(a: PlannedTensor, b: PlannedTensor) -> tuple[str, ...]:
+    if _COMPARED(a) == _COMPARED(b):  # most pairs: nothing changed, one comparison
+        return ()
     return tuple(k for k, fields_ in TENSOR_CHANGES.items()
                  if any(getattr(a, f) != getattr(b, f) for f in fields_))
 
