@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
            "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
-           "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOLS", "DIFF_TENSOR_COLUMNS"]
+           "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
 MATCHED_BY = ("name", "input", "output", "operators")
@@ -57,8 +57,8 @@ TENSOR_CHANGES: Mapping[str, tuple[str, ...]] = MappingProxyType({
 })
 #: the pools a bare-metal build gives a method (named as ``Sizes.pools()`` names them) -> the attribute
 #: of ``pte_lab.sizes``' ``MethodSizes`` read (``planned`` summed over the method's planned buffers)
-POOLS: Mapping[str, str] = MappingProxyType({"planned_buffers": "planned", "method_pool": "method_allocator",
-                                             "temp_pool": "temp_allocator"})
+POOL_ATTRIBUTES: Mapping[str, str] = MappingProxyType({
+    "planned_buffers": "planned", "method_pool": "method_allocator", "temp_pool": "temp_allocator"})
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ class LoadCostDiff:
 @dataclass(frozen=True)
 class PartDiff:
     """One figure of a method's run-time sizes (a part of ``MethodSizes.parts()`` or a pool of
-    :data:`POOLS`); a side is None where it was not measured or the method was not sized."""
+    :data:`POOL_ATTRIBUTES`); a side is None where it was not measured or the method was not sized."""
 
     method: str
     part: str
@@ -290,7 +290,7 @@ class SizesDiff:
 
     #: every part of every method sized in either program, in ``parts()`` order
     parts: tuple[PartDiff, ...]
-    #: the pools (:data:`POOLS`) of every method
+    #: the pools (:data:`POOL_ATTRIBUTES`) of every method
     pools: tuple[PartDiff, ...]
     #: methods that could not be sized, and why
     skipped_before: Mapping[str, str]
@@ -507,7 +507,7 @@ def _load_cost_diff(a: "Pte", b: "Pte") -> tuple[LoadCostDiff, ...]:
 # ---------------------------------------------------------------------- run time
 def sizes_diff(before, after, order: Iterable[str] = ()) -> SizesDiff:
     """Two ``pte_lab.sizes`` results side by side (read through ``methods``, ``skipped`` and each
-    ``MethodSizes``' ``parts()`` and :data:`POOLS` attributes; nothing is imported from the runtime)."""
+    ``MethodSizes``' ``parts()`` and the :data:`POOL_ATTRIBUTES`; nothing is imported from the runtime)."""
     ma, mb = before.methods, after.methods
     names = [n for n in dict.fromkeys([*order, *ma, *mb]) if n in ma or n in mb]
     parts, pools = [], []
@@ -517,7 +517,7 @@ def sizes_diff(before, after, order: Iterable[str] = ()) -> SizesDiff:
         pb = xb.parts() if xb is not None else {}
         for part in dict.fromkeys([*pa, *pb]):
             parts.append(PartDiff(n, part, Change(pa.get(part), pb.get(part))))
-        for pool, attr in POOLS.items():
+        for pool, attr in POOL_ATTRIBUTES.items():
             pools.append(PartDiff(n, pool, Change(_pool(xa, attr), _pool(xb, attr))))
     return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
                      MappingProxyType(dict(after.skipped)),

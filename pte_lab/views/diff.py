@@ -35,7 +35,8 @@ thing, ``growth_pct`` null there and where it grew from 0)::
 
 Tensors are the ``pte_lab.inspect`` document's tensor records (:data:`pte_lab.model.TENSOR_COLUMNS`);
 ``rule`` is one of :data:`pte_lab.model.diff.MATCHED_BY`, ``what`` a key of
-:data:`pte_lab.model.diff.TENSOR_CHANGES`; ``pool`` one of :data:`pte_lab.model.diff.POOLS`.
+:data:`pte_lab.model.diff.TENSOR_CHANGES`; ``pool`` a key of :data:`pte_lab.model.diff.POOL_ATTRIBUTES`
+(``planned_buffers``, ``method_pool``, ``temp_pool``: the columns of ``Sizes.pools()``).
 """
 
 from __future__ import annotations
