@@ -173,7 +173,7 @@ def _diff(args) -> int:
     from .model.diff import diff_programs
     from .units import growth, human_bytes
     from .views.diff import diff_document, diff_text
-    from .views.text import _table
+    from .views.text import _indent, _table
 
     for f in (args.before, args.after):
         if identify(f) == "data":
@@ -203,8 +203,7 @@ def _diff(args) -> int:
         rows = [[c.what, human_bytes(c.bytes.before), human_bytes(c.bytes.after), growth(c.bytes.growth),
                  "EXCEEDED" if c.exceeded else "ok"] for c in checks]
         sys.stdout.write(f"\nBudget: nothing may grow more than {limit:g}%\n"
-                         + "\n".join("  " + line for line in _table(["what", "before", "after", "growth", ""],
-                                                                     rows).splitlines()) + "\n")
+                         + _indent(_table(["what", "before", "after", "growth", ""], rows)) + "\n")
     over = [c for c in checks if c.exceeded]
     for c in over:
         print(f"pte-lab: budget exceeded: {c.what} grew {growth(c.bytes.growth)} ({human_bytes(c.bytes.before)} -> "

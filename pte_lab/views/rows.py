@@ -146,7 +146,7 @@ class DiffLine:
     what: str
     #: file | planned | arena | state | region | pool | part
     kind: str
-    change: object  # a pte_lab.model.diff.Change
+    change: Change
 
 
 def diff_lines(d) -> list[DiffLine]:
