@@ -45,7 +45,8 @@ from collections import Counter
 from html import escape
 
 from ..model.diff import MATCHED_BY
-from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, growth, human_bytes, ratio
+from ..model.layout import duplicate_phrase
+from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
 from .html import _device_badge, _section, _table as _html_table, _wrap
 from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import _indent, _table
@@ -138,7 +139,15 @@ def _arena_why(md, a) -> str:
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)}, {PEAK_LIVE} {delta_bytes(peak.delta)} "
                 f"({human_bytes(peak.before)} -> {human_bytes(peak.after)}; {SIZE_OVER_PEAK} "
                 f"{ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
-    return head + (f"; behind it: {behind}" if behind else "")
+    # the tensors' own bytes: tensors alive at different times share an arena's bytes, so these sums
+    # say which tensors are behind the change, not how much of it each group makes
+    return head + (f"; the tensors behind it (their own bytes): {behind}" if behind else "")
+
+
+def _duplicates(dups) -> str:
+    """Blobs stored twice, the first few (the JSON document has them all)."""
+    return first_few((duplicate_phrase(x.name, x.region, x.bytes, x.duplicate_of) for x in dups), 4, "; ",
+                     "; and {n} more")
 
 
 def _only_row(t) -> list[str]:
@@ -224,8 +233,7 @@ def diff_text(d, rows: int = _ROWS) -> str:
     for label, dups in (("identical blobs stored twice, new", d.duplicates_gained),
                         ("identical blobs stored twice, gone", d.duplicates_lost)):
         if dups:
-            out.append(f"  {label}: " + "; ".join(f"{x.name} ({x.region}, {human_bytes(x.bytes)}) = "
-                                                  f"{x.duplicate_of}" for x in dups))
+            out.append(f"  {label}: {_duplicates(dups)}")
     out += ["", "Load cost (planned arenas, per loader and step)",
             _indent(_table(["loader", "step", "device", "before", "after", "change", "growth"],
                            [[c.loader, c.step, c.device, *_change_cells(c.bytes)] for c in d.load_cost]))]
@@ -324,8 +332,7 @@ def diff_html(d) -> str:
     for label, dups in (("identical blobs stored twice, new", d.duplicates_gained),
                         ("identical blobs stored twice, gone", d.duplicates_lost)):
         if dups:
-            regions += f"<div class='pte-find pte-warning'>{escape(label)}: " + escape("; ".join(
-                f"{x.name} ({x.region}, {human_bytes(x.bytes)}) = {x.duplicate_of}" for x in dups)) + "</div>"
+            regions += f"<div class='pte-find pte-warning'>{escape(label)}: {escape(_duplicates(dups))}</div>"
     parts.append(_section("File: where the bytes go", regions, delta_bytes(d.file_size.delta)))
     parts.append(_section("Load cost", _html_table(
         ["loader", "step", "device", "before", "after", "change", "growth"],

@@ -184,8 +184,10 @@ def _absent(a, b):
 
 def cause_summary(c) -> list[tuple[str, int, int, bool]]:
     """(what, tensors, bytes, signed) behind an arena's change (:class:`~pte_lab.model.diff.ArenaCauses`),
-    the non-empty ones: ``signed`` bytes are what those tensors add to or take from the arena (new, gone,
-    moved, resized), the others the bytes of the tensors (alive over more or fewer instructions)."""
+    the non-empty ones. ``bytes`` are the tensors' own: ``signed`` ones count up for what the second program
+    has more of (new, moved in, the growth of larger tensors) and down for what it has less of (gone, moved
+    out, smaller), the others are the bytes of the tensors (alive over more or fewer instructions). They do
+    not add up to the arena's change: tensors alive at different times share the arena's bytes."""
     rows = [
         ("new tensors", len(c.new), sum(t.nbytes for t in c.new), True),
         ("tensors gone", len(c.gone), -sum(t.nbytes for t in c.gone), True),
