@@ -117,6 +117,8 @@ def test_replanned_against_its_original(program_path, tmp_path):
     (arena,) = doc["methods"]["forward"]["arenas"]
     assert arena["size"]["delta"] == r.arenas[0].after - r.arenas[0].before < 0
     assert doc["methods"]["forward"]["tensors"]["changed_counts"] == {"offset": len(changed)}
+    n = len(pte_lab.open(src).methods["forward"].planned)
+    assert doc["methods"]["forward"]["planned_tensors"] == {"before": n, "after": n, "delta": 0, "growth_pct": 0.0}
 
 
 def test_state_is_matched_by_its_name(program_path, tmp_path):

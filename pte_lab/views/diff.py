@@ -15,7 +15,7 @@ thing, ``growth_pct`` null there and where it grew from 0)::
       "added": [method], "removed": [method],
       "methods": {
         name: {
-          "instructions": change, "tensors": change, "planned_bytes": change,
+          "instructions": change, "planned_tensors": change, "planned_bytes": change,
           "by_device": {device: change},
           "state": {"tensors": change, "bytes": change},
           "arenas": [{"mem_id", "device": {"before", "after"}, "size": change, "peak_bytes": change,
@@ -353,7 +353,7 @@ def diff_html(d) -> str:
 # ----------------------------------------------------------------------- JSON
 def _method_record(md) -> dict:
     return {
-        "instructions": change_record(md.instructions), "tensors": change_record(md.tensors),
+        "instructions": change_record(md.instructions), "planned_tensors": change_record(md.tensors),
         "planned_bytes": change_record(md.planned_bytes),
         "by_device": {dev: change_record(c) for dev, c in md.by_device},
         "state": {"tensors": change_record(md.state_tensors), "bytes": change_record(md.state_bytes)},
