@@ -112,6 +112,7 @@ def test_replanned_against_its_original(program_path, tmp_path):
     assert changed == {v for p in r.arenas for v, off in p.offsets.items() if off != original[v]} != set()
     regions = {(x.region, x.name): x.bytes for x in d.regions}
     assert not regions[("constant", "")].changed  # the weights are the same bytes
+    assert "2 figures unchanged (file: header; file: constant)" in repr(d)  # named, not just counted
     doc = d.to_dict()
     assert doc["schema"] == "pte_lab.diff" and doc["version"] == 1
     (arena,) = doc["methods"]["forward"]["arenas"]

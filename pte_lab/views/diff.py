@@ -62,11 +62,18 @@ _HTML_ROWS = 200
 
 # ------------------------------------------------------------------ shared words
 def grew_and_shrank(d):
-    """(grew, largest first; shrank, largest first; how many figures are unchanged)."""
+    """(grew, largest first; shrank, largest first; the unchanged figures, in reading order)."""
     lines = diff_lines(d)
     grew = sorted((x for x in lines if x.change.delta > 0), key=lambda x: -x.change.delta)
     shrank = sorted((x for x in lines if x.change.delta < 0), key=lambda x: x.change.delta)
-    return grew, shrank, sum(1 for x in lines if x.change.delta == 0)
+    return grew, shrank, [x for x in lines if x.change.delta == 0]
+
+
+def _unchanged_line(grew, shrank, same) -> str:
+    """``2 figures unchanged (file: header; file: constant)``: the first few named."""
+    names = f" ({first_few((x.what for x in same), 6, '; ', '; and {n} more')})" if same else ""
+    none = "nothing grew or shrank; " if not grew and not shrank else ""
+    return f"{none}{count(len(same), 'figure')} unchanged{names}"
 
 
 def _change_cells(c) -> list[str]:
@@ -218,8 +225,7 @@ def diff_text(d, rows: int = _ROWS) -> str:
             out += ["", f"  {title}:",
                     _indent(_table(["what", "before", "after", "change", "growth"],
                                    [[x.what, *_change_cells(x.change)] for x in lines]), 4)]
-    out += ["", f"  {'nothing grew or shrank; ' if not grew and not shrank else ''}"
-                f"{count(same, 'figure')} unchanged"]
+    out += ["", f"  {_unchanged_line(grew, shrank, same)}"]
     same = [n for n, md in d.methods.items() if md.unchanged]
     for md in d.methods.values():
         if not md.unchanged:
@@ -314,8 +320,7 @@ def diff_html(d) -> str:
         parts.append(_section("What grew, largest first", _lines_table(grew), str(len(grew)), open_=True))
     if shrank:
         parts.append(_section("What shrank, largest first", _lines_table(shrank), str(len(shrank)), open_=True))
-    parts.append(f"<div class='pte-sub'>{'nothing grew or shrank; ' if not grew and not shrank else ''}"
-                 f"{escape(count(same, 'figure'))} unchanged</div>")
+    parts.append(f"<div class='pte-sub'>{escape(_unchanged_line(grew, shrank, same))}</div>")
     same = [n for n, md in d.methods.items() if md.unchanged]
     for md in d.methods.values():
         if not md.unchanged:
