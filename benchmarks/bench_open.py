@@ -54,7 +54,7 @@ LAUNCH = (
     "_, status, ru = os.wait4(p.pid, 0)\n"
     "wall = time.perf_counter() - t\n"
     "sys.stderr.write(p.stderr.read().decode()[-2000:])\n"
-    "print(wall, ru.ru_maxrss / 1024, status)\n"
+    "print(wall, ru.ru_maxrss / 1024, status, ru.ru_utime + ru.ru_stime)\n"
 )
 
 
@@ -67,7 +67,7 @@ def fresh(cmd: list[str], repeat: int) -> tuple[float, float]:
     best_t, best_rss = float("inf"), float("inf")
     for _ in range(repeat):
         r = subprocess.run([sys.executable, "-c", LAUNCH, *cmd], capture_output=True, text=True)
-        wall, rss, status = r.stdout.split()
+        wall, rss, status, _cpu = r.stdout.split()
         if int(status) != 0:
             raise RuntimeError(f"{cmd} failed: {r.stderr}")
         best_t = min(best_t, float(wall))

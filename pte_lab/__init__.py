@@ -6,6 +6,7 @@
 >>> pte.methods["forward"].tensors         # one row per planned tensor
 >>> pte.load_cost("corrected")             # what Runtime.load_program allocates, when
 >>> pte_lab.sizes("model.pte")             # every byte each method needs at run time, measured
+>>> pte_lab.diff("old.pte", "new.pte")     # what changed in memory between two exports
 
 ``import pte_lab`` is light: submodules (and pandas, matplotlib, torch,
 executorch) are imported only when used.
@@ -31,7 +32,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "open", "load", "sizes", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
+    "open", "load", "sizes", "diff", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError",
     "__version__",
@@ -43,6 +44,7 @@ _LAZY = {
     "Method": ("pte_lab.model", "Method"),
     "Arena": ("pte_lab.model", "Arena"),
     "Finding": ("pte_lab.model", "Finding"),
+    "Diff": ("pte_lab.model.diff", "Diff"),
     "load": ("pte_lab.runtime", "load"),
     "sizes": ("pte_lab.runtime", "sizes"),
     "emulate_device": ("pte_lab.runtime", "emulate_device"),
@@ -81,6 +83,38 @@ def open(source, data=None):  # noqa: A001 - the natural name, like io.open
             raise ValueError("data= goes with a program (.pte/.bpte); this source is itself a .ptd file")
         return open_data(source)
     return open_pte(source, data=data)
+
+
+def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | None = None, progress=None):
+    """What changed in memory from program ``a`` to program ``b``: a :class:`~pte_lab.model.diff.Diff`.
+
+    ``a`` and ``b`` are ``.pte`` or ``.bpte`` files (paths, bytes, binary files) or opened
+    :class:`~pte_lab.model.Pte` objects. Per method (matched by name): arenas, peak live,
+    size/peak, planned bytes, instructions, tensors, state, and the planned tensors matched
+    across the two (:func:`pte_lab.model.diff.match_tensors`: what changed, what could not be
+    matched); the file's regions and duplicate blobs; what each loader allocates. ``methods``
+    limits the per-method part to those names. ``sizes=True`` also sizes both programs with
+    :func:`pte_lab.sizes` (loads and runs every method in a worker: seconds; files on disk only)
+    and sets the parts side by side. ``labels`` names the two sides (default: their paths).
+    """
+    from .model import Pte
+    from .model.diff import diff_programs
+
+    sides = []
+    for x in (a, b):
+        p = x if isinstance(x, Pte) else open(x)
+        if not isinstance(p, Pte):
+            raise PteLabError(f"{p.path or 'that source'} is a .ptd data file: diff compares programs "
+                              f"(.pte, .bpte)")
+        sides.append(p)
+    if sizes and any(p.path is None for p in sides):
+        raise PteLabError("sizes=True sizes the programs by loading their files: give paths, not bytes")
+    d = diff_programs(*sides, methods=methods, labels=labels)
+    if sizes:
+        size = __getattr__("sizes")  # pte_lab.sizes, wherever the runtime keeps it
+        names = list(d.methods) + list(d.removed) + list(d.added)
+        d = d.with_sizes(*(size(p, [n for n in names if n in p.methods], progress=progress) for p in sides))
+    return d
 
 
 def __getattr__(name: str):

@@ -7,8 +7,10 @@
     pte-lab legacy-env [--dir DIR]
     pte-lab replan IN OUT [--algorithm A] [--verify]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
+    pte-lab diff A B [--method M] [--json] [--sizes] [--fail-if-grows PCT] [--rows N]
 
-Bad input prints one line to stderr and exits 2; no traceback.
+Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
+when a budget is exceeded.
 """
 
 from __future__ import annotations
@@ -186,6 +188,60 @@ def _sizes(args) -> int:
     return 0 if s.methods else 1
 
 
+def _diff(args) -> int:
+    from .format import identify
+    from .model import open_pte
+    from .model.diff import diff_programs
+    from .units import growth, human_bytes
+    from .views.diff import diff_document, diff_text
+    from .views.text import _indent, _table
+
+    for f in (args.before, args.after):
+        if identify(f) == "data":
+            raise PteLabError(f"{f} is a .ptd data file: diff compares programs (.pte, .bpte)")
+    a, b = open_pte(args.before), open_pte(args.after)
+    d = diff_programs(a, b, methods=[args.method] if args.method else None)
+    if args.sizes:
+        from .runtime import sizes
+
+        say = lines()
+        names = [*d.methods, *d.removed, *d.added]
+        measured = []
+        for label, p in (("first", a), ("second", b)):
+            say(f"sizing the {label} program ({p.path}): each method loaded and run in a fresh worker")
+            measured.append(sizes(p, [n for n in names if n in p.methods], progress=say))
+        d = d.with_sizes(*measured)
+    limit = args.fail_if_grows
+    if args.json:
+        json.dump(diff_document(d, limit), sys.stdout, indent=None if args.compact else 1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(diff_text(d, rows=args.rows) + "\n")
+    if limit is None:
+        return 0
+    checks = d.budget(limit)
+    if not args.json:
+        rows = [[c.what, human_bytes(c.bytes.before), human_bytes(c.bytes.after), growth(c.bytes.growth),
+                 "EXCEEDED" if c.exceeded else "ok"] for c in checks]
+        sys.stdout.write(f"\nBudget: nothing may grow more than {limit:g}%\n"
+                         + _indent(_table(["what", "before", "after", "growth", ""], rows)) + "\n")
+    over = [c for c in checks if c.exceeded]
+    for c in over:
+        print(f"pte-lab: budget exceeded: {c.what} grew {growth(c.bytes.growth)} ({human_bytes(c.bytes.before)} -> "
+              f"{human_bytes(c.bytes.after)}), more than {limit:g}%", file=sys.stderr)
+    return 1 if over else 0
+
+
+def _percentage(text: str) -> float:
+    try:
+        v = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (10 means 10%)") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a percentage of at least 0, not {text}")
+    return v
+
+
 def _whole(least: int):
     def parse(text: str) -> int:
         try:
@@ -291,6 +347,20 @@ def build_parser() -> argparse.ArgumentParser:
                          "byte smaller (which must be refused); exit 1 if a figure is not tight")
     sz.add_argument("--runs", type=_whole(1), default=2, help="runs per method (default 2)")
     sz.set_defaults(func=_sizes)
+    df = sub.add_parser("diff", help="what changed in memory between two programs: arenas, tensors, the file, "
+                                     "loaders; with --fail-if-grows, a memory budget for CI")
+    df.add_argument("before", help="the first program (.pte or .bpte)")
+    df.add_argument("after", help="the second program (.pte or .bpte)")
+    df.add_argument("--method", "-m", help="only this method")
+    df.add_argument("--json", action="store_true", help="emit the pte_lab.diff JSON document (version 1)")
+    df.add_argument("--compact", action="store_true", help="with --json: no indentation")
+    df.add_argument("--sizes", action="store_true",
+                    help="also size both programs (pte-lab sizes: loads and runs each method) and compare the parts")
+    df.add_argument("--fail-if-grows", type=_percentage, metavar="PCT",
+                    help="exit 1 when the file's bytes, the planned bytes (all methods, or any one method) or, "
+                         "with --sizes, any pool of a method grow by more than PCT percent")
+    df.add_argument("--rows", type=_whole(1), default=12, help="most tensors listed per table (default 12)")
+    df.set_defaults(func=_diff)
     return p
 
 

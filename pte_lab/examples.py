@@ -773,12 +773,18 @@ def build(name: str, **kwargs) -> bytes:
         return fn(**kwargs)
 
 
-def save(name: str, path: str | os.PathLike, **kwargs) -> str:
+def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None = None, **kwargs) -> str:
     """Export the example called ``name`` and write it to ``path``; returns the path.
 
-    For ``external``, the ``.ptd`` data file is written beside the program.
+    For ``external``, the ``.ptd`` data file is written beside the program. ``python``
+    exports with another interpreter that has torch and executorch (the executorch 1.4.1
+    environment of ``pte-lab legacy-env``, say), in a fresh process with this pte_lab on its
+    path: the same module, seed and options, another exporter. The arguments then travel as
+    JSON (numbers, strings, booleans).
     """
     path = os.fspath(path)
+    if python is not None:
+        return _save_with(os.fspath(python), name, path, kwargs)
     if name == "external":
         from .quiet import quiet
 
@@ -790,4 +796,27 @@ def save(name: str, path: str | os.PathLike, **kwargs) -> str:
         data = build(name, **kwargs)
     with open(path, "wb") as f:
         f.write(data)
+    return path
+
+
+def _save_with(python: str, name: str, path: str, kwargs: dict) -> str:
+    import json
+    import subprocess
+
+    from .errors import PteLabError
+
+    if name not in BUILDERS:
+        raise ValueError(f"unknown example {name!r}; choose one of {sorted(BUILDERS)}")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from pte_lab import examples; "
+            "examples.save(sys.argv[2], sys.argv[3], **json.loads(sys.argv[4]))")
+    try:
+        r = subprocess.run([python, "-c", code, root, name, os.path.abspath(path), json.dumps(kwargs)],
+                           capture_output=True, text=True, timeout=3600)
+    except OSError as exc:
+        raise PteLabError(f"cannot run {python}: {exc.strerror or exc}") from None
+    if r.returncode != 0:
+        tail = [ln for ln in r.stderr.strip().splitlines() if ln.strip()][-1:]
+        raise PteLabError(f"exporting {name!r} with {python} failed (exit {r.returncode}): "
+                          f"{tail[0] if tail else 'no output'}")
     return path

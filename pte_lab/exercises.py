@@ -186,6 +186,27 @@ def _05_2():
     return tuple(out)
 
 
+# ------------------------------------------------------------------- 06: diff
+def _diff(a, b):
+    from . import examples
+    from .model import open_pte
+    from .model.diff import diff_programs
+
+    return diff_programs(open_pte(examples.build(*a[:1], **a[1])), open_pte(examples.build(*b[:1], **b[1])))
+
+
+def _06_1():
+    d = _diff(("portable", {}), ("portable", {"alloc_graph_input": False, "alloc_graph_output": False}))
+    m = d.methods["forward"]
+    return len(m.only_before), sum(1 for x in m.matched if x.by == "operators")
+
+
+def _06_2():
+    m = _diff(("transformer", {"layers": 2}), ("transformer", {"layers": 3})).methods["forward"]
+    return m.arena(1).size.delta, len(m.only_after)
+
+
+# ------------------------------------------------------------------- 07: a microcontroller
 def _ethos_u(name: str):
     from . import examples
     from .model import open_pte
@@ -246,6 +267,16 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "for prefill then decode.",
              "Look at the mutable_buffer rows of each method's tensors; the shared_state finding names the arena.",
              _05_2),
+    Exercise("06.1", "Diff the portable example against the same export with its input and output left to the "
+                     "caller. How many planned tensors are only in the first, and how many pair by operators? "
+                     "Answer `(only_in_first, by_operators)`.",
+             "A tensor the caller provides is not planned: it is in neither table. d.methods['forward'] has "
+             "only_before and matched (each pair's `by`); md.table().matched_by counts them.", _06_1),
+    Exercise("06.2", "Diff the portable transformer with 2 layers against the one with 3. By how many bytes does "
+                     "arena 1 grow, and how many planned tensors are only in the 3-layer program? "
+                     "Answer `(bytes, tensors)`.",
+             "d.methods['forward'].arena(1).size.delta, and only_after. Tensors pair in instruction order when "
+             "the operator, dtype and shape agree: which layer's tensors find no partner?", _06_2),
     Exercise("07.1", "Open `examples.ethos_u_program('u85_256_dedicated_sram_384kb')`. At least how many bytes must "
                      "its temp pool hold, before anything else the runtime puts there?",
              "The delegate takes its scratch from the temp allocator at every execute; pte.delegates says how much. "

@@ -1,9 +1,11 @@
 """Pictures of memory with matplotlib.
 
 Axes-level functions (:func:`arena_layout`, :func:`occupancy`, :func:`run_memory`,
-:func:`placement`) draw on ``ax`` (a new figure when ``ax=None``) and return
+:func:`placement`, :func:`diff_bars`) draw on ``ax`` (a new figure when ``ax=None``) and return
 that one Axes, as seaborn's axes-level functions do. The figure-level
-:func:`arena_layouts` draws a panel per arena and returns the Figure.
+:func:`arena_layouts` draws a panel per arena and returns the Figure; :func:`diff` draws a
+diff's paired bars and the two layouts of one arena. :func:`layout_pair` draws two plans of an
+arena on one byte scale.
 Tensors are drawn with one collection per call, not one patch each, so a
 method with thousands of tensors draws in well under a second. Colours come
 from the Okabe-Ito palette (safe for colour-blind readers); byte axes use
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 
-from .units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio, tick_bytes
+from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -24,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
     from .model import Method, Pte
+    from .model.diff import Change, Diff
 
 #: Okabe & Ito's colour-blind-safe palette (black left out)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
@@ -442,3 +445,154 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
                for part, dev, declared in sorted(seen, key=lambda k: (order.index(k[0]), k[1] != "cpu"))]
     ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
+
+
+def layout_pair(a: "Method", b: "Method", mem_id: int = 1, axes=None, titles: tuple[str, str] = ("before", "after"),
+                color_by: str = "role", sharex: bool = True) -> list:
+    """Arena ``mem_id`` of two versions of a method, one above the other on one byte scale; returns
+    the two Axes.
+
+    Each panel is an :func:`arena_layout` with its own legend (size, peak live, waste); the shared
+    byte scale makes the difference in height the difference in bytes. ``sharex=False`` gives each
+    panel its own instruction axis (two programs with different instruction streams). A side
+    without that arena says so.
+    """
+    if axes is None:
+        _, axes = _plt().subplots(2, 1, figsize=(9, 6.2), sharex=sharex, sharey=True, layout="constrained")
+    top, rights = 1, []
+    for ax, m, title in zip(axes, (a, b), titles):
+        try:
+            arena = m.arena(mem_id)
+        except KeyError:
+            ax.text(0.5, 0.5, f"{m.name}: no arena {mem_id} here", transform=ax.transAxes, ha="center",
+                    va="center", fontsize=9, color="#555555")
+            ax.set_title(f"{title}: {m.name}", fontsize=9)
+            continue
+        arena_layout(m, mem_id, ax=ax, color_by=color_by)
+        ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
+        top = max(top, arena.size, arena.peak_bytes)
+        rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
+    for ax in axes:
+        ax.set_ylim(0, top * 1.04)
+        _bytes_axis(ax.yaxis, top)
+        if sharex and rights:
+            ax.set_xlim(ax.get_xlim()[0], max(rights))
+    if sharex and getattr(axes[0], "get_subplotspec", None) and axes[0].get_subplotspec() is not None:
+        axes[0].set_xlabel("")
+    return list(axes)
+
+
+#: the two sides of a diff's paired bars
+DIFF_COLORS = ("#999999", "#0072B2")
+
+
+def _diff_pairs(d: "Diff", parts: str) -> list[tuple[str, "Change"]]:
+    """(label, change in bytes) for :func:`diff_bars`."""
+    from .model.diff import Change
+
+    if parts == "arenas":
+        rows = [(f"{name} · arena {a.mem_id} ({a.devices[1] or a.devices[0]})", a.size)
+                for name, md in d.methods.items() for a in md.arenas]
+        rows += [(f"{n} · arena {a.mem_id} ({a.device})", Change(a.size, None))
+                 for n in d.removed for a in d.before.methods[n].arenas]
+        rows += [(f"{n} · arena {a.mem_id} ({a.device})", Change(None, a.size))
+                 for n in d.added for a in d.after.methods[n].arenas]
+        return rows
+    if parts == "sizes":
+        if d.sizes is None:
+            raise ValueError("this diff has no run-time sizes: pte_lab.diff(a, b, sizes=True) measures them")
+        return [(f"{p.method} · {p.part}", p.bytes) for p in d.sizes.parts if p.bytes.before or p.bytes.after]
+    if parts == "file":
+        return [(r.region + (f" {r.name}" if r.name else ""), r.bytes) for r in d.regions
+                if r.region != "padding" or r.bytes.before or r.bytes.after]
+    raise ValueError(f"parts must be 'arenas', 'sizes' or 'file', not {parts!r}")
+
+
+def diff_bars(d: "Diff", parts: str = "arenas", ax: "Axes | None" = None) -> "Axes":
+    """Paired bars, before (grey) and after (blue), per method and part, each labelled with its change.
+
+    ``parts``: ``"arenas"`` (each planned arena of each method, methods only in one program
+    included), ``"sizes"`` (each run-time part of each method, from ``pte_lab.diff(a, b, sizes=True)``)
+    or ``"file"`` (where the file's bytes go). Returns the Axes.
+    """
+    from matplotlib.patches import Patch
+
+    rows = _diff_pairs(d, parts)
+    if ax is None:
+        _, ax = _plt().subplots(figsize=(9, 0.55 * max(1, len(rows)) + 1.3), layout="constrained")
+    h = 0.38
+    top = max([1] + [v for _, c in rows for v in (c.before, c.after) if v])
+    for i, (label, c) in enumerate(rows):
+        for k, v in enumerate((c.before, c.after)):
+            if v is not None:
+                bar = ax.barh(i + (k - 0.5) * h, v, height=h, color=DIFF_COLORS[k], edgecolor="white", lw=0.5)
+                bar.patches[0].set_gid(f"{label}|{('before', 'after')[k]}")
+        if c.before is None or c.after is None:
+            note = " only after" if c.before is None else " only before"
+        else:
+            note = f" {delta_bytes(c.delta)} ({growth(c.growth)})" if c.changed else " unchanged"
+        ax.annotate(note, (max(c.before or 0, c.after or 0), i), va="center", fontsize=8,
+                    color="#D55E00" if c.delta > 0 and c.before is not None else "#333333")
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, top * 1.4)
+    _bytes_axis(ax.xaxis, top * 1.4, ticks=5)
+    ax.set_xlabel({"arenas": "planned bytes", "sizes": "bytes at run time", "file": "bytes in the file"}[parts])
+    a, b = _short_labels(d)
+    what = {"arenas": "planned arenas", "sizes": "run-time memory", "file": "the file"}[parts]
+    ax.set_title(f"{what}: {a} → {b}", fontsize=10)
+    ax.legend(handles=[Patch(color=DIFF_COLORS[0], label=f"before ({a})"),
+                       Patch(color=DIFF_COLORS[1], label=f"after ({b})")],
+              fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+def _short_labels(d: "Diff") -> tuple[str, str]:
+    """The two programs' file names (whole paths where the names are the same)."""
+    a, b = (lbl.rsplit("/", 1)[-1] for lbl in d.labels)
+    return (a, b) if a != b else d.labels
+
+
+def _chosen(d: "Diff", method: str | None, mem_id: int | None):
+    if method is None:
+        if not d.methods:
+            return None, None
+        method = max(d.methods, key=lambda n: (abs(d.methods[n].planned_bytes.delta), -list(d.methods).index(n)))
+    if method not in d.methods:
+        raise KeyError(f"no method {method!r} in both programs (in both: {', '.join(d.methods) or 'none'})")
+    md = d.methods[method]
+    if mem_id is None:
+        if not md.arenas:
+            return method, None
+        mem_id = max(md.arenas, key=lambda a: (abs(a.size.delta), abs(a.peak.delta), -a.mem_id)).mem_id
+    md.arena(mem_id)
+    return method, mem_id
+
+
+def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, parts: str | None = None,
+         color_by: str = "role") -> "Figure":
+    """Figure-level: what changed, as pictures. A panel of paired bars (:func:`diff_bars`: the
+    planned arenas, or the run-time parts when the diff has sizes), then arena ``mem_id`` of
+    ``method`` before and after (:func:`layout_pair`) on one byte scale.
+
+    By default the method whose planned bytes changed most and its arena that changed most.
+    Returns the Figure.
+    """
+    parts = parts or ("sizes" if d.sizes is not None else "arenas")
+    method, mem_id = _chosen(d, method, mem_id)
+    n_rows = len(_diff_pairs(d, parts))
+    bar_h = 0.5 * max(1, n_rows) + 1.3
+    layouts = method is not None and mem_id is not None
+    fig = _plt().figure(figsize=(9, bar_h + (6.4 if layouts else 0)), layout="constrained")
+    if not layouts:
+        diff_bars(d, parts, ax=fig.add_subplot(1, 1, 1))
+        return fig
+    top, bottom = fig.subfigures(2, 1, height_ratios=[bar_h, 6.4])
+    diff_bars(d, parts, ax=top.add_subplot(1, 1, 1))
+    md = d.methods[method]
+    same_stream = md.instructions.before == md.instructions.after
+    axes = bottom.subplots(2, 1, sharex=same_stream, sharey=True)
+    a, b = _short_labels(d)
+    layout_pair(d.before.methods[method], d.after.methods[method], mem_id, axes=axes,
+                titles=(f"before ({a})", f"after ({b})"), color_by=color_by, sharex=same_stream)
+    return fig

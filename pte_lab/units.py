@@ -2,6 +2,7 @@
 
 * :func:`human_bytes` — binary units (``1.5 KiB``; exact bytes below 1 KiB); :func:`tick_bytes`
   the same for axis ticks (``16 KiB``, ``1,280 B``: no decimal that hides bytes).
+* :func:`delta_bytes`, :func:`growth` — a change: ``+36 KiB``, ``-4.0 KiB``; ``+12.5%``.
 * :func:`ratio` — how much bigger one size is than another (``1.02x``); used
   for an arena's ``size / peak`` (1.00x: no plan with these lifetimes could be
   smaller) and for planners against the lower bound.
@@ -14,7 +15,8 @@ Pure Python, no imports beyond the standard library.
 
 from __future__ import annotations
 
-__all__ = ["human_bytes", "exact_bytes", "tick_bytes", "ratio", "count", "first_few", "SIZE_OVER_PEAK", "PEAK_LIVE"]
+__all__ = ["human_bytes", "exact_bytes", "tick_bytes", "ratio", "count", "first_few", "delta_bytes", "growth",
+           "SIZE_OVER_PEAK", "PEAK_LIVE"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -71,3 +73,22 @@ def first_few(items, limit: int, sep: str = ", ", more: str = " and {n} more") -
     items = list(items)
     shown = sep.join(map(str, items[:limit]))
     return shown + more.format(n=len(items) - limit) if len(items) > limit else shown
+
+
+def delta_bytes(n: int | None) -> str:
+    """A change in bytes, signed: '+36 KiB', '-1.5 KiB', '0 B' (``None`` -> '-')."""
+    if n is None:
+        return "-"
+    return "0 B" if n == 0 else ("+" if n > 0 else "-") + human_bytes(abs(int(n)))
+
+
+def growth(g: float | None) -> str:
+    """A relative change: 0.125 -> '+12.5%', -0.5 -> '-50.0%'; from nothing: 'new'; ``None`` -> '-'."""
+    if g is None:
+        return "-"
+    if g == float("inf"):
+        return "new"
+    if g == 0:
+        return "0%"
+    pct = abs(g) * 100
+    return f"{'+' if g > 0 else '-'}{pct:.1f}%" if pct >= 0.1 else f"{'+' if g > 0 else '-'}{pct:.2g}%"

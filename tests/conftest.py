@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as md
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ PROGRAMS = {
     # ExecuTorch's own LLM flow (export_llm), small: 2 layers of dim 64, 4 query heads over 2 KV heads
     # (grouped-query attention), 32 positions. Custom-op caches + XNNPACK + 8da4w; index_put_ caches + portable.
     "llm": ("llm", {"quantize": "8da4w"}),
+    "llm_fp32": ("llm", {}),  # the same llama, linear layers left in float32 (XNNPACK)
     "llm_index_put": ("llm", {"custom_sdpa": False, "xnnpack": False}),
 }
 
@@ -83,8 +85,20 @@ def legacy_python():
     """executorch 1.4.1 in its own venv (cached in the pte_lab cache; ~1 minute the first time)."""
     from pte_lab.experiments import device_placement as dp
 
-    env = dp.legacy_env_dir()
-    lock = env.parent / f"{env.name}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)  # a fresh machine has no cache folder yet
-    with FileLock(str(lock)):
-        return str(dp.create_legacy_env())
+    return str(dp.create_legacy_env())  # one creator across workers (and notebooks): it locks
+
+
+@pytest.fixture(scope="session")
+def legacy_programs(legacy_python, request):
+    """The programs of ``legacy_export.py`` exported by executorch 1.4.1 (with eager reference outputs),
+    once across parallel workers and runs (cached like the programs above, keyed by the script)."""
+    script = Path(__file__).with_name("legacy_export.py")
+    out = Path(request.config.cache.mkdir(f"pte_lab_legacy_{hashlib.sha256(script.read_bytes()).hexdigest()[:16]}"))
+    version = out / "executorch-version"
+    with FileLock(str(out) + ".lock"):
+        if not version.exists():
+            r = subprocess.run([legacy_python, str(script), str(out)], capture_output=True, text=True, timeout=900)
+            assert r.returncode == 0, r.stderr[-2000:]
+            version.write_text(r.stdout.strip().splitlines()[-1])
+    assert version.read_text() == "1.4.1"
+    return out

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -82,16 +80,6 @@ def test_the_deprecated_constant_buffer_path_is_named(program_path, tmp_path):
 
 
 # ------------------------------------------------------- other versions and options
-@pytest.fixture(scope="session")
-def legacy_programs(legacy_python, tmp_path_factory):
-    out = tmp_path_factory.mktemp("legacy")
-    script = Path(__file__).with_name("legacy_export.py")
-    r = subprocess.run([legacy_python, str(script), str(out)], capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.strip().splitlines()[-1] == "1.4.1"
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mlp_portable", "mlp_xnnpack", "buffer"])
 def test_files_written_by_executorch_1_4_1(legacy_programs, name):

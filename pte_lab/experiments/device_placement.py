@@ -21,6 +21,7 @@ recorded on real GPUs that ship with pte_lab.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -384,6 +385,16 @@ def create_legacy_env(target: str | os.PathLike | None = None, *, progress=None)
     py = target / "bin" / "python"
     if (target / ".complete").exists() and py.exists():
         return py
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # one creator at a time (a notebook and a test suite may both ask); the others wait, then reuse it
+    with open(target.parent / f"{target.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / ".complete").exists() and py.exists():
+            return py
+        return _create_legacy_env(target, py, progress)
+
+
+def _create_legacy_env(target: Path, py: Path, progress) -> Path:
     emit = progress or (lambda line: None)
     emit(f"creating {target}")
     subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)

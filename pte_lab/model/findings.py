@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable
 from ..devices import device_problem
 from ..format import ScalarType, TensorDataLocation, TensorShapeDynamism
 from ..units import count, first_few, human_bytes
+from .layout import duplicate_phrase
 
 if TYPE_CHECKING:  # pragma: no cover
     from .method import Method
@@ -560,8 +561,7 @@ def duplicate_blob_findings(layout) -> list[Finding]:
     if not dups:
         return []
     wasted = sum(n for _, _, n, _ in dups)
-    shown = first_few((f"{name} ({region}, {human_bytes(n)}) = {first}" for name, region, n, first in dups), 4,
-                      "; ", "; and {n} more")
+    shown = first_few((duplicate_phrase(*d) for d in dups), 4, "; ", "; and {n} more")
     return [Finding(Kind.DUPLICATE_BLOBS, None,
                     f"{count(len(dups), 'blob')} repeat{'s' if len(dups) == 1 else ''} bytes stored earlier in "
                     f"the file: {human_bytes(wasted)} could be stored once ({shown})",

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
-from ..units import first_few
+from ..units import first_few, human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
-__all__ = ["LAYOUT_COLUMNS", "file_layout"]
+__all__ = ["LAYOUT_COLUMNS", "file_layout", "blob_group", "duplicate_phrase"]
 
 LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
 #: regions whose bytes are blobs worth comparing
@@ -116,6 +116,17 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
             dup = None if dup == name else dup
         out.append((region, name, owner, off, n, digest, dup))
     return out
+
+
+def blob_group(region: str, name: str) -> str:
+    """The name a row is compared under across files: a delegate blob's backend (its name is
+    ``"<backend> blob ..."``, made above), "" for every other region."""
+    return name.split(" blob", 1)[0] if region in ("delegate", "inline delegate") else ""
+
+
+def duplicate_phrase(name: str, region: str, nbytes: int, first: str) -> str:
+    """A blob whose bytes repeat an earlier one, in words (findings and diffs): ``name (region, 1.0 KiB) = first``."""
+    return f"{name} ({region}, {human_bytes(nbytes)}) = {first}"
 
 
 def _dtype(code: int) -> str:

@@ -216,6 +216,12 @@ class Method:
         return pd.DataFrame({k: pd.arrays.IntegerArray(c[k].copy(), ~known[k]) if k in known else c[k]
                              for k in TENSOR_COLUMNS})
 
+    @cached_property
+    def state(self) -> tuple[PlannedTensor, ...]:
+        """The state this method keeps between calls (role ``mutable_buffer``: mutable buffers, KV caches),
+        each storage once: views of state share their base's bytes and are not listed again."""
+        return tuple(t for t in self.planned if t.role == "mutable_buffer" and self.storage_of(t.value) == t.value)
+
     def occupancy(self, mem_id: int) -> np.ndarray:
         """Occupied bytes of arena ``mem_id`` at times -1..N (index = time + 1)."""
         return self._curves(mem_id)

@@ -77,23 +77,8 @@ def plot_plans(a, b, mem_id: int = 1, titles: tuple[str, str] = ("plan A", "plan
     ``a`` and ``b`` are :class:`~pte_lab.model.Method` objects (e.g. the same
     method in an original and a replanned program). Each panel has its own
     legend (its size, its peak live, its waste); the shared scale makes the
-    difference in height the difference in bytes.
+    difference in height the difference in bytes (:func:`pte_lab.plot.layout_pair`).
     """
-    import matplotlib.pyplot as plt
+    from ..plot import layout_pair
 
-    from ..plot import arena_layout
-
-    if axes is None:
-        _, axes = plt.subplots(2, 1, figsize=(9, 6.2), sharex=True, sharey=True, layout="constrained")
-    rights = []
-    for ax, m, title in zip(axes, (a, b), titles):
-        arena_layout(m, mem_id, ax=ax, color_by=color_by)
-        ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
-        rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
-    top = max(a.arena(mem_id).size, b.arena(mem_id).size) * 1.04
-    for ax in axes:
-        ax.set_ylim(0, top)
-        ax.set_xlim(ax.get_xlim()[0], max(rights))
-    if getattr(axes[0], "get_subplotspec", None) and axes[0].get_subplotspec() is not None:
-        axes[0].set_xlabel("")
-    return list(axes)
+    return layout_pair(a, b, mem_id, axes=axes, titles=titles, color_by=color_by, sharex=True)

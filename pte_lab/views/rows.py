@@ -13,12 +13,14 @@ from operator import attrgetter
 
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.bulk import dict_maker
+from ..model.diff import Change
 from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK
 
 __all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows",
-           "delegate_scratch_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records", "io_records", "delegate_records",
-           "delegate_memory_record", "ARENA_ROW", "arena_records", "load_cost_records", "finding_records"]
+           "delegate_scratch_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records", "tensor_record", "DiffLine",
+           "diff_lines", "change_record", "cause_summary", "io_records", "delegate_records", "delegate_memory_record",
+           "ARENA_ROW", "arena_records", "load_cost_records", "finding_records"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,15 @@ TENSOR_TABLE = (("value", "value"), ("role", "role"), ("dtype", "dtype"), ("shap
 
 
 _tensor_record = dict_maker(TENSOR_COLUMNS)
+_tensor_fields = attrgetter(*TENSOR_COLUMNS)
+_SHAPE = TENSOR_COLUMNS.index("shape")
+
+
+def tensor_record(t) -> dict:
+    """One planned tensor as a dict of :data:`TENSOR_COLUMNS` (its shape as a list)."""
+    vals = list(_tensor_fields(t))  # hot for big methods: no dataclasses.asdict (it deep-copies)
+    vals[_SHAPE] = list(vals[_SHAPE])
+    return dict(zip(TENSOR_COLUMNS, vals))
 
 
 def tensor_records(m) -> list[dict]:
@@ -145,11 +156,8 @@ def finding_records(findings, with_method: bool) -> list[dict]:
 
 
 def state_summary(m) -> tuple[int, int, list[str]]:
-    """(tensors, bytes, names) of the state a method keeps between calls (role ``mutable_buffer``).
-
-    Views of state share their base's bytes and are not counted again.
-    """
-    state = [t for t in m.planned if t.role == "mutable_buffer" and m.storage_of(t.value) == t.value]
+    """(tensors, bytes, names) of the state a method keeps between calls (:attr:`Method.state`)."""
+    state = m.state
     return len(state), sum(t.nbytes for t in state), [t.name for t in state if t.name]
 
 
@@ -169,3 +177,74 @@ def data_tensor_records(d) -> list[dict]:
     """A ``.ptd`` file's named tensors."""
     return [{"key": t.key, "dtype": t.dtype, "shape": list(t.shape) if t.shape is not None else None,
              "nbytes": t.nbytes, "segment": t.segment, "offset": t.offset} for t in d.tensors]
+
+
+# ------------------------------------------------------------------------ diffs
+def change_record(c) -> dict:
+    """A :class:`~pte_lab.model.diff.Change` in the JSON document: before, after, delta, growth_pct
+    (None where a side is absent or the quantity grew from 0)."""
+    g = c.growth
+    return {"before": c.before, "after": c.after, "delta": c.delta,
+            "growth_pct": None if g is None or g == float("inf") else round(g * 100, 4)}
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One figure of a diff's summary: what it is, and its change in bytes."""
+
+    what: str
+    #: file | planned | arena | state | region | pool | part
+    kind: str
+    change: Change
+
+
+def diff_lines(d) -> list[DiffLine]:
+    """Every byte figure of a diff that a reader scans for growth, in reading order (the views sort
+    them: what grew first)."""
+    out = [DiffLine("file", "file", d.file_size), DiffLine("planned bytes, all methods", "planned", d.planned_bytes)]
+    many = len(d.methods) + len(d.added) + len(d.removed) > 1
+    for name, m in d.methods.items():
+        if many:
+            out.append(DiffLine(f"{name}: planned bytes", "planned", m.planned_bytes))
+        for a in m.arenas:
+            dev_a, dev_b = a.devices
+            dev = dev_a if dev_b in (None, dev_a) else (dev_b if dev_a is None else f"{dev_a} -> {dev_b}")
+            out.append(DiffLine(f"{name}: arena {a.mem_id} ({dev})", "arena", a.size))
+        if m.state_bytes.before or m.state_bytes.after:
+            out.append(DiffLine(f"{name}: state kept between calls", "state", m.state_bytes))
+    for n in d.added:
+        out.append(DiffLine(f"{n}: planned bytes (added method)", "planned", _absent(None, d.after.methods[n])))
+    for n in d.removed:
+        out.append(DiffLine(f"{n}: planned bytes (removed method)", "planned", _absent(d.before.methods[n], None)))
+    for r in d.regions:
+        out.append(DiffLine(f"file: {r.region}" + (f" {r.name}" if r.name else ""), "region", r.bytes))
+    if d.sizes is not None:
+        for p in d.sizes.pools:
+            out.append(DiffLine(f"{p.method}: {p.part.replace('_', ' ')}", "pool", p.bytes))
+        for p in d.sizes.parts:
+            if p.part != "planned arenas":
+                out.append(DiffLine(f"{p.method}: {p.part}", "part", p.bytes))
+    return out
+
+
+def _absent(a, b):
+    return Change(None if a is None else a.planned_bytes, None if b is None else b.planned_bytes)
+
+
+def cause_summary(c) -> list[tuple[str, int, int, bool]]:
+    """(what, tensors, bytes, signed) behind an arena's change (:class:`~pte_lab.model.diff.ArenaCauses`),
+    the non-empty ones. ``bytes`` are the tensors' own: ``signed`` ones count up for what the second program
+    has more of (new, moved in, the growth of larger tensors) and down for what it has less of (gone, moved
+    out, smaller), the others are the bytes of the tensors (alive over more or fewer instructions). They do
+    not add up to the arena's change: tensors alive at different times share the arena's bytes."""
+    rows = [
+        ("new tensors", len(c.new), sum(t.nbytes for t in c.new), True),
+        ("tensors gone", len(c.gone), -sum(t.nbytes for t in c.gone), True),
+        ("moved in from another arena", len(c.moved_in), sum(m.after.nbytes for m in c.moved_in), True),
+        ("moved out to another arena", len(c.moved_out), -sum(m.before.nbytes for m in c.moved_out), True),
+        ("larger", len(c.larger), sum(m.after.nbytes - m.before.nbytes for m in c.larger), True),
+        ("smaller", len(c.smaller), sum(m.after.nbytes - m.before.nbytes for m in c.smaller), True),
+        ("alive over more instructions", len(c.longer), sum(m.after.nbytes for m in c.longer), False),
+        ("alive over fewer instructions", len(c.shorter), sum(m.after.nbytes for m in c.shorter), False),
+    ]
+    return [r for r in rows if r[1]]

@@ -21,12 +21,17 @@ __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text"
 _GLYPHS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
+def _numeric(cell: str) -> bool:
+    """Right-aligned: a number, signed or not (``4,096``, ``+36 KiB``, ``-12.5%``)."""
+    return cell[:1].isdigit() or (cell[:1] in "+-" and cell[1:2].isdigit())
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     out = [line, "  ".join("-" * w for w in widths)]
     for r in rows:
-        out.append("  ".join(c.rjust(w) if c[:1].isdigit() else c.ljust(w) for c, w in zip(r, widths)))
+        out.append("  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths)))
     return "\n".join(out)
 
 

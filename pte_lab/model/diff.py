@@ -1,0 +1,563 @@
+"""What changed in memory between two programs: :func:`diff_programs` returns a :class:`Diff`.
+
+Facts only, each before and after (a :class:`Change`):
+
+* per method, matched by name (methods only in one program are listed): every
+  arena (size, device, peak live, size/peak), planned bytes, instruction and
+  planned-tensor counts, the state kept between calls;
+* planned tensors matched across the two files (:func:`match_tensors`), what
+  changed for each pair, and every tensor that could not be matched;
+* the program: file size, where its bytes go (:func:`~pte_lab.model.layout.file_layout`
+  regions, delegate blobs per backend), identical blobs stored twice gained or
+  lost, and what each loader allocates at each step;
+* optionally the run-time sizes of both (:meth:`Diff.with_sizes`, from two
+  ``pte_lab.sizes`` results; this module never runs anything).
+
+Tensor matching is honest, never a guess. In order: by the file's names
+(mutable-buffer fully qualified names, when a name is unique in both methods);
+by method input and output position; then by the sequence of planned tensors
+in instruction order, each keyed by what makes it (the producing operator, or
+the first operator to touch state, or a view's base operator) with its dtype
+and shape: the longest common subsequence of those keys pairs tensors whose
+keys are equal and in the same order on both sides (:mod:`.align`). What is left is listed in
+:attr:`MethodDiff.only_before` / :attr:`MethodDiff.only_after`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from operator import attrgetter
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+from ..errors import PteLabError
+from .align import align
+from .analysis import Arena, PlannedTensor, instruction_targets
+from .layout import blob_group, file_layout
+from .lifetimes import instruction_uses
+from .load_cost import LOADERS, STEPS
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from .method import Method
+    from .pte import Pte
+
+__all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
+           "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
+           "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS"]
+
+#: how a pair of tensors was matched, in the order the rules are tried
+MATCHED_BY = ("name", "input", "output", "operators")
+#: what can differ between two matched tensors: name -> the PlannedTensor fields compared
+TENSOR_CHANGES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "role": ("role",), "dtype": ("dtype",), "shape": ("shape",), "size": ("nbytes",), "arena": ("mem_id",),
+    "offset": ("offset",), "lifetime": ("first", "last"), "device": ("device",),
+})
+#: the pools a bare-metal build gives a method (named as ``Sizes.pools()`` names them) -> the attribute
+#: of ``pte_lab.sizes``' ``MethodSizes`` read (``planned`` summed over the method's planned buffers)
+POOL_ATTRIBUTES: Mapping[str, str] = MappingProxyType({
+    "planned_buffers": "planned", "method_pool": "method_allocator", "temp_pool": "temp_allocator"})
+
+
+@dataclass(frozen=True)
+class Change:
+    """One quantity before and after (bytes or a count); ``None`` where that side has no such thing."""
+
+    before: int | None
+    after: int | None
+
+    @property
+    def delta(self) -> int:
+        return (self.after or 0) - (self.before or 0)
+
+    @property
+    def growth(self) -> float | None:
+        """``delta / before`` (0.25: grew by a quarter); ``inf`` from nothing to something; ``None``
+        where one side is absent."""
+        if self.before is None or self.after is None:
+            return None
+        if self.before == 0:
+            return 0.0 if self.after == 0 else math.inf
+        return self.delta / self.before
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class ArenaDiff:
+    """One arena (by ``mem_id``) of a method in both programs; a side is None where it has no such arena."""
+
+    mem_id: int
+    before: Arena | None
+    after: Arena | None
+
+    @property
+    def size(self) -> Change:
+        return Change(_get(self.before, "size"), _get(self.after, "size"))
+
+    @property
+    def peak(self) -> Change:
+        """Peak live bytes: the lower bound of any plan with the method's lifetimes."""
+        return Change(_get(self.before, "peak_bytes"), _get(self.after, "peak_bytes"))
+
+    @property
+    def tensors(self) -> Change:
+        """Planned tensors in the arena."""
+        return Change(_get(self.before, "n_tensors"), _get(self.after, "n_tensors"))
+
+    @property
+    def devices(self) -> tuple[str | None, str | None]:
+        return _get(self.before, "device"), _get(self.after, "device")
+
+
+def _get(obj, name):
+    return None if obj is None else getattr(obj, name)
+
+
+@dataclass(frozen=True)
+class TensorMatch:
+    """A planned tensor of the first program paired with one of the second."""
+
+    #: which rule paired them (:data:`MATCHED_BY`)
+    by: str
+    before: PlannedTensor
+    after: PlannedTensor
+    #: what differs (keys of :data:`TENSOR_CHANGES`), in that order
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ArenaCauses:
+    """Why an arena's bytes changed, tensor by tensor (views share their base's bytes: left out)."""
+
+    mem_id: int
+    #: unmatched tensors only in the second / the first program, in this arena
+    new: tuple[PlannedTensor, ...]
+    gone: tuple[PlannedTensor, ...]
+    #: matched tensors that moved into / out of this arena from another
+    moved_in: tuple[TensorMatch, ...]
+    moved_out: tuple[TensorMatch, ...]
+    #: matched tensors in this arena on both sides with more / fewer bytes
+    larger: tuple[TensorMatch, ...]
+    smaller: tuple[TensorMatch, ...]
+    #: matched tensors in this arena on both sides alive over more / fewer instructions (state,
+    #: alive over every call by definition, is left out)
+    longer: tuple[TensorMatch, ...]
+    shorter: tuple[TensorMatch, ...]
+
+
+@dataclass(frozen=True)
+class MethodDiff:
+    """A method present in both programs."""
+
+    name: str
+    arenas: tuple[ArenaDiff, ...]
+    instructions: Change
+    #: planned tensors
+    tensors: Change
+    planned_bytes: Change
+    #: planned bytes per device: ((device, Change), ...), devices sorted
+    by_device: tuple[tuple[str, Change], ...]
+    #: state kept between calls (``Method.state``: KV caches, mutable buffers), tensors and bytes
+    state_tensors: Change
+    state_bytes: Change
+    matched: tuple[TensorMatch, ...] = field(repr=False)
+    only_before: tuple[PlannedTensor, ...] = field(repr=False)
+    only_after: tuple[PlannedTensor, ...] = field(repr=False)
+
+    @property
+    def changed(self) -> tuple[TensorMatch, ...]:
+        """Matched tensors with anything different."""
+        return tuple(m for m in self.matched if m.changed)
+
+    @property
+    def unchanged(self) -> bool:
+        """Nothing differs: counts, arenas (size, device, peak), state, and every tensor matched unchanged."""
+        counts = (self.instructions, self.tensors, self.planned_bytes, self.state_tensors, self.state_bytes)
+        return (not any(c.changed for c in counts) and not self.only_before and not self.only_after
+                and not self.changed and all(a.before == a.after for a in self.arenas))
+
+    def arena(self, mem_id: int) -> ArenaDiff:
+        for a in self.arenas:
+            if a.mem_id == mem_id:
+                return a
+        raise KeyError(f"method {self.name!r} has no arena with mem_id {mem_id} in either program "
+                       f"(it has {[a.mem_id for a in self.arenas]})")
+
+    def causes(self, mem_id: int) -> ArenaCauses:
+        """The tensors behind arena ``mem_id``'s change (see :class:`ArenaCauses`)."""
+        self.arena(mem_id)
+
+        def own(t):
+            return t.mem_id == mem_id and t.role != "view"
+
+        def span(t):
+            return None if t.first is None or t.last is None else t.last - t.first
+
+        both = [m for m in self.matched if own(m.before) and own(m.after)]
+        live = [m for m in both if "mutable_buffer" not in (m.before.role, m.after.role)
+                and span(m.before) is not None and span(m.after) is not None]
+        return ArenaCauses(
+            mem_id,
+            tuple(t for t in self.only_after if own(t)), tuple(t for t in self.only_before if own(t)),
+            tuple(m for m in self.matched if own(m.after) and m.before.mem_id != mem_id and m.before.role != "view"),
+            tuple(m for m in self.matched if own(m.before) and m.after.mem_id != mem_id and m.after.role != "view"),
+            tuple(m for m in both if m.after.nbytes > m.before.nbytes),
+            tuple(m for m in both if m.after.nbytes < m.before.nbytes),
+            tuple(m for m in live if span(m.after) > span(m.before)),
+            tuple(m for m in live if span(m.after) < span(m.before)),
+        )
+
+    def table(self) -> "pd.DataFrame":
+        """One row per tensor: matched pairs, then those only in one program (:data:`DIFF_TENSOR_COLUMNS`).
+
+        ``*_before`` / ``*_after`` are missing on the side a tensor is absent from.
+        """
+        import pandas as pd
+
+        rows = [_tensor_row(m.by, m.before, m.after, m.changed) for m in self.matched]
+        rows += [_tensor_row("only before", t, None, ()) for t in self.only_before]
+        rows += [_tensor_row("only after", None, t, ()) for t in self.only_after]
+        df = pd.DataFrame(rows, columns=list(DIFF_TENSOR_COLUMNS))
+        for c in df.columns:
+            if c.rsplit("_", 1)[0] in ("value", "nbytes", "mem_id", "offset", "first", "last"):
+                df[c] = df[c].astype("Int64")
+        return df
+
+
+#: the columns of :meth:`MethodDiff.table`
+DIFF_TENSOR_COLUMNS = ("matched_by", "role", "op", "dtype", "changed") + tuple(
+    f"{c}_{side}" for c in ("value", "shape", "nbytes", "mem_id", "offset", "first", "last", "device")
+    for side in ("before", "after"))
+
+
+def _tensor_row(by, a, b, changed) -> tuple:
+    one = a if a is not None else b
+    cols = ("value", "shape", "nbytes", "mem_id", "offset", "first", "last", "device")
+    side = [_get(t, c) for c in cols for t in (a, b)]
+    return (by, one.role, one.op, one.dtype, ", ".join(changed), *side)
+
+
+@dataclass(frozen=True)
+class RegionDiff:
+    """Bytes of one kind of region of the file (``file_layout``'s regions; delegate blobs per backend)."""
+
+    region: str
+    #: the backend for delegate blobs, else ""
+    name: str
+    bytes: Change
+    #: how many rows of the layout (blobs, constant buffers...) the region has
+    count: Change
+
+
+@dataclass(frozen=True)
+class DuplicateBlob:
+    """A blob whose bytes repeat an earlier one of the same file (``file_layout``'s ``duplicate_of``)."""
+
+    region: str
+    name: str
+    bytes: int
+    duplicate_of: str
+
+
+@dataclass(frozen=True)
+class LoadCostDiff:
+    """What one loader allocates for planned arenas at one step on one device (``Pte.load_totals``)."""
+
+    loader: str
+    step: str
+    device: str
+    bytes: Change
+
+
+@dataclass(frozen=True)
+class PartDiff:
+    """One figure of a method's run-time sizes (a part of ``MethodSizes.parts()`` or a pool of
+    :data:`POOL_ATTRIBUTES`); a side is None where it was not measured or the method was not sized."""
+
+    method: str
+    part: str
+    bytes: Change
+
+
+@dataclass(frozen=True)
+class SizesDiff:
+    """Two ``pte_lab.sizes`` results side by side."""
+
+    #: every part of every method sized in either program, in ``parts()`` order
+    parts: tuple[PartDiff, ...]
+    #: the pools (:data:`POOL_ATTRIBUTES`) of every method
+    pools: tuple[PartDiff, ...]
+    #: methods that could not be sized, and why
+    skipped_before: Mapping[str, str]
+    skipped_after: Mapping[str, str]
+    executorch: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class BudgetCheck:
+    """Whether one quantity grew by more than ``limit_pct`` percent (a CI job's memory budget)."""
+
+    what: str
+    bytes: Change
+    limit_pct: float
+
+    @property
+    def exceeded(self) -> bool:
+        g = self.bytes.growth
+        return g is not None and g * 100 > self.limit_pct
+
+
+@dataclass(frozen=True, eq=False)
+class Diff:
+    """What changed in memory from one program (``before``) to another (``after``)."""
+
+    before: "Pte" = field(repr=False)
+    after: "Pte" = field(repr=False)
+    #: the two programs' paths, or ``<bytes>``
+    labels: tuple[str, str]
+    #: bytes of each program (a ``.bpte``: the program it carries)
+    file_size: Change
+    regions: tuple[RegionDiff, ...]
+    duplicates_gained: tuple[DuplicateBlob, ...]
+    duplicates_lost: tuple[DuplicateBlob, ...]
+    load_cost: tuple[LoadCostDiff, ...]
+    #: methods in both programs (only those asked for), in the first program's order
+    methods: Mapping[str, MethodDiff]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    #: planned bytes of every method compared, added and removed ones included
+    planned_bytes: Change
+    #: run-time sizes of both programs (:meth:`with_sizes`), or None
+    sizes: SizesDiff | None = None
+
+    def with_sizes(self, before, after) -> "Diff":
+        """This diff with two ``pte_lab.sizes`` results (the first program's, then the second's)."""
+        return replace(self, sizes=sizes_diff(before, after, [*self.methods, *self.removed, *self.added]))
+
+    def budget(self, limit_pct: float) -> tuple[BudgetCheck, ...]:
+        """What a CI job holds to a budget: the file's bytes, planned bytes (all methods compared, and
+        each method in both programs) and, with sizes, every pool of every method sized in both.
+
+        A check is exceeded when its bytes grew by more than ``limit_pct`` percent (from 0 to
+        anything counts as more).
+        """
+        if not limit_pct >= 0:
+            raise ValueError(f"the budget must be a percentage of at least 0, not {limit_pct}")
+        checks = [BudgetCheck("file bytes", self.file_size, limit_pct),
+                  BudgetCheck("planned bytes", self.planned_bytes, limit_pct)]
+        if len(self.methods) + len(self.added) + len(self.removed) > 1:
+            checks += [BudgetCheck(f"planned bytes of {n!r}", m.planned_bytes, limit_pct)
+                       for n, m in self.methods.items()]
+        if self.sizes is not None:
+            checks += [BudgetCheck(f"{p.part.replace('_', ' ')} of {p.method!r}", p.bytes, limit_pct)
+                       for p in self.sizes.pools if p.bytes.before is not None and p.bytes.after is not None]
+        return tuple(checks)
+
+    # ------------------------------------------------------------------ views
+    def to_dict(self) -> dict:
+        """The documented, versioned JSON document (see :mod:`pte_lab.views.diff`)."""
+        from ..views.diff import diff_document
+
+        return diff_document(self)
+
+    def _repr_html_(self) -> str:
+        from ..views.diff import diff_html
+
+        return diff_html(self)
+
+    def __repr__(self) -> str:
+        from ..views.diff import diff_text
+
+        return diff_text(self)
+
+
+# ---------------------------------------------------------------------- matching
+def _keys(m: "Method", ts: Iterable[PlannedTensor], uses_first: dict[int, int], targets: list[str]):
+    """(order, key) of each tensor: its place in the instruction stream, and what makes it."""
+    ops = {t.value: t.op for t in m.planned if t.role != "view"}
+    out = []
+    for t in ts:
+        first = uses_first.get(t.value)
+        if t.role == "view":
+            what = ("view of", ops.get(m.storage_of(t.value)))
+        elif t.producer is not None:
+            what = ("made by", t.op)
+        elif t.role in ("input", "input_output"):
+            what = ("input",)
+        else:  # state and anything no instruction writes: the first operator that touches it
+            what = ("first used by", targets[first] if first is not None else None)
+        out.append(((-1 if first is None else first, t.value), (*what, t.dtype, t.shape)))
+    return out
+
+
+_COMPARED = attrgetter(*(f for fields_ in TENSOR_CHANGES.values() for f in fields_))
+
+
+def _changed(a: PlannedTensor, b: PlannedTensor) -> tuple[str, ...]:
+    if _COMPARED(a) == _COMPARED(b):  # most pairs: nothing changed, one comparison
+        return ()
+    return tuple(k for k, fields_ in TENSOR_CHANGES.items()
+                 if any(getattr(a, f) != getattr(b, f) for f in fields_))
+
+
+def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tuple[PlannedTensor, ...],
+                                                     tuple[PlannedTensor, ...]]:
+    """(matched pairs, only in ``a``, only in ``b``): the planned tensors of two versions of a method.
+
+    Rules, in order (see the module's docstring): unique names, input positions, output positions,
+    the sequence of what makes each tensor with its dtype and shape. Nothing else is tried.
+    """
+    pa = {t.value: t for t in a.planned}
+    pb = {t.value: t for t in b.planned}
+    pairs: list[tuple[str, int, int]] = []
+    used_a: set[int] = set()
+    used_b: set[int] = set()
+
+    def take(by, va, vb):
+        if va in pa and vb in pb and va not in used_a and vb not in used_b:
+            pairs.append((by, va, vb))
+            used_a.add(va)
+            used_b.add(vb)
+
+    def unique_names(planned):
+        seen: dict[str, list[int]] = {}
+        for t in planned.values():
+            if t.name:
+                seen.setdefault(t.name, []).append(t.value)
+        return {n: vs[0] for n, vs in seen.items() if len(vs) == 1}
+
+    na, nb = unique_names(pa), unique_names(pb)
+    for n, va in na.items():
+        if n in nb:
+            take("name", va, nb[n])
+    for by, sa, sb in (("input", a.inputs, b.inputs), ("output", a.outputs, b.outputs)):
+        for x, y in zip(sa, sb):
+            if x.kind == "Tensor" and y.kind == "Tensor" and x.planned and y.planned:
+                take(by, x.value, y.value)
+    ua, ub = instruction_uses(a.raw)[0], instruction_uses(b.raw)[0]
+    ka = sorted(_keys(a, (t for v, t in pa.items() if v not in used_a), ua, instruction_targets(a.raw)))
+    kb = sorted(_keys(b, (t for v, t in pb.items() if v not in used_b), ub, instruction_targets(b.raw)))
+    for i, j in align([k for _, k in ka], [k for _, k in kb]):
+        take("operators", ka[i][0][1], kb[j][0][1])
+    matched = tuple(sorted((TensorMatch(by, pa[va], pb[vb], _changed(pa[va], pb[vb])) for by, va, vb in pairs),
+                           key=lambda m: m.after.value))
+    return (matched, tuple(t for v, t in pa.items() if v not in used_a),
+            tuple(t for v, t in pb.items() if v not in used_b))
+
+
+# ------------------------------------------------------------------------ methods
+def method_diff(a: "Method", b: "Method") -> MethodDiff:
+    arenas_a = {x.mem_id: x for x in a.arenas}
+    arenas_b = {x.mem_id: x for x in b.arenas}
+    arenas = tuple(ArenaDiff(i, arenas_a.get(i), arenas_b.get(i)) for i in sorted(set(arenas_a) | set(arenas_b)))
+    da, db = a.planned_bytes_by_device(), b.planned_bytes_by_device()
+    by_device = tuple((d, Change(da.get(d, 0), db.get(d, 0))) for d in sorted(set(da) | set(db)))
+    matched, only_a, only_b = match_tensors(a, b)
+    return MethodDiff(
+        a.name, arenas, Change(a.n_instructions, b.n_instructions), Change(len(a.planned), len(b.planned)),
+        Change(a.planned_bytes, b.planned_bytes), by_device,
+        Change(len(a.state), len(b.state)), Change(sum(t.nbytes for t in a.state), sum(t.nbytes for t in b.state)),
+        matched, only_a, only_b)
+
+
+# --------------------------------------------------------------------------- file
+def _regions(p: "Pte", hashes: bool):
+    rows = file_layout(p, hashes=hashes)
+    by: dict[tuple[str, str], list[int]] = {}
+    dups = []
+    for region, name, _owner, _off, n, _sha, dup in rows:
+        acc = by.setdefault((region, blob_group(region, name)), [0, 0])
+        acc[0] += n
+        acc[1] += 1
+        if dup is not None:
+            dups.append(DuplicateBlob(region, name, n, dup))
+    return by, dups
+
+
+def _file_diff(a: "Pte", b: "Pte", hashes: bool):
+    ra, dup_a = _regions(a, hashes)
+    rb, dup_b = _regions(b, hashes)
+    keys = list(dict.fromkeys([*ra, *rb]))
+    regions = tuple(RegionDiff(r, n, Change(ra.get((r, n), [0])[0], rb.get((r, n), [0])[0]),
+                               Change(ra.get((r, n), [0, 0])[1], rb.get((r, n), [0, 0])[1])) for r, n in keys)
+
+    def key(d):
+        return d.region, d.name, d.duplicate_of
+
+    ka, kb = {key(d) for d in dup_a}, {key(d) for d in dup_b}
+    return regions, tuple(d for d in dup_b if key(d) not in ka), tuple(d for d in dup_a if key(d) not in kb)
+
+
+def _load_cost_diff(a: "Pte", b: "Pte") -> tuple[LoadCostDiff, ...]:
+    ta, tb = a.load_totals(), b.load_totals()
+    out = []
+    for loader in LOADERS:
+        for step in STEPS:
+            sa, sb = ta.get(loader, {}).get(step, {}), tb.get(loader, {}).get(step, {})
+            for dev in sorted(set(sa) | set(sb)):
+                out.append(LoadCostDiff(loader, step, dev, Change(sa.get(dev, 0), sb.get(dev, 0))))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------- run time
+def sizes_diff(before, after, order: Iterable[str] = ()) -> SizesDiff:
+    """Two ``pte_lab.sizes`` results side by side (read through ``methods``, ``skipped`` and each
+    ``MethodSizes``' ``parts()`` and the :data:`POOL_ATTRIBUTES`; nothing is imported from the runtime)."""
+    ma, mb = before.methods, after.methods
+    names = [n for n in dict.fromkeys([*order, *ma, *mb]) if n in ma or n in mb]
+    parts, pools = [], []
+    for n in names:
+        xa, xb = ma.get(n), mb.get(n)
+        pa = xa.parts() if xa is not None else {}
+        pb = xb.parts() if xb is not None else {}
+        for part in dict.fromkeys([*pa, *pb]):
+            parts.append(PartDiff(n, part, Change(pa.get(part), pb.get(part))))
+        for pool, attr in POOL_ATTRIBUTES.items():
+            pools.append(PartDiff(n, pool, Change(_pool(xa, attr), _pool(xb, attr))))
+    return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
+                     MappingProxyType(dict(after.skipped)),
+                     (before.executorch_version, after.executorch_version))
+
+
+def _pool(m, attr: str) -> int | None:
+    if m is None:
+        return None
+    v = getattr(m, attr)
+    return sum(b for _, _, b in v) if attr == "planned" else v
+
+
+# ------------------------------------------------------------------------ the diff
+def diff_programs(a: "Pte", b: "Pte", methods: Iterable[str] | None = None, hashes: bool = True,
+                  labels: tuple[str, str] | None = None) -> Diff:
+    """What changed in memory from program ``a`` to program ``b`` (two opened :class:`Pte`).
+
+    ``methods`` limits the per-method part (and planned bytes) to those names; each must be in
+    one of the programs. ``hashes`` reads the blobs to find identical ones stored twice
+    (``file_layout``); without it duplicates are not compared. ``labels`` name the two sides in
+    the views (default: their paths, or ``<bytes>``).
+    """
+    names_a, names_b = list(a.methods), list(b.methods)
+    if methods is not None:
+        wanted = list(dict.fromkeys(methods))
+        for n in wanted:
+            if n not in a.methods and n not in b.methods:
+                raise PteLabError(f"no method {n!r} in either program (first: {', '.join(names_a) or 'none'}; "
+                                  f"second: {', '.join(names_b) or 'none'})")
+        names_a = [n for n in names_a if n in wanted]
+        names_b = [n for n in names_b if n in wanted]
+    common = [n for n in names_a if n in b.methods]
+    removed = tuple(n for n in names_a if n not in b.methods)
+    added = tuple(n for n in names_b if n not in a.methods)
+    regions, gained, lost = _file_diff(a, b, hashes)
+    planned = Change(sum(a.methods[n].planned_bytes for n in names_a),
+                     sum(b.methods[n].planned_bytes for n in names_b))
+    labels = tuple(labels) if labels is not None else (a.path or "<bytes>", b.path or "<bytes>")
+    return Diff(a, b, labels, Change(a.file_size, b.file_size), regions,
+                gained, lost, _load_cost_diff(a, b),
+                MappingProxyType({n: method_diff(a.methods[n], b.methods[n]) for n in common}), added, removed,
+                planned)

@@ -1,0 +1,417 @@
+"""Views of a :class:`~pte_lab.model.diff.Diff`: text, HTML (what grew, first) and the JSON document.
+
+The JSON document (``pte-lab diff --json``, :meth:`Diff.to_dict`), schema ``pte_lab.diff`` version 1
+(additions keep the version; a removal or a change of meaning bumps it). A *change* is
+``{"before", "after", "delta", "growth_pct"}`` (``before``/``after`` null where that side has no such
+thing, ``growth_pct`` null there and where it grew from 0)::
+
+    {
+      "schema": "pte_lab.diff", "version": 1,
+      "before": {"path", "size"}, "after": {"path", "size"},
+      "file": {"size": change,
+               "regions": [{"region", "name", "bytes": change, "count": change}],   # name: a delegate's backend
+               "duplicates_gained"/"duplicates_lost": [{"region", "name", "bytes", "duplicate_of"}]},
+      "planned_bytes": change,                                  # every method compared
+      "added": [method], "removed": [method],
+      "methods": {
+        name: {
+          "instructions": change, "planned_tensors": change, "planned_bytes": change,
+          "by_device": {device: change},
+          "state": {"tensors": change, "bytes": change},
+          "arenas": [{"mem_id", "device": {"before", "after"}, "size": change, "peak_bytes": change,
+                      "size_over_peak": {"before", "after"}, "tensors": change,
+                      "causes": [{"what", "tensors", "bytes"}]}],   # bytes: see rows.cause_summary
+          "tensors": {"matched": int, "matched_by": {rule: int}, "changed_counts": {what: int},
+                      "changed": [{"matched_by", "changed": [what], "before": tensor, "after": tensor}],
+                      "only_before": [tensor], "only_after": [tensor]}
+        }
+      },
+      "load_cost": [{"loader", "step", "device", "bytes": change}],
+      "sizes": null | {"executorch": [before, after], "parts": [{"method", "part", "bytes": change}],
+                       "pools": [{"method", "pool", "bytes": change}],
+                       "skipped_before": {method: why}, "skipped_after": {method: why}},
+      "budget": [{"what", "bytes": change, "limit_pct", "exceeded"}]       # with a limit only
+    }
+
+Tensors are the ``pte_lab.inspect`` document's tensor records (:data:`pte_lab.model.TENSOR_COLUMNS`);
+``rule`` is one of :data:`pte_lab.model.diff.MATCHED_BY`, ``what`` a key of
+:data:`pte_lab.model.diff.TENSOR_CHANGES`; ``pool`` a key of :data:`pte_lab.model.diff.POOL_ATTRIBUTES`
+(``planned_buffers``, ``method_pool``, ``temp_pool``: the columns of ``Sizes.pools()``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from html import escape
+
+from ..model.diff import MATCHED_BY
+from ..model.layout import duplicate_phrase
+from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
+from .html import _device_badge, _section, _table as _html_table, _wrap
+from .rows import cause_summary, change_record, diff_lines, tensor_record
+from .text import _indent, _table
+
+__all__ = ["diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change"]
+
+SCHEMA = "pte_lab.diff"
+VERSION = 1
+#: rows of a long list shown in text and HTML (the JSON document and ``MethodDiff.table()`` have all)
+_ROWS = 12
+_HTML_ROWS = 200
+
+
+# ------------------------------------------------------------------ shared words
+def grew_and_shrank(d):
+    """(grew, largest first; shrank, largest first; the unchanged figures, in reading order)."""
+    lines = diff_lines(d)
+    grew = sorted((x for x in lines if x.change.delta > 0), key=lambda x: -x.change.delta)
+    shrank = sorted((x for x in lines if x.change.delta < 0), key=lambda x: x.change.delta)
+    return grew, shrank, [x for x in lines if x.change.delta == 0]
+
+
+def _unchanged_line(grew, shrank, same) -> str:
+    """``2 figures unchanged (file: header; file: constant)``: the first few named."""
+    names = f" ({first_few((x.what for x in same), 6, '; ', '; and {n} more')})" if same else ""
+    none = "nothing grew or shrank; " if not grew and not shrank else ""
+    return f"{none}{count(len(same), 'figure')} unchanged{names}"
+
+
+def _change_cells(c) -> list[str]:
+    return [human_bytes(c.before), human_bytes(c.after), delta_bytes(c.delta), growth(c.growth)]
+
+
+def _arrow(before, after, fmt=str) -> str:
+    if before == after:
+        return fmt(before)
+    return f"{'-' if before is None else fmt(before)} -> {'-' if after is None else fmt(after)}"
+
+
+def _shape(s) -> str:
+    return f"[{', '.join(str(x) for x in s)}]"
+
+
+def tensor_change(m) -> str:
+    """What changed for a matched pair, in words: ``offset 0 -> 4,096; lifetime [3, 5] -> [3, 9]``."""
+    a, b = m.before, m.after
+    parts = []
+    for what in m.changed:
+        if what == "size":
+            parts.append(f"size {human_bytes(a.nbytes)} -> {human_bytes(b.nbytes)}")
+        elif what == "arena":
+            parts.append(f"arena {a.mem_id} -> {b.mem_id}")
+        elif what == "offset":
+            parts.append(f"offset {a.offset:,} -> {b.offset:,}")
+        elif what == "lifetime":
+            parts.append(f"lifetime [{a.first}, {a.last}] -> [{b.first}, {b.last}]")
+        elif what == "shape":
+            parts.append(f"shape {_shape(a.shape)} -> {_shape(b.shape)}")
+        else:
+            parts.append(f"{what} {getattr(a, what)} -> {getattr(b, what)}")
+    return "; ".join(parts)
+
+
+def _tensor_label(t) -> str:
+    return t.name or t.op or t.role
+
+
+def _changed_sorted(md):
+    return sorted(md.changed, key=lambda m: (-abs(m.after.nbytes - m.before.nbytes), -m.after.nbytes,
+                                             m.after.value))
+
+
+def _matching_line(md) -> str:
+    by = Counter(m.by for m in md.matched)
+    what = Counter(w for m in md.matched for w in m.changed)
+    how = ", ".join(f"{by[k]} by {k}" for k in MATCHED_BY if by[k])
+    changed = ", ".join(f"{k} {n}" for k, n in what.most_common())
+    return (f"{count(len(md.matched), 'tensor')} matched" + (f" ({how})" if how else "")
+            + f"; {len(md.changed)} changed" + (f" ({changed})" if changed else "")
+            + f"; {len(md.only_before)} only in the first, {len(md.only_after)} only in the second")
+
+
+def _arena_why(md, a) -> str:
+    """One sentence on why an arena's size changed."""
+    size, peak = a.size, a.peak
+    if a.before is None or a.after is None:
+        return f"arena {a.mem_id} is only in the {'second' if a.before is None else 'first'} program"
+    causes = cause_summary(md.causes(a.mem_id))
+    behind = "; ".join(f"{what}: {count(n, 'tensor')} ({delta_bytes(b) if signed else human_bytes(b)})"
+                       for what, n, b, signed in causes)
+    if peak.delta == 0:
+        how = "the same tensors, placed differently" if not causes else "the plan packs its tensors differently"
+        head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)} with {PEAK_LIVE} unchanged "
+                f"({human_bytes(peak.after)}): {how} "
+                f"({SIZE_OVER_PEAK} {ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
+    else:
+        head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)}, {PEAK_LIVE} {delta_bytes(peak.delta)} "
+                f"({human_bytes(peak.before)} -> {human_bytes(peak.after)}; {SIZE_OVER_PEAK} "
+                f"{ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
+    # the tensors' own bytes: tensors alive at different times share an arena's bytes, so these sums
+    # say which tensors are behind the change, not how much of it each group makes
+    return head + (f"; the tensors behind it (their own bytes): {behind}" if behind else "")
+
+
+def _duplicates(dups) -> str:
+    """Blobs stored twice, the first few (the JSON document has them all)."""
+    return first_few((duplicate_phrase(x.name, x.region, x.bytes, x.duplicate_of) for x in dups), 4, "; ",
+                     "; and {n} more")
+
+
+def _only_row(t) -> list[str]:
+    return [f"v{t.value}", t.role, _tensor_label(t), t.dtype, _shape(t.shape), human_bytes(t.nbytes),
+            str(t.mem_id), f"{t.offset:,}", f"[{t.first}, {t.last}]"]
+
+
+_ONLY_HEADERS = ["value", "role", "op / name", "dtype", "shape", "bytes", "arena", "offset", "lifetime"]
+_ARENA_HEADERS = ["mem_id", "device", "size before", "after", "change", "growth", f"{PEAK_LIVE} before", "after",
+                  f"{SIZE_OVER_PEAK} before", "after"]
+_CHANGED_HEADERS = ["value", "op / name", "dtype", "bytes", "matched by", "what changed"]
+
+
+def _arena_tail(a, times: str = "x") -> list[str]:
+    """The cells of an arena's row after its size change: peak live and size/peak, before and after."""
+    return [human_bytes(a.peak.before), human_bytes(a.peak.after),
+            *(ratio(getattr(x, "size_over_peak", None), times) for x in (a.before, a.after))]
+
+
+def _changed_row(m) -> list[str]:
+    return [_arrow(f"v{m.before.value}", f"v{m.after.value}"), _tensor_label(m.after), m.after.dtype,
+            human_bytes(m.after.nbytes), m.by, tensor_change(m)]
+
+
+# ----------------------------------------------------------------------- text
+def _method_text(md, rows: int) -> list[str]:
+    out = [f"Method {md.name!r}: instructions {_arrow(md.instructions.before, md.instructions.after)}, "
+           f"planned tensors {_arrow(md.tensors.before, md.tensors.after)}, planned "
+           f"{_arrow(md.planned_bytes.before, md.planned_bytes.after, human_bytes)}, state "
+           f"{_arrow(md.state_bytes.before, md.state_bytes.after, human_bytes)} "
+           f"({_arrow(md.state_tensors.before, md.state_tensors.after)} tensors)"]
+    table = []
+    for a in md.arenas:
+        table.append([str(a.mem_id), _arrow(*a.devices), *_change_cells(a.size), *_arena_tail(a)])
+    if table:
+        out.append(_indent(_table(_ARENA_HEADERS, table)))
+    for a in md.arenas:
+        if a.size.changed or a.peak.changed:
+            out.append(f"  {_arena_why(md, a)}")
+    out.append(f"  tensors: {_matching_line(md)}")
+    changed = _changed_sorted(md)
+    if changed:
+        shown = changed[:rows]
+        out.append(f"  changed, largest change first ({len(shown)} of {len(changed)}):")
+        out.append(_indent(_table(_CHANGED_HEADERS, [_changed_row(m) for m in shown]), 4))
+    for label, ts in (("only in the first", md.only_before), ("only in the second", md.only_after)):
+        if ts:
+            ts = sorted(ts, key=lambda t: (-t.nbytes, t.value))
+            out.append(f"  {label} (not matched; {len(ts[:rows])} of {len(ts)}, largest first, "
+                       f"{human_bytes(sum(t.nbytes for t in ts if t.role != 'view'))} without views):")
+            out.append(_indent(_table(_ONLY_HEADERS, [_only_row(t) for t in ts[:rows]]), 4))
+    return out
+
+
+def diff_text(d, rows: int = _ROWS) -> str:
+    """The diff as text: the summary, what grew and shrank, each method, the file, the loaders, sizes."""
+    a, b = d.labels
+    out = [f"Diff {a} -> {b}",
+           f"  file {human_bytes(d.file_size.before)} -> {human_bytes(d.file_size.after)} "
+           f"({delta_bytes(d.file_size.delta)}, {growth(d.file_size.growth)}); planned bytes "
+           f"{human_bytes(d.planned_bytes.before)} -> {human_bytes(d.planned_bytes.after)} "
+           f"({delta_bytes(d.planned_bytes.delta)}, {growth(d.planned_bytes.growth)})",
+           f"  methods in both: {', '.join(d.methods) or '-'}; only in the first: {', '.join(d.removed) or '-'}; "
+           f"only in the second: {', '.join(d.added) or '-'}"]
+    grew, shrank, same = grew_and_shrank(d)
+    for title, lines in (("what grew, largest first", grew), ("what shrank, largest first", shrank)):
+        if lines:
+            out += ["", f"  {title}:",
+                    _indent(_table(["what", "before", "after", "change", "growth"],
+                                   [[x.what, *_change_cells(x.change)] for x in lines]), 4)]
+    out += ["", f"  {_unchanged_line(grew, shrank, same)}"]
+    same = [n for n, md in d.methods.items() if md.unchanged]
+    for md in d.methods.values():
+        if not md.unchanged:
+            out += [""] + _method_text(md, rows)
+    if same:
+        out += ["", f"Unchanged methods (every arena, count and tensor the same): {', '.join(same)}"]
+    out += ["", "File: where the bytes go",
+            _indent(_table(["region", "before", "after", "change", "growth", "blobs"],
+                           [[r.region + (f" {r.name}" if r.name else ""), *_change_cells(r.bytes),
+                             _arrow(r.count.before, r.count.after)] for r in d.regions]))]
+    for label, dups in (("identical blobs stored twice, new", d.duplicates_gained),
+                        ("identical blobs stored twice, gone", d.duplicates_lost)):
+        if dups:
+            out.append(f"  {label}: {_duplicates(dups)}")
+    out += ["", "Load cost (planned arenas, per loader and step)",
+            _indent(_table(["loader", "step", "device", "before", "after", "change", "growth"],
+                           [[c.loader, c.step, c.device, *_change_cells(c.bytes)] for c in d.load_cost]))]
+    if d.sizes is not None:
+        s = d.sizes
+        out += ["", f"Run-time sizes (pte_lab.sizes; executorch {_arrow(*s.executorch)})",
+                _indent(_table(["method", "part", "before", "after", "change", "growth"],
+                               [[p.method, p.part, *_change_cells(p.bytes)] for p in s.parts]))]
+        for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
+            for n, why in skipped.items():
+                out.append(f"  {n!r} not sized in the {side}: {why}")
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------- HTML
+def _html_change(c) -> list[str]:
+    """before, after, change, growth as HTML cells; a change coloured by its direction."""
+    cells = [escape(x) for x in _change_cells(c)]
+    cls = "pte-grew" if c.delta > 0 else ("pte-shrank" if c.delta < 0 else "")
+    return cells[:2] + [f"<span class='{cls}'>{x}</span>" if cls else x for x in cells[2:]]
+
+
+def _lines_table(lines) -> str:
+    return _html_table(["what", "before", "after", "change", "growth"],
+                       [[escape(x.what), *_html_change(x.change)] for x in lines], numeric={1, 2, 3, 4})
+
+
+def _devices_cell(a) -> str:
+    x, y = a.devices
+    if x == y or y is None:
+        return _device_badge(x)
+    return _device_badge(y) if x is None else f"{_device_badge(x)} &rarr; {_device_badge(y)}"
+
+
+def _method_html(md) -> str:
+    parts = [f"<div class='pte-sub'>instructions {escape(_arrow(md.instructions.before, md.instructions.after))}"
+             f" &middot; planned tensors {escape(_arrow(md.tensors.before, md.tensors.after))} &middot; state "
+             f"{escape(_arrow(md.state_bytes.before, md.state_bytes.after, human_bytes))}</div>"]
+    rows = [[str(a.mem_id), _devices_cell(a), *_html_change(a.size), *map(escape, _arena_tail(a, "×"))]
+            for a in md.arenas]
+    if rows:
+        parts.append(_html_table(_ARENA_HEADERS, rows, numeric={0, 2, 3, 4, 5, 6, 7, 8, 9}))
+    for a in md.arenas:
+        if a.size.changed or a.peak.changed:
+            parts.append(f"<div>{escape(_arena_why(md, a))}</div>")
+    parts.append(f"<div class='pte-sub'>tensors: {escape(_matching_line(md))}</div>")
+    changed = _changed_sorted(md)
+    if changed:
+        shown = changed[:_HTML_ROWS]
+        body = _html_table(_CHANGED_HEADERS, [[escape(c) for c in _changed_row(m)] for m in shown], numeric={3})
+        more = (f"<div class='pte-sub'>first {len(shown)} of {len(changed)}; <span class='pte-mono'>"
+                f"diff.methods[{escape(repr(md.name))}].table()</span> has them all</div>"
+                if len(shown) < len(changed) else "")
+        parts.append(_section("Changed tensors, largest change first", body + more, str(len(changed))))
+    for label, ts in (("Only in the first (not matched)", md.only_before),
+                      ("Only in the second (not matched)", md.only_after)):
+        if ts:
+            ts = sorted(ts, key=lambda t: (-t.nbytes, t.value))
+            body = _html_table(_ONLY_HEADERS, [[escape(c) for c in _only_row(t)] for t in ts[:_HTML_ROWS]],
+                               numeric={5, 6, 7})
+            parts.append(_section(label, body, str(len(ts))))
+    return "".join(parts)
+
+
+def diff_html(d) -> str:
+    a, b = d.labels
+    head = (f"<div class='pte-header'>What changed: <span class='pte-path'>{escape(a)}</span> &rarr; "
+            f"<span class='pte-path'>{escape(b)}</span></div>"
+            f"<div class='pte-sub'>file {human_bytes(d.file_size.before)} &rarr; {human_bytes(d.file_size.after)}"
+            f" ({escape(delta_bytes(d.file_size.delta))}) &middot; planned "
+            f"{human_bytes(d.planned_bytes.before)} &rarr; {human_bytes(d.planned_bytes.after)} "
+            f"({escape(delta_bytes(d.planned_bytes.delta))})"
+            + (f" &middot; only in the first: {escape(', '.join(d.removed))}" if d.removed else "")
+            + (f" &middot; only in the second: {escape(', '.join(d.added))}" if d.added else "") + "</div>")
+    grew, shrank, same = grew_and_shrank(d)
+    parts = [head]
+    if grew:
+        parts.append(_section("What grew, largest first", _lines_table(grew), str(len(grew)), open_=True))
+    if shrank:
+        parts.append(_section("What shrank, largest first", _lines_table(shrank), str(len(shrank)), open_=True))
+    parts.append(f"<div class='pte-sub'>{escape(_unchanged_line(grew, shrank, same))}</div>")
+    same = [n for n, md in d.methods.items() if md.unchanged]
+    for md in d.methods.values():
+        if not md.unchanged:
+            changed = md.planned_bytes.changed or any(a.size.changed or a.peak.changed for a in md.arenas)
+            parts.append(_section(f"Method {md.name}", _method_html(md),
+                                  f"{delta_bytes(md.planned_bytes.delta)} planned", open_=changed))
+    if same:
+        parts.append(f"<div class='pte-sub'>unchanged methods (every arena, count and tensor the same): "
+                     f"{escape(', '.join(same))}</div>")
+    regions = _html_table(["region", "before", "after", "change", "growth", "blobs"],
+                          [[escape(r.region + (f" {r.name}" if r.name else "")),
+                            *_html_change(r.bytes), escape(_arrow(r.count.before, r.count.after))]
+                           for r in d.regions], numeric={1, 2, 3, 4, 5})
+    for label, dups in (("identical blobs stored twice, new", d.duplicates_gained),
+                        ("identical blobs stored twice, gone", d.duplicates_lost)):
+        if dups:
+            regions += f"<div class='pte-find pte-warning'>{escape(label)}: {escape(_duplicates(dups))}</div>"
+    parts.append(_section("File: where the bytes go", regions, delta_bytes(d.file_size.delta)))
+    parts.append(_section("Load cost", _html_table(
+        ["loader", "step", "device", "before", "after", "change", "growth"],
+        [[escape(c.loader), escape(c.step), _device_badge(c.device), *_html_change(c.bytes)]
+         for c in d.load_cost], numeric={3, 4, 5, 6})))
+    if d.sizes is not None:
+        s = d.sizes
+        body = _html_table(["method", "part", "before", "after", "change", "growth"],
+                           [[escape(p.method), escape(p.part), *_html_change(p.bytes)]
+                            for p in s.parts], numeric={2, 3, 4, 5})
+        for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
+            for n, why in skipped.items():
+                body += f"<div class='pte-find pte-info'>{escape(n)} not sized in the {side}: {escape(why)}</div>"
+        parts.append(_section(f"Run-time sizes (executorch {_arrow(*s.executorch)})", body, open_=True))
+    return _wrap("".join(parts), diff_text(d))
+
+
+# ----------------------------------------------------------------------- JSON
+def _method_record(md) -> dict:
+    return {
+        "instructions": change_record(md.instructions), "planned_tensors": change_record(md.tensors),
+        "planned_bytes": change_record(md.planned_bytes),
+        "by_device": {dev: change_record(c) for dev, c in md.by_device},
+        "state": {"tensors": change_record(md.state_tensors), "bytes": change_record(md.state_bytes)},
+        "arenas": [{"mem_id": a.mem_id, "device": dict(zip(("before", "after"), a.devices)),
+                    "size": change_record(a.size), "peak_bytes": change_record(a.peak),
+                    "size_over_peak": {"before": getattr(a.before, "size_over_peak", None),
+                                       "after": getattr(a.after, "size_over_peak", None)},
+                    "tensors": change_record(a.tensors),
+                    "causes": ([{"what": w, "tensors": n, "bytes": by}
+                                for w, n, by, _ in cause_summary(md.causes(a.mem_id))]
+                               if a.before is not None and a.after is not None else [])}
+                   for a in md.arenas],
+        "tensors": {
+            "matched": len(md.matched), "matched_by": dict(Counter(m.by for m in md.matched)),
+            "changed_counts": dict(Counter(w for m in md.matched for w in m.changed)),
+            "changed": [{"matched_by": m.by, "changed": list(m.changed), "before": tensor_record(m.before),
+                         "after": tensor_record(m.after)} for m in md.changed],
+            "only_before": [tensor_record(t) for t in md.only_before],
+            "only_after": [tensor_record(t) for t in md.only_after],
+        },
+    }
+
+
+def diff_document(d, limit_pct: float | None = None) -> dict:
+    """The ``pte_lab.diff`` document (version 1); with ``limit_pct``, the budget checks too."""
+    doc = {
+        "schema": SCHEMA, "version": VERSION,
+        "before": {"path": d.before.path, "size": d.file_size.before},
+        "after": {"path": d.after.path, "size": d.file_size.after},
+        "file": {
+            "size": change_record(d.file_size),
+            "regions": [{"region": r.region, "name": r.name, "bytes": change_record(r.bytes),
+                         "count": change_record(r.count)} for r in d.regions],
+            "duplicates_gained": [_duplicate_record(x) for x in d.duplicates_gained],
+            "duplicates_lost": [_duplicate_record(x) for x in d.duplicates_lost],
+        },
+        "planned_bytes": change_record(d.planned_bytes),
+        "added": list(d.added), "removed": list(d.removed),
+        "methods": {n: _method_record(md) for n, md in d.methods.items()},
+        "load_cost": [{"loader": c.loader, "step": c.step, "device": c.device, "bytes": change_record(c.bytes)}
+                      for c in d.load_cost],
+        "sizes": None if d.sizes is None else {
+            "executorch": list(d.sizes.executorch),
+            "parts": [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes)} for p in d.sizes.parts],
+            "pools": [{"method": p.method, "pool": p.part, "bytes": change_record(p.bytes)} for p in d.sizes.pools],
+            "skipped_before": dict(d.sizes.skipped_before), "skipped_after": dict(d.sizes.skipped_after),
+        },
+    }
+    if limit_pct is not None:
+        doc["budget"] = [{"what": c.what, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
+                          "exceeded": c.exceeded} for c in d.budget(limit_pct)]
+    return doc
+
+
+def _duplicate_record(x) -> dict:
+    return {"region": x.region, "name": x.name, "bytes": x.bytes, "duplicate_of": x.duplicate_of}
