@@ -40,6 +40,10 @@ class _PoolUse(ctypes.Structure):
         "temp_peak", "temp_calls", "temp_failed", "temp_max_alignment")]
 
 
+#: sizing.cpp's scalar_type for an input or output that is not a tensor
+_NOT_A_TENSOR = -1
+
+
 class _IO(ctypes.Structure):
     """Layout of ``PteLabIO`` in sizing.cpp (checked against its size when loaded)."""
 
@@ -183,7 +187,8 @@ def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
         value = None
         if r.has_value:
             value = bool(r.int_value) if kind == "Bool" else float(r.double_value) if kind == "Double" else int(r.int_value)
-        out.append(MethodIO(i, kind, int(r.tag_code), None if r.scalar_type < 0 else int(r.scalar_type),
+        dtype = None if r.scalar_type == _NOT_A_TENSOR else int(r.scalar_type)
+        out.append(MethodIO(i, kind, int(r.tag_code), dtype,
                             tuple(r.sizes[:r.dim]),
                             tuple(r.dim_order[:r.dim]), int(r.nbytes), bool(r.planned), value))
     return tuple(out)
