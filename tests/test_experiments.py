@@ -54,6 +54,8 @@ def test_report_views(after_report, tmp_path):
     assert doc["planned_device_bytes"] == after_report.planned_device_bytes != doc["published"]["planned_device_bytes"]
     html = after_report._repr_html_()
     assert "not measured here" in html.lower()
+    text = repr(after_report)  # what a saved notebook and a terminal show: one short line, not the dataclass
+    assert text.startswith("<Report: ") and "side 64" in text and len(text) < 300
     import matplotlib
 
     matplotlib.use("Agg")

@@ -84,6 +84,8 @@ def test_transformer_replanned_is_bit_identical(program_path, tmp_path):
     r = planning.replan(src, "best_fit")
     (a,) = r.arenas
     assert a.after < a.before  # views tied to their bases, and still smaller
+    assert repr(r) == f"<Replan with best_fit: 1 arena, {a.before:,} -> {a.after:,} bytes, 1 replanned, 0 kept; " \
+                      f".table() per arena>"
     out = r.write(tmp_path / "t.pte")
     assert all(v.identical for v in planning.verify(src, out, runs=3))
 

@@ -73,6 +73,10 @@ class RuntimeResult:
     def step(self, name: str) -> dict | None:
         return next((s for s in self.steps if s["step"] == name), None)
 
+    def __repr__(self) -> str:
+        what = f"failed: {self.failure}" if self.failure else f"{len(self.steps)} steps"
+        return f"<RuntimeResult {self.label}: executorch {self.executorch_version or '?'}, {what}>"
+
 
 @dataclass
 class Report:
@@ -188,6 +192,13 @@ class Report:
         axes[0].figure.suptitle(f"forward2's {human_bytes(self.planned_device_bytes)} device arena, "
                                 f"before vs after the loader fix", fontsize=10)
         return axes
+
+    def __repr__(self) -> str:
+        runs = "; ".join(f"{r.label}: executorch {r.executorch_version or '?'}, device bytes by {r.measured_by}"
+                         + (f", failed: {r.failure}" if r.failure else "") for r in self.runtimes)
+        return (f"<Report: device placement before vs after the loader fix, side {self.side}, "
+                f"{human_bytes(self.planned_device_bytes)} planned on {self.device}; {runs or 'no runtimes'}; "
+                f".table() for the steps>")
 
     def _repr_html_(self) -> str:
         from html import escape

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Pte, open_pte
 from ..model.validate import find_conflicts
+from ..units import count
 from .algorithms import PLANNERS
 from .problem import PlanningError, Problem, align_up, build_problem
 
@@ -192,6 +193,12 @@ class Replan:
         old_segs = [(s.kind, s.size) for s in old.segments]
         if old_segs != [(s.kind, s.size) for s in new.segments]:
             raise PlanningError("segments changed")
+
+    def __repr__(self) -> str:
+        before, after = sum(a.before for a in self.arenas), sum(a.after for a in self.arenas)
+        moved = sum(not a.kept for a in self.arenas)
+        return (f"<Replan with {self.algorithm}: {count(len(self.arenas), 'arena')}, {before:,} -> {after:,} bytes, "
+                f"{moved} replanned, {len(self.arenas) - moved} kept; .table() per arena>")
 
     def _repr_html_(self) -> str:
         return (f"<b>Replan with {self.algorithm}</b>" + self.table().to_html(index=False)
