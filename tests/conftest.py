@@ -78,11 +78,8 @@ def program_bytes(program_path):
 
 @pytest.fixture(scope="session")
 def legacy_python():
-    """executorch 1.4.1 in its own venv (cached in the pte_lab cache; ~1 minute the first time)."""
+    """executorch 1.4.1 in its own venv (cached in the pte_lab cache; ~1 minute the first time; one
+    process builds it while the others wait)."""
     from pte_lab.experiments import device_placement as dp
 
-    env = dp.legacy_env_dir()
-    lock = env.parent / f"{env.name}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)  # a fresh machine has no cache folder yet
-    with FileLock(str(lock)):
-        return str(dp.create_legacy_env())
+    return str(dp.create_legacy_env())

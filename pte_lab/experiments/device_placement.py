@@ -245,13 +245,31 @@ def find_legacy_python() -> str | None:
 def create_legacy_env(target: str | os.PathLike | None = None, *, progress=None) -> Path:
     """Create a venv with torch 2.13.0 and executorch 1.4.1 (the pre-fix loader); returns its python.
 
-    ``progress(line)`` receives pip's output as it comes (the CLI prints it).
+    ``progress(line)`` receives pip's output as it comes (the CLI prints it). One process at a time
+    builds it (a file lock beside it: two pips in one venv break each other); a folder left
+    unfinished by a process that died is made again from scratch.
     """
+    from filelock import FileLock  # installed with torch
+
     target = Path(target) if target else legacy_env_dir()
     py = target / "bin" / "python"
     if (target / ".complete").exists() and py.exists():
         return py
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target.parent / f"{target.name}.lock")):
+        if (target / ".complete").exists() and py.exists():  # another process made it while we waited
+            return py
+        return _create_legacy_env(target, progress)
+
+
+def _create_legacy_env(target: Path, progress) -> Path:
+    import shutil
+
+    py = target / "bin" / "python"
     emit = progress or (lambda line: None)
+    if target.exists():
+        emit(f"removing {target}: an earlier attempt did not finish")
+        shutil.rmtree(target)
     emit(f"creating {target}")
     subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
     cmd = [str(py), "-m", "pip", "install", "--progress-bar", "off", "torch==2.13.0", "executorch==1.4.1"]
