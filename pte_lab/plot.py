@@ -231,7 +231,10 @@ def occupancy(method: "Method", ax: "Axes | None" = None) -> "Axes":
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
     _bytes_axis(ax.yaxis, top)
-    ax.set_xlabel("instruction")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # instructions are whole numbers
+    ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
     ax.set_ylabel("bytes")
     ax.set_title(f"{method.name} · bytes alive per instruction", fontsize=10)
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))

@@ -239,3 +239,27 @@ def test_the_hand_sized_program_planned_three_ways(program_path):
     assert sizes["greedy"] == m.arena(1).size == 2048    # pte_lab's greedy is ExecuTorch's, byte for byte
     assert sizes["best_fit"] == sizes["optimal"] == p.lower_bound == m.arena(1).peak_bytes == 1792
     assert sizes["naive"] == sum(t.nbytes for t in m.planned) == 3840
+
+
+def test_first_fit_puts_each_tensor_at_the_lowest_offset_that_fits_largest_first():
+    """TensorFlow Lite Micro's GreedyMemoryPlanner: largest first, each at the first gap (the lowest offset)
+    free of the tensors already placed that are alive at the same time."""
+    import random
+
+    rng = random.Random(1)
+    for _ in range(200):
+        tensors = []
+        for _ in range(rng.randint(2, 7)):
+            first = rng.randint(0, 6)
+            tensors.append((rng.choice([256, 512, 768, 1024]), first, rng.randint(first, 7)))
+        p = planning.Problem.from_tensors(tensors)
+        offsets, _ = planning.plan_arena(p, "first_fit")
+        placed = []
+        for g in sorted(p.groups, key=lambda g: (-g.size, g.first, g.id)):
+            busy = [(offsets[h.id], offsets[h.id] + h.size) for h in placed if p.lifetimes_overlap(g, h)]
+            lowest = next(o for o in itertools.count(0, p.alignment)
+                          if all(o + g.size <= lo or o >= hi for lo, hi in busy))
+            assert offsets[g.id] == lowest, tensors
+            placed.append(g)
+    hand = planning.build_problem(pte_lab.open(examples.build("hand_sized")).methods["forward"], 1)
+    assert planning.plan_arena(hand, "first_fit")[1] == 2048  # notebook 02: largest first leaves ExecuTorch's gap

@@ -12,6 +12,8 @@ class Verification:
     runs: int
     identical: bool
     detail: str = ""
+    #: the first call (1-based) whose outputs differ; None when every call matched
+    failed_call: int | None = None
 
 
 def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> list[Verification]:
@@ -48,15 +50,15 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> 
             report.step(f"method {name!r} ({k}/{len(a.method_names)}): {runs} calls in a row on both programs")
             plan = a.plan.methods[name]
             ma, mb = a.load_method(name), b.load_method(name)
-            identical, detail = True, ""
+            identical, detail, failed = True, "", None
             for r, inputs in enumerate(call_sequence(plan, runs, seed=seed)):
                 oa = ma(*[x.clone() for x in inputs])
                 ob = mb(*[x.clone() for x in inputs])
                 same = len(oa) == len(ob) and all(
                     (torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y) for x, y in zip(oa, ob))
                 if not same:
-                    identical, detail = False, f"call {r + 1} of {runs}: outputs differ"
+                    identical, detail, failed = False, f"call {r + 1} of {runs}: outputs differ", r + 1
                     break
-            out.append(Verification(name, runs, identical, detail))
+            out.append(Verification(name, runs, identical, detail, failed))
             report.advance()
     return out
