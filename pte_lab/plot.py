@@ -436,13 +436,13 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
         plan = int(rows[rows.part == "planned arenas"].bytes.sum())
         mapped = int(rows[rows.part == "program file resident"].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
-        file_note = f"\n (the program file's pages: {human_bytes(mapped)} of it)" if mapped else ""
+        file_note = f"\n (of it the file's pages: {human_bytes(mapped)})" if mapped else ""
         ax.annotate(f" {human_bytes(left)} in all{times}{file_note}", (left, y), va="center", fontsize=8)
         top = max(top, left)
     ax.set_yticks(range(len(names)), names, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, top * 1.35)
-    _bytes_axis(ax.xaxis, top * 1.35, ticks=5)
+    ax.set_xlim(0, top * 1.6)  # room for the totals
+    _bytes_axis(ax.xaxis, top * 1.6, ticks=5)
     ax.set_xlabel("bytes at run time (after the runs)")
     ax.set_title(f"{sizes.path.rsplit('/', 1)[-1]}: the plan and what lies beyond it", fontsize=10)
     order = list(colors)

@@ -183,4 +183,4 @@ def test_run_memory_says_what_the_total_holds(program_path):
     plan = s.methods["forward"].parts()["planned arenas"]
     mapped = s.methods["forward"].file_resident
     assert note.startswith(f" {pte_lab.units.human_bytes(total)} in all, {total / plan:.1f}x the plan")
-    assert f"the program file's pages: {pte_lab.units.human_bytes(mapped)} of it" in note
+    assert f"(of it the file's pages: {pte_lab.units.human_bytes(mapped)})" in note
