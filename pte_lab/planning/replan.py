@@ -151,7 +151,7 @@ class Replan:
 
         conflicts = self.conflicts()
         if conflicts and not allow_overlaps:
-            raise PlanningError(f"the new plan has {len(conflicts)} overlapping live tensor pairs "
+            raise PlanningError(f"the new plan has {count(len(conflicts), 'overlapping live tensor pair')} "
                                 f"(first: {conflicts[0]}); refusing to write it")
         data = self._bytes()
         pf = deserialize_pte_binary(data)
