@@ -84,8 +84,7 @@ def check(exercise_id: str, answer, **context) -> Verdict:
     """Whether ``answer`` is right; ``context`` passes objects the notebook already has (see each task).
 
     A right answer is also looked up in a source other than pte_lab (:func:`cross_check`: ExecuTorch's
-    own deserializer or activation memory profiler, exir's planner, torch's byte counts), and the verdict
-    says whether that source agrees.
+    own deserializer or its activation memory profiler), and the verdict says whether that source agrees.
     """
     ex = EXERCISES[exercise_id]
     if answer is None or answer is ...:
@@ -109,7 +108,8 @@ def solution(exercise_id: str, **context):
 
 def cross_check(exercise_id: str, **context):
     """The same answer from a source other than pte_lab (see ``Exercise.checked_by``), computed now;
-    None where that source cannot say (an LLM export without ``llama::update_cache``)."""
+    None where that source cannot say (a program opened from bytes, an LLM export without
+    ``llama::update_cache``)."""
     ex = EXERCISES[exercise_id]
     return ex.cross(**context)
 
@@ -133,8 +133,13 @@ def _open(builder: str, **kwargs):
     return open_pte(_bytes(builder, **kwargs))
 
 
-def _file_bytes(pte) -> bytes:
-    """The bytes of an opened program (read again from its file)."""
+def _data(pte, builder: str, **kwargs) -> bytes | None:
+    """The bytes behind a program the notebook passed (read again from its file; None when it was opened
+    from bytes), or the example's when it passed none."""
+    if pte is None:
+        return _bytes(builder, **kwargs)
+    if not pte.path:
+        return None
     with open(pte.path, "rb") as f:
         return f.read()
 
@@ -216,7 +221,9 @@ def _x01_1(pte=None):
     # the peak is where the product is written while both inputs are still alive: ExecuTorch's
     # chain says which instruction calls aten::mm, its profiler how many bytes are alive at most
     side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else 64
-    data = _file_bytes(pte) if pte is not None else _bytes("device", side=side)
+    data = _data(pte, "device", side=side)
+    if data is None:
+        return None
     plan = _et_plans(data)["forward"]
     ops = [(o.name, o.overload) for o in plan.operators]
     calls = [getattr(i.instr_args, "op_index", None) for i in plan.chains[0].instructions]
@@ -276,8 +283,8 @@ def _03_1(pte=None):
 
 
 def _x03_1(pte=None):
-    return _et_load_program_host_bytes(_file_bytes(pte) if pte is not None and pte.path
-                                       else _bytes("three_methods", side=64), "corrected")
+    data = _data(pte, "three_methods", side=64)
+    return None if data is None else _et_load_program_host_bytes(data, "corrected")
 
 
 def _03_2():
@@ -311,7 +318,10 @@ def _04_2(pte=None):
 
 
 def _x04_2(pte=None):
-    plans = _et_plans(_file_bytes(pte) if pte is not None and pte.path else _bytes("three_methods", side=64))
+    data = _data(pte, "three_methods", side=64)
+    if data is None:
+        return None
+    plans = _et_plans(data)
     sizes = [p.non_const_buffer_sizes[2] for p in plans.values() if len(p.non_const_buffer_sizes) > 2]
     devices = sorted({_et_devices(p)[2] for p in plans.values() if 2 in _et_devices(p)})
     return max(sizes), devices[0]
@@ -328,7 +338,10 @@ def _05_1(pte=None):
 def _x05_1(pte=None):
     # the caches are the tensors llama::update_cache writes into (its second argument), as ExecuTorch's
     # deserializer reads the instructions; an export without that operator has no such second source
-    plan = _et_plans(_file_bytes(pte) if pte is not None else _bytes("llm"))["forward"]
+    data = _data(pte, "llm")
+    if data is None:
+        return None
+    plan = _et_plans(data)["forward"]
     ops = [o.name for o in plan.operators]
     if "llama::update_cache" not in ops:
         return None
