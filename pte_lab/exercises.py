@@ -388,7 +388,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              DESERIALIZER),
     Exercise("02.1", "Return `torch.sigmoid(e)` from the hand-sized module instead of `e` "
                      "(`examples.build('hand_sized', extra=True)`): an eighth planned tensor. "
-                     "What arena does ExecuTorch's greedy plan give, and what does best fit give? "
+                     "What arena does ExecuTorch's greedy plan give, and what does pte_lab's best_fit give "
+                     "(`planning.plan_arena(problem, 'best_fit')`: the smallest of its four orders)? "
                      "Answer `(greedy, best_fit)` in bytes.",
              "Work it on paper first: the sigmoid's output is 512 bytes, written by a new last instruction (6) "
              "and read as the output; the add's output is no longer the output, so it dies at the sigmoid. Then "
@@ -405,8 +406,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "each? Answer `(one_layer, six_layers)`.",
              "examples.build('transformer', layers=L); the arena's size. Which tensors are alive at the peak: "
              "those of one layer, or of all of them?", _02_3, _x02_3, DESERIALIZER),
-    Exercise("03.1", "How many bytes does `Runtime.load_program` (the corrected loader) allocate on the host, at "
-                     "load_program, for the three-method program?",
+    Exercise("03.1", "How many bytes of planned arenas does `Runtime.load_program` (the corrected loader) allocate "
+                     "on the host, at load_program, for the three-method program? (Planned arenas only, not what "
+                     "ExecuTorch keeps of the program itself.)",
              "Host-only methods share arenas sized by the largest per index; the device method's arenas "
              "wait for load_method. pte.load_cost('corrected').", _03_1, _x03_1,
              "the same rule on ExecuTorch's own deserializer's arena sizes"),
@@ -414,8 +416,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "cuda:0? Answer `(forward2, forward)`: the bytes in arenas tagged cuda:0, for each method.",
              "Three side x side float32 tensors, plus XNNPACK's 64 bytes of arena padding; and which arenas "
              "does forward have?", _03_2, _x03_2, DESERIALIZER),
-    Exercise("04.1", "For the published experiment (`side=2048`), how many more host bytes does the legacy loader "
-                     "allocate at load_program than the corrected one?",
+    Exercise("04.1", "For the published experiment (`side=2048`), how many more bytes of planned arenas does the "
+                     "legacy loader allocate on the host at load_program than the corrected one?",
              "The legacy loader puts every arena, the device one too, on the host at load_program: count the "
              "device arena's bytes exactly, XNNPACK's 64 bytes of arena padding included.", _04_1, _x04_1,
              "the same rules on ExecuTorch's own deserializer's arena sizes"),
