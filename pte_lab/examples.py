@@ -9,6 +9,8 @@ Builders (``name`` for :func:`build` / :func:`save`):
 ``portable``        one method, portable kernels (a small MLP); ``alloc_graph_input`` /
                     ``alloc_graph_output`` False leave its I/O to the caller
 ``hand_sized``      six tensors and an input, small enough to plan on paper
+``odd``             ``tanh(relu(x))`` of 13 float32 (52 bytes: not a multiple of ExecuTorch's
+                    16-byte alignment); ``alignment`` is ``MemoryPlanningPass``'s
 ``xnnpack``         two methods lowered to XNNPACK (an MLP and a small attention block)
 ``device``          the fix's two-method program: ``forward`` on the host,
                     ``forward2`` (``x + y``) delegated to ``cuda:0`` (``side``
@@ -55,8 +57,11 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-__all__ = ["build", "save", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow", "ARM_EXTRA",
-           "ETHOS_U_PROGRAMS", "ethos_u_program"]
+__all__ = ["build", "save", "manager", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow",
+           "ARM_EXTRA", "ETHOS_U_PROGRAMS", "ethos_u_program"]
+
+#: while :func:`manager` runs, ``_lower`` keeps each ExecutorchProgramManager it makes here
+_MANAGERS: list | None = None
 
 
 def _torch():
@@ -85,6 +90,8 @@ def _lower(programs, partitioner=None, backend_config=None, transform=None):
         if transform is not None:
             edge = transform(edge)
         et = edge.to_executorch(backend_config or ExecutorchBackendConfig())
+    if _MANAGERS is not None:
+        _MANAGERS.append(et)
     return bytes(et.buffer)
 
 
@@ -112,6 +119,10 @@ def _modules():
             d = torch.tanh(c)              # 512
             e = b[:128] + d                # slice (512), then add (512)
             return torch.sigmoid(e) if self.extra else e
+
+    class Odd(nn.Module):
+        def forward(self, x):              # x: 13 float32 = 52 bytes, not a multiple of 16
+            return torch.tanh(torch.relu(x))
 
     class MLP(nn.Module):
         def __init__(self, d_in=32, d_hidden=64, d_out=16):
@@ -235,7 +246,7 @@ def _modules():
             return (self.w[:4] * x).sum(dim=0)
 
     return dict(
-        MLP=MLP, HandSized=HandSized, Attention=Attention, HostMethod=HostMethod, DeviceMethod=DeviceMethod,
+        MLP=MLP, HandSized=HandSized, Odd=Odd, Attention=Attention, HostMethod=HostMethod, DeviceMethod=DeviceMethod,
         Small=Small, KVCache=KVCache, Dynamic=Dynamic, Cond=Cond, Transformer=Transformer, Weights=Weights, GPT=GPT,
     )
 
@@ -269,6 +280,17 @@ def hand_sized(extra: bool = False) -> bytes:
     torch = _torch()
     m = _modules()["HandSized"](extra)
     return _lower(_export(m, (torch.randn(64),)))
+
+
+def odd(n: int = 13, alignment: int = 16) -> bytes:
+    """``tanh(relu(x))`` of ``n`` float32: at 13, every tensor is 52 bytes, not a multiple of ExecuTorch's
+    16-byte alignment. ``alignment`` is ``MemoryPlanningPass``'s (a power of two)."""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
+    torch = _torch()
+    cfg = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(alignment=alignment))
+    return _lower(_export(_modules()["Odd"](), (torch.randn(n),)), backend_config=cfg)
 
 
 def xnnpack() -> bytes:
@@ -743,6 +765,7 @@ def ethos_u(target: str = "ethos-u55-128", memory_mode: str | None = None, split
 BUILDERS: dict[str, Callable[..., bytes]] = {
     "portable": portable,
     "hand_sized": hand_sized,
+    "odd": odd,
     "xnnpack": xnnpack,
     "device": device,
     "three_methods": three_methods,
@@ -771,6 +794,26 @@ def build(name: str, **kwargs) -> bytes:
 
     with quiet():  # the exporter's import-time warnings are kept in pte_lab.quiet.LOG, not printed
         return fn(**kwargs)
+
+
+def manager(name: str, **kwargs):
+    """The ``ExecutorchProgramManager`` behind ``build(name, **kwargs)``: exir's own view of the program it
+    serializes (each planned tensor's ``TensorSpec``: lifetime, mem_id, offset), for checking what pte_lab
+    reads against ExecuTorch's own tools (``executorch.util.activation_memory_profiler``).
+
+    Examples that are not lowered in one ``to_executorch`` call (``llm``, ``external``, ``bundled``) raise
+    ``ValueError``.
+    """
+    global _MANAGERS
+    _MANAGERS = []
+    try:
+        build(name, **kwargs)
+        kept = _MANAGERS
+    finally:
+        _MANAGERS = None
+    if len(kept) != 1:
+        raise ValueError(f"example {name!r} is not made by one to_executorch call: no single manager to return")
+    return kept[0]
 
 
 def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None = None, **kwargs) -> str:

@@ -6,22 +6,25 @@ hint when it is not, without showing the solution. No expected value is
 written down anywhere: :func:`solution` computes each one from programs it
 exports (or that the notebook passes in), so the exercises follow ExecuTorch
 as it changes, and the test suite runs every reference solution through its
-own check.
+own check. A right answer is looked up once more in a source other than
+pte_lab (:func:`cross_check`: ExecuTorch's own deserializer or activation
+memory profiler), and the verdict says whether it agrees.
 
 >>> from pte_lab.exercises import check
->>> check("02.2", 118784)          # doctest: +SKIP
+>>> check("02.2", 112)             # doctest: +SKIP
 Not quite (02.2). Hint: ...
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass
 from html import escape
 from typing import Any, Callable
 
-__all__ = ["check", "solution", "EXERCISES", "Exercise", "Verdict"]
+__all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +34,12 @@ class Exercise:
     task: str
     #: what to look at when the answer is wrong (never the answer)
     hint: str
-    #: computes the reference answer; keyword arguments the notebook may pass to save work
+    #: computes the reference answer with pte_lab; keyword arguments the notebook may pass to save work
     solve: Callable[..., Any]
+    #: computes the same answer from a source other than pte_lab (same keyword arguments)
+    cross: Callable[..., Any]
+    #: that source, as the verdict names it ("ExecuTorch's own deserializer ...")
+    checked_by: str
     #: floats are compared to this relative tolerance; everything else exactly
     rel: float = 1e-3
 
@@ -74,27 +81,67 @@ def _same(answer, expected, rel: float) -> bool:
 
 
 def check(exercise_id: str, answer, **context) -> Verdict:
-    """Whether ``answer`` is right; ``context`` passes objects the notebook already has (see each task)."""
+    """Whether ``answer`` is right; ``context`` passes objects the notebook already has (see each task).
+
+    A right answer is also looked up in a source other than pte_lab (:func:`cross_check`: ExecuTorch's
+    own deserializer or its activation memory profiler), and the verdict says whether that source agrees.
+    """
     ex = EXERCISES[exercise_id]
     if answer is None or answer is ...:
         return Verdict(exercise_id, None, f"Not answered yet ({exercise_id}): set `answer` and run the cell again.")
     expected = ex.solve(**context)
-    if _same(answer, expected, ex.rel):
+    if not _same(answer, expected, ex.rel):
+        return Verdict(exercise_id, False, f"Not quite ({exercise_id}). Hint: {ex.hint}")
+    other = cross_check(exercise_id, **context)
+    if other is None:
         return Verdict(exercise_id, True, f"Right ({exercise_id}).")
-    return Verdict(exercise_id, False, f"Not quite ({exercise_id}). Hint: {ex.hint}")
+    if _same(other, expected, ex.rel):
+        return Verdict(exercise_id, True, f"Right ({exercise_id}); checked against {ex.checked_by}: the same answer.")
+    return Verdict(exercise_id, True, f"Right by pte_lab ({exercise_id}), but {ex.checked_by} gives {other!r}: "
+                                      f"one of the two is wrong; please report it to pte_lab.")
 
 
 def solution(exercise_id: str, **context):
-    """The reference answer, computed now."""
+    """The reference answer, computed now by pte_lab."""
     return EXERCISES[exercise_id].solve(**context)
 
 
+def cross_check(exercise_id: str, **context):
+    """The same answer from a source other than pte_lab (see ``Exercise.checked_by``), computed now;
+    None where that source cannot say (a program opened from bytes, an LLM export without
+    ``llama::update_cache``)."""
+    ex = EXERCISES[exercise_id]
+    return ex.cross(**context)
+
+
 # ------------------------------------------------------------------ helpers
-def _open(builder: str, **kwargs):
+@functools.lru_cache(maxsize=16)
+def _built(builder: str, kwargs: tuple) -> bytes:
+    """An example's bytes, exported once per process (the answer and its cross-check read the same file)."""
     from . import examples
+
+    return examples.build(builder, **dict(kwargs))
+
+
+def _bytes(builder: str, **kwargs) -> bytes:
+    return _built(builder, tuple(sorted(kwargs.items())))
+
+
+def _open(builder: str, **kwargs):
     from .model import open_pte
 
-    return open_pte(examples.build(builder, **kwargs))
+    return open_pte(_bytes(builder, **kwargs))
+
+
+def _data(pte, builder: str, **kwargs) -> bytes | None:
+    """The bytes behind a program the notebook passed (read again from its file; None when it was opened
+    from bytes), or the example's when it passed none."""
+    if pte is None:
+        return _bytes(builder, **kwargs)
+    if not pte.path:
+        return None
+    with open(pte.path, "rb") as f:
+        return f.read()
 
 
 def _peak_instruction(method, mem_id: int) -> tuple[int, int]:
@@ -108,16 +155,91 @@ def _load_program_host_bytes(pte, loader: str) -> int:
     return int(cost[(cost.step == "load_program") & (cost.device == "cpu")].bytes.sum())
 
 
+# ------------------------------------------- the other sources: ExecuTorch's own tools
+def _et_plans(data: bytes) -> dict:
+    """method -> ExecutionPlan, as ExecuTorch's own deserializer (exir) reads the file: not pte_lab's reader."""
+    from .quiet import quiet
+
+    with quiet():
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        program = deserialize_pte_binary(data).program
+    return {plan.name: plan for plan in program.execution_plan}
+
+
+def _et_devices(plan) -> dict[int, str]:
+    """mem_id -> device of the plan's non-CPU arenas (``non_const_buffer_device``), named as ``cuda:0``."""
+    return {d.buffer_idx: f"{d.device_type.name.lower()}:{d.device_index}" for d in plan.non_const_buffer_device or []}
+
+
+def _et_nbytes(tensor) -> int:
+    """A deserialized tensor's bytes: exir's own count from its sizes and scalar type."""
+    from executorch.exir.tensor import get_scalar_type, num_bytes_from_shape_and_dtype
+
+    return int(num_bytes_from_shape_and_dtype(tuple(tensor.sizes), get_scalar_type(tensor.scalar_type)))
+
+
+def _et_load_program_host_bytes(data: bytes, loader: str) -> int:
+    """Host bytes at load_program by the loader's rule, on ExecuTorch's reading of the arena sizes: per
+    runtime index the largest arena over the methods that share (corrected: host-only methods; legacy:
+    all, device arenas included)."""
+    plans = _et_plans(data).values()
+    sharing = [p for p in plans if loader == "legacy" or not _et_devices(p)]
+    width = max((len(p.non_const_buffer_sizes) for p in sharing), default=0)
+    return sum(max((p.non_const_buffer_sizes[i] for p in sharing if i < len(p.non_const_buffer_sizes)), default=0)
+               for i in range(1, width))
+
+
+def _profiler_peak(manager, method: str = "forward") -> int:
+    """The most bytes alive at once by ExecuTorch's activation memory profiler
+    (``executorch.util.activation_memory_profiler``, from exir's own lifetimes), not pte_lab's."""
+    from executorch.util.activation_memory_profiler import create_tensor_allocation_info
+
+    timeline = create_tensor_allocation_info(manager.exported_program(method).graph)
+    return max((sum(a.size_bytes for a in step.allocations) for step in timeline if step), default=0)
+
+
+def _manager(builder: str, **kwargs):
+    from . import examples
+    from .quiet import quiet
+
+    with quiet():
+        return examples.manager(builder, **kwargs)
+
+
+DESERIALIZER = "ExecuTorch's own deserializer (exir's deserialize_pte_binary)"
+PROFILER = "ExecuTorch's activation memory profiler (exir's own lifetimes)"
+
+
 # -------------------------------------------------------------- 01: explore
 def _01_1(pte=None):
     pte = pte or _open("device", side=64)
     return _peak_instruction(pte.methods["forward"], 1)
 
 
+def _x01_1(pte=None):
+    # the peak is where the product is written while both inputs are still alive: ExecuTorch's
+    # chain says which instruction calls aten::mm, its profiler how many bytes are alive at most
+    side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else 64
+    data = _data(pte, "device", side=side)
+    if data is None:
+        return None
+    plan = _et_plans(data)["forward"]
+    ops = [(o.name, o.overload) for o in plan.operators]
+    calls = [getattr(i.instr_args, "op_index", None) for i in plan.chains[0].instructions]
+    return calls.index(ops.index(("aten::mm", "out"))), _profiler_peak(_manager("device", side=side))
+
+
 def _01_2():
     planned = _open("portable").methods["forward"].arena(1).size
     caller = _open("portable", alloc_graph_input=False, alloc_graph_output=False)
     return planned - caller.methods["forward"].arena(1).size
+
+
+def _x01_2():
+    sizes = [_et_plans(_bytes("portable", **kw))["forward"].non_const_buffer_sizes[1]
+             for kw in ({}, {"alloc_graph_input": False, "alloc_graph_output": False})]
+    return sizes[0] - sizes[1]
 
 
 # ------------------------------------------------------------- 02: planning
@@ -128,19 +250,31 @@ def _02_1():
     return m.arena(1).size, planning.plan_arena(planning.build_problem(m, 1), "best_fit")[1]
 
 
-def _02_2(tr=None):
+def _x02_1():
+    # ExecuTorch's arena as written in the file, and best fit's plan is the bound by exir's own lifetimes
+    return (_et_plans(_bytes("hand_sized", extra=True))["forward"].non_const_buffer_sizes[1],
+            _profiler_peak(_manager("hand_sized", extra=True)))
+
+
+def _02_2(odd=None):
     from . import planning
 
-    tr = tr or _open("transformer", layers=4).methods["forward"]
-    return planning.build_problem(tr, 1, alignment=64).lower_bound
+    odd = odd or _open("odd").methods["forward"]
+    return planning.build_problem(odd, 1, alignment=64).lower_bound
+
+
+def _x02_2(odd=None):
+    from .planning.problem import align_up
+
+    return align_up(_profiler_peak(_manager("odd")), 64)  # the true bytes alive at once, rounded once
 
 
 def _02_3():
-    out = []
-    for layers in (1, 4):
-        a = _open("transformer", layers=layers).methods["forward"].arena(1)
-        out.append(round(a.size_over_peak, 3))
-    return tuple(out)
+    return tuple(_open("transformer", layers=n).methods["forward"].arena(1).size for n in (1, 6))
+
+
+def _x02_3():
+    return tuple(_et_plans(_bytes("transformer", layers=n))["forward"].non_const_buffer_sizes[1] for n in (1, 6))
 
 
 # --------------------------------------------------------------- 03: devices
@@ -148,16 +282,31 @@ def _03_1(pte=None):
     return _load_program_host_bytes(pte or _open("three_methods", side=64), "corrected")
 
 
+def _x03_1(pte=None):
+    data = _data(pte, "three_methods", side=64)
+    return None if data is None else _et_load_program_host_bytes(data, "corrected")
+
+
 def _03_2():
     pte = _open("device", side=128)
-    return pte.methods["forward2"].planned_bytes_by_device().get("cuda:0", 0), \
-        pte.methods["forward"].planned_bytes_by_device().get("cuda:0", 0)
+    return tuple(pte.methods[n].planned_bytes_by_device().get("cuda:0", 0) for n in ("forward2", "forward"))
+
+
+def _x03_2():
+    plans = _et_plans(_bytes("device", side=128))
+    return tuple(sum(plans[n].non_const_buffer_sizes[i] for i, d in _et_devices(plans[n]).items() if d == "cuda:0")
+                 for n in ("forward2", "forward"))
 
 
 # ---------------------------------------------------------- 04: before/after
 def _04_1():
     pte = _open("device", side=2048)
     return _load_program_host_bytes(pte, "legacy") - _load_program_host_bytes(pte, "corrected")
+
+
+def _x04_1():
+    data = _bytes("device", side=2048)
+    return _et_load_program_host_bytes(data, "legacy") - _et_load_program_host_bytes(data, "corrected")
 
 
 def _04_2(pte=None):
@@ -168,12 +317,39 @@ def _04_2(pte=None):
     return int(row.bytes), sorted(tagged)[0]
 
 
+def _x04_2(pte=None):
+    data = _data(pte, "three_methods", side=64)
+    if data is None:
+        return None
+    plans = _et_plans(data)
+    sizes = [p.non_const_buffer_sizes[2] for p in plans.values() if len(p.non_const_buffer_sizes) > 2]
+    devices = sorted({_et_devices(p)[2] for p in plans.values() if 2 in _et_devices(p)})
+    return max(sizes), devices[0]
+
+
 # -------------------------------------------------------------------- 05: LLM
 def _05_1(pte=None):
     pte = pte or _open("llm")
     m = pte.methods["forward"]
     state = m.tensors[m.tensors.role == "mutable_buffer"]
     return int(state.nbytes.sum()), round(float(state.nbytes.sum()) / m.arena(1).size, 3)
+
+
+def _x05_1(pte=None):
+    # the caches are the tensors llama::update_cache writes into (its second argument), as ExecuTorch's
+    # deserializer reads the instructions; an export without that operator has no such second source
+    data = _data(pte, "llm")
+    if data is None:
+        return None
+    plan = _et_plans(data)["forward"]
+    ops = [o.name for o in plan.operators]
+    if "llama::update_cache" not in ops:
+        return None
+    update = ops.index("llama::update_cache")
+    caches = {i.instr_args.args[1] for i in plan.chains[0].instructions
+              if getattr(i.instr_args, "op_index", None) == update}
+    total = sum(_et_nbytes(plan.values[v].val) for v in caches)
+    return total, round(total / plan.non_const_buffer_sizes[1], 3)
 
 
 def _05_2():
@@ -183,6 +359,17 @@ def _05_2():
         t = pte.methods[name].tensors
         state = t[t.role == "mutable_buffer"]
         out.append((int(state.mem_id.iloc[0]), int(state.nbytes.sum())))
+    return tuple(out)
+
+
+def _x05_2():
+    # the cache is the tensor the file names k_cache (emit_mutable_buffer_names=True)
+    plans = _et_plans(_bytes("shared_state"))
+    out = []
+    for name in ("prefill", "decode"):
+        (t,) = [v.val for v in plans[name].values if getattr(getattr(v.val, "extra_tensor_info", None),
+                                                             "fully_qualified_name", None) == "k_cache"]
+        out.append((t.allocation_info.memory_id, _et_nbytes(t)))
     return tuple(out)
 
 
@@ -226,47 +413,63 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
     Exercise("01.1", "In `forward` (the host method), at which instruction are the most bytes alive in arena 1, "
                      "and how many? Answer `(instruction, bytes)`; -1 means 'before the first instruction'.",
              "plot.occupancy(m) draws the curve; m.occupancy(1) holds it, its first entry being instruction -1. "
-             "Which tensors are alive while the matrix product is written?", _01_1),
+             "Which tensors are alive while the matrix product is written?", _01_1, _x01_1,
+             "ExecuTorch's own deserializer (which instruction calls aten::mm) and its activation memory profiler"),
     Exercise("01.2", "Export the portable example with its input and output left to the caller "
                      "(`MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)`, see notebook 02). "
                      "How many bytes smaller is its arena 1? Think about when the input and output are alive "
                      "before you export.",
              "examples.build('portable', alloc_graph_input=False, alloc_graph_output=False) exports it; compare "
-             "arena(1).size with the planned program's. Is the input alive at the arena's peak?", _01_2),
-    Exercise("02.1", "Return `torch.sigmoid(e)` from the hand-sized module instead of `e` (a seventh tensor). "
-                     "What arena does ExecuTorch's greedy plan give, and what does best fit give? "
+             "arena(1).size with the planned program's. Is the input alive at the arena's peak?", _01_2, _x01_2,
+             DESERIALIZER),
+    Exercise("02.1", "Return `torch.sigmoid(e)` from the hand-sized module instead of `e` "
+                     "(`examples.build('hand_sized', extra=True)`): an eighth planned tensor. "
+                     "What arena does ExecuTorch's greedy plan give, and what does pte_lab's best_fit give "
+                     "(`planning.plan_arena(problem, 'best_fit')`: the smallest of its four orders)? "
                      "Answer `(greedy, best_fit)` in bytes.",
-             "Work it on paper first: the new tensor is 512 bytes, alive from the add to the end. Then export "
-             "it (examples.build('hand_sized', extra=True)) and compare.", _02_1),
-    Exercise("02.2", "Plan the transformer's arena with 64-byte alignment "
-                     "(`planning.build_problem(tr, 1, alignment=64)`). What is its lower bound?",
-             "Every group's size is rounded up to the alignment; the bound is the most rounded bytes alive "
-             "at once. Pass tr=... to check() to reuse your program.", _02_2),
-    Exercise("02.3", "Export the transformer with 1 and with 4 layers. What is ExecuTorch's size/peak for each "
-                     "(three decimals)? Answer `(one_layer, four_layers)`.",
-             "examples.build('transformer', layers=L); the arena's size_over_peak.", _02_3),
-    Exercise("03.1", "How many bytes does `Runtime.load_program` (the corrected loader) allocate on the host, at "
-                     "load_program, for the three-method program?",
+             "Work it on paper first: the sigmoid's output is 512 bytes, written by a new last instruction (6) "
+             "and read as the output; the add's output is no longer the output, so it dies at the sigmoid. Then "
+             "export it and compare.", _02_1, _x02_1,
+             "ExecuTorch's own deserializer (the arena exir wrote) and its activation memory profiler "
+             "(best fit reaches the most bytes alive at once)"),
+    Exercise("02.2", "Plan the `Odd` program's arena with 64-byte alignment "
+                     "(`planning.build_problem(odd, 1, alignment=64)`). What is its lower bound?",
+             "The bound takes the true bytes of the tensors alive at each instruction (52 each, not rounded), "
+             "the most of them at any instruction, and rounds that sum up to the alignment once. "
+             "Pass odd=... to check() to reuse your program.", _02_2, _x02_2,
+             "ExecuTorch's activation memory profiler (the most true bytes alive at once, rounded up to 64 once)"),
+    Exercise("02.3", "Export the transformer with 1 and with 6 layers. How many bytes is ExecuTorch's arena 1 for "
+                     "each? Answer `(one_layer, six_layers)`.",
+             "examples.build('transformer', layers=L); the arena's size. Which tensors are alive at the peak: "
+             "those of one layer, or of all of them?", _02_3, _x02_3, DESERIALIZER),
+    Exercise("03.1", "How many bytes of planned arenas does `Runtime.load_program` (the corrected loader) allocate "
+                     "on the host, at load_program, for the three-method program? (Planned arenas only, not what "
+                     "ExecuTorch keeps of the program itself.)",
              "Host-only methods share arenas sized by the largest per index; the device method's arenas "
-             "wait for load_method. pte.load_cost('corrected').", _03_1),
-    Exercise("03.2", "Export the device program with `side=128`. How many bytes does `forward2` plan on cuda:0, "
-                     "and how many does `forward`? Answer `(forward2, forward)`.",
-             "Three side x side float32 tensors, plus XNNPACK's 64 bytes of arena padding.", _03_2),
-    Exercise("04.1", "For the published experiment (`side=2048`), how many more host bytes does the legacy loader "
-                     "allocate at load_program than the corrected one?",
-             "The legacy loader puts every arena, the device one too, on the host at load_program.", _04_1),
+             "wait for load_method. pte.load_cost('corrected').", _03_1, _x03_1,
+             "the same rule on ExecuTorch's own deserializer's arena sizes"),
+    Exercise("03.2", "Export the device program with `side=128`. How many bytes does each method plan on "
+                     "cuda:0? Answer `(forward2, forward)`: the bytes in arenas tagged cuda:0, for each method.",
+             "Three side x side float32 tensors, plus XNNPACK's 64 bytes of arena padding; and which arenas "
+             "does forward have?", _03_2, _x03_2, DESERIALIZER),
+    Exercise("04.1", "For the published experiment (`side=2048`), how many more bytes of planned arenas does the "
+                     "legacy loader allocate on the host at load_program than the corrected one?",
+             "The legacy loader puts every arena, the device one too, on the host at load_program: count the "
+             "device arena's bytes exactly, XNNPACK's 64 bytes of arena padding included.", _04_1, _x04_1,
+             "the same rules on ExecuTorch's own deserializer's arena sizes"),
     Exercise("04.2", "In the three-method program, the legacy loader's shared arena for runtime buffer 1 (mem_id 2): "
                      "how many bytes, and which device did the file tag it for? Answer `(bytes, device)`.",
              "pte.load_cost('legacy') lists the shared arenas; which method has a mem_id 2, and on what device?",
-             _04_2),
+             _04_2, _x04_2, DESERIALIZER),
     Exercise("05.1", "How many bytes do the KV caches of the exported forward take, and what fraction of arena 1 "
                      "is that (three decimals)? Answer `(bytes, fraction)`.",
-             "The caches are the tensors whose role is mutable_buffer. Pass pte=... to reuse your export.", _05_1),
+             "The caches are the tensors whose role is mutable_buffer. Pass pte=... to reuse your export.",
+             _05_1, _x05_1, "ExecuTorch's own deserializer (the tensors llama::update_cache writes into)"),
     Exercise("05.2", "In `examples.build('shared_state')`, prefill and decode share one cache. For each method, "
                      "which mem_id holds its state, and how many bytes? Answer `((mem_id, bytes), (mem_id, bytes))` "
                      "for prefill then decode.",
              "Look at the mutable_buffer rows of each method's tensors; the shared_state finding names the arena.",
-             _05_2),
+             _05_2, _x05_2, "ExecuTorch's own deserializer (the tensor the file names k_cache)"),
     Exercise("06.1", "Diff the portable example against the same export with its input and output left to the "
                      "caller. How many planned tensors are only in the first, and how many pair by operators? "
                      "Answer `(only_in_first, by_operators)`.",

@@ -163,16 +163,24 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
                    label=f"{PEAK_LIVE} {human_bytes(a.peak_bytes)}: no plan is smaller")
     n = method.n_instructions
     right = n + 0.5
-    if a.peak_bytes and a.size > a.peak_bytes:  # what the plan spends beyond the bound, as a bracket
+    top = max(a.size, a.peak_bytes, 1)
+    padding = _tail_padding(method, a)
+    waste = a.size - padding - a.peak_bytes if a.peak_bytes else 0
+    notes = []  # what the arena holds beyond peak live, said in the legend when too thin to draw
+    if waste > 0 and waste >= 0.03 * top:  # what the plan spends beyond the bound, as a bracket
         room = max(1.6, 0.12 * (n + 2))
         x = right + 0.2 * room
-        ax.annotate("", (x, a.size), (x, a.peak_bytes),
+        ax.annotate("", (x, a.peak_bytes + waste), (x, a.peak_bytes),
                     arrowprops=dict(arrowstyle="<->", color="#333333", lw=0.8, shrinkA=0, shrinkB=0))
-        ax.annotate(f"waste\n{human_bytes(a.size - a.peak_bytes)}", (x + 0.1 * room, (a.size + a.peak_bytes) / 2),
+        ax.annotate(f"waste\n{human_bytes(waste)}", (x + 0.1 * room, a.peak_bytes + waste / 2),
                     va="center", fontsize=7)
         right += room
+    elif waste > 0:
+        notes.append(f"+ waste {human_bytes(waste)} above {PEAK_LIVE}")
+    if padding:
+        who = "XNNPACK's" if any(d.backend == "XnnpackBackend" for d in method.delegates) else "a backend's"
+        notes.append(f"+ {human_bytes(padding)} past the last tensor:\n   {who} arena padding (required, not waste)")
     ax.set_xlim(-1.5, right)
-    top = max(a.size, a.peak_bytes, 1)
     ax.set_ylim(0, top * 1.04)
     _bytes_axis(ax.yaxis, top)
     ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
@@ -180,9 +188,19 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
     eff = "" if a.size_over_peak is None else f", {SIZE_OVER_PEAK} {ratio(a.size_over_peak, times='×')}"
     ax.set_title(f"{method.name} · arena {a.mem_id} (runtime {a.runtime_index}) on {a.device}{eff}", fontsize=10)
     if legend:
+        from matplotlib.lines import Line2D
+
         handles = _legend_handles(colors) + ax.get_legend_handles_labels()[0]
+        handles += [Line2D([], [], ls="none", label=note) for note in notes]
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
+
+
+def _tail_padding(method: "Method", a) -> int:
+    """Bytes of arena ``a`` past its last tensor (that end rounded up to ExecuTorch's 16): what a backend
+    asks for past the end of every arena it uses (XNNPACK: 64), not room the plan wastes."""
+    end = max((t.offset + t.nbytes for t in method.planned if t.mem_id == a.mem_id), default=0)
+    return max(0, a.size - -(-end // 16) * 16)
 
 
 def arena_layouts(method: "Method", color_by: str = "role", legend: bool = True) -> "Figure":
@@ -205,15 +223,21 @@ def occupancy(method: "Method", ax: "Axes | None" = None) -> "Axes":
     for i, a in enumerate(method.arenas):
         color = DEVICE_COLORS[i % len(DEVICE_COLORS)] if a.device != "cpu" else PALETTE[i % len(PALETTE)]
         occ = method.occupancy(a.mem_id)
-        ax.step(t, occ, where="mid", color=color, lw=1.4, label=f"arena {a.mem_id} ({a.device}) live bytes")
-        ax.axhline(a.size, color=color, lw=1.0, ls=":", label=f"arena {a.mem_id} size {human_bytes(a.size)}")
+        # the curve on top, its area shaded: at its peak it touches the peak line and must still show
+        ax.fill_between(t, occ, step="mid", color=color, alpha=0.15, lw=0, zorder=1)
+        ax.step(t, occ, where="mid", color=color, lw=1.8, zorder=3, label=f"arena {a.mem_id} ({a.device}) live bytes")
+        ax.axhline(a.size, color=color, lw=0.9, ls=":", alpha=0.8, zorder=2,
+                   label=f"arena {a.mem_id} size {human_bytes(a.size)}")
         if a.peak_bytes:
-            ax.axhline(a.peak_bytes, color=color, lw=1.0, ls="--",
+            ax.axhline(a.peak_bytes, color=color, lw=0.9, ls=(0, (5, 4)), alpha=0.8, zorder=2,
                        label=f"arena {a.mem_id} {PEAK_LIVE} {human_bytes(a.peak_bytes)} (no plan is smaller)")
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
     _bytes_axis(ax.yaxis, top)
-    ax.set_xlabel("instruction")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # instructions are whole numbers
+    ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
     ax.set_ylabel("bytes")
     ax.set_title(f"{method.name} · bytes alive per instruction", fontsize=10)
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -423,15 +447,17 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
                 seen[(part, r.device, declared)] = None
                 left += int(r.bytes)
         plan = int(rows[rows.part == "planned arenas"].bytes.sum())
+        mapped = int(rows[rows.part == "program file resident"].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
-        ax.annotate(f" {human_bytes(left)}{times}", (left, y), va="center", fontsize=8)
+        file_note = f"\n (of it the file's pages: {human_bytes(mapped)})" if mapped else ""
+        ax.annotate(f" {human_bytes(left)} in all{times}{file_note}", (left, y), va="center", fontsize=8)
         top = max(top, left)
     labels = [f"{n}\n(stand-ins)" if n in sizes.methods and sizes.methods[n].stand_ins
               else (f"{n}\n(not measured)" if n in getattr(sizes, "declared", {}) else n) for n in names]
     ax.set_yticks(range(len(names)), labels, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, top * 1.5)  # room for the annotation
-    _bytes_axis(ax.xaxis, top * 1.5, ticks=5)
+    ax.set_xlim(0, top * 1.6)  # room for the totals
+    _bytes_axis(ax.xaxis, top * 1.6, ticks=5)
     ax.set_xlabel("bytes at run time (after the runs)")
     ax.set_title(f"{sizes.path.rsplit('/', 1)[-1]}: the plan and what lies beyond it", fontsize=10)
     order = list(colors)

@@ -4,8 +4,10 @@ Functions that take long (exporting, sizing, verifying, measuring) accept
 ``progress``:
 
 * ``None`` (the default): silent;
-* ``True``: a tqdm bar (``tqdm.auto``: a widget in a notebook, text in a
-  terminal) counting the units of work, the current step beside it;
+* ``True``: a bar counting the units of work, the current step beside it. In a
+  notebook it is one output that is redrawn in place (an HTML ``<progress>`` with
+  a text line for saved notebooks and plain viewers) and ends as one finished
+  line, ``sizing: done, 1/1 in 12.3 s``; elsewhere it is a tqdm text bar;
 * a callable: called with one line per step (the CLI passes :func:`lines`).
 """
 
@@ -13,9 +15,60 @@ from __future__ import annotations
 
 import sys
 import time
+from html import escape
 from typing import Callable
 
 __all__ = ["Reporter", "reporter", "lines"]
+
+
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel (where a display can be redrawn in place)."""
+    ip = sys.modules.get("IPython")
+    if ip is None:
+        return False
+    shell = ip.get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class _DisplayBar:
+    """A bar drawn as one display output and replaced as it goes (``update_display``): what a saved
+    notebook keeps is its last state, so a finished bar reads finished, in HTML and in text."""
+
+    def __init__(self, total: int | None, desc: str):
+        from IPython.display import display
+
+        self.total, self.desc, self.n, self.text = total, desc or "progress", 0, ""
+        self.start = time.monotonic()
+        self._handle = display(self._bundle(), raw=True, display_id=True)
+
+    def _bundle(self, end: str | None = None) -> dict:
+        seconds = time.monotonic() - self.start
+        count = f"{self.n}/{self.total}" if self.total else f"{self.n}"
+        if end is None:
+            line = f"{self.desc}: {count} after {seconds:.1f} s" + (f" · {self.text}" if self.text else "")
+        else:
+            line = f"{self.desc}: {end}, {count} in {seconds:.1f} s"
+        bar = (f"<progress value='{self.n}' max='{self.total}' style='width:12em'></progress> "
+               if self.total else "")
+        return {"text/plain": line, "text/html": f"<div style='font-size:12px'>{bar}{escape(line)}</div>"}
+
+    def _draw(self, end: str | None = None) -> None:
+        self._handle.update(self._bundle(end), raw=True)
+
+    def step(self, text: str) -> None:
+        self.text = text
+        self._draw()
+
+    def reset(self, total: int) -> None:
+        self.total, self.n = total, 0
+        self._draw()
+
+    def update(self, n: int) -> None:
+        self.n += n
+        self._draw()
+
+    def close(self, failed: bool = False) -> None:
+        self._draw("stopped" if failed else "done")
 
 
 class Reporter:
@@ -24,36 +77,50 @@ class Reporter:
     def __init__(self, progress=None, total: int | None = None, desc: str = ""):
         self._say: Callable[[str], None] | None = progress if callable(progress) else None
         self._bar = None
+        self._display = None
         if progress is True:
-            from tqdm.auto import tqdm
+            if _in_notebook():
+                self._display = _DisplayBar(total, desc)
+            else:
+                from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=total, desc=desc, leave=True)
+                self._bar = tqdm(total=total, desc=desc, leave=True)
 
     def step(self, text: str) -> None:
         if self._say is not None:
             self._say(text)
         if self._bar is not None:
             self._bar.set_postfix_str(text, refresh=True)
+        if self._display is not None:
+            self._display.step(text)
 
     def set_total(self, total: int) -> None:
         """The count, once it is known."""
         if self._bar is not None:
             self._bar.reset(total=total)
+        if self._display is not None:
+            self._display.reset(total)
 
     def advance(self, n: int = 1) -> None:
         if self._bar is not None:
             self._bar.update(n)
+        if self._display is not None:
+            self._display.update(n)
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
         if self._bar is not None:
-            self._bar.set_postfix_str("done", refresh=False)
+            self._bar.set_postfix_str("stopped" if failed else "done", refresh=False)
             self._bar.close()
+            self._bar = None
+        if self._display is not None:
+            self._display.close(failed)
+            self._display = None
 
     def __enter__(self) -> "Reporter":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(failed=exc_type is not None)
 
 
 def reporter(progress=None, total: int | None = None, desc: str = "") -> Reporter:

@@ -31,7 +31,7 @@ __all__ = ["native_output", "NativeLog", "quiet", "LOG"]
 #: loggers whose import-time warnings are kept, not shown
 NOISY_LOGGERS = ("torchao", "torch.utils._pytree")
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entrant: quiet() around code that calls quiet() itself (examples.build)
 
 
 class NativeLog:

@@ -44,15 +44,25 @@ def exact_bytes(n: int) -> str:
 
 
 def tick_bytes(n: int) -> str:
-    """A byte tick: 16 KiB, 1.5 MiB, 1,280 B (whole numbers without a decimal; exact below 16 KiB)."""
-    if 1024 < n < 16384 and n % 1024:  # 1,280 B reads better than 1.2 KiB (which is not 1,280)
+    """A byte tick, always exact: 16 KiB, 1.5 MiB, 1.25 MiB, 1,280 B.
+
+    A tick marks one exact value, so its label never rounds: up to three decimals
+    in the largest unit that shows the value exactly (1.125 MiB), else the next
+    unit down (1,088 KiB), and bytes below 16 KiB that are not whole KiB (1,280 B).
+    """
+    n = int(n)
+    if 1024 < n < 16384 and n % 1024:  # 1,280 B reads better than 1.25 KiB
         return f"{n:,} B"
-    v = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if v < 1024 or unit == "TiB":
-            return f"{v:.0f} {unit}" if v.is_integer() else f"{v:.1f} {unit}"
-        v /= 1024
-    return f"{n} B"  # pragma: no cover
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    k = 0
+    while k < len(units) - 1 and n >= 1024 ** (k + 1):
+        k += 1
+    for k in range(k, -1, -1):
+        v = n / 1024 ** k
+        if round(v, 3) * 1024 ** k == n:  # exact with at most three decimals
+            text = f"{v:,.3f}".rstrip("0").rstrip(".")
+            return f"{text} {units[k]}"
+    return f"{n:,} B"  # pragma: no cover - k = 0 is always exact
 
 
 def ratio(r: float | None, times: str = "x") -> str:

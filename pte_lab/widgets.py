@@ -17,6 +17,7 @@ tensors.
 from __future__ import annotations
 
 import io
+import os
 import threading
 from html import escape
 
@@ -138,6 +139,11 @@ class Explorer(W.VBox):
         self.run_button.on_click(self._on_run)
         self._run_thread: threading.Thread | None = None
         self._on_method()
+
+    def __repr__(self) -> str:  # the text a saved notebook shows in place of the widget
+        where = "" if self.arena_dd.value is None else f", arena {self.arena_dd.value}, instruction {self.slider.value}"
+        return (f"<Explorer of {os.path.basename(self.pte.path or '<bytes>')}: method {self.method_dd.value!r}"
+                f"{where}: {len(self.highlighted)} tensors alive>")
 
     # ---------------------------------------------------------------- parts
     def _header(self) -> str:

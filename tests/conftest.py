@@ -82,7 +82,8 @@ def program_bytes(program_path):
 
 @pytest.fixture(scope="session")
 def legacy_python():
-    """executorch 1.4.1 in its own venv (cached in the pte_lab cache; ~1 minute the first time)."""
+    """executorch 1.4.1 in its own venv (cached in the pte_lab cache; ~1 minute the first time; one
+    process builds it while the others wait)."""
     from pte_lab.experiments import device_placement as dp
 
     return str(dp.create_legacy_env())  # one creator across workers (and notebooks): it locks

@@ -36,7 +36,9 @@ def _wrong(answer):
 @pytest.mark.parametrize("exercise_id", sorted(set(EXERCISES) - SLOW))
 def test_reference_solution_passes_and_a_near_miss_does_not(exercise_id):
     right = solution(exercise_id)
-    assert check(exercise_id, right).ok is True
+    verdict = check(exercise_id, right)
+    # a right answer is found again by a source other than pte_lab (ExecuTorch's own tools), and said so
+    assert verdict.ok is True and verdict.message.endswith(": the same answer."), verdict.message
     verdict = check(exercise_id, _wrong(right))
     assert verdict.ok is False and "Hint:" in verdict.message
     for part in right if isinstance(right, tuple) else (right,):  # the hint never gives the answer away
@@ -50,8 +52,19 @@ def test_llm_exercise(program_path):
 
     pte = pte_lab.open(program_path("llm"))
     right = solution("05.1", pte=pte)
-    assert check("05.1", right, pte=pte).ok is True
+    verdict = check("05.1", right, pte=pte)
+    assert verdict.ok is True and verdict.message.endswith(": the same answer."), verdict.message
     assert check("05.1", _wrong(right), pte=pte).ok is False
+
+
+def test_a_right_answer_the_other_source_disputes_says_so(monkeypatch):
+    from pte_lab.exercises import Exercise
+
+    monkeypatch.setitem(EXERCISES, "99.1", Exercise("99.1", "task", "hint", lambda: 5, lambda: 6, "a second source"))
+    verdict = check("99.1", 5)
+    assert verdict.ok is True and "a second source gives 6" in verdict.message and "report" in verdict.message
+    monkeypatch.setitem(EXERCISES, "99.2", Exercise("99.2", "task", "hint", lambda: 5, lambda: None, "nothing"))
+    assert check("99.2", 5).message == "Right (99.2)."  # no second source for this input: nothing claimed
 
 
 def test_answers_are_compared_as_a_learner_would_write_them():

@@ -86,11 +86,12 @@ def test_replanning_an_llm_keeps_its_state_and_verifies_over_decode_steps(progra
     assert results["forward"].identical and results["forward"].runs == 4
 
 
-def test_a_plan_that_clobbers_a_cache_fails_verification(program_path, tmp_path, monkeypatch):
+def test_a_plan_that_clobbers_a_cache_fails_verification(program_path, tmp_path):
     """Put a short-lived tensor on a layer-0 cache after layer 0 read it: the first call is still right,
-    the decode steps are not. Verification over many calls must see it."""
+    the decode steps are not. Verification over many calls must see it (through the public API, as
+    notebook 05 does)."""
     src = program_path("llm")
-    r = planning.replan(src, "naive")  # naive: every tensor has bytes of its own, then we break one
+    r = planning.replan(src, "best_fit")  # the original plan kept: then one tensor is moved onto a cache
     m = r.original.methods["forward"]
     first_cache = min(_state(m), key=lambda t: min(i.index for i in m.instructions if t.value in i.args))
     reader = max(i.index for i in m.instructions if first_cache.value in i.args)
@@ -98,13 +99,25 @@ def test_a_plan_that_clobbers_a_cache_fails_verification(program_path, tmp_path,
                 and 0 < t.nbytes <= first_cache.nbytes and t.mem_id == first_cache.mem_id)
     (a,) = [x for x in r.arenas if x.method == "forward"]
     a.offsets[late.value] = a.offsets[first_cache.value]
-    a.kept = False
-    assert r.conflicts()  # pte_lab's own validator sees the clobbering
-    monkeypatch.setattr(type(r), "conflicts", lambda self: [])  # ... and is told to look away
-    monkeypatch.setattr(type(r), "_check_written", lambda self, data: None)
-    out = r.write(tmp_path / "clobbered.pte")
+    assert r.conflicts()  # pte_lab's own validator sees the clobbering ...
+    with pytest.raises(planning.PlanningError, match="overlapping live tensor"):
+        r.write(tmp_path / "refused.pte")  # ... and refuses to write it
+    out = r.write(tmp_path / "clobbered.pte", allow_overlaps=True)  # unless told to, for the experiment
     (v,) = [x for x in planning.verify(src, out, runs=3) if x.method == "forward"]
-    assert not v.identical and "call 1 " not in v.detail  # the prefill was right; a decode step was not
+    assert not v.identical and v.failed_call == 2  # the prefill was right; the first decode step was not
+
+
+def test_a_replan_that_moves_every_cache_still_computes_the_same_over_decode_steps(program_path, tmp_path):
+    src = program_path("llm")
+    r = planning.replan(src, "best_fit", smaller_only=False)  # the same size, other offsets
+    (a,) = [x for x in r.arenas if x.method == "forward"]
+    m = r.original.methods["forward"]
+    assert not a.kept and set(a.moved(m)) >= {t.value for t in _state(m)}  # every cache moves
+    out = r.write(tmp_path / "moved.pte")
+    moved = pte_lab.open(out).methods["forward"]
+    assert [t.offset for t in _state(moved)] != [t.offset for t in _state(m)]  # in the file, too
+    results = {v.method: v for v in planning.verify(src, out, runs=4)}
+    assert results["forward"].identical and results["forward"].failed_call is None
 
 
 def test_prefill_and_decode_share_their_cache(program_path):

@@ -25,9 +25,16 @@ def test_notebook_runs(path, tmp_path):
     client.execute()
     # what a reader sees: no native diagnostics ("[cpuinfo_utils.cpp:125] ..."), no tracebacks
     noise = re.compile(r"\[\w+\.(?:cpp|cc|c|h):\d+\]|Traceback|Failed to load .*\.so")
+    half_drawn = re.compile(r"\d+%\||\b0it\b|\| \d+/\d+ \[")
     for i, cell in enumerate(nb.cells):
         outputs = cell.get("outputs", [])
         assert not [o for o in outputs if o.get("output_type") == "error"], f"{path.name} cell {i} raised"
         # a kernel forwards a stream in fragments ("[", "cpuinfo_utils.cpp", ":", "125", "] "): join them
         text = "".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
         assert not noise.search(text), f"{path.name} cell {i} shows: {text[:300]}"
+        # what a saved notebook or a plain viewer shows for rich outputs: no half-drawn progress bar
+        # ("sizing:   0%|  | 0/1", "verifying: 0it"), no object dumped as kilobytes of fields
+        for o in outputs:
+            plain = "".join(o.get("data", {}).get("text/plain", ""))
+            assert not half_drawn.search(plain), f"{path.name} cell {i} keeps a half-drawn bar: {plain[:200]}"
+            assert len(plain) < 3000, f"{path.name} cell {i} shows {len(plain)} characters of text: {plain[:200]}"

@@ -84,6 +84,8 @@ def test_transformer_replanned_is_bit_identical(program_path, tmp_path):
     r = planning.replan(src, "best_fit")
     (a,) = r.arenas
     assert a.after < a.before  # views tied to their bases, and still smaller
+    assert repr(r) == f"<Replan with best_fit: 1 arena, {a.before:,} -> {a.after:,} bytes, 1 replanned, 0 kept; " \
+                      f".table() per arena>"
     out = r.write(tmp_path / "t.pte")
     assert all(v.identical for v in planning.verify(src, out, runs=3))
 
@@ -283,3 +285,27 @@ def test_a_replan_of_a_program_computing_nan_and_negative_zero_verifies(tmp_path
     assert main(["replan", str(src), str(tmp_path / "o.pte"), "--verify", "--runs", "2"]) == 0
     out = capsys.readouterr().out
     assert "bit-identical" in out and "outputs not finite: call 1, output 0:" in out
+
+
+def test_first_fit_puts_each_tensor_at_the_lowest_offset_that_fits_largest_first():
+    """TensorFlow Lite Micro's GreedyMemoryPlanner: largest first, each at the first gap (the lowest offset)
+    free of the tensors already placed that are alive at the same time."""
+    import random
+
+    rng = random.Random(1)
+    for _ in range(200):
+        tensors = []
+        for _ in range(rng.randint(2, 7)):
+            first = rng.randint(0, 6)
+            tensors.append((rng.choice([256, 512, 768, 1024]), first, rng.randint(first, 7)))
+        p = planning.Problem.from_tensors(tensors)
+        offsets, _ = planning.plan_arena(p, "first_fit")
+        placed = []
+        for g in sorted(p.groups, key=lambda g: (-g.size, g.first, g.id)):
+            busy = [(offsets[h.id], offsets[h.id] + h.size) for h in placed if p.lifetimes_overlap(g, h)]
+            lowest = next(o for o in itertools.count(0, p.alignment)
+                          if all(o + g.size <= lo or o >= hi for lo, hi in busy))
+            assert offsets[g.id] == lowest, tensors
+            placed.append(g)
+    hand = planning.build_problem(pte_lab.open(examples.build("hand_sized")).methods["forward"], 1)
+    assert planning.plan_arena(hand, "first_fit")[1] == 2048  # notebook 02: largest first leaves ExecuTorch's gap

@@ -149,3 +149,38 @@ def test_arena_layout_marks_the_waste(program_path):
     one = pte_lab.open(program_path("portable")).methods["forward"]  # no waste: no bracket
     assert one.arena(1).size == one.arena(1).peak_bytes
     assert not [t for t in plot.arena_layout(one).texts if t.get_text().startswith("waste")]
+
+
+def test_xnnpack_padding_is_not_called_waste(program_path):
+    """XNNPACK asks for 64 bytes past the end of every arena it uses: required, so not 'waste'; and a
+    sliver that thin is said in the legend, not drawn as a bracket collapsed into an X."""
+    m = pte_lab.open(program_path("device")).methods["forward2"]
+    for a in m.arenas:
+        assert a.size - a.peak_bytes == 64
+        ax = plot.arena_layout(m, a.mem_id)
+        assert not [t for t in ax.texts if "waste" in t.get_text()]
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "+ 64 B past the last tensor:\n   XNNPACK's arena padding (required, not waste)" in legend
+    tr = pte_lab.open(program_path("transformer")).methods["forward"]  # no padding: none said
+    legend = [t.get_text() for t in plot.arena_layout(tr).get_legend().get_texts()]
+    assert not [t for t in legend if "padding" in t]
+
+
+def test_occupancy_draws_the_live_curve_above_the_size_and_peak_lines(program_path):
+    m = pte_lab.open(program_path("device")).methods["forward2"]
+    ax = plot.occupancy(m)
+    curves = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
+    flat = [ln for ln in ax.get_lines() if len(ln.get_xdata()) <= 2]
+    assert min(c.get_zorder() for c in curves) > max(f.get_zorder() for f in flat)
+
+
+def test_run_memory_says_what_the_total_holds(program_path):
+    pytest.importorskip("executorch.runtime")
+    s = pte_lab.sizes(program_path("portable"))
+    ax = plot.run_memory(s)
+    (note,) = [t.get_text() for t in ax.texts]
+    total = int(s.table().bytes.sum())
+    plan = s.methods["forward"].parts()["planned arenas"]
+    mapped = s.methods["forward"].file_resident
+    assert note.startswith(f" {pte_lab.units.human_bytes(total)} in all, {total / plan:.1f}x the plan")
+    assert f"(of it the file's pages: {pte_lab.units.human_bytes(mapped)})" in note

@@ -47,3 +47,39 @@ def test_verify_tells_each_method(program_path):
     planning.verify(path, path, runs=1, progress=heard.append)
     assert heard[0].startswith("loading both programs")
     assert [h.split("'")[1] for h in heard[1:]] == ["attention", "forward"]
+
+
+def test_in_a_notebook_the_bar_is_redrawn_in_place_and_ends_finished(monkeypatch):
+    """A saved notebook keeps a display's last state: the bar must end as one finished line, never
+    'sizing: 0%' (what a widget's text fallback keeps)."""
+    pytest.importorskip("IPython")
+    import IPython.display
+
+    from pte_lab import progress
+
+    shown = []
+
+    class Handle:
+        def update(self, bundle, raw=False):
+            shown.append(bundle)
+
+    def display(bundle, raw=False, display_id=False):
+        assert raw and display_id  # one output, redrawn by its id
+        shown.append(bundle)
+        return Handle()
+
+    monkeypatch.setattr(progress, "_in_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", display)
+    with reporter(True, desc="verifying") as r:
+        r.step("loading")
+        r.set_total(2)
+        r.advance()
+        r.advance()
+    last = shown[-1]["text/plain"]
+    assert re.fullmatch(r"verifying: done, 2/2 in \d+\.\d s", last), last
+    assert "<progress value='2' max='2'" in shown[-1]["text/html"]
+    assert shown[-3]["text/plain"].startswith("verifying: 1/2 after ")  # counted as it went
+    with pytest.raises(RuntimeError), reporter(True, total=3, desc="sizing") as r:
+        r.advance()
+        raise RuntimeError("boom")
+    assert shown[-1]["text/plain"].startswith("sizing: stopped, 1/3 in ")  # a failure is not called done

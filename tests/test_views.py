@@ -61,3 +61,14 @@ def test_human_bytes():
     assert human_bytes(1023) == "1023 B"
     assert human_bytes(1536) == "1.5 KiB"
     assert human_bytes(50331648) == "48.0 MiB"
+
+
+def test_byte_ticks_are_labelled_exactly():
+    """A tick marks one value: 1.25 MiB is never printed '1.2 MiB' (issue 23)."""
+    from pte_lab.units import tick_bytes
+
+    mib = 1 << 20
+    assert [tick_bytes(int(x * mib)) for x in (0.25, 1, 1.25, 1.75, 1.125)] == \
+        ["256 KiB", "1 MiB", "1.25 MiB", "1.75 MiB", "1.125 MiB"]
+    assert tick_bytes(mib + 64 * 1024) == "1,088 KiB"  # 1.0625 MiB: the next unit down, exactly
+    assert tick_bytes(1280) == "1,280 B" and tick_bytes(0) == "0 B" and tick_bytes(24576) == "24 KiB"

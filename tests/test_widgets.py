@@ -28,6 +28,10 @@ def test_slider_highlights_exactly_the_live_tensors(program_path):
         seen.add(frozenset(e.highlighted))
         assert e.image.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(seen) > 3  # moving the slider changes what is shown
+    # a saved notebook's text in place of the widget: short, and it says where the slider stands
+    text = e._repr_mimebundle_()["text/plain"]
+    assert text == f"<Explorer of transformer.pte: method 'forward', arena 1, instruction {e.slider.value}: " \
+                   f"{len(e.highlighted)} tensors alive>"
 
 
 def test_method_and_arena_pickers_and_details(program_path):

@@ -21,7 +21,6 @@ recorded on real GPUs that ship with pte_lab.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -94,6 +93,10 @@ class RuntimeResult:
         if self.runner is not None:
             return f"{self.label} (native, on {self.executorch_version or '?'} libraries)"
         return f"{self.label} ({self.executorch_version or '?'})"
+
+    def __repr__(self) -> str:
+        what = f"failed: {self.failure}" if self.failure else f"{len(self.steps)} steps"
+        return f"<RuntimeResult {self.label}: executorch {self.executorch_version or '?'}, {what}>"
 
 
 @dataclass
@@ -231,7 +234,7 @@ class Report:
         from ..plot import _bytes_axis
 
         if axes is None:
-            _, axes = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained")
+            _, axes = plt.subplots(1, 2, figsize=(9.5, 4.2), layout="constrained")
         colors = {"before": "#E69F00", "after": "#0072B2"}
         x = np.arange(len(STEPS))
         width = 0.8 / max(1, len(self.runtimes))
@@ -241,11 +244,13 @@ class Report:
         for ax, key, title in ((axes[0], "device_bytes", f"device bytes taken (+) / returned (−)\n{dev_how}"),
                                (axes[1], "host_bytes", f"host bytes taken (+) / returned (−), {host_how}")):
             lo, hi = 0, 0
+            bars = []
             for i, r in enumerate(self.runtimes):
                 vals = [((r.step(s) or {}).get(key) or 0) for s in STEPS]
                 xs = x + (i - (len(self.runtimes) - 1) / 2) * width
                 ax.bar(xs, vals, width, color=colors.get(r.label, "#999999"),
                        label=r.tag if r.runner else f"{r.label} (executorch {r.executorch_version})")
+                bars += [(bx, v) for bx, v in zip(xs, vals)]
                 lo, hi = min([lo] + vals), max([hi] + vals)
                 if key == "device_bytes" and r.steps and not any(vals):  # say it: nothing on the device
                     ax.annotate(f"{r.label}: 0 B on the device at every step", (0.02, 0.04),
@@ -258,13 +263,36 @@ class Report:
             ax.axhline(0, color="#333333", lw=0.6)
             ax.set_xticks(x, STEPS, rotation=30, ha="right", fontsize=8)
             ax.set_title(title, fontsize=9)
+            # one bar far above all the others (a kernel library's own buffers, say) would squash the
+            # comparison: the axis stops above the others and the cut bar carries its value
+            ups = sorted((v for _, v in bars if v > 0), reverse=True)
+            cut = len(ups) > 1 and ups[0] > 4 * max(ups[1], self.planned_device_bytes if key == "device_bytes" else 0)
+            if cut:
+                hi = 1.3 * max(ups[1], self.planned_device_bytes if key == "device_bytes" else 0)
             span = max(hi - lo, 1)
             ax.set_ylim(lo - 0.08 * span, hi + 0.08 * span)
+            if cut:
+                top = hi + 0.08 * span
+                for bx, v in bars:
+                    if v > top:  # a break across the bar, and its value beside it
+                        for dy in (0.10, 0.14):
+                            ax.plot([bx - width / 2, bx + width / 2], [top - dy * span, top - (dy - 0.03) * span],
+                                    color="white", lw=1.6, solid_capstyle="butt")
+                        ax.annotate(f"{human_bytes(v)}, axis cut", (bx + width * 0.6, top - 0.02 * span),
+                                    ha="left", va="top", fontsize=7, color="#333333")
             _bytes_axis(ax.yaxis, span, signed=True)
-        axes[0].legend(fontsize=7, frameon=False, loc="upper left")
+        handles, labels = axes[0].get_legend_handles_labels()
+        axes[0].figure.legend(handles, labels, fontsize=8, frameon=False, loc="outside lower center", ncol=3)
         axes[0].figure.suptitle(f"forward2's {human_bytes(self.planned_device_bytes)} device arena, "
                                 f"before vs after the loader fix", fontsize=10)
         return axes
+
+    def __repr__(self) -> str:
+        runs = "; ".join(f"{r.label}: executorch {r.executorch_version or '?'}, device bytes by {r.measured_by}"
+                         + (f", failed: {r.failure}" if r.failure else "") for r in self.runtimes)
+        return (f"<Report: device placement before vs after the loader fix, side {self.side}, "
+                f"{human_bytes(self.planned_device_bytes)} planned on {self.device}; {runs or 'no runtimes'}; "
+                f".table() for the steps>")
 
     def _repr_html_(self) -> str:
         from html import escape
@@ -379,26 +407,35 @@ def find_legacy_python() -> str | None:
 def create_legacy_env(target: str | os.PathLike | None = None, *, progress=None) -> Path:
     """Create a venv with torch 2.13.0 and executorch 1.4.1 (the pre-fix loader); returns its python.
 
-    ``progress(line)`` receives pip's output as it comes (the CLI prints it).
+    ``progress(line)`` receives pip's output as it comes (the CLI prints it). One process at a time
+    builds it (a file lock beside it: two pips in one venv break each other); a folder left
+    unfinished by a process that died is made again from scratch.
     """
+    from filelock import FileLock  # installed with torch
+
     target = Path(target) if target else legacy_env_dir()
     py = target / "bin" / "python"
     if (target / ".complete").exists() and py.exists():
         return py
     target.parent.mkdir(parents=True, exist_ok=True)
-    # one creator at a time (a notebook and a test suite may both ask); the others wait, then reuse it
-    with open(target.parent / f"{target.name}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / ".complete").exists() and py.exists():
+    with FileLock(str(target.parent / f"{target.name}.lock")):
+        if (target / ".complete").exists() and py.exists():  # another process made it while we waited
             return py
-        return _create_legacy_env(target, py, progress)
+        return _create_legacy_env(target, progress)
 
 
-def _create_legacy_env(target: Path, py: Path, progress) -> Path:
+def _create_legacy_env(target: Path, progress) -> Path:
+    import shutil
+
+    py = target / "bin" / "python"
     emit = progress or (lambda line: None)
+    if target.exists():
+        emit(f"removing {target}: an earlier attempt did not finish")
+        shutil.rmtree(target)
     emit(f"creating {target}")
     subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
-    cmd = [str(py), "-m", "pip", "install", "--progress-bar", "off", "torch==2.13.0", "executorch==1.4.1"]
+    cmd = [str(py), "-m", "pip", "install", "--progress-bar", "off", "--no-color", "torch==2.13.0",
+           "executorch==1.4.1"]
     emit("$ " + " ".join(cmd[2:]))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in proc.stdout:

@@ -7,8 +7,10 @@
   for Offset Calculation"): groups, one at a time, each placed in the
   smallest gap between already placed groups whose lifetimes overlap it, or
   above them all; several orders are tried and the smallest plan kept (see
-  :func:`best_fit`). TensorFlow Lite Micro's greedy planner works the same
-  way but takes the *first* gap that fits.
+  :func:`best_fit`).
+* ``first_fit`` — offset calculation as TensorFlow Lite Micro's
+  ``GreedyMemoryPlanner`` does it: largest first, each group at the *first*
+  gap that fits (the lowest offset), one order only (see :func:`first_fit`).
 * ``naive`` — every group gets its own bytes, laid end to end (no reuse).
 * ``optimal`` — the smallest plan, by exhaustive search; tiny arenas only
   (see :mod:`.exact`).
@@ -96,7 +98,8 @@ def greedy(p: Problem) -> dict[int, int]:
     return {gid: starts[k] + off for gid, (k, off) in assign.items()}
 
 
-def _best_fit_in_order(p: Problem, order) -> tuple[dict[int, int], int]:
+def _best_fit_in_order(p: Problem, order, first: bool = False) -> tuple[dict[int, int], int]:
+    """Place ``order``'s groups one by one in the smallest gap that fits (``first``: the lowest one)."""
     placed = _Placed(len(p.groups))
     out: dict[int, int] = {}
     top = 0
@@ -108,6 +111,8 @@ def _best_fit_in_order(p: Problem, order) -> tuple[dict[int, int], int]:
             gap = o - cursor
             if gap >= g.size and (best_gap is None or gap < best_gap):
                 best_off, best_gap = cursor, gap
+                if first:
+                    break
             if e > cursor:
                 cursor = align_up(e, p.alignment)
         if best_off is None:
@@ -146,6 +151,12 @@ def best_fit(p: Problem) -> dict[int, int]:
     return best or {}
 
 
+def first_fit(p: Problem) -> dict[int, int]:
+    """TensorFlow Lite Micro's ``GreedyMemoryPlanner``: groups largest first, each at the lowest offset where
+    it fits beside the already placed groups alive at the same time (the first gap, or on top of them)."""
+    return _best_fit_in_order(p, sorted(p.groups, key=ORDERS["largest first"]), first=True)[0]
+
+
 def optimal(p: Problem) -> dict[int, int]:
     """The smallest plan (exhaustive search; refuses more than :data:`.exact.MAX_GROUPS` groups)."""
     from .exact import optimal as search
@@ -154,7 +165,7 @@ def optimal(p: Problem) -> dict[int, int]:
 
 
 #: the heuristics: they plan arenas of any size
-ALGORITHMS = {"greedy": greedy, "best_fit": best_fit, "naive": naive}
+ALGORITHMS = {"greedy": greedy, "best_fit": best_fit, "first_fit": first_fit, "naive": naive}
 #: every planner :func:`~.replan.plan_arena` and :func:`~.replan.replan` take: the heuristics and the
 #: exhaustive search (tiny arenas only)
 PLANNERS = {**ALGORITHMS, "optimal": optimal}

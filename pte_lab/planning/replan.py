@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model import Pte, open_pte
+from ..model.findings import Kind
 from ..model.validate import find_conflicts
+from ..units import count
 from .algorithms import PLANNERS
 from .problem import PlanningError, Problem, align_up, build_problem
 
@@ -32,6 +34,11 @@ class ArenaPlan:
     seconds: float
     #: True when the new plan was not smaller and the original is kept
     kept: bool = False
+
+    def moved(self, method) -> list[int]:
+        """Values whose offset this plan changes (``method``: the original :class:`~pte_lab.model.Method`)."""
+        return [t.value for t in method.planned if t.mem_id == self.mem_id and t.value in self.offsets
+                and self.offsets[t.value] != t.offset]
 
     @property
     def saved(self) -> int:
@@ -125,12 +132,17 @@ class Replan:
             return Path(self.original.path).read_bytes()
         raise PlanningError("the original program's bytes are not available: replan a path or bytes")
 
-    def write(self, path: str | os.PathLike) -> str:
+    def write(self, path: str | os.PathLike, *, allow_overlaps: bool = False) -> str:
         """Write the replanned program: only allocation offsets and arena sizes change.
 
         Uses ExecuTorch's own serializer, then reads the result back and checks
         that everything but offsets and sizes is unchanged and that the plan
         validator passes; raises otherwise (nothing is left at ``path``).
+
+        ``allow_overlaps=True`` writes a plan whose live tensors overlap (the
+        validator's conflicts), to watch what goes wrong (``verify`` catches it;
+        ``pte_lab.load`` runs such a file in a worker process): an experiment,
+        never a program to deploy. Everything else is still checked.
         """
         from ..quiet import quiet
 
@@ -138,8 +150,8 @@ class Replan:
             from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 
         conflicts = self.conflicts()
-        if conflicts:
-            raise PlanningError(f"the new plan has {len(conflicts)} overlapping live tensor pairs "
+        if conflicts and not allow_overlaps:
+            raise PlanningError(f"the new plan has {count(len(conflicts), 'overlapping live tensor pair')} "
                                 f"(first: {conflicts[0]}); refusing to write it")
         data = self._bytes()
         pf = deserialize_pte_binary(data)
@@ -157,7 +169,7 @@ class Replan:
                 plan.non_const_buffer_sizes[a.mem_id] = a.after
         out = bytes(serialize_pte_binary(pf, extract_delegate_segments=True))
         try:
-            self._check_written(out)
+            self._check_written(out, allow_overlaps)
         except PlanningError as exc:
             raise PlanningError(f"refusing to write {os.fspath(path)}: the re-read program failed its check: "
                                 f"{exc}") from None
@@ -168,7 +180,7 @@ class Replan:
         os.replace(tmp, path)
         return path
 
-    def _check_written(self, out: bytes) -> None:
+    def _check_written(self, out: bytes, allow_overlaps: bool = False) -> None:
         new = open_pte(out)
         old = self.original
         plans = {(a.method, a.mem_id): a for a in self.arenas}
@@ -187,11 +199,18 @@ class Replan:
                 a = plans.get((name, ar.mem_id))
                 if ar.size != (a.after if a else m.arena(ar.mem_id).size):
                     raise PlanningError(f"{name}: arena {ar.mem_id} has the wrong size")
-            if n.validate():
-                raise PlanningError(f"{name}: the written plan does not validate: {n.validate()[0]}")
+            problems = [f for f in n.validate() if not (allow_overlaps and f.kind == Kind.PLAN_OVERLAP)]
+            if problems:
+                raise PlanningError(f"{name}: the written plan does not validate: {problems[0]}")
         old_segs = [(s.kind, s.size) for s in old.segments]
         if old_segs != [(s.kind, s.size) for s in new.segments]:
             raise PlanningError("segments changed")
+
+    def __repr__(self) -> str:
+        before, after = sum(a.before for a in self.arenas), sum(a.after for a in self.arenas)
+        moved = sum(not a.kept for a in self.arenas)
+        return (f"<Replan with {self.algorithm}: {count(len(self.arenas), 'arena')}, {before:,} -> {after:,} bytes, "
+                f"{moved} replanned, {len(self.arenas) - moved} kept; .table() per arena>")
 
     def _repr_html_(self) -> str:
         return (f"<b>Replan with {self.algorithm}</b>" + self.table().to_html(index=False)
@@ -199,11 +218,13 @@ class Replan:
 
 
 def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None,
-           alignment: int | None = None) -> Replan:
+           alignment: int | None = None, smaller_only: bool = True) -> Replan:
     """Replan every arena of every method (or of ``methods``) of a program.
 
     ``source`` is a path, bytes or an opened :class:`~pte_lab.Pte`. An arena whose
-    new plan is not smaller keeps its original plan. A method with backward
+    new plan is not smaller keeps its original plan, unless ``smaller_only=False``
+    (then every arena takes the new plan: other offsets, to see that a program
+    still computes the same wherever its tensors sit). A method with backward
     jumps (a loop) raises :class:`PlanningError`.
     """
     raw = None
@@ -222,7 +243,7 @@ def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None
             problem = build_problem(m, ar.mem_id, alignment)
             offsets, size = plan_arena(problem, algorithm)
             seconds = time.perf_counter() - t
-            kept = size >= ar.size
+            kept = smaller_only and size >= ar.size
             if kept:
                 offsets = {x.value: x.offset for x in m.planned if x.mem_id == ar.mem_id}
                 size = ar.size

@@ -22,6 +22,9 @@ class Comparison:
     def _repr_html_(self) -> str:
         return self.table.to_html()
 
+    def __repr__(self) -> str:
+        return self.table.to_string()
+
 
 def _export(module, example_inputs, algo: str, alloc_io: bool) -> bytes:
     import warnings

@@ -23,6 +23,8 @@ class Verification:
     detail: str = ""
     #: outputs that were not finite (NaN or infinite), on both programs alike: "" when all were finite
     not_finite: str = ""
+    #: the first call (1-based) whose outputs differ; None when every call matched
+    failed_call: int | None = None
 
 
 def same_bits(a, b) -> str | None:
@@ -96,7 +98,7 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> 
             report.step(f"method {name!r} ({k}/{len(a.method_names)}): {runs} calls in a row on both programs")
             plan = a.plan.methods[name]
             ma, mb = a.load_method(name), b.load_method(name)
-            identical, detail, odd = True, "", ""
+            identical, detail, odd, failed = True, "", "", None
             for r, inputs in enumerate(call_sequence(plan, runs, seed=seed)):
                 oa = ma(*[x.clone() for x in inputs])
                 ob = mb(*[x.clone() for x in inputs])
@@ -107,8 +109,8 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> 
                     odd = next((f"call {r + 1}, output {k}: {w}" for k, x in enumerate(oa)
                                 if (w := not_finite(x)) is not None), "")
                 if why is not None:
-                    identical, detail = False, f"call {r + 1} of {runs}: {why}"
+                    identical, detail, failed = False, f"call {r + 1} of {runs}: {why}", r + 1
                     break
-            out.append(Verification(name, runs, identical, detail, odd))
+            out.append(Verification(name, runs, identical, detail, odd, failed))
             report.advance()
     return out
