@@ -375,17 +375,37 @@ def _x05_2():
 
 # ------------------------------------------------------------------- 06: diff
 def _diff(a, b):
-    from . import examples
     from .model import open_pte
     from .model.diff import diff_programs
 
-    return diff_programs(open_pte(examples.build(*a[:1], **a[1])), open_pte(examples.build(*b[:1], **b[1])))
+    return diff_programs(open_pte(_bytes(a[0], **a[1])), open_pte(_bytes(b[0], **b[1])))
+
+
+def _et_planned_count(data: bytes, method: str = "forward") -> int:
+    """How many tensors the method plans (an allocation_info), as ExecuTorch's own deserializer reads them."""
+    return sum(1 for v in _et_plans(data)[method].values
+               if getattr(v.val, "allocation_info", None) is not None)
 
 
 def _06_1():
     d = _diff(("portable", {}), ("portable", {"alloc_graph_input": False, "alloc_graph_output": False}))
     m = d.methods["forward"]
     return len(m.only_before), sum(1 for x in m.matched if x.by == "operators")
+
+
+def _x06_1():
+    # the caller's input and output are planned only in the first; what the second plans are the operators'
+    # outputs, each partnered by the operator that writes it
+    first = _et_planned_count(_bytes("portable"))
+    second = _et_planned_count(_bytes("portable", alloc_graph_input=False, alloc_graph_output=False))
+    return first - second, second
+
+
+def _x06_2():
+    # a third layer adds its own tensors (nothing of the first two is missing) and grows arena 1
+    two, three = (_bytes("transformer", layers=n) for n in (2, 3))
+    sizes = [_et_plans(d)["forward"].non_const_buffer_sizes[1] for d in (two, three)]
+    return sizes[1] - sizes[0], _et_planned_count(three) - _et_planned_count(two)
 
 
 def _06_2():
@@ -407,6 +427,34 @@ def _07_1() -> int:
 
 def _07_2() -> int:
     return _ethos_u("u55_128_shared_sram_split").methods["forward"].delegate_temp_bytes
+
+
+def _et_scratch(name: str) -> int:
+    """The largest delegate scratch as ExecuTorch's own Arm script reads it from the blob
+    (backends/arm/scripts/get_ethosu_scratch_from_pte.py, shipped in the wheel): one temp allocation at a time.
+    Run in a child process: the script runs flatc, which talks on the process's own output."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import executorch
+
+    from . import examples
+
+    script = Path(list(executorch.__path__)[0]) / "backends/arm/scripts/get_ethosu_scratch_from_pte.py"
+    code = "import runpy, sys; runpy.run_path(sys.argv[1])['get_scratch_from_pte'](sys.argv[2])"
+    out = subprocess.run([sys.executable, "-c", code, str(script), str(examples.ethos_u_program(name))],
+                         capture_output=True, text=True, timeout=600).stdout
+    return max(int(x) for x in re.findall(r"EthosUBackend: scratch_size=(\d+) bytes", out))
+
+
+def _x07_1() -> int:
+    return _et_scratch("u85_256_dedicated_sram_384kb")
+
+
+def _x07_2() -> int:
+    return _et_scratch("u55_128_shared_sram_split")
 
 
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
@@ -474,18 +522,22 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "caller. How many planned tensors are only in the first, and how many pair by operators? "
                      "Answer `(only_in_first, by_operators)`.",
              "A tensor the caller provides is not planned: it is in neither table. d.methods['forward'] has "
-             "only_before and matched (each pair's `by`); md.table().matched_by counts them.", _06_1),
+             "only_before and matched (each pair's `by`); md.table().matched_by counts them.", _06_1, _x06_1,
+             "ExecuTorch's own deserializer (the tensors each export plans)"),
     Exercise("06.2", "Diff the portable transformer with 2 layers against the one with 3. By how many bytes does "
                      "arena 1 grow, and how many planned tensors are only in the 3-layer program? "
                      "Answer `(bytes, tensors)`.",
              "d.methods['forward'].arena(1).size.delta, and only_after. Tensors pair in instruction order when "
-             "the operator, dtype and shape agree: which layer's tensors find no partner?", _06_2),
+             "the operator, dtype and shape agree: which layer's tensors find no partner?", _06_2, _x06_2,
+             "ExecuTorch's own deserializer (arena sizes and planned tensors as it reads them)"),
     Exercise("07.1", "Open `examples.ethos_u_program('u85_256_dedicated_sram_384kb')`. At least how many bytes must "
                      "its temp pool hold, before anything else the runtime puts there?",
              "The delegate takes its scratch from the temp allocator at every execute; pte.delegates says how much. "
-             "The fast scratch is the firmware's, not the temp pool's.", _07_1),
+             "The fast scratch is the firmware's, not the temp pool's.", _07_1, _x07_1,
+             "ExecuTorch's own Arm script (get_ethosu_scratch_from_pte.py)"),
     Exercise("07.2", "The split program's `forward` calls two Ethos-U delegates, one after the other. How many bytes "
                      "of temp pool do their scratches need together?",
              "ExecuTorch resets the temp allocator after every instruction: is a delegate's scratch still held "
-             "when the next delegate runs?", _07_2),
+             "when the next delegate runs?", _07_2, _x07_2,
+             "ExecuTorch's own Arm script (get_ethosu_scratch_from_pte.py)"),
 ]}
