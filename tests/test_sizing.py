@@ -77,20 +77,22 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
             __attribute__((aligned(PTE_LAB_PLANNED_BUFFER_ALIGNMENT)));
         static unsigned char input0[PTE_LAB_FORWARD_INPUT_0_BYTES];
         int main(void) {
-            printf("%u %u %u %u %lu %d %u %u %u %d %d %d %u\\n", (unsigned)sizeof method_pool,
+            printf("%u %u %u %u %lu %d %u %u %u %d %d %d %u %u %u\\n", (unsigned)sizeof method_pool,
                    PTE_LAB_FORWARD_TEMP_POOL_BYTES, PTE_LAB_FORWARD_NUM_PLANNED_BUFFERS, PTE_LAB_POOL_ALIGNMENT,
                    (unsigned long)pte_lab_forward_planned_buffer_sizes[0],
                    pte_lab_forward_planned_buffer_device_types[0], (unsigned)sizeof arena0,
                    (unsigned)sizeof alone_pool, (unsigned)sizeof input0, PTE_LAB_FORWARD_INPUT_0_SCALAR_TYPE,
                    (int)pte_lab_forward_input_0_sizes[0], (int)pte_lab_forward_input_0_sizes[1],
-                   PTE_LAB_FORWARD_HEAP_PEAK_BYTES);
+                   PTE_LAB_FORWARD_HEAP_PEAK_BYTES, PTE_LAB_FORWARD_HEAP_PEAK_MMAP_BYTES,
+                   PTE_LAB_FILE_LOADER_ALIGNMENT);
             return 0;
         }
     """)
     (tmp_path / "main.c").write_text(source)
     (tmp_path / "main.cpp").write_text(source)
     expected = [str(m.method_allocator), str(m.temp_allocator), "1", str(m.alignment), str(m.planned[0][2]), "0",
-                str(m.planned[0][2]), str(m.method_pool_alone), "512", "6", "4", "32", str(m.heap_peak)]
+                str(m.planned[0][2]), str(m.method_pool_alone), "512", "6", "4", "32", str(m.file_heap_peak),
+                str(m.heap_peak), str(m.file_loader_alignment)]
     for compiler, std, src in ((cc, "-std=c99", "main.c"), (shutil.which("g++") or shutil.which("c++"), "-std=c++17",
                                                             "main.cpp")):
         if compiler is None:
@@ -102,6 +104,34 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
         assert r.returncode == 0, r.stderr
         got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
         assert got == expected, src
+    # names are per method, not per program: two programs' headers go in translation units of their own,
+    # which link together (their arrays are static)
+    (tmp_path / "other.h").write_text(c_header(s, guard="OTHER_PROGRAM_POOLS_H"))
+    (tmp_path / "tu_a.c").write_text('#include "pools.h"\nunsigned a_pool(void) { return '
+                                     '(unsigned)pte_lab_forward_planned_buffer_sizes[0]; }\n')
+    (tmp_path / "tu_b.c").write_text('#include <stdio.h>\n#include "other.h"\nunsigned a_pool(void);\nint main(void) '
+                                     '{ printf("%u %u\\n", a_pool(), (unsigned)pte_lab_forward_planned_buffer_sizes[0]);'
+                                     ' return 0; }\n')
+    r = subprocess.run([cc, "-std=c99", "-Wall", "-Werror", "-Wno-unused-const-variable", str(tmp_path / "tu_a.c"),
+                        str(tmp_path / "tu_b.c"), "-o", str(tmp_path / "two_tus")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert subprocess.run([str(tmp_path / "two_tus")], capture_output=True, text=True).stdout.split() == [
+        str(m.planned[0][2])] * 2
+    # the heap figures: a FileDataLoader reads the whole flatbuffer into the heap, a mapped program does not;
+    # both hold what the process allocates once
+    assert m.file_heap_peak >= m.heap_peak + os.path.getsize(path) // 2
+    assert m.heap_once > 0 and m.heap_peak >= m.heap_once
+    # the header says which loader each heap figure is for, and how to deal with what it left unsaid before
+    flat = c_header(s).replace("\n * ", " ").replace("\n *    ", " ")
+    for said in ("<M>_HEAP_PEAK_BYTES is for a FileDataLoader", "<M>_HEAP_PEAK_MMAP_BYTES is for the program mapped",
+                 "in a translation unit of its own", "A pool of 0 bytes is a MemoryAllocator of size 0",
+                 "an empty HierarchicalAllocator", "must stay alive and unchanged until execute returns",
+                 "at most the bound's elements", "execute() may still return Error::Ok", "-Wl,-rpath"):
+        assert said in " ".join(flat.split()), said
+    v = s.verified["forward"]
+    assert v.loader == f"FileDataLoader({m.file_loader_alignment})" and v.temp_failures == 0
+    assert v.smaller_temp.startswith("refused: MemoryAllocationFailed") and not v.temp_short_is_silent
+    assert "#define PTE_LAB_FORWARD_TEMP_SHORT_IS_SILENT 0" in c_header(s)
     # the inputs the figures were measured with are said, in the header and the JSON
     assert "every input set before every execute (tensors: zeros" in c_header(s).replace("\n *", "")
     assert [(i.kind, i.dtype, i.shape, i.planned) for i in m.inputs] == [("Tensor", "float32", (4, 32), True)]
