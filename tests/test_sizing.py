@@ -318,7 +318,9 @@ def _run(cmd, **kw):
 
 def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
     """pte-lab sizes --example-runner: build it against the wheel; every method runs (two executes, the same
-    output bytes) at exactly the header's sizes in both configurations, and one byte less is refused."""
+    output bytes) at exactly the header's sizes in both configurations, and one byte less is refused. Run
+    alone under pte_lab's allocation counter, each method's heap (the runner reads the program with a
+    FileDataLoader) stays within the header's <M>_HEAP_PEAK_BYTES, and close to it."""
     assert main(["sizes", path, "--example-runner", str(folder)]) == 0
     capsys.readouterr()
     assert sorted(p.name for p in folder.iterdir()) == ["build.sh", "main.cpp", "pools.h"]
@@ -329,6 +331,8 @@ def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
     methods = re.findall(r'/\* ---- method "([^"]+)" ---- \*/', header)
     assert methods
     idents = c_identifiers(methods)
+    counted = dict(os.environ, LD_PRELOAD=str(native.counter_path()))
+    once = int(macros["PTE_LAB_HEAP_ONCE_BYTES"])
     for exe, pool in (("runner", "METHOD_POOL_BYTES"), ("runner_no_temp", "METHOD_POOL_ALONE_BYTES")):
         r = _run([str(folder / exe), path])
         assert r.returncode == 0, (exe, r.stdout, r.stderr[-2000:])
@@ -342,12 +346,25 @@ def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
             assert smaller.returncode == 1
             assert smaller.stdout.splitlines()[-1] == (
                 f"{name}: load_method failed: Error::MemoryAllocationFailed (0x21)"), smaller.stdout
+            alone = _run([str(folder / exe), path, "--method", name], env=counted)
+            assert alone.returncode == 0, alone.stdout
+            (heap,) = re.findall(r"^heap: peak (\d+) bytes", alone.stdout, re.M)
+            bound = int(macros[f"PTE_LAB_{idents[name].upper()}_HEAP_PEAK_BYTES"])
+            # the gap: what the process allocates once, where this method does not (no kernel asks for the
+            # thread pool), or where the runner made it before main (XNNPACK's cpuinfo), and its rounding
+            assert bound - once - 1024 <= int(heap) <= bound, (exe, name, heap, bound)
     return header
 
 
 @pytest.mark.slow
 def test_example_runner_of_a_portable_program(program_path, tmp_path, capsys):
-    _example_runner_runs_exactly(str(program_path("portable")), tmp_path / "runner", capsys)
+    path = str(program_path("portable"))
+    header = _example_runner_runs_exactly(path, tmp_path / "runner", capsys)
+    # here a temp pool one byte short is refused at load_method (kernel resolution moves to the method pool)
+    assert "#define PTE_LAB_FORWARD_TEMP_SHORT_IS_SILENT 0" in header
+    temp = int(re.search(r"#define PTE_LAB_FORWARD_TEMP_POOL_BYTES (\d+)u", header).group(1))
+    r = _run([str(tmp_path / "runner" / "runner"), path, "--temp-pool", str(temp - 1)])
+    assert r.returncode == 1 and "forward: load_method failed: Error::MemoryAllocationFailed (0x21)" in r.stdout
 
 
 @pytest.mark.slow
@@ -381,6 +398,15 @@ def test_planned_token_inputs_are_set_before_every_execute(program_path, tmp_pat
 def test_example_runner_of_an_llm(program_path, tmp_path, capsys):
     """export_llm's program: its custom ops come from the wheel's libcustom_ops_aot_lib.so, which links
     ExecuTorch's Python extension: the build links libpython too."""
-    header = _example_runner_runs_exactly(str(program_path("llm")), tmp_path / "runner", capsys)
+    path = str(program_path("llm"))
+    header = _example_runner_runs_exactly(path, tmp_path / "runner", capsys)
     assert "libcustom_ops_aot_lib.so: llama::custom_sdpa.out, llama::update_cache.out" in header.replace("\n * ", " ")
     assert "libpython" in (tmp_path / "runner" / "build.sh").read_text()
+    # forward's SDPA takes scratch from the temp pool at execute: one byte short is not refused, execute returns
+    # Ok; the header says so (from --verify), and the runner counts the refused allocations and fails
+    assert "#define PTE_LAB_FORWARD_TEMP_SHORT_IS_SILENT 1" in header
+    temp = int(re.search(r"#define PTE_LAB_FORWARD_TEMP_POOL_BYTES (\d+)u", header).group(1))
+    r = _run([str(tmp_path / "runner" / "runner"), path, "--method", "forward", "--temp-pool", str(temp - 1)])
+    assert r.returncode == 1 and "forward: execute 2 ok" in r.stdout, r.stdout
+    assert re.search(r"^forward: \d+ temp allocations refused during execute \(it returned Ok\)$", r.stdout, re.M)
+    assert "Failed to allocate temp memory" in r.stderr
