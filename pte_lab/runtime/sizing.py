@@ -363,6 +363,7 @@ class _Session:
         #: heap the process allocates once (None: not measured yet in this worker; see MethodSizes.heap_once)
         self.once: int | None = None
         self.once_seen = 0
+        self.once_tried = False
         self.stand_ins: set[str] = set()
 
     def restart(self) -> None:
@@ -510,11 +511,12 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                     r = session.run(n, None, None, 4096, runs)
                     if not r.ok:
                         why = f"ExecuTorch refused it: {_failure(r)}"
-                if why is None and session.once is None:
+                if why is None and session.once is None and not session.once_tried:
                     # the first method this worker runs: what the process allocates once (in r, and in no
                     # later run) is r's heap less a repeat's
                     again = session.run(n, None, None, 4096, runs)
                     session.once, session.once_seen = _once(r, again)
+                    session.once_tried = True  # once per worker, even where nothing was counted
                     seen = session.once_seen
                 else:
                     seen = 0
