@@ -300,11 +300,11 @@ def test_a_method_that_crashes_the_runtime_is_skipped_and_the_others_sized(progr
     bad.write_bytes(_corrupt_sizes_reference(program_path("portable").read_bytes()))
     real_run = sizing._Session.run
 
-    def run(self, name, *args):
+    def run(self, name, *args, **kwargs):
         if name == "attention":  # what a file the reader cannot fault would do: crash the runtime
             self.engine.call("load_program", str(bad), None, "minimal")
             self.engine.call("load_method", "forward")
-        return real_run(self, name, *args)
+        return real_run(self, name, *args, **kwargs)
 
     monkeypatch.setattr(sizing._Session, "run", run)
     s = pte_lab.sizes(program_path("xnnpack"))
