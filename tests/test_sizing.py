@@ -77,20 +77,22 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
             __attribute__((aligned(PTE_LAB_PLANNED_BUFFER_ALIGNMENT)));
         static unsigned char input0[PTE_LAB_FORWARD_INPUT_0_BYTES];
         int main(void) {
-            printf("%u %u %u %u %lu %d %u %u %u %d %d %d %u\\n", (unsigned)sizeof method_pool,
+            printf("%u %u %u %u %lu %d %u %u %u %d %d %d %u %u %u\\n", (unsigned)sizeof method_pool,
                    PTE_LAB_FORWARD_TEMP_POOL_BYTES, PTE_LAB_FORWARD_NUM_PLANNED_BUFFERS, PTE_LAB_POOL_ALIGNMENT,
                    (unsigned long)pte_lab_forward_planned_buffer_sizes[0],
                    pte_lab_forward_planned_buffer_device_types[0], (unsigned)sizeof arena0,
                    (unsigned)sizeof alone_pool, (unsigned)sizeof input0, PTE_LAB_FORWARD_INPUT_0_SCALAR_TYPE,
                    (int)pte_lab_forward_input_0_sizes[0], (int)pte_lab_forward_input_0_sizes[1],
-                   PTE_LAB_FORWARD_HEAP_PEAK_BYTES);
+                   PTE_LAB_FORWARD_HEAP_PEAK_BYTES, PTE_LAB_FORWARD_HEAP_PEAK_MMAP_BYTES,
+                   PTE_LAB_FILE_LOADER_ALIGNMENT);
             return 0;
         }
     """)
     (tmp_path / "main.c").write_text(source)
     (tmp_path / "main.cpp").write_text(source)
     expected = [str(m.method_allocator), str(m.temp_allocator), "1", str(m.alignment), str(m.planned[0][2]), "0",
-                str(m.planned[0][2]), str(m.method_pool_alone), "512", "6", "4", "32", str(m.heap_peak)]
+                str(m.planned[0][2]), str(m.method_pool_alone), "512", "6", "4", "32", str(m.file_heap_peak),
+                str(m.heap_peak), str(m.file_loader_alignment)]
     for compiler, std, src in ((cc, "-std=c99", "main.c"), (shutil.which("g++") or shutil.which("c++"), "-std=c++17",
                                                             "main.cpp")):
         if compiler is None:
@@ -102,6 +104,34 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
         assert r.returncode == 0, r.stderr
         got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
         assert got == expected, src
+    # names are per method, not per program: two programs' headers go in translation units of their own,
+    # which link together (their arrays are static)
+    (tmp_path / "other.h").write_text(c_header(s, guard="OTHER_PROGRAM_POOLS_H"))
+    (tmp_path / "tu_a.c").write_text('#include "pools.h"\nunsigned a_pool(void) { return '
+                                     '(unsigned)pte_lab_forward_planned_buffer_sizes[0]; }\n')
+    (tmp_path / "tu_b.c").write_text('#include <stdio.h>\n#include "other.h"\nunsigned a_pool(void);\nint main(void) '
+                                     '{ printf("%u %u\\n", a_pool(), (unsigned)pte_lab_forward_planned_buffer_sizes[0]);'
+                                     ' return 0; }\n')
+    r = subprocess.run([cc, "-std=c99", "-Wall", "-Werror", "-Wno-unused-const-variable", str(tmp_path / "tu_a.c"),
+                        str(tmp_path / "tu_b.c"), "-o", str(tmp_path / "two_tus")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert subprocess.run([str(tmp_path / "two_tus")], capture_output=True, text=True).stdout.split() == [
+        str(m.planned[0][2])] * 2
+    # the heap figures: a FileDataLoader reads the whole flatbuffer into the heap, a mapped program does not;
+    # both hold what the process allocates once
+    assert m.file_heap_peak >= m.heap_peak + os.path.getsize(path) // 2
+    assert m.heap_once > 0 and m.heap_peak >= m.heap_once
+    # the header says which loader each heap figure is for, and how to deal with what it left unsaid before
+    flat = c_header(s).replace("\n * ", " ").replace("\n *    ", " ")
+    for said in ("<M>_HEAP_PEAK_BYTES is for a FileDataLoader", "<M>_HEAP_PEAK_MMAP_BYTES is for the program mapped",
+                 "in a translation unit of its own", "A pool of 0 bytes is a MemoryAllocator of size 0",
+                 "an empty HierarchicalAllocator", "must stay alive and unchanged until execute returns",
+                 "at most the bound's elements", "execute() may still return Error::Ok", "-Wl,-rpath"):
+        assert said in " ".join(flat.split()), said
+    v = s.verified["forward"]
+    assert v.loader == f"FileDataLoader({m.file_loader_alignment})" and v.temp_failures == 0
+    assert v.smaller_temp.startswith("refused: MemoryAllocationFailed") and not v.temp_short_is_silent
+    assert "#define PTE_LAB_FORWARD_TEMP_SHORT_IS_SILENT 0" in c_header(s)
     # the inputs the figures were measured with are said, in the header and the JSON
     assert "every input set before every execute (tensors: zeros" in c_header(s).replace("\n *", "")
     assert [(i.kind, i.dtype, i.shape, i.planned) for i in m.inputs] == [("Tensor", "float32", (4, 32), True)]
@@ -270,11 +300,11 @@ def test_a_method_that_crashes_the_runtime_is_skipped_and_the_others_sized(progr
     bad.write_bytes(_corrupt_sizes_reference(program_path("portable").read_bytes()))
     real_run = sizing._Session.run
 
-    def run(self, name, *args):
+    def run(self, name, *args, **kwargs):
         if name == "attention":  # what a file the reader cannot fault would do: crash the runtime
             self.engine.call("load_program", str(bad), None, "minimal")
             self.engine.call("load_method", "forward")
-        return real_run(self, name, *args)
+        return real_run(self, name, *args, **kwargs)
 
     monkeypatch.setattr(sizing._Session, "run", run)
     s = pte_lab.sizes(program_path("xnnpack"))
@@ -288,7 +318,9 @@ def _run(cmd, **kw):
 
 def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
     """pte-lab sizes --example-runner: build it against the wheel; every method runs (two executes, the same
-    output bytes) at exactly the header's sizes in both configurations, and one byte less is refused."""
+    output bytes) at exactly the header's sizes in both configurations, and one byte less is refused. Run
+    alone under pte_lab's allocation counter, each method's heap (the runner reads the program with a
+    FileDataLoader) stays within the header's <M>_HEAP_PEAK_BYTES, and close to it."""
     assert main(["sizes", path, "--example-runner", str(folder)]) == 0
     capsys.readouterr()
     assert sorted(p.name for p in folder.iterdir()) == ["build.sh", "main.cpp", "pools.h"]
@@ -299,6 +331,8 @@ def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
     methods = re.findall(r'/\* ---- method "([^"]+)" ---- \*/', header)
     assert methods
     idents = c_identifiers(methods)
+    counted = dict(os.environ, LD_PRELOAD=str(native.counter_path()))
+    once = int(macros["PTE_LAB_HEAP_ONCE_BYTES"])
     for exe, pool in (("runner", "METHOD_POOL_BYTES"), ("runner_no_temp", "METHOD_POOL_ALONE_BYTES")):
         r = _run([str(folder / exe), path])
         assert r.returncode == 0, (exe, r.stdout, r.stderr[-2000:])
@@ -312,12 +346,25 @@ def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
             assert smaller.returncode == 1
             assert smaller.stdout.splitlines()[-1] == (
                 f"{name}: load_method failed: Error::MemoryAllocationFailed (0x21)"), smaller.stdout
+            alone = _run([str(folder / exe), path, "--method", name], env=counted)
+            assert alone.returncode == 0, alone.stdout
+            (heap,) = re.findall(r"^heap: peak (\d+) bytes", alone.stdout, re.M)
+            bound = int(macros[f"PTE_LAB_{idents[name].upper()}_HEAP_PEAK_BYTES"])
+            # the gap: what the process allocates once, where this method does not (no kernel asks for the
+            # thread pool), or where the runner made it before main (XNNPACK's cpuinfo), and its rounding
+            assert bound - once - 1024 <= int(heap) <= bound, (exe, name, heap, bound)
     return header
 
 
 @pytest.mark.slow
 def test_example_runner_of_a_portable_program(program_path, tmp_path, capsys):
-    _example_runner_runs_exactly(str(program_path("portable")), tmp_path / "runner", capsys)
+    path = str(program_path("portable"))
+    header = _example_runner_runs_exactly(path, tmp_path / "runner", capsys)
+    # here a temp pool one byte short is refused at load_method (kernel resolution moves to the method pool)
+    assert "#define PTE_LAB_FORWARD_TEMP_SHORT_IS_SILENT 0" in header
+    temp = int(re.search(r"#define PTE_LAB_FORWARD_TEMP_POOL_BYTES (\d+)u", header).group(1))
+    r = _run([str(tmp_path / "runner" / "runner"), path, "--temp-pool", str(temp - 1)])
+    assert r.returncode == 1 and "forward: load_method failed: Error::MemoryAllocationFailed (0x21)" in r.stdout
 
 
 @pytest.mark.slow
@@ -351,6 +398,15 @@ def test_planned_token_inputs_are_set_before_every_execute(program_path, tmp_pat
 def test_example_runner_of_an_llm(program_path, tmp_path, capsys):
     """export_llm's program: its custom ops come from the wheel's libcustom_ops_aot_lib.so, which links
     ExecuTorch's Python extension: the build links libpython too."""
-    header = _example_runner_runs_exactly(str(program_path("llm")), tmp_path / "runner", capsys)
+    path = str(program_path("llm"))
+    header = _example_runner_runs_exactly(path, tmp_path / "runner", capsys)
     assert "libcustom_ops_aot_lib.so: llama::custom_sdpa.out, llama::update_cache.out" in header.replace("\n * ", " ")
     assert "libpython" in (tmp_path / "runner" / "build.sh").read_text()
+    # forward's SDPA takes scratch from the temp pool at execute: one byte short is not refused, execute returns
+    # Ok; the header says so (from --verify), and the runner counts the refused allocations and fails
+    assert "#define PTE_LAB_FORWARD_TEMP_SHORT_IS_SILENT 1" in header
+    temp = int(re.search(r"#define PTE_LAB_FORWARD_TEMP_POOL_BYTES (\d+)u", header).group(1))
+    r = _run([str(tmp_path / "runner" / "runner"), path, "--method", "forward", "--temp-pool", str(temp - 1)])
+    assert r.returncode == 1 and "forward: execute 2 ok" in r.stdout, r.stdout
+    assert re.search(r"^forward: \d+ temp allocations refused during execute \(it returned Ok\)$", r.stdout, re.M)
+    assert "Failed to allocate temp memory" in r.stderr

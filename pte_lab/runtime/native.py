@@ -189,6 +189,42 @@ def probe_path() -> Path:
     return out
 
 
+def once_probe_path() -> Path:
+    """The thread-pool probe (``native/once_probe.cpp``) for this interpreter's executorch (built if
+    missing); :class:`NativeBuildError` where the install has no libexecutorch_threadpool.so."""
+    et = executorch_dir()
+    lib = et / "lib" / "libexecutorch_threadpool.so"
+    if not lib.exists():
+        raise NativeBuildError(f"this executorch install ({et}) has no lib/libexecutorch_threadpool.so")
+    source = _source("once_probe.cpp")
+    headers = {"pte_lab_counts.h": _source("pte_lab_counts.h")}
+    st = lib.stat()
+    key = hashlib.sha256(b"\0".join([source, *headers.values(), str(lib).encode(), str(st.st_size).encode(),
+                                      str(st.st_mtime_ns).encode()])).hexdigest()[:20]
+    out = cache_dir("native", key, "pte_lab_once_probe")
+    if not out.exists():
+        cflags, libs = wheel_build_flags(et)
+        libs = [*libs[:2], "-lexecutorch_threadpool", *libs[2:]]
+        _build("pte_lab's thread-pool probe", {"once_probe.cpp": source}, ["-std=c++17", "-O1", *cflags], libs,
+               out, headers)
+    return out
+
+
+@lru_cache(maxsize=1)
+def once_heap() -> int | None:
+    """Heap (peak, bytes) a fresh process allocates the first time a kernel asks for ExecuTorch's thread pool,
+    measured by the probe under the allocation counter; None where it cannot be built or run here."""
+    import json
+
+    try:
+        probe, counter = once_probe_path(), counter_path()
+        r = subprocess.run([str(probe)], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, LD_PRELOAD=str(counter)))
+        return int(json.loads(r.stdout.strip().splitlines()[-1])["peak"])
+    except (NativeBuildError, OSError, subprocess.SubprocessError, ValueError, KeyError, IndexError):
+        return None
+
+
 def counter_path() -> Path:
     """The allocation counter (built if missing); :class:`NativeBuildError` where it cannot be built."""
     source = _source("alloc_counter.c")

@@ -21,7 +21,8 @@ from ..devices import device_name
 from ..errors import PteLabError
 from . import memory, native
 
-__all__ = ["run_method", "RunnerResult", "StepUse", "PoolUse", "MethodIO", "COUNTING", "NO_TEMP", "INPUT_VALUES"]
+__all__ = ["run_method", "RunnerResult", "StepUse", "PoolUse", "MethodIO", "COUNTING", "NO_TEMP", "INPUT_VALUES",
+           "file_loader_default_alignment"]
 
 #: the pool size that asks the runner to count instead of capping
 COUNTING = 2**64 - 1
@@ -155,7 +156,8 @@ def _lib() -> ctypes.CDLL:
     vp, cp = ctypes.c_void_p, ctypes.c_char_p
     sig = {
         "pte_lab_sizing_resolution_bytes_per_arg": ([], ctypes.c_uint64),
-        "pte_lab_sizing_open": ([cp, cp, ctypes.POINTER(ctypes.c_int32)], vp),
+        "pte_lab_sizing_open": ([cp, cp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int32)], vp),
+        "pte_lab_sizing_file_loader_default_alignment": ([], ctypes.c_uint64),
         "pte_lab_sizing_close": ([vp], None),
         "pte_lab_sizing_planned_count": ([vp, cp], ctypes.c_int64),
         "pte_lab_sizing_planned_buffer": ([vp, cp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int32),
@@ -177,6 +179,12 @@ def _lib() -> ctypes.CDLL:
     return lib
 
 
+def file_loader_default_alignment() -> int:
+    """FileDataLoader's default alignment here (alignof(std::max_align_t)): what ``FileDataLoader::from(path)``
+    aligns the buffers it reads to."""
+    return int(_lib().pte_lab_sizing_file_loader_default_alignment())
+
+
 def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
     out = []
     for i in range(max(0, lib.pte_lab_sizing_io_count(handle, int(output)))):
@@ -196,12 +204,15 @@ def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
 
 def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: int | None = None,
                alignment: int = 4096, runs: int = 2, data_path: str | None = None,
-               planned_alignment: int = 0) -> RunnerResult:
+               planned_alignment: int = 0, file_loader: int = 0) -> RunnerResult:
     """Load and run ``name`` with the sizing runner; what each step took.
 
     ``method_pool``/``temp_pool`` None: counting pools; else exact pools of that many bytes
     whose base is aligned to ``alignment`` and no more; ``temp_pool`` :data:`NO_TEMP`: no temp
     allocator. Host arenas' bases are aligned to ``planned_alignment`` and no more (0: a page).
+    ``file_loader`` 0: the program is mapped (MmapDataLoader, as Runtime.load_program does); else it
+    is read by a FileDataLoader of that alignment, which mallocs what it reads (the heap differs, the
+    pools do not).
     Every input is set before every execute (:data:`INPUT_VALUES`). Runs where it is called
     (the worker). Each step's allocations are counted right around it, inside the runner
     (``None`` without the counter).
@@ -228,7 +239,7 @@ def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: 
         return rc
 
     err = ctypes.c_int32(0)
-    handle = lib.pte_lab_sizing_open(path.encode(), (data_path or "").encode(), ctypes.byref(err))
+    handle = lib.pte_lab_sizing_open(path.encode(), (data_path or "").encode(), file_loader, ctypes.byref(err))
     if not handle:
         return out.fail(err.value, "load_program")
     try:

@@ -9,10 +9,19 @@ The runner records each pool's high-water mark, in two configurations
 temp allocator); the allocation counter preloaded into the worker that hosts it
 counts what lies outside ExecuTorch's allocators (what delegates and kernels
 ``malloc``, anonymous mappings) and the kernel says how much of the program file
-is mapped in. :meth:`Sizes.verify` then loads and runs every method again, in
-both configurations, with pools of exactly the reported sizes and planned
+is mapped in. The heap depends on the data loader (the pools do not): the parts
+are measured with the program mapped (MmapDataLoader, as ``Runtime.load_program``
+does), and each method is also run with a FileDataLoader (what a plain C++ runner
+and ``--example-runner`` use; it mallocs the program's flatbuffer, constant
+segments and delegate blobs it reads), in both configurations, for the heap such
+a runner needs (:attr:`MethodSizes.file_heap_peak`).
+:meth:`Sizes.verify` then loads and runs every method again, with a FileDataLoader,
+in both configurations, with pools of exactly the reported sizes and planned
 buffers aligned to exactly :data:`PLANNED_ALIGNMENT`, and with a method pool one
-byte smaller, which ExecuTorch must refuse.
+byte smaller, which ExecuTorch must refuse; a temp allocation refused during an
+execute (ExecuTorch logs it and the execute still returns Ok) makes a pool
+insufficient, and a temp pool one byte smaller is tried to say whether a short
+temp pool is refused at load_method or only fails silently at execute.
 
 Runs always happen in an isolated worker (a fresh process: clean counts, and a
 crash cannot take the caller down).
@@ -68,6 +77,10 @@ MIN_POOL_ALIGNMENT = TENSOR_ALIGNMENT
 #: the base alignment planned buffers are given (and verified with, to exactly this): exir plans every
 #: tensor at an offset that is a multiple of it
 PLANNED_ALIGNMENT = TENSOR_ALIGNMENT
+
+#: what the process allocates once is rounded up to a multiple of this: malloc's usable sizes vary by a
+#: chunk (16 B) with the heap's layout (a buffer grown in place), which a fresh runner's layout differs in
+HEAP_ONCE_ROUNDING = 256
 
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
 POOLS = ("planned arenas", "method allocator", "temp allocator")
@@ -126,9 +139,22 @@ class MethodSizes:
     planned_alignment: int = PLANNED_ALIGNMENT
     #: the most heap held at once from load_program through the runs, above what was held before
     #: (the counter: XNNPACK's packed weights, workspaces; None without the counter), and what is still
-    #: held after the runs
+    #: held after the runs, with the program mapped (MmapDataLoader: the file is not in the heap)
     heap_peak: int | None = None
     heap_kept: int | None = None
+    #: the same with a FileDataLoader of alignment ``file_loader_alignment`` (it mallocs the program's
+    #: flatbuffer at Program::load, the constant segment, delegate blobs while load_method reads them),
+    #: the larger of the two configurations: the heap a runner that reads the file needs
+    file_heap_peak: int | None = None
+    file_heap_kept: int | None = None
+    file_loader_alignment: int = 0
+    #: what the process allocates once, on the first load and execute of any method (ExecuTorch's thread
+    #: pool and cpuinfo's tables, a backend's process-wide state): the larger of the first method's first
+    #: run less a repeat (in the worker) and a fresh native process's first parallel_for (the probe: the
+    #: worker may hold part of it already), rounded up to :data:`HEAP_ONCE_ROUNDING`; part of every method's
+    #: heap_peak/heap_kept and file_heap_peak/file_heap_kept (a process that runs only this method pays it
+    #: too), not of the per-step parts
+    heap_once: int | None = None
     #: inputs and outputs as ExecuTorch's MethodMeta reads them; every input was set before every
     #: execute (:data:`INPUT_VALUES`)
     inputs: tuple[MethodIO, ...] = ()
@@ -179,6 +205,21 @@ class PoolVerification:
     configuration: str = "method + temp"
     runs: int = 1
     planned_alignment: int = PLANNED_ALIGNMENT
+    #: the data loader the runs used ("FileDataLoader(16)", "MmapDataLoader")
+    loader: str = "MmapDataLoader"
+    #: temp allocations refused during the runs with exactly these pools (a kernel's execute-time temp
+    #: allocation failing is logged by ExecuTorch, and execute may still return Ok): any makes it insufficient
+    temp_failures: int = 0
+    #: what a temp pool one byte smaller did (method + temp, temp pool > 0; None: not tried):
+    #: "refused: <error> at <step>", "silent: N temp allocations failed during execute, which returned Ok",
+    #: or "ran" (nothing failed)
+    smaller_temp: str | None = None
+
+    @property
+    def temp_short_is_silent(self) -> bool:
+        """A temp pool one byte short is not refused: a kernel's temp allocation fails during execute, which
+        still returns Ok (ExecuTorch only logs "Failed to allocate temp memory")."""
+        return bool(self.smaller_temp and self.smaller_temp.startswith("silent"))
 
 
 @dataclass
@@ -317,6 +358,12 @@ class _Session:
 
         self.engine = Worker(self.devices, self.devices)
         self.registered = set(self.engine.call("registered_backends"))
+        #: FileDataLoader::from(path)'s default alignment: what the file-loader runs and the verification use
+        self.file_loader = int(self.engine.call("file_loader_default_alignment"))
+        #: heap the process allocates once (None: not measured yet in this worker; see MethodSizes.heap_once)
+        self.once: int | None = None
+        self.once_seen = 0
+        self.once_tried = False
         self.stand_ins: set[str] = set()
 
     def restart(self) -> None:
@@ -353,24 +400,40 @@ class _Session:
                      + [o for o in plan.operators if o in self.stand_ins])
 
     def run(self, name: str, method_pool: int | None, temp_pool: int | None, alignment: int,
-            runs: int, planned_alignment: int = 0) -> RunnerResult:
+            runs: int, planned_alignment: int = 0, file_loader: bool = False) -> RunnerResult:
+        """One run of the sizing runner; ``file_loader``: read the program with a FileDataLoader (its default
+        alignment) instead of mapping it."""
         return self.engine.call("size_method", self.path, name, method_pool, temp_pool, alignment, runs,
-                                self.data_path, planned_alignment)
+                                self.data_path, planned_alignment, self.file_loader if file_loader else 0)
 
     def check(self, m: MethodSizes, method_pool: int, temp_pool: int | None) -> PoolVerification:
         """Exact pools (temp None: no temp allocator) run the method ``m.runs`` times, inputs set before
-        each; then a method pool one byte smaller."""
+        each, with a FileDataLoader as a runner has; then a method pool one byte smaller, and (method + temp)
+        a temp pool one byte smaller, run through the executes."""
         temp = NO_TEMP if temp_pool is None else temp_pool
-        ok = self.run(m.method, method_pool, temp, m.alignment, m.runs, m.planned_alignment)
-        smaller = self.run(m.method, method_pool - 1, temp, m.alignment, 0, m.planned_alignment) \
+        ok = self.run(m.method, method_pool, temp, m.alignment, m.runs, m.planned_alignment, True)
+        smaller = self.run(m.method, method_pool - 1, temp, m.alignment, 0, m.planned_alignment, True) \
             if method_pool else None
+        temp_failures = ok.pools.temp_failed if ok.pools else 0
+        sufficient = ok.ok and not temp_failures
+        why = None if sufficient else _failure(ok) if not ok.ok else (
+            f"{temp_failures} temp allocations refused during execute (ExecuTorch logged them; execute "
+            f"returned Ok)")
+        smaller_temp = None
+        if temp_pool:
+            t = self.run(m.method, method_pool, temp_pool - 1, m.alignment, m.runs, m.planned_alignment, True)
+            failed = t.pools.temp_failed if t.pools else 0
+            smaller_temp = (f"refused: {_failure(t)}" if not t.ok else
+                            f"silent: {failed} temp allocations failed during execute, which returned Ok"
+                            if failed else "ran")
         return PoolVerification(
             method_pool, temp_pool, m.alignment,
-            sufficient=ok.ok, sufficient_error=None if ok.ok else _failure(ok),
+            sufficient=sufficient, sufficient_error=why,
             tight=smaller is not None and smaller.error == MEMORY_ALLOCATION_FAILED and smaller.step == "load_method",
             smaller_error=None if smaller is None or smaller.ok else _failure(smaller),
             configuration="method + temp" if temp_pool is not None else "method alone", runs=m.runs,
-            planned_alignment=m.planned_alignment)
+            planned_alignment=m.planned_alignment, loader=f"FileDataLoader({self.file_loader})",
+            temp_failures=temp_failures, smaller_temp=smaller_temp)
 
     def verify(self, m: MethodSizes) -> tuple[PoolVerification, PoolVerification | None]:
         """Both configurations (the second None where the method cannot run without a temp allocator)."""
@@ -403,9 +466,10 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     the runtime cannot run here (a backend or operators it lacks) are listed
     in :attr:`Sizes.skipped` with the reason.
 
-    What is process-wide lands on the first method that triggers it (a
-    kernel's first call creating the thread pool, say): size one method alone
-    to see it without others. ``progress``: None (silent), True (a bar over the
+    What the process allocates once (a kernel's first call creating its
+    state, say) is measured on the first method sized (its first run less a
+    repeat) and added to every method's heap figures, so that each bounds a
+    process that runs that method alone (:attr:`MethodSizes.heap_once`). ``progress``: None (silent), True (a bar over the
     methods) or a callable taking one line per step (see :mod:`pte_lab.progress`).
     """
     from ..progress import reporter
@@ -447,9 +511,22 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                     r = session.run(n, None, None, 4096, runs)
                     if not r.ok:
                         why = f"ExecuTorch refused it: {_failure(r)}"
+                if why is None and session.once is None and not session.once_tried:
+                    # the first method this worker runs: what the process allocates once (in r, and in no
+                    # later run) is r's heap less a repeat's
+                    again = session.run(n, None, None, 4096, runs)
+                    session.once, session.once_seen = _once(r, again)
+                    session.once_tried = True  # once per worker, even where nothing was counted
+                    seen = session.once_seen
+                else:
+                    seen = 0
                 if why is None:
-                    alone = session.run(n, None, NO_TEMP, 4096, runs)
-                    out[n] = _method_sizes(r, alone, plan, runs, session.uses(plan))
+                    # the heap a runner reading the file needs, in both configurations (the pools do not
+                    # depend on the loader: the method alone's pool comes from its FileDataLoader run)
+                    alone = session.run(n, None, NO_TEMP, 4096, runs, file_loader=True)
+                    read = session.run(n, None, None, 4096, runs, file_loader=True)
+                    out[n] = _method_sizes(r, alone, plan, runs, session.uses(plan), read, session.file_loader,
+                                           session.once, seen)
                     if verify:
                         verified[n], v_alone = session.verify(out[n])
                         if v_alone is not None:
@@ -497,8 +574,32 @@ def _heap(steps: dict[str, StepUse | None]) -> tuple[int | None, int | None]:
     return peak, level
 
 
+def _once(first: RunnerResult, again: RunnerResult) -> tuple[int | None, int]:
+    """Heap a process allocates once (:attr:`MethodSizes.heap_once`; None: not counted), and the part of it
+    the first run holds (the first run's peak and kept heap less a repeat's)."""
+    from . import native
+
+    a, b = _heap(first.steps), _heap(again.steps)
+    if not (first.ok and again.ok) or None in (*a, *b):
+        return None, 0
+    seen = max(0, a[0] - b[0], a[1] - b[1])
+    once = max(seen, native.once_heap() or 0)
+    return -(-once // HEAP_ONCE_ROUNDING) * HEAP_ONCE_ROUNDING, seen
+
+
+def _file_heap(*results: RunnerResult) -> tuple[int | None, int | None]:
+    """The largest (peak, kept) over FileDataLoader runs that worked (None: a run was not counted)."""
+    got = [_heap(r.steps) for r in results if r.ok]
+    if not got or any(p is None for p, _ in got):
+        return None, None
+    return max(p for p, _ in got), max(k for _, k in got)
+
+
 def _method_sizes(r: RunnerResult, alone: RunnerResult, plan, runs: int,
-                  stand_ins: tuple[str, ...] = ()) -> MethodSizes:
+                  stand_ins: tuple[str, ...] = (), read: RunnerResult | None = None,
+                  file_loader: int = 0, once: int | None = None, once_seen: int = 0) -> MethodSizes:
+    """``once``: heap the process allocates once, added to the heap figures (less ``once_seen`` to the mapped
+    ones: what ``r`` already holds, on the first method sized)."""
     pools, steps = r.pools, r.steps
     # Method::init resolves each kernel call's operator with TensorMeta lists taken from the temp
     # allocator when its pool is at least this large, else from the method allocator
@@ -509,6 +610,14 @@ def _method_sizes(r: RunnerResult, alone: RunnerResult, plan, runs: int,
     counted = [steps.get(k) for k in ("load_program", "load_method", *execs)]
     load_program, load_method = steps.get("load_program"), steps.get("load_method")
     heap_peak, heap_kept = _heap(steps)
+    file_heap_peak, file_heap_kept = _file_heap(*([read] if read is not None else []), alone)
+    if once is None:  # not measured: figures without it would not bound a fresh process
+        heap_peak = heap_kept = file_heap_peak = file_heap_kept = None
+    else:
+        if heap_peak is not None:
+            heap_peak, heap_kept = heap_peak + once - once_seen, heap_kept + once - once_seen
+        if file_heap_peak is not None:
+            file_heap_peak, file_heap_kept = file_heap_peak + once, file_heap_kept + once
     backends = tuple(sorted({d.backend for d in plan.delegates}))
     operators = tuple(sorted(set(plan.operators)))
     from .libraries import needed
@@ -541,6 +650,10 @@ def _method_sizes(r: RunnerResult, alone: RunnerResult, plan, runs: int,
         alone_error=None if alone.ok else _failure(alone),
         heap_peak=heap_peak,
         heap_kept=heap_kept,
+        file_heap_peak=file_heap_peak if file_loader else None,
+        file_heap_kept=file_heap_kept if file_loader else None,
+        file_loader_alignment=file_loader,
+        heap_once=once,
         inputs=_with_dynamism(r.inputs, plan.inputs),
         outputs=_with_dynamism(r.outputs, plan.outputs),
         backends=backends,

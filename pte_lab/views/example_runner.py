@@ -6,8 +6,12 @@ outputs), loads the program with a ``FileDataLoader``, and for every method
 sized loads it and executes it twice, setting every input before each
 execute. ``build.sh`` builds it against the installed executorch wheel twice:
 ``runner`` (method + temp pools) and ``runner_no_temp`` (the method pool alone,
-``-DPTE_LAB_NO_TEMP_POOL``). ``--method-pool BYTES`` gives the method allocator
-fewer bytes than the static pool holds (to see one byte less refused).
+``-DPTE_LAB_NO_TEMP_POOL``). ``--method-pool BYTES`` / ``--temp-pool BYTES`` give
+the allocators fewer bytes than the static pools hold (to see one byte less
+refused); a temp allocation refused during an execute that still returns Ok is
+counted and makes the runner fail. Run under ``LD_PRELOAD`` of pte_lab's
+allocation counter, it prints the heap it took from the data loader's creation
+on (with ``--method NAME``: what the header's ``<M>_HEAP_PEAK_BYTES`` bounds).
 
 On a microcontroller ExecuTorch is compiled from source for the target (with
 the operators the header lists selected); ``pools.h`` and ``main.cpp`` stay the
@@ -125,6 +129,9 @@ _PRELUDE = r'''#include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/runtime/executor/program.h>
 #include <executorch/runtime/platform/runtime.h>
 
+#include <dlfcn.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -149,6 +156,9 @@ using executorch::runtime::Span;
 
 // C and C++ have no zero-length arrays: a zero-byte buffer gets one byte (the runtime is told 0)
 #define PTE_LAB_ARRAY(n) ((n) > 0 ? (n) : 1)
+#ifndef PTE_LAB_FILE_LOADER_ALIGNMENT
+#define PTE_LAB_FILE_LOADER_ALIGNMENT alignof(std::max_align_t)
+#endif
 
 namespace {
 
@@ -163,6 +173,41 @@ struct TensorMeta {
       dim_order[i] = d[i];
       strides[i] = st[i];
     }
+  }
+};
+
+// A MemoryAllocator that counts what it refuses: a kernel's temp allocation refused during execute is
+// only logged by ExecuTorch ("Failed to allocate temp memory"), and execute may still return Ok.
+class CountingAllocator final : public MemoryAllocator {
+ public:
+  CountingAllocator(uint32_t size, uint8_t* base) : MemoryAllocator(size, base) {}
+  void* allocate(size_t size, size_t alignment = kDefaultAlignment) override {
+    void* p = MemoryAllocator::allocate(size, alignment);
+    if (p == nullptr) refused++;
+    return p;
+  }
+  size_t refused = 0;
+};
+
+// pte_lab's allocation counter, when preloaded (LD_PRELOAD=libpte_lab_counter.so): the heap this runner
+// takes. Its record starts with the heap's live bytes and their peak since the last reset.
+struct HeapCounts {
+  int64_t live, peak, rest[30];
+};
+struct HeapCounter {
+  void (*read)(HeapCounts*) = reinterpret_cast<void (*)(HeapCounts*)>(dlsym(RTLD_DEFAULT, "pte_lab_counter_read"));
+  void (*reset)() = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "pte_lab_counter_reset_peaks"));
+  HeapCounts start{};
+  bool on() const { return read != nullptr && reset != nullptr; }
+  void begin() {
+    if (!on()) return;
+    reset();
+    read(&start);
+  }
+  int64_t peak() {
+    HeapCounts now{};
+    read(&now);
+    return now.peak - start.live;
   }
 };
 
@@ -195,21 +240,23 @@ int fail(const char* method, const char* step, Error e) {
   return 1;
 }
 
-int run(const MethodSetup& s, const Program& program, const NamedDataMap* data, size_t method_pool_bytes) {
+int run(const MethodSetup& s, const Program& program, const NamedDataMap* data, size_t method_pool_bytes,
+        size_t temp_pool_bytes) {
   if (s.method_pool_bytes == 0) {
     std::printf("%%s: skipped: it cannot run without a temp allocator (pools.h)\n", s.name);
     return 0;
   }
   if (method_pool_bytes == 0 || method_pool_bytes > s.method_pool_bytes) method_pool_bytes = s.method_pool_bytes;
+  if (temp_pool_bytes == SIZE_MAX || temp_pool_bytes > s.temp_pool_bytes) temp_pool_bytes = s.temp_pool_bytes;
   MemoryAllocator method_allocator(static_cast<uint32_t>(method_pool_bytes), s.method_pool);
-  MemoryAllocator temp_allocator(static_cast<uint32_t>(s.temp_pool_bytes), s.temp_pool);
+  CountingAllocator temp_allocator(static_cast<uint32_t>(temp_pool_bytes), s.temp_pool);
   HierarchicalAllocator planned(Span<Span<uint8_t>>(s.planned, s.num_planned));
   MemoryManager memory(&method_allocator, &planned, s.temp_pool != nullptr ? &temp_allocator : nullptr);
   Result<Method> method = program.load_method(s.name, &memory, nullptr, data);
   if (!method.ok()) return fail(s.name, "load_method", method.error());
   std::printf("%%s: loaded: method pool %%zu of %%zu bytes used, temp pool %%s%%zu bytes\n", s.name,
               method_allocator.used_size(), method_pool_bytes, s.temp_pool ? "" : "none, ",
-              s.temp_pool_bytes);
+              s.temp_pool ? temp_pool_bytes : 0);
   if (Error e = s.provide_outputs(*method); e != Error::Ok) return fail(s.name, "set_output_data_ptr", e);
   for (int run = 1; run <= 2; run++) {
     if (Error e = s.set_inputs(*method); e != Error::Ok) return fail(s.name, "set_input", e);  // before every execute
@@ -228,11 +275,17 @@ int run(const MethodSetup& s, const Program& program, const NamedDataMap* data, 
     }
     std::printf("\n");
   }
+  if (temp_allocator.refused != 0) {  // execute returned Ok, but a kernel went without its scratch
+    std::printf("%%s: %%zu temp allocations refused during execute (it returned Ok)\n", s.name,
+                temp_allocator.refused);
+    return 1;
+  }
   return 0;
 }
 
 int usage(const char* argv0) {
-  std::printf("usage: %%s PROGRAM.pte [--data FILE.ptd] [--method NAME] [--method-pool BYTES]\n", argv0);
+  std::printf("usage: %%s PROGRAM.pte [--data FILE.ptd] [--method NAME] [--method-pool BYTES] [--temp-pool BYTES]\n",
+              argv0);
   return 2;
 }
 
@@ -242,7 +295,8 @@ int main(int argc, char** argv) {
   const char* path = nullptr;
   const char* data_path = nullptr;
   const char* only = nullptr;
-  size_t method_pool_bytes = 0;  // 0: the static pool's size (pools.h)
+  size_t method_pool_bytes = 0;       // 0: the static pool's size (pools.h)
+  size_t temp_pool_bytes = SIZE_MAX;  // SIZE_MAX: the static pool's size
   for (int a = 1; a < argc; a++) {
     if (std::strcmp(argv[a], "--data") == 0 && a + 1 < argc) {
       data_path = argv[++a];
@@ -250,6 +304,8 @@ int main(int argc, char** argv) {
       only = argv[++a];
     } else if (std::strcmp(argv[a], "--method-pool") == 0 && a + 1 < argc) {
       method_pool_bytes = std::strtoull(argv[++a], nullptr, 10);
+    } else if (std::strcmp(argv[a], "--temp-pool") == 0 && a + 1 < argc) {
+      temp_pool_bytes = std::strtoull(argv[++a], nullptr, 10);
     } else if (path == nullptr && argv[a][0] != '-') {
       path = argv[a];
     } else {
@@ -258,36 +314,42 @@ int main(int argc, char** argv) {
   }
   if (path == nullptr) return usage(argv[0]);
   executorch::runtime::runtime_init();
-  // FileDataLoader reads the program's segments into heap buffers; on a board a BufferDataLoader over
-  // the program in flash reads nothing
-  Result<FileDataLoader> loader = FileDataLoader::from(path);
+#ifdef PTE_LAB_NO_TEMP_POOL
+  std::printf("configuration: method pool alone (no temp allocator)\n");
+#else
+  std::printf("configuration: method + temp pools\n");
+#endif
+  HeapCounter heap;
+  heap.begin();  // from the data loader's creation on, as pools.h's HEAP figures
+  // FileDataLoader reads the program's flatbuffer and segments into heap buffers (pools.h's HEAP figures
+  // count them); on a board a BufferDataLoader over the program in flash reads nothing
+  Result<FileDataLoader> loader = FileDataLoader::from(path, PTE_LAB_FILE_LOADER_ALIGNMENT);
   if (!loader.ok()) return fail(path, "FileDataLoader::from", loader.error());
   Result<Program> program = Program::load(&loader.get());
   if (!program.ok()) return fail(path, "Program::load", program.error());
   std::optional<FileDataLoader> data_loader;
   std::optional<FlatTensorDataMap> data_map;
   if (data_path != nullptr) {
-    Result<FileDataLoader> l = FileDataLoader::from(data_path);
+    Result<FileDataLoader> l = FileDataLoader::from(data_path, PTE_LAB_FILE_LOADER_ALIGNMENT);
     if (!l.ok()) return fail(data_path, "FileDataLoader::from", l.error());
     data_loader.emplace(std::move(l.get()));
     Result<FlatTensorDataMap> m = FlatTensorDataMap::load(&*data_loader);
     if (!m.ok()) return fail(data_path, "FlatTensorDataMap::load", m.error());
     data_map.emplace(std::move(m.get()));
   }
-#ifdef PTE_LAB_NO_TEMP_POOL
-  std::printf("configuration: method pool alone (no temp allocator)\n");
-#else
-  std::printf("configuration: method + temp pools\n");
-#endif
   int status = 0, ran = 0;
   for (const MethodSetup* s : kMethods) {
     if (only != nullptr && std::strcmp(only, s->name) != 0) continue;
     ran++;
-    status |= run(*s, program.get(), data_map ? &*data_map : nullptr, method_pool_bytes);
+    status |= run(*s, program.get(), data_map ? &*data_map : nullptr, method_pool_bytes, temp_pool_bytes);
   }
   if (ran == 0) {
     std::printf("no method %%s in this runner\n", only ? only : "");
     return 2;
+  }
+  if (heap.on()) {
+    std::printf("heap: peak %%lld bytes from the data loader's creation through the executes\n",
+                static_cast<long long>(heap.peak()));
   }
   return status;
 }

@@ -22,7 +22,7 @@ from .text import _table
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime.sizing import Sizes, PoolVerification
 
-__all__ = ["sizes_text", "sizes_html", "verdict", "c_header", "c_identifiers", "METHOD_SECTIONS"]
+__all__ = ["sizes_text", "sizes_html", "verdict", "temp_verdict", "c_header", "c_identifiers", "METHOD_SECTIONS"]
 
 
 def _parts():
@@ -46,6 +46,17 @@ def verdict(v: "PoolVerification | None") -> str:
     tight = (f"tight: one byte less is refused ({v.smaller_error})" if v.tight
              else f"not tight: one byte less gave {v.smaller_error or 'no error'}")
     return f"verified: these pools load and run it; {tight}"
+
+
+def temp_verdict(v: "PoolVerification") -> str:
+    """What a temp pool one byte smaller did, in one sentence."""
+    t = v.smaller_temp or ""
+    if t.startswith("silent"):
+        return (f"NOT refused: {t[len('silent: '):]} (ExecuTorch logs \"Failed to allocate temp memory\"); a short "
+                f"temp pool is silent for this method")
+    if t.startswith("refused"):
+        return f"refused ({t[len('refused: '):]})"
+    return "ran: nothing failed (the temp figure is not tight)" if t == "ran" else "not tried"
 
 
 def sizes_text(sizes: "Sizes") -> str:
@@ -78,9 +89,17 @@ def sizes_text(sizes: "Sizes") -> str:
         else:
             out.append(f"pools, method alone (no temp allocator): not possible ({m.alone_error})")
         out.append(f"planned buffers' bases aligned to {m.planned_alignment} B")
+        v = (sizes.verified or {}).get(m.method)
+        if v is not None and v.smaller_temp is not None:
+            out.append(f"  a temp pool one byte smaller: {temp_verdict(v)}")
+        if m.file_heap_peak is not None:
+            out.append(f"heap outside the pools (the counter), FileDataLoader({m.file_loader_alignment}): peak "
+                       f"{m.file_heap_peak:,} B from the loader's creation through the runs, {m.file_heap_kept:,} B "
+                       f"still held after them")
         if m.heap_peak is not None:
-            out.append(f"heap outside the pools (the counter): peak {m.heap_peak:,} B from load_program through "
-                       f"the runs, {m.heap_kept:,} B still held after them")
+            out.append(f"heap outside the pools (the counter), program mapped (MmapDataLoader): peak "
+                       f"{m.heap_peak:,} B, {m.heap_kept:,} B still held"
+                       + (f" (both include {m.heap_once:,} B the process allocates once)" if m.heap_once else ""))
         out += _io_lines(m)
         if m.libraries:
             out.append("libraries (keep them: --no-as-needed): " + "; ".join(
@@ -131,6 +150,8 @@ def sizes_html(sizes: "Sizes") -> str:
     notes += [f"{escape(n)}: {escape(verdict(v))}" for n, v in (sizes.verified or {}).items()]
     notes += [f"{escape(n)} (method pool alone, no temp allocator): {escape(verdict(v))}"
               for n, v in (sizes.verified_alone or {}).items()]
+    notes += [f"{escape(n)}: a temp pool one byte smaller: {escape(temp_verdict(v))}"
+              for n, v in (sizes.verified or {}).items() if v.smaller_temp is not None]
     notes += [f"{escape(m.method)}: inputs set before every execute: "
               + escape(", ".join(_io_line(io, True).strip() for io in m.inputs)) for m in sizes.methods.values()
               if m.inputs]
@@ -207,28 +228,55 @@ def _preamble(sizes: "Sizes") -> list[str]:
         *([f"Its external data, {os.path.basename(sizes.data_path)}, was given to load_method as a "
            "FlatTensorDataMap."] if sizes.data_path else []),
         "",
-        "A runner, per method (<M> below stands for PTE_LAB_ and the method's name in capitals):",
+        "A runner, per method (<M> below stands for PTE_LAB_ and the method's name in capitals). Names are per "
+        "method, not per program (two programs' headers both define PTE_LAB_FORWARD_... and "
+        "PTE_LAB_POOL_ALIGNMENT): include each program's header in a translation unit of its own (a .c/.cpp "
+        "that defines that program's pools and exports them under names of yours).",
         "1. Pools (MemoryAllocator), bases aligned to PTE_LAB_POOL_ALIGNMENT, in one of two configurations: a "
         "method pool of <M>_METHOD_POOL_BYTES and a temp pool of <M>_TEMP_POOL_BYTES (the temp figure is tight "
         "only with this method pool: with a smaller temp pool Method::init resolves kernels in the method pool); "
         "or a method pool of <M>_METHOD_POOL_ALONE_BYTES and no temp allocator (MemoryManager's temp_allocator "
-        "nullptr).",
-        "2. Planned buffers: one buffer of <M>_PLANNED_BUFFER_<i>_BYTES per index i (the method's planned buffer "
+        "nullptr). A pool of 0 bytes is a MemoryAllocator of size 0 (verified over a non-null base; C and C++ "
+        "have no zero-length arrays: declare none, or one byte, and tell the allocator 0), not nullptr for the "
+        "temp allocator: that is the other configuration. <M>_TEMP_POOL_BYTES is the larger of what kernel "
+        "resolution needs for Method::init to use the temp pool (a threshold: it need not fill) and the temp "
+        "allocator's peak over the executes (<M>_TEMP_PEAK_BYTES).",
+        "2. Temp allocations at execute: some kernels (a custom SDPA, say) take scratch from the temp allocator "
+        "during execute. If the temp pool is short, ExecuTorch logs \"Failed to allocate temp memory\" and "
+        "execute() may still return Error::Ok: a short temp pool is not always refused. `pte-lab sizes "
+        "--verify` tries a temp pool one byte smaller and says per method whether it is refused at load_method "
+        "or fails silently at execute (<M>_TEMP_SHORT_IS_SILENT 1); size the temp pool exactly.",
+        "3. Planned buffers: one buffer of <M>_PLANNED_BUFFER_<i>_BYTES per index i (the method's planned buffer "
         "i, the file's mem_id i + 1), base aligned to PTE_LAB_PLANNED_BUFFER_ALIGNMENT, given to a "
         "HierarchicalAllocator in index order; <M>_PLANNED_BUFFER_<i>_DEVICE_TYPE other than 0 (CPU) comes from "
-        "that device's allocator.",
-        "3. Inputs: set every input before every execute: the plan may give a planned input's bytes to other "
-        "tensors once it is read, so an execute without them reads the last one's results. <M>_INPUT_<i>_PLANNED "
-        "1: set_input copies the tensor into its planned buffer; 0: the method uses the caller's memory "
-        "(<M>_INPUT_<i>_BYTES). An output with <M>_OUTPUT_<i>_PLANNED 0 needs set_output_data_ptr with a buffer "
-        "of <M>_OUTPUT_<i>_BYTES before execute.",
-        "4. Heap: what the method takes outside these pools (delegates' packed weights and workspaces, kernels' "
-        "own buffers), <M>_HEAP_PEAK_BYTES, measured by pte_lab's allocation counter (every malloc and mmap of "
-        "the process while the method loaded and ran), not by ExecuTorch: size a bare-metal heap from it. The "
-        "program was mapped (MmapDataLoader): a FileDataLoader also mallocs the segments it reads (constants, "
-        "delegate blobs); a BufferDataLoader over the program in flash reads nothing.",
-        "5. Link the backends and operator libraries listed per method: " + AS_NEEDED + ".",
-        "6. Build (the executorch wheel): C++17, include folders <executorch>/include and "
+        "that device's allocator. <M>_NUM_PLANNED_BUFFERS 0: an empty HierarchicalAllocator (a Span of no "
+        "spans; verified), and no pte_lab_<m>_planned_buffer_* arrays are defined.",
+        "4. Inputs: set every input before every execute: the plan may give a planned input's bytes to other "
+        "tensors once it is read, so an execute without them reads the last one's results. Each tensor input "
+        "needs a caller buffer of <M>_INPUT_<i>_BYTES (verified with bases aligned to "
+        "PTE_LAB_PLANNED_BUFFER_ALIGNMENT) and a TensorImpl of <M>_INPUT_<i>_SCALAR_TYPE (ExecuTorch's ScalarType) "
+        "over mutable copies of the pte_lab_<m>_input_<i>_sizes/_dim_order/_strides arrays (TensorImpl takes "
+        "non-const pointers). <M>_INPUT_<i>_PLANNED 1: set_input copies the tensor into its planned buffer; 0: "
+        "the method reads the caller's memory during execute, which must stay alive and unchanged until execute "
+        "returns. An input marked an upper bound (dynamic) may be given a smaller shape: set_input accepts any "
+        "shape of the same rank with at most the bound's elements (else NotSupported, 0x10), and the program "
+        "decides which of those it computes (its exported dynamic dimensions); the figures were measured at the "
+        "bound. An output with <M>_OUTPUT_<i>_PLANNED 0 needs set_output_data_ptr with a buffer of "
+        "<M>_OUTPUT_<i>_BYTES before execute.",
+        "5. Heap: what the method takes outside these pools, measured by pte_lab's allocation counter (every "
+        "malloc of the process from the data loader's creation through Program::load, load_method and the "
+        "executes), not by ExecuTorch: size a bare-metal heap from it. It depends on the data loader. "
+        "<M>_HEAP_PEAK_BYTES is for a FileDataLoader of alignment PTE_LAB_FILE_LOADER_ALIGNMENT (what the "
+        "example runner uses: it mallocs what it reads, the program's flatbuffer at Program::load, the constant "
+        "segment, delegate blobs while load_method reads them), the larger of the two pool configurations. "
+        "<M>_HEAP_PEAK_MMAP_BYTES is for the program mapped (MmapDataLoader; a BufferDataLoader over the program "
+        "in flash reads nothing either and should be near it, not measured). Both are per method, Program "
+        "loaded for it alone, and include what the process allocates once (PTE_LAB_HEAP_ONCE_BYTES); the "
+        "loader's copy of the file's path is in them, for a path as long as the one measured.",
+        "6. Link the backends and operator libraries listed per method: " + AS_NEEDED + ". Each library's "
+        "folder needs -L at link time and -Wl,-rpath (or LD_LIBRARY_PATH) at run time; the link line per "
+        "method below is the one that was built and run here.",
+        "7. Build (the executorch wheel): C++17, include folders <executorch>/include and "
         "<executorch>/include/executorch/runtime/core/portable_type/c10, -DC10_USING_CUSTOM_GENERATED_MACROS; "
         "call executorch::runtime::runtime_init() once before loading. `pte-lab sizes FILE --example-runner DIR` "
         "writes a runner built this way.",
@@ -248,20 +296,35 @@ def _wrap_comment(text: str, width: int = 108) -> list[str]:
         return [" *"]
     hanging = "   " if text[:2] in {f"{k}." for k in range(10)} else "  " if text.startswith("- ") else ""
     return [" * " + _comment(line)
-            for line in textwrap.wrap(text, width, break_on_hyphens=False, subsequent_indent=hanging)]
+            for line in textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False,
+                                                         subsequent_indent=hanging)]
 
 
 def _globals(sizes: "Sizes") -> list[str]:
     kinds = sorted({parse_device(d)[0] for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
                    key=lambda k: DEVICE_TYPES[k])
     codes = ", ".join(f"{DEVICE_TYPES[k]} = {k}" for k in kinds)
-    return [
+    lines = [
         f"/* every pool's base: the largest alignment any allocation asked (at least {_pool_alignment(sizes)}) */",
         f"#define PTE_LAB_POOL_ALIGNMENT {_pool_alignment(sizes)}u",
         "/* every planned buffer's base (exir plans each tensor at a multiple of it) */",
         f"#define PTE_LAB_PLANNED_BUFFER_ALIGNMENT {_planned_alignment(sizes)}u",
         f"/* device types (ExecuTorch's DeviceType): {codes} */",
     ]
+    file_loader = max((m.file_loader_alignment for m in sizes.methods.values()), default=0)
+    if file_loader:
+        lines += ["/* FileDataLoader::from(path, alignment): the alignment the heap figures and the verification "
+                  "used (its default,", " * alignof(std::max_align_t)); a larger one pads each buffer it reads. "
+                  "The pools do not depend on it. */",
+                  f"#define PTE_LAB_FILE_LOADER_ALIGNMENT {file_loader}u"]
+    once = [m.heap_once for m in sizes.methods.values() if m.heap_once is not None]
+    if once:
+        lines += ["/* heap the process allocates once, included in every method's HEAP figures: ExecuTorch's thread "
+                  "pool and cpuinfo's", " * tables on a kernel's first parallel_for (measured in a fresh process), "
+                  "or what the first method's first run", " * held beyond a repeat, the larger, rounded up to "
+                  "256 B (malloc's usable sizes vary by a chunk with the heap's layout) */",
+                  f"#define PTE_LAB_HEAP_ONCE_BYTES {max(once)}u"]
+    return lines
 
 
 def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
@@ -274,10 +337,15 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
         lines.append(f"#define PTE_LAB_{up}_METHOD_POOL_ALONE_BYTES {m.method_pool_alone}u")
     else:
         lines.append(f"/* no temp allocator: not possible ({_comment(m.alone_error or 'unknown')}) */")
+    lines.append(f"#define PTE_LAB_{up}_TEMP_PEAK_BYTES {m.temp_peak}u /* the temp allocator's measured peak */")
     for label, v in (("method + temp", (sizes.verified or {}).get(m.method)),
                      ("method alone", (sizes.verified_alone or {}).get(m.method))):
         if v is not None:
             lines.append(f"/* {label}: {_comment(verdict(v))} */")
+    v = (sizes.verified or {}).get(m.method)
+    if v is not None and v.smaller_temp is not None:
+        lines.append(f"/* a temp pool one byte smaller: {_comment(temp_verdict(v))} */")
+        lines.append(f"#define PTE_LAB_{up}_TEMP_SHORT_IS_SILENT {int(v.temp_short_is_silent)}")
     return lines
 
 
@@ -350,18 +418,28 @@ def _io(sizes: "Sizes", m, up: str, low: str) -> list[str]:
 def _heap(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     if m.heap_peak is None:
         return ["/* heap outside the pools: not measured (the allocation counter could not be preloaded) */"]
-    return [
+    lines = [
         "/* heap outside the pools, measured by pte_lab's allocation counter (not ExecuTorch's allocators): the",
-        " * most held at once from load_program through the executes, and what stays held until the Method and",
-        " * Program are freed. What is process-wide (a thread pool) counts on the first method sized. */",
-        f"#define PTE_LAB_{up}_HEAP_PEAK_BYTES {m.heap_peak}u",
-        f"#define PTE_LAB_{up}_HEAP_KEPT_BYTES {m.heap_kept}u",
+        " * most held at once from the data loader's creation through the executes, and what stays held until the",
+        " * Method, Program and loader are freed; PTE_LAB_HEAP_ONCE_BYTES included. */",
     ]
+    if m.file_heap_peak is not None:
+        lines += [
+            "/* FileDataLoader (alignment PTE_LAB_FILE_LOADER_ALIGNMENT), as the example runner: */",
+            f"#define PTE_LAB_{up}_HEAP_PEAK_BYTES {m.file_heap_peak}u",
+            f"#define PTE_LAB_{up}_HEAP_KEPT_BYTES {m.file_heap_kept}u",
+        ]
+    lines += [
+        "/* the program mapped (MmapDataLoader): */",
+        f"#define PTE_LAB_{up}_HEAP_PEAK_MMAP_BYTES {m.heap_peak}u",
+        f"#define PTE_LAB_{up}_HEAP_KEPT_MMAP_BYTES {m.heap_kept}u",
+    ]
+    return lines
 
 
 def _libraries(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     """The backends and operators the method needs, and the wheel's libraries that register them."""
-    from ..runtime.libraries import libpython
+    from ..runtime.libraries import libpython, link_flags
 
     et = os.path.dirname(os.path.dirname(m.libraries[0].path)) if m.libraries else None
     lines = [f"#define PTE_LAB_{up}_BACKENDS \"{' '.join(m.backends)}\"",
@@ -372,9 +450,12 @@ def _libraries(sizes: "Sizes", m, up: str, low: str) -> list[str]:
         for lib in m.libraries:
             provides = ", ".join(lib.provides) or "the runtime"
             extra = (f"; it links ExecuTorch's Python extension and libtorch, so link {libpython() or 'libpython'} "
-                     "too, also inside --no-as-needed (else its Python symbols are undefined)"
+                     "too, also inside --no-as-needed (else its Python symbols are undefined): not for a board, "
+                     "where a source build compiles these kernels without Python"
                      if lib.needs_python else "")
             text.append(f"- {lib.relative(et)}: {provides}{extra}")
+        text.append("Their own dependencies (libexecutorch_threadpool, ...) are found through their rpath. Link "
+                    "line (this machine's folders): " + " ".join(link_flags(m.libraries)))
     out = []
     for t in text:
         out += _wrap_comment(t)

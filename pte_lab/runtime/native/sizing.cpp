@@ -25,10 +25,15 @@
 // planned (upper-bound) shape (token ids and positions of 0 are valid); other
 // inputs get the value the program holds.
 //
-// The program is loaded the way Runtime.load_program does (MmapDataLoader,
-// mlock errors ignored), and the runner shares the process's kernel, backend
-// and device-allocator registries with ExecuTorch's Python extension.
+// The program is loaded either the way Runtime.load_program does
+// (MmapDataLoader, mlock errors ignored: the program is mapped, not in the
+// heap) or the way a plain runner does (FileDataLoader of a given alignment:
+// it mallocs what it reads, the program's flatbuffer at Program::load,
+// constant segments, delegate blobs). The pools do not depend on the loader;
+// the heap does. The runner shares the process's kernel, backend and
+// device-allocator registries with ExecuTorch's Python extension.
 
+#include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/extension/data_loader/mmap_data_loader.h>
 #include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
 #include <executorch/runtime/core/device_memory_buffer.h>
@@ -48,6 +53,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -59,8 +65,10 @@ using executorch::aten::DimOrderType;
 using executorch::aten::SizesType;
 using executorch::aten::StridesType;
 using executorch::aten::TensorImpl;
+using executorch::extension::FileDataLoader;
 using executorch::extension::FlatTensorDataMap;
 using executorch::extension::MmapDataLoader;
+using executorch::runtime::DataLoader;
 using executorch::runtime::DeviceMemoryBuffer;
 using executorch::runtime::Error;
 using executorch::runtime::EValue;
@@ -176,11 +184,32 @@ struct Pool {
   ~Pool() { reset(); }
 };
 
+// One data loader: mapped (MmapDataLoader) or read into the heap (FileDataLoader).
+struct Loader {
+  std::optional<MmapDataLoader> mapped;
+  std::optional<FileDataLoader> read;
+
+  // file_alignment 0: MmapDataLoader; else FileDataLoader with that alignment
+  Error open(const char* path, uint64_t file_alignment) {
+    if (file_alignment == 0) {
+      auto l = MmapDataLoader::from(path, MmapDataLoader::MlockConfig::UseMlockIgnoreErrors);
+      if (!l.ok()) return l.error();
+      mapped.emplace(std::move(l.get()));
+    } else {
+      auto l = FileDataLoader::from(path, static_cast<size_t>(file_alignment));
+      if (!l.ok()) return l.error();
+      read.emplace(std::move(l.get()));
+    }
+    return Error::Ok;
+  }
+  DataLoader* get() { return mapped ? static_cast<DataLoader*>(&*mapped) : static_cast<DataLoader*>(&*read); }
+};
+
 struct Sizing {
-  std::optional<MmapDataLoader> loader;
+  Loader loader;
   std::optional<Program> program;
   // the program's external data (.ptd), when it has one
-  std::optional<MmapDataLoader> data_loader;
+  Loader data_loader;
   std::optional<FlatTensorDataMap> data_map;
   // per method (one at a time)
   Pool method_pool, temp_pool;
@@ -232,18 +261,14 @@ struct Sizing {
 
 int32_t code(Error e) { return static_cast<int32_t>(e); }
 
-int32_t open_program(Sizing* s, const char* path, const char* data_path) {
-  auto loader = MmapDataLoader::from(path, MmapDataLoader::MlockConfig::UseMlockIgnoreErrors);
-  if (!loader.ok()) return code(loader.error());
-  s->loader.emplace(std::move(loader.get()));
-  auto program = Program::load(&*s->loader, Program::Verification::InternalConsistency);
+int32_t open_program(Sizing* s, const char* path, const char* data_path, uint64_t file_alignment) {
+  if (Error e = s->loader.open(path, file_alignment); e != Error::Ok) return code(e);
+  auto program = Program::load(s->loader.get(), Program::Verification::InternalConsistency);
   if (!program.ok()) return code(program.error());
   s->program.emplace(std::move(program.get()));
   if (data_path != nullptr && data_path[0] != '\0') {
-    auto data_loader = MmapDataLoader::from(data_path, MmapDataLoader::MlockConfig::UseMlockIgnoreErrors);
-    if (!data_loader.ok()) return code(data_loader.error());
-    s->data_loader.emplace(std::move(data_loader.get()));
-    auto map = FlatTensorDataMap::load(&*s->data_loader);
+    if (Error e = s->data_loader.open(data_path, file_alignment); e != Error::Ok) return code(e);
+    auto map = FlatTensorDataMap::load(s->data_loader.get());
     if (!map.ok()) return code(map.error());
     s->data_map.emplace(std::move(map.get()));
   }
@@ -268,15 +293,20 @@ uint64_t pte_lab_sizing_resolution_bytes_per_arg() {
   return sizeof(executorch::runtime::TensorMeta) + sizeof(DimOrderType) * executorch::runtime::kTensorDimensionLimit;
 }
 
-// Opens the program (and its .ptd when data_path is not empty); *error gets
-// ExecuTorch's error code (0: ok).
-void* pte_lab_sizing_open(const char* path, const char* data_path, int32_t* error) {
+// FileDataLoader's default alignment (alignof(std::max_align_t)).
+uint64_t pte_lab_sizing_file_loader_default_alignment() { return alignof(std::max_align_t); }
+
+// Opens the program (and its .ptd when data_path is not empty) with an
+// MmapDataLoader (file_alignment 0) or a FileDataLoader of that alignment;
+// *error gets ExecuTorch's error code (0: ok). The loader's own allocations
+// count in the load_program step.
+void* pte_lab_sizing_open(const char* path, const char* data_path, uint64_t file_alignment, int32_t* error) {
   StepCounts counts;
-  std::unique_ptr<Sizing> s;
+  // the runner's own record is made before counting: load_program counts the loader and Program::load
+  auto s = std::make_unique<Sizing>();
   {
     CountedStep step(&counts);
-    s = std::make_unique<Sizing>();
-    *error = open_program(s.get(), path, data_path);
+    *error = open_program(s.get(), path, data_path, file_alignment);
   }
   if (*error != 0) return nullptr;
   s->last = counts;
