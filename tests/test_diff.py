@@ -64,7 +64,7 @@ def test_greedy_against_naive_planner(planners):
     assert md.instructions.delta == 0 and d.planned_bytes.delta == a.size.delta
     c = md.causes(1)
     assert not (c.new or c.gone or c.larger or c.longer or c.moved_in)
-    assert "peak live unchanged" in repr(d) and "the same tensors, placed differently" in repr(d)
+    assert "peak live unchanged" in str(d) and "the same tensors, placed differently" in str(d)
     loaders = {(x.loader, x.step): x.bytes.delta for x in d.load_cost}
     assert loaders == {("corrected", "load_program"): a.size.delta, ("legacy", "load_program"): a.size.delta,
                        ("module", "first_execute"): a.size.delta}
@@ -92,7 +92,7 @@ def test_portable_against_xnnpack(program_path):
         assert sum(getattr(r.bytes, side) for r in d.regions) == os.path.getsize(path)
     attention = pte_lab.open(after).methods["attention"].planned_bytes
     assert d.planned_bytes == Change(portable.planned_bytes, md.planned_bytes.after + attention)
-    text = repr(d)
+    text = str(d)
     assert "only in the second: attention" in text and "attention: planned bytes (added method)" in text
 
 
@@ -112,7 +112,7 @@ def test_replanned_against_its_original(program_path, tmp_path):
     assert changed == {v for p in r.arenas for v, off in p.offsets.items() if off != original[v]} != set()
     regions = {(x.region, x.name): x.bytes for x in d.regions}
     assert not regions[("constant", "")].changed  # the weights are the same bytes
-    assert "2 figures unchanged (file: header; file: constant)" in repr(d)  # named, not just counted
+    assert "2 figures unchanged (file: header; file: constant)" in str(d)  # named, not just counted
     doc = d.to_dict()
     assert doc["schema"] == "pte_lab.diff" and doc["version"] == 1
     (arena,) = doc["methods"]["forward"]["arenas"]
@@ -150,7 +150,8 @@ def test_what_cannot_be_matched_is_listed_not_guessed(program_path):
     assert md.only_before and md.only_after
     assert len(md.matched) + len(md.only_before) == md.tensors.before
     assert len(md.matched) + len(md.only_after) == md.tensors.after
-    assert d.labels == ("seq 8", "seq 16") and repr(d).startswith("Diff seq 8 -> seq 16")
+    assert d.labels == ("seq 8", "seq 16") and str(d).startswith("Diff seq 8 -> seq 16")
+    assert repr(d).startswith("<Diff seq 8 -> seq 16: planned bytes") and "\n" not in repr(d)  # one line
     table = md.table()
     assert list(table.matched_by.unique()) == [*dict.fromkeys(m.by for m in md.matched), "only before",
                                                "only after"]
@@ -185,7 +186,7 @@ def test_views(planners):
     body = html.split("</pre>", 1)[1]  # past the text fallback
     assert body.index("What grew") < body.index("Method forward") < body.index("File: where the bytes go")
     assert "greedy" in body and "naive" in body
-    text = repr(d)
+    text = str(d)
     lines = text.splitlines()
     first = lines.index("  what grew, largest first:")
     assert "planned bytes, all methods" in lines[first + 3] or "forward: arena 1" in lines[first + 3]

@@ -371,6 +371,11 @@ class Diff:
         return diff_html(self)
 
     def __repr__(self) -> str:
+        from ..views.diff import diff_summary
+
+        return diff_summary(self)
+
+    def __str__(self) -> str:
         from ..views.diff import diff_text
 
         return diff_text(self)

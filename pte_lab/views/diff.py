@@ -51,7 +51,7 @@ from .html import _device_badge, _section, _table as _html_table, _wrap
 from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import _indent, _table
 
-__all__ = ["diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change"]
+__all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change"]
 
 SCHEMA = "pte_lab.diff"
 VERSION = 1
@@ -207,6 +207,14 @@ def _method_text(md, rows: int) -> list[str]:
                        f"{human_bytes(sum(t.nbytes for t in ts if t.role != 'view'))} without views):")
             out.append(_indent(_table(_ONLY_HEADERS, [_only_row(t) for t in ts[:rows]]), 4))
     return out
+
+
+def diff_summary(d) -> str:
+    """One line: the two programs, planned bytes and file size (a terminal's and a saved notebook's repr)."""
+    a, b = d.labels
+    return (f"<Diff {a} -> {b}: planned bytes {human_bytes(d.planned_bytes.before)} -> "
+            f"{human_bytes(d.planned_bytes.after)} ({delta_bytes(d.planned_bytes.delta)}), file "
+            f"{delta_bytes(d.file_size.delta)}, {count(len(d.methods), 'method')} in both; print() it for all>")
 
 
 def diff_text(d, rows: int = _ROWS) -> str:
