@@ -96,13 +96,16 @@ CASES = {
 }
 
 
-def analyse(data: bytes):
+def analyse(source):
+    """What a user's first look computes: open, arenas, tensors, findings, every loader's load cost, the JSON
+    document (bench_open.py times the same on real programs)."""
     import pte_lab
+    from pte_lab.model.load_cost import LOADERS
 
-    pte = pte_lab.open(data)
+    pte = pte_lab.open(source)
     for m in pte.methods.values():
         m.arenas, m.tensors, m.findings()
-    for loader in ("corrected", "legacy", "module"):
+    for loader in LOADERS:
         pte.load_cost(loader)
     pte.to_dict()
     return pte
