@@ -18,7 +18,7 @@ PKG = ROOT / "pte_lab"
 
 VIEWS = ("pte_lab.views", "pte_lab.plot", "pte_lab.widgets", "pte_lab.cli")
 HEAVY = ("torch", "executorch", "matplotlib", "ipywidgets", "pandas")
-REPR_HOOKS = {"__repr__", "_repr_html_", "to_dict"}
+REPR_HOOKS = {"__repr__", "__str__", "_repr_html_", "to_dict"}
 #: the "function" an import under ``if TYPE_CHECKING:`` is recorded in
 TYPE_ONLY = "TYPE_CHECKING"
 
