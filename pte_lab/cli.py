@@ -137,8 +137,11 @@ def _replan(args) -> int:
     say("written and read back: only offsets and arena sizes changed")
     print(f"replanned with {args.algorithm}: {args.input} -> {args.output}")
     print(replan_text(r))
+    if r.original.expects_external_data:
+        print(f"its external data is not rewritten: load {args.output} with the same .ptd"
+              + (f" ({args.data})" if args.data else ""))
     if args.verify:
-        results = verify(args.input, args.output, runs=args.runs, progress=say)
+        results = verify(args.input, args.output, runs=args.runs, progress=say, data_path=args.data)
         for v in results:
             print(f"verify {v.method}: {'bit-identical' if v.identical else 'DIFFERENT: ' + v.detail} "
                   f"over {v.runs} calls in a row (state carried; dtype, shape and bytes compared)"
@@ -329,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run both with ExecuTorch, each method called --runs times in a row with its state "
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")
     rp.add_argument("--runs", type=_whole(1), default=4, help="calls per method when verifying (default 4)")
+    rp.add_argument("--data", help="the .ptd the program takes external data from (for --verify)")
     rp.set_defaults(func=_replan)
     sz = sub.add_parser("sizes", help="every byte each method needs at run time: pools for a bare-metal "
                                       "build, and what lies beyond the plan (loads and runs the methods)")

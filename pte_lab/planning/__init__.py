@@ -9,11 +9,11 @@ a replanned ``.pte`` written and verified, and teaching helpers.
 
 from .algorithms import ALGORITHMS, PLANNERS
 from .problem import Group, PlanningError, Problem, build_problem
-from .replan import ArenaPlan, Replan, lower_bounds, plan_arena, replan
+from .replan import ArenaPlan, Replan, WrittenLayout, lower_bounds, plan_arena, replan, written_layout
 from .verify import Verification, verify
 
 __all__ = ["replan", "Replan", "ArenaPlan", "verify", "Verification", "build_problem", "Problem", "Group",
-           "PlanningError", "ALGORITHMS", "PLANNERS", "plan_arena", "lower_bounds", "compare", "plot_plans"]
+           "PlanningError", "WrittenLayout", "written_layout", "ALGORITHMS", "PLANNERS", "plan_arena", "lower_bounds", "compare", "plot_plans"]
 
 
 def __getattr__(name):

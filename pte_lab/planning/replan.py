@@ -147,13 +147,16 @@ class Replan:
         from ..quiet import quiet
 
         with quiet():  # importing the serializer imports torch and torchao, which print as they load
-            from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+            from executorch.exir._serialize._program import deserialize_pte_binary
 
         conflicts = self.conflicts()
         if conflicts and not allow_overlaps:
             raise PlanningError(f"the new plan has {count(len(conflicts), 'overlapping live tensor pair')} "
                                 f"(first: {conflicts[0]}); refusing to write it")
         data = self._bytes()
+        layout = written_layout(self.original)
+        if layout.unwritable:
+            raise PlanningError(f"cannot write {os.fspath(path)}: {layout.unwritable}; nothing was written")
         pf = deserialize_pte_binary(data)
         by_method = {}
         for a in self.arenas:
@@ -167,7 +170,7 @@ class Replan:
                     info.memory_offset_low = off & 0xFFFFFFFF
                     info.memory_offset_high = off >> 32
                 plan.non_const_buffer_sizes[a.mem_id] = a.after
-        out = bytes(serialize_pte_binary(pf, extract_delegate_segments=True))
+        out = _serialize(pf, layout)
         try:
             self._check_written(out, allow_overlaps)
         except PlanningError as exc:
@@ -203,8 +206,9 @@ class Replan:
             if problems:
                 raise PlanningError(f"{name}: the written plan does not validate: {problems[0]}")
         old_segs = [(s.kind, s.size) for s in old.segments]
-        if old_segs != [(s.kind, s.size) for s in new.segments]:
-            raise PlanningError("segments changed")
+        new_segs = [(s.kind, s.size) for s in new.segments]
+        if old_segs != new_segs:
+            raise PlanningError(f"segments changed: {_segments_change(old_segs, new_segs)}")
 
     def __repr__(self) -> str:
         before, after = sum(a.before for a in self.arenas), sum(a.after for a in self.arenas)
@@ -215,6 +219,96 @@ class Replan:
     def _repr_html_(self) -> str:
         return (f"<b>Replan with {self.algorithm}</b>" + self.table().to_html(index=False)
                 + "<b>per method</b>" + self.by_method().to_html())
+
+
+def _segments_change(old: list, new: list) -> str:
+    """The first segments that differ, in words."""
+    def say(seg):
+        return f"{seg[0]} ({seg[1]:,} bytes)" if seg is not None else "none"
+
+    diffs = [(i, a, b) for i, (a, b) in enumerate(zip(old + [None] * len(new), new + [None] * len(old)))
+             if a != b and (a is not None or b is not None)]
+    shown = "; ".join(f"segment {i} was {say(a)}, written {say(b)}" for i, a, b in diffs[:3])
+    more = f"; and {len(diffs) - 3} more" if len(diffs) > 3 else ""
+    return f"{len(old)} segments before, {len(new)} written: {shown}{more}"
+
+
+def _pow2_dividing(xs, cap: int = 65536) -> int | None:
+    """The largest power of two (at most ``cap``) dividing every nonzero x; None without one."""
+    out = cap
+    seen = False
+    for x in xs:
+        if x:
+            seen = True
+            out = min(out, x & -x)
+    return out if seen else None
+
+
+@dataclass(frozen=True)
+class WrittenLayout:
+    """Where the original program keeps its data, for ExecuTorch's serializer to write it back the same way.
+
+    ExecuTorch loads a program whose delegate data and constants sit inline in the flatbuffer or in segments
+    after it, with or without an extended header. Its serializer (1.5) writes constants as a segment whenever
+    it writes segments, and every delegate's data one way (``extract_delegate_segments``): a program that
+    mixes them cannot be written back as it was, and :attr:`unwritable` says which part.
+    """
+
+    #: no extended header and no segment data: the file is the flatbuffer alone, written back alone
+    flat: bool
+    #: delegate data goes to segments (False: stays inline in the flatbuffer)
+    delegate_segments: bool
+    #: the alignments the original's offsets show (None: ExecuTorch's default)
+    segment_alignment: int | None
+    constant_alignment: int | None
+    delegate_alignment: int | None
+    #: why the program cannot be written back with its layout (None: it can)
+    unwritable: str | None = None
+
+
+def written_layout(pte: Pte) -> WrittenLayout:
+    """The layout replan writes ``pte`` back in (see :class:`WrittenLayout`)."""
+    raw = pte.raw
+    inline, segment = [], []
+    for m in pte.methods.values():
+        for j, d in enumerate(m.raw.delegates):
+            if d.location == "segment":
+                segment.append(f"{m.name!r} delegate {j} ({d.id})")
+            elif d.size:
+                inline.append(f"{m.name!r} delegate {j} ({d.id})")
+    flat = not raw.header.extended or raw.header.segment_base_offset == 0
+    base = raw.header.segment_base_offset
+    seg_align = None if flat else _pow2_dividing([base] + [s.offset - base for s in raw.segments])
+    if flat:
+        const_align = _pow2_dividing([o for o, n in raw.inline_constant_spans if n], 4096)
+    else:
+        const_align = _pow2_dividing(list(raw.constant_offsets) + (
+            [raw.segments[raw.constant_segment].size] if raw.constant_segment is not None
+            and raw.constant_segment < len(raw.segments) else []), 4096)
+    del_align = _pow2_dividing([o for o, n in raw.inline_delegate_spans if n], 4096)
+    unwritable = None
+    if not flat and inline and segment:
+        unwritable = (f"{inline[0]} keeps its data inline in the flatbuffer and {segment[0]} in a segment: "
+                      f"ExecuTorch's serializer writes every delegate's data one way, so this mix cannot be "
+                      f"written back as it was")
+    elif not flat and raw.inline_constant_bytes:
+        unwritable = (f"its constants ({raw.inline_constant_bytes:,} bytes) sit inline in the flatbuffer while "
+                      f"other data is in segments: ExecuTorch's serializer writes constants as a segment whenever "
+                      f"it writes segments, so the constants cannot be written back where they were")
+    return WrittenLayout(flat, not inline, seg_align, const_align, del_align, unwritable)
+
+
+def _serialize(pf, layout: WrittenLayout) -> bytes:
+    """The program in ``pf`` (ExecuTorch's PTEFile), written in ``layout``."""
+    from executorch.exir._serialize._program import _program_to_flatbuffer, serialize_pte_binary
+
+    if layout.flat:  # everything inline: the flatbuffer alone, as the original was
+        return bytes(_program_to_flatbuffer(pf.program, constant_tensor_alignment=layout.constant_alignment,
+                                            delegate_alignment=layout.delegate_alignment).data)
+    kw = {"segment_alignment": layout.segment_alignment} if layout.segment_alignment else {}
+    return bytes(serialize_pte_binary(pf, extract_delegate_segments=layout.delegate_segments,
+                                      constant_tensor_alignment=layout.constant_alignment,
+                                      delegate_alignment=layout.delegate_alignment, **kw))
 
 
 def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None,

@@ -65,7 +65,7 @@ def not_finite(value) -> str | None:
     return ", ".join(f"{n:,} {what}" for n, what in ((nan, "NaN"), (inf, "infinite")) if n) + f" of {value.numel():,}"
 
 
-def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> list[Verification]:
+def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None, data_path=None) -> list[Verification]:
     """Load both programs with ExecuTorch's runtime and call every method ``runs`` times in a row.
 
     Each method is loaded once per program and called ``runs`` times with its
@@ -78,7 +78,8 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> 
     methods run on the emulated device when no real allocator is registered.
     Returns one record per method; raises nothing for a mismatch (look at
     ``identical``). ``progress``: None, True (a bar over the methods) or a
-    callable taking a line per method (see :mod:`pte_lab.progress`).
+    callable taking a line per method (see :mod:`pte_lab.progress`). ``data_path``: the ``.ptd`` both
+    programs take their external data from (a replan rewrites the ``.pte`` only, so both read the same one).
     """
     from ..progress import reporter
     from ..runtime import call_sequence, emulate_device, load
@@ -88,8 +89,8 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None) -> 
     with ExitStack() as stack:  # whatever fails, both programs are released
         report = stack.enter_context(reporter(progress, desc="verifying"))
         report.step("loading both programs with ExecuTorch")
-        a = stack.enter_context(load(original))
-        b = stack.enter_context(load(replanned))
+        a = stack.enter_context(load(original, data_path=data_path))
+        b = stack.enter_context(load(replanned, data_path=data_path))
         for d in sorted({d for m in a.plan.methods.values() for d in m.devices}):
             if not allocator_registered(d):
                 emulate_device(d)
