@@ -15,9 +15,21 @@ and its payload padded to 16 bytes::
     vela_end_stream   (empty)             must end the blob exactly
 
 An ``external`` block's payload is a 64-character key into the program's named
-data (ExecuTorch 1.5: ``VelaExternalBlockPlacements``). Streams written before
-ExecuTorch 0.7 carry the scratch itself as a ``scratch_data`` block of zeros;
-later runtimes refuse that block.
+data (ExecuTorch 1.5: ``VelaExternalBlockPlacements``).
+
+Older Arm flows wrote other layouts (read from ExecuTorch's history; see
+``docs/ethos-u-layouts.md``), and each runtime reads only its own:
+
+* ExecuTorch 0.2 to 0.5 name the backend ``ArmBackend``; ExecuTorch 0.6 and later ``EthosUBackend``.
+* Before 0.7 the scratch itself is a ``scratch_data`` block of zeros, and the NPU works in it, in the
+  program's bytes; 0.7 and later write ``scratch_size`` and refuse ``scratch_data``.
+* Before 1.0 a descriptor's shape has 4 dimensions (28 bytes a descriptor), from 1.0 on 6 (40 bytes).
+* ``ArmBackend``'s reader takes only ``COP1`` command streams, and no ``external`` byte (12 zero bytes).
+
+:func:`read_vela` reads a stream with the rules of the runtime its backend id names
+(:data:`READERS`): an ``ArmBackend`` stream as ExecuTorch 0.5 reads it, an ``EthosUBackend`` stream as
+ExecuTorch 1.5 does. Descriptors are read at the width their block's size shows, so an older stream's
+inputs and outputs are read right even where the runtime named would misread them (a problem says so).
 
 :func:`read_vela` never raises on a malformed stream: what ExecuTorch's
 reader would refuse, or read outside the blob for, is listed in
@@ -33,11 +45,16 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["read_vela", "VelaStream", "VelaBlock", "VelaIO", "BACKEND", "BLOCK_HEADER_BYTES", "STREAM_ALIGNMENT",
-           "SHAPE_DIMS", "IO_BYTES", "EXTERNAL_KEY_BYTES", "MAX_BLOCKS"]
+__all__ = ["read_vela", "VelaStream", "VelaBlock", "VelaIO", "VelaReader", "READERS", "BACKEND", "LEGACY_BACKEND",
+           "BACKENDS", "BLOCK_HEADER_BYTES", "STREAM_ALIGNMENT", "SHAPE_DIMS", "LEGACY_SHAPE_DIMS", "IO_BYTES",
+           "EXTERNAL_KEY_BYTES", "MAX_BLOCKS"]
 
-#: the backend id whose blobs are Vela bin streams
+#: the backend id whose blobs are Vela bin streams (ExecuTorch 0.6 and later)
 BACKEND = "EthosUBackend"
+#: the same backend's id in ExecuTorch 0.2 to 0.5 (``ArmBackendEthosU.cpp``)
+LEGACY_BACKEND = "ArmBackend"
+#: every backend id whose blobs are Vela bin streams
+BACKENDS = (BACKEND, LEGACY_BACKEND)
 #: name (16), size (uint32), external (uint8), reserved (11)
 _HEADER = struct.Struct("<16sIB11s")
 BLOCK_HEADER_BYTES = _HEADER.size
@@ -47,6 +64,9 @@ STREAM_ALIGNMENT = 16
 SHAPE_DIMS = 6
 _IO = struct.Struct(f"<{SHAPE_DIMS}iiii")
 IO_BYTES = _IO.size
+#: dimensions of a descriptor's shape before ExecuTorch 1.0
+LEGACY_SHAPE_DIMS = 4
+_IOS = {SHAPE_DIMS: _IO, LEGACY_SHAPE_DIMS: struct.Struct(f"<{LEGACY_SHAPE_DIMS}iiii")}
 _COUNT = struct.Struct("<i")
 _U32 = struct.Struct("<I")
 #: an external block's payload: the hex SHA-256 key of its named data
@@ -61,6 +81,33 @@ COMMAND_MAGICS = (b"COP1", b"COP2")
 LEGACY_SCRATCH = "scratch_data"
 #: pte_lab stops walking after this many blocks (Vela writes seven)
 MAX_BLOCKS = 256
+
+
+@dataclass(frozen=True)
+class VelaReader:
+    """What one runtime's ``vela_bin_read`` takes: the rules :func:`read_vela` checks a stream with."""
+
+    backend: str
+    #: the ExecuTorch releases whose reader this is, in words
+    executorch: str
+    #: block names it takes, in the order it tries them (a name matches by prefix, as strncmp does)
+    blocks: tuple[str, ...]
+    #: the scratch's block: "scratch_size" (a uint32) or "scratch_data" (the scratch itself)
+    scratch_block: str
+    #: dimensions of a descriptor's shape it reads
+    shape_dims: int
+    command_magics: tuple[bytes, ...]
+    #: it reads the header's ``external`` byte (older readers ignore those 12 bytes)
+    external: bool
+
+
+#: backend id -> the reader of the ExecuTorch runtime that registers it (the newest of each)
+READERS = {
+    BACKEND: VelaReader(BACKEND, "ExecuTorch 1.5", READ_BLOCKS, "scratch_size", SHAPE_DIMS, COMMAND_MAGICS, True),
+    LEGACY_BACKEND: VelaReader(LEGACY_BACKEND, "ExecuTorch 0.5 (ArmBackend, 0.2 to 0.5)",
+                               (START, "cmd_data", "weight_data", LEGACY_SCRATCH, "inputs", "outputs", END),
+                               LEGACY_SCRATCH, LEGACY_SHAPE_DIMS, (b"COP1",), False),
+}
 
 
 @dataclass(frozen=True)
@@ -121,10 +168,30 @@ class VelaStream:
     external: dict = field(default_factory=dict)
     #: what ExecuTorch's reader refuses or would read outside the blob for, in the order it meets them
     problems: tuple[str, ...] = ()
+    #: the backend whose runtime's rules the stream was checked with (:data:`READERS`)
+    backend: str = BACKEND
+    #: dimensions of the descriptors' shapes, as their blocks' sizes show (None: no descriptor read)
+    shape_dims: int | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def scratch_in_blob(self) -> bool:
+        """The scratch is a block of the blob (before ExecuTorch 0.7): the NPU works in the program's bytes."""
+        return self.scratch_bytes is None and self.legacy_scratch_bytes is not None
+
+    @property
+    def written_by(self) -> str:
+        """Which Arm flow wrote this layout, from what it holds."""
+        if self.backend == LEGACY_BACKEND:
+            return "ExecuTorch 0.2 to 0.5"
+        if self.scratch_in_blob:
+            return "ExecuTorch 0.6"
+        if self.shape_dims == LEGACY_SHAPE_DIMS:
+            return "ExecuTorch 0.7"
+        return "ExecuTorch 1.0 or later"
 
 
 def _name(raw: bytes) -> str:
@@ -135,31 +202,50 @@ def _padded(n: int) -> int:
     return -(-n // STREAM_ALIGNMENT) * STREAM_ALIGNMENT
 
 
-def _ios(payload: bytes, what: str, problems: list[str]) -> tuple[VelaIO, ...] | None:
+def _ios(payload: bytes, what: str, problems: list[str], reader: VelaReader) -> tuple[tuple[VelaIO, ...] | None,
+                                                                                   int | None]:
+    """(descriptors, their shapes' dimensions): at the width the block's size shows when it fits the other
+    layout's exactly and not the reader's, else at the reader's."""
     if len(payload) < _COUNT.size:
         problems.append(f"the {what} block holds {len(payload)} bytes, less than its 4-byte count")
-        return None
+        return None, None
     (count,) = _COUNT.unpack_from(payload, 0)
-    room = (len(payload) - _COUNT.size) // IO_BYTES
+    dims = reader.shape_dims
+    exact = {d: _COUNT.size + count * st.size for d, st in _IOS.items()}
+    if count > 0 and len(payload) != exact[dims]:
+        other = next((d for d in _IOS if d != dims and len(payload) == exact[d]), None)
+        if other is not None:
+            problems.append(f"the {what} block holds {count} descriptors of {other} dimensions "
+                            f"({_IOS[other].size} bytes each, as ExecuTorch "
+                            f"{'before 1.0' if other == LEGACY_SHAPE_DIMS else '1.0 and later'} writes them), but "
+                            f"{reader.executorch}'s {reader.backend} reads {dims} ({_IOS[dims].size} bytes): it "
+                            f"would misread the shapes and offsets")
+            dims = other
+    st = _IOS[dims]
+    room = (len(payload) - _COUNT.size) // st.size
     if not 0 <= count <= room:
         problems.append(f"the {what} block claims {count} descriptors but holds room for {room} "
                         f"({len(payload)} bytes): the runtime would read past it")
         count = max(0, min(count, room))
     out = []
     for i in range(count):
-        vals = _IO.unpack_from(payload, _COUNT.size + i * IO_BYTES)
-        out.append(VelaIO(tuple(vals[:SHAPE_DIMS]), *vals[SHAPE_DIMS:]))
-    return tuple(out)
+        vals = st.unpack_from(payload, _COUNT.size + i * st.size)
+        out.append(VelaIO(tuple(vals[:dims]), *vals[dims:]))
+    return tuple(out), dims
 
 
-def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | None = None) -> VelaStream:
+def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | None = None,
+              backend: str = BACKEND) -> VelaStream:
     """Read a Vela bin stream of ``size`` bytes through ``read(offset, n)`` (offsets within the blob).
 
     ``file_offset`` is where the blob starts in the program's bytes: ExecuTorch
     refuses a blob whose address is not 16-byte aligned, and a program loaded at
-    an aligned address puts it at that offset. Never raises for what the stream
-    holds: problems are listed in the result.
+    an aligned address puts it at that offset. ``backend``: the delegate's id,
+    whose runtime's rules the stream is checked with (:data:`READERS`; an unknown
+    id is checked as ``EthosUBackend``). Never raises for what the stream holds:
+    problems are listed in the result.
     """
+    reader = READERS.get(backend, READERS[BACKEND])
     problems: list[str] = []
 
     def get(off: int, n: int) -> bytes:
@@ -174,7 +260,7 @@ def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | N
     if size < BLOCK_HEADER_BYTES:
         problems.append(f"the blob is {size} bytes, shorter than one {BLOCK_HEADER_BYTES}-byte block header: "
                         f"the runtime would read before its start looking for the footer")
-        return VelaStream(size, (), problems=tuple(problems))
+        return VelaStream(size, (), problems=tuple(problems), backend=reader.backend)
     if size % STREAM_ALIGNMENT:
         problems.append(f"the blob is {size} bytes, not a multiple of 16: its last block is not 16-byte aligned")
     if not _name(get(0, 16)).startswith(START):
@@ -184,7 +270,7 @@ def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | N
         problems.append(f"the blob's last {BLOCK_HEADER_BYTES} bytes are not the {END!r} footer")
 
     blocks: list[VelaBlock] = []
-    facts: dict = {"inputs": None, "outputs": None}
+    facts: dict = {"inputs": None, "outputs": None, "dims": None}
     external: dict[str, str] = {}
     pos = 0
     while pos < size:
@@ -195,6 +281,8 @@ def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | N
             problems.append(f"a block header at byte {pos} runs past the end of the {size}-byte blob")
             break
         raw_name, bsize, ext, _ = _HEADER.unpack(get(pos, BLOCK_HEADER_BYTES))
+        if not reader.external:
+            ext = 0  # the older reader ignores the 12 bytes after the size
         name = _name(raw_name)
         data_at = pos + BLOCK_HEADER_BYTES
         nxt = data_at + _padded(bsize)
@@ -210,7 +298,7 @@ def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | N
                 problems.append(f"external block {name!r} at byte {pos} holds a {bsize}-byte key, not "
                                 f"{EXTERNAL_KEY_BYTES}: the runtime refuses it")
         blocks.append(VelaBlock(name, pos, bsize, ext == EXTERNAL_REFERENCE, key))
-        kind = next((k for k in READ_BLOCKS if name.startswith(k)), None)
+        kind = next((k for k in reader.blocks if name.startswith(k)), None)
         if key is not None and kind is not None:
             external[kind] = key
         if kind == START:
@@ -220,9 +308,9 @@ def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | N
             facts["command_bytes"] = bsize
             if key is None and bsize < 4:
                 problems.append(f"the command stream is {bsize} bytes, too short for its 4-byte magic")
-            elif key is None and get(data_at, 4) not in COMMAND_MAGICS:
-                problems.append(f"the command stream starts with {get(data_at, 4)!r}, not COP1 or COP2: "
-                                f"the runtime refuses it")
+            elif key is None and get(data_at, 4) not in reader.command_magics:
+                problems.append(f"the command stream starts with {get(data_at, 4)!r}, not "
+                                f"{' or '.join(m.decode() for m in reader.command_magics)}: the runtime refuses it")
         elif kind == "weight_data":
             facts["weight_bytes"] = bsize
         elif kind == "scratch_size":
@@ -236,23 +324,28 @@ def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | N
             if key is not None:
                 problems.append(f"the {kind} block is stored outside the blob: Vela never does that")
             else:
-                facts[kind] = _ios(get(data_at, bsize), kind, problems)
+                facts[kind], dims = _ios(get(data_at, bsize), kind, problems, reader)
+                facts["dims"] = facts["dims"] or dims
         elif kind == END:
             if nxt != size:
                 problems.append(f"{END!r} at byte {pos} is followed by {size - nxt:,} more bytes: the runtime "
                                 f"expects it to end the blob")
             break
+        elif kind == LEGACY_SCRATCH:  # the scratch itself: what ArmBackend's reader takes
+            facts["legacy_scratch_bytes"] = bsize
         elif name.startswith(LEGACY_SCRATCH):
             facts["legacy_scratch_bytes"] = bsize
             problems.append(f"a {LEGACY_SCRATCH!r} block of {bsize:,} bytes: the scratch stored in the program, "
                             f"as ExecuTorch wrote it before 0.7; ExecuTorch 0.7 and later refuse the block "
                             f"(they read 'scratch_size' and take the scratch from the temp allocator)")
         else:
-            problems.append(f"unknown block {name!r} at byte {pos}: the runtime refuses it")
+            problems.append(f"unknown block {name!r} at byte {pos}: the runtime refuses it"
+                            + (f" ({reader.executorch}'s {reader.backend} reads {reader.scratch_block}, "
+                               f"not {name})" if name.startswith("scratch_") else ""))
             break
         pos = nxt
     else:
         problems.append(f"the stream ends without a {END!r} block")
     return VelaStream(size, tuple(blocks), facts.get("command_bytes"), facts.get("weight_bytes"),
                       facts.get("scratch_bytes"), facts.get("legacy_scratch_bytes"), facts["inputs"],
-                      facts["outputs"], external, tuple(problems))
+                      facts["outputs"], external, tuple(problems), reader.backend, facts["dims"])

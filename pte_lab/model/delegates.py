@@ -14,7 +14,10 @@ Backends' blob formats (read from their serializers in the executorch wheel):
   (``backends/xnnpack/serialization/xnnpack_graph_serialize.py``, ``schema.fbs``).
 
 * ``EthosUBackend``: a Vela bin stream (:mod:`pte_lab.format.vela`), checked as ExecuTorch's reader
-  checks it.
+  checks it. ``ArmBackend`` (ExecuTorch 0.2 to 0.5) is the same backend under its older id, with the older
+  layout: the scratch is a ``scratch_data`` block of the blob, and the NPU works in it, in the program's
+  bytes (so the program must be in memory the NPU can write); its compile specs name the target and, where
+  the flow passed them, the system config and memory mode (ExecuTorch 0.2's example passed neither).
 
 What a blob declares about memory (Ethos-U's, read the way ExecuTorch reads them): a program delegated to an NPU carries what the NPU needs in its blob, outside
 the memory plan: ExecuTorch's ``EthosUBackend`` (``backends/arm/runtime``)
@@ -44,7 +47,7 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import PteLabError
 from ..format import RawPlan, RawProgram, ScalarType
 from ..format.blobs import delegate_span, named_data_span, program_reader
-from ..format.vela import BACKEND, VelaIO, VelaStream, read_vela
+from ..format.vela import BACKEND, BACKENDS, LEGACY_BACKEND, VelaIO, VelaStream, read_vela
 from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["BlobUse", "blob_uses", "blob_problem", "DelegateMemory", "DelegatePart", "Blobs", "delegate_memory",
            "MEMORY_MODES", "DELEGATE_COLUMNS", "IOCheck", "io_checks", "io_refusal", "memory_mode_of", "describe_io",
-           "IO_TYPES", "SCRATCH_ALIGNMENT", "TEMP_ALLOCATOR"]
+           "IO_TYPES", "SCRATCH_ALIGNMENT", "TEMP_ALLOCATOR", "IN_BLOB", "NOT_RECORDED"]
 
 XNNPACK_HEADER_MAGIC = b"XH00"
 XNNPACK_GRAPH_IDENTIFIERS = (b"XN01",)
@@ -75,8 +78,8 @@ def _xnnpack_problem(read: Callable[[int, int], bytes], offset: int, size: int) 
             f"nor an XNNPACK graph ({XNNPACK_GRAPH_IDENTIFIERS[0]!r})")
 
 
-def _vela_problem(read: Callable[[int, int], bytes], offset: int, size: int) -> str | None:
-    stream = read_vela(lambda off, n: read(offset + off, n), size, offset)
+def _vela_problem(read: Callable[[int, int], bytes], offset: int, size: int, backend: str = BACKEND) -> str | None:
+    stream = read_vela(lambda off, n: read(offset + off, n), size, offset, backend)
     if stream.ok:
         return None
     more = len(stream.problems) - 1
@@ -84,7 +87,8 @@ def _vela_problem(read: Callable[[int, int], bytes], offset: int, size: int) -> 
 
 
 #: backend id -> the check of a blob's first bytes (backends not listed are not checked)
-BLOB_CHECKS = {"XnnpackBackend": _xnnpack_problem, BACKEND: _vela_problem}
+BLOB_CHECKS = {"XnnpackBackend": _xnnpack_problem, BACKEND: _vela_problem,
+               LEGACY_BACKEND: lambda read, offset, size: _vela_problem(read, offset, size, LEGACY_BACKEND)}
 
 
 class BlobUse:
@@ -144,6 +148,10 @@ def blob_problem(use: BlobUse, read: Callable[[int, int], bytes]) -> str | None:
 SCRATCH_ALIGNMENT = 16
 #: the allocator the runtime takes the scratch from, as every view names it
 TEMP_ALLOCATOR = "temp allocator"
+#: where the scratch is when the blob carries it (a ``scratch_data`` block, before ExecuTorch 0.7)
+IN_BLOB = "the program's bytes (a scratch_data block)"
+#: what is said of a target or memory mode the program does not carry
+NOT_RECORDED = "not recorded by this flow"
 
 #: Vela's memory modes (its ``vela.ini``; ``Dedicated_Sram_384KB`` and the like inherit ``Dedicated_Sram``):
 #: mode -> (where the command stream and weights must be: the NPU reads them in place from the program's
@@ -206,7 +214,16 @@ class DelegateMemory:
     @property
     def reads_blob(self) -> bool:
         """pte_lab knows this backend's blob format."""
-        return self.backend == BACKEND
+        return self.backend in BACKENDS
+
+    @property
+    def settings(self) -> str:
+        """What Vela compiled for, as the views say it: ``ethos-u55-128, Shared_Sram``; for an Ethos-U delegate
+        whose compile specs lack one, that it is not recorded (other backends: what they say, or "")."""
+        if not self.reads_blob:
+            return ", ".join(x for x in (self.target, self.memory_mode) if x)
+        return (f"{self.target or 'target ' + NOT_RECORDED}, "
+                f"{self.memory_mode or 'memory mode ' + NOT_RECORDED}")
 
     def _block_bytes(self, block: str, declared: int | None) -> int | None:
         """A block's bytes: its payload's, or for an external block its named data's (None: nowhere given)."""
@@ -239,7 +256,7 @@ class DelegateMemory:
         if s.scratch_bytes is not None:
             return TEMP_ALLOCATOR
         if s.legacy_scratch_bytes is not None:
-            return "the program's bytes (a scratch_data block)"
+            return IN_BLOB
         return TEMP_ALLOCATOR  # no scratch_size block: the runtime asks the temp allocator for 0 bytes
 
     @property
@@ -281,7 +298,8 @@ class DelegateMemory:
                                     f"the inputs are copied in, the outputs out", scratch))
         elif s.legacy_scratch_bytes is not None:
             out.append(DelegatePart("scratch", s.legacy_scratch_bytes, "delegate blob",
-                                    "the program's bytes (written by ExecuTorch before 0.7)", scratch))
+                                    f"{IN_BLOB}, which the NPU works in at every execute: the program must be in "
+                                    f"memory the NPU can write ({s.written_by}'s layout)", scratch))
         if fast is not None:
             limit = self.fast_scratch_limit
             out.append(DelegatePart("fast scratch", limit,
@@ -336,16 +354,16 @@ class Blobs:
     def delegate(self, plan: RawPlan, i: int, specs: dict) -> DelegateMemory:
         d = plan.delegates[i]
         offset, size = delegate_span(self.raw, d)
-        target, system, mode = memory_mode_of(specs) if d.id == BACKEND else (None, None, None)
+        target, system, mode = memory_mode_of(specs) if d.id in BACKENDS else (None, None, None)
         base = DelegateMemory(plan.name, i, d.id, d.location, offset, size, target, system, mode)
-        if d.id != BACKEND:
+        if d.id not in BACKENDS:
             return base
         if self._read is None:
             return replace(base, unread="the blob was not read: the program was opened from a stream that is "
                                          "gone (open it from a path or bytes)")
         read = self._read
         try:
-            stream = read_vela(lambda off, n: read(offset + off, n), size, offset)
+            stream = read_vela(lambda off, n: read(offset + off, n), size, offset, d.id)
         except PteLabError as exc:
             return replace(base, unread=f"the blob was not read: {exc}")
         ext = tuple((block, key, self.named_bytes(key)) for block, key in stream.external.items())
@@ -357,9 +375,9 @@ def delegate_memory(plan: RawPlan, blobs: Blobs | None, specs: list[dict]) -> li
     out = []
     for i, d in enumerate(plan.delegates):
         if blobs is None:
-            target, system, mode = memory_mode_of(specs[i]) if d.id == BACKEND else (None, None, None)
+            target, system, mode = memory_mode_of(specs[i]) if d.id in BACKENDS else (None, None, None)
             out.append(DelegateMemory(plan.name, i, d.id, d.location, -1, d.size, target, system, mode,
-                                      unread=None if d.id != BACKEND else "the blob was not read: no program "
+                                      unread=None if d.id not in BACKENDS else "the blob was not read: no program "
                                       "bytes were given"))
         else:
             out.append(blobs.delegate(plan, i, specs[i]))
@@ -431,7 +449,7 @@ def io_checks(plan: RawPlan, d: DelegateMemory) -> list[IOCheck]:
     s = d.stream
     if s is None or s.inputs is None or s.outputs is None:
         return []
-    scratch = s.scratch_bytes or 0
+    scratch = d.scratch_bytes or 0
     out = []
     for k, ins in enumerate(plan.instructions):
         if ins.kind != "DelegateCall" or ins.target != d.index:

@@ -405,7 +405,7 @@ def _misplaced(m: "Method"):
 
 
 def _delegate_label(d) -> str:
-    what = ", ".join(x for x in (d.target, d.memory_mode) if x)
+    what = d.settings
     return f"delegate {d.index} ({d.backend}{', ' + what if what else ''})"
 
 

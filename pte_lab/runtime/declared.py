@@ -24,8 +24,9 @@ class DeclaredSizes:
     planned: tuple[tuple[int, str, int], ...]
     #: the largest scratch one delegate call takes from the temp allocator (from the blobs; 0: none declared)
     delegate_scratch: int
-    #: (delegate index, backend, scratch bytes or None where the blob does not say) per delegate
-    delegates: tuple[tuple[int, str, int | None], ...]
+    #: (delegate index, backend, scratch bytes or None where the blob does not say, where the scratch is: the
+    #: temp allocator, or the program's bytes for an older Ethos-U layout) per delegate
+    delegates: tuple[tuple[int, str, int | None, str | None], ...]
     #: why the method pool (and what else only running tells) is not measured
     not_measured: str
 
@@ -38,5 +39,5 @@ class DeclaredSizes:
 def declared_sizes(method, why: str) -> DeclaredSizes:
     """From a :class:`~pte_lab.model.Method`: its planned arenas and its delegates' declared scratch."""
     planned = tuple((a.mem_id, a.device, a.size) for a in method.arenas)
-    delegates = tuple((d.index, d.backend, d.scratch_bytes) for d in method.delegate_memory)
+    delegates = tuple((d.index, d.backend, d.scratch_bytes, d.scratch_from) for d in method.delegate_memory)
     return DeclaredSizes(method.name, planned, method.delegate_temp_bytes, delegates, why)

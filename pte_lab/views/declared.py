@@ -25,10 +25,13 @@ def declared_lines(d) -> list[str]:
     """What the file declares for a method not sized: planned arenas, the temp pool's least size, and what is
     not measured."""
     out = [f"  planned arena {mem_id} ({dev}): {exact_bytes(b)} (file)" for mem_id, dev, b in d.planned]
-    for index, backend, scratch in d.delegates:
+    from ..model.delegates import TEMP_ALLOCATOR
+
+    for index, backend, scratch, where in d.delegates:
         if scratch is not None:
-            out.append(f"  delegate {index} ({backend}) scratch: {exact_bytes(scratch)} from the temp allocator "
-                       f"at every execute (delegate blob)")
+            out.append(f"  delegate {index} ({backend}) scratch: {exact_bytes(scratch)} "
+                       + ("from the temp allocator at every execute" if where == TEMP_ALLOCATOR else
+                          f"in {where}, outside the temp pool") + " (delegate blob)")
     if d.delegate_scratch:
         out.append(f"  temp pool: at least {exact_bytes(d.temp_pool_at_least)} (the largest scratch, at a 16-byte "
                    f"aligned base)")

@@ -135,7 +135,7 @@ def _declared_memory_table(m) -> str:
 
     rows = []
     for mem in m.delegate_memory:
-        said = ", ".join(x for x in (mem.target, mem.memory_mode) if x)
+        said = mem.settings
         for p in mem.parts():
             rows.append([str(mem.index), escape(said), escape(p.part),
                          human_bytes(p.bytes) if p.bytes is not None else "",

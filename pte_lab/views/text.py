@@ -98,7 +98,7 @@ def delegate_lines(d, mem) -> list[str]:
     from ..model.delegates import describe_io
 
     dev = f" -> {d.target_device}" if d.target_device else ""
-    said = ", ".join(x for x in (mem.target, mem.memory_mode) if x)
+    said = mem.settings
     out = [f"delegate {d.index}: {d.backend}{dev} ({human_bytes(d.size)} {d.location}){', ' + said if said else ''}"]
     for p in mem.parts():
         size = f"{exact_bytes(p.bytes)} from the {p.source}" if p.bytes is not None else p.source
