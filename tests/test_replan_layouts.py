@@ -72,6 +72,8 @@ def _layouts(out: Path) -> dict[str, Path]:
     paths["inline_constants"] = out / "inline_constants.pte"
     paths["inline_constants"].write_bytes(bytes(_program_to_flatbuffer(pf.program).data))
     paths["external"] = Path(examples.save("external", out / "external.pte"))
+    paths["bundled"] = out / "bundled.bpte"
+    paths["bundled"].write_bytes(examples.build("bundled"))
     return paths
 
 
@@ -90,7 +92,7 @@ def _where(p) -> tuple:
 
 
 @pytest.mark.parametrize("name", ["inline_delegate", "inline_delegate_named_data", "flat", "inline_constants",
-                                  "external"])
+                                  "external", "bundled"])
 def test_replan_writes_each_layout_back_as_it_was(layouts, name, tmp_path):
     src = layouts[name]
     old = pte_lab.open(src)
@@ -135,6 +137,19 @@ def test_cli_replan_of_a_program_with_a_ptd_verifies_with_it(layouts, tmp_path, 
     out = capsys.readouterr().out
     assert "its external data is not rewritten" in out and "verify forward: bit-identical" in out
     assert ptd.read_bytes() == before
+
+
+def test_a_bundled_program_is_written_back_bundled_with_its_test_suites(layouts, tmp_path):
+    src = layouts["bundled"]
+    out = planning.replan(src, "first_fit", smaller_only=False).write(tmp_path / "o.bpte")
+    old, new = pte_lab.open(src), pte_lab.open(out)
+    assert new.raw.bundled is not None and new.raw.bundled.suites == old.raw.bundled.suites
+    assert all(v.identical for v in planning.verify(src, out, runs=2))
+    passed = []
+    for path in (src, out):
+        with pte_lab.load(path) as prog:
+            passed.append(list(prog.run_bundled_tests().passed))
+    assert passed[0] == passed[1] and any(passed[1])
 
 
 def _fake(extended=True, inline_constants=0, delegates=(("segment", 64),)):

@@ -139,6 +139,13 @@ class Replan:
         that everything but offsets and sizes is unchanged and that the plan
         validator passes; raises otherwise (nothing is left at ``path``).
 
+        The program keeps its layout (:func:`written_layout`): delegate data
+        inline or in segments, the flatbuffer alone when it had no extended
+        header, constants inline or in their segment, named data; a ``.ptd`` it
+        reads is not rewritten; a bundled program is written back bundled, with
+        its test suites. A layout ExecuTorch's serializer cannot reproduce is
+        refused, naming the part.
+
         ``allow_overlaps=True`` writes a plan whose live tensors overlap (the
         validator's conflicts), to watch what goes wrong (``verify`` catches it;
         ``pte_lab.load`` runs such a file in a worker process): an experiment,
@@ -157,7 +164,8 @@ class Replan:
         layout = written_layout(self.original)
         if layout.unwritable:
             raise PlanningError(f"cannot write {os.fspath(path)}: {layout.unwritable}; nothing was written")
-        pf = deserialize_pte_binary(data)
+        span = self.original.raw.program_span if self.original.raw.bundled is not None else None
+        pf = deserialize_pte_binary(data[span[0]:span[0] + span[1]] if span else data)
         by_method = {}
         for a in self.arenas:
             by_method.setdefault(a.method, []).append(a)
@@ -171,6 +179,8 @@ class Replan:
                     info.memory_offset_high = off >> 32
                 plan.non_const_buffer_sizes[a.mem_id] = a.after
         out = _serialize(pf, layout)
+        if span:  # the program goes back into its bundled program, the test suites as they were
+            out = _rebundle(data, out)
         try:
             self._check_written(out, allow_overlaps)
         except PlanningError as exc:
@@ -309,6 +319,16 @@ def _serialize(pf, layout: WrittenLayout) -> bytes:
     return bytes(serialize_pte_binary(pf, extract_delegate_segments=layout.delegate_segments,
                                       constant_tensor_alignment=layout.constant_alignment,
                                       delegate_alignment=layout.delegate_alignment, **kw))
+
+
+def _rebundle(bundled: bytes, program: bytes) -> bytes:
+    """The bundled program ``bundled`` with ``program`` in place of its own (ExecuTorch's devtools serializer)."""
+    from executorch.devtools.bundled_program.serialize import (_bundled_program_schema_to_flatbuffer,
+                                                               deserialize_from_flatbuffer_to_bundled_program)
+
+    bp = deserialize_from_flatbuffer_to_bundled_program(bundled)
+    bp.program = program
+    return _bundled_program_schema_to_flatbuffer(bp)
 
 
 def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None,
