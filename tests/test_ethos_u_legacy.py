@@ -112,7 +112,8 @@ def _shipped_scratch(name: str) -> list[int]:
     return [d.scratch_bytes for d in pte_lab.open(DATA / name).delegate_memory()]
 
 
-@pytest.mark.parametrize("case, src", [("shared", "u55_128_shared_sram.pte"), ("split", "u55_128_shared_sram_split.pte")])
+@pytest.mark.parametrize("case, src", [("shared", "u55_128_shared_sram.pte"),
+                                       ("split", "u55_128_shared_sram_split.pte")])
 def test_an_arm_backend_program_shows_its_scratch_target_and_mode(legacy, case, src):
     pte = pte_lab.open(legacy[case])
     rows = pte.delegates
@@ -195,6 +196,26 @@ def test_each_runtime_reads_only_its_own_layout(legacy):
     assert "ArmBackend reads scratch_data, not scratch_size" in new.problem
     warned = [w.kind for w in pte_lab.open(legacy["arm_new_layout"]).warnings()]
     assert "delegate_blob_format" in warned
+
+
+@pytest.mark.slow
+def test_executorchs_own_script_misses_the_older_scratch_and_pte_lab_reads_it(legacy):
+    """backends/arm/scripts/get_ethosu_scratch_from_pte.py (1.5) looks for scratch_size blocks only."""
+    import re
+    import subprocess
+    import sys
+
+    import executorch
+
+    script = Path(list(executorch.__path__)[0]) / "backends/arm/scripts/get_ethosu_scratch_from_pte.py"
+    code = (f"import runpy, sys; f = runpy.run_path({str(script)!r})['get_scratch_from_pte']\n"
+            f"for p in sys.argv[1:]: print('RESULT', f(p))")
+    shipped = DATA / "u55_128_shared_sram.pte"
+    out = subprocess.run([sys.executable, "-c", code, str(shipped), str(legacy["shared"])], capture_output=True,
+                         text=True, timeout=300)
+    (n,) = _shipped_scratch("u55_128_shared_sram.pte")
+    assert re.findall(r"RESULT (\w+)", out.stdout) == [str(n), "None"], out.stdout + out.stderr[-2000:]
+    assert pte_lab.open(legacy["shared"]).delegate_memory()[0].scratch_bytes == n
 
 
 def _read(blob: bytes, backend: str = "ArmBackend"):

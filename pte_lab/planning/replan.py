@@ -165,7 +165,11 @@ class Replan:
         if layout.unwritable:
             raise PlanningError(f"cannot write {os.fspath(path)}: {layout.unwritable}; nothing was written")
         span = self.original.raw.program_span if self.original.raw.bundled is not None else None
-        pf = deserialize_pte_binary(data[span[0]:span[0] + span[1]] if span else data)
+        try:
+            pf = deserialize_pte_binary(data[span[0]:span[0] + span[1]] if span else data)
+        except Exception as exc:  # a file pte_lab reads but ExecuTorch's serializer cannot: say so, in one line
+            raise PlanningError(f"cannot write {os.fspath(path)}: ExecuTorch's serializer cannot read the "
+                                f"program back ({_one_line(exc)}); nothing was written") from None
         by_method = {}
         for a in self.arenas:
             by_method.setdefault(a.method, []).append(a)
@@ -178,9 +182,13 @@ class Replan:
                     info.memory_offset_low = off & 0xFFFFFFFF
                     info.memory_offset_high = off >> 32
                 plan.non_const_buffer_sizes[a.mem_id] = a.after
-        out = _serialize(pf, layout)
-        if span:  # the program goes back into its bundled program, the test suites as they were
-            out = _rebundle(data, out)
+        try:
+            out = _serialize(pf, layout)
+            if span:  # the program goes back into its bundled program, the test suites as they were
+                out = _rebundle(data, out)
+        except Exception as exc:
+            raise PlanningError(f"cannot write {os.fspath(path)}: ExecuTorch's serializer failed "
+                                f"({_one_line(exc)}); nothing was written") from None
         try:
             self._check_written(out, allow_overlaps)
         except PlanningError as exc:
@@ -229,6 +237,11 @@ class Replan:
     def _repr_html_(self) -> str:
         return (f"<b>Replan with {self.algorithm}</b>" + self.table().to_html(index=False)
                 + "<b>per method</b>" + self.by_method().to_html())
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception from ExecuTorch's serializer as a short line: its type and first 300 characters."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
 
 
 def _segments_change(old: list, new: list) -> str:
