@@ -265,6 +265,9 @@ def run_all_html(pte, emulate: bool = True) -> str:
             lines.append(f"<div>✔ <b>{escape(r.method)}</b> ran: outputs {escape(shapes)}</div>")
         else:
             lines.append(f"<div>✖ <b>{escape(r.method)}</b>: {escape(r.error)}</div>")
+        if r.defaulted:
+            lines.append(f"<div style='margin-left:1.5em'><i>scalar inputs given a value (the file's, else 0, "
+                         f"0.0, false): {escape('; '.join(r.defaulted))}</i></div>")
     from .runtime.program import HOST_BYTES_NOTE
 
     return ("".join(lines) + "<b>memory: predicted vs measured</b>"
