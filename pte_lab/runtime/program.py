@@ -23,7 +23,7 @@ from ..errors import (
 from ..format import mem_id_of
 from ..model import Pte
 from ..model.findings import REFUSED_BY_RUNTIME, shared_arenas_message, sharing_host_methods
-from ..units import human_bytes
+from ..units import count, human_bytes
 from .checked import checked
 from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
@@ -373,7 +373,7 @@ class LabProgram:
                 want = [_torch_value(v) for v in expected]
                 ok, worst, why = len(outs) == len(want), 0.0, ""
                 if not ok:
-                    why = f"{len(outs)} outputs, {len(want)} expected"
+                    why = f"{count(len(outs), 'output')}, {len(want):,} expected"
                 for o, e in zip(outs, want):
                     if isinstance(e, torch.Tensor):
                         if not isinstance(o, torch.Tensor) or o.shape != e.shape:
