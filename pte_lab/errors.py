@@ -60,7 +60,9 @@ class DeviceAllocationError(PteLabError, RuntimeError):
 
 
 class BackendUnavailableError(PteLabError, RuntimeError):
-    """A method delegates to a backend this ExecuTorch build does not register."""
+    """A method delegates to a backend this ExecuTorch build does not register, or registers but cannot use
+    on this machine (its own library is missing: ``is_available()`` is false). Found before ``load_method``;
+    ``registered`` lists the backends usable here."""
 
     def __init__(self, message: str, *, method: str, backend: str, registered: list[str]):
         super().__init__(message)
