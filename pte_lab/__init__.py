@@ -23,6 +23,7 @@ from .errors import (
     ExecuTorchError,
     MemoryBudgetError,
     NativeBuildError,
+    NotAProgramError,
     OperatorMissingError,
     PteFormatError,
     PteLabError,
@@ -34,7 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "open", "load", "sizes", "diff", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
-    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError",
+    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError",
     "__version__",
 ]
 

@@ -172,10 +172,12 @@ def _sizes(args) -> int:
     verify = args.verify or args.example_runner is not None
     s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines())
     if args.example_runner is not None:
-        from .views.example_runner import write_example_runner
+        from .views.example_runner import left_out, write_example_runner
 
         for path in write_example_runner(s, args.example_runner, args.method):
             print(path)
+        for name, why in left_out(s, args.method).items():
+            print(f"not in the example: method {name!r}: {why}")
         print(f"build: {os.path.join(args.example_runner, 'build.sh')}; run: "
               f"{os.path.join(args.example_runner, 'runner')} {args.file}"
               + (f" --data {args.data}" if args.data else ""))

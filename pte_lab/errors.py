@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "PteLabError", "PteFormatError", "NativeBuildError", "DeviceAllocationError",
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
-    "OperatorMissingError",
+    "OperatorMissingError", "NotAProgramError",
 ]
 
 
@@ -19,6 +19,19 @@ class PteFormatError(PteLabError, ValueError):
     The message names what is wrong and where (a byte offset or a field path
     such as ``program.execution_plan[0].values[12]``).
     """
+
+
+class NotAProgramError(PteFormatError):
+    """The file is something else than the program expected (a ZIP archive, a ``.ptd``, an ETDump, a
+    TensorFlow Lite or ONNX model...): the message says what it is and what to do instead.
+
+    ``kind`` names what it is (see :data:`pte_lab.format.mixups.MIXUPS`; ``"unknown"`` when pte_lab
+    does not recognise it).
+    """
+
+    def __init__(self, message: str, *, kind: str):
+        super().__init__(message)
+        self.kind = kind
 
 
 class NativeBuildError(PteLabError, RuntimeError):
@@ -47,7 +60,9 @@ class DeviceAllocationError(PteLabError, RuntimeError):
 
 
 class BackendUnavailableError(PteLabError, RuntimeError):
-    """A method delegates to a backend this ExecuTorch build does not register."""
+    """A method delegates to a backend this ExecuTorch build does not register, or registers but cannot use
+    on this machine (its own library is missing: ``is_available()`` is false). Found before ``load_method``;
+    ``registered`` lists the backends usable here."""
 
     def __init__(self, message: str, *, method: str, backend: str, registered: list[str]):
         super().__init__(message)

@@ -24,6 +24,7 @@ from html import escape
 import ipywidgets as W
 import numpy as np
 
+from .model.dtypes import short_shape
 from .units import count, human_bytes
 
 __all__ = ["explore", "Explorer"]
@@ -143,12 +144,12 @@ class Explorer(W.VBox):
     def __repr__(self) -> str:  # the text a saved notebook shows in place of the widget
         where = "" if self.arena_dd.value is None else f", arena {self.arena_dd.value}, instruction {self.slider.value}"
         return (f"<Explorer of {os.path.basename(self.pte.path or '<bytes>')}: method {self.method_dd.value!r}"
-                f"{where}: {len(self.highlighted)} tensors alive>")
+                f"{where}: {count(len(self.highlighted), 'tensor')} alive>")
 
     # ---------------------------------------------------------------- parts
     def _header(self) -> str:
         p = self.pte
-        return (f"<b>{escape(p.path or '<bytes>')}</b> &middot; {len(p.methods)} methods &middot; "
+        return (f"<b>{escape(p.path or '<bytes>')}</b> &middot; {count(len(p.methods), 'method')} &middot; "
                 f"{human_bytes(p.file_size)}")
 
     @property
@@ -193,10 +194,7 @@ class Explorer(W.VBox):
         self.image.value = c.render(t, pick_idx)
         self.highlighted = {c.tensors[i].value for i in idx}
         live = sorted((c.tensors[i] for i in idx), key=lambda t: t.offset)
-        # a view's op names its base's operator too; the list keeps it short ("view of v186")
-        self.live_list.options = [(f"v{x.value} {(x.op or x.role).split(' (')[0]} {list(x.shape)} "
-                                   f"{human_bytes(x.nbytes)} @ {x.offset:,}" + (f" {x.name}" if x.name else ""),
-                                   x.value) for x in live]
+        self.live_list.options = [(live_label(x), x.value) for x in live]
         if picked in self.highlighted:
             self.live_list.value = picked
         occ = int(self.method.occupancy(self.arena_dd.value)[t + 1])
@@ -253,6 +251,28 @@ class Explorer(W.VBox):
             self.run_button.disabled = False
 
 
+#: characters of an "alive" option that fit the 430 px list beside its label; the browser cuts a longer one at
+#: the edge, wherever that falls (``@ 98,`` in mid-number)
+LIVE_LABEL_CHARS = 46
+
+
+def live_label(t, limit: int = LIVE_LABEL_CHARS) -> str:
+    """One "alive" option: value, shape, bytes, offset, writer, name, as many whole items as fit in ``limit``
+    characters, then "…" (a pick shows the tensor in full beside the list). Never cut inside an item."""
+    items = [f"v{t.value}", short_shape(t.shape), human_bytes(t.nbytes), f"@ {t.offset:,}",
+             # a view's op names its base's operator too; the list keeps it short ("view of v186")
+             (t.op or t.role).split(" (")[0], t.name or ""]
+    items = [i for i in items if i]
+    if len(" ".join(items)) <= limit:
+        return " ".join(items)
+    out = items[0]
+    for item in items[1:]:
+        if len(out) + 1 + len(item) + 2 > limit:
+            break
+        out += " " + item
+    return out + " …"
+
+
 def run_all_html(pte, emulate: bool = True) -> str:
     """:func:`pte_lab.runtime.run_all` on the program's file, as the explorer shows it."""
     from .runtime import run_all
@@ -265,6 +285,9 @@ def run_all_html(pte, emulate: bool = True) -> str:
             lines.append(f"<div>✔ <b>{escape(r.method)}</b> ran: outputs {escape(shapes)}</div>")
         else:
             lines.append(f"<div>✖ <b>{escape(r.method)}</b>: {escape(r.error)}</div>")
+        if r.defaulted:
+            lines.append(f"<div style='margin-left:1.5em'><i>scalar inputs given a value (the file's, else 0, "
+                         f"0.0, false): {escape('; '.join(r.defaulted))}</i></div>")
     from .runtime.program import HOST_BYTES_NOTE
 
     return ("".join(lines) + "<b>memory: predicted vs measured</b>"

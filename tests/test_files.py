@@ -453,3 +453,29 @@ def test_a_file_with_overlapping_live_tensors_runs_in_a_worker_by_default(progra
         prog.load_method("forward")(torch.randn(4, 32))
     with pte_lab.load(src) as prog:
         assert not prog.isolated  # a clean file runs in this process
+
+
+def test_a_backend_registered_but_unavailable_is_refused_before_load_method(program_path, tmp_path):
+    """ExecuTorch 1.5's wheel registers OpenvinoBackend but, without OpenVINO's library, load_method fails
+    with NotFound (0x20): pte_lab names the backend first, as for any backend this runtime lacks."""
+    from executorch.runtime import Runtime
+
+    from pte_lab import BackendUnavailableError
+
+    registry = Runtime.get().backend_registry
+    if "OpenvinoBackend" not in registry.registered_backend_names or registry.is_available("OpenvinoBackend"):
+        pytest.skip("this ExecuTorch build has no unusable OpenvinoBackend")
+    pte = deser.deserialize_pte_binary(program_path("xnnpack").read_bytes())
+    for plan in pte.program.execution_plan:
+        for d in plan.delegates:
+            d.id = "OpenvinoBackend"
+    path = tmp_path / "openvino.pte"
+    path.write_bytes(bytes(deser.serialize_pte_binary(pte)))
+    for isolate in (False, True):
+        with pte_lab.load(path, isolate=isolate) as prog:
+            with pytest.raises(BackendUnavailableError) as exc:
+                prog.load_method("forward")
+        e = exc.value
+        assert e.backend == "OpenvinoBackend" and e.method == "forward"
+        assert "OpenvinoBackend" not in e.registered and "XnnpackBackend" in e.registered
+        assert "registers but cannot use on this machine" in str(e)

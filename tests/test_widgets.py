@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 import pte_lab  # noqa: E402
+from pte_lab.units import count  # noqa: E402
 
 
 def _live(method, mem_id, t):
@@ -31,7 +32,7 @@ def test_slider_highlights_exactly_the_live_tensors(program_path):
     # a saved notebook's text in place of the widget: short, and it says where the slider stands
     text = e._repr_mimebundle_()["text/plain"]
     assert text == f"<Explorer of transformer.pte: method 'forward', arena 1, instruction {e.slider.value}: " \
-                   f"{len(e.highlighted)} tensors alive>"
+                   f"{count(len(e.highlighted), 'tensor')} alive>"
 
 
 def test_method_and_arena_pickers_and_details(program_path):
@@ -65,3 +66,38 @@ def test_load_and_run_in_the_background(program_path):
     out = e.run_output.value
     assert "forward2</b> ran" in out and "forward</b> ran" in out
     assert "emulated" in out and "predicted_bytes" in out
+
+
+def test_alive_list_shows_whole_items_only(program_path):
+    """The 'alive' list never ends in mid-number (``@ 98,``): each option is whole items, then "…"."""
+    import re
+
+    from pte_lab.model.dtypes import short_shape
+    from pte_lab.units import human_bytes
+    from pte_lab.widgets import LIVE_LABEL_CHARS, live_label
+
+    e = pte_lab.explore(program_path("transformer"))
+    m = e.method
+    by_value = {t.value: t for t in m.planned}
+    cut = 0
+    for t in range(-1, m.n_instructions + 1, 5):
+        e.slider.value = t
+        for label, v in e.live_list.options:
+            x = by_value[v]
+            assert len(label) <= LIVE_LABEL_CHARS
+            full = " ".join(i for i in [f"v{v}", short_shape(x.shape), human_bytes(x.nbytes), f"@ {x.offset:,}",
+                                        (x.op or x.role).split(" (")[0], x.name or ""] if i)
+            if label != full:
+                cut += 1
+                assert label.endswith(" …")
+                kept = label[:-2]
+                assert full.startswith(kept) and full[len(kept)] == " "  # cut between items, never inside one
+            offset = re.search(r"@ ([\d,]+)", label)
+            assert offset is None or offset.group(1) == f"{x.offset:,}"
+    assert cut  # the transformer's labels are longer than the list is wide: some are shortened
+    assert live_label(by_value[next(iter(by_value))], limit=1000).startswith("v")
+
+
+def test_counts_are_singular_for_one(program_path):
+    e = pte_lab.explore(program_path("portable"))
+    assert "1 method &middot;" in e._header() and "1 methods" not in e._header()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NativeBuildError, PteLabError
-from ..units import human_bytes
+from ..units import count, human_bytes
 
 #: the first line of a bundle's MANIFEST.txt: how a folder is known to be one (and may be replaced)
 MANIFEST_HEAD = "pte_lab before/after bundle"
@@ -61,7 +61,7 @@ class Bundle:
 
     def summary(self) -> str:
         width = max(len(p) for p, _, _ in self.files)
-        lines = [f"bundle {self.path}: {len(self.files)} files, {human_bytes(self.total_bytes)} "
+        lines = [f"bundle {self.path}: {count(len(self.files), 'file')}, {human_bytes(self.total_bytes)} "
                  f"({self.total_bytes:,} bytes)"]
         lines += [f"  {p:<{width}}  {human_bytes(n):>10}  {what}" for p, n, what in self.files]
         if self.requires:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cache import cache_dir
-from ..units import human_bytes
+from ..units import count, human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -95,7 +95,7 @@ class RuntimeResult:
         return f"{self.label} ({self.executorch_version or '?'})"
 
     def __repr__(self) -> str:
-        what = f"failed: {self.failure}" if self.failure else f"{len(self.steps)} steps"
+        what = f"failed: {self.failure}" if self.failure else count(len(self.steps), "step")
         return f"<RuntimeResult {self.label}: executorch {self.executorch_version or '?'}, {what}>"
 
 

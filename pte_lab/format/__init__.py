@@ -15,9 +15,11 @@ from typing import BinaryIO, Union
 from ..errors import PteFormatError
 from . import bundled as _bundled
 from . import flat_tensor as _flat_tensor
+from . import mixups
 from .bundled import RawBundled, decode_bundled
 from .flat_tensor import RawData, decode_data, parse_data_header
-from .header import HEAD_BYTES, Header, parse_header
+from .header import HEAD_BYTES, SUPPORTED_IDENTIFIERS, Header, parse_header
+from .mixups import MIXUPS
 from .program import RawPlan, RawProgram, RawTensor, RawValue, decode_program
 from .schema import (
     TENSOR_ALIGNMENT,
@@ -118,6 +120,17 @@ class _Opened:
             return self.mv
         return _read_exact(self.f, self.size, "file", self._head)
 
+    def check_is(self, identifiers: tuple[bytes, ...], expected: str) -> None:
+        """Raise :class:`~pte_lab.NotAProgramError` naming what the file is when bytes 4..8 are none of
+        ``identifiers`` and it is a file often given by mistake (:mod:`pte_lab.format.mixups`)."""
+        head = self.head(8)
+        if head[4:8] in identifiers or (head[4:6] == b"ET" and head[6:8].isdigit()):
+            return  # the file's own kind (or another schema version: the header names it)
+        found = mixups.recognise(self.head(mixups.HEAD_BYTES), self.size,
+                                 mixups.zip_source(self.path, self.mv, getattr(self, "f", None)))
+        if found is not None and not (expected == ".ptd" and found.kind == "ptd"):
+            raise found.error(expected)
+
     def __enter__(self):
         return self
 
@@ -140,9 +153,10 @@ def read(source: Source) -> tuple[RawProgram, str | None]:
     """
     with _Opened(source) as o:
         kind = KINDS.get(o.head(8)[4:8], "program")
-        if kind == "data":
-            raise PteFormatError("this is a .ptd data file (FlatTensor, b'FT01'), not a program: "
-                                 "open it with pte_lab.open, or pass it as data= with its program")
+        if kind == "program":
+            o.check_is(SUPPORTED_IDENTIFIERS, ".pte")
+        elif kind == "data":
+            raise MIXUPS["ptd"].error()
         if kind == "bundled":
             whole = o.whole()
             bundle = decode_bundled(whole)
@@ -163,5 +177,6 @@ def read(source: Source) -> tuple[RawProgram, str | None]:
 def read_data(source: Source) -> tuple[RawData, str | None]:
     """Read a ``.ptd`` data file's header and tables (never its tensor bytes)."""
     with _Opened(source) as o:
+        o.check_is((_flat_tensor.IDENTIFIER,), ".ptd")
         header = parse_data_header(o.head(_flat_tensor.HEAD_BYTES), o.size)
         return decode_data(o.prefix(header.flatbuffer_end, "flatbuffer"), header), o.path

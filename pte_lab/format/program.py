@@ -53,6 +53,9 @@ class RawValue:
     tensor: RawTensor | None = None
     #: value indices for TensorList / OptionalTensorList (-1: none)
     items: tuple[int, ...] = ()
+    #: the value an Int, Bool or Double method input holds in the file (read for method inputs only; the
+    #: runtime's set_input takes only that value for such an input); None otherwise
+    scalar: int | float | bool | None = None
 
 
 @dataclass(slots=True)
@@ -296,6 +299,11 @@ def _decode_tensor(t: Table) -> RawTensor:
     return rt
 
 
+#: EValue kinds a method input may be besides tensors -> the type of their table's one field (Int { int_val:
+#: long }, Bool { bool_val: bool }, Double { double_val: double })
+_SCALAR_INPUTS = {"Int": "int64", "Bool": "bool", "Double": "float64"}
+
+
 def _decode_value(v: Table, n_values: int) -> RawValue:
     """One EValue; only tensors and tensor lists matter for memory: other values' tables are not read."""
     tag = v.scalar(0, "uint8")
@@ -346,6 +354,11 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
         return _ints(arr)
 
     inputs = indices(3, "inputs")
+    for i in inputs:  # a scalar input's value, from its table (other values' tables are never read)
+        kind = _SCALAR_INPUTS.get(values[i].kind)
+        if kind is not None and values[i].scalar is None:
+            val = values_vec[i].table(1, "val")
+            values[i].scalar = val.scalar(0, kind, {"bool": False, "float64": 0.0}.get(kind, 0))
     outputs = indices(4, "outputs")
     operators = [(o.string(0, "name", ""), o.string(1, "overload", "")) for o in plan.tables(6, "operators")]
     delegates = _decode_delegates(plan, prog, where)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..format import RawBundled
+from ..units import count
 from .dtypes import nbytes, scalar_type
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,5 +99,5 @@ class Bundled:
                             columns=["method", "cases", "inputs", "expected_outputs"])
 
     def __repr__(self) -> str:
-        return (f"<Bundled: {len(self.suites)} test suites, "
-                f"{sum(s.cases for s in self.suites)} cases, program {self.program_bytes:,} bytes>")
+        return (f"<Bundled: {count(len(self.suites), 'test suite')}, "
+                f"{count(sum(s.cases for s in self.suites), 'case')}, program {self.program_bytes:,} bytes>")

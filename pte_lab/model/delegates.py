@@ -48,6 +48,7 @@ from ..errors import PteLabError
 from ..format import RawPlan, RawProgram, ScalarType
 from ..format.blobs import delegate_span, named_data_span, program_reader
 from ..format.vela import BACKEND, BACKENDS, LEGACY_BACKEND, VelaIO, VelaStream, read_vela
+from ..units import count as plural
 from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -419,7 +420,8 @@ def io_refusal(direction: str, scalar_type: int | None, count: int, nbytes: int,
             return (f"its {nbytes:,} bytes copied to scratch offset {io.offset:,} end past the {scratch:,}-byte "
                     f"scratch: the backend would write outside it")
         if count != io.count:
-            return f"the tensor has {count:,} elements but Vela's descriptor {list(io.shape)} has {io.count:,}"
+            return (f"the tensor has {plural(count, 'element')} but Vela's descriptor {list(io.shape)} has "
+                    f"{io.count:,}")
         return None
     if io.offset < 0 or io.offset + io.nbytes > scratch:
         return (f"Vela's {io.nbytes:,} bytes at scratch offset {io.offset:,} end past the {scratch:,}-byte scratch: "
@@ -434,7 +436,7 @@ def io_refusal(direction: str, scalar_type: int | None, count: int, nbytes: int,
         chunks *= d or 1
     vela_chunk = (io.shape[-1] or 1) * io.elem_size
     if chunks == 0 or nbytes % chunks:
-        return f"the tensor's {nbytes:,} bytes do not split into Vela's {chunks:,} rows"
+        return f"the tensor's {plural(nbytes, 'byte')} do not split into Vela's {plural(chunks, 'row')}"
     chunk = nbytes // chunks
     if vela_chunk < chunk and not (chunk == 2 * vela_chunk and io.elem_size == 1 and scalar_type == ScalarType.CHAR):
         return (f"the tensor's rows of {chunk:,} bytes are larger than Vela's {vela_chunk:,} and are not packed "
@@ -460,8 +462,8 @@ def io_checks(plan: RawPlan, d: DelegateMemory) -> list[IOCheck]:
                 at = base + pos
                 if at >= len(args):
                     out.append(IOCheck(d.index, k, direction, pos, None, None, None, None, io,
-                                       f"the call passes {len(args)} arguments, but Vela describes "
-                                       f"{len(s.inputs)} inputs and {len(s.outputs)} outputs"))
+                                       f"the call passes {plural(len(args), 'argument')}, but Vela describes "
+                                       f"{plural(len(s.inputs), 'input')} and {plural(len(s.outputs), 'output')}"))
                     continue
                 v = args[at]
                 val = plan.values[v]

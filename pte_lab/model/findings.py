@@ -298,8 +298,8 @@ def _argument_problems(plan, ins, i: int, op: str, schema: dict) -> list[str]:
     else:
         params.append(("the returned value", "?"))
     if len(ins.args) != len(params):
-        return [f"instruction {i} ({op}) names {len(ins.args)} values where its schema takes {len(params) - 1} "
-                f"arguments and a return"]
+        return [f"instruction {i} ({op}) names {count(len(ins.args), 'value')} where its schema takes "
+                f"{count(len(params) - 1, 'argument')} and a return"]
     out = []
     for (name, type_), v in zip(params, ins.args):
         kinds = _accepts(type_)
@@ -454,7 +454,8 @@ def method_findings(m: "Method") -> list[Finding]:
         devs = sorted(set(m.analysis.columns["device"][in_host].tolist()))
         out.append(Finding(
             Kind.DEVICE_TAG_IN_HOST_ARENA, m.name,
-            f"{len(in_host)} tensors tagged for {', '.join(devs)} are planned in host arenas "
+            f"{count(len(in_host), 'tensor')} tagged for {', '.join(devs)} {'is' if len(in_host) == 1 else 'are'} "
+            f"planned in host arenas "
             f"(what enable_non_cpu_memory_planning=False produces): a device backend receives "
             f"host pointers for them", {"values": m.analysis.columns["value"][in_host].tolist()}))
     if len(on_dev):
@@ -495,8 +496,8 @@ def method_findings(m: "Method") -> list[Finding]:
     unplanned = [s for s in m.inputs + m.outputs if s.kind == "Tensor" and not s.planned]
     if unplanned:
         out.append(Finding(Kind.UNPLANNED_IO, m.name,
-                           f"{len(unplanned)} inputs/outputs are not planned: the caller provides "
-                           f"their memory", {"values": [s.value for s in unplanned]}))
+                           f"{count(len(unplanned), 'input/output', 'inputs/outputs')} "
+                           f"{'is' if len(unplanned) == 1 else 'are'} not planned: the caller provides their memory", {"values": [s.value for s in unplanned]}))
     return out + delegate_memory_findings(m) + m.validate()
 
 
@@ -526,7 +527,7 @@ def program_findings(p: "Pte", schemas: dict | None = None) -> list[Finding]:
         data = getattr(p, "data", None)
         if data is None:
             out.append(Finding(Kind.EXTERNAL_DATA, None,
-                               f"{len(keys)} constants live in an external .ptd file: "
+                               f"{count(len(keys), 'constant')} {'lives' if len(keys) == 1 else 'live'} in an external .ptd file: "
                                f"pass it as data_path when loading", {"keys": keys}))
         else:
             have = set(data.keys)
@@ -535,12 +536,12 @@ def program_findings(p: "Pte", schemas: dict | None = None) -> list[Finding]:
             if missing:
                 shown = first_few(map(repr, missing), 5)
                 out.append(Finding(Kind.EXTERNAL_DATA_MISSING, None,
-                                   f"{name} lacks {len(missing)} of the {len(keys)} keys the program needs ({shown}): "
+                                   f"{name} lacks {len(missing):,} of the {count(len(keys), 'key')} the program needs ({shown}): "
                                    f"loading a method that uses them fails", {"missing": missing}))
             else:
                 per = p.external_bytes_by_method()
                 out.append(Finding(Kind.EXTERNAL_DATA, None,
-                                   f"{name} has all {len(keys)} keys the program needs; "
+                                   f"{name} has {'the one key' if len(keys) == 1 else f'all {len(keys):,} keys'} the program needs; "
                                    + ", ".join(f"{m} maps {human_bytes(b)}" for m, b in per.items()),
                                    {"keys": keys, "bytes_by_method": per}))
     inline = getattr(p, "inline_constant_bytes", 0)

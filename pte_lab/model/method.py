@@ -50,6 +50,8 @@ class IOSpec:
     offset: int | None = None
     device: str = "cpu"
     dynamic: bool = False
+    #: an Int, Bool or Double input's value in the file (the only one ExecuTorch's set_input takes)
+    scalar: int | float | bool | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ class Method:
         for pos, v in enumerate(indices):
             val = self._raw.values[v]
             if val.tensor is None:
-                out.append(IOSpec(pos, v, val.kind))
+                out.append(IOSpec(pos, v, val.kind, scalar=val.scalar))
                 continue
             t, dtype, nb = tensor_meta(self._raw, v)
             out.append(IOSpec(pos, v, "Tensor", dtype, t.sizes, nb, t.mem_id is not None,

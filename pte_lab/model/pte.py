@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..errors import PteFormatError
 from ..format import RawProgram, Source, TensorDataLocation, read
+from ..units import count
 from .bulk import paused_gc
 from .bundled import Bundled
 from .delegates import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
@@ -292,7 +293,7 @@ class Pte:
         try:
             return pte_text(self)
         except PteFormatError as exc:
-            return f"<Pte {self.path or '<bytes>'}: {len(self.methods)} methods; unreadable: {exc}>"
+            return f"<Pte {self.path or '<bytes>'}: {count(len(self.methods), 'method')}; unreadable: {exc}>"
 
 
 def open_pte(source: Source, data: "Source | DataFile | None" = None) -> Pte:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from ..units import count
+
 __all__ = ["verify", "Verification", "same_bits", "not_finite"]
 
 
@@ -103,7 +105,7 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None, dat
             for r, inputs in enumerate(call_sequence(plan, runs, seed=seed)):
                 oa = ma(*[x.clone() for x in inputs])
                 ob = mb(*[x.clone() for x in inputs])
-                why = (f"{len(oa)} outputs against {len(ob)}" if len(oa) != len(ob) else
+                why = (f"{count(len(oa), 'output')} against {len(ob):,}" if len(oa) != len(ob) else
                        next((f"output {k}: {w}" for k, (x, y) in enumerate(zip(oa, ob))
                              if (w := same_bits(x, y)) is not None), None))
                 if not odd:

@@ -130,7 +130,26 @@ class Engine:
         return stats()
 
     def registered_backends(self) -> list[str]:
-        return list(self.runtime.backend_registry.registered_backend_names)
+        """The backends this runtime can use: registered, and available when asked (``is_available``).
+
+        A wheel can register a backend whose own library is missing here (ExecuTorch 1.5's
+        ``OpenvinoBackend`` without OpenVINO's runtime): ``load_method`` would then fail with
+        ``NotFound (0x20)``; such a backend is listed by :meth:`unavailable_backends` instead.
+        """
+        return [n for n in self.runtime.backend_registry.registered_backend_names if self._available(n)]
+
+    def unavailable_backends(self) -> list[str]:
+        """Backends registered in this build that report themselves unavailable (their library is missing)."""
+        return [n for n in self.runtime.backend_registry.registered_backend_names if not self._available(n)]
+
+    def _available(self, name: str) -> bool:
+        known = self.__dict__.setdefault("_backend_available", {})
+        if name not in known:  # asked once: a missing library's warning is written once
+            try:
+                known[name] = bool(self.runtime.backend_registry.is_available(name))
+            except Exception:  # noqa: BLE001 - a build without is_available: registered means usable
+                known[name] = True
+        return known[name]
 
     def available(self, device: str) -> int | None:
         """Free bytes on ``device`` where they can be read, else None."""

@@ -3,17 +3,45 @@
 from __future__ import annotations
 
 
+#: what a scalar input gets when the file holds no value for it
+SCALAR_DEFAULTS = {"Int": 0, "Double": 0.0, "Bool": False}
+
+
+def scalar_default(s) -> "int | float | bool | None":
+    """The value :func:`example_inputs` passes for scalar input ``s`` (an IOSpec); None: not a scalar.
+
+    The value the file holds for it (the one the program was exported with: ExecuTorch's ``set_input``
+    refuses any other, InvalidArgument 0x12), else ``Int`` 0, ``Double`` 0.0, ``Bool`` false.
+    """
+    if s.kind not in SCALAR_DEFAULTS:
+        return None
+    return s.scalar if s.scalar is not None else SCALAR_DEFAULTS[s.kind]
+
+
+def defaulted_inputs(method) -> tuple[str, ...]:
+    """The scalar inputs :func:`example_inputs` gives a value of its own, as a reader reads them:
+    ``"input 1 (Double) = 2.0"``."""
+    return tuple(f"input {s.position} ({s.kind}) = {scalar_default(s)!r}"
+                 for s in method.inputs if scalar_default(s) is not None)
+
+
 def example_inputs(method, seed: int = 0) -> list:
     """Seeded random tensors matching ``method``'s inputs (a :class:`pte_lab.model.Method`).
 
     Floating point: standard normal; integers: small non-negative values (safe
-    as indices); bool: random. Non-tensor inputs cannot be made up: ValueError.
+    as indices); bool: random. ``Int``, ``Double`` and ``Bool`` inputs get the
+    value the file holds for them, else 0, 0.0, false (:func:`scalar_default`;
+    :func:`defaulted_inputs` lists them). Other inputs (strings, lists, None)
+    cannot be made up: ValueError.
     """
     import torch
 
     g = torch.Generator().manual_seed(seed)
     out = []
     for s in method.inputs:
+        if s.kind in SCALAR_DEFAULTS:
+            out.append(scalar_default(s))
+            continue
         if s.kind != "Tensor":
             raise ValueError(f"method {method.name!r} input {s.position} is a {s.kind}: pass inputs yourself")
         dtype = getattr(torch, s.dtype, None)

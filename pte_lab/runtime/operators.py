@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from ..units import first_few
+from ..units import count, first_few
 
 __all__ = ["PROVIDERS", "registered_operators", "provide", "missing_message"]
 
@@ -85,5 +85,5 @@ def missing_message(method: str, missing: list[str]) -> str:
     hint = "; ".join(hints) or ("load the kernel library that registers them (a custom-op .so with "
                                 "torch.ops.load_library, or an ExecuTorch build that includes them) before "
                                 "pte_lab.load")
-    return (f"method {method!r} calls {len(missing)} operator{'s' if len(missing) != 1 else ''} this ExecuTorch "
+    return (f"method {method!r} calls {count(len(missing), 'operator')} this ExecuTorch "
             f"runtime does not register: {shown}. {hint[0].upper() + hint[1:]}.")

@@ -23,7 +23,7 @@ from ..errors import (
 from ..format import mem_id_of
 from ..model import Pte
 from ..model.findings import REFUSED_BY_RUNTIME, shared_arenas_message, sharing_host_methods
-from ..units import human_bytes
+from ..units import count, human_bytes
 from .checked import checked
 from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
@@ -236,14 +236,7 @@ class LabProgram:
         if name not in self.plan.methods:
             raise KeyError(f"no method {name!r}; the program has {self.method_names}")
         plan = self.plan.methods[name]
-        registered = self._engine.call("registered_backends")
-        for d in plan.delegates:
-            if d.backend not in registered:
-                raise BackendUnavailableError(
-                    f"method {name!r} delegates to backend {d.backend!r}, which this ExecuTorch build does "
-                    f"not register (registered: {', '.join(registered) or 'none'}). Install a build with "
-                    f"that backend, or export the method for one of these.",
-                    method=name, backend=d.backend, registered=registered)
+        self._check_backends(name, plan)
         got = self._engine.call("provide_operators", plan.operators)
         for module, what in got["loaded"].items():
             warnings.warn(OperatorLibraryWarning(
@@ -261,6 +254,31 @@ class LabProgram:
         lm = self._methods[name] = LabMethod(self, name)
         self._maybe_warn_shared()
         return lm
+
+    def _check_backends(self, name: str, plan) -> None:
+        """BackendUnavailableError, before load_method, for a delegate id this runtime cannot use: not
+        registered, or registered but unavailable here (ExecuTorch would answer ``NotFound (0x20)``)."""
+        needed = list(dict.fromkeys(d.backend for d in plan.delegates))
+        if not needed:
+            return
+        registered = self._engine.call("registered_backends")
+        lacking = [b for b in needed if b not in registered]
+        if not lacking:
+            return
+        backend = lacking[0]
+        unavailable = self._engine.call("unavailable_backends")
+        usable = f"usable here: {', '.join(registered) or 'none'}"
+        if backend in unavailable:
+            said = [ln.strip() for ln in self._native_tail(50) if backend in ln][-1:]
+            why = f" (ExecuTorch: {said[0]})" if said else ""
+            message = (f"method {name!r} delegates to backend {backend!r}, which this ExecuTorch build registers "
+                       f"but cannot use on this machine: it reports itself unavailable{why}. Install what the "
+                       f"backend needs, or export the method for a backend that is {usable}.")
+        else:
+            message = (f"method {name!r} delegates to backend {backend!r}, which this ExecuTorch build does "
+                       f"not register ({usable}). Install a build with that backend, or export the method "
+                       f"for one of these.")
+        raise BackendUnavailableError(message, method=name, backend=backend, registered=registered)
 
     def _host_only_loaded(self) -> list[str]:
         return sharing_host_methods(self.plan.methods[n] for n in self._methods)
@@ -355,7 +373,7 @@ class LabProgram:
                 want = [_torch_value(v) for v in expected]
                 ok, worst, why = len(outs) == len(want), 0.0, ""
                 if not ok:
-                    why = f"{len(outs)} outputs, {len(want)} expected"
+                    why = f"{count(len(outs), 'output')}, {len(want):,} expected"
                 for o, e in zip(outs, want):
                     if isinstance(e, torch.Tensor):
                         if not isinstance(o, torch.Tensor) or o.shape != e.shape:

@@ -21,6 +21,9 @@ class MethodRun:
     output_shapes: tuple[tuple[int, ...], ...] = ()
     #: "ErrorName: message" when loading or running it failed
     error: str | None = None
+    #: the scalar inputs given a value of pte_lab's own ("input 1 (Double) = 0.0"; see
+    #: :func:`~pte_lab.runtime.inputs.defaulted_inputs`)
+    defaulted: tuple[str, ...] = ()
 
 
 @dataclass
@@ -35,14 +38,15 @@ class RunAll:
 def run_all(path, emulate: bool = True) -> RunAll:
     """Load ``path`` with :func:`pte_lab.runtime.load`, then load and run each method once.
 
-    Inputs come from :func:`~pte_lab.runtime.example_inputs`. With ``emulate``,
+    Inputs come from :func:`~pte_lab.runtime.example_inputs` (scalar inputs get the file's value, else 0,
+    0.0, false: each run's ``defaulted`` says which). With ``emulate``,
     every device the program plans on is emulated first (where no real
     allocator is registered). A method that fails is recorded, not raised; the
     program is released whatever happens.
     """
     from ..model import open_pte
     from .device import emulate_device
-    from .inputs import example_inputs
+    from .inputs import defaulted_inputs, example_inputs
     from .program import load
 
     pte = open_pte(path)
@@ -57,10 +61,12 @@ def run_all(path, emulate: bool = True) -> RunAll:
     runs = []
     with load(path) as prog:
         for name in prog.method_names:
+            defaulted = defaulted_inputs(prog.plan.methods[name])
             try:
                 outs = prog.load_method(name)(*example_inputs(prog.plan.methods[name]))
-                runs.append(MethodRun(name, True, tuple(tuple(o.shape) for o in outs if hasattr(o, "shape"))))
+                runs.append(MethodRun(name, True, tuple(tuple(o.shape) for o in outs if hasattr(o, "shape")),
+                                      defaulted=defaulted))
             except (PteLabError, ValueError) as exc:
-                runs.append(MethodRun(name, False, error=f"{type(exc).__name__}: {exc}"))
+                runs.append(MethodRun(name, False, error=f"{type(exc).__name__}: {exc}", defaulted=defaulted))
         report = prog.memory_report()
     return RunAll(devices, runs, report)

@@ -30,7 +30,7 @@ from .sizes import c_header, c_identifiers
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime.sizing import MethodSizes, Sizes
 
-__all__ = ["example_runner", "write_example_runner", "main_cpp", "build_script", "FILES"]
+__all__ = ["example_runner", "write_example_runner", "left_out", "main_cpp", "build_script", "FILES"]
 
 #: the files written, in order
 FILES = ("pools.h", "main.cpp", "build.sh")
@@ -416,8 +416,26 @@ def example_runner(sizes: "Sizes", methods: list[str] | None = None) -> dict[str
     return {"pools.h": c_header(sizes), "main.cpp": main_cpp(sizes, methods), "build.sh": build_script(sizes, methods)}
 
 
+def left_out(sizes: "Sizes", methods: list[str] | None = None) -> dict[str, str]:
+    """The methods the example runner leaves out, each with why (a device allocator, stand-ins, inputs)."""
+    names = [n for n in (methods or list(sizes.methods)) if n in sizes.methods]
+    return {n: why for n in names if (why := _runnable(sizes.methods[n])) is not None}
+
+
 def write_example_runner(sizes: "Sizes", folder, methods: list[str] | None = None) -> list[str]:
-    """Write the example runner's files into ``folder`` (created); returns their paths."""
+    """Write the example runner's files into ``folder`` (created); returns their paths.
+
+    Raises :class:`~pte_lab.PteLabError`, writing nothing, when the runner would run no method.
+    """
+    from ..errors import PteLabError
+    names = [n for n in (methods or list(sizes.methods)) if n in sizes.methods]
+    out = left_out(sizes, names)
+    if names and len(out) == len(names):
+        raise PteLabError(
+            f"nothing runnable to write: the example runner would run no method of "
+            f"{os.path.basename(sizes.path)} ("
+            + "; ".join(f"method {n!r}: {why}" for n, why in out.items())
+            + "). No file was written; the C header alone (pte-lab sizes --c-header) still gives the pools")
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
     paths = []

@@ -13,7 +13,7 @@ from functools import lru_cache
 from html import escape
 from importlib.resources import files
 
-from ..units import PEAK_LIVE, SIZE_OVER_PEAK, human_bytes, ratio
+from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
 from .rows import ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_scratch_rows, load_cost_rows, method_rows
 from .text import arena_text, data_text, method_text, pte_text
 
@@ -156,7 +156,7 @@ def _declared_memory_table(m) -> str:
 
 
 def _method_body(m) -> str:
-    parts = [f"<div class='pte-sub'>{m.n_instructions} instructions &middot; {len(m.planned)} planned tensors "
+    parts = [f"<div class='pte-sub'>{count(m.n_instructions, 'instruction')} &middot; {count(len(m.planned), 'planned tensor')} "
              f"&middot; {human_bytes(m.planned_bytes)} planned</div>", arenas_table(m)]
     fnd = m.findings()
     if fnd:

@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..devices import DEVICE_TYPES, parse_device
-from ..units import human_bytes
+from ..units import count, human_bytes
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
 from .text import _table
 
@@ -77,7 +77,7 @@ def sizes_text(sizes: "Sizes") -> str:
                 continue
             rows.append([part, "cpu", f"{b:,}", human_bytes(b), part_source(part, m)])
         out += ["", f"method {m.method!r}", _table(["part", "device", "bytes", "", "from"], rows)]
-        out.append(f"pools, method + temp: method {m.method_allocator:,} B ({m.method_allocations} allocations), "
+        out.append(f"pools, method + temp: method {m.method_allocator:,} B ({count(m.method_allocations, 'allocation')}), "
                    f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
         out += [line for line in [stand_in_line(m)] if line]
@@ -130,7 +130,7 @@ def _io_lines(m) -> list[str]:
     """The inputs the runner set before every execute, and the outputs."""
     out = []
     if m.inputs:
-        out.append(f"inputs, set before each of the {m.runs} executes:")
+        out.append(f"inputs, set before {'the one execute' if m.runs == 1 else f'each of the {m.runs:,} executes'}:")
         out += [_io_line(io, True) for io in m.inputs]
     if m.outputs:
         out.append("outputs:")
@@ -202,7 +202,7 @@ def _inputs_used(sizes: "Sizes") -> str:
     from ..runtime.sizing import INPUT_VALUES
 
     runs = max((m.runs for m in sizes.methods.values()), default=0)
-    return (f"executed {runs} times, every input set before every execute (tensors: "
+    return (f"executed {count(runs, 'time')}, every input set before every execute (tensors: "
             f"{INPUT_VALUES['Tensor']}, as listed below; other inputs: {INPUT_VALUES['other']})")
 
 

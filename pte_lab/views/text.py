@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.dtypes import short_shape
 from ..model.load_cost import LOADERS
 from ..units import SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .rows import ARENA_ROW, METHOD_HEADERS, delegate_scratch_rows, load_cost_rows, method_rows, state_summary
@@ -64,7 +65,7 @@ def _io_line(s) -> str:
 
 
 def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -> str:
-    lines = [f"Method {m.name!r}: {m.n_instructions} instructions, {len(m.planned)} planned tensors, "
+    lines = [f"Method {m.name!r}: {count(m.n_instructions, 'instruction')}, {count(len(m.planned), 'planned tensor')}, "
              f"{human_bytes(m.planned_bytes)} planned"]
     for label, specs in (("inputs", m.inputs), ("outputs", m.outputs)):
         for s in specs:
@@ -200,7 +201,36 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     more = (f", ... ({len(tensors)} tensors: the letters repeat from v{tensors[len(_GLYPHS)].value} on)"
             if len(tensors) > len(_GLYPHS) else "")
     lines.append(f"legend: {legend}{more}")
+    lines += _peak_rows(m, tensors, glyph, occ)
     return "\n".join(lines)
+
+
+#: most tensors listed at an arena's peak (the lowest offsets first)
+_PEAK_ROWS = 32
+
+
+def _peak_rows(m, tensors, glyph: dict, occ) -> list[str]:
+    """The tensors alive at the arena's peak, each with its dtype, shape, bytes, offset and the op writing it:
+    what the picture's letters stand for where it matters most."""
+    n = m.n_instructions
+    t = int(np.argmax(occ)) - 1
+    live = sorted((x for x in tensors if x.first <= t <= x.last), key=lambda x: (x.offset, x.value))
+    if not live:
+        return []
+    where = ("the inputs written" if t == -1 else "the outputs read" if t == n else
+             f"instruction {t} ({m.instructions[t].target})")
+    headers = ["letter", "value", "dtype", "shape", "bytes", "offset", "written by"]
+    rows = [[glyph[x.value], f"v{x.value}", x.dtype, short_shape(x.shape), f"{x.nbytes:,}", f"{x.offset:,}",
+             x.op or x.role] for x in live]
+    if any(x.name for x in live):
+        headers.append("name")
+        for r, x in zip(rows, live):
+            r.append(x.name or "")
+    table = [line.rstrip() for line in _indent(_table(headers, rows[:_PEAK_ROWS])).splitlines()]
+    if len(rows) > _PEAK_ROWS:
+        table.append(f"  ... and {count(len(rows) - _PEAK_ROWS, 'more tensor')} (inspect --json, or "
+                     f"pte.methods[{m.name!r}].tensors, has them all)")
+    return [f"at the peak, {where}: {count(len(live), 'tensor')} alive, {human_bytes(int(occ[t + 1]))}"] + table
 
 
 def data_text(d) -> str:
