@@ -23,10 +23,13 @@ from .errors import (
     ExecuTorchError,
     MemoryBudgetError,
     NativeBuildError,
+    NotFoundError,
     OperatorMissingError,
     PteFormatError,
+    PteLabBug,
     PteLabError,
     RuntimeCrashedError,
+    UnknownDeviceError,
 )
 
 __version__ = "0.1.0"
@@ -35,6 +38,7 @@ __all__ = [
     "open", "load", "sizes", "diff", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError",
+    "NotFoundError", "UnknownDeviceError", "PteLabBug",
     "__version__",
 ]
 

@@ -72,7 +72,7 @@ def _value(b, v):
 
 
 def build_program(values, instructions, sizes=(0, 64), operators=(("aten::op", "out"),), inputs=None,
-                  outputs=None) -> bytes:
+                  outputs=None, name: str = "forward") -> bytes:
     """A one-method Program (see the module docs); inputs default to [0], outputs to the last value."""
     b = flatbuffers.Builder(1024)
     evs, same = [], {}
@@ -100,7 +100,7 @@ def build_program(values, instructions, sizes=(0, 64), operators=(("aten::op", "
     sizes_vec = ints(b, list(sizes), 8, "PrependInt64")
     ins_vec = ints(b, [0] if inputs is None else list(inputs))
     outs_vec = ints(b, [len(values) - 1] if outputs is None else list(outputs))
-    name = b.CreateString("forward")
+    name = b.CreateString(name)
     plan = table(b, [(0, "off", name), (2, "off", values_vec), (3, "off", ins_vec), (4, "off", outs_vec),
                      (5, "off", chains), (6, "off", ops_vec), (8, "off", sizes_vec)])
     plans = _offsets(b, [plan])

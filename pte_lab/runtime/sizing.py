@@ -490,7 +490,9 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     names = list(pte.methods) if methods is None else list(methods)
     for n in names:
         if n not in pte.methods:
-            raise KeyError(f"no method {n!r}; the program has {list(pte.methods)}")
+            from ..errors import NotFoundError
+
+            raise NotFoundError(f"no method {n!r}; the program has {list(pte.methods)}")
     devices = sorted({d for n in names for d in pte.methods[n].devices})
     out: dict[str, MethodSizes] = {}
     skipped: dict[str, str] = {}
