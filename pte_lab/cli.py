@@ -184,9 +184,15 @@ def _sizes(args) -> int:
         sys.stdout.write(c_header(s))
     else:
         sys.stdout.write(sizes_text(s) + "\n")
+    if not s.methods:  # nothing sized: say why, per method, in one line
+        by_reason: dict[str, list[str]] = {}
+        for n, why in s.skipped.items():
+            by_reason.setdefault(why, []).append(repr(n))
+        raise PteLabError(f"{args.file}: no method could be sized: "
+                          + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items()))
     if verify and not s.proven:
         return 1
-    return 0 if s.methods else 1
+    return 0
 
 
 def _diff(args) -> int:
