@@ -154,7 +154,11 @@ class Replan:
             raise PlanningError(f"the new plan has {count(len(conflicts), 'overlapping live tensor pair')} "
                                 f"(first: {conflicts[0]}); refusing to write it")
         data = self._bytes()
-        pf = deserialize_pte_binary(data)
+        try:  # ExecuTorch's own (Python) reader and writer: what they raise on a file is named here
+            pf = deserialize_pte_binary(data)
+        except Exception as exc:  # noqa: BLE001
+            raise PlanningError(f"ExecuTorch's serializer cannot read this program back in: "
+                                f"{type(exc).__name__}: {exc}") from exc
         by_method = {}
         for a in self.arenas:
             by_method.setdefault(a.method, []).append(a)
@@ -167,7 +171,11 @@ class Replan:
                     info.memory_offset_low = off & 0xFFFFFFFF
                     info.memory_offset_high = off >> 32
                 plan.non_const_buffer_sizes[a.mem_id] = a.after
-        out = bytes(serialize_pte_binary(pf, extract_delegate_segments=True))
+        try:
+            out = bytes(serialize_pte_binary(pf, extract_delegate_segments=True))
+        except Exception as exc:  # noqa: BLE001
+            raise PlanningError(f"ExecuTorch's serializer cannot write this program: {type(exc).__name__}: "
+                                f"{exc}") from exc
         try:
             self._check_written(out, allow_overlaps)
         except PlanningError as exc:
