@@ -7,7 +7,8 @@ A program has one method, ``forward``. ``values`` describe its EValues:
   leaves it without allocation_info; an optional fifth item is its scalar type (6 float, 0 uint8...);
 * ``("list", [items])``: a TensorList; ``("int", n)``, ``("bool", b)``, ``("double", x)``, ``("null",)``.
 
-``instructions`` are KernelCalls: an argument list (operator 0), or ``(op_index, [args])``. The same Python
+``devices`` tag arenas for a device: ``(buffer_idx, device_type, device_index)``, as
+``non_const_buffer_device``. ``instructions`` are KernelCalls: an argument list (operator 0), or ``(op_index, [args])``. The same Python
 object given twice is written once and referenced twice (the same EValue table, the same argument vector,
 the same Instruction table): that is how a small file names many things.
 """
@@ -72,7 +73,7 @@ def _value(b, v):
 
 
 def build_program(values, instructions, sizes=(0, 64), operators=(("aten::op", "out"),), inputs=None,
-                  outputs=None, name: str = "forward") -> bytes:
+                  outputs=None, name: str = "forward", devices=()) -> bytes:
     """A one-method Program (see the module docs); inputs default to [0], outputs to the last value."""
     b = flatbuffers.Builder(1024)
     evs, same = [], {}
@@ -100,9 +101,13 @@ def build_program(values, instructions, sizes=(0, 64), operators=(("aten::op", "
     sizes_vec = ints(b, list(sizes), 8, "PrependInt64")
     ins_vec = ints(b, [0] if inputs is None else list(inputs))
     outs_vec = ints(b, [len(values) - 1] if outputs is None else list(outputs))
+    fields = []
+    if devices:  # (buffer_idx, device_type, device_index): the arenas a device holds
+        devs = [table(b, [(0, "i32", i), (1, "u8", t), (2, "u8", d)]) for i, t, d in devices]
+        fields.append((9, "off", _offsets(b, devs)))
     name = b.CreateString(name)
     plan = table(b, [(0, "off", name), (2, "off", values_vec), (3, "off", ins_vec), (4, "off", outs_vec),
-                     (5, "off", chains), (6, "off", ops_vec), (8, "off", sizes_vec)])
+                     (5, "off", chains), (6, "off", ops_vec), (8, "off", sizes_vec), *fields])
     plans = _offsets(b, [plan])
     prog = table(b, [(0, "u32", 0), (1, "off", plans)])
     b.Finish(prog, file_identifier=b"ET12")

@@ -158,32 +158,19 @@ def test_a_bug_is_one_line_that_says_so_with_its_own_exit_status(tmp_path, monke
     assert rc == 2 and "bug in pte_lab" not in err
 
 
-def test_run_all_on_an_undefined_device_is_a_named_error():
-    pytest.importorskip("executorch.runtime")
-    from pte_lab import examples
-    from pte_lab.format import read
+def test_run_all_on_an_undefined_device_is_a_named_error(tmp_path):
     from pte_lab.runtime import run_all
 
-    data = bytearray(examples.build("device", side=8))
-    raw, _ = read(bytes(data))
-    (d,) = [p.tables(9, "non_const_buffer_device")[0] for p in raw._root.tables(1, "execution_plan")
-            if len(p.tables(9, "non_const_buffer_device"))]
-    data[d._field(1, 1)] = 2  # device_type 2: not one ExecuTorch defines (was a ValueError from run_all)
-    with pytest.raises(pte_lab.PteFormatError, match="not one ExecuTorch defines"):
-        run_all(bytes(data)) if False else run_all(_tmp_file(bytes(data)))
+    path = tmp_path / "type2.pte"  # arena 1 on device type 2: not one ExecuTorch defines
+    path.write_bytes(build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [[0, 1]], devices=[(1, 2, 0)]))
+    assert set(pte_lab.open(path).methods["forward"].devices) == {"device2:0"}
+    with pytest.raises(pte_lab.PteFormatError, match="not one ExecuTorch defines"):  # was a ValueError
+        run_all(path)
     with pytest.raises(pte_lab.UnknownDeviceError):
         pte_lab.emulate_device("device2:0")
 
 
-def _tmp_file(data: bytes) -> str:
-    import tempfile
-
-    f = tempfile.NamedTemporaryFile(suffix=".pte", delete=False)
-    f.write(data)
-    f.close()
-    return f.name
-
-
+@pytest.mark.slow
 def test_sizes_under_an_address_space_limit_blames_the_limit_in_one_line(program_path):
     pytest.importorskip("executorch.runtime")
     path = program_path("portable")
