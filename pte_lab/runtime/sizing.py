@@ -330,7 +330,9 @@ class Sizes:
         return sizes_html(self)
 
     def __repr__(self) -> str:
-        return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(self.methods)}>"
+        from ..printable import printable
+
+        return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(map(printable, self.methods))}>"
 
 
 def part_source(part: str, m: MethodSizes) -> str:
