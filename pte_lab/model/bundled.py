@@ -51,6 +51,10 @@ class Bundled:
         self.program_bytes: int = raw.program[1]
         self.file_size: int = len(container)
         self.suites: list[TestSuite] = []
+        #: method -> its first suite's position (ExecuTorch's bundled runner uses that one)
+        self._first: dict[str, int] = {}
+        for k, s in enumerate(raw.suites):
+            self._first.setdefault(s.method, k)
         for s in raw.suites:
             first = s.cases[0] if s.cases else None
             self.suites.append(TestSuite(
@@ -72,11 +76,13 @@ class Bundled:
             if not 0 <= suite < len(suites):
                 raise PteLabError(f"no test suite {suite}: the bundled program has {len(suites)}")
             return suites[suite]
-        for s in suites:  # the first suite of that method, as ExecuTorch's bundled runner picks it
-            if s.method == suite:
-                return s
+        k = self._first.get(suite)  # the first suite of that method, as ExecuTorch's bundled runner picks it
+        if k is not None:
+            return suites[k]
+        from ..units import first_few
+
         raise PteLabError(f"no test suite for method {suite!r}; suites: "
-                          f"{', '.join(repr(s.method) for s in suites) or 'none'}")
+                          f"{first_few((repr(m) for m in self._first), 8) or 'none'}")
 
     def case(self, suite: "str | int", index: int) -> tuple[list, list]:
         """(inputs, expected outputs) of one case: tensors as ``(dtype, shape, bytes)``, scalars as values.

@@ -24,7 +24,7 @@ from ..errors import (
 from ..format import mem_id_of
 from ..model import Pte
 from ..model.findings import REFUSED_BY_RUNTIME, shared_arenas_message, sharing_host_methods
-from ..units import human_bytes
+from ..units import first_few, human_bytes
 from .checked import checked
 from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
@@ -337,9 +337,10 @@ class LabProgram:
                 rows.append((suite.method, k, i, False, None, why))
 
             if suite.method not in self.plan.methods:
+                why = (f"the program has no method {suite.method!r} (methods: "
+                       f"{first_few((repr(m) for m in self.plan.methods), 8)})")
                 for i in range(suite.cases):
-                    fail(i, f"the program has no method {suite.method!r} (methods: "
-                            f"{', '.join(repr(m) for m in self.plan.methods)})")
+                    fail(i, why)
                 continue
             try:
                 method = self.load_method(suite.method)
