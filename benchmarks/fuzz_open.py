@@ -30,9 +30,9 @@ def analyse(pte):
     if isinstance(pte, pte_lab.DataFile):  # a .ptd
         repr(pte), pte._repr_html_(), pte.table()
         return
-    for s in (pte.bundled.suites if pte.bundled else ()):
+    for k, s in enumerate(pte.bundled.suites if pte.bundled else ()):
         for i in range(s.cases):
-            pte.bundled.case(s.method, i)
+            pte.bundled.case(k, i)
     for m in pte.methods.values():
         m.arenas, m.planned, m.inputs, m.outputs, m.instructions, m.delegates, m.findings()
     pte.warnings()

@@ -24,10 +24,13 @@ from .errors import (
     MemoryBudgetError,
     NativeBuildError,
     NotAProgramError,
+    NotFoundError,
     OperatorMissingError,
     PteFormatError,
+    PteLabBug,
     PteLabError,
     RuntimeCrashedError,
+    UnknownDeviceError,
 )
 
 __version__ = "0.1.0"
@@ -36,6 +39,7 @@ __all__ = [
     "open", "load", "sizes", "diff", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError",
+    "NotFoundError", "UnknownDeviceError", "PteLabBug",
     "__version__",
 ]
 

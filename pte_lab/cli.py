@@ -10,7 +10,8 @@
     pte-lab diff A B [--method M] [--json] [--sizes] [--fail-if-grows PCT] [--rows N]
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
-when a budget is exceeded.
+when a budget is exceeded. Any other exception is a bug in pte_lab: one line says so and the exit
+status is 3 (``--debug`` anywhere on the line, or ``PTE_LAB_DEBUG=1``, prints its traceback too).
 """
 
 from __future__ import annotations
@@ -188,9 +189,15 @@ def _sizes(args) -> int:
         sys.stdout.write(c_header(s))
     else:
         sys.stdout.write(sizes_text(s) + "\n")
+    if not s.methods:  # nothing sized: say why, per method, in one line
+        by_reason: dict[str, list[str]] = {}
+        for n, why in s.skipped.items():
+            by_reason.setdefault(why, []).append(repr(n))
+        raise PteLabError(f"{args.file}: no method could be sized: "
+                          + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items()))
     if verify and not s.proven:
         return 1
-    return 0 if s.methods else 1
+    return 0
 
 
 def _diff(args) -> int:
@@ -371,16 +378,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line(exc: BaseException) -> str:
-    """The error as one line: pte_lab's own errors as they are, others with their type."""
+    """A PteLabError as one line (its first), every name from the file in it shown escaped."""
+    from .printable import printable
+
     text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    if not isinstance(exc, PteLabError):
-        first = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-    return first
+    return printable(text.split("\n")[0] if text else type(exc).__name__)
+
+
+class _Printable:
+    """A text stream whose writes go through :func:`pte_lab.printable.printable_text`: a name from the file
+    never writes a control character or an escape sequence to the terminal."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from .printable import printable_text
+
+        return self._stream.write(printable_text(text))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+#: set to show the traceback of a bug in pte_lab (as ``--debug`` does)
+DEBUG_ENV = "PTE_LAB_DEBUG"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 verification failed, 2 error)."""
+    """Run the command line; returns the exit status.
+
+    0 ok, 1 a check failed (verification, a budget), 2 bad input (one line naming it), 3 a bug in
+    pte_lab (any exception that is not a :class:`PteLabError`: one line saying so; ``--debug`` or
+    ``PTE_LAB_DEBUG=1`` shows the traceback too).
+    """
+    from .errors import BUG_EXIT_CODE, bug_line
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # an unknown option: the subcommand's own usage says what it takes
@@ -390,22 +426,44 @@ def main(argv: list[str] | None = None) -> int:
     def note(message, category, filename, lineno, file=None, line=None):  # one line, no source location
         print(f"pte-lab: note: {message}", file=sys.stderr)
 
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Printable(out), _Printable(err)
     try:
         with warnings.catch_warnings():
             warnings.showwarning = note
             return args.func(args)
     except BrokenPipeError:  # `pte-lab inspect x | head`: the reader left; not an error
         try:  # keep the interpreter's final flush from failing on the closed pipe
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
         except (OSError, ValueError):
             pass
         return 0
     except KeyboardInterrupt:
         print("pte-lab: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - every failure is one line, never a traceback
-        print(f"pte-lab: error: {_one_line(exc)}", file=sys.stderr)
+    except (PteLabError, OSError) as exc:  # bad input (or a file that cannot be read): one line, no traceback
+        print(f"pte-lab: error: {_one_line(exc) if isinstance(exc, PteLabError) else _os_line(exc)}",
+              file=sys.stderr)
         return 2
+    except Exception as exc:  # noqa: BLE001 - anything else is a bug in pte_lab: one line says so
+        from .printable import printable
+
+        if debug:
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+        print(f"pte-lab: error: {printable(bug_line(exc))}", file=sys.stderr)
+        return BUG_EXIT_CODE
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _os_line(exc: OSError) -> str:
+    """A file the system refused (missing, unreadable, a full disk): its type, what and where, one line."""
+    from .printable import printable
+
+    text = str(exc).strip()
+    return printable(f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": "))
 
 
 if __name__ == "__main__":  # pragma: no cover

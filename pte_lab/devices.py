@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from .errors import UnknownDeviceError
+
 __all__ = ["DEVICE_TYPES", "DEVICE_NAMES", "device_name", "parse_device", "device_problem"]
 
 #: pte_lab's name of a device kind -> ExecuTorch's DeviceType code
@@ -27,10 +29,11 @@ def device_name(device_type: int, device_index: int) -> str:
 
 
 def parse_device(device: str) -> tuple[str, int, int]:
-    """``"cuda:0"`` -> ``("cuda", 1, 0)`` (kind, type code, index). Unknown kinds: ValueError."""
+    """``"cuda:0"`` -> ``("cuda", 1, 0)`` (kind, type code, index). Unknown kinds: UnknownDeviceError
+    (a ValueError and a PteLabError)."""
     m = re.fullmatch(r"([a-z]+)(?::(\d+))?", device.strip().lower())
     if not m or m.group(1) not in DEVICE_TYPES:
-        raise ValueError(f"unknown device {device!r}; ExecuTorch knows {sorted(DEVICE_TYPES)} (e.g. 'cuda:0')")
+        raise UnknownDeviceError(f"unknown device {device!r}; ExecuTorch knows {sorted(DEVICE_TYPES)} (e.g. 'cuda:0')")
     return m.group(1), DEVICE_TYPES[m.group(1)], int(m.group(2) or 0)
 
 

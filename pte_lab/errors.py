@@ -6,11 +6,51 @@ __all__ = [
     "PteLabError", "PteFormatError", "NativeBuildError", "DeviceAllocationError",
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
     "OperatorMissingError", "NotAProgramError",
+    "NotFoundError", "UnknownDeviceError", "PteLabBug", "bug_line", "BUG_EXIT_CODE",
 ]
 
 
 class PteLabError(Exception):
     """Base class of every error pte_lab raises on purpose."""
+
+
+class NotFoundError(PteLabError, KeyError):
+    """A name asked for (a method, a test suite) is not in the file; the message lists what is."""
+
+    def __str__(self) -> str:  # the message, not KeyError's repr of it
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownDeviceError(PteLabError, ValueError):
+    """A device name or type code that ExecuTorch does not define (``device7``, ``"tpu:0"``)."""
+
+
+#: the exit status of ``pte-lab`` when pte_lab itself failed (a bug), apart from bad input (2)
+BUG_EXIT_CODE = 3
+#: where a bug in pte_lab is reported, and how to see its traceback
+BUG_REPORT = ("please report it to pte_lab's maintainers with the file that caused it "
+              "(set PTE_LAB_DEBUG=1 or pass --debug for the traceback)")
+
+
+def bug_line(exc: BaseException) -> str:
+    """The one line that says an exception is a bug in pte_lab: its type, its message's first line, where to report."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    if len(first) > 300:
+        first = first[:300] + "..."
+    what = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return f"internal error (a bug in pte_lab, not in your file): {what}; {BUG_REPORT}"
+
+
+class PteLabBug(PteLabError, RuntimeError):
+    """pte_lab itself failed (an exception it did not mean to raise): a bug, reported as one line.
+
+    The original exception is ``__cause__`` (and ``original``).
+    """
+
+    def __init__(self, original: BaseException):
+        super().__init__(bug_line(original))
+        self.original = original
 
 
 class PteFormatError(PteLabError, ValueError):

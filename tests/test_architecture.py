@@ -163,7 +163,7 @@ RUNTIME_TIERS = [
     {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
      "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
      "pte_lab.runtime.schemas", "pte_lab.runtime.stand_ins", "pte_lab.runtime.declared",
-     "pte_lab.runtime.libraries"},
+     "pte_lab.runtime.libraries", "pte_lab.runtime.raw"},
 ]
 
 
@@ -239,6 +239,8 @@ def _definitions(name: str) -> list[str]:
     ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("runtime_index_of", "pte_lab.format.schema"),
     ("SCALAR_TYPES", "pte_lab.model.dtypes"),
     ("first_few", "pte_lab.units"), ("ARENA_ROW", "pte_lab.views.rows"), ("PLANNERS", "pte_lab.planning.algorithms"),
+    ("printable", "pte_lab.printable"), ("printable_text", "pte_lab.printable"), ("bug_line", "pte_lab.errors"),
+    ("PLAIN_DTYPES", "pte_lab.model.bundled"),
     ("REPLAN_TABLE", "pte_lab.planning.replan"), ("replan_text", "pte_lab.views.text"),
 ])
 def test_each_fact_has_one_home(name, home):

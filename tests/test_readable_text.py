@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 import pte_lab
 from pte_lab.cli import main

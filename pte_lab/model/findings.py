@@ -120,8 +120,10 @@ class Finding:
         return self.kind.severity
 
     def __str__(self) -> str:
+        from ..printable import printable_text
+
         where = f"[{self.method}] " if self.method else ""
-        return f"{self.severity}: {where}{self.message}"
+        return printable_text(f"{self.severity}: {where}{self.message}")
 
 
 # ------------------------------------------------------------------- wording

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
-from ..errors import PteFormatError
+from ..errors import NotFoundError, PteFormatError
 from ..format import RawProgram, Source, TensorDataLocation, read
 from ..units import count
 from .bulk import paused_gc
@@ -49,7 +49,7 @@ class _Methods(Mapping):
         m = self._cache.get(name)
         if m is None:
             if name not in self._index:
-                raise KeyError(f"no method {name!r}; the program has {list(self._index)}")
+                raise NotFoundError(f"no method {name!r}; the program has {list(self._index)}")
             i = self._index[name]
             with paused_gc():  # a record per value and per instruction
                 m = self._cache[name] = Method(self._raw.plan(i), i, self._blobs)

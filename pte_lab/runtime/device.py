@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..devices import device_name, parse_device
-from ..errors import PteLabError
+from ..errors import PteLabError, UnknownDeviceError
 from . import native
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,7 +121,7 @@ def emulate_device(device: str = "cuda:0", *, capacity: int | None = None) -> Em
             f"a {kind} device allocator is already registered in this process (a real {kind} build?): "
             f"registering a second one would abort the process, so pte_lab refuses. Use the real device.")
     if rc == -2:
-        raise ValueError(f"ExecuTorch has no device type {code}")
+        raise UnknownDeviceError(f"ExecuTorch has no device type {code}")
     handle = EmulatedDevice(kind, code, lib.pte_lab_event_count(), time.monotonic_ns())
     if capacity is not None:
         handle.set_capacity(capacity)

@@ -88,6 +88,13 @@ class Engine:
             return list(method.execute(list(inputs))), None
         return self._step(lambda: list(method.execute(list(inputs))))
 
+    def execute_raw(self, name: str, inputs: list, measure: bool = True) -> tuple[list, dict | None]:
+        """:meth:`execute` on raw values (:mod:`pte_lab.runtime.raw`): a bundled case, its outputs as bytes."""
+        from .raw import to_raw, to_torch
+
+        outputs, measured = self.execute(name, [to_torch(v) for v in inputs], measure)
+        return [to_raw(o) for o in outputs], measured
+
     def release(self) -> dict:
         def go():
             self.methods.clear()

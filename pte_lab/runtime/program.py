@@ -16,6 +16,7 @@ from ..errors import (
     DeviceAllocationError,
     ExecuTorchError,
     MemoryBudgetError,
+    NotFoundError,
     OperatorMissingError,
     PteLabError,
     error_name,
@@ -23,7 +24,7 @@ from ..errors import (
 from ..format import mem_id_of
 from ..model import Pte
 from ..model.findings import REFUSED_BY_RUNTIME, shared_arenas_message, sharing_host_methods
-from ..units import count, human_bytes
+from ..units import first_few, human_bytes
 from .checked import checked
 from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
@@ -93,21 +94,6 @@ def _remove(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-
-
-def _torch_value(v):
-    """A bundled case's value for the runtime: ``(dtype, shape, bytes)`` becomes a tensor."""
-    if not isinstance(v, tuple):
-        return v
-    import torch
-
-    dtype, shape, data = v
-    t = getattr(torch, dtype, None)
-    if not isinstance(t, torch.dtype):
-        raise PteLabError(f"a bundled test tensor has dtype {dtype!r}, which torch cannot represent")
-    if not data:
-        return torch.empty(shape, dtype=t)
-    return torch.frombuffer(bytearray(data), dtype=t).reshape(shape)
 
 
 #: ExecuTorch's own tolerances for bundled outputs (verify_result_with_bundled_expected_output)
@@ -234,7 +220,7 @@ class LabProgram:
         if name in self._methods:
             return self._methods[name]
         if name not in self.plan.methods:
-            raise KeyError(f"no method {name!r}; the program has {self.method_names}")
+            raise NotFoundError(f"no method {name!r}; the program has {self.method_names}")
         plan = self.plan.methods[name]
         self._check_backends(name, plan)
         got = self._engine.call("provide_operators", plan.operators)
@@ -289,9 +275,9 @@ class LabProgram:
             self._warned_shared = True
             warnings.warn(SharedArenasWarning(shared_arenas_message(host)), stacklevel=3)
 
-    def _execute(self, method: LabMethod, inputs: list) -> list:
+    def _execute(self, method: LabMethod, inputs: list, op: str = "execute") -> list:
         try:
-            outputs, measured = self._engine.call("execute", method.name, inputs, not method._executed)
+            outputs, measured = self._engine.call(op, method.name, inputs, not method._executed)
         except Exception as exc:
             raise self._translate(exc, "execute", method.name) from None
         if not method._executed:
@@ -347,45 +333,58 @@ class LabProgram:
         """Run every test case a bundled program (``.bpte``) carries through ExecuTorch.
 
         Each method is loaded once and its cases run in order (as ExecuTorch's
-        bundled runner does). An output passes when ``|actual - expected| <=
-        atol + rtol * |expected|`` everywhere (ExecuTorch's defaults). Columns:
-        method, case, passed, max_abs_error, error.
+        bundled runner does); a method given two suites has both run (column
+        ``suite``: the suite's position in the file). Outputs are compared as
+        ExecuTorch's ``verify_result_with_bundled_expected_output`` does (dtype
+        and shape equal; floating outputs pass when ``|actual - expected| <= atol
+        + rtol * |expected|`` everywhere, its defaults; other dtypes when equal),
+        on raw bytes with numpy: torch never builds a tensor from the file in
+        this process. A case that cannot be run or compared (a method the
+        program lacks, a packed dtype such as ``quint4x2``) fails with the reason
+        in ``error``. Columns: method, suite, case, passed (a bool), max_abs_error, error.
         """
         import pandas as pd
-        import torch
+
+        from ..model.bundled import compare_outputs, unplain
 
         if self.plan.bundled is None:
             raise PteLabError(f"{os.fspath(self.path)} is not a bundled program: it carries no test cases")
         rows = []
-        for suite in self.plan.bundled.suites:
+        for k, suite in enumerate(self.plan.bundled.suites):
+            def fail(i, why):
+                rows.append((suite.method, k, i, False, None, why))
+
+            if suite.method not in self.plan.methods:
+                why = (f"the program has no method {suite.method!r} (methods: "
+                       f"{first_few((repr(m) for m in self.plan.methods), 8)})")
+                for i in range(suite.cases):
+                    fail(i, why)
+                continue
             try:
                 method = self.load_method(suite.method)
             except PteLabError as exc:
-                rows += [(suite.method, i, False, None, f"{type(exc).__name__}: {exc}") for i in range(suite.cases)]
+                for i in range(suite.cases):
+                    fail(i, f"{type(exc).__name__}: {exc}")
                 continue
             for i in range(suite.cases):
-                inputs, expected = self.plan.bundled.case(suite.method, i)
                 try:
-                    outs = method(*[_torch_value(v) for v in inputs])
+                    inputs, expected = self.plan.bundled.case(k, i)
                 except PteLabError as exc:
-                    rows.append((suite.method, i, False, None, f"{type(exc).__name__}: {exc}"))
+                    fail(i, f"{type(exc).__name__}: {exc}")
                     continue
-                want = [_torch_value(v) for v in expected]
-                ok, worst, why = len(outs) == len(want), 0.0, ""
-                if not ok:
-                    why = f"{count(len(outs), 'output')}, {len(want):,} expected"
-                for o, e in zip(outs, want):
-                    if isinstance(e, torch.Tensor):
-                        if not isinstance(o, torch.Tensor) or o.shape != e.shape:
-                            ok, why = False, f"output shape {getattr(o, 'shape', type(o))} vs expected {tuple(e.shape)}"
-                            continue
-                        diff = (o.double() - e.double()).abs()
-                        worst = max(worst, float(diff.max()) if diff.numel() else 0.0)
-                        ok = ok and bool(torch.allclose(o.double(), e.double(), rtol=rtol, atol=atol))
-                    else:
-                        ok = ok and o == e
-                rows.append((suite.method, i, ok, worst, why))
-        df = pd.DataFrame(rows, columns=["method", "case", "passed", "max_abs_error", "error"])
+                why = unplain(inputs)
+                if why:
+                    fail(i, why)
+                    continue
+                try:
+                    outs = self._execute(method, inputs, op="execute_raw")
+                except PteLabError as exc:
+                    fail(i, f"{type(exc).__name__}: {exc}")
+                    continue
+                v = compare_outputs(outs, expected, rtol, atol)
+                rows.append((suite.method, k, i, bool(v.passed), v.max_abs_error, v.why))
+        df = pd.DataFrame(rows, columns=["method", "suite", "case", "passed", "max_abs_error", "error"])
+        df["passed"] = df["passed"].astype(bool)
         df.attrs.update(rtol=rtol, atol=atol)
         return df
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import PteLabError
+from ..errors import PteLabBug, PteLabError, bug_line
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -41,9 +41,23 @@ def run_all(path, emulate: bool = True) -> RunAll:
     Inputs come from :func:`~pte_lab.runtime.example_inputs` (scalar inputs get the file's value, else 0,
     0.0, false: each run's ``defaulted`` says which). With ``emulate``,
     every device the program plans on is emulated first (where no real
-    allocator is registered). A method that fails is recorded, not raised; the
-    program is released whatever happens.
+    allocator is registered; a device ExecuTorch does not define is recorded
+    with why, never emulated). A method that fails is recorded, not raised; the
+    program is released whatever happens. Anything that is not a
+    :class:`PteLabError` is a bug in pte_lab: a method's run records it as such,
+    and elsewhere it is raised as :class:`~pte_lab.errors.PteLabBug` (one line,
+    the original chained).
     """
+    try:
+        return _run_all(path, emulate)
+    except PteLabError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - not meant: a bug, said so in one line
+        raise PteLabBug(exc) from exc
+
+
+def _run_all(path, emulate: bool) -> RunAll:
+    from ..devices import device_problem
     from ..model import open_pte
     from .device import emulate_device
     from .inputs import defaulted_inputs, example_inputs
@@ -53,6 +67,10 @@ def run_all(path, emulate: bool = True) -> RunAll:
     devices: dict[str, str] = {}
     if emulate:
         for d in sorted({d for m in pte.methods.values() for d in m.devices}):
+            problem = device_problem(d)
+            if problem:
+                devices[d] = f"not emulated: {problem}"
+                continue
             try:
                 emulate_device(d)
                 devices[d] = "emulated (host memory)"
@@ -68,5 +86,7 @@ def run_all(path, emulate: bool = True) -> RunAll:
                                       defaulted=defaulted))
             except (PteLabError, ValueError) as exc:
                 runs.append(MethodRun(name, False, error=f"{type(exc).__name__}: {exc}", defaulted=defaulted))
+            except Exception as exc:  # noqa: BLE001 - a bug in pte_lab: recorded as one, the others still run
+                runs.append(MethodRun(name, False, error=bug_line(exc), defaulted=defaulted))
         report = prog.memory_report()
     return RunAll(devices, runs, report)

@@ -330,7 +330,9 @@ class Sizes:
         return sizes_html(self)
 
     def __repr__(self) -> str:
-        return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(self.methods)}>"
+        from ..printable import printable
+
+        return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(map(printable, self.methods))}>"
 
 
 def part_source(part: str, m: MethodSizes) -> str:
@@ -446,6 +448,34 @@ def _failure(r: RunnerResult) -> str:
     return f"{error_name(r.error)} at {r.step}"
 
 
+#: address space the sizing runner reserves for each counting pool (sizing.cpp's kCountingReservation)
+COUNTING_RESERVATION = 0xFFFFF000
+
+
+def address_space_limit() -> int | None:
+    """The address-space limit (RLIMIT_AS, ``ulimit -v``) this process, and the workers it starts, run under."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not a POSIX system
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def _refused(r: RunnerResult) -> str:
+    """Why a method's first (unbounded) run failed: ExecuTorch's error, or the worker's memory limit."""
+    from ..units import human_bytes
+
+    limit = address_space_limit()
+    if r.error == MEMORY_ALLOCATION_FAILED and limit is not None:
+        return (f"the sizing worker ran out of the memory it was allowed: it runs under an address-space limit "
+                f"(RLIMIT_AS, `ulimit -v`) of {human_bytes(limit)} and reserves "
+                f"{human_bytes(2 * COUNTING_RESERVATION)} of address space for its counting pools, so "
+                f"{error_name(r.error)} at {r.step} is that limit, not the program; lift it "
+                f"(`ulimit -v unlimited`) or raise it")
+    return f"ExecuTorch refused it: {_failure(r)}"
+
+
 def _set_to(io: MethodIO) -> str:
     """What the sizing runner set an input to before every execute."""
     if io.kind == "Tensor":
@@ -490,7 +520,9 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     names = list(pte.methods) if methods is None else list(methods)
     for n in names:
         if n not in pte.methods:
-            raise KeyError(f"no method {n!r}; the program has {list(pte.methods)}")
+            from ..errors import NotFoundError
+
+            raise NotFoundError(f"no method {n!r}; the program has {list(pte.methods)}")
     devices = sorted({d for n in names for d in pte.methods[n].devices})
     out: dict[str, MethodSizes] = {}
     skipped: dict[str, str] = {}
@@ -510,7 +542,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                 if why is None:
                     r = session.run(n, None, None, 4096, runs)
                     if not r.ok:
-                        why = f"ExecuTorch refused it: {_failure(r)}"
+                        why = _refused(r)
                 if why is None and session.once is None and not session.once_tried:
                     # the first method this worker runs: what the process allocates once (in r, and in no
                     # later run) is r's heap less a repeat's

@@ -46,6 +46,7 @@ from html import escape
 
 from ..model.diff import MATCHED_BY
 from ..model.layout import duplicate_phrase
+from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
 from .html import _device_badge, _section, _table as _html_table, _wrap
 from .rows import cause_summary, change_record, diff_lines, tensor_record
@@ -209,6 +210,7 @@ def _method_text(md, rows: int) -> list[str]:
     return out
 
 
+@text_view
 def diff_summary(d) -> str:
     """One line: the two programs, planned bytes and file size (a terminal's and a saved notebook's repr)."""
     a, b = d.labels
@@ -217,6 +219,7 @@ def diff_summary(d) -> str:
             f"{delta_bytes(d.file_size.delta)}, {count(len(d.methods), 'method')} in both; print() it for all>")
 
 
+@text_view
 def diff_text(d, rows: int = _ROWS) -> str:
     """The diff as text: the summary, what grew and shrank, each method, the file, the loaders, sizes."""
     a, b = d.labels

@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..devices import DEVICE_TYPES, parse_device
+from ..printable import text_view
 from ..units import count, human_bytes
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
 from .text import _table
@@ -59,6 +60,7 @@ def temp_verdict(v: "PoolVerification") -> str:
     return "ran: nothing failed (the temp figure is not tight)" if t == "ran" else "not tried"
 
 
+@text_view
 def sizes_text(sizes: "Sizes") -> str:
     """Per method: the pools it needs, what lies beyond them, and where each figure comes from."""
     out = [f"{os.path.basename(sizes.path)}: run-time memory per method (executorch {sizes.executorch_version}; "

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..model.dtypes import short_shape
 from ..model.load_cost import LOADERS
+from ..printable import printable, text_view
 from ..units import SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .rows import ARENA_ROW, METHOD_HEADERS, delegate_scratch_rows, load_cost_rows, method_rows, state_summary
 
@@ -28,6 +29,7 @@ def _numeric(cell: str) -> bool:
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
+    rows = [[printable(c) for c in r] for r in rows]  # a name from the file is one cell on one line
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     out = [line, "  ".join("-" * w for w in widths)]
@@ -44,12 +46,14 @@ _ARENA_COLUMNS = [(attr, h or header, fmt) for attr, header, _ in ARENA_ROW
                   for h, fmt in _ARENA_TEXT.get(attr, [(None, str)])]
 
 
+@text_view
 def arenas_text(method) -> str:
     """The table of a method's arenas (:data:`ARENA_ROW`)."""
     return _table([h for _, h, _ in _ARENA_COLUMNS],
                   [[fmt(getattr(a, attr)) for attr, _, fmt in _ARENA_COLUMNS] for a in method.arenas])
 
 
+@text_view
 def arena_text(a) -> str:
     return (f"Arena(mem_id={a.mem_id}, runtime_index={a.runtime_index}, device={a.device!r}, "
             f"size={a.size} ({human_bytes(a.size)}), peak_bytes={a.peak_bytes}, "
@@ -64,6 +68,7 @@ def _io_line(s) -> str:
     return f"{s.dtype}{list(s.shape)}{dyn} {human_bytes(s.nbytes)}, {where}, {s.device}"
 
 
+@text_view
 def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -> str:
     lines = [f"Method {m.name!r}: {count(m.n_instructions, 'instruction')}, {count(len(m.planned), 'planned tensor')}, "
              f"{human_bytes(m.planned_bytes)} planned"]
@@ -117,6 +122,7 @@ def _indent(s: str, n: int = 2) -> str:
     return "\n".join(" " * n + line for line in s.splitlines())
 
 
+@text_view
 def pte_text(p) -> str:
     src = p.path or "<bytes>"
     carried = (f" (carried in a {human_bytes(p.bundled.file_size)} bundled program)"
@@ -162,6 +168,7 @@ def pte_text(p) -> str:
     return "\n".join(lines)
 
 
+@text_view
 def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     """A text picture of arena ``mem_id`` over time (rows) and bytes (columns)."""
     arena = m.arena(mem_id)
@@ -233,6 +240,7 @@ def _peak_rows(m, tensors, glyph: dict, occ) -> list[str]:
     return [f"at the peak, {where}: {count(len(live), 'tensor')} alive, {human_bytes(int(occ[t + 1]))}"] + table
 
 
+@text_view
 def data_text(d) -> str:
     """A ``.ptd`` data file: its named tensors."""
     lines = [f"Ptd {d.path or '<bytes>'}: {human_bytes(d.file_size)} ({d.file_size:,} bytes), "
@@ -245,6 +253,7 @@ def data_text(d) -> str:
     return "\n".join(lines)
 
 
+@text_view
 def layout_text(p, top: int = 12) -> str:
     """Where a program file's bytes go: per region, the largest blobs, and duplicates."""
     from ..model.findings import duplicate_blob_findings
@@ -269,6 +278,7 @@ def layout_text(p, top: int = 12) -> str:
     return "\n".join(lines)
 
 
+@text_view
 def replan_text(r) -> str:
     """A :class:`pte_lab.planning.Replan` per arena: sizes before and after, the bound, each over it."""
     def over(x: float | None) -> float:
