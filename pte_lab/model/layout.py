@@ -11,7 +11,10 @@ bytes, never more than the file.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Callable
+
+import numpy as np
 
 from ..errors import PteLabError
 from ..format import TensorDataLocation
@@ -38,15 +41,29 @@ def byte_reader(pte: "Pte", hashes: bool = True) -> Callable[[int, int], bytes] 
     return read
 
 
-def _constant_names(pte: "Pte") -> dict[int, list[tuple[str, str]]]:
-    """constant buffer index -> [(tensor name, method)]."""
-    out: dict[int, list[tuple[str, str]]] = {}
+def _constant_names(pte: "Pte") -> dict[int, list]:
+    """constant buffer index -> [first tensor name, how many tensors name it, {method: None}].
+
+    Worked out per distinct tensor record (values sharing one table share one record): a file may name one
+    constant from 100,000 values, and only the first name is shown.
+    """
+    out: dict[int, list] = {}
     for m in pte.methods.values():
-        for i, v in enumerate(m.raw.values):
-            t = v.tensor
+        raw = m.raw
+        if not raw.records:
+            continue
+        uses = np.bincount(raw.record_of, minlength=len(raw.records))
+        firsts = np.unique(raw.record_of, return_index=True)[1]  # records are numbered 0.. in order of first use
+        for r, rec in enumerate(raw.records):
+            t = rec.tensor
             if t is not None and t.data_buffer_idx > 0 and t.location != TensorDataLocation.EXTERNAL:
-                name = t.fqn or f"{m.name} v{i} {_dtype(t.scalar_type)}{list(t.sizes)}"
-                out.setdefault(t.data_buffer_idx, []).append((name, m.name))
+                got = out.get(t.data_buffer_idx)
+                if got is None:
+                    got = out[t.data_buffer_idx] = [None, 0, {}]
+                if got[0] is None:  # records come in order of first use: this is the first value naming it
+                    got[0] = t.fqn or f"{m.name} v{int(firsts[r])} {_dtype(t.scalar_type)}{list(t.sizes)}"
+                got[1] += int(uses[r])
+                got[2][m.name] = None
     return out
 
 
@@ -86,7 +103,8 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
             for b, off in enumerate(offsets):
                 if b == 0:
                     continue  # index 0 is the placeholder for "no data"
-                nxt = next((e for e in ends if e > off), s.size)
+                k = bisect_right(ends, off)  # the next offset after this one, or the segment's end
+                nxt = ends[k] if k < len(ends) else s.size
                 add("constant", _label(names.get(b), f"buffer {b}"), _owners(names.get(b)), s.offset + off, nxt - off)
         elif s.kind.startswith("delegate:"):
             backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
@@ -107,13 +125,24 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
     if cursor < h.file_size:
         rows.append(["padding", "", "", cursor, h.file_size - cursor])
     first_seen: dict[str, str] = {}
+    digests: dict[tuple[int, int], str | None] = {}  # each distinct span hashed once, however many name it
+    hashed_to = 0  # rows come in file order: the end of the bytes hashed so far
     out = []
     for region, name, owner, off, n in rows:
         digest = dup = None
         if read is not None and region in BLOB_REGIONS:
-            digest = hashlib.sha256(read(off, n)).hexdigest()[:16]
-            dup = first_seen.setdefault(digest, name)
-            dup = None if dup == name else dup
+            if (off, n) in digests:
+                digest = digests[(off, n)]
+            else:
+                # a blob that overlaps one already hashed is not a copy stored apart: not hashed again (so
+                # the bytes hashed never exceed the file's, however the file's tables overlap their spans)
+                digest = None if off < hashed_to else hashlib.sha256(read(off, n)).hexdigest()[:16]
+                digests[(off, n)] = digest
+                if digest is not None:
+                    hashed_to = off + n
+            if digest is not None:
+                dup = first_seen.setdefault(digest, name)
+                dup = None if dup == name else dup
         out.append((region, name, owner, off, n, digest, dup))
     return out
 
@@ -138,8 +167,9 @@ def _dtype(code: int) -> str:
 def _label(names, default: str) -> str:
     if not names:
         return default
-    return first_few((name for name, _ in names), 1, more=" (+{n} more)")
+    first, uses = names[0], names[1]
+    return first if uses <= 1 else f"{first} (+{uses - 1} more)"
 
 
 def _owners(names) -> str:
-    return ", ".join(dict.fromkeys(m for _, m in names)) if names else ""
+    return ", ".join(names[2]) if names else ""
