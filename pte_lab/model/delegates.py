@@ -330,7 +330,8 @@ class Blobs:
         if span is not None:
             return span[1]
         if self.data is not None:
-            return next((t.nbytes for t in self.data.tensors if t.key == key), None)
+            t = self.data.tensor(key)
+            return None if t is None else t.nbytes
         return None
 
     def delegate(self, plan: RawPlan, i: int, specs: dict) -> DelegateMemory:

@@ -223,7 +223,10 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
 def data_text(d) -> str:
     """A ``.ptd`` data file: its named tensors."""
     lines = [f"Ptd {d.path or '<bytes>'}: {human_bytes(d.file_size)} ({d.file_size:,} bytes), "
-             f"{count(len(d.tensors), 'named tensor')}, {human_bytes(d.data_bytes)} of data"]
+             f"{count(len(d.tensors), 'named tensor')}, {human_bytes(d.data_bytes)} of data"
+             + (f"; {count(d.repeated_entries, 'more entry', 'more entries')} "
+                f"{'repeats' if d.repeated_entries == 1 else 'repeat'} a key listed before them "
+                f"(ExecuTorch reads the first)" if d.repeated_entries else "")]
     rows = [[t.key, t.dtype or "-", str(list(t.shape)) if t.shape is not None else "-", f"{t.nbytes:,}",
              human_bytes(t.nbytes)] for t in d.tensors]
     if rows:
