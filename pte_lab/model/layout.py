@@ -124,26 +124,52 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
         cursor = max(cursor, off + n)
     if cursor < h.file_size:
         rows.append(["padding", "", "", cursor, h.file_size - cursor])
+    digests = _digests(rows, read) if read is not None else {}
     first_seen: dict[str, str] = {}
-    digests: dict[tuple[int, int], str | None] = {}  # each distinct span hashed once, however many name it
-    hashed_to = 0  # rows come in file order: the end of the bytes hashed so far
     out = []
     for region, name, owner, off, n in rows:
         digest = dup = None
         if read is not None and region in BLOB_REGIONS:
-            if (off, n) in digests:
-                digest = digests[(off, n)]
-            else:
-                # a blob that overlaps one already hashed is not a copy stored apart: not hashed again (so
-                # the bytes hashed never exceed the file's, however the file's tables overlap their spans)
-                digest = None if off < hashed_to else hashlib.sha256(read(off, n)).hexdigest()[:16]
-                digests[(off, n)] = digest
-                if digest is not None:
-                    hashed_to = off + n
+            digest = digests.get((off, n))
             if digest is not None:
                 dup = first_seen.setdefault(digest, name)
                 dup = None if dup == name else dup
         out.append((region, name, owner, off, n, digest, dup))
+    return out
+
+
+#: blobs closer together than this are read in one piece (a file of 100,000 small constants: one read, not
+#: one per constant)
+_READ_TOGETHER = 1 << 20
+
+
+def _digests(rows, read) -> dict[tuple[int, int], str | None]:
+    """``(offset, bytes)`` -> digest of each distinct blob span, hashed once however many rows name it.
+
+    A blob that overlaps one already hashed is not a copy stored apart: it is not hashed (None), so the
+    bytes hashed never exceed the file's however the file's tables overlap their spans. Spans are read in
+    groups of neighbours (disjoint ranges of the file, so never more than the file is read).
+    """
+    spans, hashed_to = [], 0  # rows come in file order
+    seen: set[tuple[int, int]] = set()
+    for region, _name, _owner, off, n in rows:
+        if region in BLOB_REGIONS and (off, n) not in seen:
+            seen.add((off, n))
+            if off >= hashed_to:
+                spans.append((off, n))
+                hashed_to = off + n
+    out: dict[tuple[int, int], str | None] = dict.fromkeys(seen)
+    i = 0
+    while i < len(spans):
+        start = spans[i][0]
+        j = i + 1
+        while j < len(spans) and spans[j][0] + spans[j][1] - start <= _READ_TOGETHER:
+            j += 1
+        end = spans[j - 1][0] + spans[j - 1][1]
+        chunk = memoryview(read(start, end - start))
+        for off, n in spans[i:j]:
+            out[(off, n)] = hashlib.sha256(chunk[off - start : off - start + n]).hexdigest()[:16]
+        i = j
     return out
 
 
