@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
-from ..units import first_few, human_bytes
+from ..units import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
