@@ -3,6 +3,7 @@
     python benchmarks/bench_crafted.py [--repeat 3] [--only NAME] [--profile NAME]
     python benchmarks/bench_crafted.py --scaling [--only NAME]     # issue 29's generators, two sizes
     python benchmarks/bench_crafted.py --paths [--only NAME]       # ... near 1 MB, every public path
+    python benchmarks/bench_crafted.py --instances [--code DIR]    # issue 29's instances (DIR: another pte_lab's root)
 
 Each plan is built with tests/crafting.py, then opened and analysed as
 benchmarks/bench_analysis.py does (arenas, tensor table, findings, the three load
@@ -183,14 +184,43 @@ def paths_near_1mb(only=None) -> int:
     return 0
 
 
+def instances() -> int:
+    """Issue 29's instances on whichever ``pte_lab`` is imported (``--code``: another checkout's, e.g. main)."""
+    import pte_lab
+    from pte_lab.model.delegates import io_checks
+    from pte_lab.model.layout import file_layout
+
+    from tests.crafting import jump_chain, long_offsets, many_descriptors
+
+    def checks():
+        m = pte_lab.open(many_descriptors(2000)).methods["forward"]
+        return [io_checks(m.raw, d) for d in m.delegate_memory]
+
+    cases = {"jump chain 2,000: Method.tensors": lambda: pte_lab.open(jump_chain(2000)).methods["forward"].tensors,
+             "offsets 20,000: file_layout": lambda: file_layout(pte_lab.open(long_offsets(20000))),
+             "descriptors 2,000 x 2,000 calls: io_checks": checks}
+    for name, f in cases.items():
+        c = time.process_time()
+        f()
+        print(f"{name:45} {time.process_time() - c:7.3f} CPU s", flush=True)
+    print(f"(pte_lab from {pte_lab.__file__})")
+    return 0
+
+
 def main() -> int:
+    if "--code" in sys.argv:  # another checkout's pte_lab first (the generators stay this one's)
+        sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only")
     ap.add_argument("--profile")
     ap.add_argument("--scaling", action="store_true", help="issue 29's generators at two sizes (work counted)")
     ap.add_argument("--paths", action="store_true", help="issue 29's generators near 1 MB, every public path")
+    ap.add_argument("--instances", action="store_true", help="issue 29's instances, CPU s")
+    ap.add_argument("--code", help="with --instances: the root of another pte_lab checkout to time")
     args = ap.parse_args()
+    if args.instances:
+        return instances()
     if args.scaling:
         return scaling(args.only)
     if args.paths:
