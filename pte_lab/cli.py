@@ -25,6 +25,10 @@ from .errors import PteLabError
 from .progress import lines
 
 
+#: the most arena pictures ``inspect`` draws per method (the largest arenas)
+MAX_PICTURES = 32
+
+
 def _inspect(args) -> int:
     from .format import identify
     from .model import open_data, open_pte
@@ -61,9 +65,16 @@ def _inspect(args) -> int:
         m = pte.methods[n]
         out.append("")
         out.append(method_text(m))
-        for a in m.arenas:
+        arenas = m.arenas
+        if len(arenas) > MAX_PICTURES:  # a file may list 100,000 arenas: picture the largest, in order
+            arenas = sorted(sorted(arenas, key=lambda a: (-a.size, a.mem_id))[:MAX_PICTURES], key=lambda a: a.mem_id)
+        for a in arenas:
             out.append("")
             out.append(arena_picture(m, a.mem_id, width=args.width, max_rows=args.rows))
+        if len(arenas) < len(m.arenas):
+            out.append("")
+            out.append(f"({len(m.arenas) - len(arenas):,} more arenas not pictured: the {MAX_PICTURES} largest are; "
+                       f"the table above lists every arena)")
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 

@@ -4,7 +4,8 @@ loader (shared by tests/test_crafted.py and benchmarks/bench_crafted.py).
 A program has one method, ``forward``. ``values`` describe its EValues:
 
 * ``("tensor", mem_id, offset, sizes)``: a float tensor (``sizes`` an int or a list); ``mem_id=None``
-  leaves it without allocation_info; an optional fifth item is its scalar type (6 float, 0 uint8...);
+  leaves it without allocation_info; an optional fifth item is its scalar type (6 float, 0 uint8...), a
+  sixth its constant buffer (``data_buffer_idx``, with ``mem_id=None``);
 * ``("list", [items])``: a TensorList; ``("int", n)``, ``("bool", b)``, ``("double", x)``, ``("null",)``.
 
 ``devices`` tag arenas for a device: ``(buffer_idx, device_type, device_index)``, as
@@ -50,9 +51,10 @@ def _value(b, v):
     if kind == "tensor":
         _, mem_id, offset, n, *rest = v
         scalar_type = rest[0] if rest else 6
+        buffer = rest[1] if len(rest) > 1 else 0  # data_buffer_idx: a constant's buffer
         sizes_vec = ints(b, list(n) if isinstance(n, (list, tuple)) else [n])
-        if mem_id is None:  # no allocation_info: neither planned nor a constant
-            t = table(b, [(0, "u8", scalar_type), (2, "off", sizes_vec)])
+        if mem_id is None:  # no allocation_info: neither planned nor a constant (unless a buffer is given)
+            t = table(b, [(0, "u8", scalar_type), (2, "off", sizes_vec), (5, "u32", buffer)])
         else:
             alloc = table(b, [(0, "u32", mem_id), (1, "u32", offset)])
             t = table(b, [(0, "u8", scalar_type), (2, "off", sizes_vec), (6, "off", alloc)])
@@ -114,54 +116,287 @@ def build_program(values, instructions, sizes=(0, 64), operators=(("aten::op", "
     return bytes(b.Output())
 
 
+# ----------------------------------------------------------------- more of the format (issue 29's generators)
+#: Instruction union tags (program.fbs InstructionArguments)
+KERNEL_CALL, DELEGATE_CALL, JUMP_FALSE_CALL = 1, 2, 4
+
+
+def _instruction(b, ins, vectors):
+    """A KernelCall (a list, or ``(op, [args])``), ``("delegate", index, [args])`` or ``("jump", cond, dest)``."""
+    if isinstance(ins, list):
+        ins = (0, ins)
+    if ins[0] == "jump":
+        _, cond, dest = ins
+        return table(b, [(0, "u8", JUMP_FALSE_CALL), (1, "off", table(b, [(0, "i32", cond), (1, "i32", dest)]))])
+    tag, (target, args) = (DELEGATE_CALL, ins[1:]) if ins[0] == "delegate" else (KERNEL_CALL, ins)
+    if id(args) not in vectors:
+        vectors[id(args)] = ints(b, args)
+    call = table(b, [(0, "i32", target), (1, "off", vectors[id(args)])])
+    return table(b, [(0, "u8", tag), (1, "off", call)])
+
+
+def _bytes_vector(b, data: bytes, align: int = 16):
+    b.StartVector(1, len(data), align)
+    b.head = b.head - len(data)
+    b.Bytes[b.head : b.head + len(data)] = data
+    return b.EndVector()
+
+
+def build_full(values, instructions, sizes=(0, 64), operators=(("aten::op", "out"),), inputs=None, outputs=None,
+               delegates=(), inline_data=(), constant_buffers=(), constant_offsets=None, segments=None,
+               segment_data: bytes = b"", methods=1) -> bytes:
+    """A Program as :func:`build_program` writes it, with more of the format:
+
+    * instructions may be ``("jump", cond_value, destination)`` (JumpFalseCall) and ``("delegate", index,
+      [args])`` (DelegateCall); the same Python object given twice is one Instruction table;
+    * ``delegates``: ``(backend id, location, index)`` (location 0 inline, 1 segment), in every method;
+    * ``inline_data``: the ``backend_delegate_data`` blobs (bytes; the same object twice is one table);
+    * ``constant_buffers``: the ``constant_buffer`` storages (bytes; the same object twice is one table);
+    * ``constant_offsets``: the constant segment's sub-segment offsets (segment 0), with ``segments``:
+      ``[(offset, size)]`` into ``segment_data``, appended after the flatbuffer behind an extended header;
+    * ``methods``: that many methods, ``forward``, ``m1``, ``m2``... sharing one plan's tables but its name.
+    """
+    b = flatbuffers.Builder(1024)
+    blobs, data_tables = {}, []
+    for blob in inline_data:
+        if id(blob) not in blobs:
+            blobs[id(blob)] = table(b, [(0, "off", _bytes_vector(b, blob))])
+        data_tables.append(blobs[id(blob)])
+    bufs, buf_tables = {}, []
+    for blob in constant_buffers:
+        if id(blob) not in bufs:
+            bufs[id(blob)] = table(b, [(0, "off", _bytes_vector(b, blob))])
+        buf_tables.append(bufs[id(blob)])
+    evs, same = [], {}
+    for v in values:
+        if id(v) not in same:
+            same[id(v)] = _value(b, v)
+        evs.append(same[id(v)])
+    values_vec = _offsets(b, evs)
+    instrs, vectors, tables = [], {}, {}
+    for ins in instructions:
+        if id(ins) not in tables:
+            tables[id(ins)] = _instruction(b, ins, vectors)
+        instrs.append(tables[id(ins)])
+    chain = table(b, [(2, "off", _offsets(b, instrs))])
+    chains = _offsets(b, [chain])
+    ops = []
+    for name, overload in operators:
+        n, o = b.CreateString(name), b.CreateString(overload)
+        ops.append(table(b, [(0, "off", n), (1, "off", o)]))
+    ops_vec = _offsets(b, ops)
+    dels = []
+    for did, loc, idx in delegates:
+        ref = table(b, [(0, "u8", loc), (1, "u32", idx)])
+        dels.append(table(b, [(0, "off", b.CreateString(did)), (1, "off", ref)]))
+    dels_vec = _offsets(b, dels)
+    sizes_vec = ints(b, list(sizes), 8, "PrependInt64")
+    ins_vec = ints(b, [0] if inputs is None else list(inputs))
+    outs_vec = ints(b, [len(values) - 1] if outputs is None else list(outputs))
+    plans = []
+    for k in range(methods):
+        name = b.CreateString("forward" if k == 0 else f"m{k}")
+        plans.append(table(b, [(0, "off", name), (2, "off", values_vec), (3, "off", ins_vec), (4, "off", outs_vec),
+                               (5, "off", chains), (6, "off", ops_vec), (7, "off", dels_vec), (8, "off", sizes_vec)]))
+    plans_vec = _offsets(b, plans)
+    fields = [(0, "u32", 0), (1, "off", plans_vec)]
+    if buf_tables:
+        fields.append((2, "off", _offsets(b, buf_tables)))
+    if data_tables:
+        fields.append((3, "off", _offsets(b, data_tables)))
+    if segments is not None:
+        segs = [table(b, [(0, "i64", off), (1, "i64", size)]) for off, size in segments]
+        fields.append((4, "off", _offsets(b, segs)))
+    if constant_offsets is not None:
+        offs = ints(b, list(constant_offsets), 8, "PrependUint64")
+        fields.append((5, "off", table(b, [(0, "u32", 0), (1, "off", offs)])))
+    prog = table(b, fields)
+    b.Finish(prog, file_identifier=b"ET12")
+    return with_segments(bytes(b.Output()), segment_data if segments is not None else None)
+
+
+def with_segments(fb: bytes, segment_data: bytes | None) -> bytes:
+    """``fb`` behind ExecuTorch's extended header (32 bytes at offset 8), then ``segment_data`` (16-aligned)."""
+    import struct
+
+    head = 32
+    root = struct.unpack_from("<I", fb, 0)[0] + head
+    program_size = len(fb) + head
+    base = -(-program_size // 16) * 16 if segment_data is not None else 0
+    data = segment_data or b""
+    eh = b"eh00" + struct.pack("<IQQQ", head, program_size, base, len(data))
+    out = struct.pack("<I", root) + fb[4:8] + eh + fb[8:]
+    if segment_data is not None:
+        out += b"\0" * (base - program_size) + data
+    return out
+
+
+def build_ptd(entries, segments=((0, 16),), segment_data: bytes = bytes(16)) -> bytes:
+    """A ``.ptd`` (FlatTensor): ``entries`` are ``(key, segment, scalar_type, sizes)``; the same Python object
+    given twice is one NamedData table named twice."""
+    import struct
+
+    b = flatbuffers.Builder(1024)
+    same, named = {}, []
+    for e in entries:
+        if id(e) not in same:
+            key, seg, st, sizes = e
+            layout = table(b, [(0, "u8", st), (1, "off", ints(b, list(sizes)))])
+            same[id(e)] = table(b, [(0, "off", b.CreateString(key)), (1, "u32", seg), (2, "off", layout)])
+        named.append(same[id(e)])
+    named_vec = _offsets(b, named)
+    segs = _offsets(b, [table(b, [(0, "i64", off), (1, "i64", size)]) for off, size in segments])
+    root = table(b, [(0, "u32", 0), (1, "off", segs), (2, "off", named_vec)])
+    b.Finish(root, file_identifier=b"FT01")
+    fb = bytes(b.Output())
+    head = 48
+    total_fb = len(fb) + head
+    base = -(-total_fb // 16) * 16
+    hdr = b"FH01" + struct.pack("<IQQQQ", 40, 0, total_fb, base, len(segment_data)) + bytes(head - 40)
+    out = struct.pack("<I", struct.unpack_from("<I", fb, 0)[0] + head) + fb[4:8] + hdr + fb[8:]
+    return out + b"\0" * (base - len(out)) + segment_data
+
+
 #: bundled-program Value union tags (bundled_program_schema.fbs ValueUnion)
 BUNDLED_TAGS = {"tensor": 1, "int": 2, "bool": 3, "double": 4}
 
 
-def _bundled_value(b, v):
-    kind = v[0]
-    if kind == "tensor":  # ("tensor", scalar_type, sizes, data)
-        _, scalar_type, sizes, data = v
-        b.StartVector(1, len(data), 16)  # force_align 16, as ExecuTorch writes tensor data
-        for x in reversed(bytes(data)):
-            b.PrependUint8(x)
-        data_vec = b.EndVector()
-        sizes_vec = ints(b, list(sizes))
-        t = table(b, [(0, "u8", scalar_type), (1, "off", sizes_vec), (2, "off", data_vec)])
-    elif kind == "int":
-        t = table(b, [(0, "i64", v[1])])
-    elif kind == "bool":
-        t = table(b, [(0, "bool", v[1])])
-    elif kind == "double":
-        t = table(b, [(0, "f64", v[1])])
-    else:
-        raise ValueError(f"unknown bundled value kind {kind!r}")
-    return table(b, [(0, "u8", BUNDLED_TAGS[kind]), (1, "off", t)])
-
-
 def build_bundled(program: bytes, suites, version: int = 0) -> bytes:
-    """A bundled program (``.bpte``, identifier BP08) carrying ``program``, written byte by byte.
+    """A ``.bpte`` (identifier BP08) carrying ``program``: ``suites`` are ``(method, [(inputs, expected)])``
+    with each value ``("tensor", scalar_type, sizes, data)``, ``("int", n)``, ``("bool", b)`` or
+    ``("double", x)``; the same Python object twice is one table. A method may be given two suites, or a
+    suite a method the program lacks."""
+    b = flatbuffers.Builder(1024)
+    memo: dict[int, int] = {}
 
-    ``suites``: ``[(method_name, [(inputs, expected_outputs), ...]), ...]``; a value is
-    ``("tensor", scalar_type, sizes, data)``, ``("int", n)``, ``("bool", b)`` or ``("double", x)``.
-    A method may be given two suites, or a suite a method the program lacks.
-    """
-    b = flatbuffers.Builder(len(program) + 4096)
-    suite_offs = []
-    for method, cases in suites:
-        case_offs = []
-        for inputs, expected in cases:
-            ins = _offsets(b, [_bundled_value(b, v) for v in inputs])
-            outs = _offsets(b, [_bundled_value(b, v) for v in expected])
-            case_offs.append(table(b, [(0, "off", ins), (1, "off", outs)]))
-        cases_vec = _offsets(b, case_offs)
-        name = b.CreateString(method)
-        suite_offs.append(table(b, [(0, "off", name), (1, "off", cases_vec)]))
-    suites_vec = _offsets(b, suite_offs)
-    b.StartVector(1, len(program), 32)  # force_align 32, as ExecuTorch writes the carried program
-    b.head = b.head - len(program)
-    b.Bytes[b.head : b.head + len(program)] = program
-    prog = b.EndVector()
+    def once(obj, make):
+        if id(obj) not in memo:
+            memo[id(obj)] = make(obj)
+        return memo[id(obj)]
+
+    def value(v):
+        if v[0] == "tensor":
+            _, st, sizes, data = v
+            t = table(b, [(0, "u8", st), (1, "off", ints(b, list(sizes))), (2, "off", _bytes_vector(b, data))])
+            return table(b, [(0, "u8", 1), (1, "off", t)])
+        kind = {"int": "i64", "bool": "bool", "double": "f64"}.get(v[0])
+        if kind is None:
+            raise ValueError(f"unknown bundled value kind {v[0]!r}")
+        return table(b, [(0, "u8", BUNDLED_TAGS[v[0]]), (1, "off", table(b, [(0, kind, v[1])]))])
+
+    def case(c):
+        ins, outs = c
+        iv = _offsets(b, [once(v, value) for v in ins])
+        ov = _offsets(b, [once(v, value) for v in outs])
+        return table(b, [(0, "off", iv), (1, "off", ov)])
+
+    def suite(s):
+        method, cases = s
+        cv = _offsets(b, [once(c, case) for c in cases])
+        return table(b, [(0, "off", b.CreateString(method)), (1, "off", cv)])
+
+    suites_vec = _offsets(b, [once(s, suite) for s in suites])
+    prog = _bytes_vector(b, program, 32)  # force_align 32, as ExecuTorch writes the carried program
     root = table(b, [(0, "u32", version), (1, "off", suites_vec), (2, "off", prog)])
     b.Finish(root, file_identifier=b"BP08")
     return bytes(b.Output())
+
+
+# ------------------------------------------------------------------ Vela bin streams (EthosUBackend blobs)
+def vela_block(name: bytes, payload: bytes, external: int = 0) -> bytes:
+    """One block as Arm's packer writes it (written here independently of pte_lab's reader)."""
+    import struct
+
+    head = name[:16].ljust(16, b"\0") + struct.pack("<IB11x", len(payload), external)
+    return head + payload + b"\0" * (-len(payload) % 16)
+
+
+def vela_ios(*ios) -> bytes:
+    import struct
+
+    return struct.pack("<i", len(ios)) + b"".join(struct.pack("<9i", *io) for io in ios)
+
+
+def vela_stream(*middle: bytes, end: bool = True) -> bytes:
+    return (vela_block(b"vela_bin_stream", b"") + b"".join(middle)
+            + (vela_block(b"vela_end_stream", b"") if end else b""))
+
+
+# ------------------------------------------------------------ scaling generators (tests/test_scaling.py)
+# Each builds one class of file that once cost quadratic work at size ``n``; doubling ``n`` doubles the file.
+def many_arenas_many_tensors(n, grow=0):
+    """n arenas, tensor i alone in arena i + 1, all named by one call; ``grow`` bytes more per tensor (a variant
+    to diff against: every arena changes, every tensor is a cause)."""
+    values = [("tensor", i + 1, 0, 4 + grow) for i in range(n)]
+    return build_program(values, [list(range(n)) + [n - 1]], sizes=(0,) + (16 + 4 * grow,) * n)
+
+
+def jump_chain(n):
+    """n values first named at instruction 0 and last at 1, then n backward jumps, each reaching one past the
+    last: every value's lifetime extends over the whole chain, link by link."""
+    values = [("tensor", 1, 16 * i, 4) for i in range(n)] + [("bool", True)]
+    writes = [v for i in range(n) for v in (i, i)]  # a kernel's out arguments: named twice, written
+    return build_full(values, [writes, list(range(n))] + [("jump", n, k + 1) for k in range(n)],
+                      sizes=(0, 16 * n), inputs=[n], outputs=[n - 1])
+
+
+def one_table_named_often(n, blob_bytes=None):
+    """One inline constant and one inline delegate blob (``blob_bytes``, default 8n) each named by n tables, one
+    constant tensor named by n values."""
+    k = 8 * n if blob_bytes is None else blob_bytes
+    blob = (bytes(range(256)) * (k // 256 + 1))[:k]
+    const = ("tensor", None, 0, [4, 4], 6, 1)
+    values = [("tensor", 1, 0, 4)] + [const] * n + [("tensor", 1, 16, 4)]
+    return build_full(values, [[0, n + 1, n + 1]], constant_buffers=[b""] + [blob] * n, inline_data=[blob] * n)
+
+
+def ptd_one_entry_named_often(n, dims=64):
+    """A .ptd whose n named_data entries all name one table (its layout ``dims`` dimensions of 1)."""
+    entry = ("weight", 0, 6, [1] * dims)
+    return build_ptd([entry] * n)
+
+
+def many_descriptors(n, calls=None):
+    """An EthosUBackend blob with n input descriptors and one output, called by ``calls`` (default n)
+    DelegateCalls that share one Instruction table and pass two arguments."""
+    io = (1, 1, 1, 3, 4, 4, 1, 0, 1)
+    stream = vela_stream(vela_block(b"cmd_data", b"COP1" + bytes(28)), vela_block(b"weight_data", bytes(16)),
+                         vela_block(b"scratch_size", __import__("struct").pack("<I", 4096)),
+                         vela_block(b"inputs", vela_ios(*[io] * n)),
+                         vela_block(b"outputs", vela_ios((1, 1, 1, 8, 4, 4, 1, 64, 1))))
+    values = [("tensor", 1, 0, [1, 3, 4, 4], 1), ("tensor", 1, 48, [1, 8, 4, 4], 1)]
+    call = ("delegate", 0, [0, 1])
+    return build_full(values, [call] * (calls or n), sizes=(0, 176), delegates=[("EthosUBackend", 0, 0)],
+                      inline_data=[stream], outputs=[1])
+
+
+def long_offsets(n):
+    """A constant segment of n one-byte sub-segments (the offset vector n long)."""
+    values = [("tensor", 1, 0, 4), ("tensor", 1, 16, 4)]
+    return build_full(values, [[0, 1, 1]], constant_offsets=list(range(n + 1)), segments=[(0, n + 1)],
+                      segment_data=bytes((i * 7) % 251 for i in range(n + 1)))
+
+
+def many_suites(n, shared=False):
+    """A bundled program with n test suites for ``forward`` (one case each, one float input and output);
+    ``shared``: one suite table named n times."""
+    program = build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [[0, 1, 1]])
+    x = ("tensor", 6, [4], bytes(16))
+    if shared:
+        suite = ("forward", [([x], [x])])
+        return build_bundled(program, [suite] * n)
+    return build_bundled(program, [("forward", [([("tensor", 6, [4], bytes([i % 256]) * 16)], [x])])
+                                   for i in range(n)])
+
+
+#: name -> (generator of the file at size n, the base size the suite uses)
+SCALING = {
+    "many arenas": (many_arenas_many_tensors, 200),
+    "long jump chain": (jump_chain, 300),
+    "one table named often": (one_table_named_often, 300),
+    "ptd entry named often": (ptd_one_entry_named_often, 1000),
+    "many Ethos-U descriptors": (many_descriptors, 300),
+    "long offset vector": (long_offsets, 1000),
+    "many suites": (many_suites, 200),
+    "one suite named often": (lambda n: many_suites(n, shared=True), 1000),
+}

@@ -77,12 +77,26 @@ def _value(v: Table) -> RawBundledValue:
 def decode_bundled(buf: memoryview) -> RawBundled:
     """Decode a bundled program's tables (the carried program is only located)."""
     root = root_table(buf, "bundled_program")
-    suites = []
-    for s in root.tables(1, "method_test_suites"):
-        cases = [RawCase([_value(v) for v in c.tables(0, "inputs")],
-                         [_value(v) for v in c.tables(1, "expected_outputs")])
-                 for c in s.tables(1, "test_cases")]
-        suites.append(RawSuite(s.string(0, "method_name", ""), cases))
+    # tables named many times (one suite, case or value table shared by many references) are decoded once,
+    # by position, and shared: the records are never changed
+    memo: dict[int, object] = {}
+
+    def each(vec, decode):
+        out = []
+        for i, pos in enumerate(vec.positions().tolist()):
+            rec = memo.get(pos)
+            if rec is None:
+                rec = memo[pos] = decode(vec.table_at(i, pos))
+            out.append(rec)
+        return out
+
+    def case(c: Table) -> RawCase:
+        return RawCase(each(c.tables(0, "inputs"), _value), each(c.tables(1, "expected_outputs"), _value))
+
+    def suite(s: Table) -> RawSuite:
+        return RawSuite(s.string(0, "method_name", ""), each(s.tables(1, "test_cases"), case))
+
+    suites = each(root.tables(1, "method_test_suites"), suite)
     start, length = root.bytes_vector_span(2, "program")
     if length == 0:
         raise PteFormatError("bundled_program.program: the bundled program carries no program")

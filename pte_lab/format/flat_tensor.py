@@ -57,6 +57,7 @@ class RawNamedTensor:
 class RawData:
     header: DataHeader
     version: int
+    #: one per ``named_data`` entry; entries naming one table share one record (the same object)
     tensors: list[RawNamedTensor]
 
 
@@ -77,6 +78,23 @@ def parse_data_header(head: bytes, file_size: int) -> DataHeader:
     return DataHeader(file_size, end, base, seg_size)
 
 
+def _named(nd, i: int, segments: list[tuple[int, int]]) -> RawNamedTensor:
+    key = nd.string(0, "key", "")
+    idx = nd.scalar(1, "uint32")
+    if not 0 <= idx < len(segments):
+        raise PteFormatError(f"flat_tensor.named_data[{i}] ({key!r}): segment {idx} out of range "
+                             f"({len(segments)} segments)")
+    layout = nd.table(2, "tensor_layout")
+    st = sizes = dims = None
+    if layout is not None:
+        st = layout.scalar(0, "int8")
+        sizes = layout.int_tuple(1, "int32", "sizes")
+        dims = layout.int_tuple(2, "uint8", "dim_order")
+        if sizes and min(sizes) < 0:
+            raise PteFormatError(f"{layout.where}.sizes: negative dimension {min(sizes)}")
+    return RawNamedTensor(key, idx, *segments[idx], st, sizes, dims)
+
+
 def decode_data(flatbuffer: memoryview, header: DataHeader) -> RawData:
     root = root_table(flatbuffer, "flat_tensor")
     segments = []
@@ -88,19 +106,11 @@ def decode_data(flatbuffer: memoryview, header: DataHeader) -> RawData:
                                  f"segment data ({limit} bytes): the file is truncated or corrupt")
         segments.append((header.segment_base_offset + off, size))
     tensors = []
-    for i, nd in enumerate(root.tables(2, "named_data")):
-        key = nd.string(0, "key", "")
-        idx = nd.scalar(1, "uint32")
-        if not 0 <= idx < len(segments):
-            raise PteFormatError(f"flat_tensor.named_data[{i}] ({key!r}): segment {idx} out of range "
-                                 f"({len(segments)} segments)")
-        layout = nd.table(2, "tensor_layout")
-        st = sizes = dims = None
-        if layout is not None:
-            st = layout.scalar(0, "int8")
-            sizes = layout.int_tuple(1, "int32", "sizes")
-            dims = layout.int_tuple(2, "uint8", "dim_order")
-            if sizes and min(sizes) < 0:
-                raise PteFormatError(f"{layout.where}.sizes: negative dimension {min(sizes)}")
-        tensors.append(RawNamedTensor(key, idx, *segments[idx], st, sizes, dims))
+    named = root.tables(2, "named_data")
+    decoded: dict[int, RawNamedTensor] = {}  # by table position: entries naming one table share one record
+    for i, pos in enumerate(named.positions().tolist()):
+        rec = decoded.get(pos)
+        if rec is None:
+            rec = decoded[pos] = _named(named.table_at(i, pos), i, segments)
+        tensors.append(rec)
     return RawData(header, root.scalar(0, "uint32"), tensors)

@@ -47,6 +47,8 @@ class Bundled:
     def __init__(self, raw: RawBundled, container: memoryview):
         self._raw = raw
         self._container = container
+        self._by_method: dict | None = None
+        self._values: dict[int, tuple] = {}
         self.version: int = raw.version
         #: bytes of the carried program, and of the whole bundled file
         self.program_bytes: int = raw.program[1]
@@ -56,14 +58,24 @@ class Bundled:
         self._first: dict[str, int] = {}
         for k, s in enumerate(raw.suites):
             self._first.setdefault(s.method, k)
+        made: dict[int, TestSuite] = {}  # suites that share one table share one record: worked out once
         for s in raw.suites:
-            first = s.cases[0] if s.cases else None
-            self.suites.append(TestSuite(
-                s.method, len(s.cases),
-                tuple(self._value(v, s.method) for v in (first.inputs if first else ())),
-                tuple(self._value(v, s.method) for v in (first.expected_outputs if first else ()))))
+            suite = made.get(id(s))
+            if suite is None:
+                first = s.cases[0] if s.cases else None
+                suite = made[id(s)] = TestSuite(
+                    s.method, len(s.cases),
+                    tuple(self._value(v, s.method) for v in (first.inputs if first else ())),
+                    tuple(self._value(v, s.method) for v in (first.expected_outputs if first else ())))
+            self.suites.append(suite)
 
     def _value(self, v, method: str) -> BundledValue:
+        got = self._values.get(id(v))  # value tables named many times: one record, described once
+        if got is None or got[0] != method:
+            got = self._values[id(v)] = (method, self._describe(v, method))
+        return got[1]
+
+    def _describe(self, v, method: str) -> BundledValue:
         if v.kind != "Tensor":
             return BundledValue(v.kind, value=v.value)
         dtype, elsize = scalar_type(v.scalar_type, f"bundled test of method {method!r}")

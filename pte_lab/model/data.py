@@ -36,13 +36,32 @@ class DataFile:
         self.path = path
         self.file_size: int = raw.header.file_size
         self.version: int = raw.version
+        #: the named tensors, one per key: where ``named_data`` lists a key again (or names one table many
+        #: times), the first entry is the one ExecuTorch's data map finds, and the only one kept
         self.tensors: list[NamedTensor] = []
+        #: ``named_data`` entries in the file (more than :attr:`tensors` when keys repeat)
+        self.entries: int = len(raw.tensors)
+        self._by_key: dict[str, NamedTensor] = {}
+        done: set[int] = set()  # records already seen (entries naming one table share one)
         for t in raw.tensors:
+            if id(t) in done or t.key in self._by_key:
+                continue
+            done.add(id(t))
             dtype = None
             if t.scalar_type is not None and t.sizes is not None:
                 dtype, elsize = scalar_type(t.scalar_type, f".ptd key {t.key!r}")
                 nbytes(t.sizes, elsize)  # the layout must be a real tensor
-            self.tensors.append(NamedTensor(t.key, dtype, t.sizes, t.size, t.segment, t.offset))
+            self._by_key[t.key] = rec = NamedTensor(t.key, dtype, t.sizes, t.size, t.segment, t.offset)
+            self.tensors.append(rec)
+
+    def tensor(self, key: str) -> NamedTensor | None:
+        """The named tensor ``key`` (the first entry listing it), or None."""
+        return self._by_key.get(key)
+
+    @property
+    def repeated_entries(self) -> int:
+        """``named_data`` entries that repeat a key listed before them (not in :attr:`tensors`)."""
+        return self.entries - len(self.tensors)
 
     @property
     def keys(self) -> list[str]:

@@ -349,7 +349,8 @@ class Blobs:
         if span is not None:
             return span[1]
         if self.data is not None:
-            return next((t.nbytes for t in self.data.tensors if t.key == key), None)
+            t = self.data.tensor(key)
+            return None if t is None else t.nbytes
         return None
 
     def delegate(self, plan: RawPlan, i: int, specs: dict) -> DelegateMemory:
@@ -444,8 +445,24 @@ def io_refusal(direction: str, scalar_type: int | None, count: int, nbytes: int,
     return None
 
 
+_CALLS: list = [None, None]  # the last plan asked about, and its calls by delegate (asked delegate by delegate)
+
+
+def _delegate_calls(plan: RawPlan) -> dict[int, list[int]]:
+    """delegate index -> the instructions calling it, in one pass over the plan."""
+    if _CALLS[0] is not plan:
+        calls: dict[int, list[int]] = {}
+        for k, ins in enumerate(plan.instructions):
+            if ins.kind == "DelegateCall":
+                calls.setdefault(ins.target, []).append(k)
+        _CALLS[:] = [plan, calls]
+    return _CALLS[1]
+
+
 def io_checks(plan: RawPlan, d: DelegateMemory) -> list[IOCheck]:
-    """Every call of delegate ``d``: each argument against its Vela descriptor (empty: no descriptors)."""
+    """Every distinct call of delegate ``d`` (calls with the same arguments are checked once, at the first):
+    each argument against its Vela descriptor (empty: no descriptors). A call with fewer arguments than
+    descriptors is one check, at the first descriptor it lacks."""
     from .analysis import tensor_meta
 
     s = d.stream
@@ -453,30 +470,41 @@ def io_checks(plan: RawPlan, d: DelegateMemory) -> list[IOCheck]:
         return []
     scratch = d.scratch_bytes or 0
     out = []
-    for k, ins in enumerate(plan.instructions):
-        if ins.kind != "DelegateCall" or ins.target != d.index:
+    done: set[tuple[int, ...]] = set()  # each distinct call (its arguments) checked once, where first made
+    meta: dict[int, tuple] = {}  # per distinct value record: (tensor, dtype, bytes, elements)
+    for k in _delegate_calls(plan).get(d.index, ()):
+        args = plan.instructions[k].args
+        if args in done:
             continue
-        args = ins.args
+        done.add(args)
         for direction, ios, base in (("input", s.inputs, 0), ("output", s.outputs, len(s.inputs))):
             for pos, io in enumerate(ios):
                 at = base + pos
-                if at >= len(args):
+                if at >= len(args):  # said once per call, at the first descriptor without its argument
                     out.append(IOCheck(d.index, k, direction, pos, None, None, None, None, io,
                                        f"the call passes {plural(len(args), 'argument')}, but Vela describes "
                                        f"{plural(len(s.inputs), 'input')} and {plural(len(s.outputs), 'output')}"))
-                    continue
+                    break
                 v = args[at]
                 val = plan.values[v]
                 if val.tensor is None:
                     out.append(IOCheck(d.index, k, direction, pos, v, None, None, None, io,
                                        f"argument v{v} is a {val.kind}, not a tensor: the backend aborts"))
                     continue
-                t, dtype, nb = tensor_meta(plan, v)
-                count = 1
-                for n in t.sizes:
-                    count *= n
+                r = int(plan.record_of[v])
+                got = meta.get(r)
+                if got is None:
+                    t, dtype, nb = tensor_meta(plan, v)
+                    count = 1
+                    for n in t.sizes:
+                        count *= n
+                    got = meta[r] = (t, dtype, nb, count)
+                t, dtype, nb, count = got
                 out.append(IOCheck(d.index, k, direction, pos, v, dtype, count, nb, io,
                                    io_refusal(direction, t.scalar_type, count, nb, io, scratch)))
+            else:
+                continue
+            break
     return out
 
 

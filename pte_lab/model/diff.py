@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Mapping
@@ -181,36 +182,63 @@ class MethodDiff:
         return (not any(c.changed for c in counts) and not self.only_before and not self.only_after
                 and not self.changed and all(a.before == a.after for a in self.arenas))
 
+    @cached_property
+    def _arena_index(self) -> dict[int, ArenaDiff]:
+        return {a.mem_id: a for a in self.arenas}
+
     def arena(self, mem_id: int) -> ArenaDiff:
-        for a in self.arenas:
-            if a.mem_id == mem_id:
-                return a
-        raise KeyError(f"method {self.name!r} has no arena with mem_id {mem_id} in either program "
-                       f"(it has {[a.mem_id for a in self.arenas]})")
+        a = self._arena_index.get(mem_id)
+        if a is None:
+            raise KeyError(f"method {self.name!r} has no arena with mem_id {mem_id} in either program "
+                           f"(it has {[a.mem_id for a in self.arenas]})")
+        return a
 
-    def causes(self, mem_id: int) -> ArenaCauses:
-        """The tensors behind arena ``mem_id``'s change (see :class:`ArenaCauses`)."""
-        self.arena(mem_id)
+    @cached_property
+    def _causes_index(self) -> dict[int, list[list]]:
+        """Every arena's causes, in one pass over the tensors (asked arena by arena, a scan per arena would be
+        arenas x tensors): mem_id -> the eight lists of :class:`ArenaCauses`, in its field order."""
+        by: dict[int, list[list]] = {}
 
-        def own(t):
-            return t.mem_id == mem_id and t.role != "view"
+        def lists(mem_id):
+            got = by.get(mem_id)
+            if got is None:
+                got = by[mem_id] = [[] for _ in range(8)]
+            return got
 
         def span(t):
             return None if t.first is None or t.last is None else t.last - t.first
 
-        both = [m for m in self.matched if own(m.before) and own(m.after)]
-        live = [m for m in both if "mutable_buffer" not in (m.before.role, m.after.role)
-                and span(m.before) is not None and span(m.after) is not None]
-        return ArenaCauses(
-            mem_id,
-            tuple(t for t in self.only_after if own(t)), tuple(t for t in self.only_before if own(t)),
-            tuple(m for m in self.matched if own(m.after) and m.before.mem_id != mem_id and m.before.role != "view"),
-            tuple(m for m in self.matched if own(m.before) and m.after.mem_id != mem_id and m.after.role != "view"),
-            tuple(m for m in both if m.after.nbytes > m.before.nbytes),
-            tuple(m for m in both if m.after.nbytes < m.before.nbytes),
-            tuple(m for m in live if span(m.after) > span(m.before)),
-            tuple(m for m in live if span(m.after) < span(m.before)),
-        )
+        for t in self.only_after:
+            if t.role != "view":
+                lists(t.mem_id)[0].append(t)
+        for t in self.only_before:
+            if t.role != "view":
+                lists(t.mem_id)[1].append(t)
+        for m in self.matched:
+            a, b = m.before, m.after
+            if b.role != "view" and a.mem_id != b.mem_id and a.role != "view":
+                lists(b.mem_id)[2].append(m)
+            if a.role != "view" and a.mem_id != b.mem_id and b.role != "view":
+                lists(a.mem_id)[3].append(m)
+            if a.mem_id != b.mem_id or a.role == "view" or b.role == "view":
+                continue
+            own = lists(a.mem_id)
+            if b.nbytes > a.nbytes:
+                own[4].append(m)
+            elif b.nbytes < a.nbytes:
+                own[5].append(m)
+            sa, sb = span(a), span(b)
+            if "mutable_buffer" not in (a.role, b.role) and sa is not None and sb is not None:
+                if sb > sa:
+                    own[6].append(m)
+                elif sb < sa:
+                    own[7].append(m)
+        return by
+
+    def causes(self, mem_id: int) -> ArenaCauses:
+        """The tensors behind arena ``mem_id``'s change (see :class:`ArenaCauses`)."""
+        self.arena(mem_id)
+        return ArenaCauses(mem_id, *(tuple(x) for x in self._causes_index.get(mem_id, [()] * 8)))
 
     def table(self) -> "pd.DataFrame":
         """One row per tensor: matched pairs, then those only in one program (:data:`DIFF_TENSOR_COLUMNS`).

@@ -11,12 +11,15 @@ bytes, never more than the file.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Callable
+
+import numpy as np
 
 from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
-from ..units import first_few, human_bytes
+from ..units import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
@@ -38,15 +41,29 @@ def byte_reader(pte: "Pte", hashes: bool = True) -> Callable[[int, int], bytes] 
     return read
 
 
-def _constant_names(pte: "Pte") -> dict[int, list[tuple[str, str]]]:
-    """constant buffer index -> [(tensor name, method)]."""
-    out: dict[int, list[tuple[str, str]]] = {}
+def _constant_names(pte: "Pte") -> dict[int, list]:
+    """constant buffer index -> [first tensor name, how many tensors name it, {method: None}].
+
+    Worked out per distinct tensor record (values sharing one table share one record): a file may name one
+    constant from 100,000 values, and only the first name is shown.
+    """
+    out: dict[int, list] = {}
     for m in pte.methods.values():
-        for i, v in enumerate(m.raw.values):
-            t = v.tensor
+        raw = m.raw
+        if not raw.records:
+            continue
+        uses = np.bincount(raw.record_of, minlength=len(raw.records))
+        firsts = np.unique(raw.record_of, return_index=True)[1]  # records are numbered 0.. in order of first use
+        for r, rec in enumerate(raw.records):
+            t = rec.tensor
             if t is not None and t.data_buffer_idx > 0 and t.location != TensorDataLocation.EXTERNAL:
-                name = t.fqn or f"{m.name} v{i} {_dtype(t.scalar_type)}{list(t.sizes)}"
-                out.setdefault(t.data_buffer_idx, []).append((name, m.name))
+                got = out.get(t.data_buffer_idx)
+                if got is None:
+                    got = out[t.data_buffer_idx] = [None, 0, {}]
+                if got[0] is None:  # records come in order of first use: this is the first value naming it
+                    got[0] = t.fqn or f"{m.name} v{int(firsts[r])} {_dtype(t.scalar_type)}{list(t.sizes)}"
+                got[1] += int(uses[r])
+                got[2][m.name] = None
     return out
 
 
@@ -86,7 +103,8 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
             for b, off in enumerate(offsets):
                 if b == 0:
                     continue  # index 0 is the placeholder for "no data"
-                nxt = next((e for e in ends if e > off), s.size)
+                k = bisect_right(ends, off)  # the next offset after this one, or the segment's end
+                nxt = ends[k] if k < len(ends) else s.size
                 add("constant", _label(names.get(b), f"buffer {b}"), _owners(names.get(b)), s.offset + off, nxt - off)
         elif s.kind.startswith("delegate:"):
             backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
@@ -106,15 +124,52 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
         cursor = max(cursor, off + n)
     if cursor < h.file_size:
         rows.append(["padding", "", "", cursor, h.file_size - cursor])
+    digests = _digests(rows, read) if read is not None else {}
     first_seen: dict[str, str] = {}
     out = []
     for region, name, owner, off, n in rows:
         digest = dup = None
         if read is not None and region in BLOB_REGIONS:
-            digest = hashlib.sha256(read(off, n)).hexdigest()[:16]
-            dup = first_seen.setdefault(digest, name)
-            dup = None if dup == name else dup
+            digest = digests.get((off, n))
+            if digest is not None:
+                dup = first_seen.setdefault(digest, name)
+                dup = None if dup == name else dup
         out.append((region, name, owner, off, n, digest, dup))
+    return out
+
+
+#: blobs closer together than this are read in one piece (a file of 100,000 small constants: one read, not
+#: one per constant)
+_READ_TOGETHER = 1 << 20
+
+
+def _digests(rows, read) -> dict[tuple[int, int], str | None]:
+    """``(offset, bytes)`` -> digest of each distinct blob span, hashed once however many rows name it.
+
+    A blob that overlaps one already hashed is not a copy stored apart: it is not hashed (None), so the
+    bytes hashed never exceed the file's however the file's tables overlap their spans. Spans are read in
+    groups of neighbours (disjoint ranges of the file, so never more than the file is read).
+    """
+    spans, hashed_to = [], 0  # rows come in file order
+    seen: set[tuple[int, int]] = set()
+    for region, _name, _owner, off, n in rows:
+        if region in BLOB_REGIONS and (off, n) not in seen:
+            seen.add((off, n))
+            if off >= hashed_to:
+                spans.append((off, n))
+                hashed_to = off + n
+    out: dict[tuple[int, int], str | None] = dict.fromkeys(seen)
+    i = 0
+    while i < len(spans):
+        start = spans[i][0]
+        j = i + 1
+        while j < len(spans) and spans[j][0] + spans[j][1] - start <= _READ_TOGETHER:
+            j += 1
+        end = spans[j - 1][0] + spans[j - 1][1]
+        chunk = memoryview(read(start, end - start))
+        for off, n in spans[i:j]:
+            out[(off, n)] = hashlib.sha256(chunk[off - start : off - start + n]).hexdigest()[:16]
+        i = j
     return out
 
 
@@ -138,8 +193,9 @@ def _dtype(code: int) -> str:
 def _label(names, default: str) -> str:
     if not names:
         return default
-    return first_few((name for name, _ in names), 1, more=" (+{n} more)")
+    first, uses = names[0], names[1]
+    return first if uses <= 1 else f"{first} (+{uses - 1} more)"
 
 
 def _owners(names) -> str:
-    return ", ".join(dict.fromkeys(m for _, m in names)) if names else ""
+    return ", ".join(names[2]) if names else ""

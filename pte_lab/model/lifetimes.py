@@ -117,31 +117,31 @@ def lifetimes(plan: RawPlan, persistent, uses=None) -> tuple[dict[int, int], dic
 def _extend_over_loops(first: dict[int, int], last: dict[int, int], jumps: list[tuple[int, int]]) -> None:
     """For every value: while some loop ``(src -> dst)`` has ``first < dst <= last < src``, ``last = src``.
 
-    Every such loop stays eligible until ``last`` reaches its ``src``, so the fixed point is reached by
-    jumping straight to the largest eligible ``src``: a range-maximum query over the loops sorted by
-    ``dst`` (a sparse table), instead of re-scanning every value for every loop until nothing moves.
+    The loops a value can use are those with ``dst > first``; from ``last`` they chain as merged intervals
+    ``[dst, src]`` do, so the fixed point is the end of the merged block of those loops that contains
+    ``last`` (``last`` itself when none does). Values are taken in decreasing ``first``, loops added in
+    decreasing ``dst`` to a stack of merged blocks (each loop merges into it once), and each value asks for
+    its block with one binary search: O((values + loops) log) however long a chain of loops is.
     """
-    order = sorted(jumps, key=lambda j: j[1])
-    dsts = np.array([d for _, d in order], dtype=np.int64)
-    table = [np.array([s for s, _ in order], dtype=np.int64)]
-    while 2 ** len(table) <= len(order):
-        prev, half = table[-1], 2 ** (len(table) - 1)
-        table.append(np.maximum(prev[:-half], prev[half:]))
+    from bisect import bisect_left
 
-    def max_src(lo: int, hi: int) -> int:  # max src over order[lo:hi]
-        k = (hi - lo).bit_length() - 1
-        return int(max(table[k][lo], table[k][hi - 2**k]))
-
-    for v, f in first.items():
-        lo = int(np.searchsorted(dsts, f, side="right"))  # loops starting after the value is first named
-        while True:
-            hi = int(np.searchsorted(dsts, last[v], side="right"))  # ... and at or before its last use
-            if hi <= lo:
-                break
-            reach = max_src(lo, hi)
-            if reach <= last[v]:
-                break
-            last[v] = reach
+    order = sorted(jumps, key=lambda j: -j[1])  # by dst, largest first
+    neg_start: list[int] = []  # the blocks, as a stack: -start increasing (the smallest start on top)
+    ends: list[int] = []
+    k = 0
+    for v, f in sorted(first.items(), key=lambda kv: -kv[1]):
+        while k < len(order) and order[k][1] > f:  # every loop this value may use, merged in
+            src, dst = order[k]
+            k += 1
+            while neg_start and -neg_start[-1] <= src:  # the new loop reaches the block above it: one block
+                neg_start.pop()
+                src = max(src, ends.pop())
+            neg_start.append(-dst)
+            ends.append(src)
+        lv = last[v]
+        i = bisect_left(neg_start, -lv)  # the block with the largest start <= last
+        if i < len(ends) and ends[i] > lv:
+            last[v] = ends[i]
 
 
 def _expanded(plan: RawPlan, args) -> tuple[int, ...]:

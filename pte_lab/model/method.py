@@ -239,9 +239,13 @@ class Method:
         return list(self.analysis.arenas)
 
     def arena(self, mem_id: int) -> Arena:
-        for a in self.analysis.arenas:
-            if a.mem_id == mem_id:
-                return a
+        arenas = self.analysis.arenas  # mem_id 1..n, in order: arena k is at k - 1
+        try:
+            a = arenas[mem_id - 1] if 1 <= mem_id <= len(arenas) else None
+        except TypeError:
+            a = None
+        if a is not None and a.mem_id == mem_id:
+            return a
         raise KeyError(f"method {self.name!r} has no arena with mem_id {mem_id} "
                        f"(it has {[a.mem_id for a in self.analysis.arenas]})")
 

@@ -53,6 +53,21 @@ def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> 
     """
     if len(offsets) > small:
         return int(occupancy(offsets, nbytes, first, last, n_instructions).max())
+    if len(offsets) <= 8:  # a few tensors (a file may list 100,000 arenas of one each): in plain Python
+        ts = [(s, s + n, f, l) for s, n, f, l in zip(*(np.asarray(x).tolist() for x in (offsets, nbytes, first, last)))
+              if f <= l and n > 0 and f <= n_instructions and l >= -1]
+        best = 0
+        for t in {max(-1, min(f, n_instructions)) for _, _, f, _ in ts}:
+            covered, reach = 0, None
+            for s, e in sorted((s, e) for s, e, f, l in ts if f <= t <= l):
+                if reach is None or s >= reach:
+                    covered += e - s
+                    reach = e
+                elif e > reach:
+                    covered += e - reach
+                    reach = e
+            best = max(best, covered)
+        return best
     s = np.asarray(offsets, dtype=np.int64)
     e = s + np.asarray(nbytes, dtype=np.int64)
     first = np.asarray(first, dtype=np.int64)

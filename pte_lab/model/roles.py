@@ -174,12 +174,18 @@ def _earliest_start_per_range(plan: RawPlan, starts: dict[int, int]) -> dict[tup
     return out
 
 
+_NEVER = int(np.iinfo(np.int64).max)  # no tensor covers these bytes
+
+
 def _earliest_over(ranges: list[tuple[int, int, int]], keys: list[tuple]) -> dict[tuple, int]:
     """For each key ``(mem_id, a, b)``: the earliest start over its bytes, from ``ranges`` ``(start, a, b)``
     of one arena sorted by start."""
+    if len(ranges) * len(keys) <= 64:  # a few: directly (a file may list 100,000 arenas of one tensor each)
+        return {key: min((s for s, a, b in ranges if a < b and a < key[2] and key[1] < b), default=_NEVER)
+                for key in keys}
     cuts = sorted({x for _, a, b in ranges for x in (a, b)})
     index = {x: k for k, x in enumerate(cuts)}
-    earliest = np.full(len(cuts) - 1, np.iinfo(np.int64).max, dtype=np.int64)
+    earliest = np.full(len(cuts) - 1, _NEVER, dtype=np.int64)
     nxt = list(range(len(cuts)))  # the next piece not yet claimed, at or after k (path-halved)
     for s, a, b in ranges:
         k, stop = index[a], index[b]

@@ -127,5 +127,6 @@ def _document(p, methods: list[str] | None) -> dict:
 def data_document(d) -> dict:
     """The JSON document of a ``.ptd`` file (``pte_lab.data`` version 1)."""
     return {"schema": "pte_lab.data", "version": 1,
-            "file": {"path": d.path, "size": d.file_size, "data_bytes": d.data_bytes},
+            "file": {"path": d.path, "size": d.file_size, "data_bytes": d.data_bytes,
+                     "repeated_entries": d.repeated_entries},
             "tensors": data_tensor_records(d)}

@@ -10,6 +10,8 @@ drawn: a column can hold the edges of two neighbouring tensors.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..model.dtypes import short_shape
@@ -168,19 +170,35 @@ def pte_text(p) -> str:
     return "\n".join(lines)
 
 
+_BY_ARENA: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _planned_by_arena(m) -> dict[int, list]:
+    """A method's planned tensors grouped by arena, once per method (pictures are drawn arena by arena)."""
+    got = _BY_ARENA.get(m)
+    if got is None:
+        got = {}
+        for t in m.planned:
+            got.setdefault(t.mem_id, []).append(t)
+        _BY_ARENA[m] = got
+    return got
+
+
 @text_view
 def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     """A text picture of arena ``mem_id`` over time (rows) and bytes (columns)."""
     arena = m.arena(mem_id)
-    tensors = [t for t in m.planned if t.mem_id == mem_id and t.first is not None and t.nbytes > 0]
+    tensors = [t for t in _planned_by_arena(m).get(mem_id, ()) if t.first is not None and t.nbytes > 0]
     n = m.n_instructions
-    times = list(range(-1, n + 1))
-    all_rows = len(times)
-    if len(times) > max_rows:  # sample evenly, always keeping the peak row
-        occ = m.occupancy(mem_id)
-        peak_t = int(np.argmax(occ)) - 1
-        idx = np.linspace(0, len(times) - 1, max_rows).round().astype(int)
-        times = sorted(set(int(times[i]) for i in idx) | {peak_t})
+    all_rows = n + 2  # times -1..n
+    # an arena nothing lives in is empty at every time: no curve to build (a file may list 100,000 of them)
+    occ = m.occupancy(mem_id) if tensors else None
+    if all_rows > max_rows:  # sample evenly, always keeping the peak row
+        peak_t = int(np.argmax(occ)) - 1 if tensors else -1
+        idx = np.linspace(0, all_rows - 1, max_rows).round().astype(int)
+        times = sorted(set((idx - 1).tolist()) | {peak_t})
+    else:
+        times = list(range(-1, n + 1))
     size = max(arena.size, max((t.offset + t.nbytes for t in tensors), default=0), 1)
     scale = size / width
     glyph = {t.value: _GLYPHS[i % len(_GLYPHS)] for i, t in enumerate(tensors)}
@@ -188,7 +206,6 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
               f"{human_bytes(arena.size)}, peak {human_bytes(arena.peak_bytes)}, "
               f"{SIZE_OVER_PEAK} {ratio(arena.size_over_peak)}; 1 column = {human_bytes(int(np.ceil(scale)))}")
     lines = [header, f"{'t':>5} |{'-' * width}| live bytes"]
-    occ = m.occupancy(mem_id)
     for t in times:
         row = ["."] * width
         for tt in tensors:
@@ -199,7 +216,7 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
                     if row[c] == ".":
                         row[c] = glyph[tt.value]
         label = "in" if t == -1 else ("out" if t == n else str(t))
-        lines.append(f"{label:>5} |{''.join(row)}| {human_bytes(int(occ[t + 1]))}")
+        lines.append(f"{label:>5} |{''.join(row)}| {human_bytes(int(occ[t + 1]) if occ is not None else 0)}")
     if len(times) < all_rows:
         lines.append(f"({len(times)} of {all_rows} rows shown, evenly spaced, the peak row kept; "
                      f"--rows shows more)")
@@ -244,7 +261,10 @@ def _peak_rows(m, tensors, glyph: dict, occ) -> list[str]:
 def data_text(d) -> str:
     """A ``.ptd`` data file: its named tensors."""
     lines = [f"Ptd {d.path or '<bytes>'}: {human_bytes(d.file_size)} ({d.file_size:,} bytes), "
-             f"{count(len(d.tensors), 'named tensor')}, {human_bytes(d.data_bytes)} of data"]
+             f"{count(len(d.tensors), 'named tensor')}, {human_bytes(d.data_bytes)} of data"
+             + (f"; {count(d.repeated_entries, 'more entry', 'more entries')} "
+                f"{'repeats' if d.repeated_entries == 1 else 'repeat'} a key listed before them "
+                f"(ExecuTorch reads the first)" if d.repeated_entries else "")]
     rows = [[t.key, t.dtype or "-", str(list(t.shape)) if t.shape is not None else "-", f"{t.nbytes:,}",
              human_bytes(t.nbytes)] for t in d.tensors]
     if rows:
