@@ -21,6 +21,7 @@ from .errors import (
     BackendUnavailableError,
     DeviceAllocationError,
     ExecuTorchError,
+    InputError,
     MemoryBudgetError,
     NativeBuildError,
     NotAProgramError,
@@ -38,7 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     "open", "load", "sizes", "diff", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
-    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError",
+    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError", "InputError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug",
     "__version__",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "PteLabError", "PteFormatError", "NativeBuildError", "DeviceAllocationError",
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
-    "OperatorMissingError", "NotAProgramError",
+    "OperatorMissingError", "NotAProgramError", "InputError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug", "bug_line", "BUG_EXIT_CODE",
 ]
 
@@ -72,6 +72,20 @@ class NotAProgramError(PteFormatError):
     def __init__(self, message: str, *, kind: str):
         super().__init__(message)
         self.kind = kind
+
+
+class InputError(PteLabError, ValueError):
+    """The inputs given to a method are not what it takes: their number, a tensor's dtype or shape, or a
+    scalar's value (ExecuTorch's ``set_input`` accepts only the value a scalar was exported with).
+
+    Found before ExecuTorch is called; ``method`` names the method and ``position`` the input (None when
+    the number of inputs is wrong).
+    """
+
+    def __init__(self, message: str, *, method: str, position: int | None = None):
+        super().__init__(message)
+        self.method = method
+        self.position = position
 
 
 class NativeBuildError(PteLabError, RuntimeError):

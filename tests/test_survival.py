@@ -55,7 +55,7 @@ def test_outputs_compare_on_raw_bytes_and_passed_is_always_a_bool():
         ([3], [3], True, ""),
         ([t], [("quint4x2", (2, 3), bytes(6))], False, "int32, expected quint4x2"),
         ([("quint4x2", (2, 3), None)], [("quint4x2", (2, 3), bytes(6))], False, "not compared"),
-        ([t], [t, t], False, "1 outputs, 2 expected"),
+        ([t], [t, t], False, "1 output, 2 expected"),
     ]
     for actual, expected, passed, why in cases:
         v = compare_outputs(actual, expected, 1e-5, 1e-8)

@@ -135,8 +135,8 @@ def _is_onnx(head: bytes, file_size: int) -> bool:
                 producer = head[j : j + n]
             i = j + n
         fields += 1
-    printable = producer is not None and 0 < len(producer) <= 128 and all(32 <= c < 127 for c in producer)
-    return fields >= 2 and (printable or b"onnx" in head.lower())
+    readable = producer is not None and 0 < len(producer) <= 128 and all(32 <= c < 127 for c in producer)
+    return fields >= 2 and (readable or b"onnx" in head.lower())
 
 
 def recognise(head: bytes, file_size: int, zip_source: "str | BinaryIO | None" = None) -> Mixup | None:

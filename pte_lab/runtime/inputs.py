@@ -20,9 +20,48 @@ def scalar_default(s) -> "int | float | bool | None":
 
 def defaulted_inputs(method) -> tuple[str, ...]:
     """The scalar inputs :func:`example_inputs` gives a value of its own, as a reader reads them:
-    ``"input 1 (Double) = 2.0"``."""
-    return tuple(f"input {s.position} ({s.kind}) = {scalar_default(s)!r}"
+    ``"input 1 (Double) = 2.0, the value the program holds"`` or ``"input 2 (Int) = 0, none in the file"``."""
+    return tuple(f"input {s.position} ({s.kind}) = {scalar_default(s)!r}, "
+                 + ("the value the program holds" if s.scalar is not None else "none in the file")
                  for s in method.inputs if scalar_default(s) is not None)
+
+
+def _spec(s) -> str:
+    if s.kind != "Tensor":
+        return s.kind if s.scalar is None else f"{s.kind} = {s.scalar!r}"
+    return f"{s.dtype}{list(s.shape)}" + (" (dynamic: at most this)" if s.dynamic else "")
+
+
+def input_problem(method, inputs) -> "tuple[int | None, str] | None":
+    """What is wrong with ``inputs`` for ``method`` (an IOSpec list's owner), as ``(position, why)``, or None.
+
+    Checked before ExecuTorch is called, which otherwise answers InvalidArgument (0x12) without naming
+    the input: the number of inputs, a tensor's dtype and shape (a dynamic dimension may be smaller than
+    its bound, never larger), and a scalar's value (``set_input`` accepts only the one exported).
+    """
+    specs = method.inputs
+    if len(inputs) != len(specs):
+        return None, (f"method {method.name!r} takes {len(specs)} input{'s' if len(specs) != 1 else ''} "
+                      f"({'; '.join(f'{s.position}: {_spec(s)}' for s in specs) or 'none'}), "
+                      f"got {len(inputs)}")
+    for s, v in zip(specs, inputs):
+        if s.kind == "Tensor" and s.shape is not None and hasattr(v, "shape") and hasattr(v, "dtype"):
+            dtype = str(v.dtype).removeprefix("torch.")
+            shape = tuple(v.shape)
+            if s.dtype and dtype != s.dtype:
+                return s.position, f"input {s.position} is {dtype}{list(shape)}; the method takes {_spec(s)}"
+            bad = len(shape) != len(s.shape) or any(
+                (g > b) if s.dynamic else (g != b) for g, b in zip(shape, s.shape))
+            if bad:
+                return s.position, f"input {s.position} has shape {list(shape)}; the method takes {_spec(s)}"
+        elif s.kind in SCALAR_DEFAULTS and s.scalar is not None and not hasattr(v, "shape"):
+            if type(v) is not type(s.scalar) and not (s.kind == "Double" and isinstance(v, int)
+                                                      and not isinstance(v, bool)) or v != s.scalar:
+                return s.position, (f"input {s.position} ({s.kind}) is {v!r}; ExecuTorch accepts only the "
+                                    f"value the program was exported with, {s.scalar!r} (set_input refuses "
+                                    f"any other): pass {s.scalar!r}, or re-export with the value you need "
+                                    f"or with it as a tensor input")
+    return None
 
 
 def example_inputs(method, seed: int = 0) -> list:

@@ -15,6 +15,7 @@ from ..errors import (
     BackendUnavailableError,
     DeviceAllocationError,
     ExecuTorchError,
+    InputError,
     MemoryBudgetError,
     NotFoundError,
     OperatorMissingError,
@@ -26,6 +27,7 @@ from ..model import Pte
 from ..model.findings import REFUSED_BY_RUNTIME, shared_arenas_message, sharing_host_methods
 from ..units import first_few, human_bytes
 from .checked import checked
+from .inputs import input_problem
 from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
 from .operators import missing_message
@@ -38,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "OperatorLibraryWarning"]
 
-_CODE_RE = re.compile(r"error: 0x:?([0-9a-fA-F]+)")
+_CODE_RE = re.compile(r"error:? 0x:?([0-9a-fA-F]+)")
 _ALLOC_RE = re.compile(r"Failed to allocate (\d+) bytes for buffer (\d+) on device (\d+):(\d+)")
 REPORT_COLUMNS = ["step", "method", "device", "predicted_bytes", "measured_bytes", "measured_by", "seconds"]
 #: the method column of steps that belong to the whole program (load_program, release)
@@ -119,7 +121,17 @@ class LabMethod:
         return self.program._engine.call("meta", self.name)
 
     def execute(self, inputs) -> list:
-        return self.program._execute(self, list(inputs))
+        """Run the method on ``inputs`` (tensors and scalars, in order); returns its outputs.
+
+        Raises :class:`~pte_lab.InputError` naming the input when they are not what the method takes
+        (their number, a tensor's dtype or shape, a scalar other than the one exported), and
+        :class:`~pte_lab.ExecuTorchError` when ExecuTorch fails the run.
+        """
+        inputs = list(inputs)
+        problem = input_problem(self.plan, inputs)
+        if problem is not None:
+            raise InputError(problem[1], method=self.name, position=problem[0])
+        return self.program._execute(self, inputs)
 
     def __call__(self, *inputs) -> list:
         return self.execute(inputs)

@@ -64,7 +64,9 @@ def arena_text(a) -> str:
 
 def _io_line(s) -> str:
     if s.kind != "Tensor":
-        return f"{s.kind}"
+        if s.scalar is None:
+            return f"{s.kind}"
+        return f"{s.kind} = {s.scalar!r} (exported value: ExecuTorch accepts no other)"
     where = f"planned mem_id {s.mem_id} @ {s.offset}" if s.planned else "caller-provided"
     dyn = " (dynamic, upper bound)" if s.dynamic else ""
     return f"{s.dtype}{list(s.shape)}{dyn} {human_bytes(s.nbytes)}, {where}, {s.device}"
