@@ -5,6 +5,7 @@ header lines that :mod:`pte_lab.views.sizes` includes."""
 from __future__ import annotations
 
 from ..units import exact_bytes
+from .c_text import c_comment as _c
 
 __all__ = ["stand_in_line", "declared_lines", "header_stand_in_lines", "header_declared_lines"]
 
@@ -37,10 +38,6 @@ def declared_lines(d) -> list[str]:
                    f"aligned base)")
     out.append("  method pool: not measured (only running tells it)")
     return out
-
-
-def _c(text: str) -> str:
-    return text.replace("*/", "* /")
 
 
 def header_stand_in_lines(m, up: str) -> list[str]:

@@ -25,6 +25,7 @@ import os
 import shlex
 from typing import TYPE_CHECKING
 
+from .c_text import c_comment as _comment, c_string
 from .sizes import c_header, c_identifiers
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,7 +54,7 @@ def _runnable(m: "MethodSizes") -> str | None:
 def _method_block(m: "MethodSizes", up: str, low: str) -> list[str]:
     """Static pools, planned buffers and inputs of one method, and its setup record."""
     P = f"PTE_LAB_{up}"
-    out = [f"// ---- method \"{m.method}\": every size from pools.h",
+    out = [f"// ---- method {_comment(repr(m.method))}: every size from pools.h",
            "#ifdef PTE_LAB_NO_TEMP_POOL",
            f"#ifdef {P}_METHOD_POOL_ALONE_BYTES",
            f"#define {up}_POOL_BYTES {P}_METHOD_POOL_ALONE_BYTES",
@@ -114,7 +115,7 @@ def _method_block(m: "MethodSizes", up: str, low: str) -> list[str]:
     out.append(f"Error {low}_provide_outputs(Method& method) {{")
     out += provide or ["  (void)method;"]
     out += ["  return Error::Ok;", "}"]
-    out.append(f"const MethodSetup {low}_setup = {{\"{m.method}\", {low}_method_pool, {up}_POOL_BYTES, "
+    out.append(f"const MethodSetup {low}_setup = {{{c_string(m.method)}, {low}_method_pool, {up}_POOL_BYTES, "
                f"{low}_temp_pool, {low}_temp_pool_bytes, {low}_planned, {n_planned}, "
                f"{low}_set_inputs, {low}_provide_outputs}};")
     return out
@@ -372,7 +373,7 @@ def main_cpp(sizes: "Sizes", methods: list[str] | None = None) -> str:
         m = sizes.methods[n]
         why = _runnable(m)
         if why is not None:
-            body += [f"// method \"{n}\" is not in this example: {why}", ""]
+            body += [f"// method {_comment(repr(n))} is not in this example: {_comment(why)}", ""]
             continue
         body += _method_block(m, idents[n].upper(), idents[n]) + [""]
         setups.append(f"&{idents[n]}_setup")

@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING
 from ..devices import DEVICE_TYPES, parse_device
 from ..printable import text_view
 from ..units import count, human_bytes
+from .c_text import c_comment as _comment, c_string
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
 from .text import _table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime.sizing import Sizes, PoolVerification
 
-__all__ = ["sizes_text", "sizes_html", "verdict", "temp_verdict", "c_header", "c_identifiers", "METHOD_SECTIONS"]
+__all__ = ["sizes_text", "sizes_html", "verdict", "temp_verdict", "c_header", "c_identifiers",
+           "METHOD_SECTIONS"]
 
 
 def _parts():
@@ -163,11 +165,6 @@ def sizes_html(sizes: "Sizes") -> str:
 
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z]+")
-
-
-def _comment(text: str) -> str:
-    """Text safe inside a C comment."""
-    return text.replace("*/", "* /")
 
 
 def c_identifiers(names) -> dict[str, str]:
@@ -444,7 +441,7 @@ def _libraries(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     from ..runtime.libraries import libpython, link_flags
 
     et = os.path.dirname(os.path.dirname(m.libraries[0].path)) if m.libraries else None
-    lines = [f"#define PTE_LAB_{up}_BACKENDS \"{' '.join(m.backends)}\"",
+    lines = [f"#define PTE_LAB_{up}_BACKENDS {c_string(' '.join(m.backends))}",
              f"#define PTE_LAB_{up}_NUM_OPERATORS {len(m.operators)}u"]
     text = [f"operators (a source build selects these kernels): {', '.join(m.operators) or 'none'}."]
     if m.libraries:
