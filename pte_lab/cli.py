@@ -40,7 +40,7 @@ def _inspect(args) -> int:
             raise PteLabError(f"{args.file} is a .ptd data file: --data and --method go with a program")
         d = open_data(args.file)
         if args.json:
-            json.dump(data_document(d), sys.stdout, indent=None if args.compact else 1)
+            sys.stdout.write(json.dumps(data_document(d), indent=None if args.compact else 1))
             sys.stdout.write("\n")
         else:
             sys.stdout.write(data_text(d) + "\n")
@@ -52,7 +52,7 @@ def _inspect(args) -> int:
             raise PteLabError(f"{args.file}: no method {args.method!r} (methods: {', '.join(names)})")
         names = [args.method]
     if args.json:
-        json.dump(document(pte, names), sys.stdout, indent=None if args.compact else 1)
+        sys.stdout.write(json.dumps(document(pte, names), indent=None if args.compact else 1))
         sys.stdout.write("\n")
         return 0
     if args.sizes:
@@ -194,7 +194,7 @@ def _sizes(args) -> int:
               f"{os.path.join(args.example_runner, 'runner')} {args.file}"
               + (f" --data {args.data}" if args.data else ""))
     elif args.json:
-        json.dump(s.to_dict(), sys.stdout, indent=1)
+        sys.stdout.write(json.dumps(s.to_dict(), indent=1))
         sys.stdout.write("\n")
     elif args.c_header:
         sys.stdout.write(c_header(s))
@@ -236,7 +236,7 @@ def _diff(args) -> int:
         d = d.with_sizes(*measured)
     limit = args.fail_if_grows
     if args.json:
-        json.dump(diff_document(d, limit), sys.stdout, indent=None if args.compact else 1)
+        sys.stdout.write(json.dumps(diff_document(d, limit), indent=None if args.compact else 1))
         sys.stdout.write("\n")
     else:
         sys.stdout.write(diff_text(d, rows=args.rows) + "\n")
@@ -401,12 +401,13 @@ class _Printable:
     never writes a control character or an escape sequence to the terminal."""
 
     def __init__(self, stream):
-        self._stream = stream
-
-    def write(self, text: str) -> int:
         from .printable import printable_text
 
-        return self._stream.write(printable_text(text))
+        self._stream = stream
+        self._clean = printable_text
+
+    def write(self, text: str) -> int:
+        return self._stream.write(self._clean(text))
 
     def __getattr__(self, name):
         return getattr(self._stream, name)

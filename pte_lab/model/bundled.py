@@ -49,6 +49,7 @@ class Bundled:
         self._container = container
         self._by_method: dict | None = None
         self._values: dict[int, tuple] = {}
+        self._distinct: list | None = None
         self.version: int = raw.version
         #: bytes of the carried program, and of the whole bundled file
         self.program_bytes: int = raw.program[1]
@@ -96,6 +97,22 @@ class Bundled:
 
         raise PteLabError(f"no test suite for method {suite!r}; suites: "
                           f"{first_few((repr(m) for m in self._first), 8) or 'none'}")
+
+    def distinct_suites(self) -> "list[tuple[TestSuite, tuple[int, ...]]]":
+        """Each distinct suite once, with the positions in :attr:`suites` that name it (a file may name one
+        suite table many times: it is shown once, not once per name)."""
+        if self._distinct is None:
+            at: dict[int, int] = {}
+            out: list[tuple[TestSuite, list[int]]] = []
+            for k, s in enumerate(self.suites):
+                j = at.get(id(s))
+                if j is None:
+                    at[id(s)] = len(out)
+                    out.append((s, [k]))
+                else:
+                    out[j][1].append(k)
+            self._distinct = [(s, tuple(ks)) for s, ks in out]
+        return self._distinct
 
     def case(self, suite: "str | int", index: int) -> tuple[list, list]:
         """(inputs, expected outputs) of one case: tensors as ``(dtype, shape, bytes)``, scalars as values.

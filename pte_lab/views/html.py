@@ -227,9 +227,11 @@ def pte_html(p) -> str:
         parts.append(_section(f"Method {m.name}", _method_body(m), human_bytes(m.planned_bytes)))
     if p.bundled is not None:
         rows = [[escape(s.method), str(s.cases), escape(", ".join(v.describe() for v in s.inputs)),
-                 escape(", ".join(v.describe() for v in s.expected_outputs))] for s in p.bundled.suites]
-        parts.append(_section("Bundled test suites", _table(["method", "cases", "inputs", "expected outputs"],
-                                                            rows, numeric={1}), str(len(rows)), open_=True))
+                 escape(", ".join(v.describe() for v in s.expected_outputs)), f"{len(at):,}"]
+                for s, at in p.bundled.distinct_suites()]
+        parts.append(_section("Bundled test suites",
+                              _table(["method", "cases", "inputs", "expected outputs", "named"], rows,
+                                     numeric={1, 4}), str(len(p.bundled.suites)), open_=True))
     if p.segments:
         seg_rows = [[str(s.index), escape(s.kind), f"{s.offset:,}", human_bytes(s.size)] for s in p.segments]
         parts.append(_section("Segments", _table(["#", "kind", "offset", "size"], seg_rows, numeric={0, 2, 3}),

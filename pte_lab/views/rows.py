@@ -168,9 +168,15 @@ def _value_record(v) -> dict:
 
 def bundled_record(b) -> dict:
     """A bundled program's test suites (JSON section ``bundled``)."""
-    return {"version": b.version, "program_bytes": b.program_bytes,
-            "suites": [{"method": s.method, "cases": s.cases, "inputs": [_value_record(v) for v in s.inputs],
-                        "expected_outputs": [_value_record(v) for v in s.expected_outputs]} for s in b.suites]}
+    suites = []
+    for s, at in b.distinct_suites():  # a suite table named many times is one record, with where it is named
+        rec = {"method": s.method, "cases": s.cases, "inputs": [_value_record(v) for v in s.inputs],
+               "expected_outputs": [_value_record(v) for v in s.expected_outputs]}
+        if len(at) > 1:
+            rec["positions"] = list(at)
+        suites.append(rec)
+    return {"version": b.version, "program_bytes": b.program_bytes, "suites_named": len(b.suites),
+            "suites": suites}
 
 
 def data_tensor_records(d) -> list[dict]:

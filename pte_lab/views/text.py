@@ -160,8 +160,9 @@ def pte_text(p) -> str:
         lines.append("")
         lines.append(f"  bundled program (version {b.version}): {count(len(b.suites), 'test suite')}, "
                      f"{count(sum(s.cases for s in b.suites), 'case')}")
-        for s in b.suites:
-            lines.append(f"    {s.method}: {count(s.cases, 'case')}; inputs "
+        for s, at in b.distinct_suites():
+            named = f" (one suite table named {count(len(at), 'time')})" if len(at) > 1 else ""
+            lines.append(f"    {s.method}: {count(s.cases, 'case')}{named}; inputs "
                          f"{', '.join(v.describe() for v in s.inputs) or '-'}; expected "
                          f"{', '.join(v.describe() for v in s.expected_outputs) or '-'}")
     warns = p.warnings()
