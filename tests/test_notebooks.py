@@ -66,7 +66,7 @@ def test_notebook_runs_twice(path, tmp_path):
         if cell.cell_type == "code":
             assert not cell.get("outputs"), f"{path.name} has committed outputs"
     twice, second = _twice(nb)
-    client = nbclient.NotebookClient(twice, timeout=600, kernel_name="python3",
+    client = nbclient.NotebookClient(twice, timeout=1200, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     first_s, second_s = _seconds(twice.cells[1:second - 1]), _seconds(twice.cells[second:])
