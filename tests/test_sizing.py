@@ -4,7 +4,9 @@ Every figure is checked against what ExecuTorch itself does: the pools are
 given to ExecuTorch's own allocators and the method must load and run with
 them and be refused with one byte less; the planned buffers are what
 ExecuTorch's MethodMeta reads; the counted heap agrees with what the Python
-loader's steps take in a counted worker.
+loader's steps take in a counted worker. Heap, mappings and resident pages
+depend on the CPU and the run: they are checked against the file's facts, the
+exact pools and each other within one run, never within a band.
 """
 
 from __future__ import annotations
@@ -25,11 +27,29 @@ pytest.importorskip("executorch.runtime")
 import pte_lab  # noqa: E402
 from pte_lab.cli import main  # noqa: E402
 from pte_lab.runtime import native  # noqa: E402
-from pte_lab.views.sizes import c_header, c_identifiers  # noqa: E402
+from pte_lab.views.sizes import c_header, c_identifiers, sizes_text  # noqa: E402
 
 
 def _planned_by_reader(pte, name):
     return tuple((a.mem_id, a.device, a.size) for a in pte.methods[name].arenas)
+
+
+def _heap_seen(m):
+    """The heap figures over the fresh runs: the lowest never above the highest, the scalar fields the highest,
+    the peak never below what is still held or what the process allocates once."""
+    from dataclasses import fields
+
+    from pte_lab.runtime.sizing import HEAP_FIELDS, HEAP_RUNS
+
+    assert m.heap_runs == HEAP_RUNS and m.heap_low is not None and m.heap_high is not None
+    for f in fields(m.heap_low):
+        low, high = getattr(m.heap_low, f.name), getattr(m.heap_high, f.name)
+        assert (low is None) == (high is None), f.name
+        assert low is None or low <= high, (f.name, low, high)
+    for name, short in HEAP_FIELDS.items():
+        assert getattr(m, name) == getattr(m.heap_high, short), name
+    assert m.heap_peak >= m.heap_kept and m.file_heap_peak >= m.file_heap_kept
+    assert m.heap_peak >= m.heap_once and m.file_heap_peak >= m.heap_once
 
 
 def _check(sizes, pte):
@@ -38,6 +58,7 @@ def _check(sizes, pte):
     assert not sizes.skipped
     assert set(sizes.methods) == set(pte.methods)
     for name, m in sizes.methods.items():
+        _heap_seen(m)
         assert m.planned == _planned_by_reader(pte, name), name
         reader = pte.methods[name].inputs
         assert [(i.kind, i.dtype, tuple(i.shape), i.nbytes, i.planned) for i in m.inputs if i.kind == "Tensor"] == [
@@ -117,10 +138,28 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
     assert r.returncode == 0, r.stderr
     assert subprocess.run([str(tmp_path / "two_tus")], capture_output=True, text=True).stdout.split() == [
         str(m.planned[0][2])] * 2
-    # the heap figures: a FileDataLoader reads the whole flatbuffer into the heap, a mapped program does not;
-    # both hold what the process allocates once
-    assert m.file_heap_peak >= m.heap_peak + os.path.getsize(path) // 2
+    # the heap figures: a FileDataLoader reads the whole flatbuffer into the heap (in every run: the lowest
+    # seen too); both loaders' figures hold what the process allocates once
+    assert m.heap_low.file_peak >= pte_lab.open(path).header.program_size
     assert m.heap_once > 0 and m.heap_peak >= m.heap_once
+    # the header's HEAP macros are the highest seen, the lowest beside them, and it says they can move
+    header = c_header(s)
+    assert f"#define PTE_LAB_FORWARD_HEAP_PEAK_BYTES {m.heap_high.file_peak}u /* lowest seen: " \
+           f"{m.heap_low.file_peak} */" in header
+    assert f"#define PTE_LAB_FORWARD_HEAP_PEAK_MMAP_BYTES {m.heap_high.peak}u /* lowest seen: {m.heap_low.peak} */" \
+        in header
+    flat_header = " ".join(header.replace("\n * ", " ").split())
+    assert "the HEAP_* figures are the highest seen over 3 fresh runs" in flat_header
+    assert "can change with the CPU" in flat_header and "the run" in flat_header
+    assert "The pools are exact: ExecuTorch's own allocators, the same on every run" in flat_header
+    # the text and the JSON say both ends, and which figures are exact
+    text = sizes_text(s)
+    assert "seen over 3 runs" in text and "the pools are exact" in text and "can change with the CPU" in text
+    doc = s.to_dict()
+    assert doc["heap_runs"] == 3 and "exact" in doc["pools"] and "CPU" in doc["heap_figures"]
+    assert doc["methods"]["forward"]["heap_low"]["file_peak"] == m.heap_low.file_peak
+    assert doc["methods"]["forward"]["heap_high"]["file_peak"] == m.file_heap_peak
+    assert set(s.table().columns) >= {"bytes", "lowest"} and (s.table().lowest <= s.table().bytes).all()
     # the header says which loader each heap figure is for, and how to deal with what it left unsaid before
     flat = c_header(s).replace("\n * ", " ").replace("\n *    ", " ")
     for said in ("<M>_HEAP_PEAK_BYTES is for a FileDataLoader", "<M>_HEAP_PEAK_MMAP_BYTES is for the program mapped",
@@ -145,8 +184,8 @@ def test_device_arenas_come_from_the_device_and_never_count_as_host(program_path
     m = s.methods["forward2"]
     device_bytes = m.planned_by_device()["cuda:0"]
     assert device_bytes > 40_000
-    # the device arena came from the (emulated) device allocator: the worker's host heap never saw it
-    assert m.heap_load_method < device_bytes
+    # the device arena came from the (emulated) device allocator: the worker's host heap never saw it, in any run
+    assert m.heap_high.load_method < device_bytes
     t = s.table()
     row = t[(t.method == "forward2") & (t.part == "planned arenas") & (t.device == "cuda:0")]
     assert list(row.bytes) == [device_bytes] and list(row.source) == ["file"]
@@ -202,6 +241,7 @@ def test_the_counter_counts_heap_and_mappings_exactly(tmp_path):
         libc.free.argtypes = [ctypes.c_void_p]
         a = memory.counts()
         p = libc.malloc(3 << 20)
+        usable = libc.malloc_usable_size(p)
         b = memory.counts()
         libc.free(p)
         c = memory.counts()
@@ -212,15 +252,17 @@ def test_the_counter_counts_heap_and_mappings_exactly(tmp_path):
         rss = memory.file_rss({str(data)!r})
         m.close()
         e = memory.counts()
-        print(json.dumps([a, b, c, d, e, rss]))
+        print(json.dumps([a, b, c, d, e, rss, usable]))
     """)
     env = dict(os.environ, LD_PRELOAD=str(counter))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    a, b, c, d, e, rss = json.loads(r.stdout.strip().splitlines()[-1])
-    assert 3 << 20 <= b["heap_live"] - a["heap_live"] < (3 << 20) + 4096
+    a, b, c, d, e, rss, usable = json.loads(r.stdout.strip().splitlines()[-1])
+    # the block malloc gave (its usable size: a page rounding that depends on the machine) is counted, and
+    # given back by its free
+    assert b["heap_live"] - a["heap_live"] >= usable >= 3 << 20
     assert b["heap_peak"] >= b["heap_live"]
-    assert c["heap_live"] == a["heap_live"] or abs(c["heap_live"] - a["heap_live"]) < 1024
+    assert b["heap_live"] - c["heap_live"] >= usable > c["heap_live"] - a["heap_live"]
     assert d["file_mapped"] - c["file_mapped"] == 1 << 20
     assert e["file_mapped"] == c["file_mapped"]
     assert rss == 1 << 20
@@ -264,8 +306,8 @@ def test_every_example_is_sized_and_proven(program_path):
 
 @pytest.mark.slow
 def test_llm_sizes_explain_what_the_python_loader_takes(program_path):
-    """On export_llm's program the plan is a fraction of what a run holds; the sizing's parts add up
-    to what the Python loader's own steps take in a counted worker."""
+    """On export_llm's program XNNPACK keeps memory of its own beyond the pools; the Python loader's own steps,
+    counted in a worker, hold at least the file's arenas and the exact method pool."""
     path = str(program_path("llm"))
     s = pte_lab.sizes(path)
     assert s.verified is None
@@ -273,7 +315,7 @@ def test_llm_sizes_explain_what_the_python_loader_takes(program_path):
     _check(s, pte_lab.open(path))
     m = s.methods["forward"]
     plan = sum(b for _, _, b in m.planned)
-    assert m.heap_load_method > plan  # XNNPACK's packed weights: beyond the plan
+    assert m.heap_low.load_method > 0  # XNNPACK's packed weights, in every run: outside the pools
     assert m.alignment >= 64  # XNNPACK asks for 64-byte alignment
     from pte_lab.runtime import example_inputs
 
@@ -281,13 +323,11 @@ def test_llm_sizes_explain_what_the_python_loader_takes(program_path):
         f = prog.load_method("forward")
         f(*example_inputs(prog.plan.methods["forward"]))
         rep = prog.memory_report().set_index("step")
-    loaded = rep.loc["load_method", "measured_bytes"]
-    # The Python loader's method allocator (MallocMemoryAllocator) mallocs each allocation on its own,
-    # padded by its alignment, and keeps a vector of the pointers: a bounded amount more per allocation.
-    beyond = loaded - (m.method_allocator + m.heap_load_method)
-    assert 0 <= beyond <= m.method_allocations * (m.alignment + 16) + 16384, beyond
-    first = rep.loc["first_execute", "measured_bytes"]
-    assert 0.95 * m.heap_execute <= first <= 1.10 * m.heap_execute + m.temp_allocator
+    # the heap of that run is not the sizing's (another process: the CPU's kernels, the run), but what ExecuTorch
+    # allocates is: the arenas at load_program, and at load_method every allocation of the method pool, which
+    # the Python loader's MallocMemoryAllocator mallocs on its own (each at least its size and padding)
+    assert rep.loc["load_program", "measured_bytes"] >= rep.loc["load_program", "predicted_bytes"] >= plan
+    assert rep.loc["load_method", "measured_bytes"] >= m.method_allocator
 
 
 @pytest.mark.slow
@@ -320,7 +360,8 @@ def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
     """pte-lab sizes --example-runner: build it against the wheel; every method runs (two executes, the same
     output bytes) at exactly the header's sizes in both configurations, and one byte less is refused. Run
     alone under pte_lab's allocation counter, each method's heap (the runner reads the program with a
-    FileDataLoader) stays within the header's <M>_HEAP_PEAK_BYTES, and close to it."""
+    FileDataLoader) holds at least the program's flatbuffer; the header's <M>_HEAP_PEAK_BYTES is the highest
+    seen while sizing, the lowest beside it (the heap depends on the CPU and the run: no band)."""
     assert main(["sizes", path, "--example-runner", str(folder)]) == 0
     capsys.readouterr()
     assert sorted(p.name for p in folder.iterdir()) == ["build.sh", "main.cpp", "pools.h"]
@@ -332,7 +373,7 @@ def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
     assert methods
     idents = c_identifiers(methods)
     counted = dict(os.environ, LD_PRELOAD=str(native.counter_path()))
-    once = int(macros["PTE_LAB_HEAP_ONCE_BYTES"])
+    flatbuffer = pte_lab.open(path).header.program_size
     for exe, pool in (("runner", "METHOD_POOL_BYTES"), ("runner_no_temp", "METHOD_POOL_ALONE_BYTES")):
         r = _run([str(folder / exe), path])
         assert r.returncode == 0, (exe, r.stdout, r.stderr[-2000:])
@@ -349,10 +390,10 @@ def _example_runner_runs_exactly(path: str, folder, capsys) -> str:
             alone = _run([str(folder / exe), path, "--method", name], env=counted)
             assert alone.returncode == 0, alone.stdout
             (heap,) = re.findall(r"^heap: peak (\d+) bytes", alone.stdout, re.M)
-            bound = int(macros[f"PTE_LAB_{idents[name].upper()}_HEAP_PEAK_BYTES"])
-            # the gap: what the process allocates once, where this method does not (no kernel asks for the
-            # thread pool), or where the runner made it before main (XNNPACK's cpuinfo), and its rounding
-            assert bound - once - 1024 <= int(heap) <= bound, (exe, name, heap, bound)
+            highest, lowest = map(int, re.search(
+                rf"#define PTE_LAB_{idents[name].upper()}_HEAP_PEAK_BYTES (\d+)u /\* lowest seen: (\d+) \*/",
+                header).groups())
+            assert flatbuffer <= lowest <= highest and int(heap) >= flatbuffer, (exe, name, heap, lowest, highest)
     return header
 
 

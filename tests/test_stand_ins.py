@@ -58,8 +58,10 @@ def test_an_ethos_u_program_is_sized_with_stand_ins_and_its_temp_pool_covers_the
     assert m.temp_allocator >= m.delegate_scratch and m.temp_peak >= m.delegate_scratch
     v = s.verified["forward"]
     assert v.sufficient and v.tight and m.method_allocator > 0
-    # the stand-in's handle, allocated with new as the real backend does: 9 words per delegate, on the heap
-    assert m.heap_load_method is None or m.heap_load_method >= 2 * 72
+    # the stand-in's handle, allocated with new as the real backend does: 9 words per delegate, on the heap, in
+    # every fresh run (the lowest seen); the highest is what the parts show
+    assert m.heap_low is None or m.heap_low.load_method >= 2 * 72
+    assert m.heap_low is None or m.heap_high.load_method == m.parts()["heap kept by load_method"]
     table = s.table().set_index("part")
     assert table.loc["delegate scratch", "source"] == "delegate blob"
     assert table.loc["method allocator", "source"] == "runner, with stand-ins"

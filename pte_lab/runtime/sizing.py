@@ -25,6 +25,15 @@ temp pool is refused at load_method or only fails silently at execute.
 
 Runs always happen in an isolated worker (a fresh process: clean counts, and a
 crash cannot take the caller down).
+
+The pools are exact: ExecuTorch's own allocators' high-water marks, the same
+on every run (and proven by :meth:`Sizes.verify`). The heap figures are not:
+XNNPACK picks its kernels, packing and workspaces per instruction set, and
+malloc's layout, the thread pool's threads and the address space's layout vary
+from one run to the next. Each method's heap is therefore measured in
+:data:`HEAP_RUNS` fresh workers (``heap_runs``), and the lowest and highest
+seen are kept (:attr:`MethodSizes.heap_low`, :attr:`MethodSizes.heap_high`);
+the scalar heap fields and the C header's ``HEAP_*`` macros are the highest.
 """
 
 from __future__ import annotations
@@ -44,10 +53,12 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "SIZES_COLUMNS", "PARTS", "POOLS", "SizingError",
-           "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT"]
+           "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT", "HeapFigures", "HEAP_RUNS",
+           "HEAP_FIELDS", "HOST_DEPENDENT"]
 
-#: one row per (method, part, device) in :meth:`Sizes.table`
-SIZES_COLUMNS = ["method", "part", "device", "bytes", "source"]
+#: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
+#: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
+SIZES_COLUMNS = ["method", "part", "device", "bytes", "lowest", "source"]
 
 #: the parts of a method's run-time memory, in the order a stacked bar draws them: part ->
 #: (who measured it: "file", "runner", "counter" or "kernel"; what it is)
@@ -85,6 +96,25 @@ HEAP_ONCE_ROUNDING = 256
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
 POOLS = ("planned arenas", "method allocator", "temp allocator")
 
+#: how many fresh workers measure each method's heap (the lowest and highest seen are kept)
+HEAP_RUNS = 3
+
+#: what every view says of the heap figures, and of the pools (one home for the wording)
+HOST_DEPENDENT = ("the heap figures can change with the CPU (XNNPACK picks its kernels and workspaces per "
+                  "instruction set), the allocator and the run")
+POOLS_EXACT = "the pools are exact: ExecuTorch's own allocators, the same on every run"
+
+#: MethodSizes' heap fields -> the HeapFigures field that holds the same figure
+HEAP_FIELDS = {"heap_load_program": "load_program", "heap_load_method": "load_method", "heap_execute": "execute",
+               "heap_execute_peak": "execute_peak", "anonymous_mapped": "anonymous_mapped",
+               "file_resident": "file_resident", "heap_peak": "peak", "heap_kept": "kept",
+               "file_heap_peak": "file_peak", "file_heap_kept": "file_kept", "heap_once": "once"}
+
+#: parts (:data:`PARTS`) that are host-dependent measurements -> their MethodSizes field
+MEASURED_PARTS = {"heap kept by load_program": "heap_load_program", "heap kept by load_method": "heap_load_method",
+                  "heap kept by execute": "heap_execute", "anonymous mappings": "anonymous_mapped",
+                  "program file resident": "file_resident"}
+
 #: the pool configurations every method is sized and verified in: name -> what it is
 CONFIGURATIONS = {
     "method + temp": "a method pool and a temp pool (the temp figure is tight only together with this method "
@@ -99,6 +129,28 @@ class SizingError(PteLabError):
 
 
 # ------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class HeapFigures:
+    """One method's heap figures (bytes; None: not counted), as :class:`MethodSizes` names them: the lowest or
+    the highest seen over the fresh runs that measured them."""
+
+    load_program: int | None = None
+    load_method: int | None = None
+    execute: int | None = None
+    execute_peak: int | None = None
+    anonymous_mapped: int | None = None
+    file_resident: int | None = None
+    peak: int | None = None
+    kept: int | None = None
+    file_peak: int | None = None
+    file_kept: int | None = None
+    once: int | None = None
+
+    @classmethod
+    def of(cls, m: "MethodSizes") -> "HeapFigures":
+        return cls(**{short: getattr(m, name) for name, short in HEAP_FIELDS.items()})
+
+
 @dataclass(frozen=True)
 class MethodSizes:
     """What one method needs at run time (bytes), and how each figure was had."""
@@ -159,6 +211,11 @@ class MethodSizes:
     #: execute (:data:`INPUT_VALUES`)
     inputs: tuple[MethodIO, ...] = ()
     outputs: tuple[MethodIO, ...] = ()
+    #: the heap figures over ``heap_runs`` fresh workers: the lowest and the highest seen (the scalar heap
+    #: fields above are the highest); None where the heap was not counted
+    heap_runs: int = 1
+    heap_low: HeapFigures | None = None
+    heap_high: HeapFigures | None = None
     #: the backends the method delegates to, and the libraries of the executorch install that register
     #: its backends and operators (libexecutorch.so first)
     backends: tuple[str, ...] = ()
@@ -171,8 +228,20 @@ class MethodSizes:
             out[dev] = out.get(dev, 0) + b
         return out
 
+    def seen(self, field_name: str) -> tuple[int, int] | None:
+        """(lowest, highest) seen over the fresh runs of a heap field (:data:`HEAP_FIELDS`, or a part of
+        :data:`MEASURED_PARTS`); None: not measured."""
+        field_name = MEASURED_PARTS.get(field_name, field_name)
+        short = HEAP_FIELDS[field_name]
+        low = None if self.heap_low is None else getattr(self.heap_low, short)
+        high = getattr(self, field_name)
+        if high is None:
+            return None
+        return (high if low is None else low), high
+
     def parts(self) -> dict[str, int | None]:
-        """The run-time bytes by part (:data:`PARTS`); planned arenas summed over devices."""
+        """The run-time bytes by part (:data:`PARTS`); planned arenas summed over devices; the measured parts
+        (:data:`MEASURED_PARTS`) are the highest seen (:meth:`seen` has the lowest)."""
         return {
             "planned arenas": sum(b for _, _, b in self.planned),
             "heap kept by load_program": self.heap_load_program,
@@ -248,18 +317,21 @@ class Sizes:
         rows = []
         for m in self.methods.values():
             for mem_dev, b in sorted(m.planned_by_device().items(), key=lambda kv: (kv[0] != "cpu", kv[0])):
-                rows.append((m.method, "planned arenas", mem_dev, b, PARTS["planned arenas"][0]))
+                rows.append((m.method, "planned arenas", mem_dev, b, b, PARTS["planned arenas"][0]))
             for part, b in m.parts().items():
                 if part == "planned arenas" or b is None or (part == "delegate scratch" and not b):
                     continue
-                rows.append((m.method, part, "cpu", b, part_source(part, m)))
+                low = m.seen(part)[0] if part in MEASURED_PARTS else b
+                rows.append((m.method, part, "cpu", b, low, part_source(part, m)))
         for d in self.declared.values():
             for _, dev, b in d.planned:
-                rows.append((d.method, "planned arenas", dev, b, PARTS["planned arenas"][0]))
+                rows.append((d.method, "planned arenas", dev, b, b, PARTS["planned arenas"][0]))
             if d.delegate_scratch:
-                rows.append((d.method, "delegate scratch", "cpu", d.delegate_scratch, PARTS["delegate scratch"][0]))
+                rows.append((d.method, "delegate scratch", "cpu", d.delegate_scratch, d.delegate_scratch,
+                             PARTS["delegate scratch"][0]))
         df = pd.DataFrame(rows, columns=SIZES_COLUMNS)
-        df.attrs.update(path=self.path, counted=self.counted, executorch=self.executorch_version)
+        df.attrs.update(path=self.path, counted=self.counted, executorch=self.executorch_version,
+                        heap_runs=max((m.heap_runs for m in self.methods.values()), default=0))
         return df
 
     def pools(self) -> "pd.DataFrame":
@@ -289,7 +361,9 @@ class Sizes:
 
         return {
             "schema": "pte_lab.sizes", "version": 1, "path": self.path, "executorch": self.executorch_version,
-            "counted": self.counted,
+            "counted": self.counted, "heap_runs": max((m.heap_runs for m in self.methods.values()), default=0),
+            "heap_figures": HOST_DEPENDENT + "; each is the highest seen over heap_runs fresh workers, heap_low the "
+                            "lowest", "pools": POOLS_EXACT,
             "parts": {p: {"source": how, "what": what} for p, (how, what) in PARTS.items()},
             "configurations": CONFIGURATIONS, "inputs_set_to": INPUT_VALUES,
             "methods": {n: method(m) for n, m in self.methods.items()},
@@ -484,7 +558,7 @@ def _set_to(io: MethodIO) -> str:
 
 
 def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int = 2,
-          verify: bool = False, progress=None) -> Sizes:
+          verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS) -> Sizes:
     """Size every method of a ``.pte`` (or those named): see :mod:`pte_lab.runtime.sizing`.
 
     ``source`` is a path or an opened :class:`~pte_lab.model.Pte` (its ``.ptd``
@@ -501,6 +575,10 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     repeat) and added to every method's heap figures, so that each bounds a
     process that runs that method alone (:attr:`MethodSizes.heap_once`). ``progress``: None (silent), True (a bar over the
     methods) or a callable taking one line per step (see :mod:`pte_lab.progress`).
+
+    The heap figures depend on the CPU and vary between runs: each method's are measured in ``heap_runs``
+    fresh workers (the first also measures the pools), and the lowest and highest seen are kept
+    (:attr:`MethodSizes.heap_low`, :attr:`MethodSizes.heap_high`; the scalar fields are the highest).
     """
     from ..progress import reporter
     from .info import executorch_version
@@ -514,6 +592,8 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     data_path = None if data_path is None else os.fspath(data_path)
     if runs < 1:
         raise ValueError(f"runs must be at least 1 (got {runs})")
+    if heap_runs < 1:
+        raise ValueError(f"heap_runs must be at least 1 (got {heap_runs})")
     pte = checked(path).pte
     if pte.bundled is not None:
         raise PteLabError(f"{path} is a bundled program (.bpte): size the .pte it carries")
@@ -570,11 +650,65 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
             if why is not None:
                 skipped[n] = why
                 declared[n] = declared_sizes(plan, why)
-        report.advance()
         counted = session.engine.counted
+        rounds = {n: [m] for n, m in out.items()}
+        for k in range(2, heap_runs + 1 if counted and out else 0):
+            report.step(f"the heap again, in a fresh worker ({k}/{heap_runs})")
+            for n, m in _heap_round(path, data_path, devices, pte, list(out), runs).items():
+                rounds[n].append(m)
+        report.advance()
+    out = {n: _over_runs(rounds[n]) for n in out}
     _raise_if_insufficient(verified or {}, verified_alone or {})
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, verified_alone,
                  declared)
+
+
+def _heap_round(path: str, data_path: str | None, devices: list[str], pte, names: list[str],
+                runs: int) -> dict[str, MethodSizes]:
+    """One more fresh worker measuring the heap of each of ``names`` as :func:`sizes` does (what the process
+    allocates once on the first; the pools it measures are not used). A method that fails or crashes here
+    gives no figures in this round."""
+    out: dict[str, MethodSizes] = {}
+    with _Session(path, data_path, devices) as session:
+        for n in names:
+            plan = pte.methods[n]
+            try:
+                if session.cannot_run(plan) is not None:
+                    continue
+                r = session.run(n, None, None, 4096, runs)
+                if not r.ok:
+                    continue
+                seen = 0
+                if session.once is None and not session.once_tried:
+                    session.once, session.once_seen = _once(r, session.run(n, None, None, 4096, runs))
+                    session.once_tried, seen = True, session.once_seen
+                alone = session.run(n, None, NO_TEMP, 4096, runs, file_loader=True)
+                read = session.run(n, None, None, 4096, runs, file_loader=True)
+                out[n] = _method_sizes(r, alone, plan, runs, session.uses(plan), read, session.file_loader,
+                                       session.once, seen)
+            except RuntimeCrashedError:
+                session.restart()
+    return out
+
+
+def _over_runs(seen: list[MethodSizes]) -> MethodSizes:
+    """The first run's sizes (its pools, its steps) with each heap field the highest over the runs, and the
+    lowest and highest kept as :class:`HeapFigures`."""
+    from dataclasses import replace
+
+    first = seen[0]
+    if not any(getattr(first, f) is not None for f in HEAP_FIELDS):
+        return replace(first, heap_runs=len(seen))
+    low, high = {}, {}
+    for name, short in HEAP_FIELDS.items():
+        got = [getattr(m, name) for m in seen]
+        known = [v for v in got if v is not None]
+        if getattr(first, name) is None or not known:
+            low[short] = high[short] = None
+        else:
+            low[short], high[short] = min(known), max(known)
+    return replace(first, heap_runs=len(seen), heap_low=HeapFigures(**low), heap_high=HeapFigures(**high),
+                   **{name: high[short] for name, short in HEAP_FIELDS.items()})
 
 
 def _raise_if_insufficient(verified: dict[str, PoolVerification],

@@ -11,7 +11,8 @@ the allocators fewer bytes than the static pools hold (to see one byte less
 refused); a temp allocation refused during an execute that still returns Ok is
 counted and makes the runner fail. Run under ``LD_PRELOAD`` of pte_lab's
 allocation counter, it prints the heap it took from the data loader's creation
-on (with ``--method NAME``: what the header's ``<M>_HEAP_PEAK_BYTES`` bounds).
+on (with ``--method NAME``: what the header's ``<M>_HEAP_PEAK_BYTES`` measures, the highest seen over the
+sizing's fresh runs; the heap can change with the CPU and the run, the pools cannot).
 
 On a microcontroller ExecuTorch is compiled from source for the target (with
 the operators the header lists selected); ``pools.h`` and ``main.cpp`` stay the
@@ -321,7 +322,8 @@ int main(int argc, char** argv) {
   std::printf("configuration: method + temp pools\n");
 #endif
   HeapCounter heap;
-  heap.begin();  // from the data loader's creation on, as pools.h's HEAP figures
+  heap.begin();  // from the data loader's creation on, as pools.h's HEAP figures (the highest seen while sizing:
+                 // this run's can differ, with the CPU and the run)
   // FileDataLoader reads the program's flatbuffer and segments into heap buffers (pools.h's HEAP figures
   // count them); on a board a BufferDataLoader over the program in flash reads nothing
   Result<FileDataLoader> loader = FileDataLoader::from(path, PTE_LAB_FILE_LOADER_ALIGNMENT);

@@ -34,6 +34,26 @@ def _parts():
     return PARTS
 
 
+def _wording() -> tuple[str, str]:
+    """(what the heap figures depend on, what the pools are): the sizing's own words."""
+    from ..runtime.sizing import HOST_DEPENDENT, POOLS_EXACT
+
+    return HOST_DEPENDENT, POOLS_EXACT
+
+
+def _runs(sizes: "Sizes") -> int:
+    return max((m.heap_runs for m in sizes.methods.values()), default=0)
+
+
+def _range(m, field: str) -> str:
+    """``low–high`` seen over the fresh runs, or one figure where they agree."""
+    seen = m.seen(field)
+    if seen is None:
+        return "not measured"
+    low, high = seen
+    return f"{high:,}" if low == high else f"{low:,}–{high:,}"
+
+
 def part_source(part: str, m) -> str:
     from ..runtime.sizing import part_source as source
 
@@ -70,17 +90,21 @@ def sizes_text(sizes: "Sizes") -> str:
            f"in an isolated worker)"]
     if not sizes.counted:
         out.append("(the allocation counter could not be preloaded here: heap and mapping figures are missing)")
+    from ..runtime.sizing import MEASURED_PARTS
+
     for m in sizes.methods.values():
         rows = []
         for mem_id, device, b in m.planned:
-            rows.append([f"planned arena {mem_id}", device, f"{b:,}", human_bytes(b), "file"])
+            rows.append([f"planned arena {mem_id}", device, f"{b:,}", human_bytes(b), "exact", "file"])
         for part, b in m.parts().items():
             if part == "planned arenas" or b is None:
                 continue
             if part == "delegate scratch" and not b:
                 continue
-            rows.append([part, "cpu", f"{b:,}", human_bytes(b), part_source(part, m)])
-        out += ["", f"method {m.method!r}", _table(["part", "device", "bytes", "", "from"], rows)]
+            seen = _range(m, part) if part in MEASURED_PARTS else "exact"
+            rows.append([part, "cpu", f"{b:,}", human_bytes(b), seen, part_source(part, m)])
+        out += ["", f"method {m.method!r}",
+                _table(["part", "device", "bytes", "", f"seen over {m.heap_runs} runs", "from"], rows)]
         out.append(f"pools, method + temp: method {m.method_allocator:,} B ({count(m.method_allocations, 'allocation')}), "
                    f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
@@ -99,11 +123,14 @@ def sizes_text(sizes: "Sizes") -> str:
         if m.file_heap_peak is not None:
             out.append(f"heap outside the pools (the counter), FileDataLoader({m.file_loader_alignment}): peak "
                        f"{m.file_heap_peak:,} B from the loader's creation through the runs, {m.file_heap_kept:,} B "
-                       f"still held after them")
+                       f"still held after them (the highest of {m.heap_runs} fresh runs; seen: peak "
+                       f"{_range(m, 'file_heap_peak')}, held {_range(m, 'file_heap_kept')})")
         if m.heap_peak is not None:
             out.append(f"heap outside the pools (the counter), program mapped (MmapDataLoader): peak "
                        f"{m.heap_peak:,} B, {m.heap_kept:,} B still held"
-                       + (f" (both include {m.heap_once:,} B the process allocates once)" if m.heap_once else ""))
+                       + (f" (both include {m.heap_once:,} B the process allocates once)" if m.heap_once else "")
+                       + f" (the highest of {m.heap_runs} fresh runs; seen: peak {_range(m, 'heap_peak')}, held "
+                         f"{_range(m, 'heap_kept')})")
         out += _io_lines(m)
         if m.libraries:
             out.append("libraries (keep them: --no-as-needed): " + "; ".join(
@@ -111,6 +138,10 @@ def sizes_text(sizes: "Sizes") -> str:
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
         out += declared_lines(sizes.declared[name]) if name in sizes.declared else []
+    if sizes.methods:
+        host, exact = _wording()
+        out += ["", f"{exact}; {host}: each heap figure is the highest seen over {_runs(sizes)} fresh runs "
+                    "(\"seen\" gives the lowest too)"]
     out += ["", "from: file = the program's own tables; delegate blob = what the delegates' blobs declare; "
                 "runner = pte_lab's sizing runner (ExecuTorch's allocators, counted); counter = every malloc/mmap of the worker, counted; kernel = the "
                 "kernel's resident-page count"]
@@ -148,7 +179,10 @@ def sizes_html(sizes: "Sizes") -> str:
 
     t = sizes.table()
     t["size"] = t["bytes"].map(human_bytes)
-    notes = [f"{escape(n)}: not sized ({escape(why)})" for n, why in sizes.skipped.items()]
+    host, exact = _wording()
+    notes = [escape(f"bytes: the highest seen over {_runs(sizes)} fresh runs, lowest: the lowest; {exact}; {host}")
+             for _ in [0] if sizes.methods]
+    notes += [f"{escape(n)}: not sized ({escape(why)})" for n, why in sizes.skipped.items()]
     notes += [f"{escape(n)}: {escape(line.strip())}" for n, d in sizes.declared.items() for line in declared_lines(d)]
     notes += [f"{escape(n)}: {escape(stand_in_line(m))}" for n, m in sizes.methods.items() if m.stand_ins]
     notes += [f"{escape(n)}: {escape(verdict(v))}" for n, v in (sizes.verified or {}).items()]
@@ -226,6 +260,9 @@ def _preamble(sizes: "Sizes") -> list[str]:
         + _inputs_used(sizes) + "; figures " + _verified_words(sizes) + ".",
         *([f"Its external data, {os.path.basename(sizes.data_path)}, was given to load_method as a "
            "FlatTensorDataMap."] if sizes.data_path else []),
+        _wording()[1][0].upper() + _wording()[1][1:] + " (verified where the header says so), and so are the "
+        f"planned buffers (the file's); the HEAP_* figures are the highest seen over {_runs(sizes)} fresh runs: "
+        f"{_wording()[0]}, so give the heap headroom and measure it again on the target.",
         "",
         "A runner, per method (<M> below stands for PTE_LAB_ and the method's name in capitals). Names are per "
         "method, not per program (two programs' headers both define PTE_LAB_FORWARD_... and "
@@ -420,18 +457,24 @@ def _heap(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     lines = [
         "/* heap outside the pools, measured by pte_lab's allocation counter (not ExecuTorch's allocators): the",
         " * most held at once from the data loader's creation through the executes, and what stays held until the",
-        " * Method, Program and loader are freed; PTE_LAB_HEAP_ONCE_BYTES included. */",
+        " * Method, Program and loader are freed; PTE_LAB_HEAP_ONCE_BYTES included. Each is the highest seen over",
+        f" * {m.heap_runs} fresh runs (the lowest beside it): these figures can change with the CPU and the run. */",
     ]
+
+    def macro(name: str, field: str) -> str:
+        low = m.seen(field)[0]
+        return f"#define PTE_LAB_{up}_{name} {getattr(m, field)}u /* lowest seen: {low} */"
+
     if m.file_heap_peak is not None:
         lines += [
             "/* FileDataLoader (alignment PTE_LAB_FILE_LOADER_ALIGNMENT), as the example runner: */",
-            f"#define PTE_LAB_{up}_HEAP_PEAK_BYTES {m.file_heap_peak}u",
-            f"#define PTE_LAB_{up}_HEAP_KEPT_BYTES {m.file_heap_kept}u",
+            macro("HEAP_PEAK_BYTES", "file_heap_peak"),
+            macro("HEAP_KEPT_BYTES", "file_heap_kept"),
         ]
     lines += [
         "/* the program mapped (MmapDataLoader): */",
-        f"#define PTE_LAB_{up}_HEAP_PEAK_MMAP_BYTES {m.heap_peak}u",
-        f"#define PTE_LAB_{up}_HEAP_KEPT_MMAP_BYTES {m.heap_kept}u",
+        macro("HEAP_PEAK_MMAP_BYTES", "heap_peak"),
+        macro("HEAP_KEPT_MMAP_BYTES", "heap_kept"),
     ]
     return lines
 
