@@ -76,11 +76,11 @@ def test_legacy_runtime_keeps_the_arena_on_the_host(legacy_python, tmp_path):
     assert all((s["device_bytes"] or 0) == 0 for s in before.steps)
     assert after.step("load_method forward2")["device_bytes"] == report.planned_device_bytes
     # the pre-fix loader allocates every method's arenas at load_program, on the host: the device arena
-    # too. Both processes count every host allocation exactly (the counter preloaded), so the difference
-    # is that arena, to within the two versions' few bytes of bookkeeping
+    # too. Both processes count every host allocation exactly (the counter preloaded), so before's
+    # load_program holds at least that arena more (the versions' own bookkeeping is the host's: no band)
     assert before.host_measured_by.startswith("exact") and after.host_measured_by.startswith("exact")
     extra = before.step("load_program")["host_bytes"] - after.step("load_program")["host_bytes"]
-    assert abs(extra - report.planned_device_bytes) < 1024, extra
+    assert extra >= report.planned_device_bytes, extra
 
 
 def test_the_figure_cuts_one_bar_that_would_squash_the_rest():
