@@ -340,3 +340,18 @@ def test_plot_diff_draws_the_pairs_and_one_arena_on_one_scale(planners):
             plot.diff_bars(d, "sizes")
     finally:
         plt.close("all")
+
+
+def test_a_diff_of_many_changed_arenas_shows_the_largest_and_says_how_many_more():
+    """A reader gets the largest changes and a count of the rest, not one line per arena; JSON keeps all."""
+    from crafting import many_arenas_many_tensors
+
+    from pte_lab.views.diff import diff_document
+
+    n = 100
+    d = pte_lab.diff(pte_lab.open(many_arenas_many_tensors(n)), pte_lab.open(many_arenas_many_tensors(n, grow=4)))
+    text, html = str(d), d._repr_html_()
+    assert sum(line.startswith("  arena ") for line in text.splitlines()) == 32
+    assert f"and {n - 32} more arenas, smaller changes" in text
+    assert "and 70 more lines, smaller changes" in text  # what grew: planned bytes, state, 100 arenas: 102
+    assert html.count("arena ") < 3 * n and len(diff_document(d)["methods"]["forward"]["arenas"]) == n

@@ -59,6 +59,8 @@ VERSION = 1
 #: rows of a long list shown in text and HTML (the JSON document and ``MethodDiff.table()`` have all)
 _ROWS = 12
 _HTML_ROWS = 200
+#: most arenas a method's text section lists (the largest changes; JSON lists all)
+_ARENA_ROWS = 32
 
 
 # ------------------------------------------------------------------ shared words
@@ -152,6 +154,21 @@ def _arena_why(md, a) -> str:
     return head + (f"; the tensors behind it (their own bytes): {behind}" if behind else "")
 
 
+def _arenas_shown(md, rows: int) -> tuple[list, int]:
+    """The arenas a reader sees, in mem_id order: all of them up to ``rows``, else the ``rows`` whose size
+    (then peak) changed most; and how many are left out (the JSON document has them all)."""
+    arenas = md.arenas
+    if len(arenas) <= rows:
+        return list(arenas), 0
+    top = sorted(arenas, key=lambda a: (-abs(a.size.delta or 0), -abs(a.peak.delta or 0), a.mem_id))[:rows]
+    return sorted(top, key=lambda a: a.mem_id), len(arenas) - rows
+
+
+def _arenas_left(n: int) -> str:
+    return (f"and {count(n, 'more arena')}, smaller changes (pte-lab diff --json, or the Diff's methods, "
+            f"has every one)")
+
+
 def _duplicates(dups) -> str:
     """Blobs stored twice, the first few (the JSON document has them all)."""
     return first_few((duplicate_phrase(x.name, x.region, x.bytes, x.duplicate_of) for x in dups), 4, "; ",
@@ -187,14 +204,17 @@ def _method_text(md, rows: int) -> list[str]:
            f"{_arrow(md.planned_bytes.before, md.planned_bytes.after, human_bytes)}, state "
            f"{_arrow(md.state_bytes.before, md.state_bytes.after, human_bytes)} "
            f"({_arrow(md.state_tensors.before, md.state_tensors.after)} tensors)"]
+    shown, left = _arenas_shown(md, max(rows, _ARENA_ROWS))
     table = []
-    for a in md.arenas:
+    for a in shown:
         table.append([str(a.mem_id), _arrow(*a.devices), *_change_cells(a.size), *_arena_tail(a)])
     if table:
         out.append(_indent(_table(_ARENA_HEADERS, table)))
-    for a in md.arenas:
+    for a in shown:
         if a.size.changed or a.peak.changed:
             out.append(f"  {_arena_why(md, a)}")
+    if left:
+        out.append(f"  {_arenas_left(left)}")
     out.append(f"  tensors: {_matching_line(md)}")
     changed = _changed_sorted(md)
     if changed:
@@ -235,7 +255,9 @@ def diff_text(d, rows: int = _ROWS) -> str:
         if lines:
             out += ["", f"  {title}:",
                     _indent(_table(["what", "before", "after", "change", "growth"],
-                                   [[x.what, *_change_cells(x.change)] for x in lines]), 4)]
+                                   [[x.what, *_change_cells(x.change)] for x in lines[:_ARENA_ROWS]]), 4)]
+            if len(lines) > _ARENA_ROWS:
+                out.append(f"    {_lines_left(len(lines) - _ARENA_ROWS)}")
     out += ["", f"  {_unchanged_line(grew, shrank, same)}"]
     same = [n for n, md in d.methods.items() if md.unchanged]
     for md in d.methods.values():
@@ -274,8 +296,15 @@ def _html_change(c) -> list[str]:
 
 
 def _lines_table(lines) -> str:
-    return _html_table(["what", "before", "after", "change", "growth"],
-                       [[escape(x.what), *_html_change(x.change)] for x in lines], numeric={1, 2, 3, 4})
+    table = _html_table(["what", "before", "after", "change", "growth"],
+                        [[escape(x.what), *_html_change(x.change)] for x in lines[:_HTML_ROWS]],
+                        numeric={1, 2, 3, 4})
+    left = len(lines) - _HTML_ROWS
+    return table + (f"<div class='pte-sub'>{escape(_lines_left(left))}</div>" if left > 0 else "")
+
+
+def _lines_left(n: int) -> str:
+    return f"and {count(n, 'more line')}, smaller changes (pte-lab diff --json has every one)"
 
 
 def _devices_cell(a) -> str:
@@ -289,13 +318,16 @@ def _method_html(md) -> str:
     parts = [f"<div class='pte-sub'>instructions {escape(_arrow(md.instructions.before, md.instructions.after))}"
              f" &middot; planned tensors {escape(_arrow(md.tensors.before, md.tensors.after))} &middot; state "
              f"{escape(_arrow(md.state_bytes.before, md.state_bytes.after, human_bytes))}</div>"]
+    shown, left = _arenas_shown(md, _HTML_ROWS)
     rows = [[str(a.mem_id), _devices_cell(a), *_html_change(a.size), *map(escape, _arena_tail(a, "×"))]
-            for a in md.arenas]
+            for a in shown]
     if rows:
         parts.append(_html_table(_ARENA_HEADERS, rows, numeric={0, 2, 3, 4, 5, 6, 7, 8, 9}))
-    for a in md.arenas:
+    for a in shown:
         if a.size.changed or a.peak.changed:
             parts.append(f"<div>{escape(_arena_why(md, a))}</div>")
+    if left:
+        parts.append(f"<div class='pte-sub'>{escape(_arenas_left(left))}</div>")
     parts.append(f"<div class='pte-sub'>tensors: {escape(_matching_line(md))}</div>")
     changed = _changed_sorted(md)
     if changed:
