@@ -204,8 +204,11 @@ def _sizes(args) -> int:
         by_reason: dict[str, list[str]] = {}
         for n, why in s.skipped.items():
             by_reason.setdefault(why, []).append(repr(n))
-        raise PteLabError(f"{args.file}: no method could be sized: "
-                          + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items()))
+        # the file was read and what it declares was printed: a check that failed (1), not bad input (2)
+        print(_one_line(PteLabError(f"pte-lab: error: {args.file}: no method could be sized: "
+                                    + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items()))),
+              file=sys.stderr)
+        return 1
     if verify and not s.proven:
         return 1
     return 0
@@ -420,7 +423,7 @@ DEBUG_ENV = "PTE_LAB_DEBUG"
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
-    0 ok, 1 a check failed (verification, a budget), 2 bad input (one line naming it), 3 a bug in
+    0 ok, 1 a check failed (verification, a budget, no method could be sized), 2 bad input (one line naming it), 3 a bug in
     pte_lab (any exception that is not a :class:`PteLabError`: one line saying so; ``--debug`` or
     ``PTE_LAB_DEBUG=1`` shows the traceback too).
     """

@@ -26,7 +26,7 @@ import warnings
 from collections import deque
 from contextlib import contextmanager
 
-__all__ = ["native_output", "NativeLog", "quiet", "LOG"]
+__all__ = ["native_output", "NativeLog", "quiet", "quiet_import", "LOG"]
 
 #: loggers whose import-time warnings are kept, not shown
 NOISY_LOGGERS = ("torchao", "torch.utils._pytree")
@@ -121,3 +121,16 @@ def quiet(log: NativeLog | None = None):
         for lg, propagate in saved:
             lg.removeHandler(keep)
             lg.propagate = propagate
+
+
+def quiet_import(name: str):
+    """Import module ``name`` (ExecuTorch's runtime: importing it imports torch and torchao, which log
+    "Failed to load ..._C_mxfp8...so" and pytree deprecations) with that noise kept in :data:`LOG`, not
+    printed into a notebook's cell. Cheap once imported."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    import importlib
+
+    with quiet():
+        return importlib.import_module(name)

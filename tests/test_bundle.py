@@ -214,7 +214,9 @@ def test_run_sh_without_python_gives_the_figures_pte_lab_measure_gives(bundle, m
                                                            "execute forward2 again"))
     # before: nothing on the device, both methods' arenas on the host at load_program
     assert all(s["device_bytes"] == 0 for s in before.steps)
-    assert before.step("load_program")["host_bytes"] - after.step("load_program")["host_bytes"] >= PLANNED
+    # the difference is the device arena, to within the runtimes' own fixed bookkeeping (no kernels run yet)
+    assert before.step("load_program")["host_bytes"] - after.step("load_program")["host_bytes"] == \
+        pytest.approx(PLANNED, abs=1024)
     (arena,) = [a for a in after.arenas if a["device"] == "cuda:0"]
     assert (arena["when"], arena["bytes"], arena["mem_id"]) == ("load_method forward2", PLANNED, 2)
     assert arena["memory"] == "host memory (the emulated device)"

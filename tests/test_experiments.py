@@ -76,11 +76,12 @@ def test_legacy_runtime_keeps_the_arena_on_the_host(legacy_python, tmp_path):
     assert all((s["device_bytes"] or 0) == 0 for s in before.steps)
     assert after.step("load_method forward2")["device_bytes"] == report.planned_device_bytes
     # the pre-fix loader allocates every method's arenas at load_program, on the host: the device arena
-    # too. Both processes count every host allocation exactly (the counter preloaded), so before's
-    # load_program holds at least that arena more (the versions' own bookkeeping is the host's: no band)
+    # too. Both processes count every host allocation exactly (the counter preloaded), so the difference
+    # is that arena, to within what the two versions' load_program keeps besides (its own bookkeeping:
+    # fixed-size records of the runtime, no kernel or XNNPACK workspace, the same on every CPU)
     assert before.host_measured_by.startswith("exact") and after.host_measured_by.startswith("exact")
     extra = before.step("load_program")["host_bytes"] - after.step("load_program")["host_bytes"]
-    assert extra >= report.planned_device_bytes, extra
+    assert abs(extra - report.planned_device_bytes) < 1024, extra
 
 
 def test_the_figure_cuts_one_bar_that_would_squash_the_rest():

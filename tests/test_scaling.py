@@ -141,7 +141,7 @@ def test_a_call_short_of_many_descriptors_is_one_check_per_call():
     # 50 calls share one table: checked once, at the first; inputs 0 and 1 are named, 2 is the one missing
     assert [(c.instruction, c.direction, c.position) for c in checks] == [(0, "input", 0), (0, "input", 1),
                                                                            (0, "input", 2)]
-    assert "the call passes 2 arguments, but Vela describes 200 inputs and 1 outputs" in checks[-1].refusal
+    assert "the call passes 2 arguments, but Vela describes 200 inputs and 1 output" in checks[-1].refusal
     assert any(w.kind == "delegate_io" for w in m.findings())
 
 

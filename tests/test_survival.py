@@ -198,7 +198,7 @@ def test_sizes_under_an_address_space_limit_blames_the_limit_in_one_line(program
             "from pte_lab.cli import main; sys.exit(main(['sizes', sys.argv[1], '--runs', '1']))")
     r = subprocess.run([sys.executable, "-c", code, str(path)], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)
-    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.returncode == 1, r.stderr[-2000:]  # nothing measured: a check that failed, said in one line
     (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("pte-lab: error:")]
     assert "no method could be sized" in line and "'forward'" in line
     assert "ran out of the memory it was allowed" in line and "RLIMIT_AS" in line

@@ -20,8 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class Engine:
     def __init__(self, devices: list[str] = (), emulate: list[str] = ()):
-        from executorch.runtime import Runtime
+        from ..quiet import quiet_import
 
+        Runtime = quiet_import("executorch.runtime").Runtime
         for d in emulate:  # a device with a real allocator registered is used as it is
             if not devmod.allocator_registered(d):
                 devmod.emulate_device(d)

@@ -64,8 +64,9 @@ def runtime_info() -> RuntimeInfo:
     from ..errors import PteLabError
     from .memory import CudaProbe
 
-    from executorch.runtime import Runtime
+    from ..quiet import quiet_import
 
+    Runtime = quiet_import("executorch.runtime").Runtime
     rt = Runtime.get()
     try:
         torch_version = md.version("torch")

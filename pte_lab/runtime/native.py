@@ -323,7 +323,9 @@ def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[st
 def library() -> ctypes.CDLL:
     """The loaded helper, sharing ExecuTorch's device-allocator registry."""
     # Load ExecuTorch's own extension first so that the helper binds to the same libexecutorch.so.
-    import executorch.extension.pybindings.portable_lib  # noqa: F401
+    from ..quiet import quiet_import
+
+    quiet_import("executorch.extension.pybindings.portable_lib")
 
     lib = ctypes.CDLL(str(library_path()))
     lib.pte_lab_event_size.restype = ctypes.c_int32

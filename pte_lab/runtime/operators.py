@@ -42,8 +42,9 @@ def import_provider(namespace: str) -> None:
 
 def registered_operators() -> set[str]:
     """Every operator ExecuTorch's runtime has a kernel for, in this process."""
-    from executorch.extension.pybindings import portable_lib
+    from ..quiet import quiet_import
 
+    portable_lib = quiet_import("executorch.extension.pybindings.portable_lib")
     _SEEN.update(portable_lib._get_operator_names())
     return set(_SEEN)
 

@@ -55,7 +55,7 @@ def _runnable(m: "MethodSizes") -> str | None:
 def _method_block(m: "MethodSizes", up: str, low: str) -> list[str]:
     """Static pools, planned buffers and inputs of one method, and its setup record."""
     P = f"PTE_LAB_{up}"
-    out = [f"// ---- method {_comment(repr(m.method))}: every size from pools.h",
+    out = [f"// ---- method \"{_comment(m.method)}\": every size from pools.h",
            "#ifdef PTE_LAB_NO_TEMP_POOL",
            f"#ifdef {P}_METHOD_POOL_ALONE_BYTES",
            f"#define {up}_POOL_BYTES {P}_METHOD_POOL_ALONE_BYTES",
@@ -375,7 +375,7 @@ def main_cpp(sizes: "Sizes", methods: list[str] | None = None) -> str:
         m = sizes.methods[n]
         why = _runnable(m)
         if why is not None:
-            body += [f"// method {_comment(repr(n))} is not in this example: {_comment(why)}", ""]
+            body += [f"// method \"{_comment(n)}\" is not in this example: {_comment(why)}", ""]
             continue
         body += _method_block(m, idents[n].upper(), idents[n]) + [""]
         setups.append(f"&{idents[n]}_setup")
