@@ -301,7 +301,9 @@ def _preamble(sizes: "Sizes") -> list[str]:
         "<M>_OUTPUT_<i>_BYTES before execute.",
         "5. Heap: what the method takes outside these pools, measured by pte_lab's allocation counter (every "
         "malloc of the process from the data loader's creation through Program::load, load_method and the "
-        "executes), not by ExecuTorch: size a bare-metal heap from it. It depends on the data loader. "
+        "executes), not by ExecuTorch. It is this host's figure (this CPU, its C library's malloc, ExecuTorch's "
+        "POSIX platform layer): another target's heap differs, and a bare-metal build without a heap needs "
+        "these bytes to come from its pools instead. It depends on the data loader. "
         "<M>_HEAP_PEAK_BYTES is for a FileDataLoader of alignment PTE_LAB_FILE_LOADER_ALIGNMENT (what the "
         "example runner uses: it mallocs what it reads, the program's flatbuffer at Program::load, the constant "
         "segment, delegate blobs while load_method reads them), the larger of the two pool configurations. "
