@@ -74,16 +74,23 @@ def _value(b, v):
     return table(b, [(0, "u8", TAGS[kind]), (1, "off", t)])
 
 
+def once(b, items, make) -> list[int]:
+    """The offsets of ``items``, each written by ``make(b, item)``: the same Python object given twice is
+    written once and referenced twice."""
+    written: dict[int, int] = {}
+    out = []
+    for x in items:
+        if id(x) not in written:
+            written[id(x)] = make(b, x)
+        out.append(written[id(x)])
+    return out
+
+
 def build_program(values, instructions, sizes=(0, 64), operators=(("aten::op", "out"),), inputs=None,
                   outputs=None, name: str = "forward", devices=()) -> bytes:
     """A one-method Program (see the module docs); inputs default to [0], outputs to the last value."""
     b = flatbuffers.Builder(1024)
-    evs, same = [], {}
-    for v in values:
-        if id(v) not in same:
-            same[id(v)] = _value(b, v)
-        evs.append(same[id(v)])
-    values_vec = _offsets(b, evs)
+    values_vec = _offsets(b, once(b, values, _value))
     instrs, vectors, tables = [], {}, {}
     for ins in instructions:
         if id(ins) not in tables:
@@ -167,12 +174,7 @@ def build_full(values, instructions, sizes=(0, 64), operators=(("aten::op", "out
         if id(blob) not in bufs:
             bufs[id(blob)] = table(b, [(0, "off", _bytes_vector(b, blob))])
         buf_tables.append(bufs[id(blob)])
-    evs, same = [], {}
-    for v in values:
-        if id(v) not in same:
-            same[id(v)] = _value(b, v)
-        evs.append(same[id(v)])
-    values_vec = _offsets(b, evs)
+    values_vec = _offsets(b, once(b, values, _value))
     instrs, vectors, tables = [], {}, {}
     for ins in instructions:
         if id(ins) not in tables:
