@@ -205,7 +205,7 @@ def to_runtime(child: ChildLines):
 
     rt = child.runtime
     if rt is None or not child.ended:
-        raise RunnerLinesError("the child's lines end before its RUNTIME and END records")
+        raise RunnerLinesError("the lines end before their RUNTIME and END records")
     arenas = [{"when": a.when, "methods": a.methods, "runtime_index": a.runtime_index, "mem_id": a.mem_id,
                "device": a.device, "bytes": a.bytes, "memory": a.memory, "why": a.why,
                "touched_by": list(a.touched_by)} for a in child.of(Arena)]

@@ -223,6 +223,7 @@ bool read_lines(const std::string& all, ChildLines* out, std::string* why) {
     Reader r;
     r.number = ++number;
     if (e == std::string::npos) {
+      out->cut = true;
       r.fail("cut short (no newline at its end)");
       *why = r.why;
       return false;

@@ -64,6 +64,7 @@ struct ChildLines {
   std::vector<std::string> notes;
   std::optional<RuntimeRecord> runtime;
   bool ended = false;  // END was read
+  bool cut = false;    // the last line had no newline (a child that died while writing it)
 };
 
 // Writes the records to `out`, a line each, flushed.

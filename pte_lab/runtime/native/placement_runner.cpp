@@ -337,13 +337,12 @@ pte_lab::LoaderRun spawn_runtime(const Options& o, const std::string& label) {
   if (read && sent.ended && sent.runtime) return complete_run(sent);
   std::string how = WIFSIGNALED(status) ? std::string("killed by ") + strsignal(WTERMSIG(status))
                                         : "exit " + std::to_string(WEXITSTATUS(status));
-  if (!read && (exited || !text.empty())) {
-    // a line that is not the protocol: said as such (a crash cuts at most the last line short)
-    bool cut = !exited && bad.find("cut short") != std::string::npos;
-    if (!cut) return failed_run(label, o, "its process (" + how + ") sent a line the runner cannot read: " + bad, sent);
+  // a line that is not the protocol is said as such (a crash cuts at most the last line short)
+  if (!read && !text.empty() && (exited || !sent.cut)) {
+    return failed_run(label, o, "its process (" + how + ") sent a line the runner cannot read: " + bad, sent);
   }
-  if (read && !sent.ended && exited) {
-    return failed_run(label, o, "its process exited without its last record (END)", sent);
+  if (read && exited) {
+    return failed_run(label, o, "its process (" + how + ") ended without its RUNTIME and END records", sent);
   }
   // it died: the step it died in, and the last lines it printed
   std::string where = sent.begun.size() > sent.steps.size() ? " in step '" + sent.begun.back() + "'" : "";
