@@ -14,7 +14,8 @@ Two libraries and a program, compiled on first use with the system C++ compiler 
   into the isolated worker to count every heap allocation and mapping;
 - the standalone before/after runner (``native/placement_runner.cpp``: the
   loader fix's measurement without Python, on the emulated device or on CUDA
-  through the driver API, ``native/cuda_device.cpp``), an executable that finds
+  through the driver API, ``native/cuda_device.cpp``; its loaders, its report and
+  the line protocol between its processes in ``native/placement_*``), an executable that finds
   ExecuTorch's libraries in ``../lib`` beside it: ``pte-lab measure --bundle``
   puts them there (:mod:`pte_lab.experiments.bundle`).
 
