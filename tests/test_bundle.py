@@ -131,14 +131,14 @@ LINES = "\n".join([
     "ARENA\tload_program\tforward\t0\tcpu\t49152\thost memory (std::vector<uint8_t>, shared by forward)\t\\N",
     "STEP\tload_program\t\\N\t\\N\t0.000228\t0\t50336\t0\t\\N",
     "BEGIN\tload_method forward2",
-    f"ARENA\tload_method forward2\tforward2\t1\tcuda:0\t{PLANNED}\thost memory (the emulated device)\ton CUDA it "
-    "would get managed memory\tdelegate XnnpackBackend (runs on the host)\tmethod input 0",
+    (f"ARENA\tload_method forward2\tforward2\t1\tcuda:0\t{PLANNED}\thost memory (the emulated device)\ton CUDA it "
+     "would get managed memory\tdelegate XnnpackBackend (runs on the host)\tmethod input 0"),
     f"STEP\tload_method forward2\t\\N\t\\N\t0.018093\t{PLANNED}\t90960\t1\t\\N",
     "BEGIN\texecute forward2",
     "STEP\texecute forward2\tRuntimeError: method->execute() failed\tfalse\t0.000171\t0\t-16752\t3\t2097152",
     "NOTE\ta note\\twith a tab and a back\\\\slash",
-    "RUNTIME\tafter\t1.5.1\temulated device ledger (exact, host memory)\texact (allocation counter)\t\\N\t"
-    "pte_lab_placement (native): ...\temulated",
+    ("RUNTIME\tafter\t1.5.1\temulated device ledger (exact, host memory)\texact (allocation counter)\t\\N\t"
+     "pte_lab_placement (native): ...\temulated"),
     "END",
 ]) + "\n"
 _STEP = LINES.splitlines()[3]
