@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
-    "PteLabError", "PteFormatError", "NativeBuildError", "DeviceAllocationError",
+    "PteLabError", "PteFormatError", "NativeBuildError", "RunnerLinesError", "DeviceAllocationError",
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
     "OperatorMissingError", "NotAProgramError", "InputError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug", "bug_line", "BUG_EXIT_CODE",
@@ -93,6 +93,11 @@ class NativeBuildError(PteLabError, RuntimeError):
 
     Everything else in pte_lab keeps working; the message says what to install.
     """
+
+
+class RunnerLinesError(PteLabError, ValueError):
+    """A line of the before/after runner's child is not its line protocol (``native/placement_lines.h``):
+    the message names the line and what is wrong with it."""
 
 
 class DeviceAllocationError(PteLabError, RuntimeError):

@@ -287,6 +287,31 @@ def test_findings_are_made_in_one_module():
     assert makers == {"pte_lab.model.findings"}
 
 
+#: JSON read by hand in C or C++: a search for a quoted key (``find("\"" + key``), a scan for a value's end
+#: (``find_first_of(",}")``) or a walk over braces (a character compared with ``'{'`` or ``'}'``). The native
+#: code writes JSON; what its processes say to each other is a line protocol (native/placement_lines.h)
+JSON_READING = re.compile(r"""find(?:_first_of)?\(\s*"\\"|find_first_of\(\s*",\s*}"|[=!]=\s*'[{}]'|'[{}]'\s*[=!]=""")
+
+
+def _json_reading(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if JSON_READING.search(line)]
+
+
+def test_no_native_source_reads_json_by_hand():
+    native = PKG / "runtime" / "native"
+    bad = [f"{p.name}: {line}" for p in sorted(native.iterdir()) if p.suffix in (".c", ".cpp", ".h")
+           for line in _json_reading(p.read_text())]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_json_check_sees_the_reader_the_line_protocol_replaced():
+    old = ('  size_t at = obj.find("\\"" + key + "\\": ");\n'
+           '  size_t end = obj.find_first_of(",}", at);\n'
+           "  while (at < runtime.size() && runtime[at] == '{') {\n"
+           "    } else if (s[i] == '}') {\n")
+    assert len(_json_reading(old)) == 4
+
+
 def test_nothing_points_outside_the_repository():
     texts = [p for p in SOURCES] + sorted((ROOT / "notebooks").glob("*.ipynb")) + [
         ROOT / "benchmarks" / "RESULTS.md", ROOT / "README.md"]

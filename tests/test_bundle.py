@@ -10,6 +10,7 @@ runs end to end.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,10 @@ import pytest
 
 pytest.importorskip("executorch.runtime")
 
+from pte_lab.errors import RunnerLinesError  # noqa: E402
 from pte_lab.experiments import bundle as bundle_mod  # noqa: E402
 from pte_lab.experiments import device_placement as dp  # noqa: E402
+from pte_lab.experiments import placement_lines as pl  # noqa: E402
 
 SIDE = 64
 PLANNED = 3 * SIDE * SIDE * 4 + 64  # forward2's device arena: three side x side float32 tensors + XNNPACK padding
@@ -118,6 +121,85 @@ def test_recorded_runs_are_cuda_runs_of_the_bundle():
     for report in dp.recorded():  # empty until a GPU run is recorded (recorded/README.md)
         assert report.measurement["backend"] == "cuda" and report.measurement["gpu"]
         assert {r.label for r in report.runtimes} == {"before", "after"}
+
+
+# ------------------------------------------ fast: the lines between the runner's parent and its children
+#: one child's lines, as the runner writes them (a note with a tab in it, a device arena with its users)
+LINES = "\n".join([
+    pl.HEAD,
+    "BEGIN\tload_program",
+    "ARENA\tload_program\tforward\t0\tcpu\t49152\thost memory (std::vector<uint8_t>, shared by forward)\t\\N",
+    "STEP\tload_program\t\\N\t\\N\t0.000228\t0\t50336\t0\t\\N",
+    "BEGIN\tload_method forward2",
+    (f"ARENA\tload_method forward2\tforward2\t1\tcuda:0\t{PLANNED}\thost memory (the emulated device)\ton CUDA it "
+     "would get managed memory\tdelegate XnnpackBackend (runs on the host)\tmethod input 0"),
+    f"STEP\tload_method forward2\t\\N\t\\N\t0.018093\t{PLANNED}\t90960\t1\t\\N",
+    "BEGIN\texecute forward2",
+    "STEP\texecute forward2\tRuntimeError: method->execute() failed\tfalse\t0.000171\t0\t-16752\t3\t2097152",
+    "NOTE\ta note\\twith a tab and a back\\\\slash",
+    ("RUNTIME\tafter\t1.5.1\temulated device ledger (exact, host memory)\texact (allocation counter)\t\\N\t"
+     "pte_lab_placement (native): ...\temulated"),
+    "END",
+]) + "\n"
+_STEP = LINES.splitlines()[3]
+
+#: lines that are not the protocol, and the one line that says so (the runner's own reader says the same)
+BAD_LINES = [
+    (LINES[:-1], "line 12: cut short (no newline at its end)"),
+    (LINES[: LINES.index("\nBEGIN\tload_method") - 5], "line 4: cut short (no newline at its end)"),
+    ("", f"no lines (expected '{pl.HEAD}' first)"),
+    (LINES.replace(pl.HEAD, "pte_lab.placement_lines 2"),
+     f"line 1: expected '{pl.HEAD}', read 'pte_lab.placement_lines 2'"),
+    (LINES.replace("NOTE\t", "NOPE\t"), "line 10: unknown record kind 'NOPE'"),
+    (LINES.replace(_STEP, _STEP.rsplit("\t", 2)[0]), "line 4 (STEP): 6 fields, expected 8"),
+    (LINES.replace(_STEP, _STEP.replace("\t50336\t", "\t50,336\t")), "line 4 (STEP): host_bytes '50,336' is not an integer"),
+    (LINES.replace(_STEP, _STEP.replace("\t\\N\t\\N\t0", "\t\\N\tyes\t0")), "line 4 (STEP): correct 'yes' is not true, false or \\N"),
+    (LINES.replace(_STEP, _STEP.replace("\t0.000228\t", "\t\\N\t")), "line 4 (STEP): seconds is missing (\\N)"),
+    (LINES.replace("\ta note\\t", "\ta note\\x"), "line 10 (NOTE): field 1 has a bad escape '\\x'"),
+    (LINES.replace("\t49152\t", "\t\\N\t"), "line 3 (ARENA): bytes is missing (\\N)"),
+    (LINES + "NOTE\tlate\n", "line 13: a record after END"),
+]
+
+
+def test_a_child_s_lines_read_as_typed_records_that_cross_a_pipe():
+    child = pl.read(LINES)
+    assert [type(r).__name__ for r in child.records] == [
+        "Begin", "Arena", "Step", "Begin", "Arena", "Step", "Begin", "Step", "Note", "Runtime", "End"]
+    first, _, failed = child.of(pl.Step)
+    assert (first.step, first.error, first.correct, first.seconds, first.host_bytes, first.driver_device_bytes) == (
+        "load_program", None, None, 0.000228, 50336, None)
+    assert (failed.error, failed.correct, failed.host_bytes, failed.driver_device_bytes) == (
+        "RuntimeError: method->execute() failed", False, -16752, 2 << 20)
+    _, device = child.of(pl.Arena)
+    assert (device.mem_id, device.bytes, device.why) == (2, PLANNED, "on CUDA it would get managed memory")
+    assert device.touched_by == ("delegate XnnpackBackend (runs on the host)", "method input 0")
+    assert child.of(pl.Note)[0].text == "a note\twith a tab and a back\\slash"
+    assert child.ended and child.runtime.failure is None
+    assert pickle.loads(pickle.dumps(child)) == child
+    rt = pl.to_runtime(child)  # what the runner's document holds for this child
+    assert rt.arenas[1] == {"when": "load_method forward2", "methods": "forward2", "runtime_index": 1, "mem_id": 2,
+                            "device": "cuda:0", "bytes": PLANNED, "memory": "host memory (the emulated device)",
+                            "why": "on CUDA it would get managed memory",
+                            "touched_by": ["delegate XnnpackBackend (runs on the host)", "method input 0"]}
+    assert rt.step("execute forward2")["correct"] is False and rt.notes == [child.of(pl.Note)[0].text]
+
+
+@pytest.mark.parametrize("text, message", BAD_LINES, ids=[m.split(": ", 1)[-1][:40] for _, m in BAD_LINES])
+def test_a_malformed_or_truncated_line_is_refused_in_one_named_line(text, message):
+    with pytest.raises(RunnerLinesError) as err:
+        pl.read(text)
+    assert str(err.value) == message
+
+
+def test_the_python_records_have_the_fields_the_runner_s_header_declares():
+    from dataclasses import fields
+
+    from pte_lab.runtime import native
+
+    declared = native.placement_line_fields()
+    assert [f.name for f in fields(pl.Step)] == list(declared["STEP"])
+    assert [f.name for f in fields(pl.Arena)] == [*declared["ARENA"], "touched_by"]
+    assert [f.name for f in fields(pl.Runtime)] == list(declared["RUNTIME"])
 
 
 def test_bundle_refuses_a_folder_it_did_not_write(tmp_path):
@@ -352,3 +434,31 @@ def test_a_corrupt_program_is_refused_not_a_crash(bundle, tmp_path):
         assert out.returncode == 0, (case, out.stdout[-800:])
         for r in report.runtimes:
             assert r.failure is None and [s["step"] for s in r.steps][:1] == ["load_program"], (case, r.failure)
+
+
+@pytest.mark.slow
+def test_the_runner_and_python_read_a_child_s_lines_alike(bundle, tmp_path):
+    import json
+    from dataclasses import asdict
+
+    runner = str(bundle.path / "bin/pte_lab_placement")
+    programs = bundle.path / "programs"
+    child = subprocess.run([runner, "--pte", str(programs / f"device_side{SIDE}.pte"), "--one", "after", "--backend",
+                            "emulated", "--reference", str(programs / f"device_side{SIDE}.reference")],
+                           env={"PATH": "/nonexistent"}, capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-800:]
+    (tmp_path / "child.lines").write_text(child.stdout)
+    read = subprocess.run([runner, "--read-lines", str(tmp_path / "child.lines")], capture_output=True, text=True,
+                          timeout=60)
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout) == asdict(pl.to_runtime(pl.read(child.stdout)))  # both readers, one record
+    ran = pl.read(child.stdout)
+    assert [s.step for s in ran.of(pl.Step)] == dp.STEPS and all(s.error is None for s in ran.of(pl.Step))
+    (device,) = [a for a in ran.of(pl.Arena) if a.device == "cuda:0"]
+    assert (device.when, device.bytes, device.mem_id) == ("load_method forward2", PLANNED, 2)
+    # the parent refuses what Python refuses, with the same line, and does not crash
+    for i, (text, message) in enumerate(BAD_LINES):
+        path = tmp_path / f"bad{i}.lines"
+        path.write_text(text)
+        out = subprocess.run([runner, "--read-lines", str(path)], capture_output=True, text=True, timeout=60)
+        assert (out.returncode, out.stderr) == (2, f"pte_lab_placement: error: {path}: {message}\n"), i

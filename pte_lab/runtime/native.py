@@ -14,7 +14,8 @@ Two libraries and a program, compiled on first use with the system C++ compiler 
   into the isolated worker to count every heap allocation and mapping;
 - the standalone before/after runner (``native/placement_runner.cpp``: the
   loader fix's measurement without Python, on the emulated device or on CUDA
-  through the driver API, ``native/cuda_device.cpp``), an executable that finds
+  through the driver API, ``native/cuda_device.cpp``; its loaders, its report and
+  the line protocol between its processes in ``native/placement_*``), an executable that finds
   ExecuTorch's libraries in ``../lib`` beside it: ``pte-lab measure --bundle``
   puts them there (:mod:`pte_lab.experiments.bundle`).
 
@@ -81,8 +82,10 @@ HELPER_SOURCES = ("emulated_device.cpp", "sizing.cpp", "stand_ins.cpp")
 #: headers the sources include, copied beside them for every build
 HEADERS = ("pte_lab_counts.h", "device_ledger.h", "arena_users.h", "cuda_device.h", "glibc_compat.h")
 #: the standalone before/after runner's sources, compiled into one executable
-RUNNER_SOURCES = ("placement_runner.cpp", "arena_users.cpp", "cuda_device.cpp", "emulated_device.cpp",
-                  "portable_start.cpp")
+RUNNER_SOURCES = ("placement_runner.cpp", "placement_loaders.cpp", "placement_report.cpp", "placement_lines.cpp",
+                  "arena_users.cpp", "cuda_device.cpp", "emulated_device.cpp", "portable_start.cpp")
+#: the runner's own headers (its loaders, its report, the line protocol between its processes), with HEADERS
+RUNNER_HEADERS = (*HEADERS, "placement_lines.h", "placement_loaders.h", "placement_report.h")
 #: the ExecuTorch libraries the runner links, as ExecuTorch's Python extension does (the runtime, the
 #: optimized and portable kernels, XNNPACK); what they need in turn is found with ldd when bundling
 RUNNER_LINKS = ("executorch", "executorch_kernels_optimized", "executorch_backend_xnnpack")
@@ -110,6 +113,15 @@ def counts_fields() -> tuple[str, ...]:
     text = _source("pte_lab_counts.h").decode()
     body = text[text.index("#define PTE_LAB_COUNTS_FIELDS(X)"):].split("\n\n", 1)[0]
     return tuple(re.findall(r"X\((\w+)\)", body))
+
+
+def placement_line_fields() -> dict[str, tuple[str, ...]]:
+    """The before/after runner's line kinds and their fields, in order, as ``native/placement_lines.h``
+    declares them (STEP, ARENA and RUNTIME; ARENA's touched_by follows its fields)."""
+    text = _source("placement_lines.h").decode()
+    return {kind: tuple(re.findall(r"X\((\w+)\)", text[text.index(f"#define PTE_LAB_{kind}_FIELDS(X)"):]
+                                   .split("\n#define", 1)[0].split("\n\n", 1)[0]))
+            for kind in ("STEP", "ARENA", "RUNTIME")}
 
 
 def _registry_library(et: Path) -> Path | None:
@@ -270,7 +282,7 @@ def placement_runner_path() -> Path:
         raise NativeBuildError(f"this executorch install ({et}) lacks lib/libexecutorch.so or the device memory "
                                f"headers the runner is built against (executorch >= 1.5 has them)")
     sources = {name: _source(name) for name in RUNNER_SOURCES}
-    headers = {name: _source(name) for name in HEADERS}
+    headers = {name: _source(name) for name in RUNNER_HEADERS}
     compat = _glibc_x86_64()
     st = (lib / "libexecutorch.so").stat()
     key = hashlib.sha256(b"\0".join([
