@@ -352,7 +352,7 @@ def test_inspect_sizes_and_plot(program_path, capsys):
     from pte_lab import plot
 
     path = program_path("llm")
-    assert main(["inspect", str(path), "--sizes", "--rows", "3"]) == 0
+    assert main(["inspect", str(path), "--layout", "--rows", "3"]) == 0
     out = capsys.readouterr().out
     assert "region" in out and "largest blobs" in out and "constant" in out and "named data" in out
     ax = plot.file_layout(pte_lab.open(path))
