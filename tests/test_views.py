@@ -24,6 +24,28 @@ def test_html_is_self_contained(program_path):
         assert loader in html
 
 
+def test_one_view_shows_with_styles_stripped(program_path, tmp_path):
+    """Where ``<style>`` is stripped (a static notebook viewer), the text fallback shows and the rich HTML
+    does not; with the styles, the CSS shows the rich view and hides the text (tests/test_browser.py checks
+    that in Chromium). Every repr goes out through the one entry point, html_repr."""
+    from pte_lab.views.html import html_repr, unreadable_html
+    from shown import fallback_of, one_view_without_css, shown_without_css
+
+    pte = pte_lab.open(program_path("device_demo"))
+    m = pte.methods["forward2"]
+    d = pte_lab.diff(program_path("portable"), program_path("device_demo"))
+    objs = [pte, m, m.arena(2), d]
+    for obj in objs:
+        html = obj._repr_html_()
+        assert one_view_without_css(html), type(obj).__name__
+        assert fallback_of(html) == " ".join(str(obj).split())  # the fallback is the text repr
+    html = unreadable_html("<Pte x.pte: unreadable>", ValueError("bad <bytes>"))
+    assert shown_without_css(html) == "<Pte x.pte: unreadable> ValueError: bad <bytes>"
+    # the check itself sees two views where the rich one is not hidden
+    both = html_repr("<b>rich</b>", "text").replace(" style='display:none'", "")
+    assert not one_view_without_css(both) and shown_without_css(both) == "textrich"
+
+
 def test_text_reprs(program_path):
     pte = pte_lab.open(program_path("device_demo"))
     text = repr(pte)
