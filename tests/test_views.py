@@ -67,6 +67,26 @@ def test_arena_picture_rows_follow_occupancy(program_path):
         assert (set(cells) == {"."}) == (b == 0)
 
 
+def test_arena_picture_marks_the_validators_conflicts():
+    """A crafted plan where v1 [16, 32) and v2 [24, 40) are both alive at instruction 1: the picture draws
+    "!" over the bytes they share at that instruction only, and a legend line says what "!" means."""
+    from crafting import build_program
+
+    data = build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4), ("tensor", 1, 24, 4), ("tensor", 1, 48, 4)],
+                         [[0, 1], [1, 2], [2, 3]], sizes=(0, 64))
+    m = pte_lab.open(data).methods["forward"]
+    (c,) = m.conflicts
+    assert (c.a, c.b) == (1, 2)
+    pic = arena_picture(m, 1, width=32)  # 2 bytes a column
+    rows = {line.split("|")[0].strip(): line.split("|")[1] for line in pic.splitlines() if line.count("|") == 2}
+    assert rows["1"] == "........bbbb!!!!cccc............"  # bytes [24, 32): columns 12 to 15
+    assert all("!" not in row for t, row in rows.items() if t != "1")  # alive together at 1 only
+    (legend,) = [line for line in pic.splitlines() if line.startswith("!:")]
+    assert "two tensors alive at once both hold" in legend and "1 conflict in this arena" in legend
+    fine = pte_lab.open(build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [[0, 1]])).methods["forward"]
+    assert fine.conflicts == [] and "!" not in arena_picture(fine, 1, width=32)
+
+
 def test_long_method_picture_is_sampled_keeping_the_peak(program_path):
     m = pte_lab.open(program_path("transformer")).methods["forward"]
     pic = arena_picture(m, 1, max_rows=20)
