@@ -345,7 +345,7 @@ def test_identical_blobs_are_found_by_their_bytes(program_path):
     assert f.kind == "duplicate_blobs" and f.details["bytes"] == int(dups.bytes.sum())
 
 
-def test_inspect_sizes_and_plot(program_path, capsys):
+def test_inspect_layout_and_plot(program_path, capsys):
     import matplotlib
 
     matplotlib.use("Agg")
