@@ -1,6 +1,6 @@
 """``pte-lab``: inspect a ``.pte`` from the shell, or export an example program.
 
-    pte-lab inspect FILE [--data PTD] [--method M] [--json] [--sizes] [--width N] [--rows N]
+    pte-lab inspect FILE [--data PTD] [--method M] [--json] [--layout] [--width N] [--rows N]
     pte-lab example NAME OUT [--side N]
     pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
     pte-lab measure --bundle DIR [--side N]
@@ -55,7 +55,7 @@ def _inspect(args) -> int:
         sys.stdout.write(json.dumps(document(pte, names), indent=None if args.compact else 1))
         sys.stdout.write("\n")
         return 0
-    if args.sizes:
+    if args.layout:
         from .views.text import layout_text
 
         sys.stdout.write(layout_text(pte, top=args.rows) + "\n")
@@ -170,6 +170,18 @@ class _Parser(argparse.ArgumentParser):
         if "unrecognized arguments" in message or "required" in message or "invalid choice" in message:
             super().error(message)
         self.exit(2, f"pte-lab: error: {message}\n")
+
+
+class _Deprecated(argparse.Action):
+    """An old flag kept as an alias of ``new``: it sets the same destination and says so, once, on stderr."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stderr.write(f"pte-lab: {option_string} is deprecated, use {self.new}\n")
+        setattr(namespace, self.dest, True)
 
 
 def _sizes(args) -> int:
@@ -319,14 +331,16 @@ def build_parser() -> argparse.ArgumentParser:
                                        "load costs; or the named tensors of a .ptd")
     i.add_argument("file")
     i.add_argument("--data", help="the program's external data file (.ptd): are all its keys there?")
-    i.add_argument("--sizes", action="store_true",
+    i.add_argument("--layout", action="store_true",
                    help="where the file's bytes go: regions, the largest blobs, identical blobs stored twice")
+    i.add_argument("--sizes", action=_Deprecated, dest="layout",
+                   new="--layout (the file's layout; run-time pools are pte-lab sizes)", help=argparse.SUPPRESS)
     i.add_argument("--method", "-m", help="only this method")
     i.add_argument("--json", action="store_true", help="emit the pte_lab.inspect JSON document (version 1)")
     i.add_argument("--compact", action="store_true", help="with --json: no indentation")
     i.add_argument("--width", type=_whole(8), default=64, help="columns of the arena pictures (default 64)")
     i.add_argument("--rows", type=_whole(3), default=48,
-                   help="most rows per arena picture, or blobs with --sizes (default 48)")
+                   help="most rows per arena picture, or blobs with --layout (default 48)")
     i.set_defaults(func=_inspect)
     e = sub.add_parser("example", help="export one of pte_lab's example programs (needs torch + executorch)")
     e.add_argument("name", choices=_examples(), metavar="name", help=", ".join(_examples()))

@@ -1,11 +1,12 @@
-"""Pictures of memory with matplotlib.
+"""Pictures of memory with matplotlib, with seaborn's conventions.
 
-Axes-level functions (:func:`arena_layout`, :func:`occupancy`, :func:`run_memory`,
-:func:`placement`, :func:`diff_bars`) draw on ``ax`` (a new figure when ``ax=None``) and return
-that one Axes, as seaborn's axes-level functions do. The figure-level
-:func:`arena_layouts` draws a panel per arena and returns the Figure; :func:`diff` draws a
-diff's paired bars and the two layouts of one arena. :func:`layout_pair` draws two plans of an
-arena on one byte scale.
+Axes-level functions (:func:`arena_layout`, :func:`occupancy`, :func:`placement`,
+:func:`file_layout`, :func:`run_memory`, :func:`diff_bars`) draw on ``ax``, else on the current
+Axes (``plt.gca()``) where a figure is open, else on a new figure sized for the picture; they take
+their options by keyword, pass other keywords on to the matplotlib call that draws the data (named
+in each docstring), and return that one Axes. Figure-level functions (:func:`arena_layouts`,
+:func:`layout_pair`, :func:`diff`) make their own panels and return the matplotlib ``Figure``
+(``fig.axes`` holds the panels).
 Tensors are drawn with one collection per call, not one patch each, so a
 method with thousands of tensors draws in well under a second. Colours come
 from the Okabe-Ito palette (safe for colour-blind readers); byte axes use
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 
+from .format import TENSOR_ALIGNMENT
 from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,6 +52,17 @@ def _plt():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _axes(ax, figsize: tuple[float, float]) -> "Axes":
+    """``ax``; else the current Axes where a figure is open (seaborn's ``plt.gca()``); else a new figure of
+    ``figsize`` (the size the picture was designed for, not matplotlib's default)."""
+    if ax is not None:
+        return ax
+    plt = _plt()
+    if plt.get_fignums():
+        return plt.gca()
+    return plt.subplots(figsize=figsize, layout="constrained")[1]
 
 
 def _bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False) -> None:
@@ -136,25 +149,25 @@ def _one_arena(method: "Method", mem_id: int | None):
                      f"plot.arena_layouts(method)")
 
 
-def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" = None,
-                 color_by: str = "role", legend: bool = True) -> "Axes":
+def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | None" = None,
+                 color_by: str = "role", legend: bool = True, **kwargs) -> "Axes":
     """Where each planned tensor of one arena sits (y, bytes) and when it is alive (x, instructions).
 
     One rectangle per tensor; the arena size is the solid line, the peak of
     live bytes (the lower bound for any plan) the dashed one. ``mem_id`` may be
     left out when the method has a single arena; :func:`arena_layouts` draws
-    every arena. Returns the Axes.
+    every arena. Other keywords go to the tensors' ``PolyCollection`` (``alpha``, ``edgecolors``...).
+    Returns the Axes.
     """
     from matplotlib.collections import PolyCollection
 
     a = _one_arena(method, mem_id)
-    if ax is None:
-        _, ax = _plt().subplots(figsize=(9, 3.6), layout="constrained")
+    ax = _axes(ax, (9, 3.6))
     ts, verts = tensor_rects(method, a.mem_id)
     keys = [_color_key(t, color_by) for t in ts]
     colors = _categories(keys, ROLE_COLORS if color_by == "role" else None)
-    coll = PolyCollection(verts, facecolors=[colors[k] for k in keys], edgecolors="white",
-                          linewidths=0.3 if len(ts) < 500 else 0.0, alpha=0.9)
+    coll = PolyCollection(verts, **{"facecolors": [colors[k] for k in keys], "edgecolors": "white",
+                                    "linewidths": 0.3 if len(ts) < 500 else 0.0, "alpha": 0.9, **kwargs})
     coll.set_gid("tensors")
     ax.add_collection(coll)
     ax.axhline(a.size, color="#333333", lw=1.2, label=f"arena size {human_bytes(a.size)}")
@@ -197,35 +210,37 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
 
 
 def _tail_padding(method: "Method", a) -> int:
-    """Bytes of arena ``a`` past its last tensor (that end rounded up to ExecuTorch's 16): what a backend
-    asks for past the end of every arena it uses (XNNPACK: 64), not room the plan wastes."""
+    """Bytes of arena ``a`` past its last tensor (that end rounded up to exir's :data:`TENSOR_ALIGNMENT`):
+    what a backend asks for past the end of every arena it uses (XNNPACK: 64), not room the plan wastes."""
     end = max((t.offset + t.nbytes for t in method.planned if t.mem_id == a.mem_id), default=0)
-    return max(0, a.size - -(-end // 16) * 16)
+    return max(0, a.size - -(-end // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT)
 
 
-def arena_layouts(method: "Method", color_by: str = "role", legend: bool = True) -> "Figure":
-    """Figure-level :func:`arena_layout`: one panel per arena of ``method``, stacked; returns the Figure."""
+def arena_layouts(method: "Method", *, color_by: str = "role", legend: bool = True, **kwargs) -> "Figure":
+    """Figure-level :func:`arena_layout`: one panel per arena of ``method``, stacked (other keywords go to
+    each panel's :func:`arena_layout`); returns the Figure."""
     arenas = method.arenas
     if not arenas:
         raise ValueError(f"method {method.name!r} has no planned arenas")
     fig, axes = _plt().subplots(len(arenas), 1, figsize=(9, 3.2 * len(arenas)), squeeze=False,
                                 layout="constrained")
     for ax, a in zip(axes[:, 0], arenas):
-        arena_layout(method, a.mem_id, ax=ax, color_by=color_by, legend=legend)
+        arena_layout(method, a.mem_id, ax=ax, color_by=color_by, legend=legend, **kwargs)
     return fig
 
 
-def occupancy(method: "Method", ax: "Axes | None" = None) -> "Axes":
-    """Occupied bytes per instruction for each arena, against its size."""
-    if ax is None:
-        _, ax = _plt().subplots(figsize=(9, 3.2), layout="constrained")
+def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes":
+    """Occupied bytes per instruction for each arena, against its size. Other keywords go to each arena's
+    curve (``Axes.step``: ``lw``, ``alpha``...)."""
+    ax = _axes(ax, (9, 3.2))
     t = np.arange(-1, method.n_instructions + 1)
     for i, a in enumerate(method.arenas):
         color = DEVICE_COLORS[i % len(DEVICE_COLORS)] if a.device != "cpu" else PALETTE[i % len(PALETTE)]
         occ = method.occupancy(a.mem_id)
         # the curve on top, its area shaded: at its peak it touches the peak line and must still show
         ax.fill_between(t, occ, step="mid", color=color, alpha=0.15, lw=0, zorder=1)
-        ax.step(t, occ, where="mid", color=color, lw=1.8, zorder=3, label=f"arena {a.mem_id} ({a.device}) live bytes")
+        ax.step(t, occ, **{"where": "mid", "color": color, "lw": 1.8, "zorder": 3,
+                           "label": f"arena {a.mem_id} ({a.device}) live bytes", **kwargs})
         ax.axhline(a.size, color=color, lw=0.9, ls=":", alpha=0.8, zorder=2,
                    label=f"arena {a.mem_id} size {human_bytes(a.size)}")
         if a.peak_bytes:
@@ -282,14 +297,15 @@ def placement_table(pte: "Pte", loader: str = "corrected") -> list[PlacementRow]
     return rows
 
 
-def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes":
+def placement(pte: "Pte", loader="corrected", *, ax: "Axes | None" = None, **kwargs) -> "Axes":
     """Where planned bytes live under a loader: stacked bars, the shared arenas and each method, each
     labelled with the loader step that allocates it.
 
     ``loader`` is one of "corrected", "legacy", "module", or a list of them
     (or "all") for the side-by-side comparison, one group of bars per loader.
     An arena tagged for a device but placed on the host is drawn hatched, as the
-    bug it is; a device that gets nothing under a loader is marked "0 B on it".
+    bug it is; a device that gets nothing under a loader is marked "0 B on it". Other keywords go to
+    ``Axes.bar``.
     """
     from matplotlib.patches import Patch
 
@@ -299,8 +315,7 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
     devices = sorted({d for m in pte.methods.values() for d in m.devices})
     tables = {ld: placement_table(pte, ld) for ld in loaders}
     n_bars = sum(len({r[0] for r in rows}) or 1 for rows in tables.values())
-    if ax is None:
-        _, ax = _plt().subplots(figsize=(min(9.5, max(5.0, 1.6 + 0.85 * n_bars)), 4.2), layout="constrained")
+    ax = _axes(ax, (min(9.5, max(5.0, 1.6 + 0.85 * n_bars)), 4.2))
     cats: dict[str, str] = {}
     misplaced: set[str] = set()
     x = 0.0
@@ -324,8 +339,9 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
                 if cat not in cats:
                     cats[cat] = PLACE_COLORS.get(cat) or (MISPLACED if bug else DEVICE_COLORS[
                         len([c for c in cats if c not in PLACE_COLORS and c not in misplaced]) % len(DEVICE_COLORS)])
-                rect = ax.bar(x, v, bottom=bottom, width=0.8, color="white" if bug else cats[cat],
-                              edgecolor=cats[cat] if bug else "white", hatch="xx" if bug else None, lw=1.0)
+                rect = ax.bar(x, v, **{"bottom": bottom, "width": 0.8, "color": "white" if bug else cats[cat],
+                                       "edgecolor": cats[cat] if bug else "white", "hatch": "xx" if bug else None,
+                                       "lw": 1.0, **kwargs})
                 rect.patches[0].set_gid(f"{ld}|{b}|{cat}")
                 bottom += v
             ticks.append(x)
@@ -369,19 +385,19 @@ REGION_COLORS = {
 }
 
 
-def file_layout(pte: "Pte", ax: "Axes | None" = None, hashes: bool = True) -> "Axes":
+def file_layout(pte: "Pte", *, ax: "Axes | None" = None, hashes: bool = True, **kwargs) -> "Axes":
     """Where the file's bytes go: one bar per region, longest first, with bytes and share of the file.
 
-    Regions holding identical blobs stored twice get a hatched segment for the repeated bytes.
+    Regions holding identical blobs stored twice get a hatched segment for the repeated bytes. Other
+    keywords go to the regions' ``Axes.barh``.
     """
     df = pte.file_layout(hashes=hashes)
     total = int(df.bytes.sum())
     by = df.groupby("region").bytes.sum().sort_values()
     dup = df[df.duplicate_of.notna()].groupby("region").bytes.sum() if hashes else {}
-    if ax is None:
-        _, ax = _plt().subplots(figsize=(8, 0.45 * len(by) + 1.2), layout="constrained")
+    ax = _axes(ax, (8, 0.45 * len(by) + 1.2))
     y = np.arange(len(by))
-    ax.barh(y, by.values, color=[REGION_COLORS.get(r, "#999999") for r in by.index], height=0.7)
+    ax.barh(y, by.values, **{"color": [REGION_COLORS.get(r, "#999999") for r in by.index], "height": 0.7, **kwargs})
     for i, (region, v) in enumerate(by.items()):
         d = int(dup.get(region, 0)) if hashes else 0
         if d:
@@ -416,22 +432,21 @@ DEVICE_HATCH, DECLARED_HATCH = "//", "xx"
 DECLARED_SOURCE = "delegate blob"
 
 
-def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = None) -> "Axes":
+def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None = None, **kwargs) -> "Axes":
     """Where each method's run-time memory goes: one stacked bar per method (a :func:`pte_lab.sizes`
     result), the plan first, then what lies beyond it; device arenas hatched ``//``, parts the file declares
     rather than a run measured (a delegate's scratch, from its blob) hatched ``xx``.
 
     The bar's end is annotated with its total and how many times the plan it is. A method measured with
     stand-ins (a backend or kernels the wheel lacks) says so in its label; one that could not run shows what
-    the file declares, labelled "not measured".
+    the file declares, labelled "not measured". Other keywords go to ``Axes.barh``.
     """
     from matplotlib.patches import Patch
 
     colors = _part_colors()
     table = sizes.table()
     names = list(methods) if methods is not None else list(dict.fromkeys(table.method))
-    if ax is None:
-        _, ax = _plt().subplots(figsize=(8, 0.5 * len(names) + 1.6), layout="constrained")
+    ax = _axes(ax, (8, 0.5 * len(names) + 1.6))
     seen: dict[tuple[str, str, bool], None] = {}  # (part, device, declared) in the order drawn
     top = 1
     for y, name in enumerate(names):
@@ -442,8 +457,9 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
                 if not r.bytes:
                     continue
                 declared = r.source == DECLARED_SOURCE
-                ax.barh(y, r.bytes, left=left, height=0.6, color=colors[part], edgecolor="white", lw=0.5,
-                        hatch=DECLARED_HATCH if declared else (DEVICE_HATCH if r.device != "cpu" else None))
+                ax.barh(y, r.bytes, **{"left": left, "height": 0.6, "color": colors[part], "edgecolor": "white",
+                                       "lw": 0.5, "hatch": DECLARED_HATCH if declared else (
+                                           DEVICE_HATCH if r.device != "cpu" else None), **kwargs})
                 seen[(part, r.device, declared)] = None
                 left += int(r.bytes)
         plan = int(rows[rows.part == "planned arenas"].bytes.sum())
@@ -473,10 +489,12 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
     return ax
 
 
-def layout_pair(a: "Method", b: "Method", mem_id: int = 1, axes=None, titles: tuple[str, str] = ("before", "after"),
-                color_by: str = "role", sharex: bool = True) -> list:
-    """Arena ``mem_id`` of two versions of a method, one above the other on one byte scale; returns
-    the two Axes.
+def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
+                titles: tuple[str, str] = ("before", "after"), color_by: str = "role", sharex: bool = True,
+                **kwargs) -> "Figure":
+    """Figure-level: arena ``mem_id`` of two versions of a method, one above the other on one byte
+    scale; returns the Figure (``axes``, two Axes to draw on, else a new figure's; other keywords go to
+    each panel's :func:`arena_layout`).
 
     Each panel is an :func:`arena_layout` with its own legend (size, peak live, waste); the shared
     byte scale makes the difference in height the difference in bytes. ``sharex=False`` gives each
@@ -494,7 +512,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, axes=None, titles: tu
                     va="center", fontsize=9, color="#555555")
             ax.set_title(f"{title}: {m.name}", fontsize=9)
             continue
-        arena_layout(m, mem_id, ax=ax, color_by=color_by)
+        arena_layout(m, mem_id, ax=ax, color_by=color_by, **kwargs)
         ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
         top = max(top, arena.size, arena.peak_bytes)
         rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
@@ -505,7 +523,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, axes=None, titles: tu
             ax.set_xlim(ax.get_xlim()[0], max(rights))
     if sharex and getattr(axes[0], "get_subplotspec", None) and axes[0].get_subplotspec() is not None:
         axes[0].set_xlabel("")
-    return list(axes)
+    return axes[0].get_figure(root=True)
 
 
 #: the two sides of a diff's paired bars
@@ -534,24 +552,24 @@ def _diff_pairs(d: "Diff", parts: str) -> list[tuple[str, "Change"]]:
     raise ValueError(f"parts must be 'arenas', 'sizes' or 'file', not {parts!r}")
 
 
-def diff_bars(d: "Diff", parts: str = "arenas", ax: "Axes | None" = None) -> "Axes":
+def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **kwargs) -> "Axes":
     """Paired bars, before (grey) and after (blue), per method and part, each labelled with its change.
 
     ``parts``: ``"arenas"`` (each planned arena of each method, methods only in one program
     included), ``"sizes"`` (each run-time part of each method, from ``pte_lab.diff(a, b, sizes=True)``)
-    or ``"file"`` (where the file's bytes go). Returns the Axes.
+    or ``"file"`` (where the file's bytes go). Other keywords go to ``Axes.barh``. Returns the Axes.
     """
     from matplotlib.patches import Patch
 
     rows = _diff_pairs(d, parts)
-    if ax is None:
-        _, ax = _plt().subplots(figsize=(9, 0.55 * max(1, len(rows)) + 1.3), layout="constrained")
+    ax = _axes(ax, (9, 0.55 * max(1, len(rows)) + 1.3))
     h = 0.38
     top = max([1] + [v for _, c in rows for v in (c.before, c.after) if v])
     for i, (label, c) in enumerate(rows):
         for k, v in enumerate((c.before, c.after)):
             if v is not None:
-                bar = ax.barh(i + (k - 0.5) * h, v, height=h, color=DIFF_COLORS[k], edgecolor="white", lw=0.5)
+                bar = ax.barh(i + (k - 0.5) * h, v, **{"height": h, "color": DIFF_COLORS[k], "edgecolor": "white",
+                                                       "lw": 0.5, **kwargs})
                 bar.patches[0].set_gid(f"{label}|{('before', 'after')[k]}")
         if c.before is None or c.after is None:
             note = " only after" if c.before is None else " only before"
@@ -595,7 +613,7 @@ def _chosen(d: "Diff", method: str | None, mem_id: int | None):
     return method, mem_id
 
 
-def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, parts: str | None = None,
+def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, *, parts: str | None = None,
          color_by: str = "role") -> "Figure":
     """Figure-level: what changed, as pictures. A panel of paired bars (:func:`diff_bars`: the
     planned arenas, or the run-time parts when the diff has sizes), then arena ``mem_id`` of

@@ -26,6 +26,7 @@ import numpy as np
 
 from .model.dtypes import short_shape
 from .units import count, human_bytes
+from .views.html import html_repr, key_values
 
 __all__ = ["explore", "Explorer"]
 
@@ -90,9 +91,9 @@ def _tensor_details(t) -> str:
             ("produced by", "-" if t.producer is None else f"instruction {t.producer}: {t.op}")]
     if t.name:
         rows.append(("name", t.name))
-    body = "".join(f"<tr><th style='text-align:left;padding-right:10px'>{escape(str(k))}</th>"
-                   f"<td>{escape(str(v))}</td></tr>" for k, v in rows)
-    return f"<div class='pte-lab-details'><b>Tensor v{t.value}</b><table>{body}</table></div>"
+    w = max(len(k) for k, _ in rows)
+    return html_repr(f"<div class='pte-lab-details'><b>Tensor v{t.value}</b>{key_values(rows)}</div>",
+                     "\n".join([f"Tensor v{t.value}"] + [f"  {k.ljust(w)}  {v}" for k, v in rows]))
 
 
 class Explorer(W.VBox):
@@ -276,22 +277,23 @@ def live_label(t, limit: int = LIVE_LABEL_CHARS) -> str:
 def run_all_html(pte, emulate: bool = True) -> str:
     """:func:`pte_lab.runtime.run_all` on the program's file, as the explorer shows it."""
     from .runtime import run_all
-
-    result = run_all(pte.path, emulate=emulate)
-    lines = [f"<div>{escape(d)}: {escape(how)}</div>" for d, how in result.devices.items()]
-    for r in result.runs:
-        if r.ok:
-            shapes = ", ".join(str(list(s)) for s in r.output_shapes)
-            lines.append(f"<div>✔ <b>{escape(r.method)}</b> ran: outputs {escape(shapes)}</div>")
-        else:
-            lines.append(f"<div>✖ <b>{escape(r.method)}</b>: {escape(r.error)}</div>")
-        if r.defaulted:
-            lines.append(f"<div style='margin-left:1.5em'><i>scalar inputs given a value (the file's, else 0, "
-                         f"0.0, false): {escape('; '.join(r.defaulted))}</i></div>")
     from .runtime.program import HOST_BYTES_NOTE
 
-    return ("".join(lines) + "<b>memory: predicted vs measured</b>"
-            + result.report.to_html(index=False) + f"<div><i>{escape(HOST_BYTES_NOTE)}</i></div>")
+    result = run_all(pte.path, emulate=emulate)
+    html = [f"<div>{escape(d)}: {escape(how)}</div>" for d, how in result.devices.items()]
+    text = [f"{d}: {how}" for d, how in result.devices.items()]
+    for r in result.runs:
+        said = (f"ran: outputs {', '.join(str(list(s)) for s in r.output_shapes)}" if r.ok else r.error)
+        html.append(f"<div>{'✔' if r.ok else '✖'} <b>{escape(r.method)}</b>{' ' if r.ok else ': '}{escape(said)}</div>")
+        text.append(f"{'✔' if r.ok else '✖'} {r.method}{' ' if r.ok else ': '}{said}")
+        if r.defaulted:
+            given = f"scalar inputs given a value (the file's, else 0, 0.0, false): {'; '.join(r.defaulted)}"
+            html.append(f"<div class='pte-indent'><i>{escape(given)}</i></div>")
+            text.append(f"    {given}")
+    return html_repr("".join(html) + "<b>memory: predicted vs measured</b>" + result.report.to_html(index=False)
+                     + f"<div><i>{escape(HOST_BYTES_NOTE)}</i></div>",
+                     "\n".join(text + ["memory: predicted vs measured", result.report.to_string(index=False),
+                                        HOST_BYTES_NOTE]))
 
 
 def explore(source, method: str | None = None) -> Explorer:

@@ -278,6 +278,14 @@ def test_facts_are_written_once(what, is_fact, home):
     assert _literal_homes(is_fact) == ({home} if home else set()), what
 
 
+def test_the_tensor_alignment_is_named_not_written_16():
+    """Rounding to exir's 16 bytes uses format.TENSOR_ALIGNMENT (plot's arena padding once wrote ``// 16``)."""
+    bad = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES for node in ast.walk(ast.parse(p.read_text()))
+           if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod))
+           and isinstance(node.right, ast.Constant) and node.right.value == 16]
+    assert not bad, bad
+
+
 def test_findings_are_made_in_one_module():
     makers = set()
     for p in SOURCES:

@@ -143,3 +143,27 @@ def test_explorer_in_jupyterlab(lab):
             ctx.close()
     if os.environ.get("PTE_LAB_SCREENSHOTS"):
         shutil.copy(shots / "explorer.png", shots / "explorer-latest.png")
+
+
+def test_one_view_shows_in_chromium_with_and_without_styles(program_path):
+    """The CSS shows the rich view and hides the text fallback; with ``<style>`` stripped, the inline
+    display:none hides the rich view and the fallback shows (a static notebook viewer)."""
+    _need(Path(CHROMIUM).exists(), f"{CHROMIUM} is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    import pte_lab
+    from shown import strip_styles
+
+    html = pte_lab.open(program_path("device_demo"))._repr_html_()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            for styled, rich in ((html, True), (strip_styles(html), False)):
+                page.set_content(f"<html><body>{styled}</body></html>")
+                assert page.locator(".pte-wrap").first.is_visible() is rich
+                assert page.locator(".pte-text-fallback").first.is_visible() is not rich
+                shown = page.inner_text("body")
+                assert ("Load cost" in shown) is rich  # a rich section title
+                assert ("load cost (planned arenas):" in shown) is not rich  # the text repr's line
+        finally:
+            browser.close()

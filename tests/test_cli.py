@@ -55,6 +55,25 @@ def test_inspect_one_method(program_path, capsys):
     assert "no method 'nope'" in capsys.readouterr().err
 
 
+def test_inspect_layout_and_its_deprecated_alias(program_path, capsys):
+    """--layout is where the file's bytes go; the old --sizes does the same and says once on stderr that
+    it is deprecated (every other ``sizes`` means run-time pools)."""
+    path = str(program_path("portable"))
+    assert main(["inspect", path, "--layout", "--rows", "3"]) == 0
+    got = capsys.readouterr()
+    assert "region" in got.out and "constant" in got.out and "instruction" not in got.out
+    assert got.err == ""
+    assert main(["inspect", path, "--sizes", "--rows", "3"]) == 0
+    old = capsys.readouterr()
+    assert old.out == got.out
+    (line,) = old.err.splitlines()
+    assert "--sizes is deprecated" in line and "--layout" in line
+    with pytest.raises(SystemExit):
+        main(["inspect", "-h"])
+    usage = capsys.readouterr().out
+    assert "--layout" in usage and "--sizes" not in usage
+
+
 @pytest.mark.parametrize("content", [b"", b"hello world, not a program", b"\0" * 4 + b"ET12" + b"\xff" * 40])
 def test_bad_file_one_line_exit_2(tmp_path, content):
     p = tmp_path / "bad.pte"

@@ -345,14 +345,14 @@ def test_identical_blobs_are_found_by_their_bytes(program_path):
     assert f.kind == "duplicate_blobs" and f.details["bytes"] == int(dups.bytes.sum())
 
 
-def test_inspect_sizes_and_plot(program_path, capsys):
+def test_inspect_layout_and_plot(program_path, capsys):
     import matplotlib
 
     matplotlib.use("Agg")
     from pte_lab import plot
 
     path = program_path("llm")
-    assert main(["inspect", str(path), "--sizes", "--rows", "3"]) == 0
+    assert main(["inspect", str(path), "--layout", "--rows", "3"]) == 0
     out = capsys.readouterr().out
     assert "region" in out and "largest blobs" in out and "constant" in out and "named data" in out
     ax = plot.file_layout(pte_lab.open(path))

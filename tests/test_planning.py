@@ -134,7 +134,8 @@ def test_compare_teaching_table():
 
     matplotlib.use("Agg")
     progs = list(c.programs.values())
-    axes = planning.plot_plans(progs[0].methods["forward"], progs[1].methods["forward"])
+    fig = planning.plot_plans(progs[0].methods["forward"], progs[1].methods["forward"])
+    axes = fig.axes  # figure-level, like plot.layout_pair: the Figure
     assert len(axes) == 2 and axes[0].get_ylim() == axes[1].get_ylim()
 
 

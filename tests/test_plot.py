@@ -42,7 +42,8 @@ def test_arena_layout_draws_each_planned_tensor(program_path):
         ys = [h.get_ydata()[0] for h in ax.get_lines()]
         assert a.size in ys and a.peak_bytes in ys  # size and peak marked
     # rectangles span [offset, offset + nbytes) over [first, last]
-    ax = plot.arena_layout(m, 2)  # axes-level: always one Axes
+    plt.close("all")
+    ax = plot.arena_layout(m, 2)  # axes-level: always one Axes (no figure open: a new one)
     assert ax.__class__.__name__ == "Axes"
     verts = _tensor_collection(ax).get_paths()[0].vertices
     t = [x for x in m.planned if x.mem_id == 2][0]
@@ -63,9 +64,34 @@ def test_arena_layout_on_given_axes_and_colours(program_path):
         plot.arena_layout(dev, ax=ax)
     one = pte_lab.open(program_path("portable")).methods["forward"]
     (only,) = one.arenas
+    plt.close("all")
     drawn = plot.arena_layout(one)  # a single arena needs no mem_id: that one is drawn
     assert len(_tensor_collection(drawn).get_paths()) == only.n_tensors > 0
     assert f"arena {only.mem_id} " in drawn.get_title()
+
+
+def test_seaborn_conventions(program_path):
+    """Axes-level plots draw on the current Axes when given none, take options by keyword only and pass
+    other keywords to matplotlib; figure-level plots return the Figure."""
+    from matplotlib.figure import Figure
+
+    m = pte_lab.open(program_path("device_demo")).methods["forward2"]
+    fig, (left, right) = plt.subplots(1, 2)
+    plt.sca(right)
+    assert plot.arena_layout(m, 2, alpha=0.25) is right  # plt.gca(), as seaborn
+    assert _tensor_collection(right).get_alpha() == 0.25  # **kwargs reach the collection
+    assert plot.occupancy(m, ax=left, lw=0.7) is left
+    assert {ln.get_linewidth() for ln in left.get_lines() if len(ln.get_xdata()) > 2} == {0.7}
+    with pytest.raises(TypeError):
+        plot.occupancy(m, left)  # ax is keyword-only
+    plt.close("all")
+    ax = plot.occupancy(m)  # no figure open: a new one, of the picture's own size
+    assert tuple(ax.figure.get_size_inches()) == (9, 3.2)
+    d = pte_lab.diff(program_path("device"), program_path("device_demo"))
+    for drawn in (plot.arena_layouts(m), plot.layout_pair(m, m, 1), plot.diff(d)):
+        assert isinstance(drawn, Figure)
+    pair = plot.layout_pair(m, m, 2)
+    assert len(pair.axes) == 2 and pair.axes[0].get_ylim() == pair.axes[1].get_ylim()
 
 
 def test_occupancy_lines_follow_the_model(program_path):
@@ -121,10 +147,12 @@ def test_placement_draws_the_legacy_bug_and_says_the_device_gets_nothing(program
     assert bug.get_height() == device_arena.size and bug.get_hatch()
     assert "0 B on cuda:0" in [t.get_text() for t in ax.texts]
     assert "(the bug)" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    plt.close("all")  # axes-level: a second call without ax would draw on this Axes (plt.gca())
     ax = plot.placement(pte, "corrected")  # the fix: the arena is on the device, nothing marked
     assert not [p for p in ax.patches if p.get_gid() and "on the host" in p.get_gid()]
     assert not [t for t in ax.texts if t.get_text().startswith("0 B on")]
     # it fits a notebook column (JupyterLab shows about 9.5 in at 100 dpi)
+    plt.close("all")
     assert plot.placement(pte, "all").figure.get_size_inches()[0] <= 9.5
 
 
@@ -148,6 +176,7 @@ def test_arena_layout_marks_the_waste(program_path):
     assert f"waste\n{pte_lab.units.human_bytes(a.size - a.peak_bytes)}" in texts
     one = pte_lab.open(program_path("portable")).methods["forward"]  # no waste: no bracket
     assert one.arena(1).size == one.arena(1).peak_bytes
+    plt.close("all")
     assert not [t for t in plot.arena_layout(one).texts if t.get_text().startswith("waste")]
 
 
@@ -157,11 +186,13 @@ def test_xnnpack_padding_is_not_called_waste(program_path):
     m = pte_lab.open(program_path("device")).methods["forward2"]
     for a in m.arenas:
         assert a.size - a.peak_bytes == 64
+        plt.close("all")
         ax = plot.arena_layout(m, a.mem_id)
         assert not [t for t in ax.texts if "waste" in t.get_text()]
         legend = [t.get_text() for t in ax.get_legend().get_texts()]
         assert "+ 64 B past the last tensor:\n   XNNPACK's arena padding (required, not waste)" in legend
     tr = pte_lab.open(program_path("transformer")).methods["forward"]  # no padding: none said
+    plt.close("all")
     legend = [t.get_text() for t in plot.arena_layout(tr).get_legend().get_texts()]
     assert not [t for t in legend if "padding" in t]
 

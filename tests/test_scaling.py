@@ -83,7 +83,7 @@ def _paths(name: str, data: bytes, path) -> dict:
     variant = data
     if name == "many arenas":  # every arena and every tensor changes
         variant = many_arenas_many_tensors(len(opened().methods["forward"].arenas), grow=4)
-    paths.update({"open and analyse": analysed, "inspect --sizes": lambda: cli(["inspect", "--sizes", f]),
+    paths.update({"open and analyse": analysed, "inspect --layout": lambda: cli(["inspect", "--layout", f]),
                   "diff": diffed, "cli diff": lambda: cli(["diff", f, f]), "layout": layout})
     if kind == "bundled":
         def cases():

@@ -127,7 +127,7 @@ def test_names_from_the_file_reach_no_terminal_raw(tmp_path):
     m = pte.methods[BAD]
     assert printable("\x1b[2J") == "\\x1b[2J"
     texts = [repr(pte), repr(m), str(m), repr(m.arenas[0]), *map(str, pte.warnings())]
-    for argv in (["inspect", path], ["inspect", path, "--sizes"], ["inspect", path, "-m", "x"],
+    for argv in (["inspect", path], ["inspect", path, "--layout"], ["inspect", path, "-m", "x"],
                  ["diff", path, path]):
         rc, out, err = _cli(*argv)
         assert rc in (0, 2)
@@ -249,7 +249,7 @@ def test_mutants_end_in_success_or_a_pte_lab_error_on_every_reading_path(program
             path = tmp_path / f"{name}{k}.pte"
             path.write_bytes(buf)
             outcomes.append(_assert_survives(lambda: _static_paths(path, tmp_path), f"{name} mutant {k}"))
-            for argv in (["inspect", path], ["inspect", path, "--json"], ["inspect", path, "--sizes"],
+            for argv in (["inspect", path], ["inspect", path, "--json"], ["inspect", path, "--layout"],
                          ["diff", path, path, "--json"], ["replan", path, tmp_path / "out.pte"]):
                 rc, _, err = _cli(*argv)
                 assert rc != BUG_EXIT_CODE, (name, k, argv, err)

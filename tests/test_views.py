@@ -24,6 +24,28 @@ def test_html_is_self_contained(program_path):
         assert loader in html
 
 
+def test_one_view_shows_with_styles_stripped(program_path, tmp_path):
+    """Where ``<style>`` is stripped (a static notebook viewer), the text fallback shows and the rich HTML
+    does not; with the styles, the CSS shows the rich view and hides the text (tests/test_browser.py checks
+    that in Chromium). Every repr goes out through the one entry point, html_repr."""
+    from pte_lab.views.html import html_repr, unreadable_html
+    from shown import fallback_of, one_view_without_css, shown_without_css
+
+    pte = pte_lab.open(program_path("device_demo"))
+    m = pte.methods["forward2"]
+    d = pte_lab.diff(program_path("portable"), program_path("device_demo"))
+    objs = [pte, m, m.arena(2), d]
+    for obj in objs:
+        html = obj._repr_html_()
+        assert one_view_without_css(html), type(obj).__name__
+        assert fallback_of(html) == " ".join(str(obj).split())  # the fallback is the text repr
+    html = unreadable_html("<Pte x.pte: unreadable>", ValueError("bad <bytes>"))
+    assert shown_without_css(html) == "<Pte x.pte: unreadable> ValueError: bad <bytes>"
+    # the check itself sees two views where the rich one is not hidden
+    both = html_repr("<b>rich</b>", "text").replace(" style='display:none'", "")
+    assert not one_view_without_css(both) and shown_without_css(both) == "textrich"
+
+
 def test_text_reprs(program_path):
     pte = pte_lab.open(program_path("device_demo"))
     text = repr(pte)
@@ -43,6 +65,26 @@ def test_arena_picture_rows_follow_occupancy(program_path):
     for row, b in zip(rows, occ):
         cells = row.split("|")[1]
         assert (set(cells) == {"."}) == (b == 0)
+
+
+def test_arena_picture_marks_the_validators_conflicts():
+    """A crafted plan where v1 [16, 32) and v2 [24, 40) are both alive at instruction 1: the picture draws
+    "!" over the bytes they share at that instruction only, and a legend line says what "!" means."""
+    from crafting import build_program
+
+    data = build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4), ("tensor", 1, 24, 4), ("tensor", 1, 48, 4)],
+                         [[0, 1], [1, 2], [2, 3]], sizes=(0, 64))
+    m = pte_lab.open(data).methods["forward"]
+    (c,) = m.conflicts
+    assert (c.a, c.b) == (1, 2)
+    pic = arena_picture(m, 1, width=32)  # 2 bytes a column
+    rows = {line.split("|")[0].strip(): line.split("|")[1] for line in pic.splitlines() if line.count("|") == 2}
+    assert rows["1"] == "........bbbb!!!!cccc............"  # bytes [24, 32): columns 12 to 15
+    assert all("!" not in row for t, row in rows.items() if t != "1")  # alive together at 1 only
+    (legend,) = [line for line in pic.splitlines() if line.startswith("!:")]
+    assert "two tensors alive at once both hold" in legend and "1 conflict in this arena" in legend
+    fine = pte_lab.open(build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [[0, 1]])).methods["forward"]
+    assert fine.conflicts == [] and "!" not in arena_picture(fine, 1, width=32)
 
 
 def test_long_method_picture_is_sampled_keeping_the_peak(program_path):

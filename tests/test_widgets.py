@@ -45,6 +45,9 @@ def test_method_and_arena_pickers_and_details(program_path):
     before = e.image.value
     e.live_list.value = v
     assert f"Tensor v{v}" in e.details.value and "cuda:0" in e.details.value
+    from shown import one_view_without_css
+
+    assert one_view_without_css(e.details.value) and "style='text" not in e.details.value  # the entry point's CSS
     assert e.image.value != before  # the picked tensor is drawn highlighted
     e.method_dd.value = "forward"
     assert [v for _, v in e.arena_dd.options] == [1] and e.slider.max == e.method.n_instructions
@@ -65,6 +68,9 @@ def test_load_and_run_in_the_background(program_path):
     e._run_thread.join(timeout=300)
     out = e.run_output.value
     assert "forward2</b> ran" in out and "forward</b> ran" in out
+    from shown import one_view_without_css, shown_without_css
+
+    assert one_view_without_css(out) and "✔ forward2 ran: outputs" in shown_without_css(out)
     assert "emulated" in out and "predicted_bytes" in out
 
 

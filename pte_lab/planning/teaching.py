@@ -75,7 +75,8 @@ def compare(module, example_inputs, planners=("greedy", "naive"), io_planned=(Tr
 
 def plot_plans(a, b, mem_id: int = 1, titles: tuple[str, str] = ("plan A", "plan B"), axes=None,
                color_by: str = "role"):
-    """Two plans of the same method, one above the other on one byte scale; returns the two Axes.
+    """Two plans of the same method, one above the other on one byte scale; returns the Figure
+    (``fig.axes``: the two panels).
 
     ``a`` and ``b`` are :class:`~pte_lab.model.Method` objects (e.g. the same
     method in an original and a replanned program). Each panel has its own

@@ -48,7 +48,7 @@ from ..model.diff import MATCHED_BY
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
-from .html import _device_badge, _section, _table as _html_table, _wrap
+from .html import _device_badge, _section, _table as _html_table, html_repr
 from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import _indent, _table
 
@@ -395,7 +395,7 @@ def diff_html(d) -> str:
             for n, why in skipped.items():
                 body += f"<div class='pte-find pte-info'>{escape(n)} not sized in the {side}: {escape(why)}</div>"
         parts.append(_section(f"Run-time sizes (executorch {_arrow(*s.executorch)})", body, open_=True))
-    return _wrap("".join(parts), diff_text(d))
+    return html_repr("".join(parts), diff_text(d))
 
 
 # ----------------------------------------------------------------------- JSON

@@ -1,9 +1,13 @@
 """HTML for notebooks, in the style of xarray's ``formatting_html``.
 
-Small functions return HTML fragments; the CSS is a package resource
-(``static/pte_lab.css``) inlined once per output; sections collapse with a
-hidden checkbox (no JavaScript); a ``<pre>`` text fallback is hidden by the CSS
-and shows where styles are stripped.
+Small functions return HTML fragments; every HTML repr and the explorer's HTML
+goes out through one entry point, :func:`html_repr`, which inlines the CSS (a
+package resource, ``static/pte_lab.css``) once per output, beside a ``<pre>``
+text fallback. Exactly one of the two shows: the rich view is hidden by an
+inline ``display:none`` that the CSS overrides, and the CSS hides the fallback,
+so where ``<style>`` is stripped (a static notebook viewer, some mail readers)
+the text shows and the raw HTML does not. Sections collapse with a hidden
+checkbox (no JavaScript).
 """
 
 from __future__ import annotations
@@ -25,10 +29,18 @@ def _css() -> str:
     return files("pte_lab.views").joinpath("static/pte_lab.css").read_text(encoding="utf-8")
 
 
-def _wrap(body: str, fallback: str) -> str:
+def html_repr(body: str, fallback: str) -> str:
+    """The one way HTML leaves pte_lab: ``body`` (rich HTML) and ``fallback`` (its plain text), of which
+    exactly one shows, with styles or without them (the module's docstring says how)."""
     return (f"<div><style>{_css()}</style>"
             f"<pre class='pte-text-fallback'>{escape(fallback)}</pre>"
-            f"<div class='pte-wrap'>{body}</div></div>")
+            f"<div class='pte-wrap' style='display:none'>{body}</div></div>")
+
+
+def key_values(rows) -> str:
+    """A two-column table of (name, value) rows, names as row headers; both escaped."""
+    return "<table>" + "".join(f"<tr><th class='pte-key'>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
+                               for k, v in rows) + "</table>"
 
 
 def _section(title: str, body: str, count: str = "", open_: bool = False) -> str:
@@ -183,7 +195,7 @@ def _method_body(m) -> str:
 def method_html(m) -> str:
     head = (f"<div class='pte-header'>Method <span class='pte-path'>{escape(m.name)}</span> "
             + " ".join(_device_badge(d) for d in sorted(m.devices)) + "</div>")
-    return _wrap(head + _method_body(m), method_text(m))
+    return html_repr(head + _method_body(m), method_text(m))
 
 
 def arena_html(a) -> str:
@@ -193,7 +205,7 @@ def arena_html(a) -> str:
             + _table(["size", PEAK_LIVE, SIZE_OVER_PEAK, "", "tensors"],
                      [[human_bytes(a.size), human_bytes(a.peak_bytes), _ratio(a.size_over_peak),
                        _fill_bar(a.peak_bytes, a.size), str(a.n_tensors)]], numeric={0, 1, 2, 4}))
-    return _wrap(body, arena_text(a))
+    return html_repr(body, arena_text(a))
 
 
 def _load_cost_table(p) -> str:
@@ -236,7 +248,7 @@ def pte_html(p) -> str:
         seg_rows = [[str(s.index), escape(s.kind), f"{s.offset:,}", human_bytes(s.size)] for s in p.segments]
         parts.append(_section("Segments", _table(["#", "kind", "offset", "size"], seg_rows, numeric={0, 2, 3}),
                               str(len(p.segments))))
-    return _wrap("".join(parts), pte_text(p))
+    return html_repr("".join(parts), pte_text(p))
 
 
 def data_html(d) -> str:
@@ -245,10 +257,11 @@ def data_html(d) -> str:
             f"tensors &middot; {human_bytes(d.data_bytes)} of data</div>")
     rows = [[escape(t.key), escape(t.dtype or "-"), escape(str(list(t.shape)) if t.shape is not None else "-"),
              human_bytes(t.nbytes)] for t in d.tensors]
-    return _wrap(head + _table(["key", "dtype", "shape", "bytes"], rows, numeric={3}), data_text(d))
+    return html_repr(head + _table(["key", "dtype", "shape", "bytes"], rows, numeric={3}), data_text(d))
 
 
 def unreadable_html(what: str, exc: Exception) -> str:
     """What a notebook shows for an object whose file turned out to be invalid (never a traceback)."""
-    return (f"<div><b>{escape(what.splitlines()[0])}</b><div class='pte-find pte-error'>"
-            f"{escape(type(exc).__name__)}: {escape(str(exc))}</div></div>")
+    title, problem = what.splitlines()[0], f"{type(exc).__name__}: {exc}"
+    return html_repr(f"<div><b>{escape(title)}</b><div class='pte-find pte-error'>{escape(problem)}</div></div>",
+                     f"{title}\n{problem}")

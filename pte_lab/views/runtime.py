@@ -7,6 +7,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from ..units import human_bytes
+from .html import html_repr, key_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime.device import EmulatedDevice
@@ -21,9 +22,10 @@ def lab_program_html(prog: "LabProgram") -> str:
     rep = prog.memory_report()
     iso = " (isolated worker)" if prog.isolated else ""
     loaded = ", ".join(prog.loaded_methods) or "none"
-    return (f"<div><b>LabProgram</b> {escape(os.fspath(prog.path))}{iso} &middot; loader "
-            f"<code>{prog.loader}</code> &middot; methods loaded: {escape(loaded)}</div>"
-            + rep.to_html(index=False) + f"<div><i>{escape(rep.attrs['note'])}</i></div>")
+    return html_repr(f"<div><b>LabProgram</b> {escape(os.fspath(prog.path))}{iso} &middot; loader "
+                     f"<code>{prog.loader}</code> &middot; methods loaded: {escape(loaded)}</div>"
+                     + rep.to_html(index=False) + f"<div><i>{escape(rep.attrs['note'])}</i></div>",
+                     f"{prog!r}\n{rep.to_string(index=False)}\n{rep.attrs['note']}")
 
 
 def runtime_info_text(info: "RuntimeInfo") -> str:
@@ -34,12 +36,12 @@ def runtime_info_text(info: "RuntimeInfo") -> str:
 
 
 def runtime_info_html(info: "RuntimeInfo") -> str:
-    rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{escape(k)}</th>"
-                   f"<td style='text-align:left'>{escape(v)}</td></tr>" for k, v in info.rows())
     notes = "".join(f"<div><i>{escape(n)}</i></div>" for n in info.notes)
-    return f"<div><b>ExecuTorch runtime</b><table>{rows}</table>{notes}</div>"
+    return html_repr(f"<div><b>ExecuTorch runtime</b>{key_values(info.rows())}{notes}</div>",
+                     runtime_info_text(info))
 
 
 def emulated_device_html(device: "EmulatedDevice") -> str:
-    return (f"<b>{escape(device.kind)}</b> <i>(emulated in host memory)</i>: {human_bytes(device.outstanding_bytes)} "
-            f"outstanding, {len(device.ledger())} ledger events")
+    return html_repr(f"<b>{escape(device.kind)}</b> <i>(emulated in host memory)</i>: "
+                     f"{human_bytes(device.outstanding_bytes)} outstanding, {len(device.ledger())} ledger events",
+                     repr(device))

@@ -19,6 +19,7 @@ from ..printable import text_view
 from ..units import count, human_bytes
 from .c_text import c_comment as _comment, c_string
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
+from .html import html_repr
 from .text import _table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -193,9 +194,9 @@ def sizes_html(sizes: "Sizes") -> str:
     notes += [f"{escape(m.method)}: inputs set before every execute: "
               + escape(", ".join(_io_line(io, True).strip() for io in m.inputs)) for m in sizes.methods.values()
               if m.inputs]
-    return (f"<div><b>Sizes</b> of {escape(os.path.basename(sizes.path))} (executorch "
-            f"{escape(sizes.executorch_version)})</div>" + t.to_html(index=False)
-            + "".join(f"<div>{line}</div>" for line in notes))
+    return html_repr(f"<div><b>Sizes</b> of {escape(os.path.basename(sizes.path))} (executorch "
+                     f"{escape(sizes.executorch_version)})</div>" + t.to_html(index=False)
+                     + "".join(f"<div>{line}</div>" for line in notes), sizes_text(sizes))
 
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z]+")

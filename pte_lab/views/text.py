@@ -4,8 +4,10 @@ The picture follows TensorFlow Lite Micro's ``PrintMemoryPlan``: one line per
 instruction (``in`` before the first, ``out`` after the last; long methods are
 sampled, always keeping the peak), one character per slice of the arena; each
 planned tensor gets a letter and ``.`` is free. The right column gives the
-bytes alive at that instruction. Overlaps are reported by the validator, not
-drawn: a column can hold the edges of two neighbouring tensors.
+bytes alive at that instruction. The validator's conflicts (two tensors alive
+at once sharing bytes, :attr:`Method.conflicts`) are drawn ``!`` where they
+overlap, as TFLite Micro marks colliding buffers; anywhere else a column
+holding the edges of two neighbouring tensors shows the first one's letter.
 """
 
 from __future__ import annotations
@@ -209,15 +211,18 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
               f"{human_bytes(arena.size)}, peak {human_bytes(arena.peak_bytes)}, "
               f"{SIZE_OVER_PEAK} {ratio(arena.size_over_peak)}; 1 column = {human_bytes(int(np.ceil(scale)))}")
     lines = [header, f"{'t':>5} |{'-' * width}| live bytes"]
+    conflicts = [c for c in m.conflicts if c.mem_id == mem_id]
+    clashes = _clashes(conflicts, times, scale, width)
     for t in times:
         row = ["."] * width
         for tt in tensors:
             if tt.first <= t <= tt.last:
-                a = int(tt.offset / scale)
-                b = max(a + 1, int(np.ceil((tt.offset + tt.nbytes) / scale)))
+                a, b = _columns(tt.offset, tt.offset + tt.nbytes, scale)
                 for c in range(a, min(b, width)):
                     if row[c] == ".":
                         row[c] = glyph[tt.value]
+        for c in clashes.get(t, ()):
+            row[c] = CLASH
         label = "in" if t == -1 else ("out" if t == n else str(t))
         lines.append(f"{label:>5} |{''.join(row)}| {human_bytes(int(occ[t + 1]) if occ is not None else 0)}")
     if len(times) < all_rows:
@@ -228,8 +233,36 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     more = (f", ... ({len(tensors)} tensors: the letters repeat from v{tensors[len(_GLYPHS)].value} on)"
             if len(tensors) > len(_GLYPHS) else "")
     lines.append(f"legend: {legend}{more}")
+    if conflicts:
+        lines.append(f"{CLASH}: bytes two tensors alive at once both hold, {count(len(conflicts), 'conflict')} in this "
+                     f"arena" + ("" if clashes else " (none in the rows shown)") + f"; pte.methods[{m.name!r}]"
+                     f".conflicts lists them")
     lines += _peak_rows(m, tensors, glyph, occ)
     return "\n".join(lines)
+
+
+#: the picture's mark for bytes that two tensors alive at once both hold (TFLite Micro's for colliding buffers)
+CLASH = "!"
+
+
+def _columns(lo: int, hi: int, scale: float) -> tuple[int, int]:
+    """The picture's columns ``[a, b)`` that bytes ``[lo, hi)`` touch (at least one)."""
+    a = int(lo / scale)
+    return a, max(a + 1, int(np.ceil(hi / scale)))
+
+
+def _clashes(conflicts, times: list[int], scale: float, width: int) -> dict[int, set[int]]:
+    """Row time -> the columns where a conflict's two tensors share bytes while both are alive."""
+    import bisect
+
+    out: dict[int, set[int]] = {}
+    for c in conflicts:
+        lo, hi = max(c.a_range[0], c.b_range[0]), min(c.a_range[1], c.b_range[1])
+        start, end = max(c.a_life[0], c.b_life[0]), min(c.a_life[1], c.b_life[1])
+        a, b = _columns(lo, hi, scale)
+        for t in times[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]:
+            out.setdefault(t, set()).update(range(a, min(b, width)))
+    return out
 
 
 #: most tensors listed at an arena's peak (the lowest offsets first)
