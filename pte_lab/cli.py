@@ -58,7 +58,8 @@ def _inspect(args) -> int:
     if args.layout:
         from .views.text import layout_text
 
-        sys.stdout.write(layout_text(pte, top=args.rows) + "\n")
+        sys.stdout.write(layout_text(pte.layout(), pte.duplicate_blobs(), name=pte.path or "<bytes>", top=args.rows)
+                         + "\n")
         return 0
     out = [pte_text(pte)]
     for n in names:
@@ -232,7 +233,7 @@ def _diff(args) -> int:
     from .model.diff import diff_programs
     from .units import growth, human_bytes
     from .views.diff import diff_document, diff_text
-    from .views.text import _indent, _table
+    from .views.text import indented, text_table
 
     for f in (args.before, args.after):
         if identify(f) == "data":
@@ -262,7 +263,7 @@ def _diff(args) -> int:
         rows = [[c.what, human_bytes(c.bytes.before), human_bytes(c.bytes.after), growth(c.bytes.growth),
                  "EXCEEDED" if c.exceeded else "ok"] for c in checks]
         sys.stdout.write(f"\nBudget: nothing may grow more than {limit:g}%\n"
-                         + _indent(_table(["what", "before", "after", "growth", ""], rows)) + "\n")
+                         + indented(text_table(["what", "before", "after", "growth", ""], rows)) + "\n")
     over = [c for c in checks if c.exceeded]
     for c in over:
         print(f"pte-lab: budget exceeded: {c.what} grew {growth(c.bytes.growth)} ({human_bytes(c.bytes.before)} -> "

@@ -8,6 +8,7 @@ source with ``ast`` (every import, including those inside functions).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -60,6 +61,12 @@ def _imports(path: Path):
 
 
 SOURCES = sorted(p for p in PKG.rglob("*.py"))
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A source file's syntax tree, parsed once for every test that walks it."""
+    return ast.parse(path.read_text(), str(path))
 GRAPH = {_module_name(p): _imports(p) for p in SOURCES}
 # pte_lab's own modules, so "from pte_lab import x" can tell a submodule from a package attribute
 MODULES = set(GRAPH)
@@ -215,7 +222,7 @@ def test_no_module_imports_the_top_level_package():
 def _definitions(name: str) -> list[str]:
     out = []
     for p in SOURCES:
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in ast.walk(_tree(p)):
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
                 out.append(_module_name(p))
             targets = node.targets if isinstance(node, ast.Assign) else (
@@ -229,7 +236,12 @@ def _definitions(name: str) -> list[str]:
     ("human_bytes", "pte_lab.units"), ("ratio", "pte_lab.units"), ("device_name", "pte_lab.devices"),
     ("parse_device", "pte_lab.devices"), ("DEVICE_TYPES", "pte_lab.devices"), ("cache_dir", "pte_lab.cache"),
     ("TENSOR_COLUMNS", "pte_lab.model.analysis"), ("LOAD_COST_COLUMNS", "pte_lab.model.load_cost"),
-    ("Finding", "pte_lab.model.findings"), ("shared_arenas_message", "pte_lab.model.findings"),
+    ("Finding", "pte_lab.model.findings.base"), ("shared_arenas_message", "pte_lab.model.findings.state"),
+    ("Kind", "pte_lab.model.findings.base"), ("SharedState", "pte_lab.model.findings.state"),
+    ("LayoutRow", "pte_lab.model.layout"), ("MemoryMode", "pte_lab.model.ethos_u"),
+    ("MEMORY_MODES", "pte_lab.model.ethos_u"), ("DelegateMemory", "pte_lab.model.ethos_u"),
+    ("BlobUse", "pte_lab.model.delegates"), ("BLOB_CHECKS", "pte_lab.model.delegates"),
+    ("text_table", "pte_lab.views.text"), ("indented", "pte_lab.views.text"),
     ("LedgerEvent", "pte_lab.runtime.native"), ("ledger_frame", "pte_lab.runtime.device"),
     ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing"),
     ("PoolVerification", "pte_lab.runtime.sizing"), ("counts_fields", "pte_lab.runtime.native"),
@@ -251,7 +263,7 @@ def _literal_homes(is_fact) -> set[str]:
     """Modules holding a dict/list/tuple/set literal for which ``is_fact(keys-or-items)`` holds."""
     out = set()
     for p in SOURCES:
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in ast.walk(_tree(p)):
             if isinstance(node, ast.Dict):
                 items = node.keys + node.values
             elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
@@ -280,19 +292,107 @@ def test_facts_are_written_once(what, is_fact, home):
 
 def test_the_tensor_alignment_is_named_not_written_16():
     """Rounding to exir's 16 bytes uses format.TENSOR_ALIGNMENT (plot's arena padding once wrote ``// 16``)."""
-    bad = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES for node in ast.walk(ast.parse(p.read_text()))
+    bad = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES for node in ast.walk(_tree(p))
            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod))
            and isinstance(node.right, ast.Constant) and node.right.value == 16]
     assert not bad, bad
 
 
-def test_findings_are_made_in_one_module():
-    makers = set()
+#: the findings package: one module per subject, each rule beside its wording and its kinds' records
+FINDINGS_SUBJECTS = {"plan", "devices", "delegates", "file", "state"}
+
+
+def _finding_calls():
+    """(module, the Finding(...) call) for every finding pte_lab makes."""
     for p in SOURCES:
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in ast.walk(_tree(p)):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Finding":
-                makers.add(_module_name(p))
-    assert makers == {"pte_lab.model.findings"}
+                yield _module_name(p), node
+
+
+def test_findings_are_made_in_the_findings_package_one_subject_per_module():
+    makers = {mod for mod, _ in _finding_calls()}
+    assert makers == {f"pte_lab.model.findings.{s}" for s in FINDINGS_SUBJECTS}
+    package = PKG / "model" / "findings"
+    assert package.is_dir() and not (PKG / "model" / "findings.py").exists()
+    assert {p.stem for p in package.glob("*.py")} == FINDINGS_SUBJECTS | {"__init__", "base"}
+
+
+def test_each_kind_is_made_in_one_subject_and_carries_a_record_not_a_dict():
+    from pte_lab.model.findings import Kind
+
+    homes: dict[str, set[str]] = {}
+    bad = []
+    for mod, call in _finding_calls():
+        kind = call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "kind")
+        homes.setdefault(getattr(kind, "attr", "?"), set()).add(mod)
+        details = call.args[3] if len(call.args) > 3 else next(
+            (k.value for k in call.keywords if k.arg == "details"), None)
+        if isinstance(details, (ast.Dict, ast.DictComp)) or (
+                isinstance(details, ast.Call) and getattr(details.func, "id", None) == "dict"):
+            bad.append(f"{mod}: a {kind.attr} finding carries a dict")
+    assert not bad, "\n".join(bad)
+    assert set(homes) == {k.name for k in Kind}, "every kind is made somewhere"
+    assert {k: m for k, m in homes.items() if len(m) > 1} == {}
+
+
+def _source_texts():
+    return [*SOURCES, *sorted((ROOT / "tests").glob("*.py")), *sorted((ROOT / "notebooks").glob("*.ipynb")),
+            *sorted((ROOT / "benchmarks").glob("*.py"))]
+
+
+@pytest.mark.parametrize("what, pattern", [
+    ("a finding's details read as a dict", r"\.details\[|\.details\.get\(|\.details\.items\("),
+    ("a backend split out of a display name", r"\bblob_group\b|split\(\" blob\""),
+    ("a memory mode's prose split", r"fast\.split\(|places\[\d\]|\.places\b.*\.split\("),
+    ("a private text helper imported by the CLI", r"from \.views\.text import[^\n]*\b_(table|indent)\b"),
+])
+def test_string_protocols_stay_records(what, pattern):
+    rx = re.compile(pattern)
+    bad = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in _source_texts() if p.name != "test_architecture.py"
+           for m in rx.finditer(p.read_text())]
+    assert not bad, what + ":\n" + "\n".join(bad)
+
+
+def _function(mod: str, name: str) -> ast.FunctionDef:
+    path = ROOT / (mod.replace(".", "/") + ".py")
+    return next(n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def test_layout_rows_and_memory_modes_are_records():
+    """Rows of the file's layout carry their backend, memory modes where each part lives: read by name."""
+    import dataclasses
+
+    from pte_lab.model.ethos_u import MEMORY_MODES, MemoryMode
+    from pte_lab.model.layout import LAYOUT_COLUMNS, LayoutRow
+
+    # not a tuple, not iterable: a read by position or an unpacking fails wherever it is left
+    assert not issubclass(LayoutRow, tuple) and not hasattr(LayoutRow, "__iter__")
+    assert dataclasses.is_dataclass(LayoutRow) and not hasattr(LayoutRow, "__getitem__")
+    assert [f.name for f in dataclasses.fields(LayoutRow)] == [*LAYOUT_COLUMNS, "backend"]
+    assert all(isinstance(m, MemoryMode) and m.name == k for k, m in MEMORY_MODES.items())
+    # only the Ethos-U memory module reads the modes' places as a tuple
+    readers = {_module_name(p) for p in SOURCES for node in ast.walk(_tree(p))
+               if isinstance(node, ast.Attribute) and node.attr == "places"}
+    assert readers <= {"pte_lab.model.ethos_u"}, readers
+
+
+def test_views_are_given_the_layout_and_findings_they_render():
+    body = _function("pte_lab.views.text", "layout_text")
+    called = {getattr(n.func, "id", getattr(n.func, "attr", None)) for n in ast.walk(body) if isinstance(n, ast.Call)}
+    assert not [n for n in ast.walk(body) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not called & {"file_layout", "duplicate_blob_findings", "layout", "duplicate_blobs", "warnings"}
+
+
+def test_planners_pass_records_not_string_keyed_dicts():
+    tree = ast.parse((PKG / "planning" / "algorithms.py").read_text())
+    keyed = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Subscript)
+             and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str) and not
+             (isinstance(n.value, ast.Name) and n.value.id.isupper())]  # ORDERS["largest first"]: a table
+    assert not keyed, keyed
+    assert not [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Dict)
+                and any(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in n.keys)
+                and not any(isinstance(v, ast.Lambda) or isinstance(v, ast.Name) for v in n.values)]
 
 
 #: JSON read by hand in C or C++: a search for a quoted key (``find("\"" + key``), a scan for a value's end

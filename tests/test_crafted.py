@@ -92,7 +92,7 @@ def test_a_written_tensor_without_memory_is_named_and_never_loaded(tmp_path):
                          [[0, 1, 1], [1, 2, 2]])
     pte = pte_lab.open(data)
     (f,) = [w for w in pte.warnings() if w.kind == "unbacked_tensor"]
-    assert f.severity == "error" and f.details["values"] == [1] and "instruction 0" in f.message
+    assert f.severity == "error" and f.details.values == (1,) and "instruction 0" in f.message
     path = tmp_path / "unbacked.pte"
     path.write_bytes(data)
     with pytest.raises(PteFormatError, match="no memory"):
@@ -224,7 +224,7 @@ def test_a_kernel_argument_of_the_wrong_kind_is_refused_before_executorch_sees_i
     from pte_lab.runtime.schemas import schema_findings
 
     (f,) = [f for f in schema_findings(pte_lab.open(data)) if f.kind == "operator_arguments"]
-    assert f.severity == "error" and f.method == "forward" and len(f.details["problems"]) == 1
+    assert f.severity == "error" and f.method == "forward" and len(f.details.problems) == 1
 
 
 def test_operators_without_a_schema_are_named(program_bytes):
@@ -238,7 +238,7 @@ def test_operators_without_a_schema_are_named(program_bytes):
                                                                    ("start_pos", "int"))
     (f,) = schema_findings(pte, schemas)
     assert f.kind == "unchecked_operators" and f.severity == "info"
-    assert f.details["operators"] == ["executorch_prim::et_view.default"]
+    assert f.details.operators == ("executorch_prim::et_view.default",)
     assert f in pte.methods["forward"].findings(schemas)
     for name in ("portable", "xnnpack", "kv_cache", "dynamic", "cond", "transformer", "llm_index_put"):
         assert not [f for f in schema_findings(pte_lab.open(program_bytes(name))) if f.severity != "info"], name
@@ -249,7 +249,7 @@ def test_a_delegate_naming_another_delegates_blob_is_a_finding(program_bytes):
     running it: the slow test below)."""
     data = _delegate_retargeted(program_bytes("xnnpack"), "forward", 0, 6)
     (f,) = [f for f in pte_lab.open(data).warnings() if f.kind == "shared_delegate_blob"]
-    assert f.severity == "error" and f.details["delegates"] == [("attention", 5), ("forward", 0)]
+    assert f.severity == "error" and f.details.delegates == (("attention", 5), ("forward", 0))
     assert "segment 6" in f.message
     assert not [f for f in pte_lab.open(program_bytes("xnnpack")).warnings() if "delegate" in f.kind]
 
@@ -405,7 +405,7 @@ def test_external_blocks_name_their_named_data():
     key = b"ab" * 32
     s, _ = _vela(_stream(GOOD[0], _block(b"weight_data", key, external=1), *GOOD[2:]))
     assert s.ok and s.external == {"weight_data": key.decode()} and s.weight_bytes == 64
-    from pte_lab.model.delegates import DelegateMemory
+    from pte_lab.model.ethos_u import DelegateMemory
 
     d = DelegateMemory("forward", 0, "EthosUBackend", "segment", 0, 1, stream=s,
                        external=(("weight_data", key.decode(), 12345),))

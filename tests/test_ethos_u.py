@@ -93,7 +93,7 @@ def test_the_scratch_is_what_executorchs_own_script_reads():
 def test_velas_descriptors_are_the_tensors_each_call_passes(name):
     pte = pte_lab.open(DATA / name)
     m = pte.methods["forward"]
-    from pte_lab.model.delegates import io_checks
+    from pte_lab.model.ethos_u import io_checks
 
     assert not [w for w in pte.warnings() if w.kind in ("delegate_io", "delegate_blob_format")]
     for d in m.delegate_memory:

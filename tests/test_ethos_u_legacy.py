@@ -148,7 +148,7 @@ def test_inspect_and_findings_say_where_the_scratch_is(legacy, capsys):
             f"the NPU works in at every execute: the program must be in memory the NPU can write (ExecuTorch 0.2 "
             f"to 0.5's layout); lives in SRAM, shared with the CPU") in text
     (f,) = [f for f in pte.methods["forward"].findings() if f.kind == Kind.DELEGATE_SCRATCH]
-    assert f.details["bytes"] == n and f.details["allocator"] == "the program's bytes (a scratch_data block)"
+    assert f.details.bytes == n and f.details.allocator == "the program's bytes (a scratch_data block)"
     assert "from the program's bytes (a scratch_data block)" in str(f)
 
 

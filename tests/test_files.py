@@ -274,7 +274,7 @@ def test_a_ptd_missing_keys_is_an_error_finding(external_pair):
     raw.tensors = [t for t in raw.tensors if not t.key.startswith("fc2")]
     pte = pte_lab.open(pte_path, data=DataFile(raw, path))
     (f,) = [w for w in pte.warnings() if w.kind == "external_data_missing"]
-    assert f.severity == "error" and set(f.details["missing"]) == {"fc2.weight", "fc2.bias"}
+    assert f.severity == "error" and set(f.details.missing) == {"fc2.weight", "fc2.bias"}
     assert not pte.external_data().set_index("key").present["fc2.bias"]
 
 
@@ -342,7 +342,7 @@ def test_identical_blobs_are_found_by_their_bytes(program_path):
     blobs = df[df.sha256.notna() & df.duplicate_of.isna()]
     assert len({data[o : o + n] for o, n in zip(blobs.offset, blobs.bytes)}) == len(blobs)
     (f,) = pte_lab.open(path).duplicate_blobs()
-    assert f.kind == "duplicate_blobs" and f.details["bytes"] == int(dups.bytes.sum())
+    assert f.kind == "duplicate_blobs" and f.details.bytes == int(dups.bytes.sum())
 
 
 def test_inspect_layout_and_plot(program_path, capsys):
@@ -370,7 +370,7 @@ def test_two_plans_with_one_name_follow_executorchs_lookup(tmp_path):
     pte = pte_lab.open(path)
     assert list(pte.methods) == ["small", "on_device"] and len(pte.methods["small"].inputs) == 2
     (f,) = [w for w in pte.warnings() if w.kind == "duplicate_method"]
-    assert f.details["plans"] == [0, 2] and "loads the first" in f.message
+    assert f.details.plans == (0, 2) and "loads the first" in f.message
     x, y = torch.randn(8, 8), torch.randn(8, 8)  # ExecuTorch runs plan 0: relu(x @ y) + 1, two inputs
     assert torch.allclose(_run(path, "small", [x, y])[0], torch.relu(x @ y) + 1, atol=1e-5)
 
@@ -409,7 +409,7 @@ def test_a_segment_read_as_two_kinds_of_data_is_never_loaded(program_path, tmp_p
     path = tmp_path / "retargeted.pte"
     path.write_bytes(data)
     (f,) = [w for w in pte_lab.open(path).warnings() if w.kind == "segment_roles"]
-    assert f.details["segment"] == consts and "constants" in f.details["roles"]
+    assert f.details.segment == consts and "constants" in f.details.roles
     with pytest.raises(PteFormatError, match="read as constants and as delegate"):
         pte_lab.load(path)
 

@@ -125,8 +125,8 @@ def test_prefill_and_decode_share_their_cache(program_path):
     pte = pte_lab.open(path)
     found = {w.kind: w for w in pte.warnings()}
     shared = found["shared_state"]
-    assert shared.details["mem_id"] == 2 and set(shared.details["methods"]) == {"prefill", "decode"}
-    assert shared.details["names"] == ["k_cache"]
+    assert shared.details.mem_id == 2 and set(shared.details.methods) == {"prefill", "decode"}
+    assert shared.details.names == ("k_cache",)
     for m in pte.methods.values():
         (t,) = _state(m)
         assert (t.name, t.mem_id, t.offset, t.first, t.last) == ("k_cache", 2, 0, -1, m.n_instructions)

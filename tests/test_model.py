@@ -7,6 +7,7 @@ import pytest
 import pte_lab
 from pte_lab.format.program import RawInstruction, RawPlan, RawTensor, RawValue
 from pte_lab.model import Method
+from pte_lab.model.findings import DeviceAllocatorDetails
 
 SIDE = 64
 F32 = 4
@@ -31,7 +32,7 @@ def test_device_program_arenas_and_findings(program_path):
     on_dev = df[df.mem_id == 2]
     assert set(on_dev.device) == {"cuda:0"} and len(on_dev) == 3
     f = [x for x in dev.findings() if x.kind == "device_allocator"]
-    assert f and f[0].details == {"mem_id": 2, "device": "cuda:0", "bytes": a.size}
+    assert f and f[0].details == DeviceAllocatorDetails(2, "cuda:0", a.size)
     assert "runtime buffer 1" in f[0].message
     # delegate carries the target device
     assert dev.delegates[0].target_device == "cuda:0"
@@ -45,7 +46,7 @@ def test_host_planned_device_tags_are_named(program_path):
     found = [f for f in dev.findings() if f.kind == "device_tag_in_host_arena"]
     assert len(found) == 1
     tagged = set(dev.tensors.query("device == 'cuda:0'").value)
-    assert tagged and set(found[0].details["values"]) == tagged
+    assert tagged and set(found[0].details.values) == tagged
     # two host-only methods now share arenas under the corrected loader
     assert "shared_arenas" in _kinds(pte.warnings())
 
@@ -89,7 +90,7 @@ def test_xnnpack_two_host_methods_share(program_path):
     pte = pte_lab.open(program_path("xnnpack"))
     assert set(pte.methods) == {"forward", "attention"}
     w = [x for x in pte.warnings() if x.kind == "shared_arenas"]
-    assert w and set(w[0].details["methods"]) == {"forward", "attention"}
+    assert w and set(w[0].details.methods) == {"forward", "attention"}
     shared = pte.load_cost("corrected")
     sizes = {n: m.arena(1).size for n, m in pte.methods.items()}
     assert list(shared.bytes) == [max(sizes.values())]
@@ -330,10 +331,14 @@ def test_state_shared_with_a_device_method_is_not_shared_under_the_corrected_loa
     methods = {"prefill": method("prefill", {}), "decode": method("decode", {1: "cuda:0"})}
     p = SimpleNamespace(methods=methods, expects_external_data=False, external_keys=[])
     found = {f.kind: f for f in program_findings(p)}
-    assert found["shared_state"].details["names"] == ["k_cache"]
-    assert found["state_not_shared"].details["methods"] == ["decode"]
+    assert found["shared_state"].details.names == ("k_cache",)
+    assert found["state_not_shared"].details.methods == ("decode",)
     assert "private arenas" in found["state_not_shared"].message and found["state_not_shared"].severity == "warning"
     assert "shared_arenas" not in found  # one host method shares with nobody
+    # the places shared, one record each: where, who, what, how much
+    from pte_lab.model.findings import SharedState, shared_state
+
+    assert shared_state(methods.values()) == [SharedState(2, 0, ("prefill", "decode"), ("k_cache",), 64)]
 
 
 def test_loop_extension_matches_the_fixed_point_definition():

@@ -132,7 +132,7 @@ def test_a_long_jump_chain_extends_every_lifetime_over_it():
 
 
 def test_a_call_short_of_many_descriptors_is_one_check_per_call():
-    from pte_lab.model.delegates import io_checks
+    from pte_lab.model.ethos_u import io_checks
     from tests.crafting import many_descriptors
 
     m = pte_lab.open(many_descriptors(200, calls=50)).methods["forward"]
@@ -155,7 +155,7 @@ def test_a_blob_named_by_many_tables_is_listed_for_each_and_hashed_once(monkeypa
     real = hashlib.sha256
     monkeypatch.setattr(layout.hashlib, "sha256", lambda b: hashed.append(len(b)) or real(b))
     rows = layout.file_layout(pte_lab.open(one_table_named_often(100, blob_bytes=4096)))
-    consts = [r for r in rows if r[0] == "inline constant"]
-    assert len(consts) == 100 and len({r[5] for r in consts}) == 1
-    assert consts[0][1].endswith("(+99 more)")  # constant 1 is named by 100 values
+    consts = [r for r in rows if r.region == "inline constant"]
+    assert len(consts) == 100 and len({r.sha256 for r in consts}) == 1
+    assert consts[0].name.endswith("(+99 more)")  # constant 1 is named by 100 values
     assert hashed == [4096, 4096]  # the constant's span and the delegate blob's, once each

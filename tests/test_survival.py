@@ -218,7 +218,8 @@ def _static_paths(path: Path, out: Path) -> None:
     from pte_lab.views.text import layout_text
 
     pte = pte_lab.open(path)
-    repr(pte), pte._repr_html_(), document(pte), pte.to_dict(), pte.warnings(), file_layout(pte), layout_text(pte)
+    repr(pte), pte._repr_html_(), document(pte), pte.to_dict(), pte.warnings(), file_layout(pte)
+    layout_text(pte.layout(), pte.duplicate_blobs())
     for m in pte.methods.values():
         repr(m), m._repr_html_()
     if pte.bundled is not None:

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from ..errors import PteLabError
 from .align import align
 from .analysis import Arena, PlannedTensor, instruction_targets
-from .layout import blob_group, file_layout
 from .lifetimes import instruction_uses
 from .load_cost import LOADERS, STEPS
 
@@ -500,15 +499,14 @@ def method_diff(a: "Method", b: "Method") -> MethodDiff:
 
 # --------------------------------------------------------------------------- file
 def _regions(p: "Pte", hashes: bool):
-    rows = file_layout(p, hashes=hashes)
     by: dict[tuple[str, str], list[int]] = {}
     dups = []
-    for region, name, _owner, _off, n, _sha, dup in rows:
-        acc = by.setdefault((region, blob_group(region, name)), [0, 0])
-        acc[0] += n
+    for r in p.layout(hashes=hashes):
+        acc = by.setdefault((r.region, r.backend), [0, 0])
+        acc[0] += r.bytes
         acc[1] += 1
-        if dup is not None:
-            dups.append(DuplicateBlob(region, name, n, dup))
+        if r.duplicate_of is not None:
+            dups.append(DuplicateBlob(r.region, r.name, r.bytes, r.duplicate_of))
     return by, dups
 
 

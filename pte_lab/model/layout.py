@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -24,11 +25,35 @@ from ..units import human_bytes
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
-__all__ = ["LAYOUT_COLUMNS", "file_layout", "blob_group", "duplicate_phrase"]
+__all__ = ["LAYOUT_COLUMNS", "LayoutRow", "file_layout", "duplicate_phrase"]
 
+#: the columns of ``Pte.file_layout`` (the fields of :class:`LayoutRow` but its ``backend``)
 LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
 #: regions whose bytes are blobs worth comparing
 BLOB_REGIONS = ("constant", "inline constant", "delegate", "inline delegate", "named data", "mutable data")
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutRow:
+    """One region of the file: its kind, name, owning methods, place and bytes, and its blob's digest."""
+
+    region: str
+    name: str
+    #: the methods using it, comma-separated ("" for the file's own regions)
+    owner: str
+    offset: int
+    bytes: int
+    #: the first 16 hex digits of the blob's sha256 (None: not a blob, or not hashed)
+    sha256: str | None = None
+    #: the name of the first identical blob stored earlier in the file (None: none)
+    duplicate_of: str | None = None
+    #: the backend of a delegate blob (what diffs compare delegate blobs under), "" for every other region
+    backend: str = ""
+
+    @property
+    def is_blob(self) -> bool:
+        """A hashed blob: a constant, delegate blob, named data or mutable data with a digest."""
+        return self.sha256 is not None
 
 
 def byte_reader(pte: "Pte", hashes: bool = True) -> Callable[[int, int], bytes] | None:
@@ -67,15 +92,15 @@ def _constant_names(pte: "Pte") -> dict[int, list]:
     return out
 
 
-def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
-    """Rows of :data:`LAYOUT_COLUMNS` in file order, gaps included as ``padding``."""
+def file_layout(pte: "Pte", hashes: bool = True) -> list[LayoutRow]:
+    """The file's regions in file order, gaps included as ``padding`` (``Pte.layout`` keeps them)."""
     raw, h = pte.raw, pte.header
     read = byte_reader(pte, hashes)
-    items: list[list] = []  # region, name, owner, offset, bytes
+    items: list[tuple] = []  # region, name, owner, offset, bytes, backend
 
-    def add(region, name, owner, offset, n):
+    def add(region, name, owner, offset, n, backend=""):
         if n:
-            items.append([region, name, owner, offset, n])
+            items.append((region, name, owner, offset, n, backend))
 
     head_end = h.header_end
     add("header", "flatbuffer prelude and extended header" if h.extended else "flatbuffer prelude", "", 0,
@@ -89,7 +114,7 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
             delegate_owner.setdefault((d.location, d.index), (d.id, m.name))
     for i, (off, n) in enumerate(raw.inline_delegate_spans):
         backend, owner = delegate_owner.get(("inline", i), ("delegate", ""))
-        add("inline delegate", f"{backend} blob {i}", owner, off, n)
+        add("inline delegate", f"{backend} blob {i}", owner, off, n, backend)
     inline = sorted((off, off + n) for off, n in raw.inline_constant_spans + raw.inline_delegate_spans if n)
     cursor = head_end
     for a, b in inline + [(h.program_size, h.program_size)]:  # the tables are what the inline data leaves
@@ -108,7 +133,7 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
                 add("constant", _label(names.get(b), f"buffer {b}"), _owners(names.get(b)), s.offset + off, nxt - off)
         elif s.kind.startswith("delegate:"):
             backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
-            add("delegate", f"{backend} blob (segment {s.index})", owner, s.offset, s.size)
+            add("delegate", f"{backend} blob (segment {s.index})", owner, s.offset, s.size, backend)
         elif s.kind == "named_data":
             add("named data", named.get(s.index, f"segment {s.index}"), "", s.offset, s.size)
         elif s.kind == "mutable_data":
@@ -117,24 +142,25 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[tuple]:
             add("unused segment", f"segment {s.index}", "", s.offset, s.size)
     items.sort(key=lambda r: (r[3], -r[4]))
     rows, cursor = [], 0
-    for region, name, owner, off, n in items:
+    for item in items:
+        off, n = item[3], item[4]
         if off > cursor:
-            rows.append(["padding", "", "", cursor, off - cursor])
-        rows.append([region, name, owner, off, n])
+            rows.append(("padding", "", "", cursor, off - cursor, ""))
+        rows.append(item)
         cursor = max(cursor, off + n)
     if cursor < h.file_size:
-        rows.append(["padding", "", "", cursor, h.file_size - cursor])
+        rows.append(("padding", "", "", cursor, h.file_size - cursor, ""))
     digests = _digests(rows, read) if read is not None else {}
     first_seen: dict[str, str] = {}
     out = []
-    for region, name, owner, off, n in rows:
+    for region, name, owner, off, n, backend in rows:
         digest = dup = None
         if read is not None and region in BLOB_REGIONS:
             digest = digests.get((off, n))
             if digest is not None:
                 dup = first_seen.setdefault(digest, name)
                 dup = None if dup == name else dup
-        out.append((region, name, owner, off, n, digest, dup))
+        out.append(LayoutRow(region, name, owner, off, n, digest, dup, backend))
     return out
 
 
@@ -152,7 +178,7 @@ def _digests(rows, read) -> dict[tuple[int, int], str | None]:
     """
     spans, hashed_to = [], 0  # rows come in file order
     seen: set[tuple[int, int]] = set()
-    for region, _name, _owner, off, n in rows:
+    for region, _name, _owner, off, n, _backend in rows:
         if region in BLOB_REGIONS and (off, n) not in seen:
             seen.add((off, n))
             if off >= hashed_to:
@@ -171,12 +197,6 @@ def _digests(rows, read) -> dict[tuple[int, int], str | None]:
             out[(off, n)] = hashlib.sha256(chunk[off - start : off - start + n]).hexdigest()[:16]
         i = j
     return out
-
-
-def blob_group(region: str, name: str) -> str:
-    """The name a row is compared under across files: a delegate blob's backend (its name is
-    ``"<backend> blob ..."``, made above), "" for every other region."""
-    return name.split(" blob", 1)[0] if region in ("delegate", "inline delegate") else ""
 
 
 def duplicate_phrase(name: str, region: str, nbytes: int, first: str) -> str:

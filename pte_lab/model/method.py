@@ -20,7 +20,7 @@ from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
 from .bulk import paused_gc
-from .delegates import Blobs, DelegateMemory, delegate_memory
+from .ethos_u import Blobs, DelegateMemory, delegate_memory
 from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps
 from .validate import Conflict
@@ -123,7 +123,7 @@ class Method:
 
     @cached_property
     def delegate_memory(self) -> list[DelegateMemory]:
-        """What each delegate's blob declares about memory (see :mod:`pte_lab.model.delegates`): Ethos-U blobs
+        """What each delegate's blob declares about memory (see :mod:`pte_lab.model.ethos_u`): Ethos-U blobs
         are read (command stream, weights, scratch and the allocator it comes from, Vela's I/O descriptors);
         other backends' are sized only."""
         return delegate_memory(self._raw, self._blobs, [d.compile_specs for d in self.delegates])

@@ -12,9 +12,10 @@ from ..format import RawProgram, Source, TensorDataLocation, read
 from ..units import count
 from .bulk import paused_gc
 from .bundled import Bundled
-from .delegates import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
+from .ethos_u import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
 from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
+from .layout import LAYOUT_COLUMNS, LayoutRow, file_layout
 from .load_cost import INT_COLUMNS, LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocation_columns
 from .method import Method
 
@@ -83,6 +84,7 @@ class Pte:
         self.identifier: str = h.identifier
         self.methods: Mapping[str, Method] = _Methods(raw, Blobs(raw, path, data))
         self._allocated: dict[str, dict[str, list]] = {}
+        self._layouts: dict[bool, tuple[LayoutRow, ...]] = {}
 
     # ------------------------------------------------------------ file layout
     @property
@@ -119,13 +121,13 @@ class Pte:
 
     @property
     def delegates(self) -> "pd.DataFrame":
-        """One row per delegate of every method (:data:`~pte_lab.model.delegates.DELEGATE_COLUMNS`): what its
+        """One row per delegate of every method (:data:`~pte_lab.model.ethos_u.DELEGATE_COLUMNS`): what its
         blob declares (Ethos-U: command stream, weights, scratch, the allocator and memory the scratch comes
         from, Vela's input/output descriptors) and the first problem ExecuTorch's reader would have with it."""
         import pandas as pd
 
         rows = [(d.method, d.index, d.backend, d.location, d.blob_bytes, d.target, d.memory_mode, d.command_bytes,
-                 d.weight_bytes, d.scratch_bytes, d.scratch_from, d.places[1] if d.stream is not None else None,
+                 d.weight_bytes, d.scratch_bytes, d.scratch_from, d.scratch_lives,
                  None if d.stream is None or d.stream.inputs is None else tuple(map(describe_io, d.stream.inputs)),
                  None if d.stream is None or d.stream.outputs is None else tuple(map(describe_io, d.stream.outputs)),
                  d.problem) for d in self.delegate_memory()]
@@ -256,15 +258,19 @@ class Pte:
         """
         import pandas as pd
 
-        from .layout import LAYOUT_COLUMNS, file_layout
+        rows = [(r.region, r.name, r.owner, r.offset, r.bytes, r.sha256, r.duplicate_of) for r in self.layout(hashes)]
+        return pd.DataFrame(rows, columns=list(LAYOUT_COLUMNS))
 
-        return pd.DataFrame(file_layout(self, hashes), columns=list(LAYOUT_COLUMNS))
+    def layout(self, hashes: bool = True) -> tuple[LayoutRow, ...]:
+        """The regions of :meth:`file_layout` as records, worked out (and with ``hashes``, the blobs read) once."""
+        rows = self._layouts.get(hashes)
+        if rows is None:
+            rows = self._layouts[hashes] = tuple(file_layout(self, hashes))
+        return rows
 
     def duplicate_blobs(self) -> list[Finding]:
         """Identical blobs stored more than once (reads and hashes the blobs; see :meth:`file_layout`)."""
-        from .layout import file_layout
-
-        return duplicate_blob_findings(file_layout(self, hashes=True))
+        return duplicate_blob_findings(self.layout(hashes=True))
 
     # --------------------------------------------------------------- findings
     def warnings(self, schemas: dict | None = None) -> list[Finding]:

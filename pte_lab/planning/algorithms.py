@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .problem import Problem, align_up
@@ -59,6 +61,14 @@ class _Placed:
         return np.flatnonzero((self.first[:k] <= g.last) & (self.last[:k] >= g.first))
 
 
+@dataclass(frozen=True)
+class _SharedObject:
+    """One of greedy's shared objects: its size (its largest group's) and the groups placed in it."""
+
+    size: int
+    placed: _Placed
+
+
 def greedy(p: Problem) -> dict[int, int]:
     """ExecuTorch's greedy (exir/memory_planning.py ``pick_shared_obj``), over pte_lab's groups.
 
@@ -67,34 +77,34 @@ def greedy(p: Problem) -> dict[int, int]:
     time-overlapping occupant of the first object where it still fits; else
     into a new object of its own size. Objects are laid end to end.
     """
-    objects: list[dict] = []  # {"size", "placed": _Placed}
+    objects: list[_SharedObject] = []
     assign: dict[int, tuple[int, int]] = {}
     n = len(p.groups)
     for g in _by_size(p):
         picked = None
         for k, obj in enumerate(objects):
-            if len(obj["placed"].overlapping(g)) == 0:
+            if len(obj.placed.overlapping(g)) == 0:
                 picked = (k, 0)
                 break
         if picked is None:
             for k, obj in enumerate(objects):
-                pl = obj["placed"]
+                pl = obj.placed
                 idx = pl.overlapping(g)
                 top = int(pl.end[idx].max()) if len(idx) else 0
                 top = align_up(top, p.alignment)
-                if top > 0 and top + g.size <= obj["size"]:
+                if top > 0 and top + g.size <= obj.size:
                     picked = (k, top)
                     break
         if picked is None:
-            objects.append({"size": g.size, "placed": _Placed(n)})
+            objects.append(_SharedObject(g.size, _Placed(n)))
             picked = (len(objects) - 1, 0)
         k, off = picked
-        objects[k]["placed"].add(g, off)
+        objects[k].placed.add(g, off)
         assign[g.id] = picked
     starts, total = [], 0
     for obj in objects:
         starts.append(total)
-        total += align_up(obj["size"], p.alignment)
+        total += align_up(obj.size, p.alignment)
     return {gid: starts[k] + off for gid, (k, off) in assign.items()}
 
 

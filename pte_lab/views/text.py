@@ -22,7 +22,8 @@ from ..printable import printable, text_view
 from ..units import SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .rows import ARENA_ROW, METHOD_HEADERS, delegate_scratch_rows, load_cost_rows, method_rows, state_summary
 
-__all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text"]
+__all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text",
+           "text_table", "indented"]
 
 _GLYPHS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -32,7 +33,8 @@ def _numeric(cell: str) -> bool:
     return cell[:1].isdigit() or (cell[:1] in "+-" and cell[1:2].isdigit())
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
+def text_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table: a header, a rule, and the rows (numbers right-aligned, every cell on one line)."""
     rows = [[printable(c) for c in r] for r in rows]  # a name from the file is one cell on one line
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
@@ -124,8 +126,13 @@ def delegate_lines(d, mem) -> list[str]:
     return out
 
 
-def _indent(s: str, n: int = 2) -> str:
+def indented(s: str, n: int = 2) -> str:
+    """Every line of ``s`` moved right by ``n`` spaces."""
     return "\n".join(" " * n + line for line in s.splitlines())
+
+
+#: the two helpers under the names the views used before they were public
+_table, _indent = text_table, indented
 
 
 @text_view
@@ -310,26 +317,28 @@ def data_text(d) -> str:
 
 
 @text_view
-def layout_text(p, top: int = 12) -> str:
-    """Where a program file's bytes go: per region, the largest blobs, and duplicates."""
-    from ..model.findings import duplicate_blob_findings
-    from ..model.layout import file_layout
+def layout_text(rows, findings=(), name: str = "<bytes>", top: int = 12) -> str:
+    """Where a program file's bytes go: per region, the largest blobs, and duplicates.
 
-    rows = file_layout(p, hashes=True)
-    total = sum(r[4] for r in rows)
+    ``rows`` are the file's :class:`~pte_lab.model.layout.LayoutRow` (``Pte.layout()``), ``findings`` what to
+    say under them (``Pte.duplicate_blobs()``), ``name`` the file's.
+    """
+    total = sum(r.bytes for r in rows)
     by_region: dict[str, int] = {}
     for r in rows:
-        by_region[r[0]] = by_region.get(r[0], 0) + r[4]
-    lines = [f"{p.path or '<bytes>'}: {human_bytes(total)} ({total:,} bytes)", ""]
-    lines.append(_indent(_table(["region", "bytes", "size", "share"],
-                                [[k, f"{v:,}", human_bytes(v), f"{100 * v / total:.1f}%"]
-                                 for k, v in sorted(by_region.items(), key=lambda kv: -kv[1])])))
-    blobs = sorted((r for r in rows if r[5] is not None), key=lambda r: -r[4])[:max(0, top)]
+        by_region[r.region] = by_region.get(r.region, 0) + r.bytes
+    lines = [f"{name}: {human_bytes(total)} ({total:,} bytes)", ""]
+    lines.append(indented(text_table(["region", "bytes", "size", "share"],
+                              [[k, f"{v:,}", human_bytes(v), f"{100 * v / total:.1f}%"]
+                               for k, v in sorted(by_region.items(), key=lambda kv: -kv[1])])))
+    hashed = [r for r in rows if r.is_blob]
+    blobs = sorted(hashed, key=lambda r: -r.bytes)[:max(0, top)]
     if blobs:
-        lines += ["", f"  largest blobs (of {sum(1 for r in rows if r[5] is not None)}):"]
-        lines.append(_indent(_table(["region", "name", "owner", "offset", "bytes"],
-                                    [[r[0], r[1], r[2] or "-", f"{r[3]:,}", human_bytes(r[4])] for r in blobs]), 4))
-    for f in duplicate_blob_findings(rows):
+        lines += ["", f"  largest blobs (of {len(hashed)}):"]
+        lines.append(indented(text_table(["region", "name", "owner", "offset", "bytes"],
+                                  [[r.region, r.name, r.owner or "-", f"{r.offset:,}", human_bytes(r.bytes)]
+                                   for r in blobs]), 4))
+    for f in findings:
         lines += ["", f"  {f}"]
     return "\n".join(lines)
 

@@ -1,0 +1,226 @@
+"""The plan and its instructions: tensors outside their arenas, overlapping live tensors, loops, unplanned
+inputs and outputs, writes with no memory, control operands and kernel arguments of the wrong kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from ...format import ScalarType, TensorDataLocation, TensorShapeDynamism
+from ...units import count, first_few
+from .base import Details, Finding, Kind, ValuesDetails
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..method import Method
+    from ..validate import Conflict
+
+__all__ = ["plan_findings", "instruction_findings", "operator_findings", "ARGUMENT_KINDS", "ValueDetails",
+           "PlanOverlapDetails", "OperandKindsDetails", "OperatorArgumentsDetails", "UncheckedOperatorsDetails"]
+
+
+@dataclass(frozen=True)
+class ValueDetails(Details):
+    """The value planned outside its method's arenas (``unknown_arena``, ``outside_arena``)."""
+
+    value: int
+
+
+@dataclass(frozen=True)
+class PlanOverlapDetails(Details):
+    mem_id: int
+    #: the two values alive at once on the same bytes
+    values: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class OperandKindsDetails(Details):
+    #: how many control instructions name a value of the wrong kind
+    instructions: int
+
+
+@dataclass(frozen=True)
+class OperatorArgumentsDetails(Details):
+    #: every argument of the wrong kind, in words
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UncheckedOperatorsDetails(Details):
+    #: operators without a schema, sorted
+    operators: tuple[str, ...]
+
+
+def plan_findings(method: str, columns, buffer_sizes, conflicts: "Iterable[Conflict]") -> list[Finding]:
+    """Plan problems: tensors in arenas the method lacks or past their end, overlapping live tensors.
+
+    ``columns`` are the planned tensors' value, mem_id, offset and nbytes (arrays, see
+    :attr:`pte_lab.model.analysis.Analysis.columns`).
+    """
+    import numpy as np
+
+    mem_id, end = columns["mem_id"], columns["offset"] + columns["nbytes"]
+    known = (mem_id >= 1) & (mem_id < len(buffer_sizes))
+    sizes = np.append(np.asarray(buffer_sizes, dtype=np.int64), 0)  # the last entry for unknown arenas
+    out = []
+    for i in np.flatnonzero(~known | (end > sizes[np.where(known, mem_id, -1)])).tolist():
+        v, m, offset = (int(columns[k][i]) for k in ("value", "mem_id", "offset"))
+        if not known[i]:
+            out.append(Finding(Kind.UNKNOWN_ARENA, method,
+                               f"value {v} is planned in mem_id {m}, which this method "
+                               f"does not have (arenas 1..{len(buffer_sizes) - 1})", ValueDetails(v)))
+        else:
+            out.append(Finding(Kind.OUTSIDE_ARENA, method,
+                               f"value {v} occupies bytes [{offset}, {int(end[i])}) "
+                               f"past the end of arena {m} ({buffer_sizes[m]} bytes)", ValueDetails(v)))
+    for c in conflicts:
+        out.append(Finding(Kind.PLAN_OVERLAP, method, str(c), PlanOverlapDetails(c.mem_id, (c.a, c.b))))
+    return out
+
+
+def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
+    """(value, instruction) for tensors a KernelCall or MoveCall writes that have no memory at all."""
+    from ..lifetimes import Writes
+
+    raw = m.raw
+    io = set(raw.inputs) | set(raw.outputs)
+    out, seen, done = [], set(), set()
+    writes = Writes(raw)
+    for i, ins in enumerate(raw.instructions):
+        if ins.kind not in ("KernelCall", "MoveCall") or id(ins) in done:
+            continue
+        done.add(id(ins))  # an instruction record named again writes the same values
+        for v in writes(i):
+            t = raw.values[v].tensor
+            if (t is not None and v not in seen and v not in io and t.mem_id is None and t.data_buffer_idx == 0
+                    and t.location != TensorDataLocation.EXTERNAL
+                    and t.shape_dynamism != TensorShapeDynamism.DYNAMIC_UNBOUND):
+                seen.add(v)
+                out.append((v, i))
+    return out
+
+
+def _wrong_operands(m: "Method") -> list[str]:
+    """Control instructions whose operand is of a kind the runtime cannot take."""
+    raw, out = m.raw, []
+    for i, ins in enumerate(raw.instructions):
+        if ins.kind == "FreeCall" and raw.values[ins.args[0]].kind != "Tensor":
+            out.append(f"instruction {i} frees v{ins.args[0]}, a {raw.values[ins.args[0]].kind}, not a tensor")
+        elif ins.kind == "JumpFalseCall":
+            v = raw.values[ins.args[0]]
+            if not (v.kind == "Bool" or (v.kind == "Tensor" and v.tensor.scalar_type == ScalarType.BOOL)):
+                out.append(f"instruction {i} branches on v{ins.args[0]}, a {v.kind}, not a boolean")
+    return out
+
+
+def instruction_findings(m: "Method") -> list[Finding]:
+    """Loops, kernel writes with no memory, control operands of the wrong kind, unplanned inputs/outputs."""
+    out = []
+    if m.has_loops:
+        out.append(Finding(Kind.LOOPS, m.name,
+                           "the method jumps backwards (a loop): lifetimes of values used inside "
+                           "the loop are extended to its last instruction"))
+    unbacked = _unbacked_writes(m)
+    if unbacked:
+        shown = ", ".join(f"v{v} (instruction {i})" for v, i in unbacked[:5])
+        out.append(Finding(Kind.UNBACKED_TENSOR, m.name,
+                           f"{count(len(unbacked), 'tensor')} written by a kernel {'has' if len(unbacked) == 1 else 'have'}"
+                           f" no memory: not planned, not a constant, not a method input or output ({shown}); "
+                           f"ExecuTorch would write through a null pointer",
+                           ValuesDetails(tuple(v for v, _ in unbacked))))
+    wrong = _wrong_operands(m)
+    if wrong:
+        out.append(Finding(Kind.OPERAND_KINDS, m.name,
+                           first_few(wrong, 4, "; ", "; and {n} more")
+                           + " (ExecuTorch aborts or refuses the method)", OperandKindsDetails(len(wrong))))
+    unplanned = [s for s in m.inputs + m.outputs if s.kind == "Tensor" and not s.planned]
+    if unplanned:
+        out.append(Finding(Kind.UNPLANNED_IO, m.name,
+                           f"{count(len(unplanned), 'input/output', 'inputs/outputs')} "
+                           f"{'is' if len(unplanned) == 1 else 'are'} not planned: the caller provides their memory",
+                           ValuesDetails(tuple(s.value for s in unplanned))))
+    return out
+
+
+#: schema argument type -> the EValue kinds ExecuTorch's kernel wrappers unbox for it (``T?`` adds None)
+ARGUMENT_KINDS: dict[str, frozenset[str]] = {
+    "Tensor": frozenset({"Tensor"}), "Tensor[]": frozenset({"TensorList"}),
+    "Tensor?[]": frozenset({"OptionalTensorList"}),
+    "int": frozenset({"Int"}), "SymInt": frozenset({"Int"}), "ScalarType": frozenset({"Int"}),
+    "Layout": frozenset({"Int"}), "MemoryFormat": frozenset({"Int"}),
+    "float": frozenset({"Double"}), "bool": frozenset({"Bool"}), "Scalar": frozenset({"Int", "Double", "Bool"}),
+    "int[]": frozenset({"IntList"}), "SymInt[]": frozenset({"IntList"}), "float[]": frozenset({"DoubleList"}),
+    "bool[]": frozenset({"BoolList"}), "str": frozenset({"String"}),
+}
+_NONE = frozenset({"None", "Null"})
+_A = {"Int": "an Int", "Double": "a Double", "Bool": "a Bool", "Tensor": "a Tensor", "None": "None", "Null": "None",
+      "String": "a String", "IntList": "an IntList", "DoubleList": "a DoubleList", "BoolList": "a BoolList",
+      "TensorList": "a TensorList", "OptionalTensorList": "an OptionalTensorList"}
+
+
+def _accepts(type_: str) -> frozenset[str] | None:
+    """EValue kinds a schema type takes; None when pte_lab does not know the type (not checked)."""
+    optional = type_.endswith("?")
+    base = type_[:-1] if optional else type_
+    if base.endswith("]") and "[" in base and not base.endswith("[]"):
+        base = base[: base.index("[")] + "[]"  # int[2] takes what int[] takes
+    kinds = ARGUMENT_KINDS.get(base)
+    if kinds is None:
+        return None
+    return kinds | _NONE if optional else kinds
+
+
+def _argument_problems(plan, ins, i: int, op: str, schema: dict) -> list[str]:
+    params = list(schema["arguments"])
+    returns = schema["returns"]
+    if len(returns) == 1:
+        params.append(("the returned value", returns[0]))
+    elif len(returns) > 1:
+        params.append(("the returned values", "Tensor[]"))
+    else:
+        params.append(("the returned value", "?"))
+    if len(ins.args) != len(params):
+        return [f"instruction {i} ({op}) names {count(len(ins.args), 'value')} where its schema takes "
+                f"{count(len(params) - 1, 'argument')} and a return"]
+    out = []
+    for (name, type_), v in zip(params, ins.args):
+        kinds = _accepts(type_)
+        kind = plan.values[v].kind
+        if kinds is not None and kind not in kinds:
+            out.append(f"instruction {i} ({op}) passes v{v}, {_A.get(kind, kind)}, as {name!r}, where its schema "
+                       f"takes {type_}")
+    return out
+
+
+def operator_findings(m: "Method", schemas: dict) -> list[Finding]:
+    """Each KernelCall's arguments against its operator's schema.
+
+    ``schemas`` maps an operator (``"aten::add.out"``) to ``{"arguments": ((name, type), ...), "returns":
+    (type, ...)}`` or None when no schema is known (see :mod:`pte_lab.runtime.schemas`, which reads torch's
+    registry). A KernelCall names every argument in order, then the returned value (several: one TensorList).
+    """
+    plan, ops = m.raw, m.operators
+    problems: list[str] = []
+    unknown = sorted({ops[ins.target] for ins in plan.instructions
+                      if ins.kind == "KernelCall" and schemas.get(ops[ins.target]) is None})
+    done: dict[int, bool] = {}
+    for i, ins in enumerate(plan.instructions):
+        if ins.kind != "KernelCall" or id(ins) in done:
+            continue
+        done[id(ins)] = True  # one instruction record named again passes the same values
+        schema = schemas.get(ops[ins.target])
+        if schema is not None:
+            problems += _argument_problems(plan, ins, i, ops[ins.target], schema)
+    out = []
+    if problems:
+        out.append(Finding(Kind.OPERATOR_ARGUMENTS, m.name,
+                           "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
+                           + ": ExecuTorch's kernel would abort the process reading it, so pte_lab will not load "
+                           "the program", OperatorArgumentsDetails(tuple(problems))))
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        out.append(Finding(Kind.UNCHECKED_OPERATORS, m.name,
+                           f"{count(len(unknown), 'operator')} without a schema pte_lab could find ({shown}): the "
+                           f"kinds of {'its' if len(unknown) == 1 else 'their'} arguments are not checked before "
+                           f"ExecuTorch runs {'it' if len(unknown) == 1 else 'them'}",
+                           UncheckedOperatorsDetails(tuple(unknown))))
+    return out
