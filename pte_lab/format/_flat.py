@@ -241,6 +241,16 @@ class TableVector:
     def __len__(self) -> int:
         return self._len
 
+    @property
+    def buffer(self) -> memoryview:
+        """The flatbuffer this vector lies in."""
+        return self._buf
+
+    @property
+    def budget(self) -> list:
+        """The buffer's budget of elements to decode (one list, shared by every table read from it)."""
+        return self._budget
+
     def position(self, i: int) -> int:
         """Where element ``i``'s table starts (elements referencing one table share it); checked on reading."""
         if not 0 <= i < self._len:

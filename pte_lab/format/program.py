@@ -16,6 +16,7 @@ import numpy as np
 from ..devices import device_name
 from ..errors import PteFormatError
 from ._flat import Table, TableVector, root_table
+from ._values_fast import read_values
 from .bundled import RawBundled
 from .header import Header
 from .schema import DataLocation
@@ -334,8 +335,11 @@ def _decode_values(values_vec: TableVector) -> tuple[list[RawValue], list[RawVal
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     n = len(values_vec)
-    records = [_decode_value(values_vec.table_at(i, pos), n)
-               for i, pos in zip(first_at[order].tolist(), tables[order].tolist())]
+    # the common values all at once; any other (and every error's wording) by the checked reader, in order
+    records = read_values(values_vec.buffer, tables[order], values_vec.budget, VALUE_KINDS, RawValue, RawTensor)
+    for k, (i, pos) in enumerate(zip(first_at[order].tolist(), tables[order].tolist())):
+        if records[k] is None:
+            records[k] = _decode_value(values_vec.table_at(i, pos), n)
     record_of = rank[record_of.reshape(-1)]
     return list(map(records.__getitem__, record_of.tolist())), records, record_of
 

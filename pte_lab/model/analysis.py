@@ -198,7 +198,9 @@ class Analysis:
         """The planned arenas, mem_id 1..n (mem_id 0 is reserved and never listed)."""
         ids = range(1, len(self.buffer_sizes))
         held = {m: len(rows) for m, rows in self._by_arena.items()}
-        top = {m: _peak(*self._arena_columns(m), self.n_instructions) for m in held if m in ids}
+        top = self._lone_peaks()  # arenas of one tensor, at once (a file may list 100,000 of them)
+        top.update((m, _peak(*self._arena_columns(m), self.n_instructions))
+                   for m, k in held.items() if k > 1 and m in ids)
         peaks = list(map(top.get, ids, repeat(0)))
         sizes = self.buffer_sizes[1:]
         with paused_gc():  # a file may list many arenas, most of them empty
@@ -206,6 +208,15 @@ class Analysis:
                                         map(self.buffer_devices.get, ids, repeat("cpu")), peaks,
                                         [size / p if p else None for size, p in zip(sizes, peaks)],
                                         map(held.get, ids, repeat(0)), repeat(self.method)))
+
+    def _lone_peaks(self) -> dict[int, int]:
+        """mem_id -> peak of each arena holding one planned tensor: its bytes, if it is ever alive."""
+        c, n = self.columns, self.n_instructions
+        ids, counts = np.unique(c["mem_id"], return_counts=True)
+        lone = np.isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
+        first, last, nb = c["first"][lone], c["last"][lone], c["nbytes"][lone]
+        alive = (first <= last) & (nb > 0) & (first <= n) & (last >= -1)
+        return dict(zip(c["mem_id"][lone].tolist(), np.where(alive, nb, 0).tolist()))
 
     @cached_property
     def conflicts(self) -> tuple[Conflict, ...]:

@@ -95,16 +95,16 @@ class ArenaDiff:
     before: Arena | None
     after: Arena | None
 
-    @property
+    @cached_property
     def size(self) -> Change:
         return Change(_get(self.before, "size"), _get(self.after, "size"))
 
-    @property
+    @cached_property
     def peak(self) -> Change:
         """Peak live bytes: the lower bound of any plan with the method's lifetimes."""
         return Change(_get(self.before, "peak_bytes"), _get(self.after, "peak_bytes"))
 
-    @property
+    @cached_property
     def tensors(self) -> Change:
         """Planned tensors in the arena."""
         return Change(_get(self.before, "n_tensors"), _get(self.after, "n_tensors"))
@@ -201,7 +201,7 @@ class MethodDiff:
         def lists(mem_id):
             got = by.get(mem_id)
             if got is None:
-                got = by[mem_id] = [[] for _ in range(8)]
+                got = by[mem_id] = [[], [], [], [], [], [], [], []]
             return got
 
         def span(t):
