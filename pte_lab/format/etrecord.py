@@ -143,7 +143,10 @@ def _fail(where: str, what: str) -> ETRecordError:
     return ETRecordError(f"{where}: not a readable ETRecord: {what}")
 
 
-def _read_entry(z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> bytes:
+def _read_entry(z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, size: int) -> bytes:
+    if info.header_offset + info.compress_size > size:
+        raise _fail(where, f"entry {info.filename!r} declares {info.compress_size:,} stored bytes at offset "
+                           f"{info.header_offset:,}, past the end of the {size:,}-byte file (truncated or crafted)")
     if info.file_size > _MAX_RATIO * max(info.compress_size, 1) + _SLACK:
         raise _fail(where, f"entry {info.filename!r} declares {info.file_size:,} bytes from "
                            f"{info.compress_size:,} stored (a ZIP bomb or a crafted file)")
@@ -155,9 +158,10 @@ def _read_entry(z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> bytes:
     return data
 
 
-def _json(z, info, where):
+def _json(z, info, where, size):
+    data = _read_entry(z, info, where, size)
     try:
-        return json.loads(_read_entry(z, info, where))
+        return json.loads(data)
     except (ValueError, RecursionError) as e:
         raise _fail(where, f"entry {info.filename!r} is not JSON ({type(e).__name__}: "
                            f"{str(e).splitlines()[0][:120] if str(e) else ''})") from None
@@ -283,14 +287,14 @@ def read_etrecord(source) -> ETRecord:
     """
     import io
 
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        where, opened = "ETRecord", io.BytesIO(bytes(source))
-    else:
-        where = os.fspath(source)
-        opened = where
     try:
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            where, opened, size = "ETRecord", io.BytesIO(bytes(source)), len(source)
+        else:
+            where = opened = os.fspath(source)
+            size = os.path.getsize(where)
         with zipfile.ZipFile(opened) as z:
-            return _read(z, where if isinstance(opened, str) else None, where)
+            return _read(z, where if isinstance(opened, str) else None, where, size)
     except ETRecordError:
         raise
     except FileNotFoundError:
@@ -301,14 +305,14 @@ def read_etrecord(source) -> ETRecord:
                     ) from None
 
 
-def _read(z: zipfile.ZipFile, path: str | None, where: str) -> ETRecord:
+def _read(z: zipfile.ZipFile, path: str | None, where: str, size: int) -> ETRecord:
     infos = {i.filename: i for i in z.infolist()}
     missing = [n for n in ("debug_handle_map",) if n not in infos]
     if missing:
         kind = "an ETRecord" if MARKER in infos else "a ZIP archive without ETRecord entries"
         raise _fail(where, f"{kind}, no {', '.join(missing)} entry (entries: "
                            f"{', '.join(sorted(infos)[:6])}{', ...' if len(infos) > 6 else ''})")
-    maps = {k: _per_method(_json(z, infos[k], where) if k in infos else None, k, where) for k in _JSON_MAPS}
+    maps = {k: _per_method(_json(z, infos[k], where, size) if k in infos else None, k, where) for k in _JSON_MAPS}
     edge = {n[len(EDGE_PROGRAM):]: info for n, info in infos.items()
             if n.startswith(EDGE_PROGRAM) and not n.endswith(_PICKLED_SUFFIXES)}
     unread = tuple(sorted(n for n in infos if n.endswith(_PICKLED_SUFFIXES)))
@@ -324,7 +328,7 @@ def _read(z: zipfile.ZipFile, path: str | None, where: str) -> ETRecord:
             delegates[_int(k, f"{name}'s delegate {k!r}", where)] = backend if isinstance(backend, str) else "?"
         num_outs = {_int(k, f"{name}'s instruction {k!r}", where): _int(v, f"{name}'s output count", where)
                     for k, v in maps["instruction_id_to_num_outs_map"].get(name, {}).items()}
-        nodes, graph_out = _graph(_json(z, edge[name], where), where) if name in edge else ((), ())
+        nodes, graph_out = _graph(_json(z, edge[name], where, size), where) if name in edge else ((), ())
         by_handle: dict[int, list[NodeInfo]] = {}
         for n in nodes:
             if n.debug_handle is not None:
