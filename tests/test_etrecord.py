@@ -62,6 +62,27 @@ def _export(dirname, xnnpack: bool):
     return str(pte), str(etr)
 
 
+def _export_two_methods(dirname):
+    """``to_edge`` then ``to_backend`` (the other flow): two methods, each one XNNPACK call whose
+    handles list each linear's handle twice (its permute and addmm)."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge
+
+    torch.manual_seed(0)
+    eps = {"forward": torch.export.export(TwoBlocks().eval(), (torch.randn(2, 8),)),
+           "half": torch.export.export(Block().eval(), (torch.randn(2, 8),))}
+    program = to_edge(eps, generate_etrecord=True).to_backend(XnnpackPartitioner()).to_executorch()
+    pte, etr = dirname / "two.pte", dirname / "two.etrecord"
+    pte.write_bytes(program.buffer)
+    program.get_etrecord().save(str(etr))
+    return str(pte), str(etr)
+
+
+@pytest.fixture(scope="module")
+def two_methods(tmp_path_factory):
+    return _export_two_methods(tmp_path_factory.mktemp("two"))
+
+
 @pytest.fixture(scope="module")
 def portable(tmp_path_factory):
     return _export(tmp_path_factory.mktemp("portable"), xnnpack=False)
@@ -93,25 +114,40 @@ def test_instruction_0_is_blocks_0_fc1_and_its_line_in_this_file(portable):
     assert addmm and all(r.node == "aten_addmm_default" for r in addmm)
 
 
-def test_every_handle_and_module_agrees_with_executorchs_parse_etrecord(portable, xnnpack):
+def test_every_handle_and_module_agrees_with_executorchs_parse_etrecord(portable, xnnpack, two_methods):
     from executorch.devtools.etrecord import parse_etrecord
 
-    for _, etr in (portable, xnnpack):
+    for _, etr in (portable, xnnpack, two_methods):
         theirs = parse_etrecord(etr)
         ours = read_etrecord(etr)
-        assert list(ours.methods) == list(theirs._debug_handle_map)
-        rec = ours["forward"]
-        for k, v in theirs._debug_handle_map["forward"].items():
-            assert rec.handles[int(k)] == (tuple(v) if isinstance(v, list) else (v,))
-        assert dict(rec.delegates) == {int(k): v["name"] for k, v in theirs._delegate_map["forward"].items()}
-        expected = {}
-        for n in theirs.edge_dialect_program.graph_module.graph.nodes:
-            if n.op != "call_function":
-                continue
-            stack = list(n.meta.get("nn_module_stack", {}).values())
-            expected[n.name] = (n.meta.get("debug_handle"), tuple(stack))
-        assert {nd.name: (nd.debug_handle, nd.module_stack) for nd in rec.nodes} == expected
-        assert len(expected) >= 6
+        assert set(ours.methods) == set(theirs._debug_handle_map)
+        edge = theirs.edge_dialect_program
+        programs = edge if isinstance(edge, dict) else {"forward": edge}
+        assert set(programs) == set(ours.methods)
+        for name, program in programs.items():
+            rec = ours[name]
+            for k, v in theirs._debug_handle_map[name].items():
+                assert rec.handles[int(k)] == (tuple(v) if isinstance(v, list) else (v,))
+            assert dict(rec.delegates) == {int(k): v["name"] for k, v in theirs._delegate_map[name].items()}
+            expected = {}
+            for n in program.graph_module.graph.nodes:
+                if n.op != "call_function":
+                    continue
+                stack = list(n.meta.get("nn_module_stack", {}).values())
+                expected[n.name] = (n.meta.get("debug_handle"), tuple(stack))
+            assert {nd.name: (nd.debug_handle, nd.module_stack) for nd in rec.nodes} == expected
+            assert len(expected) >= 3
+
+
+def test_two_methods_through_to_backend(two_methods):
+    pte_path, etr = two_methods
+    rows = attribute_program(pte_lab.open(pte_path), read_etrecord(etr))
+    assert set(rows) == {"forward", "half"}
+    last = {name: [r for r in v if r.instruction is not None][-1] for name, v in rows.items()}
+    assert (last["forward"].module, last["forward"].module_type) == ("blocks.1.fc2", "Linear")
+    assert (last["half"].module, last["half"].module_type) == ("fc2", "Linear")
+    assert last["half"].modules == (("fc1", "Linear"), ("", "Block"), ("fc2", "Linear"))
+    assert last["half"].source.line == BLOCK_LINE
 
 
 def test_the_delegate_calls_output_names_the_modules_it_swallowed(xnnpack):

@@ -121,7 +121,7 @@ class MethodRecord:
     def nodes_of(self, instruction: int) -> tuple[NodeInfo, ...]:
         """The nodes an instruction came from (all the swallowed nodes for a delegate call)."""
         out: list[NodeInfo] = []
-        for h in self.handles.get(instruction, ()):
+        for h in dict.fromkeys(self.handles.get(instruction, ())):  # a handle may be listed twice
             out.extend(self.by_handle.get(h, ()))
         return tuple(out)
 
