@@ -17,6 +17,7 @@ Nothing is unpickled, torch and executorch are not imported.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -285,8 +286,6 @@ def read_etrecord(source) -> ETRecord:
 
     Raises :class:`~pte_lab.errors.ETRecordError` (one line) for anything that is not a readable ETRecord.
     """
-    import io
-
     try:
         if isinstance(source, (bytes, bytearray, memoryview)):
             where, opened, size = "ETRecord", io.BytesIO(bytes(source)), len(source)
@@ -307,10 +306,9 @@ def read_etrecord(source) -> ETRecord:
 
 def _read(z: zipfile.ZipFile, path: str | None, where: str, size: int) -> ETRecord:
     infos = {i.filename: i for i in z.infolist()}
-    missing = [n for n in ("debug_handle_map",) if n not in infos]
-    if missing:
-        kind = "an ETRecord" if MARKER in infos else "a ZIP archive without ETRecord entries"
-        raise _fail(where, f"{kind}, no {', '.join(missing)} entry (entries: "
+    if "debug_handle_map" not in infos:
+        kind = f"{MARKER} but" if MARKER in infos else "a ZIP archive without ETRecord entries:"
+        raise _fail(where, f"{kind} no debug_handle_map entry (entries: "
                            f"{', '.join(sorted(infos)[:6])}{', ...' if len(infos) > 6 else ''})")
     maps = {k: _per_method(_json(z, infos[k], where, size) if k in infos else None, k, where) for k in _JSON_MAPS}
     edge = {n[len(EDGE_PROGRAM):]: info for n, info in infos.items()
