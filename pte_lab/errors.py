@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "PteLabError", "PteFormatError", "NativeBuildError", "RunnerLinesError", "DeviceAllocationError",
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
-    "OperatorMissingError", "NotAProgramError", "InputError",
+    "OperatorMissingError", "NotAProgramError", "InputError", "ETRecordError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug", "bug_line", "BUG_EXIT_CODE",
 ]
 
@@ -72,6 +72,10 @@ class NotAProgramError(PteFormatError):
     def __init__(self, message: str, *, kind: str):
         super().__init__(message)
         self.kind = kind
+
+
+class ETRecordError(PteFormatError):
+    """An ETRecord that cannot be read (not a ZIP, truncated, crafted) or that belongs to another program."""
 
 
 class InputError(PteLabError, ValueError):

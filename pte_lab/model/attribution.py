@@ -1,0 +1,151 @@
+"""Planned tensors in the model author's terms: the FX node, module and source line that produce them.
+
+The chain is the one ExecuTorch's devtools use: a tensor's producing instruction (the ``producer``
+column of :attr:`Method.tensors <pte_lab.model.Method.tensors>`) -> the ETRecord's debug handles for
+that instruction -> the edge program's nodes carrying those handles -> their ``nn_module_stack`` and
+``stack_trace``. A delegate call carries the handles of every node it swallowed: its outputs name the
+node that leaves the delegated subgraph and every module it swallowed.
+
+:func:`check_etrecord` refuses an ETRecord from another export (methods, instruction counts, delegate
+calls, handles, operators) with an :class:`~pte_lab.errors.ETRecordError` that says how they differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from ..errors import ETRecordError
+from ..format.etrecord import ETRecord, MethodRecord, NodeInfo, SourceLine, op_base
+
+if TYPE_CHECKING:
+    from .method import Method
+
+__all__ = ["TensorSource", "attribute", "attribute_program", "check_etrecord", "check_method"]
+
+
+@dataclass(frozen=True)
+class TensorSource:
+    """Where a planned tensor comes from in the model's source. Fields are None where unknown
+    (an input, a constant, an instruction the ETRecord gives no handle)."""
+
+    value: int
+    instruction: int | None
+    #: the FX node that writes it (for a delegate call: the swallowed node whose output leaves the delegate)
+    node: str | None
+    #: that node's operator (``aten.addmm.default``)
+    op: str | None
+    #: innermost module path (``blocks.0.fc1``; ``""`` is the root module) and class name (``Linear``)
+    module: str | None
+    module_type: str | None
+    source: SourceLine | None
+    #: every innermost ``(path, class name)`` the producing instruction came from, in graph order
+    #: (one for a kernel call, the swallowed modules for a delegate call)
+    modules: tuple[tuple[str, str], ...] = ()
+
+
+def _mismatch(method: str, what: str) -> ETRecordError:
+    return ETRecordError(f"the ETRecord does not belong to this program: method {method!r}: {what}")
+
+
+def check_etrecord(method_names: Iterable[str], record: ETRecord) -> None:
+    """Refuse an ETRecord whose methods are not the program's."""
+    ours, theirs = list(method_names), list(record.methods)
+    if set(ours) != set(theirs):
+        raise ETRecordError(f"the ETRecord does not belong to this program: it has methods "
+                            f"{', '.join(theirs) or 'none'}, the program has {', '.join(ours) or 'none'}")
+
+
+def check_method(method: "Method", rec: MethodRecord) -> None:
+    """Refuse a method record from another export: instruction counts, delegate calls, handles, operators."""
+    instructions = method.instructions
+    n = len(instructions)
+    if rec.handles and max(rec.handles) >= n:
+        raise _mismatch(method.name, f"the ETRecord has handles for instructions up to {max(rec.handles)}, "
+                                     f"the program has {n} instructions")
+    ours = {i.index: i.target.removeprefix("delegate:") for i in instructions if i.kind == "DelegateCall"}
+    if set(ours) != set(rec.delegates):
+        raise _mismatch(method.name, f"delegate calls at instructions {sorted(rec.delegates)} in the ETRecord, "
+                                     f"{sorted(ours)} in the program")
+    for i, backend in rec.delegates.items():
+        if backend != ours[i]:
+            raise _mismatch(method.name, f"instruction {i} calls {ours[i]} in the program, "
+                                         f"{backend} in the ETRecord")
+    if not rec.has_graph:
+        return
+    lost = sorted({h for hs in rec.handles.values() for h in hs} - set(rec.by_handle))
+    if lost:
+        raise _mismatch(method.name, f"{len(lost)} debug handles are on no node of its edge graph "
+                                     f"(first: {lost[0]})")
+    kernels = [i for i in instructions if i.kind == "KernelCall" and i.index in rec.handles]
+    differ = [i for i in kernels if op_base(i.target) not in {nd.op for nd in rec.nodes_of(i.index)}]
+    if kernels and 2 * len(differ) > len(kernels):
+        first = differ[0]
+        named = sorted({nd.op for nd in rec.nodes_of(first.index)})
+        raise _mismatch(method.name, f"{len(differ)} of {len(kernels)} kernel calls run another operator than "
+                                     f"their handle's nodes (instruction {first.index} calls {first.target}, "
+                                     f"the ETRecord's nodes run {', '.join(named) or 'nothing'})")
+
+
+def _modules(nodes: Iterable[NodeInfo]) -> tuple[tuple[str, str], ...]:
+    return tuple(dict.fromkeys((nd.module, nd.module_type) for nd in nodes if nd.module_stack))
+
+
+def _exits(nodes: tuple[NodeInfo, ...], consumers: dict[str, set[str]], graph_outputs: set[str]) -> list[NodeInfo]:
+    """The nodes of a swallowed subgraph whose outputs are read outside it (or are the graph's outputs)."""
+    inside = {nd.name for nd in nodes}
+    return [nd for nd in nodes
+            if any(o in graph_outputs or consumers.get(o, set()) - inside for o in nd.outputs)]
+
+
+def _source_of(instruction, rec: MethodRecord, consumers, graph_outputs) -> tuple:
+    """(node, modules) for one instruction."""
+    nodes = rec.nodes_of(instruction.index)
+    if not nodes:
+        return None, ()
+    if instruction.kind == "DelegateCall":
+        exits = _exits(nodes, consumers, graph_outputs)
+        return (exits[0] if len(exits) == 1 else None), _modules(nodes)
+    op = op_base(instruction.target)
+    same = [nd for nd in nodes if nd.op == op]
+    node = (same or list(nodes))[-1]
+    return node, _modules([node])
+
+
+def attribute(method: "Method", rec: ETRecord | MethodRecord, *, check: bool = True) -> tuple[TensorSource, ...]:
+    """Every planned tensor of ``method`` (in :attr:`Method.planned` order) with its node, module and
+    source line from the ETRecord. Raises :class:`~pte_lab.errors.ETRecordError` for another export's."""
+    if isinstance(rec, ETRecord):
+        if method.name not in rec.methods:
+            raise _mismatch(method.name, f"not in the ETRecord (it has {', '.join(rec.methods) or 'no methods'})")
+        rec = rec.methods[method.name]
+    if check:
+        check_method(method, rec)
+    consumers: dict[str, set[str]] = {}
+    for nd in rec.nodes:
+        for name in nd.inputs:
+            consumers.setdefault(name, set()).add(nd.name)
+    graph_outputs = set(rec.graph_outputs)
+    instructions = method.instructions
+    cols = method.analysis.columns
+    by_instruction: dict[int, tuple] = {}
+    out = []
+    for value, producer in zip(cols["value"].tolist(), cols["producer"].tolist()):
+        if producer < 0 or producer >= len(instructions):
+            out.append(TensorSource(value, None, None, None, None, None, None))
+            continue
+        if producer not in by_instruction:
+            by_instruction[producer] = _source_of(instructions[producer], rec, consumers, graph_outputs)
+        node, modules = by_instruction[producer]
+        if node is None:
+            out.append(TensorSource(value, producer, None, None, None, None, None, modules))
+        else:
+            out.append(TensorSource(value, producer, node.name, node.target, node.module, node.module_type,
+                                    node.source, modules))
+    return tuple(out)
+
+
+def attribute_program(pte, record: ETRecord) -> dict[str, tuple[TensorSource, ...]]:
+    """:func:`attribute` for every method of a :class:`~pte_lab.model.Pte`, after :func:`check_etrecord`."""
+    check_etrecord(pte.method_names, record)
+    return {name: attribute(pte.methods[name], record) for name in pte.method_names}
