@@ -66,12 +66,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model import Arena, Method, Pte
 
 
-def open(source, data=None):  # noqa: A001 - the natural name, like io.open
+def open(source, data=None, *, etrecord=None):  # noqa: A001 - the natural name, like io.open
     """Open a ``.pte``, a bundled ``.bpte`` or a ``.ptd`` data file (path, bytes or binary file).
 
     Nothing is loaded: only the tables are read. A program opens as a
     :class:`~pte_lab.model.Pte` (a ``.bpte`` as the program it carries, its test
-    suites in ``pte.bundled``); ``data`` is the program's external ``.ptd``.
+    suites in ``pte.bundled``); ``data`` is the program's external ``.ptd``; ``etrecord`` the
+    ETRecord ExecuTorch wrote beside it (path or bytes), so that each planned tensor names its FX
+    node, module and source line (``Method.sources``, and columns of ``Method.tensors``).
     A ``.ptd`` alone opens as a :class:`~pte_lab.model.DataFile`. Raises
     :class:`PteFormatError` for anything else.
     """
@@ -87,8 +89,10 @@ def open(source, data=None):  # noqa: A001 - the natural name, like io.open
     if kind == "data":
         if data is not None:
             raise ValueError("data= goes with a program (.pte/.bpte); this source is itself a .ptd file")
+        if etrecord is not None:
+            raise ValueError("etrecord= goes with a program (.pte/.bpte); this source is itself a .ptd file")
         return open_data(source)
-    return open_pte(source, data=data)
+    return open_pte(source, data=data, etrecord=etrecord)
 
 
 def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | None = None, progress=None):

@@ -266,3 +266,18 @@ def test_reading_the_layers_does_not_import_torch_or_executorch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=os.path.dirname(os.path.dirname(HERE)))
     assert out.stdout.strip() == "[]"
+
+
+def test_open_with_an_etrecord_names_each_tensors_module_in_the_tensors_table(portable, xnnpack):
+    pte_path, etr = portable
+    m = pte_lab.open(pte_path, etrecord=etr).methods["forward"]
+    t = m.tensors
+    assert list(t.columns[-4:]) == ["node", "module", "module_type", "source"]
+    first = t[t["producer"] == 0]
+    assert set(first["module"]) == {"blocks.0.fc1"} and set(first["module_type"]) == {"Linear"}
+    assert all(s.startswith(f"{HERE}:{BLOCK_LINE} ") for s in first["source"])
+    # without one the table is as before; another export's is refused when its tensors are asked for
+    assert "module" not in pte_lab.open(pte_path).methods["forward"].tensors.columns
+    other = pte_lab.open(pte_path, etrecord=xnnpack[1]).methods["forward"]
+    with pytest.raises(ETRecordError, match="does not belong to this program"):
+        other.tensors

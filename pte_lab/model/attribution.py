@@ -21,7 +21,10 @@ from ..format.etrecord import ETRecord, MethodRecord, NodeInfo, SourceLine, op_b
 if TYPE_CHECKING:
     from .method import Method
 
-__all__ = ["TensorSource", "attribute", "attribute_program", "check_etrecord", "check_method"]
+__all__ = ["TensorSource", "SOURCE_COLUMNS", "attribute", "attribute_program", "check_etrecord", "check_method"]
+
+#: the columns an ETRecord adds to a method's tensors (and the keys it adds to the JSON tensor rows)
+SOURCE_COLUMNS = ("node", "module", "module_type", "source")
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,12 @@ class TensorSource:
     #: every innermost ``(path, class name)`` the producing instruction came from, in graph order
     #: (one for a kernel call, the swallowed modules for a delegate call)
     modules: tuple[tuple[str, str], ...] = ()
+
+    def column(self, name: str):
+        """The value of one of :data:`SOURCE_COLUMNS` (the source line as text: ``file:line``, its code)."""
+        if name == "source":
+            return None if self.source is None else str(self.source)
+        return getattr(self, name)
 
 
 def _mismatch(method: str, what: str) -> ETRecordError:

@@ -19,6 +19,7 @@ from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
+from .attribution import SOURCE_COLUMNS, TensorSource, attribute
 from .bulk import paused_gc
 from .ethos_u import Blobs, DelegateMemory, delegate_memory
 from .findings import Finding, method_findings, operator_findings, plan_findings
@@ -89,11 +90,13 @@ class Method:
     Attributes are computed on first use and cached.
     """
 
-    def __init__(self, raw: RawPlan, index: int = 0, blobs: Blobs | None = None):
+    def __init__(self, raw: RawPlan, index: int = 0, blobs: Blobs | None = None, record=None):
         self._raw = raw
         self.index = index
         self.name: str = raw.name
         self._blobs = blobs
+        #: this method's part of the ETRecord given with the program (a ``MethodRecord``), or None
+        self.etrecord = record
 
     # ------------------------------------------------------------ the file
     @property
@@ -215,8 +218,20 @@ class Method:
             return pd.DataFrame(columns=list(TENSOR_COLUMNS)).astype(dict.fromkeys(("first", "last", "producer"),
                                                                                    "Int64"))
         known = {"first": c["named"], "last": c["named"], "producer": c["producer"] >= 0}
-        return pd.DataFrame({k: pd.arrays.IntegerArray(c[k].copy(), ~known[k]) if k in known else c[k]
-                             for k in TENSOR_COLUMNS})
+        frame = pd.DataFrame({k: pd.arrays.IntegerArray(c[k].copy(), ~known[k]) if k in known else c[k]
+                              for k in TENSOR_COLUMNS})
+        if self.sources is not None:  # with an ETRecord: the node, module and source line of each
+            for k in SOURCE_COLUMNS:
+                frame[k] = [s.column(k) for s in self.sources]
+        return frame
+
+    @cached_property
+    def sources(self) -> tuple[TensorSource, ...] | None:
+        """With an ETRecord (``pte_lab.open(path, etrecord=...)``): where each planned tensor comes from in
+        the model's source, in :attr:`planned` order (its FX node, innermost module path and type, the
+        user's source line; see :mod:`pte_lab.model.attribution`); None without one. Raises
+        :class:`~pte_lab.errors.ETRecordError` when the ETRecord is another export's."""
+        return attribute(self, self.etrecord) if self.etrecord is not None else None
 
     @cached_property
     def state(self) -> tuple[PlannedTensor, ...]:

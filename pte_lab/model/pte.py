@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..errors import NotFoundError, PteFormatError
 from ..format import RawProgram, Source, TensorDataLocation, read
+from ..format.etrecord import ETRecord, read_etrecord
 from ..units import count
 from .bulk import paused_gc
 from .bundled import Bundled
@@ -17,6 +18,7 @@ from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
 from .layout import LAYOUT_COLUMNS, LayoutRow, file_layout
 from .load_cost import INT_COLUMNS, LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocation_columns
+from .attribution import check_etrecord
 from .method import Method
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,9 +40,10 @@ class Segment:
 class _Methods(Mapping):
     """``name -> Method``; each method is decoded the first time it is asked for."""
 
-    def __init__(self, raw: RawProgram, blobs: Blobs | None = None):
+    def __init__(self, raw: RawProgram, blobs: Blobs | None = None, etrecord: ETRecord | None = None):
         self._raw = raw
         self._blobs = blobs
+        self._etrecord = etrecord
         self._index: dict[str, int] = {}
         for i, n in enumerate(raw.plan_names):  # ExecuTorch's lookup: the first plan with the name
             self._index.setdefault(n, i)
@@ -53,7 +56,8 @@ class _Methods(Mapping):
                 raise NotFoundError(f"no method {name!r}; the program has {list(self._index)}")
             i = self._index[name]
             with paused_gc():  # a record per value and per instruction
-                m = self._cache[name] = Method(self._raw.plan(i), i, self._blobs)
+                record = self._etrecord.methods.get(name) if self._etrecord is not None else None
+                m = self._cache[name] = Method(self._raw.plan(i), i, self._blobs, record)
         return m
 
     def __iter__(self) -> Iterator[str]:
@@ -69,9 +73,13 @@ class _Methods(Mapping):
 class Pte:
     """A ``.pte`` file read without loading it: open one with :func:`pte_lab.open`."""
 
-    def __init__(self, raw: RawProgram, path: str | None = None, data: DataFile | None = None):
+    def __init__(self, raw: RawProgram, path: str | None = None, data: DataFile | None = None,
+                 etrecord: ETRecord | None = None):
         self._raw = raw
         self.path = path
+        #: the ETRecord given with the program (:mod:`pte_lab.format.etrecord`): the tensors then name
+        #: their FX node, module and source line; None without one
+        self.etrecord: ETRecord | None = etrecord
         #: the test suites, when the program came in a bundled program (``.bpte``); else None
         self.bundled: Bundled | None = Bundled(raw.bundled, raw.container) if raw.bundled is not None else None
         #: the external data file (``.ptd``) given with the program, if any
@@ -82,7 +90,9 @@ class Pte:
         self.flatbuffer_size: int = h.program_size
         self.schema_version: int = raw.version
         self.identifier: str = h.identifier
-        self.methods: Mapping[str, Method] = _Methods(raw, Blobs(raw, path, data))
+        self.methods: Mapping[str, Method] = _Methods(raw, Blobs(raw, path, data), etrecord)
+        if etrecord is not None:
+            check_etrecord(self.method_names, etrecord)
         self._allocated: dict[str, dict[str, list]] = {}
         self._layouts: dict[bool, tuple[LayoutRow, ...]] = {}
 
@@ -302,15 +312,19 @@ class Pte:
             return f"<Pte {self.path or '<bytes>'}: {count(len(self.methods), 'method')}; unreadable: {exc}>"
 
 
-def open_pte(source: Source, data: "Source | DataFile | None" = None) -> Pte:
+def open_pte(source: Source, data: "Source | DataFile | None" = None,
+             etrecord: "Source | ETRecord | None" = None) -> Pte:
     """Open a ``.pte`` from a path, bytes or a binary file, without loading it.
 
     Reads the header and the flatbuffer only (never segment data) and checks
     the header and every segment against the file. A bundled program
     (``.bpte``) opens as the program it carries, with its test suites in
     ``pte.bundled``. ``data`` is the program's external data file (``.ptd``):
-    findings then say whether it has every key the program needs. Methods are decoded when
-    first used. Imports neither torch nor executorch.
+    findings then say whether it has every key the program needs. ``etrecord`` is the ETRecord
+    ExecuTorch wrote beside the program (``generate_etrecord=True``): each planned tensor then names
+    the FX node, module and source line that produce it (:attr:`Method.sources`); one from another
+    export is refused (:class:`~pte_lab.errors.ETRecordError`, naming how they differ). Methods are
+    decoded when first used. Imports neither torch nor executorch, and unpickles nothing.
 
     Raises :class:`pte_lab.PteFormatError` (a ``ValueError``) for anything that
     is not a valid program.
@@ -318,4 +332,6 @@ def open_pte(source: Source, data: "Source | DataFile | None" = None) -> Pte:
     raw, path = read(source)
     if data is not None and not isinstance(data, DataFile):
         data = open_data(data)
-    return Pte(raw, path, data)
+    if etrecord is not None and not isinstance(etrecord, ETRecord):
+        etrecord = read_etrecord(etrecord)
+    return Pte(raw, path, data, etrecord)
