@@ -36,8 +36,8 @@ def _inspect(args) -> int:
     from .views.text import arena_picture, data_text, method_text, pte_text
 
     if identify(args.file) == "data":
-        if args.data or args.method:
-            raise PteLabError(f"{args.file} is a .ptd data file: --data and --method go with a program")
+        if args.data or args.method or args.etrecord:
+            raise PteLabError(f"{args.file} is a .ptd data file: --data, --etrecord and --method go with a program")
         d = open_data(args.file)
         if args.json:
             sys.stdout.write(json.dumps(data_document(d), indent=None if args.compact else 1))
@@ -45,7 +45,7 @@ def _inspect(args) -> int:
         else:
             sys.stdout.write(data_text(d) + "\n")
         return 0
-    pte = open_pte(args.file, data=args.data)
+    pte = open_pte(args.file, data=args.data, etrecord=args.etrecord)
     names = list(pte.methods)
     if args.method is not None:
         if args.method not in pte.methods:
@@ -332,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "load costs; or the named tensors of a .ptd")
     i.add_argument("file")
     i.add_argument("--data", help="the program's external data file (.ptd): are all its keys there?")
+    i.add_argument("--etrecord", help="the ETRecord exported with the program (generate_etrecord=True): each "
+                                      "tensor's FX node, module and source line")
     i.add_argument("--layout", action="store_true",
                    help="where the file's bytes go: regions, the largest blobs, identical blobs stored twice")
     i.add_argument("--sizes", action=_Deprecated, dest="layout",

@@ -281,3 +281,25 @@ def test_open_with_an_etrecord_names_each_tensors_module_in_the_tensors_table(po
     other = pte_lab.open(pte_path, etrecord=xnnpack[1]).methods["forward"]
     with pytest.raises(ETRecordError, match="does not belong to this program"):
         other.tensors
+
+
+def test_inspect_with_an_etrecord_names_modules_at_the_peak_and_in_the_json(portable, two_methods, capsys):
+    from pte_lab.cli import main
+
+    pte_path, etr = portable
+    assert main(["inspect", pte_path, "--etrecord", etr]) == 0
+    text = capsys.readouterr().out
+    assert "b=v9 blocks.0.fc1" in text  # the legend
+    peak = text[text.index("at the peak"):]
+    assert "blocks.0.fc1 (Linear)" in peak and f"tests/test_etrecord.py:{BLOCK_LINE}" in peak
+    assert main(["inspect", pte_path, "--etrecord", etr, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["methods"]["forward"]["tensors"]
+    made = [r for r in rows if r["producer"] == 0]
+    assert made and all(r["module"] == "blocks.0.fc1" and r["module_type"] == "Linear" for r in made)
+    assert all(r["source"].startswith(f"{HERE}:{BLOCK_LINE} ") for r in made)
+    assert main(["inspect", pte_path, "--json"]) == 0
+    assert "module" not in json.loads(capsys.readouterr().out)["methods"]["forward"]["tensors"][0]
+    # another export's: one line saying how they differ, exit 2
+    assert main(["inspect", pte_path, "--etrecord", two_methods[1]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not belong to this program" in err[0] and "half" in err[0]

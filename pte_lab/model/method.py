@@ -234,6 +234,14 @@ class Method:
         return attribute(self, self.etrecord) if self.etrecord is not None else None
 
     @cached_property
+    def _source_index(self) -> dict[int, TensorSource]:
+        return {s.value: s for s in self.sources or ()}
+
+    def source_of(self, value: int) -> TensorSource | None:
+        """:attr:`sources`' entry for planned value ``value`` (None without an ETRecord)."""
+        return self._source_index.get(value)
+
+    @cached_property
     def state(self) -> tuple[PlannedTensor, ...]:
         """The state this method keeps between calls (role ``mutable_buffer``: mutable buffers, KV caches),
         each storage once: views of state share their base's bytes and are not listed again."""

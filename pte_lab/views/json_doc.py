@@ -20,7 +20,8 @@ or a change of meaning bumps it)::
           "arenas": [{"mem_id", "runtime_index", "device", "size", "peak_bytes", "efficiency",
                       "tensors"}],    # efficiency = Arena.size_over_peak, tensors = Arena.n_tensors
           "tensors": [{"value", "role", "dtype", "shape", "nbytes", "mem_id", "offset",
-                       "device", "first", "last", "producer", "op", "dynamic", "name"}],
+                       "device", "first", "last", "producer", "op", "dynamic", "name",
+                       "node", "module", "module_type", "source"}],  # the last four with an ETRecord only
           "findings": [{"severity", "kind", "message"}]
         }
       },

@@ -12,6 +12,7 @@ from itertools import starmap
 from operator import attrgetter
 
 from ..model.analysis import TENSOR_COLUMNS
+from ..model.attribution import SOURCE_COLUMNS
 from ..model.bulk import dict_maker
 from ..model.diff import Change
 from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
@@ -85,7 +86,11 @@ def tensor_records(m) -> list[dict]:
     """Every planned tensor as a dict of :data:`TENSOR_COLUMNS` (shapes as lists), from the columns."""
     cols = m.analysis.column_lists()
     cols["shape"] = list(map(list, cols["shape"]))
-    return list(map(_tensor_record, *cols.values()))
+    rows = list(map(_tensor_record, *cols.values()))
+    if m.sources is not None:  # with an ETRecord: where each comes from in the model's source
+        for row, src in zip(rows, m.sources):
+            row.update((k, src.column(k)) for k in SOURCE_COLUMNS)
+    return rows
 
 
 def io_records(specs) -> list[dict]:

@@ -236,7 +236,8 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
         lines.append(f"({len(times)} of {all_rows} rows shown, evenly spaced, the peak row kept; "
                      f"--rows shows more)")
     shown = tensors[: len(_GLYPHS)]
-    legend = ", ".join(f"{glyph[t.value]}=v{t.value}" + (f" {t.name}" if t.name else "") for t in shown)
+    legend = ", ".join(f"{glyph[t.value]}=v{t.value}" + (f" {t.name}" if t.name else "") + _module_of(m, t.value)
+                       for t in shown)
     more = (f", ... ({len(tensors)} tensors: the letters repeat from v{tensors[len(_GLYPHS)].value} on)"
             if len(tensors) > len(_GLYPHS) else "")
     lines.append(f"legend: {legend}{more}")
@@ -272,6 +273,18 @@ def _clashes(conflicts, times: list[int], scale: float, width: int) -> dict[int,
     return out
 
 
+def _module_of(m, value: int) -> str:
+    """`` blocks.0.fc1`` where an ETRecord names the module writing ``value``, else ``""``."""
+    src = m.source_of(value) if m.sources is not None else None
+    return f" {src.module}" if src is not None and src.module else ""
+
+
+def _short_path(path: str) -> str:
+    """A source file as a reader knows it: its last two path parts."""
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:])
+
+
 #: most tensors listed at an arena's peak (the lowest offsets first)
 _PEAK_ROWS = 32
 
@@ -293,6 +306,12 @@ def _peak_rows(m, tensors, glyph: dict, occ) -> list[str]:
         headers.append("name")
         for r, x in zip(rows, live):
             r.append(x.name or "")
+    if m.sources is not None:  # with an ETRecord: the module and the source line writing each
+        headers += ["module", "source"]
+        for r, x in zip(rows, live):
+            src = m.source_of(x.value)
+            r.append(f"{src.module} ({src.module_type})" if src is not None and src.module is not None else "")
+            r.append(f"{_short_path(src.source.file)}:{src.source.line}" if src is not None and src.source else "")
     table = [line.rstrip() for line in _indent(_table(headers, rows[:_PEAK_ROWS])).splitlines()]
     if len(rows) > _PEAK_ROWS:
         table.append(f"  ... and {count(len(rows) - _PEAK_ROWS, 'more tensor')} (inspect --json, or "
