@@ -24,6 +24,7 @@ from .bulk import paused_gc
 from .ethos_u import Blobs, DelegateMemory, delegate_memory
 from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps
+from .peak import PeakStory, explain_peak
 from .validate import Conflict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -232,6 +233,12 @@ class Method:
         user's source line; see :mod:`pte_lab.model.attribution`); None without one. Raises
         :class:`~pte_lab.errors.ETRecordError` when the ETRecord is another export's."""
         return attribute(self, self.etrecord) if self.etrecord is not None else None
+
+    @cached_property
+    def peak(self) -> PeakStory | None:
+        """What makes the peak of this method's largest arena: the tensors alive there, grouped, and the export
+        choices behind them with the bytes at stake (:mod:`pte_lab.model.peak`); None without live tensors."""
+        return explain_peak(self)
 
     @cached_property
     def _source_index(self) -> dict[int, TensorSource]:

@@ -18,6 +18,7 @@ from html import escape
 from importlib.resources import files
 
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
+from .peak import cause_line, peak_head
 from .rows import ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_scratch_rows, load_cost_rows, method_rows
 from .text import arena_text, data_text, method_text, pte_text
 
@@ -167,9 +168,18 @@ def _declared_memory_table(m) -> str:
                   numeric={0, 3})
 
 
+def _peak_html(m) -> str:
+    """The peak explained: its paragraph, then one item per export choice behind it."""
+    s = m.peak
+    if s is None:
+        return ""
+    causes = "".join(f"<li>{escape(cause_line(c, s))}</li>" for c in s.causes)
+    return f"<div class='pte-peak'><p>{escape(peak_head(s))}</p>" + (f"<ul>{causes}</ul>" if causes else "") + "</div>"
+
+
 def _method_body(m) -> str:
     parts = [f"<div class='pte-sub'>{count(m.n_instructions, 'instruction')} &middot; {count(len(m.planned), 'planned tensor')} "
-             f"&middot; {human_bytes(m.planned_bytes)} planned</div>", arenas_table(m)]
+             f"&middot; {human_bytes(m.planned_bytes)} planned</div>", arenas_table(m), _peak_html(m)]
     fnd = m.findings()
     if fnd:
         parts.append(_findings(fnd))

@@ -20,6 +20,7 @@ from ..model.dtypes import short_shape
 from ..model.load_cost import LOADERS
 from ..printable import printable, text_view
 from ..units import SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
+from .peak import peak_lines
 from .rows import ARENA_ROW, METHOD_HEADERS, delegate_scratch_rows, load_cost_rows, method_rows, state_summary
 
 __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text",
@@ -95,6 +96,7 @@ def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -
     if m.arenas:
         lines.append("")
         lines.append(_indent(arenas_text(m)))
+        lines.extend(f"  {line}" for line in peak_lines(m.peak))
     else:
         lines.append("  no planned arenas")
     findings = m.findings()

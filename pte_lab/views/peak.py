@@ -1,0 +1,90 @@
+"""The peak, explained in one paragraph: :func:`peak_lines` words a :class:`~pte_lab.model.peak.PeakStory`.
+
+The one home of each cause's prose: what it is, the bytes at stake at the peak, and the export change
+that recovers them.
+"""
+
+from __future__ import annotations
+
+from ..model.dtypes import short_shape
+from ..model.peak import PeakCause, PeakGroup, PeakStory
+from ..units import count, first_few, human_bytes
+
+__all__ = ["peak_lines", "peak_head", "cause_line", "group_phrase"]
+
+
+_ROOT = "the model itself"  # the root module's path is ""
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def _where(s: PeakStory) -> str:
+    if s.at == -1:
+        return "as the inputs are written"
+    if s.at >= s.n_instructions:
+        return "as the outputs are read"
+    return f"at instruction {s.at} of {s.n_instructions} ({s.at_target})"
+
+
+def group_phrase(g: PeakGroup, peak: int) -> str:
+    """``3 float32[1, 8, 512, 512] tensors, 8 MiB each (24 MiB, 99% of the peak), written by a -> b in attn
+    (Attn)``."""
+    what = (f"{count(len(g.values), f'{g.dtype}{short_shape(g.shape)} tensor')}, {human_bytes(g.nbytes)} each"
+            if len(g.values) > 1 else f"one {g.dtype}{short_shape(g.shape)} tensor")
+    ops = [op for op in g.ops if op not in ("input", "output", "mutable_buffer")]
+    role = ("state kept between calls" if "mutable_buffer" in g.roles else
+            "a method input" if g.roles == ("input",) else "")
+    by = f", written by {' -> '.join(ops)}" if ops else ""
+    mods = f" in {first_few((f'{p or _ROOT} ({t})' for p, t in g.modules), 3)}" if g.modules else ""
+    return (f"{what} ({human_bytes(g.total)}, {_share(g.total, peak)} of the peak)" + (f", {role}" if role else "")
+            + by + mods)
+
+
+def cause_line(c: PeakCause, s: PeakStory) -> str:
+    """One cause: what it is, the bytes at stake, and the change that recovers them."""
+    at_stake = f"{human_bytes(c.nbytes)} ({_share(c.nbytes, s.peak_bytes)} of the peak)"
+    if c.kind == "attention_scores":
+        side = s.groups[c.groups[0]].shape[-1]
+        return (f"attention scores: {at_stake} in square [..., {side}, {side}] tensors from a softmax and its "
+                f"neighbours ({first_few(c.names, 4)}), an attention decomposed into portable kernels, several "
+                f"alive at once. They grow with the square of the sequence length. A fused attention computes "
+                f"them in tiles instead: ExecuTorch's custom sdpa op (export_llm: "
+                f"model.use_sdpa_with_kv_cache=true).")
+    if c.kind == "dynamic_bound":
+        ins = first_few((f"input {p} {short_shape(shape)}" for p, shape in s.dynamic_inputs), 3)
+        return (f"dynamic shapes at their upper bound: {at_stake} in tensors whose shape is dynamic"
+                + (f" ({ins} as exported)" if ins else "") + ". ExecuTorch plans every tensor at its bound and "
+                f"allocates the arena whole, whatever shape you run; a smaller max in torch.export.Dim at export "
+                f"shrinks them.")
+    if c.kind == "state_fp32":
+        return (f"float32 state: {at_stake} kept between calls (a KV cache or mutable buffer) in float32. An "
+                f"fp16 or bf16 cache halves it; an int8 cache (export_llm: model.quantize_kv_cache=true) "
+                f"quarters it.")
+    if c.kind == "weight_copies":
+        return (f"weights copied into the arena: {at_stake} written by permute_copy from weights the file "
+                f"holds (a portable Linear transposes its weight at every call). Lowered to XNNPACK "
+                f"(XnnpackPartitioner), the weights are packed once at load instead, on the heap.")
+    if c.kind == "outside_delegate":
+        return (f"operators outside the delegate: {at_stake} written by portable kernels between delegate "
+                f"calls ({first_few(c.names, 4)}). The delegate did not take these operators; one that "
+                f"supports them (or a decomposition it supports) takes their tensors out of the plan.")
+    raise ValueError(f"no wording for peak cause {c.kind!r}")
+
+
+def peak_head(s: PeakStory) -> str:
+    """The paragraph: the peak, where it happens, and the groups of tensors that make it."""
+    shown = s.shown[:3]
+    arena = f"arena {s.mem_id} ({human_bytes(s.arena_size)}, {s.device})"
+    rest = len(s.groups) - len(shown)
+    return (f"Peak: {human_bytes(s.peak_bytes)} of {arena} alive {_where(s)}: "
+            + "; ".join(group_phrase(g, s.peak_bytes) for g in shown)
+            + (f"; and {count(rest, 'smaller group')} of tensors" if rest else "") + ".")
+
+
+def peak_lines(s: PeakStory | None) -> list[str]:
+    """The paragraph (first line) and one line per cause; empty without a peak."""
+    if s is None:
+        return []
+    return [peak_head(s)] + [f"- {cause_line(c, s)}" for c in s.causes]

@@ -1,0 +1,116 @@
+"""The peak, explained: which tensors make it, in the author's terms, and the export choice behind each part,
+with the bytes at stake; in the text report, the HTML summary and ``pte-lab inspect``."""
+
+from __future__ import annotations
+
+import pytest
+
+import pte_lab
+from pte_lab.cli import main
+from pte_lab.model.peak import CAUSES, explain_peak
+
+torch = pytest.importorskip("torch")
+
+SEQ = 128  # the dynamic sequence's bound
+
+
+class Attn(torch.nn.Module):
+    """Multi-head attention through scaled_dot_product_attention, which exir decomposes for portable kernels
+    (softmax, then the 'safe softmax' eq -> logical_not -> any -> full_like -> where)."""
+
+    def __init__(self, d=64, heads=8):
+        super().__init__()
+        self.heads, self.qkv, self.out = heads, torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return self.out(y.transpose(1, 2).reshape(b, n, d))
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attn()
+
+    def forward(self, x):
+        return self.attn(x)
+
+
+@pytest.fixture(scope="module")
+def attention(tmp_path_factory):
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    seq = torch.export.Dim("seq", min=2, max=SEQ)
+    ep = torch.export.export(Model().eval(), (torch.randn(1, 16, 64),), dynamic_shapes=({1: seq},))
+    program = to_edge_transform_and_lower(ep, generate_etrecord=True).to_executorch()
+    d = tmp_path_factory.mktemp("attention")
+    pte, etr = d / "attn.pte", d / "attn.etrecord"
+    pte.write_bytes(program.buffer)
+    program.get_etrecord().save(str(etr))
+    return str(pte), str(etr)
+
+
+def test_a_decomposed_attention_at_its_bound_is_named_with_the_bytes_at_stake(attention):
+    pte, etr = attention
+    m = pte_lab.open(pte, etrecord=etr).methods["forward"]
+    s = m.peak
+    scores = SEQ * SEQ * 8 * 4  # one float32[1, 8, SEQ, SEQ]
+    top = s.groups[0]
+    assert (top.dtype, top.shape, top.nbytes) == ("float32", (1, 8, SEQ, SEQ), scores)
+    # the softmax output and the tensors of its 'safe softmax' are alive together at the peak
+    assert len(top.values) >= 2 and any("softmax" in op for op in top.ops)
+    assert top.modules == (("attn", "Attn"),)
+    assert s.peak_bytes == m.arena(s.mem_id).peak_bytes and top.total <= s.peak_bytes
+    kinds = {c.kind: c for c in s.causes}
+    assert set(kinds) == {"attention_scores", "dynamic_bound"}
+    assert kinds["attention_scores"].nbytes == top.total
+    assert s.dynamic_inputs == ((0, (1, SEQ, 64)),)
+    # the words: the shapes, the module, and the change that recovers the bytes
+    text = repr(m)
+    assert f"float32[1, 8, {SEQ}, {SEQ}]" in text and "in attn (Attn)" in text
+    assert "model.use_sdpa_with_kv_cache=true" in text and "torch.export.Dim" in text
+    assert "use_sdpa_with_kv_cache" in m._repr_html_()
+
+
+def test_the_bytes_follow_the_bound(attention, tmp_path):
+    """Exported at half the bound, the scores group is a quarter of the bytes (L x L)."""
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    half = torch.export.Dim("seq", min=2, max=SEQ // 2)
+    ep = torch.export.export(Model().eval(), (torch.randn(1, 16, 64),), dynamic_shapes=({1: half},))
+    small = pte_lab.open(to_edge_transform_and_lower(ep).to_executorch().buffer).methods["forward"].peak
+    big = pte_lab.open(attention[0]).methods["forward"].peak
+    assert small.groups[0].nbytes * 4 == big.groups[0].nbytes
+
+
+@pytest.mark.parametrize("name, cause", [("portable", "weight_copies"), ("kv_cache", "state_fp32"),
+                                         ("gpt", "outside_delegate"), ("dynamic", "dynamic_bound")])
+def test_each_cause_on_a_program_that_has_it(name, cause, program_path):
+    m = pte_lab.open(program_path(name)).methods["forward"]
+    kinds = {c.kind: c for c in m.peak.causes}
+    assert cause in kinds and 0 < kinds[cause].nbytes <= m.peak.peak_bytes
+    assert set(kinds) <= set(CAUSES)
+
+
+def test_what_no_delegate_can_take_is_not_blamed_on_the_delegate(program_path):
+    """Device copies the runtime inserts are not 'operators outside the delegate'."""
+    m = pte_lab.open(program_path("three_methods")).methods["on_device"]
+    assert "outside_delegate" not in {c.kind for c in m.peak.causes}
+
+
+def test_a_method_with_nothing_alive_has_no_peak(program_path):
+    p = pte_lab.open(program_path("llm"))
+    assert p.methods["get_max_seq_len"].peak is None
+    assert explain_peak(p.methods["forward"]) is not None
+
+
+def test_inspect_prints_the_peak_paragraph(attention, capsys):
+    assert main(["inspect", attention[0], "--etrecord", attention[1]]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.strip().startswith("Peak:"))
+    assert f"float32[1, 8, {SEQ}, {SEQ}]" in line and "attn (Attn)" in line
+    assert "- attention scores:" in out
