@@ -56,8 +56,8 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
         ins = first_few((f"input {p} {short_shape(shape)}" for p, shape in s.dynamic_inputs), 3)
         return (f"dynamic shapes at their upper bound: {at_stake} in tensors whose shape is dynamic"
                 + (f" ({ins} as exported)" if ins else "") + ". ExecuTorch plans every tensor at its bound and "
-                f"allocates the arena whole, whatever shape you run; a smaller max in torch.export.Dim at export "
-                f"shrinks them.")
+                "allocates the arena whole, whatever shape you run; a smaller max in torch.export.Dim at export "
+                "shrinks them.")
     if c.kind == "state_fp32":
         return (f"float32 state: {at_stake} kept between calls (a KV cache or mutable buffer) in float32. An "
                 f"fp16 or bf16 cache halves it; an int8 cache (export_llm: model.quantize_kv_cache=true) "
