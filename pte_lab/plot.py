@@ -98,7 +98,10 @@ def _legend_handles(colors: dict[str, str]) -> list:
 
 
 def tensor_rects(method: "Method", mem_id: int) -> tuple[list, np.ndarray]:
-    """(tensors, vertices): one rectangle per planned tensor of the arena over its lifetime."""
+    """(tensors, vertices): one rectangle per planned tensor of the arena over its lifetime.
+
+    Returns the planned tensors of arena ``mem_id`` and a ``(n, 4, 2)`` array of their corners (x:
+    instructions, y: bytes); an arena without tensors gives empty ones. Raises nothing of its own."""
     ts = [t for t in method.planned if t.mem_id == mem_id and t.first is not None and t.last is not None]
     if not ts:
         return ts, np.zeros((0, 4, 2))
@@ -144,6 +147,9 @@ def arena_layout(method: "Method", mem_id: int | None = None, ax: "Axes | None" 
     live bytes (the lower bound for any plan) the dashed one. ``mem_id`` may be
     left out when the method has a single arena; :func:`arena_layouts` draws
     every arena. Returns the Axes.
+
+    Raises ``ValueError`` when ``mem_id`` is left out and the method has no arena or several, ``KeyError``
+    for a ``mem_id`` it lacks. Example: ``plot.arena_layout(pte.methods["forward"], mem_id=1)``.
     """
     from matplotlib.collections import PolyCollection
 
@@ -204,7 +210,9 @@ def _tail_padding(method: "Method", a) -> int:
 
 
 def arena_layouts(method: "Method", color_by: str = "role", legend: bool = True) -> "Figure":
-    """Figure-level :func:`arena_layout`: one panel per arena of ``method``, stacked; returns the Figure."""
+    """Figure-level :func:`arena_layout`: one panel per arena of ``method``, stacked; returns the Figure.
+
+    Raises ``ValueError`` for a method without planned arenas."""
     arenas = method.arenas
     if not arenas:
         raise ValueError(f"method {method.name!r} has no planned arenas")
@@ -216,7 +224,9 @@ def arena_layouts(method: "Method", color_by: str = "role", legend: bool = True)
 
 
 def occupancy(method: "Method", ax: "Axes | None" = None) -> "Axes":
-    """Occupied bytes per instruction for each arena, against its size."""
+    """Occupied bytes per instruction for each arena, against its size.
+
+    Returns the Axes (a line per arena, its size dashed). Raises nothing of its own."""
     if ax is None:
         _, ax = _plt().subplots(figsize=(9, 3.2), layout="constrained")
     t = np.arange(-1, method.n_instructions + 1)
@@ -265,6 +275,9 @@ def placement_table(pte: "Pte", loader: str = "corrected") -> list[PlacementRow]
     "<device> arena on the host" for an arena the file tags for a device that the
     loader places in host memory (the legacy loader's bug: the method then crashes
     at execute). Their sum is the load-cost model's total for ``loader``.
+
+    Returns a list of :class:`PlacementRow` (what :func:`placement` draws). Raises ``ValueError`` for an
+    unknown ``loader``.
     """
     tagged = {(m.name, a.mem_id): a.device for m in pte.methods.values() for a in m.arenas}
     rows = []
@@ -290,6 +303,8 @@ def placement(pte: "Pte", loader="corrected", ax: "Axes | None" = None) -> "Axes
     (or "all") for the side-by-side comparison, one group of bars per loader.
     An arena tagged for a device but placed on the host is drawn hatched, as the
     bug it is; a device that gets nothing under a loader is marked "0 B on it".
+
+    Returns the Axes. Raises ``ValueError`` for an unknown loader. Example: ``plot.placement(pte, "all")``.
     """
     from matplotlib.patches import Patch
 
@@ -373,6 +388,8 @@ def file_layout(pte: "Pte", ax: "Axes | None" = None, hashes: bool = True) -> "A
     """Where the file's bytes go: one bar per region, longest first, with bytes and share of the file.
 
     Regions holding identical blobs stored twice get a hatched segment for the repeated bytes.
+
+    Returns the Axes. Raises nothing of its own (the file was read by :func:`pte_lab.open`).
     """
     df = pte.file_layout(hashes=hashes)
     total = int(df.bytes.sum())
@@ -424,6 +441,8 @@ def run_memory(sizes, ax: "Axes | None" = None, methods: Sequence[str] | None = 
     The bar's end is annotated with its total and how many times the plan it is. A method measured with
     stand-ins (a backend or kernels the wheel lacks) says so in its label; one that could not run shows what
     the file declares, labelled "not measured".
+
+    Returns the Axes. Raises nothing of its own. Example: ``plot.run_memory(pte_lab.sizes("model.pte"))``.
     """
     from matplotlib.patches import Patch
 
@@ -481,7 +500,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, axes=None, titles: tu
     Each panel is an :func:`arena_layout` with its own legend (size, peak live, waste); the shared
     byte scale makes the difference in height the difference in bytes. ``sharex=False`` gives each
     panel its own instruction axis (two programs with different instruction streams). A side
-    without that arena says so.
+    without that arena says so, and raises nothing.
     """
     if axes is None:
         _, axes = _plt().subplots(2, 1, figsize=(9, 6.2), sharex=sharex, sharey=True, layout="constrained")
@@ -540,6 +559,8 @@ def diff_bars(d: "Diff", parts: str = "arenas", ax: "Axes | None" = None) -> "Ax
     ``parts``: ``"arenas"`` (each planned arena of each method, methods only in one program
     included), ``"sizes"`` (each run-time part of each method, from ``pte_lab.diff(a, b, sizes=True)``)
     or ``"file"`` (where the file's bytes go). Returns the Axes.
+
+    Raises ``ValueError`` for another ``parts``, or ``"sizes"`` of a diff made without sizes.
     """
     from matplotlib.patches import Patch
 
@@ -602,7 +623,8 @@ def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, parts:
     ``method`` before and after (:func:`layout_pair`) on one byte scale.
 
     By default the method whose planned bytes changed most and its arena that changed most.
-    Returns the Figure.
+    Returns the Figure. Raises ``KeyError`` for a ``method`` not in both programs, ``ValueError`` as
+    :func:`diff_bars` does. Example: ``plot.diff(pte_lab.diff("old.pte", "new.pte"))``.
     """
     parts = parts or ("sizes" if d.sizes is not None else "arenas")
     method, mem_id = _chosen(d, method, mem_id)
