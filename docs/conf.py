@@ -42,9 +42,12 @@ default_role = "code"  # the docstrings write `name` for code, as the README doe
 
 html_theme = "pydata_sphinx_theme"
 html_title = "pte_lab"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"
+html_css_files = ["custom.css"]
 html_theme_options = {
     "navigation_with_keys": False,
+    "header_links_before_dropdown": 4,
     "show_toc_level": 2,
     "footer_start": ["copyright"],
     "footer_end": [],
@@ -64,6 +67,9 @@ def _notebooks(app) -> None:
                         .read_text())
         # widget views need their JavaScript from a CDN: the page shows the widget's text instead
         nb["metadata"].pop("widgets", None)
+        for cell in nb["cells"]:
+            for output in cell.get("outputs", []):
+                output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
         text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
         target = out / path.name
         if not target.exists() or target.read_text() != text:  # unchanged pages are not rebuilt

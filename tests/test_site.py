@@ -165,8 +165,11 @@ def test_pages_render_in_chromium(site, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
     shots = Path(os.environ.get("PTE_LAB_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *a: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
