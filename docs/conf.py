@@ -21,7 +21,7 @@ author = "pte_lab contributors"
 copyright = "pte_lab contributors"
 release = version = "0.1.0"
 
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.viewcode"]
+extensions = ["myst_nb", "sphinx.ext.autodoc"]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]

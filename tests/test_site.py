@@ -74,8 +74,9 @@ def _parse(path: Path) -> _Links:
 
 
 def broken_links(html: Path) -> list[str]:
-    """Every relative href of every page that names a missing file, or an anchor its page lacks."""
-    pages = {p: _parse(p) for p in html.rglob("*.html")}
+    """Every relative href of every page that names a missing file, or an anchor its page lacks (the
+    theme's own templates under ``_static`` are not pages)."""
+    pages = {p: _parse(p) for p in html.rglob("*.html") if "_static" not in p.relative_to(html).parts}
     bad = []
     for page, links in pages.items():
         for href in links.hrefs:
