@@ -53,6 +53,8 @@ html_theme_options = {
     "footer_end": [],
 }
 html_context = {"default_mode": "light"}
+# a section navigation only where a page has sections below it (the notebooks); elsewhere it was empty
+html_sidebars = {name: [] for name in ("index", "glossary", "cli", "api", "ethos-u-layouts", "guides/*")}
 html_show_sourcelink = False
 
 
