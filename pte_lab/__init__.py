@@ -76,6 +76,10 @@ def open(source, data=None, *, etrecord=None):  # noqa: A001 - the natural name,
     node, module and source line (``Method.sources``, and columns of ``Method.tensors``).
     A ``.ptd`` alone opens as a :class:`~pte_lab.model.DataFile`. Raises
     :class:`PteFormatError` for anything else.
+
+    Returns the :class:`~pte_lab.model.Pte` or :class:`~pte_lab.model.DataFile`. Raises
+    :class:`PteFormatError` (:class:`NotAProgramError` for another kind of file, which it names).
+    Example: ``pte_lab.open("model.pte").methods["forward"].arenas``.
     """
     from .format import identify
     from .model import open_data, open_pte
@@ -106,6 +110,10 @@ def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | N
     limits the per-method part to those names. ``sizes=True`` also sizes both programs with
     :func:`pte_lab.sizes` (loads and runs every method in a worker: seconds; files on disk only)
     and sets the parts side by side. ``labels`` names the two sides (default: their paths).
+
+    Returns the :class:`~pte_lab.model.diff.Diff`. Raises :class:`PteFormatError` for a file that is not
+    a program, :class:`PteLabError` for a name in ``methods`` that neither has, and with ``sizes=True``
+    what :func:`pte_lab.sizes` raises. Example: ``pte_lab.diff("old.pte", "new.pte").budget(5)``.
     """
     from .model import Pte
     from .model.diff import diff_programs

@@ -11,18 +11,18 @@ __all__ = [
 
 
 class PteLabError(Exception):
-    """Base class of every error pte_lab raises on purpose."""
+    """Base class of every error pte_lab raises on purpose: ``except pte_lab.PteLabError`` catches them all."""
 
 
 class NotFoundError(PteLabError, KeyError):
-    """A name asked for (a method, a test suite) is not in the file; the message lists what is."""
+    """Raised when a name asked for (a method, a test suite) is not in the file; the message lists what is."""
 
     def __str__(self) -> str:  # the message, not KeyError's repr of it
         return str(self.args[0]) if self.args else ""
 
 
 class UnknownDeviceError(PteLabError, ValueError):
-    """A device name or type code that ExecuTorch does not define (``device7``, ``"tpu:0"``)."""
+    """Raised for a device name or type code that ExecuTorch does not define (``device7``, ``"tpu:0"``)."""
 
 
 #: the exit status of ``pte-lab`` when pte_lab itself failed (a bug), apart from bad input (2)
@@ -54,7 +54,7 @@ class PteLabBug(PteLabError, RuntimeError):
 
 
 class PteFormatError(PteLabError, ValueError):
-    """The bytes are not a valid ``.pte`` program.
+    """Raised when the bytes are not a valid ``.pte`` program (by ``open``, ``load``, ``diff``, the CLI).
 
     The message names what is wrong and where (a byte offset or a field path
     such as ``program.execution_plan[0].values[12]``).
@@ -62,7 +62,7 @@ class PteFormatError(PteLabError, ValueError):
 
 
 class NotAProgramError(PteFormatError):
-    """The file is something else than the program expected (a ZIP archive, a ``.ptd``, an ETDump, a
+    """Raised when the file is something else than the program expected (a ZIP archive, a ``.ptd``, an ETDump, a
     TensorFlow Lite or ONNX model...): the message says what it is and what to do instead.
 
     ``kind`` names what it is (see :data:`pte_lab.format.mixups.MIXUPS`; ``"unknown"`` when pte_lab
@@ -79,7 +79,7 @@ class ETRecordError(PteFormatError):
 
 
 class InputError(PteLabError, ValueError):
-    """The inputs given to a method are not what it takes: their number, a tensor's dtype or shape, or a
+    """Raised when the inputs given to a method are not what it takes: their number, a tensor's dtype or shape, or a
     scalar's value (ExecuTorch's ``set_input`` accepts only the value a scalar was exported with).
 
     Found before ExecuTorch is called; ``method`` names the method and ``position`` the input (None when
@@ -93,7 +93,7 @@ class InputError(PteLabError, ValueError):
 
 
 class NativeBuildError(PteLabError, RuntimeError):
-    """pte_lab's small native helper (the emulated device) could not be built.
+    """Raised when pte_lab's small native helper (the emulated device) could not be built.
 
     Everything else in pte_lab keeps working; the message says what to install.
     """
@@ -105,7 +105,7 @@ class RunnerLinesError(PteLabError, ValueError):
 
 
 class DeviceAllocationError(PteLabError, RuntimeError):
-    """A method's planned arena could not be allocated on its device.
+    """Raised when a method's planned arena could not be allocated on its device (at ``load_method``).
 
     Attributes name the method, the arena (``mem_id`` as in the file and
     ``runtime_index`` as ExecuTorch prints it), the device and the bytes.
@@ -123,7 +123,7 @@ class DeviceAllocationError(PteLabError, RuntimeError):
 
 
 class BackendUnavailableError(PteLabError, RuntimeError):
-    """A method delegates to a backend this ExecuTorch build does not register, or registers but cannot use
+    """Raised when a method delegates to a backend this ExecuTorch build does not register, or registers but cannot use
     on this machine (its own library is missing: ``is_available()`` is false). Found before ``load_method``;
     ``registered`` lists the backends usable here."""
 
@@ -135,7 +135,7 @@ class BackendUnavailableError(PteLabError, RuntimeError):
 
 
 class MemoryBudgetError(PteLabError, MemoryError):
-    """Loading would need more memory than is free; nothing was allocated.
+    """Raised when loading would need more memory than is free; nothing was allocated.
 
     Pass ``force=True`` to :func:`pte_lab.load` to try anyway.
     """
@@ -151,7 +151,7 @@ class MemoryBudgetError(PteLabError, MemoryError):
 
 
 class RuntimeCrashedError(PteLabError, RuntimeError):
-    """The isolated ExecuTorch worker process died (a native abort or crash).
+    """Raised when the isolated ExecuTorch worker process died (a native abort or crash).
 
     The caller's process is unharmed. ``signal`` names the signal (e.g.
     ``SIGSEGV``) or is None for a plain exit; ``stderr`` holds its last lines.
@@ -208,7 +208,7 @@ class ExecuTorchError(PteLabError, RuntimeError):
 
 
 class OperatorMissingError(PteLabError, RuntimeError):
-    """A method calls operators this ExecuTorch runtime does not register (found before loading it).
+    """Raised when a method calls operators this ExecuTorch runtime does not register (found before loading it).
 
     ``operators`` lists them; the message says which library provides them
     where pte_lab knows one.

@@ -111,7 +111,10 @@ def _legend_handles(colors: dict[str, str]) -> list:
 
 
 def tensor_rects(method: "Method", mem_id: int) -> tuple[list, np.ndarray]:
-    """(tensors, vertices): one rectangle per planned tensor of the arena over its lifetime."""
+    """(tensors, vertices): one rectangle per planned tensor of the arena over its lifetime.
+
+    Returns the planned tensors of arena ``mem_id`` and a ``(n, 4, 2)`` array of their corners (x:
+    instructions, y: bytes); an arena without tensors gives empty ones. Raises nothing of its own."""
     ts = [t for t in method.planned if t.mem_id == mem_id and t.first is not None and t.last is not None]
     if not ts:
         return ts, np.zeros((0, 4, 2))
@@ -158,6 +161,9 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     left out when the method has a single arena; :func:`arena_layouts` draws
     every arena. Other keywords go to the tensors' ``PolyCollection`` (``alpha``, ``edgecolors``...).
     Returns the Axes.
+
+    Raises ``ValueError`` when ``mem_id`` is left out and the method has no arena or several, ``KeyError``
+    for a ``mem_id`` it lacks. Example: ``plot.arena_layout(pte.methods["forward"], mem_id=1)``.
     """
     from matplotlib.collections import PolyCollection
 
@@ -218,7 +224,9 @@ def _tail_padding(method: "Method", a) -> int:
 
 def arena_layouts(method: "Method", *, color_by: str = "role", legend: bool = True, **kwargs) -> "Figure":
     """Figure-level :func:`arena_layout`: one panel per arena of ``method``, stacked (other keywords go to
-    each panel's :func:`arena_layout`); returns the Figure."""
+    each panel's :func:`arena_layout`); returns the Figure.
+
+    Raises ``ValueError`` for a method without planned arenas."""
     arenas = method.arenas
     if not arenas:
         raise ValueError(f"method {method.name!r} has no planned arenas")
@@ -231,7 +239,9 @@ def arena_layouts(method: "Method", *, color_by: str = "role", legend: bool = Tr
 
 def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes":
     """Occupied bytes per instruction for each arena, against its size. Other keywords go to each arena's
-    curve (``Axes.step``: ``lw``, ``alpha``...)."""
+    curve (``Axes.step``: ``lw``, ``alpha``...).
+
+    Returns the Axes (a line per arena, its size dashed). Raises nothing of its own."""
     ax = _axes(ax, (9, 3.2))
     t = np.arange(-1, method.n_instructions + 1)
     for i, a in enumerate(method.arenas):
@@ -280,6 +290,9 @@ def placement_table(pte: "Pte", loader: str = "corrected") -> list[PlacementRow]
     "<device> arena on the host" for an arena the file tags for a device that the
     loader places in host memory (the legacy loader's bug: the method then crashes
     at execute). Their sum is the load-cost model's total for ``loader``.
+
+    Returns a list of :class:`PlacementRow` (what :func:`placement` draws). Raises ``ValueError`` for an
+    unknown ``loader``.
     """
     tagged = {(m.name, a.mem_id): a.device for m in pte.methods.values() for a in m.arenas}
     rows = []
@@ -306,6 +319,8 @@ def placement(pte: "Pte", loader="corrected", *, ax: "Axes | None" = None, **kwa
     An arena tagged for a device but placed on the host is drawn hatched, as the
     bug it is; a device that gets nothing under a loader is marked "0 B on it". Other keywords go to
     ``Axes.bar``.
+
+    Returns the Axes. Raises ``ValueError`` for an unknown loader. Example: ``plot.placement(pte, "all")``.
     """
     from matplotlib.patches import Patch
 
@@ -390,6 +405,8 @@ def file_layout(pte: "Pte", *, ax: "Axes | None" = None, hashes: bool = True, **
 
     Regions holding identical blobs stored twice get a hatched segment for the repeated bytes. Other
     keywords go to the regions' ``Axes.barh``.
+
+    Returns the Axes. Raises nothing of its own (the file was read by :func:`pte_lab.open`).
     """
     df = pte.file_layout(hashes=hashes)
     total = int(df.bytes.sum())
@@ -440,6 +457,8 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
     The bar's end is annotated with its total and how many times the plan it is. A method measured with
     stand-ins (a backend or kernels the wheel lacks) says so in its label; one that could not run shows what
     the file declares, labelled "not measured". Other keywords go to ``Axes.barh``.
+
+    Returns the Axes. Raises nothing of its own. Example: ``plot.run_memory(pte_lab.sizes("model.pte"))``.
     """
     from matplotlib.patches import Patch
 
@@ -499,7 +518,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
     Each panel is an :func:`arena_layout` with its own legend (size, peak live, waste); the shared
     byte scale makes the difference in height the difference in bytes. ``sharex=False`` gives each
     panel its own instruction axis (two programs with different instruction streams). A side
-    without that arena says so.
+    without that arena says so, and raises nothing.
     """
     if axes is None:
         _, axes = _plt().subplots(2, 1, figsize=(9, 6.2), sharex=sharex, sharey=True, layout="constrained")
@@ -558,6 +577,8 @@ def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **k
     ``parts``: ``"arenas"`` (each planned arena of each method, methods only in one program
     included), ``"sizes"`` (each run-time part of each method, from ``pte_lab.diff(a, b, sizes=True)``)
     or ``"file"`` (where the file's bytes go). Other keywords go to ``Axes.barh``. Returns the Axes.
+
+    Raises ``ValueError`` for another ``parts``, or ``"sizes"`` of a diff made without sizes.
     """
     from matplotlib.patches import Patch
 
@@ -620,7 +641,8 @@ def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, *, par
     ``method`` before and after (:func:`layout_pair`) on one byte scale.
 
     By default the method whose planned bytes changed most and its arena that changed most.
-    Returns the Figure.
+    Returns the Figure. Raises ``KeyError`` for a ``method`` not in both programs, ``ValueError`` as
+    :func:`diff_bars` does. Example: ``plot.diff(pte_lab.diff("old.pte", "new.pte"))``.
     """
     parts = parts or ("sizes" if d.sizes is not None else "arenas")
     method, mem_id = _chosen(d, method, mem_id)

@@ -297,7 +297,11 @@ def run_all_html(pte, emulate: bool = True) -> str:
 
 
 def explore(source, method: str | None = None) -> Explorer:
-    """The explorer for a path, bytes or an opened :class:`~pte_lab.Pte`."""
+    """The explorer for a path, bytes or an opened :class:`~pte_lab.Pte`.
+
+    Returns the :class:`Explorer` widget (display it as a cell's last value). Raises
+    :class:`~pte_lab.PteFormatError` for a file that is not a program, ``ValueError`` for one without
+    methods. Example: ``pte_lab.explore("model.pte")``."""
     from .model import Pte, open_pte
 
     pte = source if isinstance(source, Pte) else open_pte(source)

@@ -27,7 +27,7 @@ from ..format import TENSOR_ALIGNMENT
 
 
 class PlanningError(PteLabError, ValueError):
-    """A method or arena cannot be replanned safely (the message says why)."""
+    """Raised when a method or arena cannot be replanned safely (the message says why)."""
 
 
 def align_up(n: int, a: int) -> int:
@@ -36,6 +36,7 @@ def align_up(n: int, a: int) -> int:
 
 @dataclass
 class Group:
+    """Planned tensors that share storage: placed together, alive from ``first`` to ``last``."""
     id: int
     #: (value index, offset relative to the group's start, nbytes)
     members: list[tuple[int, int, int]]
@@ -49,6 +50,7 @@ class Group:
 
 @dataclass
 class Problem:
+    """The planning problem of one arena: its storage groups, alignment and padding."""
     method: str
     mem_id: int
     device: str
@@ -106,6 +108,9 @@ def build_problem(method, mem_id: int, alignment: int | None = None) -> Problem:
     """The planning problem of arena ``mem_id`` of a :class:`pte_lab.model.Method`.
 
     ``alignment`` (a power of two) overrides the one read from the plan.
+
+    Returns the :class:`Problem`. Raises ``ValueError`` for an alignment that is not a power of two and
+    :class:`PlanningError` for a method that cannot be replanned safely (a loop).
     """
     if method.has_loops:
         raise PlanningError(

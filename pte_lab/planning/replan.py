@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class ArenaPlan:
+    """One arena replanned: its size before and after, its lower bound, the new offsets."""
     method: str
     mem_id: int
     device: str
@@ -63,7 +64,10 @@ REPLAN_TABLE = (("method", "method"), ("mem_id", "mem_id"), ("device", "device")
 
 
 def plan_arena(problem: Problem, algorithm: str = "best_fit") -> tuple[dict[int, int], int]:
-    """(value -> offset, arena size) for one arena's problem."""
+    """(value -> offset, arena size) for one arena's problem.
+
+    Returns the new offset of every planned value and the arena's new size. Raises ``ValueError`` for an
+    unknown ``algorithm`` (see :data:`PLANNERS`), :class:`PlanningError` if a planner misplaces a group."""
     try:
         fn = PLANNERS[algorithm]
     except KeyError:
@@ -290,7 +294,10 @@ class WrittenLayout:
 
 
 def written_layout(pte: Pte) -> WrittenLayout:
-    """The layout replan writes ``pte`` back in (see :class:`WrittenLayout`)."""
+    """The layout replan writes ``pte`` back in (see :class:`WrittenLayout`).
+
+    Returns the :class:`WrittenLayout`; a layout that cannot be written back is named in its ``unwritable``
+    rather than raised."""
     raw = pte.raw
     inline, segment = [], []
     for m in pte.methods.values():
@@ -353,6 +360,10 @@ def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None
     (then every arena takes the new plan: other offsets, to see that a program
     still computes the same wherever its tensors sit). A method with backward
     jumps (a loop) raises :class:`PlanningError`.
+
+    Returns a :class:`Replan` (``table()``, ``write(path)``). Raises :class:`PlanningError` as above, and
+    :class:`~pte_lab.PteFormatError` for a file that is not a program. Example:
+    ``replan("model.pte", algorithm="best_fit").write("model.small.pte")``.
     """
     raw = None
     if isinstance(source, Pte):
@@ -380,5 +391,7 @@ def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None
 
 
 def lower_bounds(method) -> dict[int, int]:
-    """mem_id -> lower bound (aligned group bytes) for a method's arenas."""
+    """mem_id -> lower bound (aligned group bytes) for a method's arenas.
+
+    Returns the dict. Raises :class:`PlanningError` where :func:`build_problem` does."""
     return {a.mem_id: build_problem(method, a.mem_id).lower_bound for a in method.arenas}

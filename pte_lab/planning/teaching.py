@@ -51,6 +51,9 @@ def compare(module, example_inputs, planners=("greedy", "naive"), io_planned=(Tr
     Columns: planner, inputs/outputs planned, arena bytes, peak live bytes
     (the model's), size/peak, pte_lab's lower bound, and what pte_lab's
     best_fit planner gets on the same problem.
+
+    Returns that table (a pandas DataFrame). Raises what ``torch.export`` and ExecuTorch's lowering raise
+    for a module they cannot export.
     """
     import pandas as pd
 
@@ -82,6 +85,7 @@ def plot_plans(a, b, mem_id: int = 1, titles: tuple[str, str] = ("plan A", "plan
     method in an original and a replanned program). Each panel has its own
     legend (its size, its peak live, its waste); the shared scale makes the
     difference in height the difference in bytes (:func:`pte_lab.plot.layout_pair`).
+    Raises nothing of its own: a method without that arena shows a panel saying so.
     """
     from ..plot import layout_pair
 

@@ -19,6 +19,7 @@ __all__ = ["verify", "Verification", "same_bits", "not_finite"]
 
 @dataclass
 class Verification:
+    """One method of two programs run alike: whether every output was bit-identical, and where not."""
     method: str
     runs: int
     identical: bool

@@ -24,6 +24,7 @@ def honours_device_plans(version: str | None = None) -> bool:
 
 @dataclass
 class RuntimeInfo:
+    """What this ExecuTorch installation can do: versions, backends, device allocators, CUDA."""
     executorch_version: str
     torch_version: str | None
     honours_device_plans: bool
@@ -59,7 +60,10 @@ class RuntimeInfo:
 
 
 def runtime_info() -> RuntimeInfo:
-    """Version, device-plan support, backends, device allocators, CUDA visibility."""
+    """Version, device-plan support, backends, device allocators, CUDA visibility.
+
+    Returns a :class:`RuntimeInfo` (its HTML and text views are a table). Raises ``ImportError`` when
+    ExecuTorch is not installed (the ``runtime`` extra); what it cannot find out is a note, not an error."""
     from ..devices import DEVICE_TYPES
     from ..errors import PteLabError
     from .memory import CudaProbe

@@ -72,6 +72,8 @@ def example_inputs(method, seed: int = 0) -> list:
     value the file holds for them, else 0, 0.0, false (:func:`scalar_default`;
     :func:`defaulted_inputs` lists them). Other inputs (strings, lists, None)
     cannot be made up: ValueError.
+
+    Returns a list with one value per input (torch tensors, Python scalars). Raises ``ValueError`` as above.
     """
     import torch
 
@@ -111,6 +113,8 @@ def call_sequence(method, calls: int = 4, seed: int = 0, prefill: int = 8) -> li
     token when it is static), then one token per call at the next positions.
     Any other method gets fresh seeded random inputs for every call
     (:func:`example_inputs`).
+
+    Returns a list of ``calls`` input lists. Raises ``ValueError`` where :func:`example_inputs` does.
     """
     import torch
 

@@ -55,11 +55,15 @@ HOST_BYTES_NOTE = ("Predicted bytes are the planned arenas. Measured host bytes 
 
 
 class SharedArenasWarning(UserWarning):
-    """Two host-only methods of one program share arenas: running one overwrites the other's intermediates."""
+    """Two host-only methods of one program share arenas: running one overwrites the other's intermediates.
+
+    Warned once per program, when a second host-only method is loaded."""
 
 
 class OperatorLibraryWarning(UserWarning):
-    """pte_lab registered one of ExecuTorch's own operator libraries because a method calls its operators."""
+    """pte_lab registered one of ExecuTorch's own operator libraries because a method calls its operators.
+
+    Warned at ``load_method`` when the library is registered (``llama::``, ``quantized_decomposed::``)."""
 
 
 @dataclass
@@ -498,6 +502,11 @@ def load(path, *, data_path=None, isolate: bool | None = None, force: bool = Fal
     runtime in a worker process: a native crash there raises
     :class:`~pte_lab.errors.RuntimeCrashedError` here. ``force=True`` skips
     the check that planned bytes fit in free memory.
+
+    Returns a :class:`LabProgram` (``load_method``, ``memory_report``, ``sizes``). Raises
+    :class:`~pte_lab.PteFormatError`, :class:`~pte_lab.MemoryBudgetError`,
+    :class:`~pte_lab.ExecuTorchError` (the runtime refused the program) or, isolated,
+    :class:`~pte_lab.RuntimeCrashedError`; every one a :class:`~pte_lab.PteLabError`.
     """
     path = os.fspath(path)
     if isolate is None:

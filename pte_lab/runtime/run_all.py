@@ -15,6 +15,7 @@ __all__ = ["run_all", "RunAll", "MethodRun"]
 
 @dataclass(frozen=True)
 class MethodRun:
+    """One method's load and run in :func:`run_all`: whether it worked, its outputs' shapes or its error."""
     method: str
     ok: bool
     #: shapes of the tensor outputs when it ran
@@ -28,6 +29,7 @@ class MethodRun:
 
 @dataclass
 class RunAll:
+    """What :func:`run_all` returns: the devices emulated, each method's run, the memory report."""
     #: device -> "emulated (host memory)", or why it could not be emulated
     devices: dict[str, str]
     runs: list[MethodRun]
@@ -47,6 +49,8 @@ def run_all(path, emulate: bool = True) -> RunAll:
     :class:`PteLabError` is a bug in pte_lab: a method's run records it as such,
     and elsewhere it is raised as :class:`~pte_lab.errors.PteLabBug` (one line,
     the original chained).
+
+    Returns a :class:`RunAll`. Raises what :func:`pte_lab.load` raises for the program itself.
     """
     try:
         return _run_all(path, emulate)

@@ -125,7 +125,8 @@ CONFIGURATIONS = {
 
 
 class SizingError(PteLabError):
-    """A method could not be sized (the runtime refused it at some step)."""
+    """A method could not be sized (the runtime refused it at some step); raised inside the sizing
+    worker, and recorded as the method's reason in :attr:`Sizes.skipped`."""
 
 
 # ------------------------------------------------------------------ results
@@ -579,6 +580,12 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     The heap figures depend on the CPU and vary between runs: each method's are measured in ``heap_runs``
     fresh workers (the first also measures the pools), and the lowest and highest seen are kept
     (:attr:`MethodSizes.heap_low`, :attr:`MethodSizes.heap_high`; the scalar fields are the highest).
+
+    Returns a :class:`Sizes` (``table()``, ``pools()``, ``methods``, ``verified``). Raises
+    :class:`~pte_lab.PteFormatError` for a file that is not a program, :class:`~pte_lab.NotFoundError`
+    for a method it lacks, ``ValueError`` for ``runs`` or ``heap_runs`` under 1, and
+    :class:`~pte_lab.PteLabError` for a source that is not a ``.pte`` on disk; a method the runtime refuses
+    is listed in :attr:`Sizes.skipped`, not raised. Example: ``pte_lab.sizes("model.pte").table()``.
     """
     from ..progress import reporter
     from .info import executorch_version

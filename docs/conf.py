@@ -1,0 +1,84 @@
+"""Sphinx configuration: ``python -m sphinx -W docs docs/_build/html`` (after ``pip install -e ".[docs]"``).
+
+Sphinx with myst-nb and the PyData theme, as xarray, pandas and ipywidgets build theirs. The notebooks are
+rendered from executed runs kept by content (``_ext/notebook_cache.py``): the notebook test's run when
+there is one, else one made here, once; myst-nb itself executes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path[:0] = [str(DOCS.parent), str(DOCS / "_ext")]  # the pte_lab of this tree, and the cache
+
+import notebook_cache  # noqa: E402
+
+project = "pte_lab"
+author = "pte_lab contributors"
+copyright = "pte_lab contributors"
+release = version = "0.1.0"
+
+extensions = ["myst_nb", "sphinx.ext.autodoc"]
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
+exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store"]
+myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
+#: the Binder launch of the notebooks: mybinder.org builds binder/ from the repository's public address
+BINDER = "https://mybinder.org/v2/gh/OWNER/REPO/HEAD?urlpath=lab/tree/notebooks"
+myst_substitutions = {"binder": f"[Binder]({BINDER.split('/v2/')[0]}): `{BINDER}`, with this repository's "
+                                "GitHub owner and name"}
+myst_heading_anchors = 3
+
+# notebooks: rendered from the kept runs, never executed by myst-nb
+nb_execution_mode = "off"
+nb_merge_streams = True
+
+autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+default_role = "code"  # the docstrings write `name` for code, as the README does
+
+html_theme = "pydata_sphinx_theme"
+html_title = "pte_lab"
+html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"
+html_css_files = ["custom.css"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "header_links_before_dropdown": 4,
+    "show_toc_level": 2,
+    "footer_start": ["copyright"],
+    "footer_end": [],
+}
+html_context = {"default_mode": "light"}
+# a section navigation only where a page has sections below it (the notebooks); elsewhere it was empty
+html_sidebars = {name: [] for name in ("index", "glossary", "cli", "api", "ethos-u-layouts", "guides/*")}
+html_show_sourcelink = False
+
+
+def _notebooks(app) -> None:
+    """Put each notebook's executed run under docs/notebooks/ (generated; not committed) before reading."""
+    if not app.config.pte_lab_notebooks:  # -D pte_lab_notebooks=0: the prose alone, for a quick look
+        return
+    out = DOCS / "notebooks"
+    out.mkdir(exist_ok=True)
+    for path in sorted(notebook_cache.NOTEBOOKS.glob("*.ipynb")):
+        nb = json.loads(notebook_cache.executed(path, log=lambda m: print(f"pte_lab docs: {m}", flush=True))
+                        .read_text())
+        # widget views need their JavaScript from a CDN: the page shows the widget's text instead
+        nb["metadata"].pop("widgets", None)
+        for cell in nb["cells"]:
+            for output in cell.get("outputs", []):
+                output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
+        text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        target = out / path.name
+        if not target.exists() or target.read_text() != text:  # unchanged pages are not rebuilt
+            target.write_text(text)
+
+
+def setup(app):
+    app.add_config_value("pte_lab_notebooks", True, "env", [bool, int])
+    app.connect("builder-inited", _notebooks)
+    return {"parallel_read_safe": True}
