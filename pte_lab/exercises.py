@@ -144,12 +144,6 @@ def _data(pte, builder: str, **kwargs) -> bytes | None:
         return f.read()
 
 
-def _peak_instruction(method, mem_id: int) -> tuple[int, int]:
-    occ = method.occupancy(mem_id)
-    i = int(occ.argmax())
-    return i - 1, int(occ[i])  # index 0 is time -1 (the inputs written)
-
-
 def _load_program_host_bytes(pte, loader: str) -> int:
     cost = pte.load_cost(loader)
     return int(cost[(cost.step == "load_program") & (cost.device == "cpu")].bytes.sum())
@@ -212,104 +206,108 @@ PROFILER = "ExecuTorch's activation memory profiler (exir's own lifetimes)"
 
 
 # -------------------------------------------------------------- 01: explore
-def _01_1(pte=None):
-    pte = pte or _open("device", side=64)
-    return _peak_instruction(pte.methods["forward"], 1)
+def _peak_without_inputs(pte=None):
+    # the inputs left out of the plan: what is alive at each instruction is then the operators' outputs only
+    m = (pte or _open("device", side=64)).methods["forward"]
+    t = m.tensors[m.tensors.role != "input"]
+    alive = [t[(t["first"] <= i) & (t["last"] >= i)] for i in range(-1, m.n_instructions + 1)]
+    peak = max(alive, key=lambda a: int(a.nbytes.sum()))
+    return len(peak), int(peak.nbytes.sum())
 
 
-def _x01_1(pte=None):
-    # the peak is where the product is written while both inputs are still alive: ExecuTorch's
-    # chain says which instruction calls aten::mm, its profiler how many bytes are alive at most
+def _peak_without_inputs_by_profiler(pte=None):
+    # exir's own lifetimes (its activation memory profiler), the graph's user inputs left out
+    from executorch.util.activation_memory_profiler import create_tensor_allocation_info
+
     side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else 64
-    data = _data(pte, "device", side=side)
-    if data is None:
-        return None
-    plan = _et_plans(data)["forward"]
-    ops = [(o.name, o.overload) for o in plan.operators]
-    calls = [getattr(i.instr_args, "op_index", None) for i in plan.chains[0].instructions]
-    return calls.index(ops.index(("aten::mm", "out"))), _profiler_peak(_manager("device", side=side))
+    ep = _manager("device", side=side).exported_program("forward")
+    inputs = set(ep.graph_signature.user_inputs)
+    steps = [[a for a in step.allocations if a.name not in inputs]
+             for step in create_tensor_allocation_info(ep.graph) if step]
+    peak = max(steps, key=lambda s: sum(a.size_bytes for a in s))
+    return len(peak), sum(a.size_bytes for a in peak)
 
 
-def _01_2():
+def _arena_saved_by_caller_io():
     planned = _open("portable").methods["forward"].arena(1).size
     caller = _open("portable", alloc_graph_input=False, alloc_graph_output=False)
     return planned - caller.methods["forward"].arena(1).size
 
 
-def _x01_2():
+def _arena_saved_by_caller_io_by_exir():
     sizes = [_et_plans(_bytes("portable", **kw))["forward"].non_const_buffer_sizes[1]
              for kw in ({}, {"alloc_graph_input": False, "alloc_graph_output": False})]
     return sizes[0] - sizes[1]
 
 
 # ------------------------------------------------------------- 02: planning
-def _02_1():
+def _greedy_and_best_fit():
     from . import planning
 
     m = _open("hand_sized", extra=True).methods["forward"]
     return m.arena(1).size, planning.plan_arena(planning.build_problem(m, 1), "best_fit")[1]
 
 
-def _x02_1():
+def _greedy_and_best_fit_by_exir():
     # ExecuTorch's arena as written in the file, and best fit's plan is the bound by exir's own lifetimes
     return (_et_plans(_bytes("hand_sized", extra=True))["forward"].non_const_buffer_sizes[1],
             _profiler_peak(_manager("hand_sized", extra=True)))
 
 
-def _02_2(odd=None):
+def _aligned_lower_bound(odd=None):
     from . import planning
 
     odd = odd or _open("odd").methods["forward"]
     return planning.build_problem(odd, 1, alignment=64).lower_bound
 
 
-def _x02_2(odd=None):
+def _aligned_lower_bound_by_profiler(odd=None):
     from .planning.problem import align_up
 
     return align_up(_profiler_peak(_manager("odd")), 64)  # the true bytes alive at once, rounded once
 
 
-def _02_3():
+def _arena_by_layers():
     return tuple(_open("transformer", layers=n).methods["forward"].arena(1).size for n in (1, 6))
 
 
-def _x02_3():
+def _arena_by_layers_by_exir():
     return tuple(_et_plans(_bytes("transformer", layers=n))["forward"].non_const_buffer_sizes[1] for n in (1, 6))
 
 
 # --------------------------------------------------------------- 03: devices
-def _03_1(pte=None):
+def _corrected_host_bytes(pte=None):
     return _load_program_host_bytes(pte or _open("three_methods", side=64), "corrected")
 
 
-def _x03_1(pte=None):
+def _corrected_host_bytes_by_exir(pte=None):
     data = _data(pte, "three_methods", side=64)
     return None if data is None else _et_load_program_host_bytes(data, "corrected")
 
 
-def _03_2():
+def _cuda_bytes_per_method():
     pte = _open("device", side=128)
     return tuple(pte.methods[n].planned_bytes_by_device().get("cuda:0", 0) for n in ("forward2", "forward"))
 
 
-def _x03_2():
+def _cuda_bytes_per_method_by_exir():
     plans = _et_plans(_bytes("device", side=128))
     return tuple(sum(plans[n].non_const_buffer_sizes[i] for i, d in _et_devices(plans[n]).items() if d == "cuda:0")
                  for n in ("forward2", "forward"))
 
 
 # ---------------------------------------------------------- 04: before/after
-def _04_1():
+def _legacy_extra_host_bytes():
     pte = _open("device", side=2048)
     return _load_program_host_bytes(pte, "legacy") - _load_program_host_bytes(pte, "corrected")
 
 
-def _x04_1():
+def _legacy_extra_host_bytes_by_exir():
     data = _bytes("device", side=2048)
     return _et_load_program_host_bytes(data, "legacy") - _et_load_program_host_bytes(data, "corrected")
 
 
-def _04_2(pte=None):
+def _legacy_shared_arena_2(pte=None):
     pte = pte or _open("three_methods", side=64)
     cost = pte.load_cost("legacy")
     row = cost[cost.mem_id == 2].iloc[0]
@@ -317,7 +315,7 @@ def _04_2(pte=None):
     return int(row.bytes), sorted(tagged)[0]
 
 
-def _x04_2(pte=None):
+def _legacy_shared_arena_2_by_exir(pte=None):
     data = _data(pte, "three_methods", side=64)
     if data is None:
         return None
@@ -328,14 +326,14 @@ def _x04_2(pte=None):
 
 
 # -------------------------------------------------------------------- 05: LLM
-def _05_1(pte=None):
+def _kv_cache_share(pte=None):
     pte = pte or _open("llm")
     m = pte.methods["forward"]
     state = m.tensors[m.tensors.role == "mutable_buffer"]
     return int(state.nbytes.sum()), round(float(state.nbytes.sum()) / m.arena(1).size, 3)
 
 
-def _x05_1(pte=None):
+def _kv_cache_share_by_exir(pte=None):
     # the caches are the tensors llama::update_cache writes into (its second argument), as ExecuTorch's
     # deserializer reads the instructions; an export without that operator has no such second source
     data = _data(pte, "llm")
@@ -352,7 +350,7 @@ def _x05_1(pte=None):
     return total, round(total / plan.non_const_buffer_sizes[1], 3)
 
 
-def _05_2():
+def _shared_state_arenas():
     pte = _open("shared_state")
     out = []
     for name in ("prefill", "decode"):
@@ -362,7 +360,7 @@ def _05_2():
     return tuple(out)
 
 
-def _x05_2():
+def _shared_state_arenas_by_exir():
     # the cache is the tensor the file names k_cache (emit_mutable_buffer_names=True)
     plans = _et_plans(_bytes("shared_state"))
     out = []
@@ -387,13 +385,13 @@ def _et_planned_count(data: bytes, method: str = "forward") -> int:
                if getattr(v.val, "allocation_info", None) is not None)
 
 
-def _06_1():
+def _caller_io_diff():
     d = _diff(("portable", {}), ("portable", {"alloc_graph_input": False, "alloc_graph_output": False}))
     m = d.methods["forward"]
     return len(m.only_before), sum(1 for x in m.matched if x.by == "operators")
 
 
-def _x06_1():
+def _caller_io_diff_by_exir():
     # the caller's input and output are planned only in the first; what the second plans are the operators'
     # outputs, each partnered by the operator that writes it
     first = _et_planned_count(_bytes("portable"))
@@ -401,19 +399,39 @@ def _x06_1():
     return first - second, second
 
 
-def _x06_2():
+def _extra_layer_diff_by_exir():
     # a third layer adds its own tensors (nothing of the first two is missing) and grows arena 1
     two, three = (_bytes("transformer", layers=n) for n in (2, 3))
     sizes = [_et_plans(d)["forward"].non_const_buffer_sizes[1] for d in (two, three)]
     return sizes[1] - sizes[0], _et_planned_count(three) - _et_planned_count(two)
 
 
-def _06_2():
+def _extra_layer_diff():
     m = _diff(("transformer", {"layers": 2}), ("transformer", {"layers": 3})).methods["forward"]
     return m.arena(1).size.delta, len(m.only_after)
 
 
+def _same_file_two_runtimes(pte=None):
+    # one file, two runtimes: 1.4.1's Runtime.load_program (legacy) and 1.5.1's (corrected)
+    pte = pte or _open("device", side=64)
+    return _load_program_host_bytes(pte, "legacy"), _load_program_host_bytes(pte, "corrected")
+
+
+def _same_file_two_runtimes_by_exir(pte=None):
+    side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else 64
+    data = _data(pte, "device", side=side)
+    if data is None:
+        return None
+    return _et_load_program_host_bytes(data, "legacy"), _et_load_program_host_bytes(data, "corrected")
+
+
 # ------------------------------------------------------------------- 07: a microcontroller
+#: the pair of 07.1: one model, compiled by Vela for two memory modes
+SRAM_PAIR = ("u55_128_sram_only", "u55_128_shared_sram")
+#: the program of 07.2: two Ethos-U delegates, a CPU flip between them
+SPLIT = "u55_128_shared_sram_split"
+
+
 def _ethos_u(name: str):
     from . import examples
     from .model import open_pte
@@ -421,54 +439,117 @@ def _ethos_u(name: str):
     return open_pte(examples.ethos_u_program(name))
 
 
-def _07_1() -> int:
-    return _ethos_u("u85_256_dedicated_sram_384kb").methods["forward"].delegate_temp_bytes
+def _sram_fixed_bytes(name: str) -> int:
+    """SRAM the file fixes for ``name`` (the method pool left out): the planned buffers, a temp pool of the
+    largest scratch, and the program's bytes where the memory mode reads them from SRAM (Sram_Only)."""
+    pte = _ethos_u(name)
+    m = pte.methods["forward"]
+    (mode,) = set(pte.delegates.memory_mode)
+    return m.planned_bytes + m.delegate_temp_bytes + (pte.file_size if mode == "Sram_Only" else 0)
 
 
-def _07_2() -> int:
-    return _ethos_u("u55_128_shared_sram_split").methods["forward"].delegate_temp_bytes
+def _sram_by_memory_mode() -> tuple[int, int]:
+    return tuple(_sram_fixed_bytes(n) for n in SRAM_PAIR)
 
 
-def _et_scratch(name: str) -> int:
-    """The largest delegate scratch as ExecuTorch's own Arm script reads it from the blob
-    (backends/arm/scripts/get_ethosu_scratch_from_pte.py, shipped in the wheel): one temp allocation at a time.
-    Run in a child process: the script runs flatc, which talks on the process's own output."""
-    import re
-    import subprocess
-    import sys
+def _arm_script():
+    """ExecuTorch's own Arm script (backends/arm/scripts/get_ethosu_scratch_from_pte.py, shipped in the wheel)."""
+    import runpy
     from pathlib import Path
 
     import executorch
 
+    return runpy.run_path(str(Path(list(executorch.__path__)[0]) / "backends/arm/scripts/get_ethosu_scratch_from_pte.py"))
+
+
+def _et_blobs(data: bytes) -> list[bytes]:
+    """The forward's Ethos-U delegate blobs, in call order, as exir's deserializer reads them."""
+    from .quiet import quiet
+
+    with quiet():
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        program = deserialize_pte_binary(data).program
+    plan = next(p for p in program.execution_plan if p.name == "forward")
+    return [program.backend_delegate_data[d.processed.index].data for d in plan.delegates]
+
+
+def _et_scratch(data: bytes) -> int:
+    """The largest delegate scratch by the Arm script's own reader of Vela's blocks: one temp allocation
+    at a time."""
+    sizes = _arm_script()["get_scratch_size_from_delegate"]
+    return max(sizes(blob) for blob in _et_blobs(data))
+
+
+def _sram_by_memory_mode_by_executorch() -> tuple[int, int]:
+    # the arenas as exir reads them, the scratch as ExecuTorch's Arm script reads it, the memory mode from
+    # the compile specs as exir reads them, and the file's size from the file system
+    import os
+
     from . import examples
 
-    script = Path(list(executorch.__path__)[0]) / "backends/arm/scripts/get_ethosu_scratch_from_pte.py"
-    code = "import runpy, sys; runpy.run_path(sys.argv[1])['get_scratch_from_pte'](sys.argv[2])"
-    out = subprocess.run([sys.executable, "-c", code, str(script), str(examples.ethos_u_program(name))],
-                         capture_output=True, text=True, timeout=600).stdout
-    return max(int(x) for x in re.findall(r"EthosUBackend: scratch_size=(\d+) bytes", out))
+    out = []
+    for name in SRAM_PAIR:
+        path = examples.ethos_u_program(name)
+        with open(path, "rb") as f:
+            data = f.read()
+        plan = _et_plans(data)["forward"]
+        specs = {c.key: bytes(c.value) for d in plan.delegates for c in d.compile_specs}
+        sram_only = b"Sram_Only" in b" ".join(specs.values())
+        out.append(sum(plan.non_const_buffer_sizes[1:]) + _et_scratch(data) + (os.path.getsize(path) if sram_only else 0))
+    return tuple(out)
 
 
-def _x07_1() -> int:
-    return _et_scratch("u85_256_dedicated_sram_384kb")
+def _delegate_io_copies() -> int:
+    # the first delegate's input and output: planned in the arena, and copied into its scratch at the offsets
+    # Vela gives them, both held while the NPU runs
+    from .model.delegates import io_checks
+
+    m = _ethos_u(SPLIT).methods["forward"]
+    first = m.delegate_memory[0]
+    in_arena = sum(int(m.tensors.set_index("value").nbytes[c.value]) for c in io_checks(m.raw, first))
+    in_scratch = sum(c.io.nbytes for c in io_checks(m.raw, first))
+    return in_arena + in_scratch
 
 
-def _x07_2() -> int:
-    return _et_scratch("u55_128_shared_sram_split")
+def _delegate_io_copies_by_executorch() -> int:
+    # the delegate call's arguments as exir's deserializer reads them (their bytes by exir's own count), and
+    # the blob's inputs/outputs descriptors (int32 count, then shape[6], elem_size, offset, region each) split
+    # into blocks by ExecuTorch's Arm script's own reader
+    import math
+    import struct
+
+    from . import examples
+
+    with open(examples.ethos_u_program(SPLIT), "rb") as f:
+        data = f.read()
+    plan = _et_plans(data)["forward"]
+    call = next(i.instr_args for i in plan.chains[0].instructions if hasattr(i.instr_args, "delegate_index"))
+    in_arena = sum(_et_nbytes(plan.values[v].val) for v in call.args)
+    in_scratch = 0
+    for name, block in _arm_script()["iter_vela_blocks"](_et_blobs(data)[0]):
+        if name in ("inputs", "outputs"):
+            (count,) = struct.unpack_from("<i", block)
+            for k in range(count):
+                *shape, elem_size, _offset, _region = struct.unpack_from("<9i", block, 4 + 36 * k)
+                in_scratch += math.prod(shape) * elem_size
+    return in_arena + in_scratch
 
 
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
-    Exercise("01.1", "In `forward` (the host method), at which instruction are the most bytes alive in arena 1, "
-                     "and how many? Answer `(instruction, bytes)`; -1 means 'before the first instruction'.",
-             "plot.occupancy(m) draws the curve; m.occupancy(1) holds it, its first entry being instruction -1. "
-             "Which tensors are alive while the matrix product is written?", _01_1, _x01_1,
-             "ExecuTorch's own deserializer (which instruction calls aten::mm) and its activation memory profiler"),
+    Exercise("01.1", "Suppose `forward`'s two inputs were left to the caller (not planned). Which tensors would "
+                     "then be alive at arena 1's peak? Answer `(tensors, bytes)`: how many are alive there at "
+                     "once, and their bytes, the smallest arena 1 any plan could then give.",
+             "Work it from m.tensors: drop the inputs, then at each instruction add the bytes of the tensors "
+             "whose first <= instruction <= last. A tensor is alive from the instruction that writes it to the "
+             "last one that reads it.", _peak_without_inputs, _peak_without_inputs_by_profiler,
+             "ExecuTorch's activation memory profiler (exir's own lifetimes, the graph's inputs left out)"),
     Exercise("01.2", "Export the portable example with its input and output left to the caller "
                      "(`MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)`, see notebook 02). "
                      "How many bytes smaller is its arena 1? Think about when the input and output are alive "
                      "before you export.",
              "examples.build('portable', alloc_graph_input=False, alloc_graph_output=False) exports it; compare "
-             "arena(1).size with the planned program's. Is the input alive at the arena's peak?", _01_2, _x01_2,
+             "arena(1).size with the planned program's. Is the input alive at the arena's peak?", _arena_saved_by_caller_io, _arena_saved_by_caller_io_by_exir,
              DESERIALIZER),
     Exercise("02.1", "Return `torch.sigmoid(e)` from the hand-sized module instead of `e` "
                      "(`examples.build('hand_sized', extra=True)`): an eighth planned tensor. "
@@ -477,67 +558,84 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "Answer `(greedy, best_fit)` in bytes.",
              "Work it on paper first: the sigmoid's output is 512 bytes, written by a new last instruction (6) "
              "and read as the output; the add's output is no longer the output, so it dies at the sigmoid. Then "
-             "export it and compare.", _02_1, _x02_1,
+             "export it and compare.", _greedy_and_best_fit, _greedy_and_best_fit_by_exir,
              "ExecuTorch's own deserializer (the arena exir wrote) and its activation memory profiler "
              "(best fit reaches the most bytes alive at once)"),
     Exercise("02.2", "Plan the `Odd` program's arena with 64-byte alignment "
                      "(`planning.build_problem(odd, 1, alignment=64)`). What is its lower bound?",
              "The bound takes the true bytes of the tensors alive at each instruction (52 each, not rounded), "
              "the most of them at any instruction, and rounds that sum up to the alignment once. "
-             "Pass odd=... to check() to reuse your program.", _02_2, _x02_2,
+             "Pass odd=... to check() to reuse your program.", _aligned_lower_bound, _aligned_lower_bound_by_profiler,
              "ExecuTorch's activation memory profiler (the most true bytes alive at once, rounded up to 64 once)"),
     Exercise("02.3", "Export the transformer with 1 and with 6 layers. How many bytes is ExecuTorch's arena 1 for "
                      "each? Answer `(one_layer, six_layers)`.",
              "examples.build('transformer', layers=L); the arena's size. Which tensors are alive at the peak: "
-             "those of one layer, or of all of them?", _02_3, _x02_3, DESERIALIZER),
+             "those of one layer, or of all of them?", _arena_by_layers, _arena_by_layers_by_exir, DESERIALIZER),
     Exercise("03.1", "How many bytes of planned arenas does `Runtime.load_program` (the corrected loader) allocate "
                      "on the host, at load_program, for the three-method program? (Planned arenas only, not what "
                      "ExecuTorch keeps of the program itself.)",
              "Host-only methods share arenas sized by the largest per index; the device method's arenas "
-             "wait for load_method. pte.load_cost('corrected').", _03_1, _x03_1,
+             "wait for load_method. pte.load_cost('corrected').", _corrected_host_bytes, _corrected_host_bytes_by_exir,
              "the same rule on ExecuTorch's own deserializer's arena sizes"),
     Exercise("03.2", "Export the device program with `side=128`. How many bytes does each method plan on "
                      "cuda:0? Answer `(forward2, forward)`: the bytes in arenas tagged cuda:0, for each method.",
              "Three side x side float32 tensors, plus XNNPACK's 64 bytes of arena padding; and which arenas "
-             "does forward have?", _03_2, _x03_2, DESERIALIZER),
+             "does forward have?", _cuda_bytes_per_method, _cuda_bytes_per_method_by_exir, DESERIALIZER),
     Exercise("04.1", "For the published experiment (`side=2048`), how many more bytes of planned arenas does the "
                      "legacy loader allocate on the host at load_program than the corrected one?",
              "The legacy loader puts every arena, the device one too, on the host at load_program: count the "
-             "device arena's bytes exactly, XNNPACK's 64 bytes of arena padding included.", _04_1, _x04_1,
+             "device arena's bytes exactly, XNNPACK's 64 bytes of arena padding included.", _legacy_extra_host_bytes, _legacy_extra_host_bytes_by_exir,
              "the same rules on ExecuTorch's own deserializer's arena sizes"),
     Exercise("04.2", "In the three-method program, the legacy loader's shared arena for runtime buffer 1 (mem_id 2): "
                      "how many bytes, and which device did the file tag it for? Answer `(bytes, device)`.",
              "pte.load_cost('legacy') lists the shared arenas; which method has a mem_id 2, and on what device?",
-             _04_2, _x04_2, DESERIALIZER),
+             _legacy_shared_arena_2, _legacy_shared_arena_2_by_exir, DESERIALIZER),
     Exercise("05.1", "How many bytes do the KV caches of the exported forward take, and what fraction of arena 1 "
                      "is that (three decimals)? Answer `(bytes, fraction)`.",
              "The caches are the tensors whose role is mutable_buffer. Pass pte=... to reuse your export.",
-             _05_1, _x05_1, "ExecuTorch's own deserializer (the tensors llama::update_cache writes into)"),
+             _kv_cache_share, _kv_cache_share_by_exir, "ExecuTorch's own deserializer (the tensors llama::update_cache writes into)"),
     Exercise("05.2", "In `examples.build('shared_state')`, prefill and decode share one cache. For each method, "
                      "which mem_id holds its state, and how many bytes? Answer `((mem_id, bytes), (mem_id, bytes))` "
                      "for prefill then decode.",
              "Look at the mutable_buffer rows of each method's tensors; the shared_state finding names the arena.",
-             _05_2, _x05_2, "ExecuTorch's own deserializer (the tensor the file names k_cache)"),
+             _shared_state_arenas, _shared_state_arenas_by_exir, "ExecuTorch's own deserializer (the tensor the file names k_cache)"),
     Exercise("06.1", "Diff the portable example against the same export with its input and output left to the "
                      "caller. How many planned tensors are only in the first, and how many pair by operators? "
                      "Answer `(only_in_first, by_operators)`.",
              "A tensor the caller provides is not planned: it is in neither table. d.methods['forward'] has "
-             "only_before and matched (each pair's `by`); md.table().matched_by counts them.", _06_1, _x06_1,
+             "only_before and matched (each pair's `by`); md.table().matched_by counts them.", _caller_io_diff, _caller_io_diff_by_exir,
              "ExecuTorch's own deserializer (the tensors each export plans)"),
-    Exercise("06.2", "Diff the portable transformer with 2 layers against the one with 3. By how many bytes does "
-                     "arena 1 grow, and how many planned tensors are only in the 3-layer program? "
-                     "Answer `(bytes, tensors)`.",
-             "d.methods['forward'].arena(1).size.delta, and only_after. Tensors pair in instruction order when "
-             "the operator, dtype and shape agree: which layer's tensors find no partner?", _06_2, _x06_2,
+    Exercise("06.2", "Diff the portable transformer with 2 layers against the one with 3. How many bytes does "
+                     "arena 1 change by (0 if it does not), and how many planned tensors are only in the 3-layer "
+                     "program? pte_lab pairs tensors that no name or position pairs in instruction order, when "
+                     "the operator, dtype and shape agree. Answer `(bytes, tensors)`.",
+             "Which tensors are alive at arena 1's peak: those of one layer, or of all of them? And a layer "
+             "added at the end finds no partner for its own tensors: d.methods['forward'].only_after.",
+             _extra_layer_diff, _extra_layer_diff_by_exir,
              "ExecuTorch's own deserializer (arena sizes and planned tensors as it reads them)"),
-    Exercise("07.1", "Open `examples.ethos_u_program('u85_256_dedicated_sram_384kb')`. At least how many bytes must "
-                     "its temp pool hold, before anything else the runtime puts there?",
-             "The delegate takes its scratch from the temp allocator at every execute; pte.delegates says how much. "
-             "The fast scratch is the firmware's, not the temp pool's.", _07_1, _x07_1,
-             "ExecuTorch's own Arm script (get_ethosu_scratch_from_pte.py)"),
-    Exercise("07.2", "The split program's `forward` calls two Ethos-U delegates, one after the other. How many bytes "
-                     "of temp pool do their scratches need together?",
-             "ExecuTorch resets the temp allocator after every instruction: is a delegate's scratch still held "
-             "when the next delegate runs?", _07_2, _x07_2,
-             "ExecuTorch's own Arm script (get_ethosu_scratch_from_pte.py)"),
+    Exercise("06.3", "The diff of the device program exported by executorch 1.4.1 and by 1.5.1 found nothing: the "
+                     "same bytes. How many bytes of planned arenas does each version's `Runtime.load_program` put "
+                     "on the host when it loads that file? Answer `(executorch_1_4_1, executorch_1_5_1)`.",
+             "A diff compares files; the loaders differ. Before 1.5 every method's arenas, the device one "
+             "too, are allocated on the host at load_program, shared per runtime index by the largest; from 1.5 "
+             "only the host-only methods' arenas are, and a device method's wait for load_method.",
+             _same_file_two_runtimes, _same_file_two_runtimes_by_exir,
+             "each loader's rule on ExecuTorch's own deserializer's arena sizes"),
+    Exercise("07.1", "`examples.ethos_u_program('u55_128_sram_only')` and `('u55_128_shared_sram')` hold one "
+                     "model, compiled by Vela for two memory modes. How many bytes of SRAM does each need for "
+                     "what the file fixes: the planned buffers, a temp pool that holds the largest scratch, and the "
+                     "program's bytes if the mode reads them from SRAM? Leave the method pool out (a host "
+                     "measurement). Answer `(sram_only, shared_sram)`.",
+             "Open each with pte_lab.open: m.planned_bytes, m.delegate_temp_bytes, pte.file_size. Under which "
+             "mode does the NPU read its command stream and weights from SRAM, in place in the program?",
+             _sram_by_memory_mode, _sram_by_memory_mode_by_executorch,
+             "exir's deserializer (arenas, compile specs), ExecuTorch's own Arm script "
+             "(get_ethosu_scratch_from_pte.py) and the file's size"),
+    Exercise("07.2", "In the split program, while the first Ethos-U delegate runs, how many bytes hold its input "
+                     "and its output, counting every copy?",
+             "Where does the CPU side keep the delegate's input and output, and where does EthosUBackend "
+             "copy them before and after the NPU runs? The tensors' bytes are in m.tensors, and io_checks "
+             "lists what Vela placed in the scratch.", _delegate_io_copies, _delegate_io_copies_by_executorch,
+             "exir's deserializer (the delegate call's arguments) and ExecuTorch's own Arm script's reader of "
+             "the blob's blocks (Vela's inputs and outputs)"),
 ]}

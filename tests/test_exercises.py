@@ -91,3 +91,12 @@ def test_every_notebook_ends_with_its_exercises(path):
     assert all("check(" in "".join(c["source"]) or c["cell_type"] == "markdown" for c in cells[first:])
     # a learner's answer starts unset: running the notebook as shipped answers nothing
     assert all("answer = None" in "".join(c["source"]) for c in cells[first:] if c["cell_type"] == "code")
+
+
+def test_each_check_is_named_for_what_it_checks():
+    """An exercise's solver and its cross-check are named for what they compute, not numbered after the
+    exercise (``_01_1``, ``_x06_2``): a reader finds the check without the notebook beside it."""
+    numbered = re.compile(r"^_?x?\d\d_\d$")
+    for ex in EXERCISES.values():
+        for f in (ex.solve, ex.cross):
+            assert not numbered.match(f.__name__), (ex.id, f.__name__)
