@@ -187,12 +187,13 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     waste = a.size - padding - a.peak_bytes if a.peak_bytes else 0
     notes = []  # what the arena holds beyond peak live, said in the legend when too thin to draw
     if waste > 0 and waste >= 0.03 * top:  # what the plan spends beyond the bound, as a bracket
-        room = max(1.6, 0.12 * (n + 2))
-        x = right + 0.2 * room
+        room = max(2.4, 0.16 * (n + 2))
+        x = right + 0.15 * room
         ax.annotate("", (x, a.peak_bytes + waste), (x, a.peak_bytes),
                     arrowprops=dict(arrowstyle="<->", color="#333333", lw=0.8, shrinkA=0, shrinkB=0))
-        ax.annotate(f"waste\n{human_bytes(waste)}", (x + 0.1 * room, a.peak_bytes + waste / 2),
+        ax.annotate(f"waste\n{human_bytes(waste)}", (x + 0.25 * room, a.peak_bytes + waste / 2),
                     va="center", fontsize=7)
+        notes.append(f"waste: size above {PEAK_LIVE}\n   (less any padding), room no tensor needs")
         right += room
     elif waste > 0:
         notes.append(f"+ waste {human_bytes(waste)} above {PEAK_LIVE}")
@@ -454,7 +455,8 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
     result), the plan first, then what lies beyond it; device arenas hatched ``//``, parts the file declares
     rather than a run measured (a delegate's scratch, from its blob) hatched ``xx``.
 
-    The bar's end is annotated with its total and how many times the plan it is. A method measured with
+    The bar's end is annotated with its total on this host (heap and resident pages are this host's) and how
+    many times the plan it is. A method measured with
     stand-ins (a backend or kernels the wheel lacks) says so in its label; one that could not run shows what
     the file declares, labelled "not measured". Other keywords go to ``Axes.barh``.
 
@@ -484,8 +486,8 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
         plan = int(rows[rows.part == "planned arenas"].bytes.sum())
         mapped = int(rows[rows.part == "program file resident"].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
-        file_note = f"\n (of it the file's pages: {human_bytes(mapped)})" if mapped else ""
-        ax.annotate(f" {human_bytes(left)} in all{times}{file_note}", (left, y), va="center", fontsize=8)
+        file_note = f"\n (of it the file's pages in this host's page cache: {human_bytes(mapped)})" if mapped else ""
+        ax.annotate(f" {human_bytes(left)} on this host{times}{file_note}", (left, y), va="center", fontsize=8)
         top = max(top, left)
     labels = [f"{n}\n(stand-ins)" if n in sizes.methods and sizes.methods[n].stand_ins
               else (f"{n}\n(not measured)" if n in getattr(sizes, "declared", {}) else n) for n in names]
