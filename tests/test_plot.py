@@ -213,5 +213,5 @@ def test_run_memory_says_what_the_total_holds(program_path):
     total = int(s.table().bytes.sum())
     plan = s.methods["forward"].parts()["planned arenas"]
     mapped = s.methods["forward"].file_resident
-    assert note.startswith(f" {pte_lab.units.human_bytes(total)} in all, {total / plan:.1f}x the plan")
-    assert f"(of it the file's pages: {pte_lab.units.human_bytes(mapped)})" in note
+    assert note.startswith(f" {pte_lab.units.human_bytes(total)} on this host, {total / plan:.1f}x the plan")
+    assert f"(of it the file's pages in this host's page cache: {pte_lab.units.human_bytes(mapped)})" in note
