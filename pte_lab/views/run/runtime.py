@@ -6,12 +6,12 @@ import os
 from html import escape
 from typing import TYPE_CHECKING
 
-from ..units import human_bytes
+from ...units import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..runtime.device import EmulatedDevice
-    from ..runtime.info import RuntimeInfo
-    from ..runtime.program import LabProgram
+    from ...runtime.device import EmulatedDevice
+    from ...runtime.info import RuntimeInfo
+    from ...runtime.program import LabProgram
 
 __all__ = ["lab_program_html", "runtime_info_text", "runtime_info_html", "emulated_device_html"]
 
