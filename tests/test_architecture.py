@@ -336,6 +336,8 @@ def test_the_runtime_hands_records_across_the_worker_boundary(mod, qualname, rec
     ("pte_lab.runtime.sizing.measure", "Session.trial", ["self", "name"]),
     ("pte_lab.runtime.sizing.results", "_method_sizes", ["measured"]),
     ("pte_lab.runtime.sizing.results", "_heap_round", ["path", "data_path"]),
+    ("pte_lab.runtime.runner", "run_method", ["path", "name"]),
+    ("pte_lab.runtime.engine", "Engine.size_method", ["self", "path", "name"]),
 ])
 def test_sizing_calls_name_their_pools(mod, qualname, positional):
     """``session.run(n, None, None, 4096, runs)`` said nothing of which pool is which: these take keywords."""

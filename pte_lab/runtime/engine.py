@@ -118,14 +118,12 @@ class Engine:
 
         return self._step(go)[1]
 
-    def size_method(self, path: str, name: str, method_pool: int | None, temp_pool: int | None,
-                    alignment: int, runs: int, data_path: str | None = None,
-                    planned_alignment: int = 0, file_loader: int = 0) -> "RunnerResult":
-        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`)."""
+    def size_method(self, path: str, name: str, **pools) -> "RunnerResult":
+        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`; ``pools``: its
+        keyword arguments)."""
         from .runner import run_method
 
-        return run_method(path, name, method_pool, temp_pool, alignment, runs, data_path, planned_alignment,
-                          file_loader)
+        return run_method(path, name, **pools)
 
     def file_loader_default_alignment(self) -> int:
         """FileDataLoader's default alignment in this build (alignof(std::max_align_t))."""

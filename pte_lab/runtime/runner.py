@@ -236,7 +236,7 @@ def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
     return tuple(out)
 
 
-def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: int | None = None,
+def run_method(path: str, name: str, *, method_pool: int | None = None, temp_pool: int | None = None,
                alignment: int = 4096, runs: int = 2, data_path: str | None = None,
                planned_alignment: int = 0, file_loader: int = 0) -> RunnerResult:
     """Load and run ``name`` with the sizing runner; what each step took.

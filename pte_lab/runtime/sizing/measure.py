@@ -175,8 +175,10 @@ class Session:
             alignment: int = 4096, runs: int, planned_alignment: int = 0, file_loader: bool = False) -> RunnerResult:
         """One run of the sizing runner (pools None: counting); ``file_loader``: read the program with a
         FileDataLoader (its default alignment) instead of mapping it."""
-        return self.engine.call("size_method", self.path, name, method_pool, temp_pool, alignment, runs,
-                                self.data_path, planned_alignment, self.file_loader if file_loader else 0)
+        return self.engine.call("size_method", self.path, name, method_pool=method_pool, temp_pool=temp_pool,
+                                alignment=alignment, runs=runs, data_path=self.data_path,
+                                planned_alignment=planned_alignment,
+                                file_loader=self.file_loader if file_loader else 0)
 
     def measure(self, plan, runs: int) -> Measurement | str:
         """Load and run ``plan``'s method ``runs`` times with counting pools, as :func:`~.results.sizes` sizes
