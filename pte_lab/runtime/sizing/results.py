@@ -377,7 +377,9 @@ class Sizes:
 
     def to_dict(self) -> dict:
         def method(m: MethodSizes) -> dict:
-            d = {k: v for k, v in asdict(m).items() if k not in ("steps", "inputs", "outputs", "libraries")}
+            # the steps (keyed by Step records) are not in the document
+            d = {k: v for k, v in asdict(replace(m, steps={})).items()
+                 if k not in ("steps", "inputs", "outputs", "libraries")}
             return d | {"parts": m.parts(),
                         "inputs": [asdict(i) | {"dtype": i.dtype, "set_to": _set_to(i)} for i in m.inputs],
                         "outputs": [asdict(o) | {"dtype": o.dtype} for o in m.outputs],
