@@ -3,6 +3,10 @@
 bytes -> pte_lab.format -> pte_lab.model -> views (views, plot, widgets, cli);
 runtime, planning, examples and experiments beside them. Checked on the
 source with ``ast`` (every import, including those inside functions).
+The one accepted way for a lower layer (the model, the runtime) to reach a
+view is a display hook of its record (``__repr__``, ``__str__``,
+``_repr_html_``, ``to_dict``) handing the record to its view, lazily; the
+runtime's results have their views in ``pte_lab.views.run``.
 """
 
 from __future__ import annotations
