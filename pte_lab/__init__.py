@@ -129,9 +129,9 @@ def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | N
         raise PteLabError("sizes=True sizes the programs by loading their files: give paths, not bytes")
     d = diff_programs(*sides, methods=methods, labels=labels)
     if sizes:
-        size = __getattr__("sizes")  # pte_lab.sizes, wherever the runtime keeps it
-        names = list(d.methods) + list(d.removed) + list(d.added)
-        d = d.with_sizes(*(size(p, [n for n in names if n in p.methods], progress=progress) for p in sides))
+        from .runtime.sizing import sized_diff
+
+        d = sized_diff(d, *sides, progress=progress)
     return d
 
 

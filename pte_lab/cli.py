@@ -188,7 +188,7 @@ class _Deprecated(argparse.Action):
 def _sizes(args) -> int:
     from .model import open_pte
     from .runtime.sizing import sizes
-    from .views.sizes import c_header, sizes_text
+    from .views.run.sizes import c_header, sizes_text
 
     pte = open_pte(args.file)
     for name in args.method or []:
@@ -197,7 +197,7 @@ def _sizes(args) -> int:
     verify = args.verify or args.example_runner is not None
     s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines())
     if args.example_runner is not None:
-        from .views.example_runner import left_out, write_example_runner
+        from .views.run.example_runner import left_out, write_example_runner
 
         for path in write_example_runner(s, args.example_runner, args.method):
             print(path)
@@ -241,15 +241,10 @@ def _diff(args) -> int:
     a, b = open_pte(args.before), open_pte(args.after)
     d = diff_programs(a, b, methods=[args.method] if args.method else None)
     if args.sizes:
-        from .runtime import sizes
+        from .runtime.sizing import sized_diff
 
         say = lines()
-        names = [*d.methods, *d.removed, *d.added]
-        measured = []
-        for label, p in (("first", a), ("second", b)):
-            say(f"sizing the {label} program ({p.path}): each method loaded and run in a fresh worker")
-            measured.append(sizes(p, [n for n in names if n in p.methods], progress=say))
-        d = d.with_sizes(*measured)
+        d = sized_diff(d, a, b, progress=say, announce=say)
     limit = args.fail_if_grows
     if args.json:
         sys.stdout.write(json.dumps(diff_document(d, limit), indent=None if args.compact else 1))

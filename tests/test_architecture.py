@@ -3,6 +3,10 @@
 bytes -> pte_lab.format -> pte_lab.model -> views (views, plot, widgets, cli);
 runtime, planning, examples and experiments beside them. Checked on the
 source with ``ast`` (every import, including those inside functions).
+The one accepted way for a lower layer (the model, the runtime) to reach a
+view is a display hook of its record (``__repr__``, ``__str__``,
+``_repr_html_``, ``to_dict``) handing the record to its view, lazily; the
+runtime's results have their views in ``pte_lab.views.run``.
 """
 
 from __future__ import annotations
@@ -89,8 +93,9 @@ def test_the_graph_sees_every_module():
 
 @pytest.mark.parametrize("layer, hooks", [("pte_lab.format", set()), ("pte_lab.runtime", REPR_HOOKS)])
 def test_lower_layers_never_import_views_or_the_package(layer, hooks):
-    """Not at module scope, not inside a function; the runtime's results reach their views only through
-    their lazy repr hooks, as the model's do."""
+    """Not at module scope, not inside a function: the runtime never imports a view. The one accepted
+    pattern is a display hook (``__repr__``, ``__str__``, ``_repr_html_``, ``to_dict``) of a runtime record
+    that hands the record to its view, lazily, as the model's records do."""
     bad = []
     for mod, imports in GRAPH.items():
         if not _within(mod, [layer]):
@@ -157,14 +162,16 @@ def test_the_import_graph_has_no_cycles():
 
 def test_the_cycle_check_sees_a_cycle_through_a_function_level_import():
     edges = _edges()
-    edges["pte_lab.runtime.native"] = edges["pte_lab.runtime.native"] | {"pte_lab.runtime.sizing"}
-    assert any({"pte_lab.runtime.native", "pte_lab.runtime.sizing"} <= set(c) for c in _cycles(edges))
+    edges["pte_lab.runtime.native"] = edges["pte_lab.runtime.native"] | {"pte_lab.runtime.sizing.results"}
+    assert any({"pte_lab.runtime.native", "pte_lab.runtime.sizing.results"} <= set(c) for c in _cycles(edges))
 
 
 #: the runtime's tiers, top down: its fronts start from a checked program and reach ExecuTorch through an
 #: engine (in this process or a worker), which drives the native runner, the device and the counters
 RUNTIME_TIERS = [
     {"pte_lab.runtime", "pte_lab.runtime.program", "pte_lab.runtime.sizing", "pte_lab.runtime.run_all"},
+    {"pte_lab.runtime.sizing.results"},
+    {"pte_lab.runtime.sizing.measure"},
     {"pte_lab.runtime.checked", "pte_lab.runtime.isolate", "pte_lab.runtime.worker"},
     {"pte_lab.runtime.engine"},
     {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
@@ -243,9 +250,9 @@ def _definitions(name: str) -> list[str]:
     ("BlobUse", "pte_lab.model.delegates"), ("BLOB_CHECKS", "pte_lab.model.delegates"),
     ("text_table", "pte_lab.views.text"), ("indented", "pte_lab.views.text"),
     ("LedgerEvent", "pte_lab.runtime.native"), ("ledger_frame", "pte_lab.runtime.device"),
-    ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing"),
-    ("PoolVerification", "pte_lab.runtime.sizing"), ("counts_fields", "pte_lab.runtime.native"),
-    ("verdict", "pte_lab.views.sizes"), ("Checked", "pte_lab.runtime.checked"),
+    ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing.results"),
+    ("PoolVerification", "pte_lab.runtime.sizing.results"), ("counts_fields", "pte_lab.runtime.native"),
+    ("verdict", "pte_lab.views.run.sizes"), ("Checked", "pte_lab.runtime.checked"),
     ("ScalarType", "pte_lab.format.schema"), ("TensorShapeDynamism", "pte_lab.format.schema"),
     ("TensorDataLocation", "pte_lab.format.schema"), ("DataLocation", "pte_lab.format.schema"),
     ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("runtime_index_of", "pte_lab.format.schema"),
@@ -257,6 +264,116 @@ def _definitions(name: str) -> list[str]:
 ])
 def test_each_fact_has_one_home(name, home):
     assert _definitions(name) == [home]
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(p: Path) -> ast.AST:
+    return ast.parse(p.read_text(), str(p))
+
+
+def test_executorch_version_is_read_in_one_function():
+    """One function says which executorch is installed (cached; "unknown" where it is not)."""
+    homes = [_module_name(p) for p in SOURCES for node in ast.walk(_tree(p))
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "executorch_version"]
+    assert homes == ["pte_lab.runtime.native"]
+
+
+def _calls(attr: str) -> set[str]:
+    """Modules calling a function or method named ``attr``."""
+    return {_module_name(p) for p in SOURCES for node in ast.walk(_tree(p))
+            if isinstance(node, ast.Call) and attr in (getattr(node.func, "attr", None), getattr(node.func, "id", None))}
+
+
+def test_a_diff_is_sized_in_one_place():
+    """``pte_lab.diff(sizes=True)`` and ``pte-lab diff --sizes`` size both programs through one function."""
+    assert _calls("with_sizes") == {"pte_lab.runtime.sizing.results"}
+    assert {"pte_lab", "pte_lab.cli"} <= _calls("sized_diff")
+
+
+def _string_constants(mod_prefix: str):
+    """(module, the string) for every string constant (f-strings' literal parts too) under ``mod_prefix``."""
+    for p in SOURCES:
+        mod = _module_name(p)
+        if _within(mod, [mod_prefix]):
+            for node in ast.walk(_tree(p)):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    yield mod, node.value
+
+
+def test_the_temp_probe_is_decided_in_one_file_and_worded_in_one_view():
+    """A temp pool one byte short is a :class:`TempProbe` (an outcome and its detail), decided in the sizing's
+    results; its words ("refused: ...", "silent: ...") are written in one view and parsed nowhere."""
+    worded = {mod for mod, text in _string_constants("pte_lab") if text.startswith(("refused:", "silent:"))}
+    assert worded == {"pte_lab.views.run.sizes"}
+    assert _definitions("TempShort") == ["pte_lab.runtime.sizing.results"]
+    parsed = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES for node in ast.walk(_tree(p))
+              if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("startswith", "endswith")
+              and node.args and isinstance(node.args[0], ast.Constant)
+              and node.args[0].value in ("refused", "silent", "ran", "execute", "first_execute")]
+    assert not parsed, parsed
+
+
+def _function(mod: str, qualname: str) -> ast.FunctionDef:
+    path = ROOT / (mod.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT / mod.replace(".", "/") / "__init__.py"
+    node = ast.parse(path.read_text())
+    for part in qualname.split("."):
+        node = next(n for n in node.body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == part)
+    return node
+
+
+@pytest.mark.parametrize("mod, qualname, record", [
+    ("pte_lab.runtime.engine", "Engine._measured", "StepMeasure"),
+    ("pte_lab.runtime.engine", "Engine.load_program", "StepMeasure"),
+    ("pte_lab.runtime.engine", "Engine.release", "StepMeasure"),
+    ("pte_lab.runtime.operators", "provide", "Provision"),
+    ("pte_lab.runtime.engine", "Engine.provide_operators", "Provision"),
+])
+def test_the_runtime_hands_records_across_the_worker_boundary(mod, qualname, record):
+    """What a step measured and what registering operators did cross the worker's pipe as frozen records,
+    never as dicts with string keys for the caller to ``.get``."""
+    fn = _function(mod, qualname)
+    assert record in ast.unparse(fn.returns), f"{qualname} returns {ast.unparse(fn.returns)}"
+    returned = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+    assert not any(isinstance(v, ast.Dict) for v in returned), qualname
+    keyed = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES if _within(_module_name(p), ["pte_lab.runtime"])
+             for node in ast.walk(_tree(p))
+             if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                 and node.slice.value in ("missing", "loaded"))
+             or (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "get" and node.args
+                 and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("bytes", "how", "seconds"))]
+    assert not keyed, keyed
+
+
+@pytest.mark.parametrize("mod, qualname, positional", [
+    ("pte_lab.runtime.sizing.measure", "Session.run", ["self", "name"]),
+    ("pte_lab.runtime.sizing.measure", "Session.trial", ["self", "name"]),
+    ("pte_lab.runtime.sizing.results", "_method_sizes", ["measured"]),
+    ("pte_lab.runtime.sizing.results", "_heap_round", ["path", "data_path"]),
+    ("pte_lab.runtime.runner", "run_method", ["path", "name"]),
+    ("pte_lab.runtime.engine", "Engine.size_method", ["self", "path", "name"]),
+])
+def test_sizing_calls_name_their_pools(mod, qualname, positional):
+    """``session.run(n, None, None, 4096, runs)`` said nothing of which pool is which: these take keywords."""
+    args = _function(mod, qualname).args
+    assert [a.arg for a in args.posonlyargs + args.args] == positional
+
+
+def test_a_session_learns_what_the_process_allocates_once_in_one_state():
+    """One attribute (:class:`~pte_lab.runtime.sizing.measure.OnceHeap`, None until measured), not three flags."""
+    flags = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES for node in ast.walk(_tree(p))
+             if isinstance(node, ast.Attribute) and node.attr in ("once_seen", "once_tried")]
+    assert not flags, flags
+
+
+def test_views_of_the_model_never_import_the_runtime():
+    """The runtime's results have their views in :mod:`pte_lab.views.run`; the rest of ``pte_lab.views`` renders
+    the file's model only."""
+    bad = [f"{mod} imports {t}" for mod, imports in GRAPH.items()
+           if _within(mod, ["pte_lab.views"]) and not _within(mod, ["pte_lab.views.run"])
+           for imported, _, names in imports for t in _targets(imported, names) if _within(t, ["pte_lab.runtime"])]
+    assert not bad, "\n".join(bad)
 
 
 def _literal_homes(is_fact) -> set[str]:
@@ -281,7 +398,7 @@ def _literal_homes(is_fact) -> set[str]:
     ("loader steps", lambda c: {"load_program", "load_method", "first_execute"} <= c, "pte_lab.model.load_cost"),
     ("tensor columns", lambda c: {"producer", "dynamic", "first", "last"} <= c, None),
     ("ledger fields", lambda c: {"device_type", "alignment", "time_ns"} <= c, None),
-    ("run-time parts", lambda c: {"planned arenas", "method allocator", "temp allocator"} <= c, "pte_lab.runtime.sizing"),
+    ("run-time parts", lambda c: {"planned arenas", "method allocator", "temp allocator"} <= c, "pte_lab.runtime.sizing.results"),
     ("counter fields", lambda c: {"heap_live", "anon_mapped"} <= c, None),
     ("planner names", lambda c: {"best_fit", "greedy", "naive"} <= c, "pte_lab.planning.algorithms"),
     ("arena columns", lambda c: {"mem_id", "runtime_index", "peak_bytes"} <= c, None),

@@ -27,7 +27,8 @@ pytest.importorskip("executorch.runtime")
 import pte_lab  # noqa: E402
 from pte_lab.cli import main  # noqa: E402
 from pte_lab.runtime import native  # noqa: E402
-from pte_lab.views.sizes import c_header, c_identifiers, sizes_text  # noqa: E402
+from pte_lab.runtime.sizing import TempShort  # noqa: E402
+from pte_lab.views.run.sizes import c_header, c_identifiers, sizes_text  # noqa: E402
 
 
 def _planned_by_reader(pte, name):
@@ -169,7 +170,9 @@ def test_portable_pools_are_sufficient_tight_and_compile_into_a_c_header(program
         assert said in " ".join(flat.split()), said
     v = s.verified["forward"]
     assert v.loader == f"FileDataLoader({m.file_loader_alignment})" and v.temp_failures == 0
-    assert v.smaller_temp.startswith("refused: MemoryAllocationFailed") and not v.temp_short_is_silent
+    assert v.smaller_temp.outcome is TempShort.REFUSED and not v.temp_short_is_silent
+    assert v.smaller_temp.error.startswith("MemoryAllocationFailed")
+    assert s.to_dict()["verified"]["forward"]["smaller_temp"].startswith("refused: MemoryAllocationFailed")
     assert "#define PTE_LAB_FORWARD_TEMP_SHORT_IS_SILENT 0" in c_header(s)
     # the inputs the figures were measured with are said, in the header and the JSON
     assert "every input set before every execute (tensors: zeros" in c_header(s).replace("\n *", "")
@@ -338,7 +341,7 @@ def test_a_method_that_crashes_the_runtime_is_skipped_and_the_others_sized(progr
 
     bad = tmp_path / "corrupt.pte"
     bad.write_bytes(_corrupt_sizes_reference(program_path("portable").read_bytes()))
-    real_run = sizing._Session.run
+    real_run = sizing.Session.run
 
     def run(self, name, *args, **kwargs):
         if name == "attention":  # what a file the reader cannot fault would do: crash the runtime
@@ -346,7 +349,7 @@ def test_a_method_that_crashes_the_runtime_is_skipped_and_the_others_sized(progr
             self.engine.call("load_method", "forward")
         return real_run(self, name, *args, **kwargs)
 
-    monkeypatch.setattr(sizing._Session, "run", run)
+    monkeypatch.setattr(sizing.Session, "run", run)
     s = pte_lab.sizes(program_path("xnnpack"))
     assert s.skipped["attention"].startswith("the runtime crashed (SIG")
     assert list(s.methods) == ["forward"] and s.methods["forward"].method_allocator > 0

@@ -19,8 +19,9 @@ import pte_lab  # noqa: E402
 from pte_lab import examples  # noqa: E402
 from pte_lab.cli import main  # noqa: E402
 from pte_lab.runtime import stand_ins  # noqa: E402
-from pte_lab.runtime.sizing import MethodSizes, Sizes, _Session  # noqa: E402
-from pte_lab.views.sizes import c_header, sizes_text  # noqa: E402
+from pte_lab.runtime.runner import Step, StepKind  # noqa: E402
+from pte_lab.runtime.sizing import MethodSizes, Session, Sizes  # noqa: E402
+from pte_lab.views.run.sizes import c_header, sizes_text  # noqa: E402
 
 DATA = Path(examples.ETHOS_U_PROGRAMS)
 SPLIT = DATA / "u55_128_shared_sram_split.pte"
@@ -80,7 +81,7 @@ def test_an_ethos_u_program_is_sized_with_stand_ins_and_its_temp_pool_covers_the
                              tmp_path)
     assert got == [str(m.method_allocator), str(m.temp_allocator), "4864"]
     # the example runner builds against the wheel, which lacks the backend: it leaves the method out and says why
-    from pte_lab.views.example_runner import main_cpp
+    from pte_lab.views.run.example_runner import main_cpp
 
     assert ('method "forward" is not in this example: it was measured with pte_lab\'s stand-ins for EthosUBackend'
             in main_cpp(s))
@@ -91,16 +92,16 @@ def test_a_temp_pool_smaller_than_the_scratch_is_refused_at_execute():
     backend, gets nothing from the temp allocator (MemoryAllocationFailed at execute)."""
     pte = pte_lab.open(SPLIT)
     scratch = pte.methods["forward"].delegate_temp_bytes
-    with _Session(str(SPLIT), None, []) as session:
+    with Session(str(SPLIT), None, []) as session:
         assert session.cannot_run(pte.methods["forward"]) is None
-        counted = session.run("forward", None, None, 4096, 1)
+        counted = session.run("forward", runs=1)
         assert counted.ok and counted.pools.temp_peak == scratch  # kernel resolution takes less than the scratch
         method_pool = counted.pools.method_peak
-        ok = session.run("forward", method_pool, scratch, 16, 1)
-        short = session.run("forward", method_pool, scratch - 1, 16, 1)
+        ok = session.run("forward", method_pool=method_pool, temp_pool=scratch, alignment=16, runs=1)
+        short = session.run("forward", method_pool=method_pool, temp_pool=scratch - 1, alignment=16, runs=1)
         done = session.engine.call("stand_in_stats")
     assert ok.ok, ok
-    assert not short.ok and short.step == "first_execute" and short.error == 0x21  # MemoryAllocationFailed
+    assert not short.ok and short.step == Step(StepKind.EXECUTE, 1) and short.error == 0x21  # MemoryAllocationFailed
     assert done["scratch_peak"] == 4864 and done["handle_bytes"] == 72
 
 

@@ -8,6 +8,7 @@ it measured as plain data, so the two cases look the same to the caller.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..devices import parse_device
@@ -15,7 +16,20 @@ from . import device as devmod
 from . import memory
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .operators import Provision
     from .runner import RunnerResult
+
+
+@dataclass(frozen=True)
+class StepMeasure:
+    """What one step took, per device: bytes (None: not measurable there), how each was measured, and its
+    seconds. Plain data: it crosses the worker's pipe as it is."""
+
+    seconds: float
+    #: device -> bytes taken during the step (negative: given back; None: not measurable)
+    bytes: dict[str, int | None] = field(default_factory=dict)
+    #: device -> how its bytes were measured
+    how: dict[str, str] = field(default_factory=dict)
 
 
 class Engine:
@@ -48,13 +62,14 @@ class Engine:
             snap[d] = self._device_probe(d)
         return snap
 
-    def _measured(self, before: dict, after: dict, seconds: float) -> dict:
-        out = {"seconds": seconds, "bytes": {}, "how": {}}
+    def _measured(self, before: dict, after: dict, seconds: float) -> StepMeasure:
+        taken: dict[str, int | None] = {}
+        how_of: dict[str, str] = {}
         for dev, (b, how) in after.items():
             a = before.get(dev, (None, how))[0]
-            out["bytes"][dev] = None if (a is None or b is None) else b - a
-            out["how"][dev] = how
-        return out
+            taken[dev] = None if (a is None or b is None) else b - a
+            how_of[dev] = how
+        return StepMeasure(seconds, taken, how_of)
 
     def _step(self, fn):
         # No gc.collect() here: with torch loaded it costs ~0.2 s, and ExecuTorch's
@@ -67,7 +82,7 @@ class Engine:
         return result, self._measured(before, after, seconds)
 
     # ---------------------------------------------------------------- steps
-    def load_program(self, path: str, data_path: str | None = None, verification: str = "internal") -> dict:
+    def load_program(self, path: str, data_path: str | None = None, verification: str = "internal") -> StepMeasure:
         from executorch.runtime import Verification
 
         ver = {"internal": Verification.InternalConsistency, "minimal": Verification.Minimal}[verification]
@@ -77,40 +92,38 @@ class Engine:
 
         return self._step(go)[1]
 
-    def load_method(self, name: str) -> dict:
+    def load_method(self, name: str) -> StepMeasure:
         def go():
             self.methods[name] = self.program.load_method(name)
 
         return self._step(go)[1]
 
-    def execute(self, name: str, inputs: list, measure: bool = True) -> tuple[list, dict | None]:
+    def execute(self, name: str, inputs: list, measure: bool = True) -> tuple[list, StepMeasure | None]:
         method = self.methods[name]
         if not measure:  # later runs: no accounting on the hot path
             return list(method.execute(list(inputs))), None
         return self._step(lambda: list(method.execute(list(inputs))))
 
-    def execute_raw(self, name: str, inputs: list, measure: bool = True) -> tuple[list, dict | None]:
+    def execute_raw(self, name: str, inputs: list, measure: bool = True) -> tuple[list, StepMeasure | None]:
         """:meth:`execute` on raw values (:mod:`pte_lab.runtime.raw`): a bundled case, its outputs as bytes."""
         from .raw import to_raw, to_torch
 
         outputs, measured = self.execute(name, [to_torch(v) for v in inputs], measure)
         return [to_raw(o) for o in outputs], measured
 
-    def release(self) -> dict:
+    def release(self) -> StepMeasure:
         def go():
             self.methods.clear()
             self.program = None
 
         return self._step(go)[1]
 
-    def size_method(self, path: str, name: str, method_pool: int | None, temp_pool: int | None,
-                    alignment: int, runs: int, data_path: str | None = None,
-                    planned_alignment: int = 0, file_loader: int = 0) -> "RunnerResult":
-        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`)."""
+    def size_method(self, path: str, name: str, **pools) -> "RunnerResult":
+        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`; ``pools``: its
+        keyword arguments)."""
         from .runner import run_method
 
-        return run_method(path, name, method_pool, temp_pool, alignment, runs, data_path, planned_alignment,
-                          file_loader)
+        return run_method(path, name, **pools)
 
     def file_loader_default_alignment(self) -> int:
         """FileDataLoader's default alignment in this build (alignof(std::max_align_t))."""
@@ -119,7 +132,7 @@ class Engine:
         return file_loader_default_alignment()
 
     # ---------------------------------------------------------------- facts
-    def provide_operators(self, operators: list[str]) -> dict:
+    def provide_operators(self, operators: list[str]) -> "Provision":
         """Register ExecuTorch's own libraries for missing operators; what is still missing."""
         from .operators import provide
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 import importlib.metadata as md
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+
+from .native import executorch_version
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v.split("+")[0])[:3])
-
-
-@lru_cache(maxsize=1)
-def executorch_version() -> str:
-    return md.version("executorch")
 
 
 def honours_device_plans(version: str | None = None) -> bool:
@@ -49,12 +45,12 @@ class RuntimeInfo:
         ]
 
     def __repr__(self) -> str:
-        from ..views.runtime import runtime_info_text
+        from ..views.run.runtime import runtime_info_text
 
         return runtime_info_text(self)
 
     def _repr_html_(self) -> str:
-        from ..views.runtime import runtime_info_html
+        from ..views.run.runtime import runtime_info_html
 
         return runtime_info_html(self)
 

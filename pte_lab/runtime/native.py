@@ -258,8 +258,10 @@ def _glibc_x86_64() -> bool:
     return platform.machine() in ("x86_64", "AMD64") and platform.libc_ver()[0] == "glibc"
 
 
+@lru_cache(maxsize=1)
 def executorch_version() -> str:
-    """The installed executorch's version (what the runner reports it was built against)."""
+    """The installed executorch's version ("unknown" where it is not installed): what a sizing reports, what
+    the native helpers are built against and the runner says it was built with."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -12,16 +12,26 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass, field
 
 from ..units import count, first_few
 
-__all__ = ["PROVIDERS", "registered_operators", "provide", "missing_message"]
+__all__ = ["PROVIDERS", "Provision", "registered_operators", "provide", "missing_message"]
 
 #: operator namespace -> (module of the executorch wheel that registers its kernels, what it is)
 PROVIDERS = {
     "llama": ("executorch.extension.llm.custom_ops.custom_ops", "ExecuTorch's LLM custom ops"),
     "quantized_decomposed": ("executorch.kernels.quantized", "ExecuTorch's quantized kernels"),
 }
+
+
+@dataclass(frozen=True)
+class Provision:
+    """What :func:`provide` did for a method's operators: those still missing, and the libraries it
+    registered for the others (module -> what it is)."""
+
+    missing: tuple[str, ...] = ()
+    loaded: dict[str, str] = field(default_factory=dict)
 
 
 #: operators seen registered in this process: the registry only grows, so a method whose operators
@@ -49,11 +59,9 @@ def registered_operators() -> set[str]:
     return set(_SEEN)
 
 
-def provide(operators: list[str]) -> dict:
-    """Register the libraries that provide the missing ``operators`` (known namespaces only).
-
-    Returns ``{"missing": [...still missing], "loaded": {module: description}}``.
-    """
+def provide(operators: list[str]) -> Provision:
+    """Register the libraries that provide the missing ``operators`` (known namespaces only): what is still
+    missing (sorted), and what was registered."""
     loaded = {}
     for ns in sorted({op.split("::")[0] for op in operators if "::" in op} & set(PROVIDERS)):
         module, what = PROVIDERS[ns]
@@ -61,7 +69,7 @@ def provide(operators: list[str]) -> dict:
             _UNREPORTED.discard(module)
             loaded[module] = what
     if _SEEN.issuperset(operators):
-        return {"missing": [], "loaded": loaded}
+        return Provision((), loaded)
     missing = sorted(set(operators) - registered_operators())
     for ns in sorted({op.split("::")[0] for op in missing if "::" in op}):
         if ns not in PROVIDERS:
@@ -74,7 +82,7 @@ def provide(operators: list[str]) -> dict:
         loaded[module] = what
     if loaded:
         missing = sorted(set(missing) - registered_operators())
-    return {"missing": missing, "loaded": loaded}
+    return Provision(tuple(missing), loaded)
 
 
 def missing_message(method: str, missing: list[str]) -> str:

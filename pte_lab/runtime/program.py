@@ -7,7 +7,7 @@ import re
 import tempfile
 import warnings
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..devices import device_name
@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from ..model import Method
+    from .engine import StepMeasure
     from .sizing import Sizes
 
 __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "OperatorLibraryWarning"]
@@ -71,7 +72,7 @@ class _Record:
     step: str
     method: str | None
     predicted: dict[str, int]
-    measured: dict = field(default_factory=dict)
+    measured: StepMeasure
 
 
 def _exc_parts(exc: Exception) -> tuple[str, str]:
@@ -240,12 +241,13 @@ class LabProgram:
         plan = self.plan.methods[name]
         self._check_backends(name, plan)
         got = self._engine.call("provide_operators", plan.operators)
-        for module, what in got["loaded"].items():
+        for module, what in got.loaded.items():
             warnings.warn(OperatorLibraryWarning(
                 f"method {name!r} calls operators of {what}: pte_lab registered them (import {module})"),
                 stacklevel=2)
-        if got["missing"]:
-            raise OperatorMissingError(missing_message(name, got["missing"]), method=name, operators=got["missing"])
+        if got.missing:
+            raise OperatorMissingError(missing_message(name, list(got.missing)), method=name,
+                                       operators=list(got.missing))
         predicted = self._predicted("load_method", name)
         self._check_budget("load_method", name, predicted)
         try:
@@ -454,14 +456,14 @@ class LabProgram:
 
         rows = []
         for r in self._records:
-            devices = sorted(set(r.predicted) | set(r.measured.get("bytes", {})),
-                             key=lambda d: (d != "cpu", d))
+            m = r.measured
+            devices = sorted(set(r.predicted) | set(m.bytes), key=lambda d: (d != "cpu", d))
             for d in devices:
-                measured = r.measured.get("bytes", {}).get(d)
+                measured = m.bytes.get(d)
                 if d not in r.predicted and not measured:
                     continue
                 rows.append((r.step, r.method or PROGRAM, d, r.predicted.get(d, 0), measured,
-                             r.measured.get("how", {}).get(d, ""), r.measured.get("seconds")))
+                             m.how.get(d, ""), m.seconds))
         df = pd.DataFrame(rows, columns=REPORT_COLUMNS)
         df.attrs["loader"] = self.loader
         df.attrs["note"] = HOST_BYTES_NOTE
@@ -472,7 +474,7 @@ class LabProgram:
         return ledger_frame(self._engine.call("ledger_events", self._ledger_start))
 
     def _repr_html_(self) -> str:
-        from ..views.runtime import lab_program_html
+        from ..views.run.runtime import lab_program_html
 
         return lab_program_html(self)
 

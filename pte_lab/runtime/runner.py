@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import lru_cache
 
 from ..devices import device_name
 from ..errors import PteLabError
 from . import memory, native
 
-__all__ = ["run_method", "RunnerResult", "StepUse", "PoolUse", "MethodIO", "COUNTING", "NO_TEMP", "INPUT_VALUES",
-           "file_loader_default_alignment"]
+__all__ = ["run_method", "RunnerResult", "Step", "StepKind", "StepUse", "PoolUse", "MethodIO", "COUNTING", "NO_TEMP",
+           "INPUT_VALUES", "file_loader_default_alignment"]
 
 #: the pool size that asks the runner to count instead of capping
 COUNTING = 2**64 - 1
@@ -96,6 +97,39 @@ class PoolUse:
     temp_max_alignment: int = 0
 
 
+class StepKind(Enum):
+    """What the sizing runner does at one step, in the order it does them."""
+
+    LOAD_PROGRAM = "load_program"
+    METHOD_META = "method_meta"
+    PREPARE = "prepare"
+    LOAD_METHOD = "load_method"
+    SET_INPUTS = "set_inputs"
+    EXECUTE = "execute"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the sizing runner: its kind and, for an execute and the inputs set before it, which run
+    (1: the first)."""
+
+    kind: StepKind
+    index: int = 0
+
+    @property
+    def label(self) -> str:
+        """The step as messages name it: ``load_method``, ``first_execute``, ``execute 2``,
+        ``set_inputs before first_execute``."""
+        if self.kind is StepKind.EXECUTE:
+            return "first_execute" if self.index == 1 else f"execute {self.index}"
+        if self.kind is StepKind.SET_INPUTS:
+            return f"set_inputs before {Step(StepKind.EXECUTE, self.index).label}"
+        return self.kind.value
+
+    def __str__(self) -> str:
+        return self.label
+
+
 @dataclass(frozen=True)
 class StepUse:
     """What the allocation counter saw around one step (bytes; negative: given back)."""
@@ -121,12 +155,12 @@ class RunnerResult:
     resolution_bytes_per_arg: int
     #: ExecuTorch's error code of the first step that failed (0: none) and that step
     error: int = 0
-    step: str | None = None
+    step: Step | None = None
     #: (mem_id, device, bytes) of each planned buffer, as ExecuTorch's MethodMeta reads it
     planned: tuple[tuple[int, str, int], ...] = ()
-    #: per step ("load_program", "load_method", "first_execute", "execute 2"...): the counter's
+    #: per step (load_program, load_method, each execute), in the order they ran: the counter's
     #: figures, None where the counter is not preloaded
-    steps: dict[str, StepUse | None] = field(default_factory=dict)
+    steps: dict[Step, StepUse | None] = field(default_factory=dict)
     pools: PoolUse | None = None
     #: the program file's resident bytes after the runs (None: unknown)
     file_rss: int | None = None
@@ -138,7 +172,7 @@ class RunnerResult:
     def ok(self) -> bool:
         return self.error == 0
 
-    def fail(self, code: int, step: str) -> "RunnerResult":
+    def fail(self, code: int, step: Step) -> "RunnerResult":
         """Record ``code`` at ``step`` unless an earlier step already failed."""
         if code and not self.error:
             self.error, self.step = int(code), step
@@ -202,7 +236,7 @@ def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
     return tuple(out)
 
 
-def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: int | None = None,
+def run_method(path: str, name: str, *, method_pool: int | None = None, temp_pool: int | None = None,
                alignment: int = 4096, runs: int = 2, data_path: str | None = None,
                planned_alignment: int = 0, file_loader: int = 0) -> RunnerResult:
     """Load and run ``name`` with the sizing runner; what each step took.
@@ -225,7 +259,7 @@ def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: 
         got = [memory.file_rss(p) for p in (path, data_path) if p]
         return None if None in got else sum(got)
 
-    def record(label: str, handle, rc: int, file_before: int | None) -> int:
+    def record(label: Step, handle, rc: int, file_before: int | None) -> int:
         before, after = memory.Counts(), memory.Counts()
         if handle and lib.pte_lab_sizing_last_step(handle, ctypes.byref(before), ctypes.byref(after)):
             rss = file_rss()
@@ -241,31 +275,30 @@ def run_method(path: str, name: str, method_pool: int | None = None, temp_pool: 
     err = ctypes.c_int32(0)
     handle = lib.pte_lab_sizing_open(path.encode(), (data_path or "").encode(), file_loader, ctypes.byref(err))
     if not handle:
-        return out.fail(err.value, "load_program")
+        return out.fail(err.value, Step(StepKind.LOAD_PROGRAM))
     try:
-        record("load_program", handle, 0, 0)
+        record(Step(StepKind.LOAD_PROGRAM), handle, 0, 0)
         n = lib.pte_lab_sizing_planned_count(handle, bname)
         if n < 0:
-            return out.fail(-n, "method_meta")
+            return out.fail(-n, Step(StepKind.METHOD_META))
         planned = []
         for i in range(n):
             dt, di = ctypes.c_int32(), ctypes.c_int32()
             size = lib.pte_lab_sizing_planned_buffer(handle, bname, i, ctypes.byref(dt), ctypes.byref(di))
             if size < 0:
-                return out.fail(-size, "method_meta")
+                return out.fail(-size, Step(StepKind.METHOD_META))
             planned.append((i + 1, device_name(dt.value, di.value), int(size)))
         out.planned = tuple(planned)
         rc = lib.pte_lab_sizing_prepare(handle, bname, COUNTING if method_pool is None else method_pool,
                                         COUNTING if temp_pool is None else temp_pool, alignment, planned_alignment)
         if rc:
-            return out.fail(rc, "prepare")
-        if not record("load_method", handle, lib.pte_lab_sizing_load_method(handle, bname), file_rss()):
+            return out.fail(rc, Step(StepKind.PREPARE))
+        if not record(Step(StepKind.LOAD_METHOD), handle, lib.pte_lab_sizing_load_method(handle, bname), file_rss()):
             out.inputs, out.outputs = _io(lib, handle, False), _io(lib, handle, True)
-            for r in range(runs):
-                label = "first_execute" if r == 0 else f"execute {r + 1}"
-                if out.fail(lib.pte_lab_sizing_set_inputs(handle), f"set_inputs before {label}").error:
+            for r in range(1, runs + 1):
+                if out.fail(lib.pte_lab_sizing_set_inputs(handle), Step(StepKind.SET_INPUTS, r)).error:
                     break
-                if record(label, handle, lib.pte_lab_sizing_execute(handle), file_rss()):
+                if record(Step(StepKind.EXECUTE, r), handle, lib.pte_lab_sizing_execute(handle), file_rss()):
                     break
             out.file_rss = file_rss()
         use = _PoolUse()

@@ -1,11 +1,14 @@
 """What a sizing says beyond what it measured: the stand-ins it ran with, and what the file declares for
 methods it could not run (:class:`~pte_lab.runtime.declared.DeclaredSizes`). Text lines, HTML notes and C
-header lines that :mod:`pte_lab.views.sizes` includes."""
+header lines that :mod:`pte_lab.views.run.sizes` includes."""
 
 from __future__ import annotations
 
-from ..units import exact_bytes
-from .c_text import c_comment as _c
+from ...devices import parse_device
+from ...model.delegates import TEMP_ALLOCATOR
+from ...runtime.stand_ins import STAND_INS
+from ...units import exact_bytes
+from ..c_text import c_comment as _c
 
 __all__ = ["stand_in_line", "declared_lines", "header_stand_in_lines", "header_declared_lines"]
 
@@ -14,8 +17,6 @@ def stand_in_line(m) -> str | None:
     """One sentence for a method measured with stand-ins (None: it ran with the real backend and kernels)."""
     if not m.stand_ins:
         return None
-    from ..runtime.stand_ins import STAND_INS
-
     lo, hi = STAND_INS["EthosUBackend" if "EthosUBackend" in m.stand_ins else "cortex_m::"][0]
     return (f"measured with stand-ins for {', '.join(m.stand_ins)}: pte_lab's, registered in the sizing worker "
             f"under the real names, taking from ExecuTorch's allocators what the real ones take (ExecuTorch "
@@ -26,8 +27,6 @@ def declared_lines(d) -> list[str]:
     """What the file declares for a method not sized: planned arenas, the temp pool's least size, and what is
     not measured."""
     out = [f"  planned arena {mem_id} ({dev}): {exact_bytes(b)} (file)" for mem_id, dev, b in d.planned]
-    from ..model.delegates import TEMP_ALLOCATOR
-
     for index, backend, scratch, where in d.delegates:
         if scratch is not None:
             out.append(f"  delegate {index} ({backend}) scratch: {exact_bytes(scratch)} "
@@ -59,8 +58,6 @@ def header_declared_lines(d, up: str, low: str) -> list[str]:
            f"({_c(d.not_measured)}) */",
            f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {n}u"]
     if n:
-        from ..devices import parse_device
-
         out += [f"static const size_t pte_lab_{low}_planned_buffer_sizes[{n}] = "
                 f"{{{', '.join(f'{b}u' for _, _, b in d.planned)}}};",
                 f"static const int pte_lab_{low}_planned_buffer_device_types[{n}] = "

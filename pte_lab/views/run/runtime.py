@@ -6,13 +6,13 @@ import os
 from html import escape
 from typing import TYPE_CHECKING
 
-from ..units import human_bytes
-from .html import html_repr, key_values
+from ...units import human_bytes
+from ..html import html_repr, key_values
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..runtime.device import EmulatedDevice
-    from ..runtime.info import RuntimeInfo
-    from ..runtime.program import LabProgram
+    from ...runtime.device import EmulatedDevice
+    from ...runtime.info import RuntimeInfo
+    from ...runtime.program import LabProgram
 
 __all__ = ["lab_program_html", "runtime_info_text", "runtime_info_html", "emulated_device_html"]
 

@@ -26,11 +26,13 @@ import os
 import shlex
 from typing import TYPE_CHECKING
 
-from .c_text import c_comment as _comment, c_string
+from ...errors import PteLabError
+from ...runtime.libraries import AS_NEEDED, compile_flags, link_flags
+from ..c_text import c_comment as _comment, c_string
 from .sizes import c_header, c_identifiers
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..runtime.sizing import MethodSizes, Sizes
+    from ...runtime.sizing import MethodSizes, Sizes
 
 __all__ = ["example_runner", "write_example_runner", "left_out", "main_cpp", "build_script", "FILES"]
 
@@ -384,8 +386,6 @@ def main_cpp(sizes: "Sizes", methods: list[str] | None = None) -> str:
 
 def build_script(sizes: "Sizes", methods: list[str] | None = None) -> str:
     """``build.sh``: builds ``runner`` and ``runner_no_temp`` against the installed executorch wheel."""
-    from ..runtime.libraries import AS_NEEDED, compile_flags, link_flags
-
     names = [n for n in (methods or list(sizes.methods)) if n in sizes.methods]
     libs, seen = [], set()
     for n in names:
@@ -430,7 +430,6 @@ def write_example_runner(sizes: "Sizes", folder, methods: list[str] | None = Non
 
     Raises :class:`~pte_lab.PteLabError`, writing nothing, when the runner would run no method.
     """
-    from ..errors import PteLabError
     names = [n for n in (methods or list(sizes.methods)) if n in sizes.methods]
     out = left_out(sizes, names)
     if names and len(out) == len(names):

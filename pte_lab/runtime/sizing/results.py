@@ -1,60 +1,34 @@
-"""Deployment sizing: every byte a method needs, measured, and proven sufficient and tight.
-
-``pte_lab.sizes("model.pte")`` loads and runs each method the way a bare-metal
-build would, with pools it owns (``native/sizing.cpp``): a method allocator,
-the planned arenas at their planned sizes, a temp allocator; every input set
-before every execute (zeros at the planned shapes), as an application does.
-The runner records each pool's high-water mark, in two configurations
-(:data:`CONFIGURATIONS`: method + temp pools, and the method pool alone, with no
-temp allocator); the allocation counter preloaded into the worker that hosts it
-counts what lies outside ExecuTorch's allocators (what delegates and kernels
-``malloc``, anonymous mappings) and the kernel says how much of the program file
-is mapped in. The heap depends on the data loader (the pools do not): the parts
-are measured with the program mapped (MmapDataLoader, as ``Runtime.load_program``
-does), and each method is also run with a FileDataLoader (what a plain C++ runner
-and ``--example-runner`` use; it mallocs the program's flatbuffer, constant
-segments and delegate blobs it reads), in both configurations, for the heap such
-a runner needs (:attr:`MethodSizes.file_heap_peak`).
-:meth:`Sizes.verify` then loads and runs every method again, with a FileDataLoader,
-in both configurations, with pools of exactly the reported sizes and planned
-buffers aligned to exactly :data:`PLANNED_ALIGNMENT`, and with a method pool one
-byte smaller, which ExecuTorch must refuse; a temp allocation refused during an
-execute (ExecuTorch logs it and the execute still returns Ok) makes a pool
-insufficient, and a temp pool one byte smaller is tried to say whether a short
-temp pool is refused at load_method or only fails silently at execute.
-
-Runs always happen in an isolated worker (a fresh process: clean counts, and a
-crash cannot take the caller down).
-
-The pools are exact: ExecuTorch's own allocators' high-water marks, the same
-on every run (and proven by :meth:`Sizes.verify`). The heap figures are not:
-XNNPACK picks its kernels, packing and workspaces per instruction set, and
-malloc's layout, the thread pool's threads and the address space's layout vary
-from one run to the next. Each method's heap is therefore measured in
-:data:`HEAP_RUNS` fresh workers (``heap_runs``), and the lowest and highest
-seen are kept (:attr:`MethodSizes.heap_low`, :attr:`MethodSizes.heap_high`);
-the scalar heap fields and the C header's ``HEAP_*`` macros are the highest.
+"""What a sizing says (see :mod:`pte_lab.runtime.sizing`): per method the pools and the heap
+(:class:`MethodSizes`), what a verification proved (:class:`PoolVerification`, :class:`TempProbe`), the whole
+program's (:class:`Sizes`: its table, pools, JSON), and :func:`sizes`, which sums the measuring session's raw
+runs (:mod:`.measure`) up into them.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
 from typing import TYPE_CHECKING
 
-from ..errors import MEMORY_ALLOCATION_FAILED, PteLabError, RuntimeCrashedError, error_name
-from ..format import TENSOR_ALIGNMENT
-from .checked import checked
-from .declared import DeclaredSizes, declared_sizes
-from .libraries import Library
-from .runner import INPUT_VALUES, NO_TEMP, MethodIO, RunnerResult, StepUse
+from ...errors import MEMORY_ALLOCATION_FAILED, NotFoundError, PteLabError, RuntimeCrashedError
+from ...format import TENSOR_ALIGNMENT
+from ...printable import printable
+from ...progress import reporter
+from ..checked import checked
+from ..declared import DeclaredSizes, declared_sizes
+from ..libraries import Library, needed
+from ..native import executorch_version
+from ..runner import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse
+from .measure import HEAP_ONCE_ROUNDING, Measurement, PoolTrial, Session, failure, held
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "SIZES_COLUMNS", "PARTS", "POOLS", "SizingError",
-           "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT", "HeapFigures", "HEAP_RUNS",
-           "HEAP_FIELDS", "HOST_DEPENDENT"]
+__all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort", "SIZES_COLUMNS", "PARTS",
+           "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
+           "MIN_POOL_ALIGNMENT", "HEAP_ONCE_ROUNDING", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
+           "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
 #: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
@@ -88,10 +62,6 @@ MIN_POOL_ALIGNMENT = TENSOR_ALIGNMENT
 #: the base alignment planned buffers are given (and verified with, to exactly this): exir plans every
 #: tensor at an offset that is a multiple of it
 PLANNED_ALIGNMENT = TENSOR_ALIGNMENT
-
-#: what the process allocates once is rounded up to a multiple of this: malloc's usable sizes vary by a
-#: chunk (16 B) with the heap's layout (a buffer grown in place), which a fresh runner's layout differs in
-HEAP_ONCE_ROUNDING = 256
 
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
 POOLS = ("planned arenas", "method allocator", "temp allocator")
@@ -179,7 +149,7 @@ class MethodSizes:
     heap_load_program: int | None
     runs: int
     #: the raw per-step measurements (None: the counter was not preloaded)
-    steps: dict[str, StepUse | None] = field(default_factory=dict, compare=False, repr=False)
+    steps: dict[Step, StepUse | None] = field(default_factory=dict, compare=False, repr=False)
     #: the backends and kernels pte_lab's stand-ins replaced while measuring (see runtime.stand_ins)
     stand_ins: tuple[str, ...] = ()
     #: the largest scratch one delegate call takes from the temp allocator, from the blobs (the temp pool covers it)
@@ -256,6 +226,36 @@ class MethodSizes:
         }
 
 
+class TempShort(Enum):
+    """What a temp pool one byte smaller than reported did, with exactly the reported method pool."""
+
+    #: ExecuTorch refused it: a step failed (load_method, or an execute returning an error)
+    REFUSED = "refused"
+    #: temp allocations failed during execute, which still returned Ok (ExecuTorch only logs them)
+    SILENT = "silent"
+    #: nothing failed: the temp figure is not tight
+    RAN = "ran"
+
+
+@dataclass(frozen=True)
+class TempProbe:
+    """A temp pool one byte short, tried: the verdict (decided here, by :meth:`of`; worded by
+    :mod:`pte_lab.views.run.sizes`) and its detail."""
+
+    outcome: TempShort
+    #: REFUSED: what ExecuTorch said, and at which step
+    error: str | None = None
+    #: SILENT: the temp allocations that failed during execute
+    failed: int = 0
+
+    @classmethod
+    def of(cls, run: RunnerResult) -> "TempProbe":
+        failed = run.pools.temp_failed if run.pools else 0
+        if not run.ok:
+            return cls(TempShort.REFUSED, error=failure(run))
+        return cls(TempShort.SILENT, failed=failed) if failed else cls(TempShort.RAN)
+
+
 @dataclass(frozen=True)
 class PoolVerification:
     """One method run with pools of exactly its reported sizes, then with a method pool one byte smaller."""
@@ -280,16 +280,40 @@ class PoolVerification:
     #: temp allocations refused during the runs with exactly these pools (a kernel's execute-time temp
     #: allocation failing is logged by ExecuTorch, and execute may still return Ok): any makes it insufficient
     temp_failures: int = 0
-    #: what a temp pool one byte smaller did (method + temp, temp pool > 0; None: not tried):
-    #: "refused: <error> at <step>", "silent: N temp allocations failed during execute, which returned Ok",
-    #: or "ran" (nothing failed)
-    smaller_temp: str | None = None
+    #: what a temp pool one byte smaller did (method + temp, temp pool > 0; None: not tried)
+    smaller_temp: TempProbe | None = None
 
     @property
     def temp_short_is_silent(self) -> bool:
         """A temp pool one byte short is not refused: a kernel's temp allocation fails during execute, which
         still returns Ok (ExecuTorch only logs "Failed to allocate temp memory")."""
-        return bool(self.smaller_temp and self.smaller_temp.startswith("silent"))
+        return self.smaller_temp is not None and self.smaller_temp.outcome is TempShort.SILENT
+
+    @classmethod
+    def of(cls, trial: PoolTrial, m: "MethodSizes") -> "PoolVerification":
+        """What ``trial``'s runs proved of ``m``'s pools."""
+        ok, smaller = trial.exact, trial.smaller
+        temp_failures = ok.pools.temp_failed if ok.pools else 0
+        sufficient = ok.ok and not temp_failures
+        why = None if sufficient else failure(ok) if not ok.ok else (
+            f"{temp_failures} temp allocations refused during execute (ExecuTorch logged them; execute "
+            f"returned Ok)")
+        return cls(
+            trial.method_pool, trial.temp_pool, m.alignment,
+            sufficient=sufficient, sufficient_error=why,
+            tight=smaller is not None and smaller.error == MEMORY_ALLOCATION_FAILED
+            and smaller.step is not None and smaller.step.kind is StepKind.LOAD_METHOD,
+            smaller_error=None if smaller is None or smaller.ok else failure(smaller),
+            configuration="method + temp" if trial.temp_pool is not None else "method alone", runs=m.runs,
+            planned_alignment=m.planned_alignment, loader=f"FileDataLoader({trial.file_loader})",
+            temp_failures=temp_failures,
+            smaller_temp=None if trial.smaller_temp is None else TempProbe.of(trial.smaller_temp))
+
+    def to_dict(self) -> dict:
+        from ...views.run.sizes import temp_probe_words
+
+        return asdict(self) | {"smaller_temp": None if self.smaller_temp is None
+                               else temp_probe_words(self.smaller_temp)}
 
 
 @dataclass
@@ -354,7 +378,9 @@ class Sizes:
 
     def to_dict(self) -> dict:
         def method(m: MethodSizes) -> dict:
-            d = {k: v for k, v in asdict(m).items() if k not in ("steps", "inputs", "outputs", "libraries")}
+            # the steps (keyed by Step records) are not in the document
+            d = {k: v for k, v in asdict(replace(m, steps={})).items()
+                 if k not in ("steps", "inputs", "outputs", "libraries")}
             return d | {"parts": m.parts(),
                         "inputs": [asdict(i) | {"dtype": i.dtype, "set_to": _set_to(i)} for i in m.inputs],
                         "outputs": [asdict(o) | {"dtype": o.dtype} for o in m.outputs],
@@ -370,9 +396,9 @@ class Sizes:
             "methods": {n: method(m) for n, m in self.methods.items()},
             "skipped": self.skipped,
             "declared": {n: asdict(d) for n, d in self.declared.items()},
-            "verified": None if self.verified is None else {n: asdict(v) for n, v in self.verified.items()},
+            "verified": None if self.verified is None else {n: v.to_dict() for n, v in self.verified.items()},
             "verified_alone": None if self.verified_alone is None else {
-                n: asdict(v) for n, v in self.verified_alone.items()},
+                n: v.to_dict() for n, v in self.verified_alone.items()},
         }
 
     def verify(self) -> dict[str, PoolVerification]:
@@ -383,13 +409,13 @@ class Sizes:
         :class:`SizingError` when a figure is not sufficient.
         """
         pte = checked(self.path).pte
-        with _Session(self.path, self.data_path, sorted(
+        with Session(self.path, self.data_path, sorted(
                 {d for m in self.methods.values() for _, d, _ in m.planned if d != "cpu"})) as session:
             self.verified, self.verified_alone = {}, {}
             for m in self.methods.values():
                 why = session.cannot_run(pte.methods[m.method])  # registers the operators it needs
                 if why is None:
-                    self.verified[m.method], alone = session.verify(m)
+                    self.verified[m.method], alone = _verify(session, m)
                     if alone is not None:
                         self.verified_alone[m.method] = alone
                 else:
@@ -400,13 +426,11 @@ class Sizes:
         return self.verified
 
     def _repr_html_(self) -> str:
-        from ..views.sizes import sizes_html
+        from ...views.run.sizes import sizes_html
 
         return sizes_html(self)
 
     def __repr__(self) -> str:
-        from ..printable import printable
-
         return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(map(printable, self.methods))}>"
 
 
@@ -416,139 +440,15 @@ def part_source(part: str, m: MethodSizes) -> str:
     return f"{how}, with stand-ins" if m.stand_ins and how in ("runner", "counter") else how
 
 
-class _Session:
-    """A fresh counted worker hosting an Engine (emulated devices where the file needs them and no
-    real allocator is registered), for sizing and verifying one program's methods."""
+def _verify(session: Session, m: MethodSizes) -> tuple[PoolVerification, PoolVerification | None]:
+    """Both configurations (the second None where the method cannot run without a temp allocator)."""
+    def check(method_pool: int, temp_pool: int | None) -> PoolVerification:
+        return PoolVerification.of(session.trial(m.method, method_pool=method_pool, temp_pool=temp_pool,
+                                                 alignment=m.alignment, runs=m.runs,
+                                                 planned_alignment=m.planned_alignment), m)
 
-    def __init__(self, path: str, data_path: str | None, devices: list[str]):
-        self.path, self.data_path, self.devices = path, data_path, devices
-
-    def __enter__(self) -> "_Session":
-        from . import native
-
-        native.library_path()  # built here, not by a compiler started inside the counted worker
-        self._start()
-        return self
-
-    def _start(self) -> None:
-        from .isolate import Worker
-
-        self.engine = Worker(self.devices, self.devices)
-        self.registered = set(self.engine.call("registered_backends"))
-        #: FileDataLoader::from(path)'s default alignment: what the file-loader runs and the verification use
-        self.file_loader = int(self.engine.call("file_loader_default_alignment"))
-        #: heap the process allocates once (None: not measured yet in this worker; see MethodSizes.heap_once)
-        self.once: int | None = None
-        self.once_seen = 0
-        self.once_tried = False
-        self.stand_ins: set[str] = set()
-
-    def restart(self) -> None:
-        """A fresh worker after the last one died."""
-        self.engine.close()
-        self._start()
-
-    def __exit__(self, *exc) -> None:
-        self.engine.close()
-
-    def cannot_run(self, plan) -> str | None:
-        """Why the runtime cannot load ``plan``'s method here (None: it can, with stand-ins where the wheel
-        lacks a backend or kernels pte_lab has them for; see :meth:`uses`)."""
-        from .info import executorch_version
-        from .stand_ins import stand_ins_for
-
-        version = executorch_version()
-        lacking = sorted({d.backend for d in plan.delegates} - self.registered - self.stand_ins)
-        backends, _ = stand_ins_for(lacking, [], version)
-        if set(lacking) - set(backends):
-            return (f"backend {', '.join(b for b in lacking if b not in backends)} is not registered in this "
-                    f"ExecuTorch build, and pte_lab has no stand-in for it")
-        got = self.engine.call("provide_operators", [o for o in plan.operators if o not in self.stand_ins])
-        _, kernels = stand_ins_for([], got["missing"], version)
-        if set(got["missing"]) - set(kernels):
-            return f"operators this ExecuTorch build lacks: {', '.join(o for o in got['missing'] if o not in kernels)}"
-        if backends or kernels:
-            self.stand_ins.update(self.engine.call("register_stand_ins", backends, kernels))
-        return None
-
-    def uses(self, plan) -> tuple[str, ...]:
-        """The stand-ins ``plan``'s method runs with in this session."""
-        return tuple([b for b in dict.fromkeys(d.backend for d in plan.delegates) if b in self.stand_ins]
-                     + [o for o in plan.operators if o in self.stand_ins])
-
-    def run(self, name: str, method_pool: int | None, temp_pool: int | None, alignment: int,
-            runs: int, planned_alignment: int = 0, file_loader: bool = False) -> RunnerResult:
-        """One run of the sizing runner; ``file_loader``: read the program with a FileDataLoader (its default
-        alignment) instead of mapping it."""
-        return self.engine.call("size_method", self.path, name, method_pool, temp_pool, alignment, runs,
-                                self.data_path, planned_alignment, self.file_loader if file_loader else 0)
-
-    def check(self, m: MethodSizes, method_pool: int, temp_pool: int | None) -> PoolVerification:
-        """Exact pools (temp None: no temp allocator) run the method ``m.runs`` times, inputs set before
-        each, with a FileDataLoader as a runner has; then a method pool one byte smaller, and (method + temp)
-        a temp pool one byte smaller, run through the executes."""
-        temp = NO_TEMP if temp_pool is None else temp_pool
-        ok = self.run(m.method, method_pool, temp, m.alignment, m.runs, m.planned_alignment, True)
-        smaller = self.run(m.method, method_pool - 1, temp, m.alignment, 0, m.planned_alignment, True) \
-            if method_pool else None
-        temp_failures = ok.pools.temp_failed if ok.pools else 0
-        sufficient = ok.ok and not temp_failures
-        why = None if sufficient else _failure(ok) if not ok.ok else (
-            f"{temp_failures} temp allocations refused during execute (ExecuTorch logged them; execute "
-            f"returned Ok)")
-        smaller_temp = None
-        if temp_pool:
-            t = self.run(m.method, method_pool, temp_pool - 1, m.alignment, m.runs, m.planned_alignment, True)
-            failed = t.pools.temp_failed if t.pools else 0
-            smaller_temp = (f"refused: {_failure(t)}" if not t.ok else
-                            f"silent: {failed} temp allocations failed during execute, which returned Ok"
-                            if failed else "ran")
-        return PoolVerification(
-            method_pool, temp_pool, m.alignment,
-            sufficient=sufficient, sufficient_error=why,
-            tight=smaller is not None and smaller.error == MEMORY_ALLOCATION_FAILED and smaller.step == "load_method",
-            smaller_error=None if smaller is None or smaller.ok else _failure(smaller),
-            configuration="method + temp" if temp_pool is not None else "method alone", runs=m.runs,
-            planned_alignment=m.planned_alignment, loader=f"FileDataLoader({self.file_loader})",
-            temp_failures=temp_failures, smaller_temp=smaller_temp)
-
-    def verify(self, m: MethodSizes) -> tuple[PoolVerification, PoolVerification | None]:
-        """Both configurations (the second None where the method cannot run without a temp allocator)."""
-        both = self.check(m, m.method_allocator, m.temp_allocator)
-        alone = None if m.method_pool_alone is None else self.check(m, m.method_pool_alone, None)
-        return both, alone
-
-
-def _failure(r: RunnerResult) -> str:
-    return f"{error_name(r.error)} at {r.step}"
-
-
-#: address space the sizing runner reserves for each counting pool (sizing.cpp's kCountingReservation)
-COUNTING_RESERVATION = 0xFFFFF000
-
-
-def address_space_limit() -> int | None:
-    """The address-space limit (RLIMIT_AS, ``ulimit -v``) this process, and the workers it starts, run under."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not a POSIX system
-        return None
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    return None if soft == resource.RLIM_INFINITY else int(soft)
-
-
-def _refused(r: RunnerResult) -> str:
-    """Why a method's first (unbounded) run failed: ExecuTorch's error, or the worker's memory limit."""
-    from ..units import human_bytes
-
-    limit = address_space_limit()
-    if r.error == MEMORY_ALLOCATION_FAILED and limit is not None:
-        return (f"the sizing worker ran out of the memory it was allowed: it runs under an address-space limit "
-                f"(RLIMIT_AS, `ulimit -v`) of {human_bytes(limit)} and reserves "
-                f"{human_bytes(2 * COUNTING_RESERVATION)} of address space for its counting pools, so "
-                f"{error_name(r.error)} at {r.step} is that limit, not the program; lift it "
-                f"(`ulimit -v unlimited`) or raise it")
-    return f"ExecuTorch refused it: {_failure(r)}"
+    both = check(m.method_allocator, m.temp_allocator)
+    return both, None if m.method_pool_alone is None else check(m.method_pool_alone, None)
 
 
 def _set_to(io: MethodIO) -> str:
@@ -587,9 +487,6 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     :class:`~pte_lab.PteLabError` for a source that is not a ``.pte`` on disk; a method the runtime refuses
     is listed in :attr:`Sizes.skipped`, not raised. Example: ``pte_lab.sizes("model.pte").table()``.
     """
-    from ..progress import reporter
-    from .info import executorch_version
-
     path = getattr(source, "path", source)
     if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
         raise PteLabError(f"sizes() needs a .pte file on disk; got {source!r}")
@@ -607,8 +504,6 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     names = list(pte.methods) if methods is None else list(methods)
     for n in names:
         if n not in pte.methods:
-            from ..errors import NotFoundError
-
             raise NotFoundError(f"no method {n!r}; the program has {list(pte.methods)}")
     devices = sorted({d for n in names for d in pte.methods[n].devices})
     out: dict[str, MethodSizes] = {}
@@ -618,36 +513,19 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     verified_alone: dict[str, PoolVerification] | None = {} if verify else None
     report = reporter(progress, total=len(names), desc="sizing")
     report.step("starting an isolated worker (imports ExecuTorch)")
-    with report, _Session(path, data_path, devices) as session:
+    with report, Session(path, data_path, devices) as session:
         for k, n in enumerate(names, 1):
             if k > 1:
                 report.advance()
             report.step(f"method {n!r} ({k}/{len(names)}): load and run {runs}x" + (", then verify" if verify else ""))
             plan = pte.methods[n]
             try:
-                why = session.cannot_run(plan)
+                got = session.measure(plan, runs)
+                why = got if isinstance(got, str) else None
                 if why is None:
-                    r = session.run(n, None, None, 4096, runs)
-                    if not r.ok:
-                        why = _refused(r)
-                if why is None and session.once is None and not session.once_tried:
-                    # the first method this worker runs: what the process allocates once (in r, and in no
-                    # later run) is r's heap less a repeat's
-                    again = session.run(n, None, None, 4096, runs)
-                    session.once, session.once_seen = _once(r, again)
-                    session.once_tried = True  # once per worker, even where nothing was counted
-                    seen = session.once_seen
-                else:
-                    seen = 0
-                if why is None:
-                    # the heap a runner reading the file needs, in both configurations (the pools do not
-                    # depend on the loader: the method alone's pool comes from its FileDataLoader run)
-                    alone = session.run(n, None, NO_TEMP, 4096, runs, file_loader=True)
-                    read = session.run(n, None, None, 4096, runs, file_loader=True)
-                    out[n] = _method_sizes(r, alone, plan, runs, session.uses(plan), read, session.file_loader,
-                                           session.once, seen)
+                    out[n] = _method_sizes(got, plan=plan, runs=runs)
                     if verify:
-                        verified[n], v_alone = session.verify(out[n])
+                        verified[n], v_alone = _verify(session, out[n])
                         if v_alone is not None:
                             verified_alone[n] = v_alone
             except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
@@ -661,7 +539,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         rounds = {n: [m] for n, m in out.items()}
         for k in range(2, heap_runs + 1 if counted and out else 0):
             report.step(f"the heap again, in a fresh worker ({k}/{heap_runs})")
-            for n, m in _heap_round(path, data_path, devices, pte, list(out), runs).items():
+            for n, m in _heap_round(path, data_path, devices=devices, pte=pte, names=list(out), runs=runs).items():
                 rounds[n].append(m)
         report.advance()
     out = {n: _over_runs(rounds[n]) for n in out}
@@ -670,29 +548,32 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                  declared)
 
 
-def _heap_round(path: str, data_path: str | None, devices: list[str], pte, names: list[str],
+def sized_diff(d, before, after, *, progress=None, announce=None):
+    """``d``, a :class:`~pte_lab.model.diff.Diff` of the programs ``before`` and ``after`` (opened, from files),
+    with both sized (:func:`sizes`: the methods ``d`` compares, adds or removes, each side its own), the parts
+    side by side. ``announce``: a callable told, before each side, which program is being sized."""
+    names = [*d.methods, *d.removed, *d.added]
+    measured = []
+    for label, p in (("first", before), ("second", after)):
+        if announce is not None:
+            announce(f"sizing the {label} program ({p.path}): each method loaded and run in a fresh worker")
+        measured.append(sizes(p, [n for n in names if n in p.methods], progress=progress))
+    return d.with_sizes(*measured)
+
+
+def _heap_round(path: str, data_path: str | None, *, devices: list[str], pte, names: list[str],
                 runs: int) -> dict[str, MethodSizes]:
     """One more fresh worker measuring the heap of each of ``names`` as :func:`sizes` does (what the process
     allocates once on the first; the pools it measures are not used). A method that fails or crashes here
     gives no figures in this round."""
     out: dict[str, MethodSizes] = {}
-    with _Session(path, data_path, devices) as session:
+    with Session(path, data_path, devices) as session:
         for n in names:
             plan = pte.methods[n]
             try:
-                if session.cannot_run(plan) is not None:
-                    continue
-                r = session.run(n, None, None, 4096, runs)
-                if not r.ok:
-                    continue
-                seen = 0
-                if session.once is None and not session.once_tried:
-                    session.once, session.once_seen = _once(r, session.run(n, None, None, 4096, runs))
-                    session.once_tried, seen = True, session.once_seen
-                alone = session.run(n, None, NO_TEMP, 4096, runs, file_loader=True)
-                read = session.run(n, None, None, 4096, runs, file_loader=True)
-                out[n] = _method_sizes(r, alone, plan, runs, session.uses(plan), read, session.file_loader,
-                                       session.once, seen)
+                got = session.measure(plan, runs)
+                if isinstance(got, Measurement):
+                    out[n] = _method_sizes(got, plan=plan, runs=runs)
             except RuntimeCrashedError:
                 session.restart()
     return out
@@ -701,8 +582,6 @@ def _heap_round(path: str, data_path: str | None, devices: list[str], pte, names
 def _over_runs(seen: list[MethodSizes]) -> MethodSizes:
     """The first run's sizes (its pools, its steps) with each heap field the highest over the runs, and the
     lowest and highest kept as :class:`HeapFigures`."""
-    from dataclasses import replace
-
     first = seen[0]
     if not any(getattr(first, f) is not None for f in HEAP_FIELDS):
         return replace(first, heap_runs=len(seen))
@@ -729,61 +608,35 @@ def _raise_if_insufficient(verified: dict[str, PoolVerification],
 
 def _with_dynamism(ios: tuple[MethodIO, ...], specs) -> tuple[MethodIO, ...]:
     """The runner's inputs or outputs, marked dynamic where the file's plan says the shape is a bound."""
-    from dataclasses import replace
-
     dynamic = {s.position for s in specs if s.dynamic}
     return tuple(replace(io, dynamic=io.index in dynamic) for io in ios)
 
 
-def _heap(steps: dict[str, StepUse | None]) -> tuple[int | None, int | None]:
-    """(the most heap held at once over the steps, the heap still held after them), above the level
-    before the first step; None where a step was not counted."""
-    if not steps or any(u is None for u in steps.values()):
-        return None, None
-    level = peak = 0
-    for use in steps.values():  # in the order the steps ran
-        peak = max(peak, level + use.heap_peak, level + use.heap)
-        level += use.heap
-    return peak, level
-
-
-def _once(first: RunnerResult, again: RunnerResult) -> tuple[int | None, int]:
-    """Heap a process allocates once (:attr:`MethodSizes.heap_once`; None: not counted), and the part of it
-    the first run holds (the first run's peak and kept heap less a repeat's)."""
-    from . import native
-
-    a, b = _heap(first.steps), _heap(again.steps)
-    if not (first.ok and again.ok) or None in (*a, *b):
-        return None, 0
-    seen = max(0, a[0] - b[0], a[1] - b[1])
-    once = max(seen, native.once_heap() or 0)
-    return -(-once // HEAP_ONCE_ROUNDING) * HEAP_ONCE_ROUNDING, seen
-
-
 def _file_heap(*results: RunnerResult) -> tuple[int | None, int | None]:
     """The largest (peak, kept) over FileDataLoader runs that worked (None: a run was not counted)."""
-    got = [_heap(r.steps) for r in results if r.ok]
+    got = [held(r.steps) for r in results if r.ok]
     if not got or any(p is None for p, _ in got):
         return None, None
     return max(p for p, _ in got), max(k for _, k in got)
 
 
-def _method_sizes(r: RunnerResult, alone: RunnerResult, plan, runs: int,
-                  stand_ins: tuple[str, ...] = (), read: RunnerResult | None = None,
-                  file_loader: int = 0, once: int | None = None, once_seen: int = 0) -> MethodSizes:
-    """``once``: heap the process allocates once, added to the heap figures (less ``once_seen`` to the mapped
-    ones: what ``r`` already holds, on the first method sized)."""
+def _method_sizes(measured: Measurement, *, plan, runs: int) -> MethodSizes:
+    """One method's figures from its runs. What the process allocates once is added to the heap figures (less,
+    to the mapped ones of the first method the worker ran, what that run already holds)."""
+    r, alone, read, file_loader = measured.first, measured.alone, measured.read, measured.file_loader
+    once = measured.once.bytes
+    once_seen = measured.once.seen if measured.first_in_worker else 0
     pools, steps = r.pools, r.steps
     # Method::init resolves each kernel call's operator with TensorMeta lists taken from the temp
     # allocator when its pool is at least this large, else from the method allocator
     resolution = r.resolution_bytes_per_arg * max(
         (len(i.args) for i in plan.instructions if i.kind == "KernelCall"), default=0)
-    execs = [k for k in steps if k.endswith("execute") or k.startswith("execute")]
+    execs = [k for k in steps if k.kind is StepKind.EXECUTE]
     runs_counted = all(steps[k] is not None for k in execs)
-    counted = [steps.get(k) for k in ("load_program", "load_method", *execs)]
-    load_program, load_method = steps.get("load_program"), steps.get("load_method")
-    heap_peak, heap_kept = _heap(steps)
-    file_heap_peak, file_heap_kept = _file_heap(*([read] if read is not None else []), alone)
+    load_program, load_method = steps.get(Step(StepKind.LOAD_PROGRAM)), steps.get(Step(StepKind.LOAD_METHOD))
+    counted = [load_program, load_method, *(steps[k] for k in execs)]
+    heap_peak, heap_kept = held(steps)
+    file_heap_peak, file_heap_kept = _file_heap(read, alone)
     if once is None:  # not measured: figures without it would not bound a fresh process
         heap_peak = heap_kept = file_heap_peak = file_heap_kept = None
     else:
@@ -793,8 +646,6 @@ def _method_sizes(r: RunnerResult, alone: RunnerResult, plan, runs: int,
             file_heap_peak, file_heap_kept = file_heap_peak + once, file_heap_kept + once
     backends = tuple(sorted({d.backend for d in plan.delegates}))
     operators = tuple(sorted(set(plan.operators)))
-    from .libraries import needed
-
     try:
         libraries = needed(operators, backends)[0]
     except PteLabError:  # no compiler or no probe here: the sizes stand without the libraries
@@ -817,10 +668,10 @@ def _method_sizes(r: RunnerResult, alone: RunnerResult, plan, runs: int,
         heap_load_program=None if load_program is None else load_program.heap,
         runs=runs,
         steps=steps,
-        stand_ins=stand_ins,
+        stand_ins=measured.stand_ins,
         delegate_scratch=plan.delegate_temp_bytes,
         method_pool_alone=alone.pools.method_peak if alone.ok else None,
-        alone_error=None if alone.ok else _failure(alone),
+        alone_error=None if alone.ok else failure(alone),
         heap_peak=heap_peak,
         heap_kept=heap_kept,
         file_heap_peak=file_heap_peak if file_loader else None,

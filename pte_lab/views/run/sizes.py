@@ -1,4 +1,5 @@
-"""Views of a deployment sizing (:class:`pte_lab.runtime.sizing.Sizes`): text, HTML and a C header.
+"""Views of a deployment sizing (:class:`pte_lab.runtime.sizing.Sizes`): text, HTML and a C header, and the
+words for what a temp pool one byte short did (:class:`~pte_lab.runtime.sizing.TempProbe`).
 
 The header is what a bare-metal build includes to write its runner: per method
 the pools in two configurations (method + temp, method alone), one macro per
@@ -14,32 +15,31 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from ..devices import DEVICE_TYPES, parse_device
-from ..printable import text_view
-from ..units import count, human_bytes
-from .c_text import c_comment as _comment, c_string
+from ...devices import DEVICE_TYPES, parse_device
+from ...printable import text_view
+from ...runtime.libraries import AS_NEEDED, libpython, link_flags
+from ...runtime.sizing.results import (
+    HOST_DEPENDENT,
+    INPUT_VALUES,
+    MEASURED_PARTS,
+    MIN_POOL_ALIGNMENT,
+    PLANNED_ALIGNMENT,
+    POOLS_EXACT,
+    TempProbe,
+    TempShort,
+    part_source,
+)
+from ...units import count, human_bytes
+from ..c_text import c_comment as _comment, c_string
+from ..text import _table
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
-from .html import html_repr
-from .text import _table
+from ..html import html_repr
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..runtime.sizing import Sizes, PoolVerification
+    from ...runtime.sizing import PoolVerification, Sizes
 
-__all__ = ["sizes_text", "sizes_html", "verdict", "temp_verdict", "c_header", "c_identifiers",
+__all__ = ["sizes_text", "sizes_html", "verdict", "temp_verdict", "temp_probe_words", "c_header", "c_identifiers",
            "METHOD_SECTIONS"]
-
-
-def _parts():
-    from ..runtime.sizing import PARTS
-
-    return PARTS
-
-
-def _wording() -> tuple[str, str]:
-    """(what the heap figures depend on, what the pools are): the sizing's own words."""
-    from ..runtime.sizing import HOST_DEPENDENT, POOLS_EXACT
-
-    return HOST_DEPENDENT, POOLS_EXACT
 
 
 def _runs(sizes: "Sizes") -> int:
@@ -55,12 +55,6 @@ def _range(m, field: str) -> str:
     return f"{high:,}" if low == high else f"{low:,}–{high:,}"
 
 
-def part_source(part: str, m) -> str:
-    from ..runtime.sizing import part_source as source
-
-    return source(part, m)
-
-
 def verdict(v: "PoolVerification | None") -> str:
     """What a method's verification proved, in one sentence (text, HTML and notebooks say it so)."""
     if v is None:
@@ -72,15 +66,31 @@ def verdict(v: "PoolVerification | None") -> str:
     return f"verified: these pools load and run it; {tight}"
 
 
+def _silent(p: TempProbe) -> str:
+    return f"{p.failed} temp allocations failed during execute, which returned Ok"
+
+
+def temp_probe_words(p: TempProbe) -> str:
+    """A temp probe as the JSON document gives it: ``refused: <error> at <step>``, ``silent: <what failed>`` or
+    ``ran``."""
+    if p.outcome is TempShort.REFUSED:
+        return f"refused: {p.error}"
+    if p.outcome is TempShort.SILENT:
+        return f"silent: {_silent(p)}"
+    return "ran"
+
+
 def temp_verdict(v: "PoolVerification") -> str:
     """What a temp pool one byte smaller did, in one sentence."""
-    t = v.smaller_temp or ""
-    if t.startswith("silent"):
-        return (f"NOT refused: {t[len('silent: '):]} (ExecuTorch logs \"Failed to allocate temp memory\"); a short "
+    p = v.smaller_temp
+    if p is None:
+        return "not tried"
+    if p.outcome is TempShort.SILENT:
+        return (f"NOT refused: {_silent(p)} (ExecuTorch logs \"Failed to allocate temp memory\"); a short "
                 f"temp pool is silent for this method")
-    if t.startswith("refused"):
-        return f"refused ({t[len('refused: '):]})"
-    return "ran: nothing failed (the temp figure is not tight)" if t == "ran" else "not tried"
+    if p.outcome is TempShort.REFUSED:
+        return f"refused ({p.error})"
+    return "ran: nothing failed (the temp figure is not tight)"
 
 
 @text_view
@@ -91,8 +101,6 @@ def sizes_text(sizes: "Sizes") -> str:
            f"in an isolated worker)"]
     if not sizes.counted:
         out.append("(the allocation counter could not be preloaded here: heap and mapping figures are missing)")
-    from ..runtime.sizing import MEASURED_PARTS
-
     for m in sizes.methods.values():
         rows = []
         for mem_id, device, b in m.planned:
@@ -140,7 +148,7 @@ def sizes_text(sizes: "Sizes") -> str:
         out += ["", f"method {name!r}: not sized: {why}"]
         out += declared_lines(sizes.declared[name]) if name in sizes.declared else []
     if sizes.methods:
-        host, exact = _wording()
+        host, exact = HOST_DEPENDENT, POOLS_EXACT
         out += ["", f"{exact}; {host}: each heap figure is the highest seen over {_runs(sizes)} fresh runs "
                     "(\"seen\" gives the lowest too)"]
     out += ["", "from: file = the program's own tables; delegate blob = what the delegates' blobs declare; "
@@ -150,8 +158,6 @@ def sizes_text(sizes: "Sizes") -> str:
 
 
 def _io_line(io, inputs: bool) -> str:
-    from ..runtime.sizing import INPUT_VALUES
-
     if io.kind != "Tensor":
         held = "" if io.value is None else f" = {io.value!r}"
         return f"  {io.index}: {io.kind}{held}" + (f", set to {INPUT_VALUES['other']}" if inputs else "")
@@ -180,7 +186,7 @@ def sizes_html(sizes: "Sizes") -> str:
 
     t = sizes.table()
     t["size"] = t["bytes"].map(human_bytes)
-    host, exact = _wording()
+    host, exact = HOST_DEPENDENT, POOLS_EXACT
     notes = [escape(f"bytes: the highest seen over {_runs(sizes)} fresh runs, lowest: the lowest; {exact}; {host}")
              for _ in [0] if sizes.methods]
     notes += [f"{escape(n)}: not sized ({escape(why)})" for n, why in sizes.skipped.items()]
@@ -221,20 +227,14 @@ def _stem(sizes: "Sizes") -> str:
 
 
 def _planned_alignment(sizes: "Sizes") -> int:
-    from ..runtime.sizing import PLANNED_ALIGNMENT
-
     return max([PLANNED_ALIGNMENT] + [m.planned_alignment for m in sizes.methods.values()])
 
 
 def _pool_alignment(sizes: "Sizes") -> int:
-    from ..runtime.sizing import MIN_POOL_ALIGNMENT
-
     return max([MIN_POOL_ALIGNMENT] + [m.alignment for m in sizes.methods.values()])
 
 
 def _inputs_used(sizes: "Sizes") -> str:
-    from ..runtime.sizing import INPUT_VALUES
-
     runs = max((m.runs for m in sizes.methods.values()), default=0)
     return (f"executed {count(runs, 'time')}, every input set before every execute (tensors: "
             f"{INPUT_VALUES['Tensor']}, as listed below; other inputs: {INPUT_VALUES['other']})")
@@ -252,8 +252,6 @@ def _preamble(sizes: "Sizes") -> list[str]:
     """The header's opening comment: where the figures come from and how a runner uses them."""
     import platform
 
-    from ..runtime.libraries import AS_NEEDED
-
     text = [
         f"Memory for {os.path.basename(sizes.path)}, measured by pte_lab with executorch {sizes.executorch_version} "
         f"({platform.system()} {platform.machine()}).",
@@ -261,9 +259,9 @@ def _preamble(sizes: "Sizes") -> list[str]:
         + _inputs_used(sizes) + "; figures " + _verified_words(sizes) + ".",
         *([f"Its external data, {os.path.basename(sizes.data_path)}, was given to load_method as a "
            "FlatTensorDataMap."] if sizes.data_path else []),
-        _wording()[1][0].upper() + _wording()[1][1:] + " (verified where the header says so), and so are the "
+        POOLS_EXACT[0].upper() + POOLS_EXACT[1:] + " (verified where the header says so), and so are the "
         f"planned buffers (the file's); the HEAP_* figures are the highest seen over {_runs(sizes)} fresh runs: "
-        f"{_wording()[0]}, so give the heap headroom and measure it again on the target.",
+        f"{HOST_DEPENDENT}, so give the heap headroom and measure it again on the target.",
         "",
         "A runner, per method (<M> below stands for PTE_LAB_ and the method's name in capitals). Names are per "
         "method, not per program (two programs' headers both define PTE_LAB_FORWARD_... and "
@@ -420,8 +418,6 @@ def _strides(shape, dim_order) -> list[int]:
 
 def _io(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     """Every input and output: kind, dtype, shape at the planned upper bound, bytes, planned or not."""
-    from ..runtime.sizing import INPUT_VALUES
-
     lines = []
     for what, ios in (("INPUT", m.inputs), ("OUTPUT", m.outputs)):
         lines.append(f"#define PTE_LAB_{up}_NUM_{what}S {len(ios)}u")
@@ -484,8 +480,6 @@ def _heap(sizes: "Sizes", m, up: str, low: str) -> list[str]:
 
 def _libraries(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     """The backends and operators the method needs, and the wheel's libraries that register them."""
-    from ..runtime.libraries import libpython, link_flags
-
     et = os.path.dirname(os.path.dirname(m.libraries[0].path)) if m.libraries else None
     lines = [f"#define PTE_LAB_{up}_BACKENDS {c_string(' '.join(m.backends))}",
              f"#define PTE_LAB_{up}_NUM_OPERATORS {len(m.operators)}u"]
