@@ -471,11 +471,6 @@ def test_string_protocols_stay_records(what, pattern):
     assert not bad, what + ":\n" + "\n".join(bad)
 
 
-def _function(mod: str, name: str) -> ast.FunctionDef:
-    path = ROOT / (mod.replace(".", "/") + ".py")
-    return next(n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef) and n.name == name)
-
-
 def test_layout_rows_and_memory_modes_are_records():
     """Rows of the file's layout carry their backend, memory modes where each part lives: read by name."""
     import dataclasses
