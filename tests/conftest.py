@@ -103,3 +103,15 @@ def legacy_programs(legacy_python, request):
             version.write_text(r.stdout.strip().splitlines()[-1])
     assert version.read_text() == "1.4.1"
     return out
+
+
+@pytest.fixture(autouse=True)
+def _no_figure_left_open():
+    """Each test starts with no matplotlib figure open: axes-level plots draw on ``plt.gca()`` when a
+    figure is open (seaborn's convention), so one test's figure must not receive the next one's drawing."""
+    yield
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")

@@ -161,7 +161,8 @@ def test_operator_colours_are_never_reused(program_path):
     ax = plot.arena_layout(m, 1, color_by="operator")
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     handles = ax.get_legend().legend_handles
-    colours = [tuple(h.get_facecolor()) for h, lab in zip(handles, labels) if not lab.startswith(("arena", "peak"))]
+    colours = [tuple(h.get_facecolor()) for h, lab in zip(handles, labels)  # the operators' patches (notes are lines)
+               if hasattr(h, "get_facecolor") and not lab.startswith(("arena", "peak"))]
     assert len(colours) == len(set(colours)) > 8  # more operators than the 8-colour palette, none sharing
     ops = {t.op for t in m.planned if t.mem_id == 1 and t.role != "view" and t.op}
     assert ops <= set(labels)  # every operator named in the legend
