@@ -303,3 +303,20 @@ def test_inspect_with_an_etrecord_names_modules_at_the_peak_and_in_the_json(port
     assert main(["inspect", pte_path, "--etrecord", two_methods[1]]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not belong to this program" in err[0] and "half" in err[0]
+
+
+def test_an_etrecord_of_the_same_graph_with_another_width_is_refused_naming_the_shapes(portable, tmp_path):
+    """Same operators and handles, another layer width: the shapes tell them apart."""
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    wide = TwoBlocks().eval()
+    for b in wide.blocks:
+        b.fc1, b.fc2 = torch.nn.Linear(8, 32), torch.nn.Linear(32, 8)
+    program = to_edge_transform_and_lower(torch.export.export(wide, (torch.randn(2, 8),)),
+                                          generate_etrecord=True).to_executorch()
+    other = tmp_path / "wide.etrecord"
+    program.get_etrecord().save(str(other))
+    m = pte_lab.open(portable[0], etrecord=str(other)).methods["forward"]
+    with pytest.raises(ETRecordError, match=r"writes \[.*16.*\], its node .* writes \[.*32.*\]"):
+        m.sources

@@ -87,6 +87,29 @@ def test_the_bytes_follow_the_bound(attention, tmp_path):
     assert small.groups[0].nbytes * 4 == big.groups[0].nbytes
 
 
+class ManualAttn(Attn):
+    """The same attention written by hand: softmax(q k^T / sqrt(d)) v."""
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        scores = torch.softmax(q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5, dim=-1)
+        return self.out((scores @ v).transpose(1, 2).reshape(b, n, d))
+
+
+def test_a_hand_written_attention_is_named_too_when_the_softmax_is_not_alive_at_the_peak():
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    seq = torch.export.Dim("seq", min=2, max=SEQ)
+    ep = torch.export.export(ManualAttn().eval(), (torch.randn(1, 16, 64),), dynamic_shapes=({1: seq},))
+    m = pte_lab.open(to_edge_transform_and_lower(ep).to_executorch().buffer).methods["forward"]
+    kinds = {c.kind: c for c in m.peak.causes}
+    assert "attention_scores" in kinds
+    assert kinds["attention_scores"].nbytes >= SEQ * SEQ * 8 * 4
+    assert "torch.ops.llama.custom_sdpa" in repr(m)
+
+
 @pytest.mark.parametrize("name, cause", [("portable", "weight_copies"), ("kv_cache", "state_fp32"),
                                          ("gpt", "outside_delegate"), ("dynamic", "dynamic_bound")])
 def test_each_cause_on_a_program_that_has_it(name, cause, program_path):

@@ -76,6 +76,8 @@ class NodeInfo:
     #: the tensors the node reads and writes (names in the graph)
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
+    #: each output tensor's shape as the edge graph records it, a symbolic dimension as None
+    output_shapes: tuple[tuple[int | None, ...], ...] = ()
 
     @property
     def module(self) -> str | None:
@@ -251,6 +253,14 @@ def _names(arg, out: list[str]) -> None:
             stack.extend((v, depth + 1) for v in reversed(a) if isinstance(v, (dict, list)))
 
 
+def _shape(meta: dict) -> tuple[int | None, ...]:
+    """A tensor's sizes from torch.export's JSON (``{"as_int": 8}``; a symbolic size is None)."""
+    sizes = meta.get("sizes")
+    if not isinstance(sizes, list):
+        return ()
+    return tuple(d["as_int"] if isinstance(d, dict) and type(d.get("as_int")) is int else None for d in sizes)
+
+
 def _graph(doc, where: str) -> tuple[tuple[NodeInfo, ...], tuple[str, ...]]:
     try:
         graph = doc["graph_module"]["graph"]
@@ -259,6 +269,7 @@ def _graph(doc, where: str) -> tuple[tuple[NodeInfo, ...], tuple[str, ...]]:
             raise TypeError
     except (KeyError, TypeError):
         raise _fail(where, "the edge program has no graph_module.graph.nodes") from None
+    values = graph.get("tensor_values") if isinstance(graph.get("tensor_values"), dict) else {}
     out = []
     for i, n in enumerate(nodes):
         if not isinstance(n, dict) or not isinstance(n.get("name"), str):
@@ -275,7 +286,8 @@ def _graph(doc, where: str) -> tuple[tuple[NodeInfo, ...], tuple[str, ...]]:
         _names(n.get("outputs"), outs)
         trace = md.get("stack_trace") if isinstance(md.get("stack_trace"), str) else None
         out.append(NodeInfo(n["name"], target.removeprefix(_EDGE_PREFIX), handle, _module_stack(md.get("nn_module_stack")),
-                            user_frame(trace), trace, tuple(ins), tuple(outs)))
+                            user_frame(trace), trace, tuple(ins), tuple(outs),
+                            tuple(_shape(values.get(o)) for o in outs if isinstance(values.get(o), dict))))
     graph_out: list[str] = []
     _names(graph.get("outputs") if isinstance(graph, dict) else None, graph_out)
     return tuple(out), tuple(graph_out)
@@ -300,8 +312,9 @@ def read_etrecord(source) -> ETRecord:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError,
             ValueError) as e:
-        raise _fail(where, f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else 'truncated'}"
-                    ) from None
+        raise _fail(where, f"not a complete ZIP archive ({type(e).__name__}: "
+                           f"{str(e).splitlines()[0][:160] if str(e) else 'cut short'}); truncated, or not an "
+                           f"ETRecord? Save it again with get_etrecord().save(path)") from None
 
 
 def _read(z: zipfile.ZipFile, path: str | None, where: str, size: int) -> ETRecord:
@@ -309,7 +322,8 @@ def _read(z: zipfile.ZipFile, path: str | None, where: str, size: int) -> ETReco
     if "debug_handle_map" not in infos:
         kind = f"{MARKER} but" if MARKER in infos else "a ZIP archive without ETRecord entries:"
         raise _fail(where, f"{kind} no debug_handle_map entry (entries: "
-                           f"{', '.join(sorted(infos)[:6])}{', ...' if len(infos) > 6 else ''})")
+                           f"{', '.join(sorted(infos)[:6])}{', ...' if len(infos) > 6 else ''}); if the file was "
+                           f"cut short, save it again with get_etrecord().save(path)")
     maps = {k: _per_method(_json(z, infos[k], where, size) if k in infos else None, k, where) for k in _JSON_MAPS}
     edge = {n[len(EDGE_PROGRAM):]: info for n, info in infos.items()
             if n.startswith(EDGE_PROGRAM) and not n.endswith(_PICKLED_SUFFIXES)}

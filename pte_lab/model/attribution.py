@@ -94,6 +94,33 @@ def check_method(method: "Method", rec: MethodRecord) -> None:
         raise _mismatch(method.name, f"{len(differ)} of {len(kernels)} kernel calls run another operator than "
                                      f"their handle's nodes (instruction {first.index} calls {first.target}, "
                                      f"the ETRecord's nodes run {', '.join(named) or 'nothing'})")
+    _check_shapes(method, rec, kernels)
+
+
+def _fits(node_shape: tuple, shape: tuple) -> bool:
+    """A tensor's shape as planned agrees with its node's (a symbolic dimension agrees with any bound)."""
+    return len(node_shape) == len(shape) and all(a is None or a == b for a, b in zip(node_shape, shape))
+
+
+def _check_shapes(method: "Method", rec: MethodRecord, kernels) -> None:
+    """Refuse an ETRecord whose node writes another shape than the program's instruction does (the same
+    graph with another layer width: operators and handles agree, shapes do not)."""
+    written: dict[int, list[tuple[int, ...]]] = {}
+    for t in method.planned:
+        if t.producer is not None and t.role != "view":
+            written.setdefault(t.producer, []).append(t.shape)
+    for ins in kernels:
+        shapes = written.get(ins.index)
+        op = op_base(ins.target)
+        nodes = [nd for nd in rec.nodes_of(ins.index) if nd.op == op and nd.output_shapes]
+        if not shapes or not nodes:
+            continue
+        if not any(_fits(o, s) for nd in nodes for o in nd.output_shapes for s in shapes):
+            nd = nodes[-1]
+            theirs = ", ".join("[" + ", ".join("?" if d is None else str(d) for d in o) + "]" for o in nd.output_shapes)
+            raise _mismatch(method.name, f"instruction {ins.index} ({ins.target}) writes "
+                                         f"{', '.join(str(list(s)) for s in shapes)}, its node {nd.name} in the "
+                                         f"ETRecord writes {theirs}")
 
 
 def _modules(nodes: Iterable[NodeInfo]) -> tuple[tuple[str, str], ...]:

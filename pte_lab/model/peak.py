@@ -8,8 +8,8 @@ the peak. Then the causes a model author can act on, each with the bytes at stak
 
 - ``dynamic_bound``: tensors planned at the upper bound of a dynamic shape (every planned tensor of
   a dynamic method is planned at its bound, whatever shape it is run at);
-- ``attention_scores``: square ``[..., L, L]`` tensors written by a softmax and its neighbours, the
-  scores of an attention decomposed into portable kernels, several alive at once;
+- ``attention_scores``: square ``[..., L, L]`` tensors of the planes a softmax writes (the scores
+  before and after it, and their neighbours), an attention decomposed into portable kernels;
 - ``state_fp32``: state kept between calls (a KV cache) in float32;
 - ``weight_copies``: weights copied into the arena by ``permute_copy`` (a portable ``Linear``
   transposes its weight at every call);
@@ -132,7 +132,9 @@ def _causes(m, groups: list[PeakGroup], live: dict) -> tuple[PeakCause, ...]:
     names: dict[str, set[str]] = {k: set() for k in CAUSES}
     extra = {"outside_delegate": 0}  # bytes of the tensors themselves where a group is only partly the cause
     delegated = any(i.kind == "DelegateCall" for i in m.instructions)
-    softmax_shapes = {g.shape[-2:] for g in groups if any(s in op for op in g.ops for s in _SOFTMAX)}
+    # the [L, L] planes a softmax writes anywhere in the method: the scores before it and after it have them
+    softmax_shapes = {t.shape[-2:] for t in m.planned
+                      if t.op is not None and any(s in t.op for s in _SOFTMAX) and len(t.shape) >= 2}
     for k, g in enumerate(groups):
         square = len(g.shape) >= 2 and g.shape[-1] == g.shape[-2] and g.shape[-1] > 1
         if square and g.shape[-2:] in softmax_shapes:

@@ -47,11 +47,12 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
     at_stake = f"{human_bytes(c.nbytes)} ({_share(c.nbytes, s.peak_bytes)} of the peak)"
     if c.kind == "attention_scores":
         side = s.groups[c.groups[0]].shape[-1]
-        return (f"attention scores: {at_stake} in square [..., {side}, {side}] tensors from a softmax and its "
-                f"neighbours ({first_few(c.names, 4)}), an attention decomposed into portable kernels, several "
-                f"alive at once. They grow with the square of the sequence length. A fused attention computes "
-                f"them in tiles instead: ExecuTorch's custom sdpa op (export_llm: "
-                f"model.use_sdpa_with_kv_cache=true).")
+        return (f"attention scores: {at_stake} in square [..., {side}, {side}] tensors around a softmax "
+                f"({first_few(c.names, 4)}), an attention decomposed into portable kernels. They grow with the "
+                f"square of the sequence length. A fused attention computes them in tiles instead: ExecuTorch's "
+                f"custom sdpa op (export_llm: model.use_sdpa_with_kv_cache=true; in your own model, "
+                f"torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as [B, S, H, D], "
+                f"with ExecuTorch's LLM custom-ops library linked into the app).")
     if c.kind == "dynamic_bound":
         ins = first_few((f"input {p} {short_shape(shape)}" for p, shape in s.dynamic_inputs), 3)
         return (f"dynamic shapes at their upper bound: {at_stake} in tensors whose shape is dynamic"
