@@ -35,7 +35,8 @@ def group_phrase(g: PeakGroup, peak: int) -> str:
             if len(g.values) > 1 else f"one {g.dtype}{short_shape(g.shape)} tensor")
     ops = [op for op in g.ops if op not in ("input", "output", "mutable_buffer")]
     role = ("state kept between calls" if "mutable_buffer" in g.roles else
-            "a method input" if g.roles == ("input",) else "")
+            "a method input" if g.roles == ("input",) else
+            "method inputs among them" if "input" in g.roles or "input_output" in g.roles else "")
     by = f", written by {' -> '.join(ops)}" if ops else ""
     mods = f" in {first_few((f'{p or _ROOT} ({t})' for p, t in g.modules), 3)}" if g.modules else ""
     return (f"{what} ({human_bytes(g.total)}, {_share(g.total, peak)} of the peak)" + (f", {role}" if role else "")
