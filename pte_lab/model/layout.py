@@ -31,6 +31,7 @@ __all__ = ["LAYOUT_COLUMNS", "LayoutRow", "file_layout", "duplicate_phrase"]
 LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
 #: regions whose bytes are blobs worth comparing
 BLOB_REGIONS = ("constant", "inline constant", "delegate", "inline delegate", "named data", "mutable data")
+_BLOBS = frozenset(BLOB_REGIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +124,7 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[LayoutRow]:
     named = {idx: key for key, idx in raw.named_data}
     for s in raw.segments:
         if s.kind == "constants":
-            offsets = list(raw.constant_offsets)
-            ends = sorted(set(offsets) | {s.size})
-            for b, off in enumerate(offsets):
-                if b == 0:
-                    continue  # index 0 is the placeholder for "no data"
-                k = bisect_right(ends, off)  # the next offset after this one, or the segment's end
-                nxt = ends[k] if k < len(ends) else s.size
-                add("constant", _label(names.get(b), f"buffer {b}"), _owners(names.get(b)), s.offset + off, nxt - off)
+            _constant_rows(raw.constant_offsets, s, names, items)
         elif s.kind.startswith("delegate:"):
             backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
             add("delegate", f"{backend} blob (segment {s.index})", owner, s.offset, s.size, backend)
@@ -140,22 +134,24 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[LayoutRow]:
             add("mutable data", f"segment {s.index}", "", s.offset, s.size)
         else:
             add("unused segment", f"segment {s.index}", "", s.offset, s.size)
-    items.sort(key=lambda r: (r[3], -r[4]))
+    # file order, the larger of two regions at one offset first: a key in the tuple sorts in C, not per item
+    keyed = sorted([(item[3], -item[4], i) for i, item in enumerate(items)])
     rows, cursor = [], 0
-    for item in items:
-        off, n = item[3], item[4]
+    for off, neg, i in keyed:
         if off > cursor:
             rows.append(("padding", "", "", cursor, off - cursor, ""))
-        rows.append(item)
-        cursor = max(cursor, off + n)
+        rows.append(items[i])
+        cursor = max(cursor, off - neg)
     if cursor < h.file_size:
         rows.append(("padding", "", "", cursor, h.file_size - cursor, ""))
-    digests = _digests(rows, read) if read is not None else {}
+    if read is None:
+        return [LayoutRow(r, name, owner, off, n, None, None, backend) for r, name, owner, off, n, backend in rows]
+    digests = _digests(rows, read)
     first_seen: dict[str, str] = {}
     out = []
     for region, name, owner, off, n, backend in rows:
         digest = dup = None
-        if read is not None and region in BLOB_REGIONS:
+        if region in _BLOBS:
             digest = digests.get((off, n))
             if digest is not None:
                 dup = first_seen.setdefault(digest, name)
@@ -164,9 +160,30 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[LayoutRow]:
     return out
 
 
+def _constant_rows(offsets, segment, names, items: list) -> None:
+    """One row per constant buffer of the constant segment (index 0 is the placeholder for "no data"): each
+    runs to the next larger offset, or to the segment's end. The spans are worked out for all of them at
+    once, and the loop does no more than name each (a file may hold 100,000 small constants)."""
+    if len(offsets) < 2:
+        return
+    offs = np.asarray(offsets, dtype=np.int64)
+    ends = np.sort(np.append(offs, segment.size))  # sorted, then repeats dropped (np.unique hashes: slower)
+    ends = ends[np.append(True, ends[1:] != ends[:-1])]
+    nxt = ends[np.minimum(np.searchsorted(ends, offs[1:], side="right"), len(ends) - 1)]
+    sizes = np.where(nxt > offs[1:], nxt, segment.size) - offs[1:]
+    starts = (offs[1:] + segment.offset).tolist()
+    for b, off, n in zip(range(1, len(offs)), starts, sizes.tolist()):
+        if n:
+            got = names.get(b)
+            items.append(("constant", f"buffer {b}", "", off, n, "") if got is None else
+                         ("constant", _label(got, f"buffer {b}"), _owners(got), off, n, ""))
+
+
 #: blobs closer together than this are read in one piece (a file of 100,000 small constants: one read, not
 #: one per constant)
 _READ_TOGETHER = 1 << 20
+#: blobs this small are hashed once per distinct content (100,000 constants of a few bytes share few contents)
+_SMALL_BLOB = 64
 
 
 def _digests(rows, read) -> dict[tuple[int, int], str | None]:
@@ -179,12 +196,13 @@ def _digests(rows, read) -> dict[tuple[int, int], str | None]:
     spans, hashed_to = [], 0  # rows come in file order
     seen: set[tuple[int, int]] = set()
     for region, _name, _owner, off, n, _backend in rows:
-        if region in BLOB_REGIONS and (off, n) not in seen:
+        if region in _BLOBS and (off, n) not in seen:
             seen.add((off, n))
             if off >= hashed_to:
                 spans.append((off, n))
                 hashed_to = off + n
     out: dict[tuple[int, int], str | None] = dict.fromkeys(seen)
+    small: dict[bytes, str] = {}  # a small blob's bytes -> its digest: hashed once per distinct content
     i = 0
     while i < len(spans):
         start = spans[i][0]
@@ -194,7 +212,15 @@ def _digests(rows, read) -> dict[tuple[int, int], str | None]:
         end = spans[j - 1][0] + spans[j - 1][1]
         chunk = memoryview(read(start, end - start))
         for off, n in spans[i:j]:
-            out[(off, n)] = hashlib.sha256(chunk[off - start : off - start + n]).hexdigest()[:16]
+            piece = chunk[off - start : off - start + n]
+            if n <= _SMALL_BLOB:
+                key = piece.tobytes()
+                digest = small.get(key)
+                if digest is None:
+                    digest = small[key] = hashlib.sha256(key).hexdigest()[:16]
+            else:
+                digest = hashlib.sha256(piece).hexdigest()[:16]
+            out[(off, n)] = digest
         i = j
     return out
 
