@@ -8,6 +8,12 @@ node that leaves the delegated subgraph and every module it swallowed.
 
 :func:`check_etrecord` refuses an ETRecord from another export (methods, instruction counts, delegate
 calls, handles, operators) with an :class:`~pte_lab.errors.ETRecordError` that says how they differ.
+
+Without an ETRecord, a program exported with ``ExecutorchBackendConfig(emit_stacktrace=True)`` carries a stack
+trace per instruction (:attr:`RawPlan.stacktraces <pte_lab.format.RawPlan>`): :func:`attribute_stacktraces`
+gives each tensor its producing instruction's innermost user frame (no node and no module: the file names
+neither). ExecuTorch 1.5.1 writes them for programs without delegates only (with a delegate call its emitter
+refuses ``emit_stacktrace``).
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import ETRecordError
-from ..format.etrecord import ETRecord, MethodRecord, NodeInfo, SourceLine, op_base
+from ..format.etrecord import ETRecord, MethodRecord, NodeInfo, SourceLine, innermost_user, op_base
 
 if TYPE_CHECKING:
     from .method import Method
 
-__all__ = ["TensorSource", "SOURCE_COLUMNS", "attribute", "attribute_program", "check_etrecord", "check_method"]
+__all__ = ["TensorSource", "SOURCE_COLUMNS", "attribute", "attribute_program", "attribute_stacktraces",
+           "check_etrecord", "check_method"]
 
 #: the columns an ETRecord adds to a method's tensors (and the keys it adds to the JSON tensor rows)
 SOURCE_COLUMNS = ("node", "module", "module_type", "source")
@@ -185,3 +192,24 @@ def attribute_program(pte, record: ETRecord) -> dict[str, tuple[TensorSource, ..
     """:func:`attribute` for every method of a :class:`~pte_lab.model.Pte`, after :func:`check_etrecord`."""
     check_etrecord(pte.method_names, record)
     return {name: attribute(pte.methods[name], record) for name in pte.method_names}
+
+
+def attribute_stacktraces(method: "Method") -> tuple[TensorSource, ...] | None:
+    """Every planned tensor of ``method`` (in :attr:`Method.planned` order) with the user's source line from its
+    producing instruction's stack trace; None when the file carries no stack traces."""
+    traces = method.raw.stacktraces
+    if traces is None:
+        return None
+    instructions = method.instructions
+    cols = method.analysis.columns
+    lines: dict[int, SourceLine | None] = {}
+    out = []
+    for value, producer in zip(cols["value"].tolist(), cols["producer"].tolist()):
+        if producer < 0 or producer >= len(instructions):
+            out.append(TensorSource(value, None, None, None, None, None, None))
+            continue
+        if producer not in lines:
+            lines[producer] = innermost_user(traces[producer]) if producer < len(traces) else None
+        op = instructions[producer].target if instructions[producer].kind == "KernelCall" else None
+        out.append(TensorSource(value, producer, None, op, None, None, lines[producer]))
+    return tuple(out)
