@@ -165,6 +165,13 @@ def test_stack_traces_in_the_program_name_source_lines_without_an_etrecord(tmp_p
     m = pte_lab.open(pte_path).methods["forward"]
     traces = m.raw.stacktraces
     assert traces is not None and len(traces) == m.n_instructions
+    # the frames ExecuTorch's own deserializer reads
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    theirs = deserialize_pte_binary(open(pte_path, "rb").read())
+    theirs = getattr(theirs, "program", theirs).execution_plan[0].chains[0].stacktrace
+    assert [[(f.file, f.line, f.function, f.code) for f in t] for t in traces] == [
+        [(f.filename, f.lineno, f.name, f.context) for f in fl.items] for fl in theirs]
     cumsum = [t for t in m.planned if t.op == "aten::cumsum.out"]
     assert len(cumsum) == 2
     for t in cumsum:

@@ -1,8 +1,8 @@
 """Findings: what a person should know about a program before loading it. Every one is made here.
 
 Each :class:`Kind` has one severity (:mod:`.base`); a finding that prescribes carries a
-:class:`~.base.Prescription` (the bytes at stake and the change that recovers them); each rule sits beside its wording and the record of
-what its findings carry, one module per subject: :mod:`.plan` (the plan and its instructions),
+:class:`~.base.Prescription` (the bytes at stake and the change that recovers them); each rule sits beside its
+wording and the record of what its findings carry, one module per subject: :mod:`.plan` (the plan and its instructions),
 :mod:`.devices`, :mod:`.delegates`, :mod:`.file` and :mod:`.state` (sharing between methods).
 :func:`method_findings` and :func:`program_findings` apply them in the order the views list them.
 """

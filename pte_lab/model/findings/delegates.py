@@ -191,7 +191,12 @@ def inline_delegate_findings(p: "Pte") -> list[Finding]:
 def _split_sources(m: "Method", between: list[int]) -> tuple[str, ...]:
     """Where the operators left between delegates come from, from the tensors they write (ETRecord or stack
     traces): ``module (Type) at file:line``, each once."""
-    sources = m.sources
+    from ...errors import ETRecordError
+
+    try:
+        sources = m.sources
+    except ETRecordError:  # another export's ETRecord: the tensors' table says so; the operators are still named
+        return ()
     if not sources:
         return ()
     wanted, out = set(between), {}
@@ -230,10 +235,15 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
         and (t.producer in inside or (t.producer in delegated and t.value in read)))
     sources = _split_sources(m, between)
     named = first_few((f"{op} x{len(ix)}" if len(ix) > 1 else op for op, ix in ops.items()), 6)
+    custom = [op for op in ops if not op.startswith("aten::")]
     change = (f"{backend}'s partitioner left {'it' if len(ops) == 1 else 'them'} out: write that part of the model "
               f"with operators {backend} takes (or give {backend} a kernel for "
               f"{'it' if len(ops) == 1 else 'them'}); lowered together, the graph is one delegate call and these "
               f"tensors stay inside it")
+    if custom:
+        it = "it" if len(custom) == 1 else "them"
+        change += (f" ({first_few(custom, 3)} {'is a custom operator' if len(custom) == 1 else 'are custom operators'}"
+                   f", which no partitioner takes: the split around {it} is by design)")
     where = f" (from {first_few(sources, 3, '; ', '; and {n} more')})" if sources else ""
     return [Finding(Kind.DELEGATE_SPLIT, m.name,
                     f"{count(len(between), 'operator call')} left between {backend} delegate calls ({named}){where}: "

@@ -276,8 +276,8 @@ def _arena_bound_findings(m: "Method") -> list[Finding]:
         extra = a.size - bound
         if extra < max(_BOUND_BYTES, _BOUND_SHARE * a.size):
             continue
-        change = ("replan it from the file's own lifetimes, without exporting again: `pte-lab replan IN OUT` "
-                  "(pte_lab.planning.replan), then `--verify` that the outputs are the same")
+        change = ("replan it from the file's own lifetimes, without exporting again: `pte-lab replan IN OUT "
+                  "--verify` (pte_lab.planning.replan)")
         out.append(Finding(Kind.ARENA_ABOVE_BOUND, m.name,
                            f"arena {a.mem_id} plans {human_bytes(a.size)} where its tensors need "
                            f"{human_bytes(bound)} (the most bytes alive at once: no plan with these lifetimes is "
@@ -298,6 +298,8 @@ def _dynamic_axis(m: "Method", shape: tuple[int, ...]) -> int | None:
 
 
 def _dynamic_findings(m: "Method") -> list[Finding]:
+    if not any(s.dynamic for s in m.inputs):  # the peak is explained only where a dynamic input may drive it
+        return []
     story = m.peak
     if story is None or not story.dynamic_inputs or not story.peak_bytes:
         return []
