@@ -170,21 +170,30 @@ def attribute(method: "Method", rec: ETRecord | MethodRecord, *, check: bool = T
             consumers.setdefault(name, set()).add(nd.name)
     graph_outputs = set(rec.graph_outputs)
     instructions = method.instructions
+
+    def fields(producer: int) -> tuple:
+        node, modules = _source_of(instructions[producer], rec, consumers, graph_outputs)
+        if node is None:
+            return None, None, None, None, None, modules
+        return node.name, node.target, node.module, node.module_type, node.source, modules
+
+    return _per_tensor(method, fields)
+
+
+def _per_tensor(method: "Method", fields) -> tuple[TensorSource, ...]:
+    """A :class:`TensorSource` per planned tensor, in :attr:`Method.planned` order: ``fields(instruction)`` gives
+    (node, op, module, module_type, source, modules) for the tensors an instruction writes, once per instruction."""
+    n = method.n_instructions
     cols = method.analysis.columns
     by_instruction: dict[int, tuple] = {}
     out = []
     for value, producer in zip(cols["value"].tolist(), cols["producer"].tolist()):
-        if producer < 0 or producer >= len(instructions):
+        if producer < 0 or producer >= n:
             out.append(TensorSource(value, None, None, None, None, None, None))
             continue
         if producer not in by_instruction:
-            by_instruction[producer] = _source_of(instructions[producer], rec, consumers, graph_outputs)
-        node, modules = by_instruction[producer]
-        if node is None:
-            out.append(TensorSource(value, producer, None, None, None, None, None, modules))
-        else:
-            out.append(TensorSource(value, producer, node.name, node.target, node.module, node.module_type,
-                                    node.source, modules))
+            by_instruction[producer] = fields(producer)
+        out.append(TensorSource(value, producer, *by_instruction[producer]))
     return tuple(out)
 
 
@@ -200,16 +209,9 @@ def attribute_stacktraces(method: "Method") -> tuple[TensorSource, ...] | None:
     traces = method.raw.stacktraces
     if traces is None:
         return None
-    instructions = method.instructions
-    cols = method.analysis.columns
-    lines: dict[int, SourceLine | None] = {}
-    out = []
-    for value, producer in zip(cols["value"].tolist(), cols["producer"].tolist()):
-        if producer < 0 or producer >= len(instructions):
-            out.append(TensorSource(value, None, None, None, None, None, None))
-            continue
-        if producer not in lines:
-            lines[producer] = innermost_user(traces[producer]) if producer < len(traces) else None
-        op = instructions[producer].target if instructions[producer].kind == "KernelCall" else None
-        out.append(TensorSource(value, producer, None, op, None, None, lines[producer]))
-    return tuple(out)
+
+    def fields(producer: int) -> tuple:  # no node, so no node's operator either: the instruction names its own
+        line = innermost_user(traces[producer]) if producer < len(traces) else None
+        return None, None, None, None, line, ()
+
+    return _per_tensor(method, fields)
