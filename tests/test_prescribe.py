@@ -103,6 +103,10 @@ def test_a_dynamic_input_driving_the_arena_is_named_with_its_axis_and_bound(prog
     assert f"input 0 {list(d.inputs[0][1])}, axis {axis} at its bound {bound}" in f.message
     assert 2 * f.at_stake >= d.peak_bytes == m.peak.peak_bytes
     assert "Dim(" in f.change
+    # the JSON document carries the bytes at stake and the change beside the message
+    (rec,) = [r for r in pte_lab.open(program_path(name)).to_dict()["methods"]["forward"]["findings"]
+              if r["kind"] == "dynamic_bound"]
+    assert (rec["at_stake"], rec["change"], rec["message"]) == (f.at_stake, f.change, f.message)
 
 
 def test_operators_left_between_delegates_are_named_with_their_module_and_line(split):
