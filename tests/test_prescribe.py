@@ -9,6 +9,7 @@ import pytest
 
 import pte_lab
 from pte_lab.cli import main
+from pte_lab.errors import PteFormatError
 from pte_lab.model.findings import Kind, duplicate_blob_findings
 from pte_lab.model.layout import LayoutRow
 
@@ -189,3 +190,9 @@ def test_stack_traces_in_the_program_name_source_lines_without_an_etrecord(tmp_p
     # a program exported without them has none
     plain, _ = _export(tmp_path, "plain", xnnpack=False)
     assert pte_lab.open(plain).methods["forward"].sources is None
+    # a frame's file name claiming more bytes than the file has is a named error, not a crash or a guess
+    data = bytearray(open(pte_path, "rb").read())
+    at = data.find(HERE.encode())
+    data[at - 4:at] = (0x7FFFFFF0).to_bytes(4, "little")
+    with pytest.raises(PteFormatError, match=r"stacktrace\[\d+\]\.items\[\d+\]\.filename"):
+        pte_lab.open(bytes(data)).methods["forward"].findings()
