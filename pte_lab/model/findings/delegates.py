@@ -163,7 +163,8 @@ class DelegateSplitDetails(Prescription):
     calls: int
     #: each operator left between delegate calls and the instructions calling it, in instruction order
     operators: tuple[tuple[str, tuple[int, ...]], ...]
-    #: where they come from in the model (``module (Type) at file:line``), with an ETRecord or stack traces
+    #: where they come from in the model (``operator in module (Type) at file:line code``), with an ETRecord
+    #: or stack traces
     sources: tuple[str, ...] = ()
 
 
@@ -190,7 +191,7 @@ def inline_delegate_findings(p: "Pte") -> list[Finding]:
 
 def _split_sources(m: "Method", between: list[int]) -> tuple[str, ...]:
     """Where the operators left between delegates come from, from the tensors they write (ETRecord or stack
-    traces): ``module (Type) at file:line``, each once."""
+    traces): ``operator in module (Type), ... at file:line code``, one per operator and line."""
     from ...errors import ETRecordError
 
     try:
@@ -199,13 +200,15 @@ def _split_sources(m: "Method", between: list[int]) -> tuple[str, ...]:
         return ()
     if not sources:
         return ()
-    wanted, out = set(between), {}
-    for s in sources:
-        if s.instruction in wanted and (s.module is not None or s.source is not None):
-            where = " ".join(x for x in (s.module and f"{s.module} ({s.module_type})",
-                                         s.source and f"at {s.source}") if x)
-            out.setdefault(f"{m.instructions[s.instruction].target}: {where}", None)
-    return tuple(out)
+    wanted: set[int] = set(between)
+    by: dict[tuple[str, str], list[str]] = {}  # (operator, source line) -> the modules calling it there
+    for t in sources:
+        if t.instruction in wanted and (t.module is not None or t.source is not None):
+            mods = by.setdefault((m.instructions[t.instruction].target, str(t.source) if t.source else ""), [])
+            if t.module is not None and f"{t.module} ({t.module_type})" not in mods:
+                mods.append(f"{t.module} ({t.module_type})")
+    return tuple(" ".join(x for x in (op, mods and "in " + ", ".join(mods), line and f"at {line}") if x)
+                 for (op, line), mods in by.items())
 
 
 def delegate_split_findings(m: "Method") -> list[Finding]:
