@@ -341,8 +341,8 @@ def test_identical_blobs_are_found_by_their_bytes(program_path):
     # and blobs not marked are all different
     blobs = df[df.sha256.notna() & df.duplicate_of.isna()]
     assert len({data[o : o + n] for o, n in zip(blobs.offset, blobs.bytes)}) == len(blobs)
-    (f,) = pte_lab.open(path).duplicate_blobs()
-    assert f.kind == "duplicate_blobs" and f.details.bytes == int(dups.bytes.sum())
+    # what they add up to is too small (a 128 B bias in an 80 KiB file) to be a finding (tests/test_prescribe.py)
+    assert int(dups.bytes.sum()) < 0.01 * len(data) and pte_lab.open(path).duplicate_blobs() == []
 
 
 def test_inspect_layout_and_plot(program_path, capsys):

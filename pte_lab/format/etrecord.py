@@ -29,7 +29,7 @@ from typing import Mapping
 
 from ..errors import ETRecordError
 
-__all__ = ["ETRecord", "MethodRecord", "NodeInfo", "SourceLine", "read_etrecord", "EDGE_PROGRAM"]
+__all__ = ["ETRecord", "MethodRecord", "NodeInfo", "SourceLine", "read_etrecord", "EDGE_PROGRAM", "innermost_user"]
 
 MARKER = "ETRECORD_V0"
 EDGE_PROGRAM = "edge_dialect_exported_program/"
@@ -230,6 +230,11 @@ def user_frame(trace) -> SourceLine | None:
         if m:
             code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.search(lines[i + 1]) else ""
             frames.append(SourceLine(m["file"], int(m["line"]), m["function"], code))
+    return innermost_user(frames)
+
+
+def innermost_user(frames) -> SourceLine | None:
+    """The innermost of ``frames`` (outermost first) outside torch/executorch (the innermost one if all are)."""
     if not frames:
         return None
     users = [f for f in frames if not _FRAMEWORK.search(f.file) and not f.file.startswith("<")]

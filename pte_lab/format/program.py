@@ -18,6 +18,7 @@ from ..errors import PteFormatError
 from ._flat import Table, TableVector, root_table
 from ._values_fast import read_values
 from .bundled import RawBundled
+from .etrecord import SourceLine
 from .header import Header
 from .schema import DataLocation
 
@@ -93,6 +94,9 @@ class RawPlan:
     #: mem_id -> device name, for non-CPU arenas only (the file's sparse list)
     buffer_devices: dict[int, str]
     has_stacktrace: bool = False
+    #: with ``ExecutorchBackendConfig(emit_stacktrace=True)``: each instruction's stack trace (``Chain.stacktrace``,
+    #: a ``FrameList`` per instruction), outermost frame first; ``()`` where a chain gives an instruction none
+    stacktraces: "tuple[tuple[SourceLine, ...], ...] | None" = None
     #: the values that are tensor lists with items (what an instruction naming them names too)
     lists: frozenset[int] | None = None
     #: the distinct value records, in order of first use (values sharing one table share one record), and
@@ -344,6 +348,19 @@ def _decode_values(values_vec: TableVector) -> tuple[list[RawValue], list[RawVal
     return list(map(records.__getitem__, record_of.tolist())), records, record_of
 
 
+def _stacktraces(chains: TableVector) -> tuple[tuple[SourceLine, ...], ...]:
+    """Each instruction's frames (``Frame{filename, lineno, name, context}``), chain by chain; an instruction
+    past the end of its chain's ``stacktrace`` has none."""
+    out: list[tuple[SourceLine, ...]] = []
+    for c in chains:
+        traces = c.tables(3, "stacktrace")
+        for k in range(c.vector_len(2, "instructions")):
+            out.append(() if k >= len(traces) else tuple(
+                SourceLine(f.string(0, "filename", ""), f.scalar(1, "int32"), f.string(2, "name", ""),
+                           f.string(3, "context", "")) for f in traces[k].tables(0, "items")))
+    return tuple(out)
+
+
 def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
     where = plan.where
     values_vec = plan.tables(2, "values")
@@ -413,6 +430,7 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
             seen[pos] = (rec, items)
             instructions.append(rec)
     n_instr = len(instructions)
+    traces = _stacktraces(chains) if has_stack else None
     for i, ins in enumerate(instructions):
         if ins.kind == "JumpFalseCall" and not 0 <= ins.destination <= n_instr:
             raise PteFormatError(f"{where}: instruction {i} jumps to {ins.destination}, outside [0, {n_instr}]")
@@ -442,6 +460,7 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
         buffer_sizes=_ints(sizes),
         buffer_devices=devices,
         has_stacktrace=has_stack,
+        stacktraces=traces,
         lists=lists,
         records=records,
         record_of=record_of,

@@ -8,6 +8,12 @@ node that leaves the delegated subgraph and every module it swallowed.
 
 :func:`check_etrecord` refuses an ETRecord from another export (methods, instruction counts, delegate
 calls, handles, operators) with an :class:`~pte_lab.errors.ETRecordError` that says how they differ.
+
+Without an ETRecord, a program exported with ``ExecutorchBackendConfig(emit_stacktrace=True)`` carries a stack
+trace per instruction (:attr:`RawPlan.stacktraces <pte_lab.format.RawPlan>`): :func:`attribute_stacktraces`
+gives each tensor its producing instruction's innermost user frame (no node and no module: the file names
+neither). ExecuTorch 1.5.1 writes them for programs without delegates only (with a delegate call its emitter
+refuses ``emit_stacktrace``).
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import ETRecordError
-from ..format.etrecord import ETRecord, MethodRecord, NodeInfo, SourceLine, op_base
+from ..format.etrecord import ETRecord, MethodRecord, NodeInfo, SourceLine, innermost_user, op_base
 
 if TYPE_CHECKING:
     from .method import Method
 
-__all__ = ["TensorSource", "SOURCE_COLUMNS", "attribute", "attribute_program", "check_etrecord", "check_method"]
+__all__ = ["TensorSource", "SOURCE_COLUMNS", "attribute", "attribute_program", "attribute_stacktraces",
+           "check_etrecord", "check_method"]
 
 #: the columns an ETRecord adds to a method's tensors (and the keys it adds to the JSON tensor rows)
 SOURCE_COLUMNS = ("node", "module", "module_type", "source")
@@ -163,21 +170,30 @@ def attribute(method: "Method", rec: ETRecord | MethodRecord, *, check: bool = T
             consumers.setdefault(name, set()).add(nd.name)
     graph_outputs = set(rec.graph_outputs)
     instructions = method.instructions
+
+    def fields(producer: int) -> tuple:
+        node, modules = _source_of(instructions[producer], rec, consumers, graph_outputs)
+        if node is None:
+            return None, None, None, None, None, modules
+        return node.name, node.target, node.module, node.module_type, node.source, modules
+
+    return _per_tensor(method, fields)
+
+
+def _per_tensor(method: "Method", fields) -> tuple[TensorSource, ...]:
+    """A :class:`TensorSource` per planned tensor, in :attr:`Method.planned` order: ``fields(instruction)`` gives
+    (node, op, module, module_type, source, modules) for the tensors an instruction writes, once per instruction."""
+    n = method.n_instructions
     cols = method.analysis.columns
     by_instruction: dict[int, tuple] = {}
     out = []
     for value, producer in zip(cols["value"].tolist(), cols["producer"].tolist()):
-        if producer < 0 or producer >= len(instructions):
+        if producer < 0 or producer >= n:
             out.append(TensorSource(value, None, None, None, None, None, None))
             continue
         if producer not in by_instruction:
-            by_instruction[producer] = _source_of(instructions[producer], rec, consumers, graph_outputs)
-        node, modules = by_instruction[producer]
-        if node is None:
-            out.append(TensorSource(value, producer, None, None, None, None, None, modules))
-        else:
-            out.append(TensorSource(value, producer, node.name, node.target, node.module, node.module_type,
-                                    node.source, modules))
+            by_instruction[producer] = fields(producer)
+        out.append(TensorSource(value, producer, *by_instruction[producer]))
     return tuple(out)
 
 
@@ -185,3 +201,17 @@ def attribute_program(pte, record: ETRecord) -> dict[str, tuple[TensorSource, ..
     """:func:`attribute` for every method of a :class:`~pte_lab.model.Pte`, after :func:`check_etrecord`."""
     check_etrecord(pte.method_names, record)
     return {name: attribute(pte.methods[name], record) for name in pte.method_names}
+
+
+def attribute_stacktraces(method: "Method") -> tuple[TensorSource, ...] | None:
+    """Every planned tensor of ``method`` (in :attr:`Method.planned` order) with the user's source line from its
+    producing instruction's stack trace; None when the file carries no stack traces."""
+    traces = method.raw.stacktraces
+    if traces is None:
+        return None
+
+    def fields(producer: int) -> tuple:  # no node, so no node's operator either: the instruction names its own
+        line = innermost_user(traces[producer]) if producer < len(traces) else None
+        return None, None, None, None, line, ()
+
+    return _per_tensor(method, fields)

@@ -19,7 +19,7 @@ from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
-from .attribution import SOURCE_COLUMNS, TensorSource, attribute
+from .attribution import SOURCE_COLUMNS, TensorSource, attribute, attribute_stacktraces
 from .bulk import paused_gc
 from .ethos_u import Blobs, DelegateMemory, delegate_memory
 from .findings import Finding, method_findings, operator_findings, plan_findings
@@ -230,9 +230,12 @@ class Method:
     def sources(self) -> tuple[TensorSource, ...] | None:
         """With an ETRecord (``pte_lab.open(path, etrecord=...)``): where each planned tensor comes from in
         the model's source, in :attr:`planned` order (its FX node, innermost module path and type, the
-        user's source line; see :mod:`pte_lab.model.attribution`); None without one. Raises
+        user's source line; see :mod:`pte_lab.model.attribution`). Without one, from the stack traces a program
+        exported with ``emit_stacktrace=True`` carries (the source line only); None with neither. Raises
         :class:`~pte_lab.errors.ETRecordError` when the ETRecord is another export's."""
-        return attribute(self, self.etrecord) if self.etrecord is not None else None
+        if self.etrecord is not None:
+            return attribute(self, self.etrecord)
+        return attribute_stacktraces(self)
 
     @cached_property
     def peak(self) -> PeakStory | None:

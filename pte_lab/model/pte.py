@@ -288,6 +288,18 @@ class Pte:
         ``schemas``, see :meth:`Method.findings`, kernel arguments against operator schemas too)."""
         return program_findings(self, schemas)
 
+    def findings(self, schemas: dict | None = None) -> list[Finding]:
+        """:meth:`warnings`, then identical blobs stored more than once where they matter (:meth:`duplicate_blobs`,
+        which reads and hashes the blobs; left out when the bytes cannot be read). A finding that prescribes
+        carries the bytes at stake and the change that recovers them (``f.at_stake``, ``f.change``)."""
+        from ..errors import PteLabError
+
+        try:
+            dups = self.duplicate_blobs()
+        except (PteLabError, OSError):
+            dups = []
+        return self.warnings(schemas) + dups
+
     # ------------------------------------------------------------------ views
     def to_dict(self) -> dict:
         """The documented, versioned JSON document (see :mod:`pte_lab.views.json_doc`)."""

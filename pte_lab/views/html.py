@@ -73,9 +73,13 @@ def _fill_bar(used: int, size: int) -> str:
 
 def _findings(findings, with_method: bool = False) -> str:
     def text(f):
-        return f"[{f.method}] {f.message}" if with_method and f.method else f.message
+        said = escape(f"[{f.method}] {f.message}" if with_method and f.method else f.message)
+        change = escape(f.change or "")
+        if change and said.endswith(change):  # a finding that prescribes: its change stands out
+            said = f"{said[: -len(change)]}<b>{change}</b>"
+        return said
 
-    return "".join(f"<div class='pte-find pte-{f.severity}'>{escape(text(f))}</div>" for f in findings)
+    return "".join(f"<div class='pte-find pte-{f.severity}'>{text(f)}</div>" for f in findings)
 
 
 def _ratio(r: float | None) -> str:

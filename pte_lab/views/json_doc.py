@@ -22,12 +22,13 @@ or a change of meaning bumps it)::
           "tensors": [{"value", "role", "dtype", "shape", "nbytes", "mem_id", "offset",
                        "device", "first", "last", "producer", "op", "dynamic", "name",
                        "node", "module", "module_type", "source"}],  # the last four with an ETRecord only
-          "findings": [{"severity", "kind", "message"}]
+          "findings": [{"severity", "kind", "message",
+                        "at_stake", "change"}]  # the last two for a finding that prescribes only
         }
       },
       "load_cost": {"corrected"|"legacy"|"module": [{"step", "method", "sharing", "mem_id",
                     "runtime_index", "device", "bytes", "used_by"}]},
-      "warnings": [{"severity", "kind", "method", "message"}],
+      "warnings": [{"severity", "kind", "method", "message", "at_stake", "change"}],  # as "findings"
       "bundled": {"version", "program_bytes", "suites": [{"method", "cases",        # .bpte only
                   "inputs"/"expected_outputs": [{"kind", "dtype", "shape", "value"}]}]},
       "data": {"path", "keys", "missing"}                                            # with --data only

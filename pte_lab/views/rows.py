@@ -156,8 +156,15 @@ def load_cost_records(columns: dict[str, list]) -> list[dict]:
 
 
 def finding_records(findings, with_method: bool) -> list[dict]:
+    """The JSON findings; one that prescribes adds ``at_stake`` (bytes) and ``change`` (its words)."""
     keys = ("severity", "kind", "method", "message") if with_method else ("severity", "kind", "message")
-    return [{k: str(getattr(f, k)) if k == "kind" else getattr(f, k) for k in keys} for f in findings]
+    out = []
+    for f in findings:
+        rec = {k: str(getattr(f, k)) if k == "kind" else getattr(f, k) for k in keys}
+        if f.change is not None:
+            rec.update(at_stake=f.at_stake, change=f.change)
+        out.append(rec)
+    return out
 
 
 def state_summary(m) -> tuple[int, int, list[str]]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["Kind", "Finding", "Details", "ValuesDetails", "SEVERITIES", "UNSAFE_TO_LOAD", "REFUSED_BY_RUNTIME",
-           "REFUSED_BEFORE_LOADING"]
+__all__ = ["Kind", "Finding", "Details", "ValuesDetails", "Prescription", "SEVERITIES", "UNSAFE_TO_LOAD",
+           "REFUSED_BY_RUNTIME", "REFUSED_BEFORE_LOADING"]
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -76,6 +76,15 @@ class Kind(str, Enum):
     DELEGATE_SCRATCH = ("delegate_scratch", "info")
     #: a delegate's input/output descriptors do not match the tensors the call passes: refused at execute
     DELEGATE_IO = ("delegate_io", "error")
+    # what to change, with the bytes it recovers (each carries a Prescription)
+    #: an arena planned above its lower bound: a replan from the file's lifetimes recovers the difference
+    ARENA_ABOVE_BOUND = ("arena_above_bound", "info")
+    #: a dynamic input's upper bound drives most of an arena (every dynamic tensor is planned at its bound)
+    DYNAMIC_BOUND = ("dynamic_bound", "info")
+    #: delegate blobs stored inside the flatbuffer: a FileDataLoader keeps them in the heap with the program
+    INLINE_DELEGATE_DATA = ("inline_delegate_data", "warning")
+    #: operators left between delegate calls: one graph split into several calls, tensors crossing planned
+    DELEGATE_SPLIT = ("delegate_split", "info")
 
 
 #: plan errors that would make ExecuTorch read or write outside its buffers: never loaded
@@ -95,6 +104,17 @@ class Details:
 
 
 @dataclass(frozen=True)
+class Prescription(Details):
+    """What a finding that prescribes carries first: the bytes at stake and the change that recovers them
+    (its wording, made beside the rule; the finding's message ends with it)."""
+
+    #: bytes the change recovers (at most: a bound, or the bytes of the tensors it concerns)
+    at_stake: int
+    #: the change, in words (an export option, a command, a model edit)
+    change: str
+
+
+@dataclass(frozen=True)
 class ValuesDetails(Details):
     """The values a finding is about (tensors misplaced, unbacked, or whose memory the caller provides)."""
 
@@ -109,6 +129,16 @@ class Finding:
     message: str
     #: the kind's record (None for a kind that carries nothing but its message)
     details: Details | None = field(default=None, compare=False)
+
+    @property
+    def at_stake(self) -> int | None:
+        """Bytes the finding's change recovers (None: the finding prescribes nothing)."""
+        return self.details.at_stake if isinstance(self.details, Prescription) else None
+
+    @property
+    def change(self) -> str | None:
+        """What to change to recover :attr:`at_stake` (None: the finding prescribes nothing)."""
+        return self.details.change if isinstance(self.details, Prescription) else None
 
     @property
     def severity(self) -> str:

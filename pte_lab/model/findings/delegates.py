@@ -6,15 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...units import first_few, human_bytes
-from .base import Details, Finding, Kind
+from ...units import count, first_few, human_bytes
+from .base import Details, Finding, Kind, Prescription
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..method import Method
     from ..pte import Pte
 
 __all__ = ["delegate_findings", "delegate_memory_findings", "SharedDelegateBlobDetails",
-           "DelegateBlobFormatDetails", "DelegateScratchDetails", "DelegateIODetails"]
+           "DelegateBlobFormatDetails", "DelegateScratchDetails", "DelegateIODetails", "inline_delegate_findings",
+           "delegate_split_findings", "InlineDelegateDetails", "DelegateSplitDetails"]
 
 
 @dataclass(frozen=True)
@@ -132,3 +133,125 @@ def delegate_memory_findings(m: "Method") -> list[Finding]:
                                f"copies outside the scratch)",
                                DelegateIODetails(d.index, tuple((c.direction, c.position) for c in bad))))
     return out
+
+
+# ------------------------------------------------------------------ findings that prescribe
+#: inline delegate data is worth a finding from this many bytes
+_INLINE_BYTES = 1024
+#: operators the runtime itself inserts (device copies, prim ops): no partitioner takes them
+_RUNTIME_OPS = ("et_copy::", "executorch_prim::")
+
+
+@dataclass(frozen=True)
+class InlineDelegateDetails(Prescription):
+    """``inline_delegate_data``: ``at_stake`` is the inline blobs' bytes, kept in the heap with the program."""
+
+    #: (method, delegate index) of every delegate whose blob is inline
+    delegates: tuple[tuple[str, int], ...]
+    #: the flatbuffer's bytes: what a FileDataLoader reads into the heap at load_program
+    flatbuffer: int
+
+
+@dataclass(frozen=True)
+class DelegateSplitDetails(Prescription):
+    """``delegate_split``: ``at_stake`` is the planned bytes crossing between the delegate calls and the
+    operators left between them (tensors that would stay inside one delegate call) alive at the peak of the
+    method's largest arena."""
+
+    backend: str
+    #: how many calls of that backend the method makes
+    calls: int
+    #: each operator left between delegate calls and the instructions calling it, in instruction order
+    operators: tuple[tuple[str, tuple[int, ...]], ...]
+    #: where they come from in the model (``operator in module (Type) at file:line code``), with an ETRecord
+    #: or stack traces
+    sources: tuple[str, ...] = ()
+
+
+def inline_delegate_findings(p: "Pte") -> list[Finding]:
+    """Delegate blobs stored inside the flatbuffer (``extract_delegate_segments=False``)."""
+    raw = getattr(p, "raw", None)
+    if raw is None:
+        return []
+    inline = sum(n for _, n in raw.inline_delegate_spans)
+    if inline < _INLINE_BYTES:
+        return []
+    users = tuple((m.name, d.index) for m in p.methods.values() for d in m.delegates if d.location == "inline")
+    flat = p.flatbuffer_size
+    change = ("export with segments: ExecutorchBackendConfig(extract_delegate_segments=True) (the default) puts "
+              "each blob in its own segment, read when its method loads and freed by the backend once it has "
+              "initialised (XNNPACK frees it)")
+    return [Finding(Kind.INLINE_DELEGATE_DATA, None,
+                    f"{count(len(users), 'delegate blob')} ({human_bytes(inline)}) "
+                    f"{'is' if len(users) == 1 else 'are'} stored inline in the program's flatbuffer: ExecuTorch's "
+                    f"FileDataLoader reads the whole flatbuffer ({human_bytes(flat)}) into the heap at load_program "
+                    f"and keeps it until the program is freed, the blobs with it after their delegates have "
+                    f"compiled them; {change}", InlineDelegateDetails(inline, change, users, flat))]
+
+
+def _split_sources(m: "Method", between: list[int]) -> tuple[str, ...]:
+    """Where the operators left between delegates come from, from the tensors they write (ETRecord or stack
+    traces): ``operator in module (Type), ... at file:line code``, one per operator and line."""
+    from ...errors import ETRecordError
+
+    try:
+        sources = m.sources
+    except ETRecordError:  # another export's ETRecord: the tensors' table says so; the operators are still named
+        return ()
+    if not sources:
+        return ()
+    wanted: set[int] = set(between)
+    by: dict[tuple[str, str], list[str]] = {}  # (operator, source line) -> the modules calling it there
+    for t in sources:
+        if t.instruction in wanted and (t.module is not None or t.source is not None):
+            mods = by.setdefault((m.instructions[t.instruction].target, str(t.source) if t.source else ""), [])
+            if t.module is not None and f"{t.module} ({t.module_type})" not in mods:
+                mods.append(f"{t.module} ({t.module_type})")
+    return tuple(" ".join(x for x in (op, mods and "in " + ", ".join(mods), line and f"at {line}") if x)
+                 for (op, line), mods in by.items())
+
+
+def delegate_split_findings(m: "Method") -> list[Finding]:
+    """Kernel calls between a method's first and last delegate call: the partitioner left them out, so the
+    graph runs as several delegate calls and the tensors crossing between them are planned."""
+    instructions = m.instructions
+    calls = [i.index for i in instructions if i.kind == "DelegateCall"]
+    if len(calls) < 2:
+        return []
+    between = [i.index for i in instructions[calls[0]:calls[-1]]
+               if i.kind == "KernelCall" and not i.target.startswith(_RUNTIME_OPS)]
+    if not between:
+        return []
+    backends = [instructions[i].target.removeprefix("delegate:") for i in calls]
+    backend = max(dict.fromkeys(backends), key=backends.count)
+    ops: dict[str, list[int]] = {}
+    for i in between:
+        ops.setdefault(instructions[i].target, []).append(i)
+    # the planned tensors crossing: what those operators write, and what delegate calls write that they read,
+    # counted where they are alive at the peak of the method's largest arena
+    inside, delegated = set(between), set(calls)
+    read = {v for i in between for v in instructions[i].args}
+    story = m.peak
+    crossing = 0 if story is None else sum(
+        t.nbytes for t in m.planned if t.role != "view" and t.producer is not None and t.mem_id == story.mem_id
+        and t.first is not None and t.first <= story.at <= t.last
+        and (t.producer in inside or (t.producer in delegated and t.value in read)))
+    sources = _split_sources(m, between)
+    named = first_few((f"{op} x{len(ix)}" if len(ix) > 1 else op for op, ix in ops.items()), 6)
+    custom = [op for op in ops if not op.startswith("aten::")]
+    change = (f"{backend}'s partitioner left {'it' if len(ops) == 1 else 'them'} out: write that part of the model "
+              f"with operators {backend} takes (or give {backend} a kernel for "
+              f"{'it' if len(ops) == 1 else 'them'}); lowered together, the graph is one delegate call and these "
+              f"tensors stay inside it")
+    if custom:
+        it = "it" if len(custom) == 1 else "them"
+        change += (f" ({first_few(custom, 3)} {'is a custom operator' if len(custom) == 1 else 'are custom operators'}"
+                   f", which no partitioner takes: the split around {it} is by design)")
+    where = f" (from {first_few(sources, 3, '; ', '; and {n} more')})" if sources else ""
+    return [Finding(Kind.DELEGATE_SPLIT, m.name,
+                    f"{count(len(between), 'operator call')} left between {backend} delegate calls ({named}){where}: "
+                    f"one graph runs as {count(len(calls), 'delegate call')}, and tensors crossing between them "
+                    f"are planned: {human_bytes(crossing)} of them alive at the peak of arena "
+                    f"{story.mem_id if story else 1}; {change}",
+                    DelegateSplitDetails(crossing, change, backend, len(calls),
+                                         tuple((op, tuple(ix)) for op, ix in ops.items()), sources))]

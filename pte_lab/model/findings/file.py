@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ...units import count, first_few, human_bytes
-from ..layout import LayoutRow, duplicate_phrase
-from .base import Details, Finding, Kind
+from ..layout import LayoutRow
+from .base import Details, Finding, Kind, Prescription
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pte import Pte
@@ -52,11 +52,18 @@ class ConstantBufferDetails(Details):
 
 
 @dataclass(frozen=True)
-class DuplicateBlobsDetails(Details):
-    #: bytes that could be stored once
-    bytes: int
-    #: the layout's rows repeating an earlier blob (each names it in ``duplicate_of``)
+class DuplicateBlobsDetails(Prescription):
+    """``duplicate_blobs``: ``at_stake`` is the bytes of every copy after the first."""
+
+    #: the layout's rows repeating an earlier blob (each names it in ``duplicate_of``), largest first
     blobs: tuple[LayoutRow, ...]
+    #: per repeated blob, largest waste first: (the first blob's name, its region, bytes each, copies after it)
+    groups: tuple[tuple[str, str, int, int], ...] = ()
+
+    @property
+    def bytes(self) -> int:
+        """Bytes that could be stored once (``at_stake``)."""
+        return self.at_stake
 
 
 def structure_findings(p: "Pte") -> list[Finding]:
@@ -113,15 +120,53 @@ def data_findings(p: "Pte") -> list[Finding]:
     return out
 
 
+#: copies are worth a finding from this share of the file's bytes, and this many bytes (a 16 B int64 scalar
+#: stored twice is noise); a repeated blob is named from this share of the file, the smaller ones counted
+_DUP_SHARE, _DUP_BYTES, _DUP_NAMED = 0.01, 1024, 0.001
+#: what to change, by the regions of a blob and its copy
+_DUP_CHANGE = {
+    frozenset({"constant", "named data"}): "a weight stored both for a delegate (named data) and for a portable "
+                                           "kernel (a constant): let the partitioner take the operators that read "
+                                           "it outside the delegate",
+    frozenset({"constant"}): "constant buffers with the same bytes: where they are one weight, use one parameter "
+                             "in the model (tie them)",
+    frozenset({"named data"}): "named data with the same bytes under two keys: where they are one weight, use one "
+                               "parameter in the model (tie them)",
+    frozenset({"delegate"}): "delegate blobs with the same bytes: one subgraph lowered more than once; ExecuTorch "
+                             "stores a blob once only when the delegate calls are identical",
+}
+_DUP_OTHER = "the same bytes stored twice: where they are one tensor, keep one in the model"
+
+
 def duplicate_blob_findings(layout: Iterable[LayoutRow]) -> list[Finding]:
-    """From the file's layout (``Pte.layout``): identical blobs stored more than once."""
-    dups = tuple(r for r in layout if r.duplicate_of is not None)
-    if not dups:
-        return []
+    """From the file's layout (``Pte.layout``): identical blobs stored more than once, when the copies matter
+    (at least 1% of the file and 1 KiB), grouped by the blob they repeat, with what to change."""
+    rows = tuple(layout)
+    dups = tuple(sorted((r for r in rows if r.duplicate_of is not None), key=lambda r: -r.bytes))
     wasted = sum(r.bytes for r in dups)
-    shown = first_few((duplicate_phrase(r.name, r.region, r.bytes, r.duplicate_of) for r in dups), 4, "; ",
-                      "; and {n} more")
+    total = sum(r.bytes for r in rows)
+    if not dups or wasted < max(_DUP_BYTES, _DUP_SHARE * total):
+        return []
+    region = {r.name: r.region for r in rows if r.duplicate_of is None}
+    by: dict[str, list[LayoutRow]] = {}
+    for r in dups:
+        by.setdefault(r.duplicate_of, []).append(r)
+    groups = sorted(((first, region.get(first, ""), copies[0].bytes, len(copies), copies)
+                     for first, copies in by.items()), key=lambda g: (-g[2] * g[3], g[0]))
+    named = [g for g in groups if g[2] * g[3] >= _DUP_NAMED * total][:4] or groups[:1]
+    rest = groups[len(named):]
+    shown = "; ".join(f"{first} ({where}, {human_bytes(each)}) stored again as "
+                      + first_few((f"{c.name} ({c.region}{', ' + c.owner if c.owner else ''})" for c in copies), 2)
+                      for first, where, each, n, copies in named)
+    if rest:
+        shown += (f"; and {count(sum(g[3] for g in rest), 'smaller copy', 'smaller copies')} "
+                  f"({human_bytes(sum(g[2] * g[3] for g in rest))})")
+    changes = list(dict.fromkeys(_DUP_CHANGE.get(frozenset({where, c.region}), _DUP_OTHER)
+                                 for _, where, _, _, copies in named for c in copies))
+    change = "; ".join(changes)
     return [Finding(Kind.DUPLICATE_BLOBS, None,
                     f"{count(len(dups), 'blob')} repeat{'s' if len(dups) == 1 else ''} bytes stored earlier in "
-                    f"the file: {human_bytes(wasted)} could be stored once ({shown})",
-                    DuplicateBlobsDetails(wasted, dups))]
+                    f"the file: {human_bytes(wasted)} ({wasted / total:.1%} of it) could be stored once: {shown}; "
+                    f"{change}",
+                    DuplicateBlobsDetails(wasted, change, dups,
+                                          tuple((first, where, each, n) for first, where, each, n, _ in groups)))]

@@ -6,16 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from ...format import ScalarType, TensorDataLocation, TensorShapeDynamism
-from ...units import count, first_few
-from .base import Details, Finding, Kind, ValuesDetails
+from ...format import TENSOR_ALIGNMENT, ScalarType, TensorDataLocation, TensorShapeDynamism
+from ...units import count, first_few, human_bytes
+from .base import Details, Finding, Kind, Prescription, ValuesDetails
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..method import Method
     from ..validate import Conflict
 
 __all__ = ["plan_findings", "instruction_findings", "operator_findings", "ARGUMENT_KINDS", "ValueDetails",
-           "PlanOverlapDetails", "OperandKindsDetails", "OperatorArgumentsDetails", "UncheckedOperatorsDetails"]
+           "PlanOverlapDetails", "OperandKindsDetails", "OperatorArgumentsDetails", "UncheckedOperatorsDetails",
+           "prescription_findings", "ArenaBoundDetails", "DynamicBoundDetails"]
 
 
 @dataclass(frozen=True)
@@ -224,3 +225,102 @@ def operator_findings(m: "Method", schemas: dict) -> list[Finding]:
                            f"ExecuTorch runs {'it' if len(unknown) == 1 else 'them'}",
                            UncheckedOperatorsDetails(tuple(unknown))))
     return out
+
+
+# ------------------------------------------------------------------ findings that prescribe
+#: an arena above its lower bound is worth a finding from this share of the arena, and this many bytes
+_BOUND_SHARE, _BOUND_BYTES = 0.10, 1024
+#: a dynamic input drives an arena when its dynamic tensors hold at least this share of the arena's peak
+_DYNAMIC_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class ArenaBoundDetails(Prescription):
+    """``arena_above_bound``: ``at_stake`` is the arena's size less its lower bound."""
+
+    mem_id: int
+    size: int
+    #: the most bytes alive at once (rounded to ExecuTorch's alignment) and the padding the plan keeps past
+    #: its last tensor (XNNPACK programs carry 64 B): no plan with the file's lifetimes is smaller
+    lower_bound: int
+
+
+@dataclass(frozen=True)
+class DynamicBoundDetails(Prescription):
+    """``dynamic_bound``: ``at_stake`` is what the dynamic tensors hold at the arena's peak (it scales with the
+    bound)."""
+
+    mem_id: int
+    #: the dynamic inputs: ``(position, shape at its upper bound)``
+    inputs: tuple[tuple[int, tuple[int, ...]], ...]
+    #: per input, the axis whose bound drives the plan (None where the file does not tell)
+    axes: tuple[int | None, ...]
+    #: the arena's peak (the bytes alive at once)
+    peak_bytes: int
+
+
+def _align(n: int) -> int:
+    return -(-n // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
+
+
+def _arena_bound_findings(m: "Method") -> list[Finding]:
+    if m.has_loops:  # lifetimes inside a loop are not the instruction order's: nothing to promise
+        return []
+    cols, out = m.analysis.columns, []
+    for a in m.arenas:
+        if not a.peak_bytes:
+            continue
+        ends = (cols["offset"] + cols["nbytes"])[cols["mem_id"] == a.mem_id]
+        used = _align(int(ends.max())) if len(ends) else 0
+        bound = min(a.size, _align(a.peak_bytes) + max(0, a.size - used))
+        extra = a.size - bound
+        if extra < max(_BOUND_BYTES, _BOUND_SHARE * a.size):
+            continue
+        change = ("replan it from the file's own lifetimes, without exporting again: `pte-lab replan IN OUT "
+                  "--verify` (pte_lab.planning.replan)")
+        out.append(Finding(Kind.ARENA_ABOVE_BOUND, m.name,
+                           f"arena {a.mem_id} plans {human_bytes(a.size)} where its tensors need "
+                           f"{human_bytes(bound)} (the most bytes alive at once: no plan with these lifetimes is "
+                           f"smaller): {human_bytes(extra)} ({extra / a.size:.0%}) at stake; {change}",
+                           ArenaBoundDetails(extra, change, a.mem_id, a.size, bound)))
+    return out
+
+
+def _dynamic_axis(m: "Method", shape: tuple[int, ...]) -> int | None:
+    """The axis of a dynamic input whose bound the method's dynamic tensors carry: its only axis over 1, or the
+    one whose size the most dynamic tensors have (None when two tie: the file does not say)."""
+    axes = [k for k, d in enumerate(shape) if d > 1]
+    if len(axes) <= 1:
+        return axes[0] if axes else None
+    seen = [sum(1 for t in m.planned if t.dynamic and shape[k] in t.shape) for k in axes]
+    best = max(seen)
+    return axes[seen.index(best)] if seen.count(best) == 1 else None
+
+
+def _dynamic_findings(m: "Method") -> list[Finding]:
+    if not any(s.dynamic for s in m.inputs):  # the peak is explained only where a dynamic input may drive it
+        return []
+    story = m.peak
+    if story is None or not story.dynamic_inputs or not story.peak_bytes:
+        return []
+    held = sum(c.nbytes for c in story.causes if c.kind == "dynamic_bound")
+    if held < _DYNAMIC_SHARE * story.peak_bytes:
+        return []
+    inputs = story.dynamic_inputs
+    axes = tuple(_dynamic_axis(m, shape) for _, shape in inputs)
+    named = "; ".join(f"input {pos} {list(shape)}" + (f", axis {ax} at its bound {shape[ax]}" if ax is not None
+                                                      else " (which axis is dynamic the file does not say)")
+                      for (pos, shape), ax in zip(inputs, axes))
+    change = ("export with a smaller bound, the longest input you run: torch.export.Dim(name, max=N) in "
+              "dynamic_shapes (or export_llm's export.max_seq_length); the plan shrinks with it")
+    return [Finding(Kind.DYNAMIC_BOUND, m.name,
+                    f"{named}: ExecuTorch plans every dynamic tensor at its upper bound, whatever shape it runs "
+                    f"at, and at the peak of arena {story.mem_id} they hold {human_bytes(held)} of "
+                    f"{human_bytes(story.peak_bytes)} ({held / story.peak_bytes:.0%}); {change}",
+                    DynamicBoundDetails(held, change, story.mem_id, inputs, axes, story.peak_bytes))]
+
+
+def prescription_findings(m: "Method") -> list[Finding]:
+    """What to change in the plan or the export, with the bytes it recovers: arenas above their lower bound,
+    dynamic inputs whose bound drives an arena."""
+    return _arena_bound_findings(m) + _dynamic_findings(m)
