@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .program import VALUE_KINDS, RawProgram
+from .program import RawProgram
 
 __all__ = ["MethodTables", "method_tables"]
 
@@ -26,15 +26,13 @@ class MethodTables:
 
 def method_tables(raw: RawProgram, plan_index: int) -> MethodTables:
     """The list lengths and chain lengths of execution plan ``plan_index``; O(values + chains)."""
-    raw.plan(plan_index)  # decoded (and checked) first: a bad table is named where decoding names it
+    decoded = raw.plan(plan_index)  # decoded (and checked) first: a bad table is named where decoding names it
     plan = raw._root.tables(1, "execution_plan")[plan_index]
     values = plan.tables(2, "values")
     lengths: dict[int, int] = {}
-    for i in range(len(values)):
-        v = values[i]
-        kind = VALUE_KINDS.get(v.scalar(0, "uint8"))
-        size = _LISTS.get(kind)
-        if size is not None:
-            lengths[i] = v.table(1, "val").vector_len(0, f"values[{i}].items", size)
+    for i, v in enumerate(decoded.values):
+        size = _LISTS.get(v.kind)
+        if size is not None:  # only these values' tables are read again
+            lengths[i] = values[i].table(1, "val").vector_len(0, f"values[{i}].items", size)
     chains = plan.tables(5, "chains")
     return MethodTables(lengths, tuple(c.vector_len(2, "instructions") for c in chains))
