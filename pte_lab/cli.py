@@ -187,17 +187,21 @@ class _Deprecated(argparse.Action):
 
 
 def _target_sizes(args, pte, s) -> int:
-    """``sizes --target`` another than this host: the modelled pools (text, --json), or the bare-metal runner."""
+    """``sizes --target`` another than this host: the modelled pools (text, --json, --c-header), or the
+    bare-metal runner."""
     from .views.run.target_pools import target_pools_dict, target_pools_text
 
     if args.c_header:
-        raise PteLabError(f"--c-header is this host's header; for {args.target}, --example-runner DIR writes one")
-    if args.example_runner is not None:
+        from .views.run.bare_metal_runner import target_header
+
+        sys.stdout.write(target_header(s, pte, args.target, args.method))
+    elif args.example_runner is not None:
         from .views.run.bare_metal_runner import write_bare_metal_runner
 
         for path in write_bare_metal_runner(s, pte, args.example_runner, args.target, args.method):
             print(path)
-        print(f"build: {os.path.join(args.example_runner, 'build.sh')} (set EXECUTORCH_{args.target.upper().replace('-', '_')}_LIB_DIR)")
+        print(f"build: {os.path.join(args.example_runner, 'build.sh')} (EXECUTORCH_CORTEX_M_LIB_DIR: your ExecuTorch "
+              f"libraries for the target; --compile-only without them)")
     elif args.json:
         sys.stdout.write(json.dumps(target_pools_dict(s, pte, args.target), indent=1) + "\n")
     else:

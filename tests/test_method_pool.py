@@ -49,12 +49,12 @@ def _sized(path, **kw):
     return pte_lab.sizes(str(path), runs=1, heap_runs=1, **kw)
 
 
-def _reproduces(path, data=None):
-    """Every sized method: the model with this host's ABI gives the sizing runner's method pool exactly, in
-    both configurations, and the model's cortex-m pool is smaller."""
+def _reproduces(path, data=None, opened=None):
+    """Every sized method: the model with this host's ABI (on ``opened``, else ``path``) gives the sizing runner's
+    method pool exactly, in both configurations, and the model's cortex-m pool is smaller."""
     s = _sized(path, data_path=data)
     assert s.methods, s.skipped
-    pte = pte_lab.open(str(path))
+    pte = pte_lab.open(str(opened or path))
     for name, m in s.methods.items():
         host = method_pool(pte, name, "host", external_data=data is not None)
         assert (host.bytes, host.alone) == (m.method_allocator, m.method_pool_alone), name
@@ -99,7 +99,11 @@ def test_the_model_reproduces_the_measured_method_pool_of_bundled_and_external_p
     bundled = program_dir / "bundled.bpte"
     if not bundled.exists():
         bundled.write_bytes(examples.build("bundled"))
-    _reproduces(bundled)
+    from executorch.devtools.bundled_program.serialize import deserialize_from_flatbuffer_to_bundled_program
+
+    carried = tmp_path / "carried.pte"  # the runtime sizes the program a .bpte carries; the model reads the .bpte
+    carried.write_bytes(bytes(deserialize_from_flatbuffer_to_bundled_program(bundled.read_bytes()).program))
+    _reproduces(carried, opened=bundled)
     ext = examples.save("external", tmp_path / "external.pte")
     (ptd,) = tmp_path.glob("*.ptd")
     _reproduces(ext, data=ptd)
@@ -119,6 +123,8 @@ def test_sizes_for_cortex_m_labels_every_figure_with_its_target(program_path, po
     assert main(["sizes", path, "--target", "cortex-m", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["target"] == "cortex-m" and doc["methods"]["forward"]["method_pool"] == arm.bytes
+    assert main(["sizes", path, "--target", "cortex-m", "--c-header"]) == 0
+    assert f"#define PTE_LAB_FORWARD_METHOD_POOL_BYTES {arm.bytes}u" in capsys.readouterr().out
 
 
 @needs_arm

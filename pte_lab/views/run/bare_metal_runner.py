@@ -21,7 +21,7 @@ from ..c_text import c_comment, c_string
 from .sizes import c_identifiers
 from .target_pools import target_pools
 
-__all__ = ["bare_metal_runner", "write_bare_metal_runner", "BARE_METAL_FILES", "TARGET_FLAGS", "TARGET_LIBRARIES"]
+__all__ = ["bare_metal_runner", "target_header", "write_bare_metal_runner", "BARE_METAL_FILES", "TARGET_FLAGS", "TARGET_LIBRARIES"]
 
 #: the files written, in order
 BARE_METAL_FILES = ("pools.h", "program.h", "main.cpp", "build.sh")
@@ -235,9 +235,7 @@ arm-none-eabi-g++ %(flags)s main.o -Wl,--whole-archive %(libs)s -Wl,--no-whole-a
 '''
 
 
-def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> dict[str, str]:
-    """The files (name -> text) of the bare-metal runner for ``target``; raises :class:`PteLabError` when no
-    method has pools there."""
+def _given(sizes, pte, target: str, methods: list[str] | None):
     if target not in TARGET_FLAGS:
         raise PteLabError(f"no bare-metal runner for target {target!r} (pte_lab writes one for "
                           f"{', '.join(TARGET_FLAGS)})")
@@ -245,7 +243,19 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
              if (methods is None or n in methods) and p.method_pool is not None}
     if not pools:
         raise PteLabError(f"{sizes.path}: no method has pools on {target}: see pte-lab sizes --target {target}")
-    ids = c_identifiers(list(pools))
+    return pools, c_identifiers(list(pools))
+
+
+def target_header(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> str:
+    """``pools.h`` alone: the pools and planned buffers of every method that has pools on ``target``."""
+    pools, ids = _given(sizes, pte, target, methods)
+    return _pools_h(pools, ids, target, os.path.basename(sizes.path))
+
+
+def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> dict[str, str]:
+    """The files (name -> text) of the bare-metal runner for ``target``; raises :class:`PteLabError` when no
+    method has pools there."""
+    pools, ids = _given(sizes, pte, target, methods)
     sized = [sizes.methods[n] for n in pools]
     body = [_PRELUDE]
     for m in sized:
