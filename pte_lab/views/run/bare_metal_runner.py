@@ -90,7 +90,12 @@ def _method_block(m, up: str, low: str) -> list[str]:
     setters = []
     for io in m.inputs:
         if io.kind != "Tensor":
-            continue  # a non-tensor input keeps the value the program holds
+            ctype = {"Int": "int64_t", "Bool": "bool", "Double": "double"}.get(io.kind)
+            if ctype is not None and io.value is not None:  # the value the program holds (set_input takes only it)
+                literal = str(io.value).lower() if io.kind == "Bool" else repr(io.value)
+                setters.append(f"  if (Error e = method.set_input(EValue(static_cast<{ctype}>({literal})), "
+                               f"{io.index}); e != Error::Ok) return e;")
+            continue
         b = f"{low}_input_{io.index}"
         dims = len(io.shape)
         strides, acc = [0] * dims, 1
