@@ -106,10 +106,13 @@ def target_pools_text(sizes, pte, target: str) -> str:
         out.append(f"  method pool, method + temp, on {target}: {p.method_pool:,} B "
                    f"(this host: {p.host_measured[0]:,} B measured, {p.host_model[0]:,} B modelled)")
         out.append(f"  temp pool, method + temp, on {target}: {_temp_words(p)}")
+        scratch = sizes.methods[p.method].delegate_scratch
         if p.method_pool_alone is not None:
             out.append(f"  method pool, method alone (no temp allocator), on {target}: {p.method_pool_alone:,} B "
-                       f"(this host: {p.host_measured[1]:,} B measured, {p.host_model[1]:,} B modelled); kernels' "
-                       f"temp memory then comes from et_pal_allocate, which a bare-metal platform layer may not give")
+                       f"(this host: {p.host_measured[1]:,} B measured, {p.host_model[1]:,} B modelled); temp "
+                       f"memory then comes from et_pal_allocate, which returns nullptr on a bare-metal platform layer"
+                       + (f": not runnable on a heap-less {target}, whose delegates' {scratch:,} B of scratch would "
+                          f"come from there" if scratch else ": runnable there only if no kernel asks for temp memory"))
         else:
             out.append("  method pool, method alone: not possible (it was not possible on this host)")
     return "\n".join(out)
