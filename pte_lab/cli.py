@@ -7,6 +7,7 @@
     pte-lab legacy-env [--dir DIR]
     pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
+                   [--target host|cortex-m]
     pte-lab diff A B [--method M] [--json] [--sizes] [--fail-if-grows PCT] [--rows N]
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
@@ -185,6 +186,29 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, True)
 
 
+def _target_sizes(args, pte, s) -> int:
+    """``sizes --target`` another than this host: the modelled pools (text, --json, --c-header), or the
+    bare-metal runner."""
+    from .views.run.target_pools import target_pools_dict, target_pools_text
+
+    if args.c_header:
+        from .views.run.bare_metal_runner import target_header
+
+        sys.stdout.write(target_header(s, pte, args.target, args.method))
+    elif args.example_runner is not None:
+        from .views.run.bare_metal_runner import write_bare_metal_runner
+
+        for path in write_bare_metal_runner(s, pte, args.example_runner, args.target, args.method):
+            print(path)
+        print(f"build: {os.path.join(args.example_runner, 'build.sh')} (EXECUTORCH_CORTEX_M_LIB_DIR: your ExecuTorch "
+              f"libraries for the target; --compile-only without them)")
+    elif args.json:
+        sys.stdout.write(json.dumps(target_pools_dict(s, pte, args.target), indent=1) + "\n")
+    else:
+        sys.stdout.write(target_pools_text(s, pte, args.target) + "\n")
+    return 0
+
+
 def _sizes(args) -> int:
     from .model import open_pte
     from .runtime.sizing import sizes
@@ -196,6 +220,8 @@ def _sizes(args) -> int:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
     verify = args.verify or args.example_runner is not None
     s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines())
+    if args.target != "host":
+        return _target_sizes(args, pte, s)
     if args.example_runner is not None:
         from .views.run.example_runner import left_out, write_example_runner
 
@@ -385,6 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run each method again with pools of exactly these sizes, and with a method pool one "
                          "byte smaller (which must be refused); exit 1 if a figure is not tight")
     sz.add_argument("--runs", type=_whole(1), default=2, help="runs per method (default 2)")
+    sz.add_argument("--target", choices=("host", "cortex-m"), default="host",
+                    help="the pools for this target: host (this machine, measured; the default) or cortex-m "
+                         "(32-bit Arm, Cortex-M55: the method pool modelled with its ABI, checked against this host)")
     sz.set_defaults(func=_sizes)
     df = sub.add_parser("diff", help="what changed in memory between two programs: arenas, tensors, the file, "
                                      "loaders; with --fail-if-grows, a memory budget for CI")

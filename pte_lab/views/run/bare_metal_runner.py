@@ -1,0 +1,294 @@
+"""A bare-metal runner for a 32-bit target (``pte-lab sizes FILE --example-runner DIR --target cortex-m``):
+``pools.h`` (the target's pools and planned buffers, :mod:`.target_pools`), ``program.h`` (the program as a
+``const`` array, in flash), ``main.cpp`` and ``build.sh``.
+
+``main.cpp`` has no filesystem and no heap: static pools and planned buffers of the header's sizes, the
+program read through a ``BufferDataLoader``, a check that every kernel and backend the methods need is
+registered (the libraries register them when linked whole), then each method loaded, its inputs set
+(zeros), executed, and the outcome logged. ``build.sh`` compiles it with ``arm-none-eabi-g++`` for
+Cortex-M55 against ExecuTorch's headers and links it with the target's ExecuTorch libraries, which the user
+builds from source for the target and names with ``EXECUTORCH_CORTEX_M_LIB_DIR`` (``--compile-only``:
+compile, no link).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ...errors import PteLabError
+from ...runtime.native import executorch_dir
+from ..c_text import c_comment, c_string
+from .sizes import c_identifiers
+from .target_pools import target_pools
+
+__all__ = ["bare_metal_runner", "target_header", "write_bare_metal_runner", "BARE_METAL_FILES", "TARGET_FLAGS", "TARGET_LIBRARIES"]
+
+#: the files written, in order
+BARE_METAL_FILES = ("pools.h", "program.h", "main.cpp", "build.sh")
+
+#: the compiler flags that select the target
+TARGET_FLAGS = {"cortex-m": "-mcpu=cortex-m55 -mthumb -mfloat-abi=hard"}
+
+#: ExecuTorch's static libraries a bare-metal build links (its CMake targets' archives), and those a
+#: backend or an operator namespace adds: linked whole, so that their static registrations are kept
+TARGET_LIBRARIES = {
+    "runtime": ("libexecutorch.a", "libexecutorch_core.a"),
+    "aten": ("libportable_ops_lib.a", "libportable_kernels.a"),
+    "cortex_m": ("libcortex_m_ops_lib.a", "libcortex_m_kernels.a"),
+    "EthosUBackend": ("libexecutorch_delegate_ethos_u.a",),
+}
+
+
+def _libraries(methods) -> list[str]:
+    libs = list(TARGET_LIBRARIES["runtime"])
+    namespaces = {op.split("::")[0] for m in methods for op in m.operators}
+    for key in ("aten", "cortex_m"):
+        if key in namespaces:
+            libs += TARGET_LIBRARIES[key]
+    for b in sorted({b for m in methods for b in m.backends}):
+        libs += TARGET_LIBRARIES.get(b, (f"lib<the library registering {b}>.a",))
+    return libs
+
+
+def _pools_h(pools, ids, target: str, stem: str) -> str:
+    out = [f"/* {stem}: pools on {target} ({next(iter(pools.values())).abi}), from pte_lab's model of Method::init",
+           " * checked against this host's measurement (pte-lab sizes --target " + target + "). */",
+           "#ifndef PTE_LAB_BARE_METAL_POOLS_H", "#define PTE_LAB_BARE_METAL_POOLS_H", "",
+           "/* pool bases: ExecuTorch's objects ask for at most 8; planned buffers: exir plans at 16 */",
+           "#define PTE_LAB_POOL_ALIGNMENT 16u", "#define PTE_LAB_PLANNED_BUFFER_ALIGNMENT 16u"]
+    for name, p in pools.items():
+        up = ids[name].upper()
+        out += ["", f"/* method \"{c_comment(name)}\" on {target} */",
+                f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {p.method_pool}u",
+                f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {p.temp_pool}u"
+                + ("" if p.temp_exact else f" /* at least {p.temp_low} B: see pte-lab sizes --target {target} */"),
+                f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {len(p.planned)}u"]
+        out += [f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_BYTES {b}u" for i, (_, _, b) in enumerate(p.planned)]
+    return "\n".join(out + ["", "#endif", ""])
+
+
+def _program_h(data: bytes) -> str:
+    rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 24]) for i in range(0, len(data), 24)]
+    return "\n".join(["/* the program, as a const array (in flash): read through a BufferDataLoader */",
+                      "#include <stddef.h>", "#include <stdint.h>",
+                      f"alignas(16) static const uint8_t pte_lab_program[{max(len(data), 1)}] = {{",
+                      *(f"  {r}," for r in rows), "};", f"static const size_t pte_lab_program_bytes = {len(data)}u;",
+                      ""])
+
+
+def _method_block(m, up: str, low: str) -> list[str]:
+    P = f"PTE_LAB_{up}"
+    out = [f"// ---- method \"{c_comment(m.method)}\": every size from pools.h",
+           f"alignas(PTE_LAB_POOL_ALIGNMENT) uint8_t {low}_method_pool[{P}_METHOD_POOL_BYTES];",
+           f"alignas(PTE_LAB_POOL_ALIGNMENT) uint8_t {low}_temp_pool[{P}_TEMP_POOL_BYTES > 0 ? {P}_TEMP_POOL_BYTES : 1];"]
+    spans = []
+    for i in range(len(m.planned)):
+        out.append(f"alignas(PTE_LAB_PLANNED_BUFFER_ALIGNMENT) uint8_t {low}_planned_{i}[{P}_PLANNED_BUFFER_{i}_BYTES];")
+        spans.append(f"{{{low}_planned_{i}, {P}_PLANNED_BUFFER_{i}_BYTES}}")
+    out.append(f"Span<uint8_t> {low}_planned[] = {{{', '.join(spans)}}};" if spans
+               else f"Span<uint8_t>* const {low}_planned = nullptr;")
+    setters = []
+    for io in m.inputs:
+        if io.kind != "Tensor":
+            ctype = {"Int": "int64_t", "Bool": "bool", "Double": "double"}.get(io.kind)
+            if ctype is not None and io.value is not None:  # the value the program holds (set_input takes only it)
+                literal = str(io.value).lower() if io.kind == "Bool" else repr(io.value)
+                setters.append(f"  if (Error e = method.set_input(EValue(static_cast<{ctype}>({literal})), "
+                               f"{io.index}); e != Error::Ok) return e;")
+            continue
+        b = f"{low}_input_{io.index}"
+        dims = len(io.shape)
+        strides, acc = [0] * dims, 1
+        for d in reversed(io.dim_order):
+            strides[d], acc = acc, acc * io.shape[d]
+        arr = lambda xs: "{" + ", ".join(map(str, xs or [0])) + "}"  # noqa: E731 - a one-line formatter
+        out += [f"alignas(16) uint8_t {b}[{max(io.nbytes, 1)}];",
+                f"SizesType {b}_sizes[] = {arr(io.shape)};", f"DimOrderType {b}_dim_order[] = {arr(io.dim_order)};",
+                f"StridesType {b}_strides[] = {arr(strides)};",
+                f"TensorImpl {b}_impl(static_cast<ScalarType>({io.scalar_type}), {dims}, {b}_sizes, {b}, "
+                f"{b}_dim_order, {b}_strides);"]
+        setters.append(f"  if (Error e = method.set_input(EValue(Tensor(&{b}_impl)), {io.index}); e != Error::Ok) return e;")
+    out += [f"Error {low}_set_inputs(Method& method) {{", *(setters or ["  (void)method;"]), "  return Error::Ok;", "}",
+            f"const MethodSetup {low}_setup = {{{c_string(m.method)}, {low}_method_pool, {P}_METHOD_POOL_BYTES, "
+            f"{low}_temp_pool, {P}_TEMP_POOL_BYTES, {low}_planned, {len(m.planned)}, {low}_set_inputs}};"]
+    return out
+
+
+_PRELUDE = r'''// A bare-metal ExecuTorch runner written by pte_lab: no filesystem, no heap. Every pool is static, of
+// the sizes pools.h gives for this target; the program is the const array of program.h.
+#include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/core/hierarchical_allocator.h>
+#include <executorch/runtime/core/memory_allocator.h>
+#include <executorch/runtime/executor/memory_manager.h>
+#include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/kernel/operator_registry.h>
+#include <executorch/runtime/platform/log.h>
+#include <executorch/runtime/platform/runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "pools.h"
+#include "program.h"
+
+using executorch::aten::DimOrderType;
+using executorch::aten::ScalarType;
+using executorch::aten::SizesType;
+using executorch::aten::StridesType;
+using executorch::aten::Tensor;
+using executorch::aten::TensorImpl;
+using executorch::extension::BufferDataLoader;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::HierarchicalAllocator;
+using executorch::runtime::MemoryAllocator;
+using executorch::runtime::MemoryManager;
+using executorch::runtime::Method;
+using executorch::runtime::Program;
+using executorch::runtime::Span;
+
+namespace {
+
+struct MethodSetup {
+  const char* name;
+  uint8_t* method_pool;
+  size_t method_pool_bytes;
+  uint8_t* temp_pool;
+  size_t temp_pool_bytes;
+  Span<uint8_t>* planned;
+  size_t num_planned;
+  Error (*set_inputs)(Method&);
+};
+'''
+
+_MAIN = r'''
+const MethodSetup* const kMethods[] = {%(methods)s};
+// what the methods need registered: the kernel and backend libraries register them when linked whole
+const char* const kOperators[] = {%(operators)s};
+const char* const kBackends[] = {%(backends)s};
+
+Error run(const Program& program, const MethodSetup& s) {
+  MemoryAllocator method_allocator(static_cast<uint32_t>(s.method_pool_bytes), s.method_pool);
+  MemoryAllocator temp_allocator(static_cast<uint32_t>(s.temp_pool_bytes), s.temp_pool);
+  HierarchicalAllocator planned(Span<Span<uint8_t>>(s.planned, s.num_planned));
+  MemoryManager memory(&method_allocator, &planned, &temp_allocator);
+  auto method = program.load_method(s.name, &memory);
+  if (!method.ok()) return method.error();
+  for (int i = 0; i < 2; i++) {
+    if (Error e = s.set_inputs(*method); e != Error::Ok) return e;
+    if (Error e = method->execute(); e != Error::Ok) return e;
+  }
+  ET_LOG(Info, "method %%s: loaded and executed twice, method pool %%u B used of %%u", s.name,
+         static_cast<unsigned>(method_allocator.used_size()), static_cast<unsigned>(s.method_pool_bytes));
+  return Error::Ok;
+}
+
+}  // namespace
+
+int main() {
+  executorch::runtime::runtime_init();
+  int missing = 0;
+  for (const char* op : kOperators) {
+    if (op != nullptr && !executorch::runtime::registry_has_op_function(op)) {
+      ET_LOG(Error, "operator %%s is not registered: link its kernel library whole", op);
+      missing++;
+    }
+  }
+  for (const char* b : kBackends) {
+    if (b != nullptr && executorch::runtime::get_backend_class(b) == nullptr) {
+      ET_LOG(Error, "backend %%s is not registered: link its library whole", b);
+      missing++;
+    }
+  }
+  if (missing) return 2;
+  BufferDataLoader loader(pte_lab_program, pte_lab_program_bytes);
+  auto program = Program::load(&loader);
+  if (!program.ok()) {
+    ET_LOG(Error, "Program::load: error 0x%%x", static_cast<unsigned>(program.error()));
+    return 1;
+  }
+  int failed = 0;
+  for (const MethodSetup* s : kMethods) {
+    Error e = run(*program, *s);
+    if (e != Error::Ok) {
+      ET_LOG(Error, "method %%s: error 0x%%x", s->name, static_cast<unsigned>(e));
+      failed++;
+    }
+  }
+  return failed ? 1 : 0;
+}
+'''
+
+_BUILD = r'''#!/bin/sh
+# Builds the bare-metal runner for %(target)s with arm-none-eabi-g++ (Debian's gcc-arm-none-eabi).
+#   EXECUTORCH_INCLUDE           ExecuTorch's headers (default: the executorch wheel's, the same source)
+#   EXECUTORCH_CORTEX_M_LIB_DIR  the folder of ExecuTorch's static libraries built for the target (your build)
+#   LDFLAGS                      the board's linker script and startup code (default: newlib's nosys specs)
+# ./build.sh --compile-only compiles main.cpp without linking (no target libraries needed).
+set -eu
+cd "$(dirname "$0")"
+INC="${EXECUTORCH_INCLUDE:-%(include)s}"
+CXXFLAGS="%(flags)s -std=c++17 -Os -fno-exceptions -fno-rtti -DC10_USING_CUSTOM_GENERATED_MACROS"
+arm-none-eabi-g++ $CXXFLAGS -I"$INC" -I"$INC/executorch/runtime/core/portable_type/c10" -c main.cpp -o main.o
+[ "${1:-}" = "--compile-only" ] && exit 0
+LIB="${EXECUTORCH_CORTEX_M_LIB_DIR:?set EXECUTORCH_CORTEX_M_LIB_DIR to your ExecuTorch build for the target}"
+# linked whole: their kernels and backends register themselves from static initialisers
+arm-none-eabi-g++ %(flags)s main.o -Wl,--whole-archive %(libs)s -Wl,--no-whole-archive \
+  ${LDFLAGS:---specs=nosys.specs} -o runner.elf
+'''
+
+
+def _given(sizes, pte, target: str, methods: list[str] | None):
+    if target not in TARGET_FLAGS:
+        raise PteLabError(f"no bare-metal runner for target {target!r} (pte_lab writes one for "
+                          f"{', '.join(TARGET_FLAGS)})")
+    pools = {n: p for n, p in target_pools(sizes, pte, target).items()
+             if (methods is None or n in methods) and p.method_pool is not None}
+    if not pools:
+        raise PteLabError(f"{sizes.path}: no method has pools on {target}: see pte-lab sizes --target {target}")
+    return pools, c_identifiers(list(pools))
+
+
+def target_header(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> str:
+    """``pools.h`` alone: the pools and planned buffers of every method that has pools on ``target``."""
+    pools, ids = _given(sizes, pte, target, methods)
+    return _pools_h(pools, ids, target, os.path.basename(sizes.path))
+
+
+def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> dict[str, str]:
+    """The files (name -> text) of the bare-metal runner for ``target``; raises :class:`PteLabError` when no
+    method has pools there."""
+    pools, ids = _given(sizes, pte, target, methods)
+    sized = [sizes.methods[n] for n in pools]
+    body = [_PRELUDE]
+    for m in sized:
+        body += [*_method_block(m, ids[m.method].upper(), ids[m.method]), ""]
+    ops = sorted({o for m in sized for o in m.operators})
+    backends = sorted({b for m in sized for b in m.backends})
+    body.append(_MAIN % {"methods": ", ".join(f"&{ids[m.method]}_setup" for m in sized),
+                         "operators": ", ".join(map(c_string, ops)) or "nullptr",
+                         "backends": ", ".join(map(c_string, backends)) or "nullptr"})
+    main = "\n".join(body)
+    with open(sizes.path, "rb") as f:
+        data = f.read()
+    build = _BUILD % {"target": target, "include": executorch_dir() / "include", "flags": TARGET_FLAGS[target],
+                      "libs": " ".join(f'"$LIB/{lib}"' for lib in _libraries(sized))}
+    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path)), "program.h": _program_h(data),
+            "main.cpp": main, "build.sh": build}
+
+
+def write_bare_metal_runner(sizes, pte, folder, target: str = "cortex-m", methods: list[str] | None = None) -> list[str]:
+    """Write :func:`bare_metal_runner`'s files into ``folder`` (made if missing); returns their paths."""
+    files = bare_metal_runner(sizes, pte, target, methods)
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    for name in BARE_METAL_FILES:
+        path = os.path.join(folder, name)
+        with open(path, "w") as f:
+            f.write(files[name])
+        if name.endswith(".sh"):
+            os.chmod(path, 0o755)
+        paths.append(path)
+    return paths

@@ -1,0 +1,125 @@
+"""Pools for another target than this host (``pte-lab sizes FILE --target cortex-m``): the method pool
+replayed from the program's tables with the target's ABI (:mod:`pte_lab.model.method_pool`), trusted only
+where the same replay with this host's ABI gives the sizing runner's measurement exactly.
+
+The planned arenas are the file's, the same on every target. The temp pool holds kernel resolution's
+TensorMeta lists (ABI-dependent, modelled) and what kernels and delegates take at run time (the delegates'
+scratch; bytes that do not depend on the ABI): where this host's temp peak is more than resolution takes here,
+that peak is run time's and holds on the target too; else run time's own use could not be told apart, and
+the temp pool is given as a range (at least what the target's resolution and the delegates' scratch need, at
+most this host's pool).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+from ...model.method_pool import MethodPool, method_pool
+from ...units import human_bytes
+
+__all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dict"]
+
+
+@dataclass(frozen=True)
+class TargetPools:
+    """One method's pools on ``target`` (bytes; None: not known there, see ``why``)."""
+
+    method: str
+    target: str
+    abi: str
+    #: (mem_id, device, bytes) of every planned arena: the file's, the same on every target
+    planned: tuple[tuple[int, str, int], ...]
+    method_pool: int | None
+    method_pool_alone: int | None
+    #: the temp pool: exactly ``temp_pool`` when ``temp_low`` equals it, else somewhere in [temp_low, temp_pool]
+    temp_pool: int | None
+    temp_low: int | None
+    #: this host's measured method pools (method + temp, alone) and the same replay with this host's ABI
+    host_measured: tuple[int, int | None]
+    host_model: tuple[int | None, int | None]
+    #: why a figure is not given (None: every figure is the model's, checked against this host)
+    why: str | None = None
+
+    @property
+    def temp_exact(self) -> bool:
+        return self.temp_pool is not None and self.temp_low == self.temp_pool
+
+
+def _one(m, pte, target: str, external_data: bool) -> TargetPools:
+    host = method_pool(pte, m.method, "host", external_data=external_data)
+    there = method_pool(pte, m.method, target, external_data=external_data) if target != "host" else host
+    measured = (m.method_allocator, m.method_pool_alone)
+    modelled = (host.bytes, host.alone if m.method_pool_alone is not None else None)
+    common = dict(method=m.method, target=target, abi=there.abi, planned=m.planned, host_measured=measured,
+                  host_model=modelled)
+    if target == "host":
+        return TargetPools(method_pool=m.method_allocator, method_pool_alone=m.method_pool_alone,
+                           temp_pool=m.temp_allocator, temp_low=m.temp_allocator, **common)
+    why = there.unknown or host.unknown
+    if why is None and modelled != measured:
+        why = (f"the model gives this host {_pair(modelled)} where the sizing runner measured {_pair(measured)}: "
+               f"it does not know everything this method takes, so its {target} figure is not given")
+    if why is not None:
+        return TargetPools(method_pool=None, method_pool_alone=None, temp_pool=None, temp_low=None, why=why,
+                           **common)
+    low = max(there.resolution_temp, there.resolution_minimum, m.delegate_scratch)
+    run_time = m.temp_peak if m.temp_peak > host.resolution_temp else 0
+    high = max(low, run_time) if run_time else max(low, m.temp_allocator)
+    return TargetPools(method_pool=there.bytes,
+                       method_pool_alone=there.alone if m.method_pool_alone is not None else None,
+                       temp_pool=high, temp_low=max(low, run_time) if run_time else low, **common)
+
+
+def _pair(p) -> str:
+    return f"{p[0]:,} B" + (f" (alone: {p[1]:,} B)" if p[1] is not None else "")
+
+
+def target_pools(sizes, pte, target: str) -> dict[str, TargetPools]:
+    """Every sized method's pools on ``target``, from ``sizes`` (this host's sizing of ``pte``)."""
+    external = sizes.data_path is not None
+    return {name: _one(m, pte, target, external) for name, m in sizes.methods.items()}
+
+
+def _temp_words(p: TargetPools) -> str:
+    if p.temp_exact:
+        return f"{p.temp_pool:,} B"
+    return (f"{p.temp_low:,} to {p.temp_pool:,} B (kernel resolution took the most temp memory on this host, so "
+            f"what the kernels take at run time could not be told apart: at least the {p.target} resolution's "
+            f"and the delegates' scratch, at most this host's pool)")
+
+
+def target_pools_text(sizes, pte, target: str) -> str:
+    """The pools each method needs on ``target``, every figure labelled with its target."""
+    pools = target_pools(sizes, pte, target)
+    abi = next((p.abi for p in pools.values()), target)
+    out = [f"{os.path.basename(sizes.path)}: pools on {target} ({abi}), executorch {sizes.executorch_version}: "
+           f"the method pool replayed from the program's tables with {target}'s type layouts (read from the "
+           f"executorch headers compiled for it), trusted where the same replay gives this host's measurement"]
+    for p in pools.values():
+        out += ["", f"method {p.method!r}"]
+        for mem_id, device, b in p.planned:
+            out.append(f"  planned arena {mem_id} ({device}): {b:,} B ({human_bytes(b)}), any target (the file's)")
+        if p.why is not None:
+            out.append(f"  pools on {target}: not given: {p.why}")
+            continue
+        out.append(f"  method pool, method + temp, on {target}: {p.method_pool:,} B "
+                   f"(this host: {p.host_measured[0]:,} B measured, {p.host_model[0]:,} B modelled)")
+        out.append(f"  temp pool, method + temp, on {target}: {_temp_words(p)}")
+        scratch = sizes.methods[p.method].delegate_scratch
+        if p.method_pool_alone is not None:
+            out.append(f"  method pool, method alone (no temp allocator), on {target}: {p.method_pool_alone:,} B "
+                       f"(this host: {p.host_measured[1]:,} B measured, {p.host_model[1]:,} B modelled); temp "
+                       f"memory then comes from et_pal_allocate, which returns nullptr on a bare-metal platform layer"
+                       + (f": not runnable on a heap-less {target}, whose delegates' {scratch:,} B of scratch would "
+                          f"come from there" if scratch else ": runnable there only if no kernel asks for temp memory"))
+        else:
+            out.append("  method pool, method alone: not possible (it was not possible on this host)")
+    return "\n".join(out)
+
+
+def target_pools_dict(sizes, pte, target: str) -> dict:
+    """The same as a JSON-ready document."""
+    return {"target": target, "path": sizes.path, "executorch": sizes.executorch_version,
+            "methods": {n: {**asdict(p), "temp_exact": p.temp_exact}
+                        for n, p in target_pools(sizes, pte, target).items()}}

@@ -1,0 +1,146 @@
+"""Pools for a 32-bit Arm target (issue 33.3-4): the ABI probe, the method-pool model checked against this
+host's measurement on every example, ``pte-lab sizes --target cortex-m``, and the bare-metal runner compiled for
+Cortex-M55."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("executorch.runtime")
+
+import pte_lab  # noqa: E402
+from pte_lab.cli import main  # noqa: E402
+from pte_lab.model.method_pool import BACKEND_INIT, abis, method_pool  # noqa: E402
+from pte_lab.runtime import abi_probe  # noqa: E402
+
+ETHOS_U = Path(pte_lab.__file__).parent / "data" / "ethos_u"
+
+_NO_ARM = "arm-none-eabi-g++ is not installed (Debian's gcc-arm-none-eabi; .ci/run installs it)"
+needs_arm = pytest.mark.skipif(abi_probe.compiler_for("cortex-m") is None, reason=_NO_ARM)
+
+
+@pytest.mark.parametrize("target", list(abi_probe.TARGETS))
+def test_the_stored_abi_is_what_the_target_compiler_lays_out(target):
+    """pte_lab/data/abi.json is the probe's reading of this wheel's headers, compiled (not run) for the target."""
+    if abi_probe.compiler_for(target) is None:
+        pytest.skip(_NO_ARM if target == "cortex-m" else "no g++")
+    assert abi_probe.probe(target) == abis()[target].types
+
+
+def test_the_32_bit_abi_is_ilp32_with_8_byte_64_bit_scalars():
+    host, arm = abis()["host"], abis()["cortex-m"]
+    assert arm.types["EValuePointer"] == (4, 4) and host.types["EValuePointer"] == (8, 8)
+    # AAPCS: 64-bit scalars are 8-aligned, so an EValue (a tag and an int64/double payload) stays 16 bytes
+    assert arm.types["EValue"] == (16, 8) == host.types["EValue"]
+    assert arm.size("TensorImpl") < host.size("TensorImpl")
+
+
+def test_a_broken_object_file_is_a_named_error():
+    with pytest.raises(abi_probe.AbiProbeError, match="not a little-endian ELF"):
+        abi_probe.read_object(b"not an object file")
+
+
+def _sized(path, **kw):
+    return pte_lab.sizes(str(path), runs=1, heap_runs=1, **kw)
+
+
+def _reproduces(path, data=None, opened=None):
+    """Every sized method: the model with this host's ABI (on ``opened``, else ``path``) gives the sizing runner's
+    method pool exactly, in both configurations, and the model's cortex-m pool is smaller."""
+    s = _sized(path, data_path=data)
+    assert s.methods, s.skipped
+    pte = pte_lab.open(str(opened or path))
+    for name, m in s.methods.items():
+        host = method_pool(pte, name, "host", external_data=data is not None)
+        assert (host.bytes, host.alone) == (m.method_allocator, m.method_pool_alone), name
+        arm = method_pool(pte, name, "cortex-m", external_data=data is not None)
+        if all("cortex-m" in BACKEND_INIT.get(d.id, {}) for d in pte.methods[name].raw.delegates):
+            assert 0 < arm.bytes < host.bytes and arm.alone < host.alone
+        else:
+            assert arm.bytes is None and "XnnpackBackend" in arm.unknown
+    return s
+
+
+@pytest.fixture(scope="module")
+def portable_sizes(program_path):
+    return _sized(program_path("portable"))
+
+
+def test_the_model_reproduces_the_measured_method_pool_of_a_portable_program(program_path, portable_sizes):
+    pte = pte_lab.open(str(program_path("portable")))
+    m = portable_sizes.methods["forward"]
+    host = method_pool(pte, "forward")
+    assert (host.bytes, host.alone) == (m.method_allocator, m.method_pool_alone)
+    assert sum(p.bytes + p.padding for p in host.parts) == host.bytes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["xnnpack", "transformer", "kv_cache", "dynamic", "cond", "three_methods",
+                                  "unplanned_io", "shared_state", "gpt", "llm"])
+def test_the_model_reproduces_the_measured_method_pool(program_path, name):
+    _reproduces(program_path(name))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(p.name for p in ETHOS_U.glob("*.pte")))
+def test_the_model_reproduces_the_measured_method_pool_of_ethos_u_programs(name):
+    _reproduces(ETHOS_U / name)
+
+
+@pytest.mark.slow
+def test_the_model_reproduces_the_measured_method_pool_of_bundled_and_external_programs(program_dir, tmp_path):
+    from pte_lab import examples
+
+    bundled = program_dir / "bundled.bpte"
+    if not bundled.exists():
+        bundled.write_bytes(examples.build("bundled"))
+    from executorch.devtools.bundled_program.serialize import deserialize_from_flatbuffer_to_bundled_program
+
+    carried = tmp_path / "carried.pte"  # the runtime sizes the program a .bpte carries; the model reads the .bpte
+    carried.write_bytes(bytes(deserialize_from_flatbuffer_to_bundled_program(bundled.read_bytes()).program))
+    _reproduces(carried, opened=bundled)
+    ext = examples.save("external", tmp_path / "external.pte")
+    (ptd,) = tmp_path.glob("*.ptd")
+    _reproduces(ext, data=ptd)
+
+
+def test_sizes_for_cortex_m_labels_every_figure_with_its_target(program_path, portable_sizes, capsys, monkeypatch):
+    from pte_lab.runtime import sizing
+
+    monkeypatch.setattr(sizing, "sizes", lambda *a, **k: portable_sizes)
+    path = str(program_path("portable"))
+    assert main(["sizes", path, "--target", "cortex-m"]) == 0
+    text = capsys.readouterr().out
+    arm = method_pool(pte_lab.open(path), "forward", "cortex-m")
+    assert f"method pool, method + temp, on cortex-m: {arm.bytes:,} B" in text
+    assert f"this host: {portable_sizes.methods['forward'].method_allocator:,} B measured" in text
+    assert "Arm AAPCS (ILP32)" in text
+    assert main(["sizes", path, "--target", "cortex-m", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["target"] == "cortex-m" and doc["methods"]["forward"]["method_pool"] == arm.bytes
+    assert main(["sizes", path, "--target", "cortex-m", "--c-header"]) == 0
+    assert f"#define PTE_LAB_FORWARD_METHOD_POOL_BYTES {arm.bytes}u" in capsys.readouterr().out
+
+
+@needs_arm
+def test_the_bare_metal_runner_compiles_for_cortex_m55(program_path, portable_sizes, tmp_path):
+    from pte_lab.views.run.bare_metal_runner import BARE_METAL_FILES, write_bare_metal_runner
+
+    path = program_path("portable")
+    out = tmp_path / "runner"
+    written = write_bare_metal_runner(portable_sizes, pte_lab.open(str(path)), out, "cortex-m")
+    assert [Path(p).name for p in written] == list(BARE_METAL_FILES)
+    main_cpp = (out / "main.cpp").read_text()
+    assert "BufferDataLoader" in main_cpp and "malloc" not in main_cpp and "fopen" not in main_cpp
+    arm = method_pool(pte_lab.open(str(path)), "forward", "cortex-m")
+    assert f"METHOD_POOL_BYTES {arm.bytes}u" in (out / "pools.h").read_text()
+    assert "libportable_ops_lib.a" in (out / "build.sh").read_text()
+    r = subprocess.run(["sh", str(out / "build.sh"), "--compile-only"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    head = (out / "main.o").read_bytes()[:20]
+    assert head[:4] == b"\x7fELF" and head[4] == 1 and int.from_bytes(head[18:20], "little") == 40  # ELF32, EM_ARM
