@@ -188,12 +188,17 @@ class MethodDiff:
 
     @property
     def unchanged(self) -> bool:
-        """Nothing differs: counts, arenas (size, device, peak), state, every tensor matched unchanged, and
-        every delegate call the same (settings and bytes)."""
+        """The memory plan is the same: counts, arenas (size, device, peak), state, and every tensor matched
+        unchanged (the delegates are :attr:`same`'s too)."""
         counts = (self.instructions, self.tensors, self.planned_bytes, self.state_tensors, self.state_bytes)
         return (not any(c.changed for c in counts) and not self.only_before and not self.only_after
-                and not self.changed and all(a.before == a.after for a in self.arenas)
-                and not any(x.changed for x in self.delegates))
+                and not self.changed and all(a.before == a.after for a in self.arenas))
+
+    @property
+    def same(self) -> bool:
+        """Nothing differs: the plan is :attr:`unchanged` and every delegate call is the same (settings and
+        bytes). What the views call an unchanged method."""
+        return self.unchanged and not any(x.changed for x in self.delegates)
 
     @cached_property
     def _arena_index(self) -> dict[int, ArenaDiff]:

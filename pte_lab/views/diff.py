@@ -363,9 +363,9 @@ def diff_text(d, rows: int = _ROWS) -> str:
             if len(lines) > _ARENA_ROWS:
                 out.append(f"    {_lines_left(len(lines) - _ARENA_ROWS)}")
     out += ["", f"  {_unchanged_line(grew, shrank, same)}"]
-    same = [n for n, md in d.methods.items() if md.unchanged]
+    same = [n for n, md in d.methods.items() if md.same]
     for md in d.methods.values():
-        if not md.unchanged:
+        if not md.same:
             out += [""] + _method_text(md, rows)
     if same:
         out += ["", f"Unchanged methods (every arena, count, tensor and delegate the same): {', '.join(same)}"]
@@ -418,6 +418,18 @@ def _devices_cell(a) -> str:
     return _device_badge(y) if x is None else f"{_device_badge(x)} &rarr; {_device_badge(y)}"
 
 
+def _delegate_html(x) -> str:
+    head = f"delegate call {x.call}: {_arrow(_delegate_name(x.before), _delegate_name(x.after))}"
+    if not x.changed:
+        return f"<div class='pte-sub'>{escape(head)}, the same (settings and bytes)</div>"
+    rows = [[escape(st.what), escape(st.before or NOT_SAID), escape(st.after or NOT_SAID), "", ""]
+            for st in x.settings if st.changed and st.what not in ("backend", "stored")]
+    rows += [[escape(w), *_html_change(c)] for w, c in x.byte_changes]
+    same = [st.what for st in x.settings if not st.changed]
+    return (f"<div>{escape(head)}</div>" + _html_table(["what", "before", "after", "change", "growth"], rows)
+            + (f"<div class='pte-sub'>the same: {escape(', '.join(same))}</div>" if same else ""))
+
+
 def _method_html(md) -> str:
     parts = [f"<div class='pte-sub'>instructions {escape(_arrow(md.instructions.before, md.instructions.after))}"
              f" &middot; planned tensors {escape(_arrow(md.tensors.before, md.tensors.after))} &middot; state "
@@ -432,6 +444,8 @@ def _method_html(md) -> str:
             parts.append(f"<div>{escape(_arena_why(md, a))}</div>")
     if left:
         parts.append(f"<div class='pte-sub'>{escape(_arenas_left(left))}</div>")
+    for x in md.delegates:
+        parts.append(_delegate_html(x))
     parts.append(f"<div class='pte-sub'>tensors: {escape(_matching_line(md))}</div>")
     changed = _changed_sorted(md)
     if changed:
@@ -462,15 +476,18 @@ def diff_html(d) -> str:
             + (f" &middot; only in the first: {escape(', '.join(d.removed))}" if d.removed else "")
             + (f" &middot; only in the second: {escape(', '.join(d.added))}" if d.added else "") + "</div>")
     grew, shrank, same = grew_and_shrank(d)
-    parts = [head]
+    parts = [head] + [f"<div class='pte-find pte-warning'>{escape(x)}</div>" for x in not_measured_lines(d)]
+    targets = target_changes_line(d)
+    if targets:
+        parts.append(f"<div class='pte-find pte-warning'>{escape(targets)}</div>")
     if grew:
         parts.append(_section("What grew, largest first", _lines_table(grew), str(len(grew)), open_=True))
     if shrank:
         parts.append(_section("What shrank, largest first", _lines_table(shrank), str(len(shrank)), open_=True))
     parts.append(f"<div class='pte-sub'>{escape(_unchanged_line(grew, shrank, same))}</div>")
-    same = [n for n, md in d.methods.items() if md.unchanged]
+    same = [n for n, md in d.methods.items() if md.same]
     for md in d.methods.values():
-        if not md.unchanged:
+        if not md.same:
             changed = md.planned_bytes.changed or any(a.size.changed or a.peak.changed for a in md.arenas)
             parts.append(_section(f"Method {md.name}", _method_html(md),
                                   f"{delta_bytes(md.planned_bytes.delta)} planned", open_=changed))
@@ -493,7 +510,8 @@ def diff_html(d) -> str:
     if d.sizes is not None:
         s = d.sizes
         body = _html_table(["method", "part", "before", "after", "change", "growth"],
-                           [[escape(p.method), escape(p.part), *_html_change(p.bytes)]
+                           [[escape(p.method), escape(_part_label(p)),
+                             *(_html_change(p.bytes) if p.unmeasured is None else map(escape, _part_cells(p)))]
                             for p in s.parts], numeric={2, 3, 4, 5})
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
