@@ -157,3 +157,31 @@ def test_a_temp_pool_that_stays_is_not_a_temp_allocator_that_grew():
     assert [x.what for x in shrank] == ["forward: delegate scratch"]
     assert "forward: temp pool" in [x.what for x in same]
     assert not any(c.failed for c in d.budget(5))
+
+
+# ------------------------------------------------------------------------------------------ the picture
+def test_plot_diff_counts_instructions_in_whole_numbers_and_says_what_it_leaves_out(program_path):
+    """Portable against XNNPACK: XNNPACK's forward is one instruction (no -0.5 ticks), and its panel says its
+    delegate's own memory is not in the picture; the portable panel has no delegate to say it of."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from pte_lab import plot
+
+    d = pte_lab.diff(program_path("portable"), program_path("xnnpack"))
+    assert d.methods["forward"].instructions.after == 1
+    fig = plot.diff(d, "forward", 1)
+    try:
+        panels = [ax for ax in fig.get_axes() if "arena 1" in ax.get_title()]
+        assert len(panels) == 2
+        for ax in panels:
+            fig.canvas.draw()
+            ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+            assert ticks and all(float(t).is_integer() for t in ticks)
+        before, after = panels
+        notes = [[t.get_text() for t in ax.texts if t.get_gid() == "not-shown"] for ax in panels]
+        assert notes[0] == []
+        (note,) = notes[1]
+        assert "not shown" in note and "XnnpackBackend" in note
+    finally:
+        plt.close(fig)
