@@ -418,7 +418,8 @@ def _setting(d: "DelegateMemory | None", what: str) -> str | None:
     if what == "stored":
         return d.location
     if what == "command stream and weights live":
-        return d.places[0] if s is not None else None
+        mode = d.placement
+        return mode.program if s is not None and mode is not None else None
     if what == "scratch from":
         return d.scratch_from
     if what == "scratch lives":
