@@ -6,8 +6,6 @@ committed programs ExecuTorch's Arm flow exported (pte_lab/data/ethos_u, with wh
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -86,7 +84,7 @@ def test_cli_budgets_the_scratch_each_delegate_declares(capsys):
     assert cli_main(["diff", str(U55_SHARED), str(U85_SRAM), "--fail-if-grows", "5",
                      "--allow-target-change"]) == 1
     err = capsys.readouterr().err
-    assert f"scratch of 'forward' delegate call 0 grew" in err
+    assert "scratch of 'forward' delegate call 0 grew" in err
     assert f"of its {human_bytes(a)} ({human_bytes(a)} -> {human_bytes(b)})" in err
 
 
@@ -178,7 +176,6 @@ def test_plot_diff_counts_instructions_in_whole_numbers_and_says_what_it_leaves_
             fig.canvas.draw()
             ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
             assert ticks and all(float(t).is_integer() for t in ticks)
-        before, after = panels
         notes = [[t.get_text() for t in ax.texts if t.get_gid() == "not-shown"] for ax in panels]
         assert notes[0] == []
         (note,) = notes[1]

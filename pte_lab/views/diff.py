@@ -263,10 +263,6 @@ def _delegate_text(x) -> list[str]:
     return out
 
 
-def _get(obj, name):
-    return None if obj is None else getattr(obj, name)
-
-
 def not_measured_lines(d) -> list[str]:
     """What one side did not measure (with sizes), said first: each method a side could not size, and the
     figures a sized method lacks."""
