@@ -648,11 +648,23 @@ def _unique_sources(m: "Method", planned: dict[int, PlannedTensor]) -> dict[tupl
     return {k: vs[0] for k, vs in seen.items() if len(vs) == 1}
 
 
+def _slices() -> tuple[tuple[str, slice], ...]:
+    out, at = [], 0
+    for k, fields_ in TENSOR_CHANGES.items():
+        out.append((k, slice(at, at + len(fields_))))
+        at += len(fields_)
+    return tuple(out)
+
+
+#: each of TENSOR_CHANGES' names and its fields' place in ``_COMPARED``'s tuple
+_SLICES = _slices()
+
+
 def _changed(a: PlannedTensor, b: PlannedTensor) -> tuple[str, ...]:
-    if _COMPARED(a) == _COMPARED(b):  # most pairs: nothing changed, one comparison
+    va, vb = _COMPARED(a), _COMPARED(b)
+    if va == vb:  # most pairs: nothing changed, one comparison
         return ()
-    return tuple(k for k, fields_ in TENSOR_CHANGES.items()
-                 if any(getattr(a, f) != getattr(b, f) for f in fields_))
+    return tuple(k for k, at in _SLICES if va[at] != vb[at])
 
 
 def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tuple[PlannedTensor, ...],
