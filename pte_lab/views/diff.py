@@ -51,8 +51,6 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-import math
-
 from ..model.diff import MATCHED_BY, POOL_REMAINDERS
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
@@ -62,7 +60,7 @@ from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import _indent, _table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
-           "target_change_text", "target_changes_line", "not_measured_lines", "of_what"]
+           "target_change_text", "target_changes_line", "not_measured_lines"]
 
 SCHEMA = "pte_lab.diff"
 VERSION = 1
@@ -205,16 +203,6 @@ def _arena_tail(a, times: str = "x") -> list[str]:
 def _changed_row(m) -> list[str]:
     return [_arrow(f"v{m.before.value}", f"v{m.after.value}"), _tensor_label(m.after), m.after.dtype,
             human_bytes(m.after.nbytes), m.by, tensor_change(m)]
-
-
-def of_what(c, what: str) -> str:
-    """A change with its percentage said of what, from how much to how much:
-    ``-576 B, -10.5% of the first's 5.3 KiB (5.3 KiB -> 4.8 KiB)``."""
-    g = c.growth
-    if c.before is None or c.after is None:
-        return f"{what} {_arrow(c.before, c.after, human_bytes)}"
-    pct = "" if g is None or g in (0, math.inf) else f", {growth(g)} of the first's {human_bytes(c.before)}"
-    return f"{what} {human_bytes(c.before)} -> {human_bytes(c.after)} ({delta_bytes(c.delta)}{pct})"
 
 
 # ------------------------------------------------------------------ delegates
