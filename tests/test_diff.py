@@ -296,7 +296,11 @@ def test_llm_fp32_against_8da4w(program_path):
     assert d.file_size.delta == os.path.getsize(q) - os.path.getsize(fp32) < 0
     assert not any(c.exceeded for c in d.budget(0))
     r = _cli("diff", str(fp32), str(q), "--fail-if-grows", "0")
-    assert r.returncode == 0 and "Unchanged methods (every arena, count and tensor the same): forward" in r.stdout
+    assert r.returncode == 0 and d.target_changes == ()  # XNNPACK on both sides: no change of backend
+    # the plan is the same; the method is listed unchanged only if its XNNPACK blobs are too
+    line = "Unchanged methods (every arena, count, tensor and delegate the same): forward"
+    assert (line in r.stdout) == md.same
+    assert all(x.before.backend == x.after.backend == "XnnpackBackend" for x in md.delegates)
 
 
 @pytest.mark.slow

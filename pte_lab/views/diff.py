@@ -228,8 +228,12 @@ def target_changes_line(d) -> str | None:
         by.setdefault((c.method, c.call), []).append(target_change_text(c))
     if not by:
         return None
+    calls: dict[tuple[str, str], list[int]] = {}  # delegate calls that changed alike are said once
+    for (m, k), texts in by.items():
+        calls.setdefault((m, ", ".join(texts)), []).append(k)
     return "the delegates changed where the program runs: " + "; ".join(
-        f"{m!r} delegate call {k}: {', '.join(texts)}" for (m, k), texts in by.items())
+        f"{m!r} delegate call{'s' if len(ks) > 1 else ''} {first_few(map(str, ks), 6, ', ', ' and {n} more')}: "
+        f"{texts}" for (m, texts), ks in calls.items())
 
 
 def _delegate_name(dm) -> str:
