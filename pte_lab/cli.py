@@ -8,10 +8,12 @@
     pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
                    [--target host|cortex-m]
-    pte-lab diff A B [--method M] [--json] [--sizes] [--fail-if-grows PCT] [--rows N]
+    pte-lab diff A B [--method M] [--json] [--sizes] [--fail-if-grows PCT] [--allow-target-change] [--rows N]
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
-when a budget is exceeded. Any other exception is a bug in pte_lab: one line says so and the exit
+when a budget is exceeded (or a budgeted figure was not measured), and 4 (:data:`TARGET_CHANGED`) when a
+delegate's backend, target or memory mode changed or its bytes moved from flash to RAM (unless
+``--allow-target-change``). Any other exception is a bug in pte_lab: one line says so and the exit
 status is 3 (``--debug`` anywhere on the line, or ``PTE_LAB_DEBUG=1``, prints its traceback too).
 """
 
@@ -25,6 +27,10 @@ import sys
 from .errors import PteLabError
 from .progress import lines
 
+
+#: ``diff --fail-if-grows``'s exit status when a delegate's backend, target or memory mode changed, or its bytes
+#: moved from flash to RAM (a budget exceeded is 1)
+TARGET_CHANGED = 4
 
 #: the most arena pictures ``inspect`` draws per method (the largest arenas)
 MAX_PICTURES = 32
@@ -258,7 +264,7 @@ def _diff(args) -> int:
     from .model import open_pte
     from .model.diff import diff_programs
     from .units import growth, human_bytes
-    from .views.diff import diff_document, diff_text
+    from .views.diff import diff_document, diff_text, target_changes_line
     from .views.text import indented, text_table
 
     for f in (args.before, args.after):
@@ -282,13 +288,23 @@ def _diff(args) -> int:
     checks = d.budget(limit)
     if not args.json:
         rows = [[c.what, human_bytes(c.bytes.before), human_bytes(c.bytes.after), growth(c.bytes.growth),
-                 "EXCEEDED" if c.exceeded else "ok"] for c in checks]
-        sys.stdout.write(f"\nBudget: nothing may grow more than {limit:g}%\n"
+                 "EXCEEDED" if c.exceeded else f"NOT MEASURED ({c.unmeasured})" if c.unmeasured else "ok"]
+                for c in checks]
+        sys.stdout.write(f"\nBudget: nothing may grow more than {limit:g}% of its first size\n"
                          + indented(text_table(["what", "before", "after", "growth", ""], rows)) + "\n")
-    over = [c for c in checks if c.exceeded]
+    over = [c for c in checks if c.failed]
     for c in over:
-        print(f"pte-lab: budget exceeded: {c.what} grew {growth(c.bytes.growth)} ({human_bytes(c.bytes.before)} -> "
-              f"{human_bytes(c.bytes.after)}), more than {limit:g}%", file=sys.stderr)
+        if c.unmeasured:
+            print(f"pte-lab: budget not held: {c.what} was not measured in the "
+                  f"{'two programs' if c.unmeasured == 'both' else c.unmeasured + ' program'}", file=sys.stderr)
+        else:
+            print(f"pte-lab: budget exceeded: {c.what} grew {growth(c.bytes.growth)} of its "
+                  f"{human_bytes(c.bytes.before)} ({human_bytes(c.bytes.before)} -> {human_bytes(c.bytes.after)}), "
+                  f"more than {limit:g}%", file=sys.stderr)
+    targets = None if args.allow_target_change else target_changes_line(d)
+    if targets:
+        print(f"pte-lab: {targets} (--allow-target-change accepts this)", file=sys.stderr)
+        return TARGET_CHANGED
     return 1 if over else 0
 
 
@@ -425,8 +441,14 @@ def build_parser() -> argparse.ArgumentParser:
     df.add_argument("--sizes", action="store_true",
                     help="also size both programs (pte-lab sizes: loads and runs each method) and compare the parts")
     df.add_argument("--fail-if-grows", type=_percentage, metavar="PCT",
-                    help="exit 1 when the file's bytes, the planned bytes (all methods, or any one method) or, "
-                         "with --sizes, any pool of a method grow by more than PCT percent")
+                    help="exit 1 when the file's bytes, the planned bytes (all methods, or any one method), a "
+                         "delegate's scratch or, with --sizes, any pool of a method grow by more than PCT percent "
+                         "(or a pool was not measured); exit "
+                         f"{TARGET_CHANGED} when a delegate's backend, target or memory mode changes or its bytes "
+                         "move from flash to RAM")
+    df.add_argument("--allow-target-change", action="store_true",
+                    help=f"with --fail-if-grows: do not fail (exit {TARGET_CHANGED}) when a delegate's backend, "
+                         "target or memory mode changes or its bytes move from flash to RAM")
     df.add_argument("--rows", type=_whole(1), default=12, help="most tensors listed per table (default 12)")
     df.set_defaults(func=_diff)
     return p

@@ -203,6 +203,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     ax.set_xlim(-1.5, right)
     ax.set_ylim(0, top * 1.04)
     _bytes_axis(ax.yaxis, top)
+    _instruction_axis(ax.xaxis)
     ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
     ax.set_ylabel("offset in arena")
     eff = "" if a.size_over_peak is None else f", {SIZE_OVER_PEAK} {ratio(a.size_over_peak, times='×')}"
@@ -214,6 +215,21 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
         handles += [Line2D([], [], ls="none", label=note) for note in notes]
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
+
+
+def _instruction_axis(axis) -> None:
+    """Instructions are counted: whole-number ticks only (a one-instruction program gets no -0.5)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _delegates_not_shown(ax, method: "Method") -> None:
+    """Say on the panel that the method's delegates' own memory is not in the picture (the planned arena only)."""
+    backends = list(dict.fromkeys(d.backend for d in method.delegates))
+    if backends:
+        ax.text(0.99, 0.02, f"not shown: the delegates' own memory ({', '.join(backends)}; outside the plan)",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="#555555", gid="not-shown")
 
 
 def _tail_padding(method: "Method", a) -> int:
@@ -534,6 +550,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
             ax.set_title(f"{title}: {m.name}", fontsize=9)
             continue
         arena_layout(m, mem_id, ax=ax, color_by=color_by, **kwargs)
+        _delegates_not_shown(ax, m)
         ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
         top = max(top, arena.size, arena.peak_bytes)
         rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
@@ -566,7 +583,8 @@ def _diff_pairs(d: "Diff", parts: str) -> list[tuple[str, "Change"]]:
     if parts == "sizes":
         if d.sizes is None:
             raise ValueError("this diff has no run-time sizes: pte_lab.diff(a, b, sizes=True) measures them")
-        return [(f"{p.method} · {p.part}", p.bytes) for p in d.sizes.parts if p.bytes.before or p.bytes.after]
+        return [(f"{p.method} · {p.part}", p.bytes) for p in d.sizes.parts
+                if p.bytes.before or p.bytes.after or p.unmeasured]
     if parts == "file":
         return [(r.region + (f" {r.name}" if r.name else ""), r.bytes) for r in d.regions
                 if r.region != "padding" or r.bytes.before or r.bytes.after]
@@ -585,6 +603,8 @@ def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **k
     from matplotlib.patches import Patch
 
     rows = _diff_pairs(d, parts)
+    unmeasured = ({f"{p.method} · {p.part}": p.unmeasured for p in d.sizes.parts if p.unmeasured}
+                  if parts == "sizes" and d.sizes is not None else {})
     ax = _axes(ax, (9, 0.55 * max(1, len(rows)) + 1.3))
     h = 0.38
     top = max([1] + [v for _, c in rows for v in (c.before, c.after) if v])
@@ -594,10 +614,16 @@ def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **k
                 bar = ax.barh(i + (k - 0.5) * h, v, **{"height": h, "color": DIFF_COLORS[k], "edgecolor": "white",
                                                        "lw": 0.5, **kwargs})
                 bar.patches[0].set_gid(f"{label}|{('before', 'after')[k]}")
-        if c.before is None or c.after is None:
+        missing = unmeasured.get(label)
+        if missing:
+            note = f" not measured ({missing} program)" if missing != "both" else " not measured"
+        elif c.before is None or c.after is None:
             note = " only after" if c.before is None else " only before"
+        elif c.changed:
+            of = f" of {human_bytes(c.before)}" if c.before else ""
+            note = f" {delta_bytes(c.delta)} ({growth(c.growth)}{of})"
         else:
-            note = f" {delta_bytes(c.delta)} ({growth(c.growth)})" if c.changed else " unchanged"
+            note = " unchanged"
         ax.annotate(note, (max(c.before or 0, c.after or 0), i), va="center", fontsize=8,
                     color="#D55E00" if c.delta > 0 and c.before is not None else "#333333")
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)

@@ -17,6 +17,7 @@ pytest.importorskip("executorch.exir")
 import pte_lab  # noqa: E402
 from pte_lab import examples, planning  # noqa: E402
 from pte_lab.model.diff import Change, match_tensors  # noqa: E402
+from pte_lab.units import human_bytes  # noqa: E402
 from pte_lab.views.rows import diff_lines  # noqa: E402
 
 
@@ -134,28 +135,33 @@ def test_state_is_matched_by_its_name(program_path, tmp_path):
         assert md.state_bytes == Change(state.before.nbytes, state.after.nbytes)
 
 
-def test_what_cannot_be_matched_is_listed_not_guessed(program_path):
-    """A longer sequence changes every activation's shape: only the input and output pair (by position,
-    their shape change reported); every intermediate is listed on its side."""
+def test_tensors_pair_across_a_change_of_shape(program_path):
+    """A longer sequence changes every activation's shape: each tensor still pairs with the one the same
+    operators make (its shape and bytes what changed), and no sum of tensors' bytes reads as memory."""
     short = examples.build("transformer", layers=2, seq=8)  # the cached one has seq=16
     d = pte_lab.diff(short, program_path("transformer"), labels=("seq 8", "seq 16"))
     md = d.methods["forward"]
-    by = {m.by for m in md.matched}
-    assert by <= {"input", "output", "operators"}
+    assert md.tensors.before == md.tensors.after and len(md.matched) == md.tensors.before
+    assert md.only_before == () and md.only_after == ()
+    shaped = [m for m in md.matched if "shape" in m.changed]
+    assert len(shaped) > md.tensors.before // 2
     for m in md.matched:
-        if m.by == "operators":  # never paired across a shape or dtype change
-            assert m.before.shape == m.after.shape and m.before.dtype == m.after.dtype
+        assert m.before.op == m.after.op and m.before.dtype == m.after.dtype and m.before.role == m.after.role
     io = [m for m in md.matched if m.by in ("input", "output")]
     assert len(io) == 2 and all({"shape", "size"} <= set(m.changed) for m in io)
-    assert md.only_before and md.only_after
-    assert len(md.matched) + len(md.only_before) == md.tensors.before
-    assert len(md.matched) + len(md.only_after) == md.tensors.after
     assert d.labels == ("seq 8", "seq 16") and str(d).startswith("Diff seq 8 -> seq 16")
     assert repr(d).startswith("<Diff seq 8 -> seq 16: planned bytes") and "\n" not in repr(d)  # one line
+    text = str(d)
+    (why,) = [line for line in text.splitlines() if line.startswith("  arena 1:")]
+    arena = md.arena(1)
+    # the tensors behind the change are counted, their largest change named: never a sum of their bytes
+    assert "larger: " in why and "(largest +" in why and "their own bytes" not in why
+    biggest = max(m.after.nbytes - m.before.nbytes for m in md.matched if m.after.role != "view")
+    assert f"largest +{human_bytes(biggest)}" in why
+    assert arena.size.delta > 0
     table = md.table()
-    assert list(table.matched_by.unique()) == [*dict.fromkeys(m.by for m in md.matched), "only before",
-                                               "only after"]
-    assert table.nbytes_before.isna().sum() == len(md.only_after)
+    assert set(table.matched_by) <= {"input", "output", "operators"}
+    assert table.shape_before.ne(table.shape_after).sum() == len(shaped)
 
 
 def test_match_tensors_of_a_method_with_itself(program_path):
@@ -290,7 +296,11 @@ def test_llm_fp32_against_8da4w(program_path):
     assert d.file_size.delta == os.path.getsize(q) - os.path.getsize(fp32) < 0
     assert not any(c.exceeded for c in d.budget(0))
     r = _cli("diff", str(fp32), str(q), "--fail-if-grows", "0")
-    assert r.returncode == 0 and "Unchanged methods (every arena, count and tensor the same): forward" in r.stdout
+    assert r.returncode == 0 and d.target_changes == ()  # XNNPACK on both sides: no change of backend
+    # the plan is the same; the method is listed unchanged only if its XNNPACK blobs are too
+    line = "Unchanged methods (every arena, count, tensor and delegate the same): forward"
+    assert (line in r.stdout) == md.same
+    assert all(x.before.backend == x.after.backend == "XnnpackBackend" for x in md.delegates)
 
 
 @pytest.mark.slow

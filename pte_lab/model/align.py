@@ -1,7 +1,7 @@
 """Align two sequences of keys: the pairs of a longest common subsequence (LCS).
 
 What :func:`pte_lab.model.diff.match_tensors` uses to pair the planned tensors of two versions of
-a method: each tensor is a key (what makes it, its dtype and shape) in instruction order, and
+a method: each tensor is a key (what makes it and its dtype) in instruction order, and
 two tensors pair only when their keys are equal and every pair keeps the order of both sides.
 
 The LCS is computed bit-parallel (Hyyrö's row recurrence on Python integers used as bit

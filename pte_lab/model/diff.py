@@ -15,11 +15,14 @@ Facts only, each before and after (a :class:`Change`):
 
 Tensor matching is honest, never a guess. In order: by the file's names
 (mutable-buffer fully qualified names, when a name is unique in both methods);
-by method input and output position; then by the sequence of planned tensors
-in instruction order, each keyed by what makes it (the producing operator, or
-the first operator to touch state, or a view's base operator) with its dtype
-and shape: the longest common subsequence of those keys pairs tensors whose
-keys are equal and in the same order on both sides (:mod:`.align`). What is left is listed in
+by method input and output position; with an ETRecord given to both programs, by
+the FX node and module that write each tensor (when no other tensor names the same);
+then by the sequence of planned tensors in instruction order, each keyed by what
+makes it (the producing operator, or the first operator to touch state, or a
+view's base operator) with its dtype: the longest common subsequence of those
+keys pairs tensors whose keys are equal and in the same order on both sides
+(:mod:`.align`). Shape is not part of any key: the same model exported at two
+bounds pairs its tensors, each with its shape (and bytes) as what changed. What is left is listed in
 :attr:`MethodDiff.only_before` / :attr:`MethodDiff.only_after`.
 """
 
@@ -35,21 +38,24 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from ..errors import PteLabError
 from .align import align
 from .analysis import Arena, PlannedTensor, instruction_targets
+from .ethos_u import IN_BLOB
 from .lifetimes import instruction_uses
 from .load_cost import LOADERS, STEPS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from .ethos_u import DelegateMemory
     from .method import Method
     from .pte import Pte
 
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
            "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
-           "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS"]
+           "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
+           "DelegateDiff", "Setting", "POOL_REMAINDERS", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES", "pair_delegates"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
-MATCHED_BY = ("name", "input", "output", "operators")
+MATCHED_BY = ("name", "input", "output", "source", "operators")
 #: what can differ between two matched tensors: name -> the PlannedTensor fields compared
 TENSOR_CHANGES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "role": ("role",), "dtype": ("dtype",), "shape": ("shape",), "size": ("nbytes",), "arena": ("mem_id",),
@@ -59,6 +65,10 @@ TENSOR_CHANGES: Mapping[str, tuple[str, ...]] = MappingProxyType({
 #: of ``pte_lab.sizes``' ``MethodSizes`` read (``planned`` summed over the method's planned buffers)
 POOL_ATTRIBUTES: Mapping[str, str] = MappingProxyType({
     "planned_buffers": "planned", "method_pool": "method_allocator", "temp_pool": "temp_allocator"})
+
+#: parts of ``MethodSizes.parts()`` that are a pool less another part, not a figure measured on its own (the
+#: temp allocator's peak less the delegates' scratch): part -> the pool (a diff compares the pool instead)
+POOL_REMAINDERS: Mapping[str, str] = MappingProxyType({"temp allocator": "temp_pool"})
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,8 @@ class MethodDiff:
     matched: tuple[TensorMatch, ...] = field(repr=False)
     only_before: tuple[PlannedTensor, ...] = field(repr=False)
     only_after: tuple[PlannedTensor, ...] = field(repr=False)
+    #: its delegate calls, paired (:func:`pair_delegates`)
+    delegates: tuple["DelegateDiff", ...] = field(default=(), repr=False)
 
     @property
     def changed(self) -> tuple[TensorMatch, ...]:
@@ -176,10 +188,17 @@ class MethodDiff:
 
     @property
     def unchanged(self) -> bool:
-        """Nothing differs: counts, arenas (size, device, peak), state, and every tensor matched unchanged."""
+        """The memory plan is the same: counts, arenas (size, device, peak), state, and every tensor matched
+        unchanged (the delegates are :attr:`same`'s too)."""
         counts = (self.instructions, self.tensors, self.planned_bytes, self.state_tensors, self.state_bytes)
         return (not any(c.changed for c in counts) and not self.only_before and not self.only_after
                 and not self.changed and all(a.before == a.after for a in self.arenas))
+
+    @property
+    def same(self) -> bool:
+        """Nothing differs: the plan is :attr:`unchanged` and every delegate call is the same (settings and
+        bytes). What the views call an unchanged method."""
+        return self.unchanged and not any(x.changed for x in self.delegates)
 
     @cached_property
     def _arena_index(self) -> dict[int, ArenaDiff]:
@@ -309,6 +328,9 @@ class PartDiff:
     method: str
     part: str
     bytes: Change
+    #: the sides that have the method but did not measure this figure ("first", "second", "both"; None:
+    #: measured wherever the method is): such a figure is neither unchanged nor grown, and no budget holds
+    unmeasured: str | None = None
 
 
 @dataclass(frozen=True)
@@ -324,6 +346,13 @@ class SizesDiff:
     skipped_after: Mapping[str, str]
     executorch: tuple[str, str]
 
+    @property
+    def not_measured(self) -> tuple[tuple[str, str, str], ...]:
+        """(side, method, why) of every method a side has but could not size ("first" / "second")."""
+        return tuple((side, n, why) for side, skipped in (("first", self.skipped_before),
+                                                          ("second", self.skipped_after))
+                     for n, why in skipped.items())
+
 
 @dataclass(frozen=True)
 class BudgetCheck:
@@ -332,11 +361,173 @@ class BudgetCheck:
     what: str
     bytes: Change
     limit_pct: float
+    #: the sides that did not measure it ("first", "second", "both"; None: both did): the check fails
+    unmeasured: str | None = None
 
     @property
     def exceeded(self) -> bool:
         g = self.bytes.growth
-        return g is not None and g * 100 > self.limit_pct
+        return self.unmeasured is None and g is not None and g * 100 > self.limit_pct
+
+    @property
+    def failed(self) -> bool:
+        """Exceeded, or not measured on a side (a budget cannot hold what was not measured)."""
+        return self.exceeded or self.unmeasured is not None
+
+
+# ---------------------------------------------------------------------- delegates
+#: what a delegate call is compared by, beyond its bytes: name -> how it is read from a ``DelegateMemory``
+#: (None where that side has no such delegate, or the file does not say)
+DELEGATE_SETTINGS = ("backend", "target", "system config", "memory mode", "stored", "command stream and weights "
+                     "live", "scratch from", "scratch lives", "inputs", "outputs")
+#: the changes a memory budget does not pass (``--fail-if-grows``), in the order they are reported
+TARGET_CHANGES = ("backend", "target", "memory mode", "flash to RAM")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One of a delegate's :data:`DELEGATE_SETTINGS`, before and after (None: that side does not say)."""
+
+    what: str
+    before: str | None
+    after: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def _io_text(ios) -> str | None:
+    from .ethos_u import describe_io
+
+    return None if ios is None else "; ".join(describe_io(io) for io in ios) or "none"
+
+
+def _setting(d: "DelegateMemory | None", what: str) -> str | None:
+    if d is None:
+        return None
+    s = d.stream
+    if what == "backend":
+        return d.backend
+    if what == "target":
+        return d.target
+    if what == "system config":
+        return d.system_config
+    if what == "memory mode":
+        return d.memory_mode
+    if what == "stored":
+        return d.location
+    if what == "command stream and weights live":
+        mode = d.placement
+        return mode.program if s is not None and mode is not None else None
+    if what == "scratch from":
+        return d.scratch_from
+    if what == "scratch lives":
+        return d.scratch_lives
+    return None if s is None else _io_text(s.inputs if what == "inputs" else s.outputs)
+
+
+@dataclass(frozen=True)
+class DelegateDiff:
+    """One delegate call of a method in both programs: the ``call``-th delegate the method calls (in the
+    order of their first call; delegates never called follow, in table order), a side None where that
+    program's method has fewer delegates."""
+
+    method: str
+    call: int
+    before: "DelegateMemory | None" = field(repr=False)
+    after: "DelegateMemory | None" = field(repr=False)
+
+    @cached_property
+    def settings(self) -> tuple[Setting, ...]:
+        """Every one of :data:`DELEGATE_SETTINGS` that either side says."""
+        got = (Setting(w, _setting(self.before, w), _setting(self.after, w)) for w in DELEGATE_SETTINGS)
+        return tuple(x for x in got if x.before is not None or x.after is not None)
+
+    @property
+    def changed_settings(self) -> tuple[Setting, ...]:
+        return tuple(x for x in self.settings if x.changed)
+
+    @cached_property
+    def blob_bytes(self) -> Change:
+        return Change(_get(self.before, "blob_bytes"), _get(self.after, "blob_bytes"))
+
+    @cached_property
+    def command_bytes(self) -> Change:
+        return Change(_get(self.before, "command_bytes"), _get(self.after, "command_bytes"))
+
+    @cached_property
+    def weight_bytes(self) -> Change:
+        return Change(_get(self.before, "weight_bytes"), _get(self.after, "weight_bytes"))
+
+    @cached_property
+    def scratch_bytes(self) -> Change:
+        """Scratch the delegate takes at every execute (Ethos-U: ``scratch_size``)."""
+        return Change(_get(self.before, "scratch_bytes"), _get(self.after, "scratch_bytes"))
+
+    @property
+    def byte_changes(self) -> tuple[tuple[str, Change], ...]:
+        """(what, Change) of the blob, command stream, weights and scratch, those either side says."""
+        got = (("blob", self.blob_bytes), ("command stream", self.command_bytes), ("weights", self.weight_bytes),
+               ("scratch", self.scratch_bytes))
+        return tuple((w, c) for w, c in got if c.before is not None or c.after is not None)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changed_settings) or any(c.changed for _, c in self.byte_changes)
+
+    @cached_property
+    def target_changes(self) -> tuple["TargetChange", ...]:
+        """What a memory budget does not pass (:data:`TARGET_CHANGES`): the backend, target or memory mode
+        changed (a delegate only in one program changes the backend), or the command stream and weights
+        must now be in RAM where flash held them."""
+        out = []
+        for what in ("backend", "target", "memory mode"):
+            a, b = _setting(self.before, what), _setting(self.after, what)
+            if a != b and (what == "backend" or (self.before is not None and self.after is not None)):
+                out.append(TargetChange(self.method, self.call, what, a, b))
+        a, b = self.before, self.after
+        if a is not None and b is not None and a.program_in_ram is False and b.program_in_ram:
+            moved = sum(x or 0 for x in (b.command_bytes, b.weight_bytes))
+            if b.scratch_from == IN_BLOB:  # the NPU works in a scratch block of the program's bytes
+                moved += b.scratch_bytes or 0
+            out.append(TargetChange(self.method, self.call, "flash to RAM", _setting(a, "memory mode"),
+                                    _setting(b, "memory mode"), moved))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class TargetChange:
+    """A delegate change a memory budget does not pass: the program no longer runs where the first one ran, or
+    needs more RAM for bytes flash held (``what``: one of :data:`TARGET_CHANGES`)."""
+
+    method: str
+    call: int
+    what: str
+    before: str | None
+    after: str | None
+    #: "flash to RAM": the bytes (command stream and weights) that must now be in RAM
+    bytes: int | None = None
+
+
+def _call_order(m: "Method") -> list[int]:
+    """The method's delegates in the order of their first call, then those never called (by index)."""
+    first: dict[int, None] = {}
+    for ins in m.raw.instructions:
+        if ins.kind == "DelegateCall":
+            first.setdefault(ins.target, None)
+    n = len(m.raw.delegates)
+    order = [i for i in first if 0 <= i < n]
+    seen = set(order)
+    return order + [i for i in range(n) if i not in seen]
+
+
+def pair_delegates(a: "Method", b: "Method") -> tuple[DelegateDiff, ...]:
+    """The delegates of two versions of a method, paired call by call (see :class:`DelegateDiff`)."""
+    da, db = a.delegate_memory, b.delegate_memory
+    oa, ob = _call_order(a), _call_order(b)
+    return tuple(DelegateDiff(a.name, k, da[oa[k]] if k < len(oa) else None, db[ob[k]] if k < len(ob) else None)
+                 for k in range(max(len(oa), len(ob))))
 
 
 @dataclass(frozen=True, eq=False)
@@ -361,6 +552,15 @@ class Diff:
     planned_bytes: Change
     #: run-time sizes of both programs (:meth:`with_sizes`), or None
     sizes: SizesDiff | None = None
+    @property
+    def delegates(self) -> tuple["DelegateDiff", ...]:
+        """Every delegate call of every method in both programs, paired (:func:`pair_delegates`)."""
+        return tuple(x for md in self.methods.values() for x in md.delegates)
+
+    @property
+    def target_changes(self) -> tuple[TargetChange, ...]:
+        """What a memory budget does not pass, every delegate's (:attr:`DelegateDiff.target_changes`)."""
+        return tuple(c for d in self.delegates for c in d.target_changes)
 
     def with_sizes(self, before, after) -> "Diff":
         """This diff with two ``pte_lab.sizes`` results (the first program's, then the second's)."""
@@ -368,10 +568,12 @@ class Diff:
 
     def budget(self, limit_pct: float) -> tuple[BudgetCheck, ...]:
         """What a CI job holds to a budget: the file's bytes, planned bytes (all methods compared, and
-        each method in both programs) and, with sizes, every pool of every method sized in both.
+        each method in both programs), the scratch each delegate call declares and, with sizes, every pool of
+        every method sized in both.
 
         A check is exceeded when its bytes grew by more than ``limit_pct`` percent (from 0 to
-        anything counts as more).
+        anything counts as more). A pool of a method a side has but did not measure is a check too, one
+        that fails (:attr:`BudgetCheck.failed`): it is not compared.
         """
         if not limit_pct >= 0:
             raise ValueError(f"the budget must be a percentage of at least 0, not {limit_pct}")
@@ -380,9 +582,14 @@ class Diff:
         if len(self.methods) + len(self.added) + len(self.removed) > 1:
             checks += [BudgetCheck(f"planned bytes of {n!r}", m.planned_bytes, limit_pct)
                        for n, m in self.methods.items()]
+        for x in self.delegates:  # the scratch each delegate call takes at every execute, as its blob declares it
+            c = x.scratch_bytes
+            if c.before is not None and c.after is not None:
+                checks.append(BudgetCheck(f"scratch of {x.method!r} delegate call {x.call}", c, limit_pct))
         if self.sizes is not None:
-            checks += [BudgetCheck(f"{p.part.replace('_', ' ')} of {p.method!r}", p.bytes, limit_pct)
-                       for p in self.sizes.pools if p.bytes.before is not None and p.bytes.after is not None]
+            checks += [BudgetCheck(f"{p.part.replace('_', ' ')} of {p.method!r}", p.bytes, limit_pct, p.unmeasured)
+                       for p in self.sizes.pools
+                       if p.unmeasured is not None or (p.bytes.before is not None and p.bytes.after is not None)]
         return tuple(checks)
 
     # ------------------------------------------------------------------ views
@@ -423,26 +630,51 @@ def _keys(m: "Method", ts: Iterable[PlannedTensor], uses_first: dict[int, int], 
             what = ("input",)
         else:  # state and anything no instruction writes: the first operator that touches it
             what = ("first used by", targets[first] if first is not None else None)
-        out.append(((-1 if first is None else first, t.value), (*what, t.dtype, t.shape)))
+        out.append(((-1 if first is None else first, t.value), (*what, t.dtype)))
     return out
 
 
 _COMPARED = attrgetter(*(f for fields_ in TENSOR_CHANGES.values() for f in fields_))
 
 
+def _unique_sources(m: "Method", planned: dict[int, PlannedTensor]) -> dict[tuple, int]:
+    """(node, module) -> value, for the tensors an ETRecord names a node of, where no other tensor names the
+    same (views name their base's node: left to the other rules)."""
+    seen: dict[tuple, list[int]] = {}
+    for src in m.sources or ():
+        t = planned.get(src.value)
+        if src.node is not None and t is not None and t.role != "view":
+            seen.setdefault((src.node, src.module), []).append(src.value)
+    return {k: vs[0] for k, vs in seen.items() if len(vs) == 1}
+
+
+def _slices() -> tuple[tuple[str, slice], ...]:
+    out, at = [], 0
+    for k, fields_ in TENSOR_CHANGES.items():
+        out.append((k, slice(at, at + len(fields_))))
+        at += len(fields_)
+    return tuple(out)
+
+
+#: each of TENSOR_CHANGES' names and its fields' place in ``_COMPARED``'s tuple
+_SLICES = _slices()
+
+
 def _changed(a: PlannedTensor, b: PlannedTensor) -> tuple[str, ...]:
-    if _COMPARED(a) == _COMPARED(b):  # most pairs: nothing changed, one comparison
+    va, vb = _COMPARED(a), _COMPARED(b)
+    if va == vb:  # most pairs: nothing changed, one comparison
         return ()
-    return tuple(k for k, fields_ in TENSOR_CHANGES.items()
-                 if any(getattr(a, f) != getattr(b, f) for f in fields_))
+    return tuple(k for k, at in _SLICES if va[at] != vb[at])
 
 
 def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tuple[PlannedTensor, ...],
                                                      tuple[PlannedTensor, ...]]:
     """(matched pairs, only in ``a``, only in ``b``): the planned tensors of two versions of a method.
 
-    Rules, in order (see the module's docstring): unique names, input positions, output positions,
-    the sequence of what makes each tensor with its dtype and shape. Nothing else is tried.
+    Rules, in order (see the module's docstring): unique names, input positions, output positions, with
+    an ETRecord on both sides the FX node and module that write each tensor, then the sequence of what makes
+    each tensor with its dtype (a shape is what changed between a pair, never what keeps two tensors apart).
+    Nothing else is tried.
     """
     pa = {t.value: t for t in a.planned}
     pb = {t.value: t for t in b.planned}
@@ -471,6 +703,11 @@ def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tu
         for x, y in zip(sa, sb):
             if x.kind == "Tensor" and y.kind == "Tensor" and x.planned and y.planned:
                 take(by, x.value, y.value)
+    if a.etrecord is not None and b.etrecord is not None:  # the FX node and module that write each tensor
+        sa, sb = _unique_sources(a, pa), _unique_sources(b, pb)
+        for k, va in sa.items():
+            if k in sb:
+                take("source", va, sb[k])
     ua, ub = instruction_uses(a.raw)[0], instruction_uses(b.raw)[0]
     ka = sorted(_keys(a, (t for v, t in pa.items() if v not in used_a), ua, instruction_targets(a.raw)))
     kb = sorted(_keys(b, (t for v, t in pb.items() if v not in used_b), ub, instruction_targets(b.raw)))
@@ -494,7 +731,7 @@ def method_diff(a: "Method", b: "Method") -> MethodDiff:
         a.name, arenas, Change(a.n_instructions, b.n_instructions), Change(len(a.planned), len(b.planned)),
         Change(a.planned_bytes, b.planned_bytes), by_device,
         Change(len(a.state), len(b.state)), Change(sum(t.nbytes for t in a.state), sum(t.nbytes for t in b.state)),
-        matched, only_a, only_b)
+        matched, only_a, only_b, pair_delegates(a, b))
 
 
 # --------------------------------------------------------------------------- file
@@ -540,16 +777,25 @@ def sizes_diff(before, after, order: Iterable[str] = ()) -> SizesDiff:
     """Two ``pte_lab.sizes`` results side by side (read through ``methods``, ``skipped`` and each
     ``MethodSizes``' ``parts()`` and the :data:`POOL_ATTRIBUTES`; nothing is imported from the runtime)."""
     ma, mb = before.methods, after.methods
-    names = [n for n in dict.fromkeys([*order, *ma, *mb]) if n in ma or n in mb]
+    sa, sb = before.skipped, after.skipped
+    names = [n for n in dict.fromkeys([*order, *ma, *mb, *sa, *sb]) if n in ma or n in mb or n in sa or n in sb]
     parts, pools = [], []
+
+    def unmeasured(n, va, vb):
+        first = n in sa or (n in ma and va is None)
+        second = n in sb or (n in mb and vb is None)
+        return "both" if first and second else "first" if first else "second" if second else None
+
     for n in names:
         xa, xb = ma.get(n), mb.get(n)
         pa = xa.parts() if xa is not None else {}
         pb = xb.parts() if xb is not None else {}
         for part in dict.fromkeys([*pa, *pb]):
-            parts.append(PartDiff(n, part, Change(pa.get(part), pb.get(part))))
+            va, vb = pa.get(part), pb.get(part)
+            parts.append(PartDiff(n, part, Change(va, vb), unmeasured(n, va, vb)))
         for pool, attr in POOL_ATTRIBUTES.items():
-            pools.append(PartDiff(n, pool, Change(_pool(xa, attr), _pool(xb, attr))))
+            va, vb = _pool(xa, attr), _pool(xb, attr)
+            pools.append(PartDiff(n, pool, Change(va, vb), unmeasured(n, va, vb)))
     return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
                      MappingProxyType(dict(after.skipped)),
                      (before.executorch_version, after.executorch_version))

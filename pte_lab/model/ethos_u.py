@@ -61,6 +61,8 @@ class MemoryMode:
     #: where the fast scratch is (None: the mode has none), and who provides it
     fast_scratch: str | None = None
     fast_scratch_from: str | None = None
+    #: the command stream and weights must be in RAM (the NPU's SRAM port), not flash
+    program_in_ram: bool = False
 
     @property
     def fast_scratch_text(self) -> str | None:
@@ -71,7 +73,7 @@ class MemoryMode:
 #: Vela's memory modes (its ``vela.ini``; ``Dedicated_Sram_384KB`` and the like inherit ``Dedicated_Sram``)
 MEMORY_MODES = {mode.name: mode for mode in (
     MemoryMode("Sram_Only", "the NPU's SRAM port (Vela counts it as on-chip flash): the program's bytes must be there",
-               "SRAM"),
+               "SRAM", program_in_ram=True),
     MemoryMode("Shared_Sram", "flash or DRAM on the NPU's second port, read only: the program's bytes can stay in "
                "flash", "SRAM, shared with the CPU"),
     MemoryMode("Dedicated_Sram", "flash or DRAM on the NPU's second port: the program's bytes can stay there",
@@ -195,6 +197,15 @@ class DelegateMemory:
         known."""
         mode = self.placement
         return (None, None, None) if mode is None else (mode.program, mode.scratch, mode.fast_scratch_text)
+
+    @property
+    def program_in_ram(self) -> bool | None:
+        """The command stream and weights must be in RAM: the memory mode reads them from the NPU's SRAM port,
+        or the NPU works in a scratch block of the blob (writable memory); None when neither is known."""
+        if self.scratch_from == IN_BLOB:
+            return True
+        mode = self.placement
+        return None if mode is None else mode.program_in_ram
 
     @property
     def fast_scratch_limit(self) -> int | None:

@@ -25,10 +25,13 @@ from ..units import human_bytes
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
-__all__ = ["LAYOUT_COLUMNS", "LayoutRow", "file_layout", "duplicate_phrase"]
+__all__ = ["LAYOUT_COLUMNS", "LayoutRow", "file_layout", "duplicate_phrase", "flatbuffer_regions", "PREFIX_REGIONS"]
 
 #: the columns of ``Pte.file_layout`` (the fields of :class:`LayoutRow` but its ``backend``)
 LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
+#: the regions of the program's bytes before its segments (``Pte.flatbuffer_size``), in the words every view
+#: uses: "flatbuffer" is the program's tables alone; inline constants and inline delegate data are their own
+PREFIX_REGIONS = ("header", "flatbuffer", "inline constant", "inline delegate")
 #: regions whose bytes are blobs worth comparing
 BLOB_REGIONS = ("constant", "inline constant", "delegate", "inline delegate", "named data", "mutable data")
 _BLOBS = frozenset(BLOB_REGIONS)
@@ -116,11 +119,8 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[LayoutRow]:
     for i, (off, n) in enumerate(raw.inline_delegate_spans):
         backend, owner = delegate_owner.get(("inline", i), ("delegate", ""))
         add("inline delegate", f"{backend} blob {i}", owner, off, n, backend)
-    inline = sorted((off, off + n) for off, n in raw.inline_constant_spans + raw.inline_delegate_spans if n)
-    cursor = head_end
-    for a, b in inline + [(h.program_size, h.program_size)]:  # the tables are what the inline data leaves
-        add("flatbuffer", "program tables", "", cursor, max(0, a - cursor))
-        cursor = max(cursor, b)
+    for off, n in _table_spans(raw, h):
+        add("flatbuffer", "program tables", "", off, n)
     named = {idx: key for key, idx in raw.named_data}
     for s in raw.segments:
         if s.kind == "constants":
@@ -177,6 +177,27 @@ def _constant_rows(offsets, segment, names, items: list) -> None:
             got = names.get(b)
             items.append(("constant", f"buffer {b}", "", off, n, "") if got is None else
                          ("constant", _label(got, f"buffer {b}"), _owners(got), off, n, ""))
+
+
+def _table_spans(raw, h) -> list[tuple[int, int]]:
+    """(offset, bytes) of the program's tables: what the inline data leaves of the bytes before the segments."""
+    inline = sorted((off, off + n) for off, n in raw.inline_constant_spans + raw.inline_delegate_spans if n)
+    out, cursor = [], h.header_end
+    for a, b in inline + [(h.program_size, h.program_size)]:
+        out.append((cursor, max(0, a - cursor)))
+        cursor = max(cursor, b)
+    return out
+
+
+def flatbuffer_regions(pte: "Pte") -> dict[str, int]:
+    """Bytes of each of :data:`PREFIX_REGIONS` (those present) in the program's bytes before its segments,
+    as :func:`file_layout` counts them (no bytes read): what ``inspect`` and ``diff`` call the flatbuffer (the
+    tables) and the inline data beside it."""
+    raw, h = pte.raw, pte.header
+    got = {"header": h.header_end, "flatbuffer": sum(n for _, n in _table_spans(raw, h)),
+           "inline constant": sum(n for _, n in raw.inline_constant_spans),
+           "inline delegate": sum(n for _, n in raw.inline_delegate_spans)}
+    return {k: v for k, v in got.items() if v}
 
 
 #: blobs closer together than this are read in one piece (a file of 100,000 small constants: one read, not

@@ -86,7 +86,8 @@ class Pte:
         self.data: DataFile | None = data
         h = raw.header
         self.file_size: int = h.file_size
-        #: bytes of the flatbuffer (program tables) at the start of the file
+        #: bytes of the program before its segments: the header, the flatbuffer's tables and any inline constants
+        #: and delegate data (``layout.flatbuffer_regions`` splits them; the views' "flatbuffer" is the tables)
         self.flatbuffer_size: int = h.program_size
         self.schema_version: int = raw.version
         self.identifier: str = h.identifier

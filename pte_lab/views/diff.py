@@ -20,17 +20,24 @@ thing, ``growth_pct`` null there and where it grew from 0)::
           "state": {"tensors": change, "bytes": change},
           "arenas": [{"mem_id", "device": {"before", "after"}, "size": change, "peak_bytes": change,
                       "size_over_peak": {"before", "after"}, "tensors": change,
-                      "causes": [{"what", "tensors", "bytes"}]}],   # bytes: see rows.cause_summary
+                      "causes": [{"what", "tensors", "bytes", "largest"}]}],
+                      # bytes: the tensors' own summed, not memory (rows.cause_summary); largest: one tensor's
           "tensors": {"matched": int, "matched_by": {rule: int}, "changed_counts": {what: int},
                       "changed": [{"matched_by", "changed": [what], "before": tensor, "after": tensor}],
-                      "only_before": [tensor], "only_after": [tensor]}
+                      "only_before": [tensor], "only_after": [tensor]},
+          "delegates": [{"call",                                # paired call by call (model.diff.pair_delegates)
+                         "settings": [{"what", "before", "after"}],   # what: model.diff.DELEGATE_SETTINGS
+                         "bytes": {"blob"|"command stream"|"weights"|"scratch": change},
+                         "target_changes": [target_change]}]
         }
       },
+      "target_changes": [{"method", "call", "what", "before", "after", "bytes", "text"}],  # what: TARGET_CHANGES
       "load_cost": [{"loader", "step", "device", "bytes": change}],
-      "sizes": null | {"executorch": [before, after], "parts": [{"method", "part", "bytes": change}],
-                       "pools": [{"method", "pool", "bytes": change}],
-                       "skipped_before": {method: why}, "skipped_after": {method: why}},
-      "budget": [{"what", "bytes": change, "limit_pct", "exceeded"}]       # with a limit only
+      "sizes": null | {"executorch": [before, after], "parts": [{"method", "part", "bytes": change, "unmeasured"}],
+                       "pools": [{"method", "pool", "bytes": change, "unmeasured"}],   # unmeasured: null|first|second|both
+                       "skipped_before": {method: why}, "skipped_after": {method: why},
+                       "not_measured": [{"side", "method", "why"}]},
+      "budget": [{"what", "bytes": change, "limit_pct", "exceeded", "unmeasured"}]  # with a limit only
     }
 
 Tensors are the ``pte_lab.inspect`` document's tensor records (:data:`pte_lab.model.TENSOR_COLUMNS`);
@@ -44,7 +51,7 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from ..model.diff import MATCHED_BY
+from ..model.diff import MATCHED_BY, POOL_REMAINDERS
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
@@ -52,7 +59,8 @@ from .html import _device_badge, _section, _table as _html_table, html_repr
 from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import _indent, _table
 
-__all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change"]
+__all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
+           "target_change_text", "target_changes_line", "not_measured_lines"]
 
 SCHEMA = "pte_lab.diff"
 VERSION = 1
@@ -138,8 +146,8 @@ def _arena_why(md, a) -> str:
     if a.before is None or a.after is None:
         return f"arena {a.mem_id} is only in the {'second' if a.before is None else 'first'} program"
     causes = cause_summary(md.causes(a.mem_id))
-    behind = "; ".join(f"{what}: {count(n, 'tensor')} ({delta_bytes(b) if signed else human_bytes(b)})"
-                       for what, n, b, signed in causes)
+    behind = "; ".join(f"{what}: {count(n, 'tensor')} (largest {delta_bytes(big) if signed else human_bytes(big)})"
+                       for what, n, _, big, signed in causes)
     if peak.delta == 0:
         how = "the same tensors, placed differently" if not causes else "the plan packs its tensors differently"
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)} with {PEAK_LIVE} unchanged "
@@ -149,9 +157,9 @@ def _arena_why(md, a) -> str:
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)}, {PEAK_LIVE} {delta_bytes(peak.delta)} "
                 f"({human_bytes(peak.before)} -> {human_bytes(peak.after)}; {SIZE_OVER_PEAK} "
                 f"{ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
-    # the tensors' own bytes: tensors alive at different times share an arena's bytes, so these sums
-    # say which tensors are behind the change, not how much of it each group makes
-    return head + (f"; the tensors behind it (their own bytes): {behind}" if behind else "")
+    # tensors alive at different times share an arena's bytes: their bytes are never summed (a sum would
+    # read as memory); the largest says which tensors weigh most, the arena's size is the memory
+    return head + (f"; the tensors behind it: {behind}" if behind else "")
 
 
 def _arenas_shown(md, rows: int) -> tuple[list, int]:
@@ -197,6 +205,85 @@ def _changed_row(m) -> list[str]:
             human_bytes(m.after.nbytes), m.by, tensor_change(m)]
 
 
+# ------------------------------------------------------------------ delegates
+def target_change_text(c) -> str:
+    """A delegate change a memory budget does not pass, in words (:class:`~pte_lab.model.diff.TargetChange`),
+    without the delegate it is of."""
+    if c.what == "flash to RAM":
+        return f"{human_bytes(c.bytes)} (command stream and weights) must now be in RAM where flash held them"
+    if c.what == "backend" and (c.before is None or c.after is None):
+        return f"backend {c.before or c.after} only in the {'first' if c.after is None else 'second'} program"
+    return f"{c.what} {c.before or NOT_SAID} -> {c.after or NOT_SAID}"
+
+
+#: what is said where a program's delegate does not record a setting
+NOT_SAID = "not recorded"
+
+
+def target_changes_line(d) -> str | None:
+    """All of a diff's :attr:`~pte_lab.model.diff.Diff.target_changes` in one line, delegate by delegate
+    (None: none)."""
+    by: dict[tuple[str, int], list] = {}
+    for c in d.target_changes:
+        by.setdefault((c.method, c.call), []).append(target_change_text(c))
+    if not by:
+        return None
+    calls: dict[tuple[str, str], list[int]] = {}  # delegate calls that changed alike are said once
+    for (m, k), texts in by.items():
+        calls.setdefault((m, ", ".join(texts)), []).append(k)
+    return "the delegates changed where the program runs: " + "; ".join(
+        f"{m!r} delegate call{'s' if len(ks) > 1 else ''} {first_few(map(str, ks), 6, ', ', ' and {n} more')}: "
+        f"{texts}" for (m, texts), ks in calls.items())
+
+
+def _delegate_name(dm) -> str:
+    return "-" if dm is None else f"{dm.backend} ({dm.location})"
+
+
+def _delegate_text(x) -> list[str]:
+    head = f"  delegate call {x.call}: {_arrow(_delegate_name(x.before), _delegate_name(x.after))}"
+    if not x.changed:
+        return [head + ", the same (settings and bytes)"]
+    out = [head] + [f"    {st.what}: {st.before or NOT_SAID} -> {st.after or NOT_SAID}"
+                    for st in x.settings if st.changed and st.what not in ("backend", "stored")]
+    rows = [[w, *_change_cells(c)] for w, c in x.byte_changes]
+    if rows:
+        out.append(_indent(_table(["bytes of", "before", "after", "change", "growth"], rows), 4))
+    same = [st.what for st in x.settings if not st.changed]
+    if same:
+        out.append(f"    the same: {', '.join(same)}")
+    return out
+
+
+def not_measured_lines(d) -> list[str]:
+    """What one side did not measure (with sizes), said first: each method a side could not size, and the
+    figures a sized method lacks."""
+    if d.sizes is None:
+        return []
+    out = [f"not measured: {n!r} in the {side} program ({why}): its run-time parts are left out of what grew, "
+           f"shrank and stayed the same, and no budget is computed from them"
+           for side, n, why in d.sizes.not_measured]
+    skipped = {n for _, n, _ in d.sizes.not_measured}
+    parts = [p for p in (*d.sizes.pools, *d.sizes.parts) if p.unmeasured is not None and p.method not in skipped]
+    if parts:
+        out.append("not measured on a side, left out of what grew and stayed the same: "
+                   + first_few((f"{p.method}: {p.part.replace('_', ' ')} ({p.unmeasured})" for p in parts), 6, "; ",
+                               "; and {n} more"))
+    return out
+
+
+def _part_cells(p) -> list[str]:
+    if p.unmeasured is None:
+        return _change_cells(p.bytes)
+    first = "not measured" if p.unmeasured in ("first", "both") else human_bytes(p.bytes.before)
+    second = "not measured" if p.unmeasured in ("second", "both") else human_bytes(p.bytes.after)
+    return [first, second, "-", "-"]
+
+
+def _part_label(p) -> str:
+    return f"{p.part} (the pool less the delegates' scratch)" if p.part in POOL_REMAINDERS else p.part
+
+
 # ----------------------------------------------------------------------- text
 def _method_text(md, rows: int) -> list[str]:
     out = [f"Method {md.name!r}: instructions {_arrow(md.instructions.before, md.instructions.after)}, "
@@ -215,6 +302,8 @@ def _method_text(md, rows: int) -> list[str]:
             out.append(f"  {_arena_why(md, a)}")
     if left:
         out.append(f"  {_arenas_left(left)}")
+    for x in md.delegates:
+        out += _delegate_text(x)
     out.append(f"  tensors: {_matching_line(md)}")
     changed = _changed_sorted(md)
     if changed:
@@ -224,8 +313,7 @@ def _method_text(md, rows: int) -> list[str]:
     for label, ts in (("only in the first", md.only_before), ("only in the second", md.only_after)):
         if ts:
             ts = sorted(ts, key=lambda t: (-t.nbytes, t.value))
-            out.append(f"  {label} (not matched; {len(ts[:rows])} of {len(ts)}, largest first, "
-                       f"{human_bytes(sum(t.nbytes for t in ts if t.role != 'view'))} without views):")
+            out.append(f"  {label} (not matched; {len(ts[:rows])} of {len(ts)}, largest first):")
             out.append(_indent(_table(_ONLY_HEADERS, [_only_row(t) for t in ts[:rows]]), 4))
     return out
 
@@ -250,6 +338,10 @@ def diff_text(d, rows: int = _ROWS) -> str:
            f"({delta_bytes(d.planned_bytes.delta)}, {growth(d.planned_bytes.growth)})",
            f"  methods in both: {', '.join(d.methods) or '-'}; only in the first: {', '.join(d.removed) or '-'}; "
            f"only in the second: {', '.join(d.added) or '-'}"]
+    out += [f"  {x}" for x in not_measured_lines(d)]
+    targets = target_changes_line(d)
+    if targets:
+        out.append(f"  {targets}")
     grew, shrank, same = grew_and_shrank(d)
     for title, lines in (("what grew, largest first", grew), ("what shrank, largest first", shrank)):
         if lines:
@@ -259,12 +351,12 @@ def diff_text(d, rows: int = _ROWS) -> str:
             if len(lines) > _ARENA_ROWS:
                 out.append(f"    {_lines_left(len(lines) - _ARENA_ROWS)}")
     out += ["", f"  {_unchanged_line(grew, shrank, same)}"]
-    same = [n for n, md in d.methods.items() if md.unchanged]
+    same = [n for n, md in d.methods.items() if md.same]
     for md in d.methods.values():
-        if not md.unchanged:
+        if not md.same:
             out += [""] + _method_text(md, rows)
     if same:
-        out += ["", f"Unchanged methods (every arena, count and tensor the same): {', '.join(same)}"]
+        out += ["", f"Unchanged methods (every arena, count, tensor and delegate the same): {', '.join(same)}"]
     out += ["", "File: where the bytes go",
             _indent(_table(["region", "before", "after", "change", "growth", "blobs"],
                            [[r.region + (f" {r.name}" if r.name else ""), *_change_cells(r.bytes),
@@ -280,7 +372,7 @@ def diff_text(d, rows: int = _ROWS) -> str:
         s = d.sizes
         out += ["", f"Run-time sizes (pte_lab.sizes; executorch {_arrow(*s.executorch)})",
                 _indent(_table(["method", "part", "before", "after", "change", "growth"],
-                               [[p.method, p.part, *_change_cells(p.bytes)] for p in s.parts]))]
+                               [[p.method, _part_label(p), *_part_cells(p)] for p in s.parts]))]
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 out.append(f"  {n!r} not sized in the {side}: {why}")
@@ -314,6 +406,18 @@ def _devices_cell(a) -> str:
     return _device_badge(y) if x is None else f"{_device_badge(x)} &rarr; {_device_badge(y)}"
 
 
+def _delegate_html(x) -> str:
+    head = f"delegate call {x.call}: {_arrow(_delegate_name(x.before), _delegate_name(x.after))}"
+    if not x.changed:
+        return f"<div class='pte-sub'>{escape(head)}, the same (settings and bytes)</div>"
+    rows = [[escape(st.what), escape(st.before or NOT_SAID), escape(st.after or NOT_SAID), "", ""]
+            for st in x.settings if st.changed and st.what not in ("backend", "stored")]
+    rows += [[escape(w), *_html_change(c)] for w, c in x.byte_changes]
+    same = [st.what for st in x.settings if not st.changed]
+    return (f"<div>{escape(head)}</div>" + _html_table(["what", "before", "after", "change", "growth"], rows)
+            + (f"<div class='pte-sub'>the same: {escape(', '.join(same))}</div>" if same else ""))
+
+
 def _method_html(md) -> str:
     parts = [f"<div class='pte-sub'>instructions {escape(_arrow(md.instructions.before, md.instructions.after))}"
              f" &middot; planned tensors {escape(_arrow(md.tensors.before, md.tensors.after))} &middot; state "
@@ -328,6 +432,8 @@ def _method_html(md) -> str:
             parts.append(f"<div>{escape(_arena_why(md, a))}</div>")
     if left:
         parts.append(f"<div class='pte-sub'>{escape(_arenas_left(left))}</div>")
+    for x in md.delegates:
+        parts.append(_delegate_html(x))
     parts.append(f"<div class='pte-sub'>tensors: {escape(_matching_line(md))}</div>")
     changed = _changed_sorted(md)
     if changed:
@@ -358,20 +464,23 @@ def diff_html(d) -> str:
             + (f" &middot; only in the first: {escape(', '.join(d.removed))}" if d.removed else "")
             + (f" &middot; only in the second: {escape(', '.join(d.added))}" if d.added else "") + "</div>")
     grew, shrank, same = grew_and_shrank(d)
-    parts = [head]
+    parts = [head] + [f"<div class='pte-find pte-warning'>{escape(x)}</div>" for x in not_measured_lines(d)]
+    targets = target_changes_line(d)
+    if targets:
+        parts.append(f"<div class='pte-find pte-warning'>{escape(targets)}</div>")
     if grew:
         parts.append(_section("What grew, largest first", _lines_table(grew), str(len(grew)), open_=True))
     if shrank:
         parts.append(_section("What shrank, largest first", _lines_table(shrank), str(len(shrank)), open_=True))
     parts.append(f"<div class='pte-sub'>{escape(_unchanged_line(grew, shrank, same))}</div>")
-    same = [n for n, md in d.methods.items() if md.unchanged]
+    same = [n for n, md in d.methods.items() if md.same]
     for md in d.methods.values():
-        if not md.unchanged:
+        if not md.same:
             changed = md.planned_bytes.changed or any(a.size.changed or a.peak.changed for a in md.arenas)
             parts.append(_section(f"Method {md.name}", _method_html(md),
                                   f"{delta_bytes(md.planned_bytes.delta)} planned", open_=changed))
     if same:
-        parts.append(f"<div class='pte-sub'>unchanged methods (every arena, count and tensor the same): "
+        parts.append(f"<div class='pte-sub'>unchanged methods (every arena, count, tensor and delegate the same): "
                      f"{escape(', '.join(same))}</div>")
     regions = _html_table(["region", "before", "after", "change", "growth", "blobs"],
                           [[escape(r.region + (f" {r.name}" if r.name else "")),
@@ -389,7 +498,8 @@ def diff_html(d) -> str:
     if d.sizes is not None:
         s = d.sizes
         body = _html_table(["method", "part", "before", "after", "change", "growth"],
-                           [[escape(p.method), escape(p.part), *_html_change(p.bytes)]
+                           [[escape(p.method), escape(_part_label(p)),
+                             *(_html_change(p.bytes) if p.unmeasured is None else map(escape, _part_cells(p)))]
                             for p in s.parts], numeric={2, 3, 4, 5})
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
@@ -410,8 +520,8 @@ def _method_record(md) -> dict:
                     "size_over_peak": {"before": getattr(a.before, "size_over_peak", None),
                                        "after": getattr(a.after, "size_over_peak", None)},
                     "tensors": change_record(a.tensors),
-                    "causes": ([{"what": w, "tensors": n, "bytes": by}
-                                for w, n, by, _ in cause_summary(md.causes(a.mem_id))]
+                    "causes": ([{"what": w, "tensors": n, "bytes": by, "largest": big}
+                                for w, n, by, big, _ in cause_summary(md.causes(a.mem_id))]
                                if a.before is not None and a.after is not None else [])}
                    for a in md.arenas],
         "tensors": {
@@ -422,7 +532,20 @@ def _method_record(md) -> dict:
             "only_before": [tensor_record(t) for t in md.only_before],
             "only_after": [tensor_record(t) for t in md.only_after],
         },
+        "delegates": [_delegate_record(x) for x in md.delegates],
     }
+
+
+def _delegate_record(x) -> dict:
+    return {"call": x.call,
+            "settings": [{"what": st.what, "before": st.before, "after": st.after} for st in x.settings],
+            "bytes": {w: change_record(c) for w, c in x.byte_changes},
+            "target_changes": [_target_record(c) for c in x.target_changes]}
+
+
+def _target_record(c) -> dict:
+    return {"method": c.method, "call": c.call, "what": c.what, "before": c.before, "after": c.after,
+            "bytes": c.bytes, "text": target_change_text(c)}
 
 
 def diff_document(d, limit_pct: float | None = None) -> dict:
@@ -445,14 +568,18 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
                       for c in d.load_cost],
         "sizes": None if d.sizes is None else {
             "executorch": list(d.sizes.executorch),
-            "parts": [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes)} for p in d.sizes.parts],
-            "pools": [{"method": p.method, "pool": p.part, "bytes": change_record(p.bytes)} for p in d.sizes.pools],
+            "parts": [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes),
+                       "unmeasured": p.unmeasured} for p in d.sizes.parts],
+            "pools": [{"method": p.method, "pool": p.part, "bytes": change_record(p.bytes),
+                       "unmeasured": p.unmeasured} for p in d.sizes.pools],
             "skipped_before": dict(d.sizes.skipped_before), "skipped_after": dict(d.sizes.skipped_after),
+            "not_measured": [{"side": side, "method": n, "why": why} for side, n, why in d.sizes.not_measured],
         },
+        "target_changes": [_target_record(c) for c in d.target_changes],
     }
     if limit_pct is not None:
         doc["budget"] = [{"what": c.what, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
-                          "exceeded": c.exceeded} for c in d.budget(limit_pct)]
+                          "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in d.budget(limit_pct)]
     return doc
 
 

@@ -20,7 +20,7 @@ from importlib.resources import files
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
 from .peak import cause_line, peak_head
 from .rows import ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_scratch_rows, load_cost_rows, method_rows
-from .text import arena_text, data_text, method_text, pte_text
+from .text import arena_text, data_text, flatbuffer_phrase, method_text, pte_text
 
 _MAX_TENSOR_ROWS = 200
 
@@ -234,8 +234,8 @@ def pte_html(p) -> str:
             f"<div class='pte-sub'>"
             + (f"bundled program, {human_bytes(p.bundled.file_size)} file, carrying a {human_bytes(p.file_size)} "
                f"program" if p.bundled is not None else f"{human_bytes(p.file_size)} file")
-            + f" &middot; flatbuffer "
-            f"{human_bytes(p.flatbuffer_size)} &middot; constants {human_bytes(p.constant_bytes)}"
+            + f" &middot; {escape(flatbuffer_phrase(p)).replace(', ', ' &middot; ')}"
+            f" &middot; constants {human_bytes(p.constant_bytes)}"
             + "".join(f" &middot; {escape(b)} {human_bytes(n)}" for b, n in p.delegate_bytes.items())
             + (f" &middot; named data {human_bytes(p.named_data_bytes)}" if p.named_data_keys else "")
             + "".join(f" &middot; <b>{escape(n)}: delegates take {human_bytes(b)} of scratch from the temp "

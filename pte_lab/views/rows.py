@@ -14,7 +14,7 @@ from operator import attrgetter
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.attribution import SOURCE_COLUMNS
 from ..model.bulk import dict_maker
-from ..model.diff import Change
+from ..model.diff import POOL_REMAINDERS, Change
 from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK
 
@@ -211,7 +211,7 @@ class DiffLine:
     """One figure of a diff's summary: what it is, and its change in bytes."""
 
     what: str
-    #: file | planned | arena | state | region | pool | part
+    #: file | planned | arena | state | delegate | region | pool | part
     kind: str
     change: Change
 
@@ -230,17 +230,23 @@ def diff_lines(d) -> list[DiffLine]:
             out.append(DiffLine(f"{name}: arena {a.mem_id} ({dev})", "arena", a.size))
         if m.state_bytes.before or m.state_bytes.after:
             out.append(DiffLine(f"{name}: state kept between calls", "state", m.state_bytes))
+        for x in m.delegates:  # what each delegate call needs outside the plan, as its blob declares it
+            backend = (x.after or x.before).backend
+            for what, c in x.byte_changes:
+                if what != "blob":  # the file's regions have the blob
+                    out.append(DiffLine(f"{name}: delegate call {x.call} ({backend}) {what}", "delegate", c))
     for n in d.added:
         out.append(DiffLine(f"{n}: planned bytes (added method)", "planned", _absent(None, d.after.methods[n])))
     for n in d.removed:
         out.append(DiffLine(f"{n}: planned bytes (removed method)", "planned", _absent(d.before.methods[n], None)))
     for r in d.regions:
         out.append(DiffLine(f"file: {r.region}" + (f" {r.name}" if r.name else ""), "region", r.bytes))
-    if d.sizes is not None:
+    if d.sizes is not None:  # a figure a side did not measure is neither the same nor grown: left out
         for p in d.sizes.pools:
-            out.append(DiffLine(f"{p.method}: {p.part.replace('_', ' ')}", "pool", p.bytes))
+            if p.unmeasured is None:
+                out.append(DiffLine(f"{p.method}: {p.part.replace('_', ' ')}", "pool", p.bytes))
         for p in d.sizes.parts:
-            if p.part != "planned arenas":
+            if p.part != "planned arenas" and p.part not in POOL_REMAINDERS and p.unmeasured is None:
                 out.append(DiffLine(f"{p.method}: {p.part}", "part", p.bytes))
     return out
 
@@ -249,20 +255,21 @@ def _absent(a, b):
     return Change(None if a is None else a.planned_bytes, None if b is None else b.planned_bytes)
 
 
-def cause_summary(c) -> list[tuple[str, int, int, bool]]:
-    """(what, tensors, bytes, signed) behind an arena's change (:class:`~pte_lab.model.diff.ArenaCauses`),
-    the non-empty ones. ``bytes`` are the tensors' own: ``signed`` ones count up for what the second program
-    has more of (new, moved in, the growth of larger tensors) and down for what it has less of (gone, moved
-    out, smaller), the others are the bytes of the tensors (alive over more or fewer instructions). They do
-    not add up to the arena's change: tensors alive at different times share the arena's bytes."""
-    rows = [
-        ("new tensors", len(c.new), sum(t.nbytes for t in c.new), True),
-        ("tensors gone", len(c.gone), -sum(t.nbytes for t in c.gone), True),
-        ("moved in from another arena", len(c.moved_in), sum(m.after.nbytes for m in c.moved_in), True),
-        ("moved out to another arena", len(c.moved_out), -sum(m.before.nbytes for m in c.moved_out), True),
-        ("larger", len(c.larger), sum(m.after.nbytes - m.before.nbytes for m in c.larger), True),
-        ("smaller", len(c.smaller), sum(m.after.nbytes - m.before.nbytes for m in c.smaller), True),
-        ("alive over more instructions", len(c.longer), sum(m.after.nbytes for m in c.longer), False),
-        ("alive over fewer instructions", len(c.shorter), sum(m.after.nbytes for m in c.shorter), False),
+def cause_summary(c) -> list[tuple[str, int, int, int, bool]]:
+    """(what, tensors, bytes, largest, signed) behind an arena's change (:class:`~pte_lab.model.diff.ArenaCauses`),
+    the non-empty ones. ``bytes`` are the tensors' own, summed: ``signed`` ones count up for what the second
+    program has more of (new, moved in, the growth of larger tensors) and down for what it has less of (gone,
+    moved out, smaller), the others are the bytes of the tensors (alive over more or fewer instructions). They
+    are not memory and do not add up to the arena's change: tensors alive at different times share the arena's
+    bytes (the views show ``largest``, the one tensor's bytes, or change, of largest magnitude)."""
+    groups = [
+        ("new tensors", [t.nbytes for t in c.new], True),
+        ("tensors gone", [-t.nbytes for t in c.gone], True),
+        ("moved in from another arena", [m.after.nbytes for m in c.moved_in], True),
+        ("moved out to another arena", [-m.before.nbytes for m in c.moved_out], True),
+        ("larger", [m.after.nbytes - m.before.nbytes for m in c.larger], True),
+        ("smaller", [m.after.nbytes - m.before.nbytes for m in c.smaller], True),
+        ("alive over more instructions", [m.after.nbytes for m in c.longer], False),
+        ("alive over fewer instructions", [m.after.nbytes for m in c.shorter], False),
     ]
-    return [r for r in rows if r[1]]
+    return [(what, len(xs), sum(xs), max(xs, key=abs), signed) for what, xs, signed in groups if xs]

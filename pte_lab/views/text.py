@@ -137,6 +137,19 @@ def indented(s: str, n: int = 2) -> str:
 _table, _indent = text_table, indented
 
 
+def flatbuffer_phrase(p) -> str:
+    """``flatbuffer 11.9 KiB, inline delegate data 3.5 MiB``: the program's tables and, each its own region, the
+    data stored inline beside them (``layout.flatbuffer_regions``; the diff's regions say the same)."""
+    from ..model.layout import flatbuffer_regions
+
+    r = flatbuffer_regions(p)
+    out = f"flatbuffer {human_bytes(r.get('flatbuffer', 0))}"
+    for region, words in (("inline constant", "inline constants"), ("inline delegate", "inline delegate data")):
+        if region in r:
+            out += f", {words} {human_bytes(r[region])}"
+    return out
+
+
 @text_view
 def pte_text(p) -> str:
     src = p.path or "<bytes>"
@@ -144,7 +157,7 @@ def pte_text(p) -> str:
                if p.bundled is not None else "")
     lines = [
         f"Pte {src}: {human_bytes(p.file_size)} ({p.file_size:,} bytes){carried}, "
-        f"flatbuffer {human_bytes(p.flatbuffer_size)}, {count(len(p.methods), 'method')}",
+        f"{flatbuffer_phrase(p)}, {count(len(p.methods), 'method')}",
         f"  constants {human_bytes(p.constant_bytes)}"
         + "".join(f", {b} delegate {human_bytes(n)}" for b, n in p.delegate_bytes.items())
         + (f", named data {human_bytes(p.named_data_bytes)} ({len(p.named_data_keys)} keys)"

@@ -1,0 +1,184 @@
+"""pte_lab.diff of delegated programs: each delegate call paired across the two (backend, target, memory mode,
+bytes and where they live), `pte-lab diff --fail-if-grows` failing on a change of target, what one side did not
+measure said and never counted, and one word for the flatbuffer in inspect and diff. The Ethos-U pairs are the
+committed programs ExecuTorch's Arm flow exported (pte_lab/data/ethos_u, with what Vela printed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import pte_lab
+from pte_lab import examples
+from pte_lab.cli import TARGET_CHANGED, main as cli_main
+from pte_lab.model.diff import diff_programs
+from pte_lab.units import human_bytes
+
+DATA = Path(examples.ETHOS_U_PROGRAMS)
+U55_SHARED = DATA / "u55_128_shared_sram.pte"
+U55_SRAM = DATA / "u55_128_sram_only.pte"
+U85_SRAM = DATA / "u85_256_sram_only.pte"
+VELA = json.loads((DATA / "vela.json").read_text())["programs"]
+
+
+def test_a_change_of_target_and_memory_mode_is_in_the_diff():
+    """U55 Shared_Sram -> U85 Sram_Only: the target, system config and memory mode are what Vela printed, the
+    bytes each blob declares are paired, and the command stream and weights must now sit in SRAM."""
+    d = pte_lab.diff(U55_SHARED, U85_SRAM)
+    (x,) = d.delegates
+    a, b = pte_lab.open(U55_SHARED).delegate_memory()[0], pte_lab.open(U85_SRAM).delegate_memory()[0]
+    settings = {s.what: (s.before, s.after) for s in x.changed_settings}
+    (va,), (vb,) = VELA[U55_SHARED.name]["vela"], VELA[U85_SRAM.name]["vela"]
+    assert settings["target"] == ("ethos-u55-128", "ethos-u85-256")
+    assert settings["system config"] == (va["system_config"], vb["system_config"])
+    assert settings["memory mode"] == (va["memory_mode"], vb["memory_mode"]) == ("Shared_Sram", "Sram_Only")
+    assert "backend" not in settings and "scratch from" not in settings  # the same backend, the temp allocator
+    assert x.scratch_bytes.before == a.scratch_bytes and x.scratch_bytes.after == b.scratch_bytes
+    assert x.scratch_bytes.changed and x.command_bytes.after == b.command_bytes
+    assert {c.what for c in d.target_changes} == {"target", "memory mode", "flash to RAM"}
+    (moved,) = [c for c in d.target_changes if c.what == "flash to RAM"]
+    assert moved.bytes == b.command_bytes + b.weight_bytes
+    assert not d.methods["forward"].same  # the plan is the same, the delegate is not
+    text = str(d)
+    assert "Unchanged methods" not in text
+    assert "target ethos-u55-128 -> ethos-u85-256" in text and "memory mode Shared_Sram -> Sram_Only" in text
+    assert f"{human_bytes(moved.bytes)} (command stream and weights) must now be in RAM" in text
+    (line,) = [ln for ln in text.splitlines() if "delegate call 0 (EthosUBackend) scratch" in ln]
+    assert human_bytes(a.scratch_bytes) in line and human_bytes(b.scratch_bytes) in line  # from how much to how much
+    doc = d.to_dict()
+    assert [c["what"] for c in doc["target_changes"]] == ["target", "memory mode", "flash to RAM"]
+    assert doc["methods"]["forward"]["delegates"][0]["bytes"]["scratch"]["after"] == b.scratch_bytes
+
+
+def test_the_same_target_in_another_memory_mode_moves_bytes_to_ram():
+    d = pte_lab.diff(U55_SHARED, U55_SRAM)
+    assert [c.what for c in d.target_changes] == ["memory mode", "flash to RAM"]
+    back = pte_lab.diff(U55_SRAM, U55_SHARED)  # the other way, bytes leave RAM: only the mode changed
+    assert [c.what for c in back.target_changes] == ["memory mode"]
+
+
+def test_a_program_with_itself_has_its_delegates_the_same():
+    d = pte_lab.diff(U55_SHARED, U55_SHARED)
+    (x,) = d.delegates
+    assert not x.changed and d.target_changes == () and d.methods["forward"].same
+    assert "Unchanged methods (every arena, count, tensor and delegate the same): forward" in str(d)
+
+
+def test_cli_fails_a_change_of_target_with_its_own_status(capsys):
+    args = ["diff", str(U55_SHARED), str(U85_SRAM), "--fail-if-grows", "1000"]
+    assert cli_main(args) == TARGET_CHANGED != 1
+    err = capsys.readouterr().err.strip().splitlines()
+    (line,) = err  # the scratch grew less than 1000%: the only failure is the target's, in one line
+    assert "target ethos-u55-128 -> ethos-u85-256" in line and "must now be in RAM" in line
+    assert "--allow-target-change" in line
+    assert cli_main([*args, "--allow-target-change"]) == 0
+    assert cli_main(["diff", str(U55_SHARED), str(U85_SRAM)]) == 0  # no budget, no failure
+
+
+def test_cli_budgets_the_scratch_each_delegate_declares(capsys):
+    a, b = (pte_lab.open(p).delegate_memory()[0].scratch_bytes for p in (U55_SHARED, U85_SRAM))
+    assert b > a
+    assert cli_main(["diff", str(U55_SHARED), str(U85_SRAM), "--fail-if-grows", "5",
+                     "--allow-target-change"]) == 1
+    err = capsys.readouterr().err
+    assert "scratch of 'forward' delegate call 0 grew" in err
+    assert f"of its {human_bytes(a)} ({human_bytes(a)} -> {human_bytes(b)})" in err
+
+
+def test_inline_delegate_data_is_its_own_region_in_inspect_and_diff():
+    """The same stream stored inline (ExecuTorch's serializer): the delegate's "stored" changed, its bytes
+    did not, and inspect and diff give the flatbuffer the same bytes (the tables; the inline data apart)."""
+    pytest.importorskip("executorch.exir")
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    from pte_lab.model.layout import flatbuffer_regions
+    from pte_lab.views.text import pte_text
+
+    inline_bytes = bytes(serialize_pte_binary(deserialize_pte_binary(U55_SHARED.read_bytes()),
+                                              extract_delegate_segments=False))
+    seg, inline = pte_lab.open(U55_SHARED), pte_lab.open(inline_bytes)
+    d = diff_programs(seg, inline)
+    (x,) = d.delegates
+    assert {s.what: (s.before, s.after) for s in x.changed_settings} == {"stored": ("segment", "inline")}
+    assert not x.blob_bytes.changed and d.target_changes == ()
+    regions = {(r.region, r.name): r.bytes for r in d.regions}
+    r = flatbuffer_regions(inline)
+    assert regions[("inline delegate", "EthosUBackend")].after == r["inline delegate"] == x.blob_bytes.after
+    assert regions[("flatbuffer", "")].after == r["flatbuffer"] < inline.flatbuffer_size
+    assert sum(r.values()) == inline.flatbuffer_size
+    head = pte_text(inline).splitlines()[0]
+    assert f"flatbuffer {human_bytes(r['flatbuffer'])}, inline delegate data {human_bytes(r['inline delegate'])}" in head
+
+
+# ------------------------------------------------------------------- what one side did not measure
+def _sizes(methods: dict, skipped: dict | None = None):
+    def method(planned, method_pool, temp, scratch, heap):
+        parts = {"planned arenas": planned, "method allocator": method_pool, "delegate scratch": scratch,
+                 "temp allocator": temp - scratch, "heap kept by load_method": heap}
+        return SimpleNamespace(planned=[(1, "cpu", planned)], method_allocator=method_pool, temp_allocator=temp,
+                               parts=lambda: parts)
+
+    return SimpleNamespace(methods={n: method(*v) for n, v in methods.items()}, skipped=skipped or {},
+                           executorch_version="1.5.1")
+
+
+def test_a_side_not_measured_is_said_first_and_never_counted(capsys):
+    """Core ML cannot run here: its side's run-time parts are not unchanged, not grown, and fail a budget."""
+    d = pte_lab.diff(U55_SHARED, U55_SHARED)
+    d = d.with_sizes(_sizes({}, {"forward": "CoreMLBackend is not in this executorch"}),
+                     _sizes({"forward": (10240, 976, 8192, 8192, 88)}))
+    text = str(d).splitlines()
+    assert text[3].startswith("  not measured: 'forward' in the first program (CoreMLBackend is not in this")
+    from pte_lab.views.diff import grew_and_shrank
+
+    grew, shrank, same = grew_and_shrank(d)
+    assert not [x for x in grew + shrank + same if x.kind in ("pool", "part")]
+    checks = [c for c in d.budget(5) if c.unmeasured]
+    assert {c.what for c in checks} == {"planned buffers of 'forward'", "method pool of 'forward'",
+                                        "temp pool of 'forward'"}
+    assert all(c.failed and not c.exceeded for c in checks)
+    (row,) = [ln for ln in text if "delegate scratch" in ln]
+    assert "not measured" in row and "+" not in row
+
+
+def test_a_temp_pool_that_stays_is_not_a_temp_allocator_that_grew():
+    """The scratch shrank, the temp pool stayed: the pool less the scratch is not a figure that grew."""
+    d = pte_lab.diff(U55_SHARED, U55_SHARED).with_sizes(_sizes({"forward": (10240, 976, 360, 144, 88)}),
+                                                        _sizes({"forward": (10240, 976, 360, 48, 88)}))
+    from pte_lab.views.diff import grew_and_shrank
+
+    grew, shrank, same = grew_and_shrank(d)
+    assert [x.what for x in grew] == []
+    assert [x.what for x in shrank] == ["forward: delegate scratch"]
+    assert "forward: temp pool" in [x.what for x in same]
+    assert not any(c.failed for c in d.budget(5))
+
+
+# ------------------------------------------------------------------------------------------ the picture
+def test_plot_diff_counts_instructions_in_whole_numbers_and_says_what_it_leaves_out(program_path):
+    """Portable against XNNPACK: XNNPACK's forward is one instruction (no -0.5 ticks), and its panel says its
+    delegate's own memory is not in the picture; the portable panel has no delegate to say it of."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from pte_lab import plot
+
+    d = pte_lab.diff(program_path("portable"), program_path("xnnpack"))
+    assert d.methods["forward"].instructions.after == 1
+    fig = plot.diff(d, "forward", 1)
+    try:
+        panels = [ax for ax in fig.get_axes() if "arena 1" in ax.get_title()]
+        assert len(panels) == 2
+        for ax in panels:
+            fig.canvas.draw()
+            ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+            assert ticks and all(float(t).is_integer() for t in ticks)
+        notes = [[t.get_text() for t in ax.texts if t.get_gid() == "not-shown"] for ax in panels]
+        assert notes[0] == []
+        (note,) = notes[1]
+        assert "not shown" in note and "XnnpackBackend" in note
+    finally:
+        plt.close(fig)
