@@ -21,6 +21,7 @@ from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
 from ..units import human_bytes
+from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
@@ -205,8 +206,6 @@ def duplicate_phrase(name: str, region: str, nbytes: int, first: str) -> str:
 
 
 def _dtype(code: int) -> str:
-    from .dtypes import SCALAR_TYPES
-
     return SCALAR_TYPES.get(code, (f"type{code}", 0))[0]
 
 

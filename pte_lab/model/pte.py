@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
+import numpy as np
+
 from ..errors import NotFoundError, PteFormatError
 from ..format import RawProgram, Source, TensorDataLocation, read
 from ..format.etrecord import ETRecord, read_etrecord
@@ -157,8 +159,6 @@ class Pte:
     @cached_property
     def _external_uses(self) -> dict[str, list[str]]:
         """key -> the methods whose constants come from that key of an external ``.ptd`` file."""
-        import numpy as np
-
         uses: dict[str, list[str]] = {}
         for m in self.methods.values():
             raw = m.raw
@@ -222,7 +222,6 @@ class Pte:
         for arenas shared by several methods), sharing, mem_id, runtime_index,
         device, bytes, used_by (the methods whose plans use the arena).
         """
-        import numpy as np
         import pandas as pd
 
         columns = self.allocation_columns(loader)

@@ -11,6 +11,7 @@ import os
 import sys
 
 from ._protocol import read_msg, write_msg
+from .engine import Engine
 
 
 def main() -> int:
@@ -19,7 +20,6 @@ def main() -> int:
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    from .engine import Engine
 
     engine = None
     while True:

@@ -12,10 +12,12 @@ holding the edges of two neighbouring tensors shows the first one's letter.
 
 from __future__ import annotations
 
+import bisect
 import weakref
 
 import numpy as np
 
+from ..model.delegates import describe_io
 from ..model.dtypes import short_shape
 from ..model.load_cost import LOADERS
 from ..printable import printable, text_view
@@ -111,8 +113,6 @@ def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -
 
 def delegate_lines(d, mem) -> list[str]:
     """A delegate: backend, blob, and what the blob declares (Ethos-U: each part, where it comes from and lives)."""
-    from ..model.delegates import describe_io
-
     dev = f" -> {d.target_device}" if d.target_device else ""
     said = mem.settings
     out = [f"delegate {d.index}: {d.backend}{dev} ({human_bytes(d.size)} {d.location}){', ' + said if said else ''}"]
@@ -263,8 +263,6 @@ def _columns(lo: int, hi: int, scale: float) -> tuple[int, int]:
 
 def _clashes(conflicts, times: list[int], scale: float, width: int) -> dict[int, set[int]]:
     """Row time -> the columns where a conflict's two tensors share bytes while both are alive."""
-    import bisect
-
     out: dict[int, set[int]] = {}
     for c in conflicts:
         lo, hi = max(c.a_range[0], c.b_range[0]), min(c.a_range[1], c.b_range[1])

@@ -20,6 +20,9 @@ import json
 import sys
 from pathlib import Path
 
+from pte_lab.examples import ethos_u_export
+from pte_lab.quiet import quiet
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
@@ -34,9 +37,6 @@ PROGRAMS = {
 
 
 def main() -> None:
-    from pte_lab.examples import ethos_u_export
-    from pte_lab.quiet import quiet
-
     import executorch.version
 
     report = {"executorch": executorch.version.__version__, "programs": {}}

@@ -6,7 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...errors import PteLabError
 from ...units import first_few, human_bytes
+from ..delegates import blob_problem, blob_uses
+from ..ethos_u import io_checks
+from ..layout import byte_reader
 from .base import Details, Finding, Kind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,10 +53,6 @@ class DelegateIODetails(Details):
 
 def delegate_findings(p: "Pte") -> list[Finding]:
     """Blobs read by delegates called with different arguments, and blobs that are not their backend's."""
-    from ...errors import PteLabError
-    from ..delegates import blob_problem, blob_uses
-    from ..layout import byte_reader
-
     if getattr(p, "raw", None) is None:  # a program-like object without its file's records
         return []
     uses = blob_uses(p)
@@ -100,8 +100,6 @@ def _delegate_label(d) -> str:
 def delegate_memory_findings(m: "Method") -> list[Finding]:
     """What delegates' blobs declare: scratch outside the plan, descriptors that do not match the calls' tensors
     (a malformed blob is :func:`delegate_findings`'s ``delegate_blob_format``)."""
-    from ..ethos_u import io_checks
-
     out = []
     for d in getattr(m, "delegate_memory", ()):
         s = d.stream
