@@ -11,7 +11,6 @@ import os
 import sys
 
 from ._protocol import read_msg, write_msg
-from .engine import Engine
 
 
 def main() -> int:
@@ -20,6 +19,7 @@ def main() -> int:
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    from .engine import Engine  # after the redirect: nothing an import prints reaches the protocol
 
     engine = None
     while True:

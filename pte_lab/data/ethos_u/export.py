@@ -20,9 +20,6 @@ import json
 import sys
 from pathlib import Path
 
-from pte_lab.examples import ethos_u_export
-from pte_lab.quiet import quiet
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
@@ -37,6 +34,10 @@ PROGRAMS = {
 
 
 def main() -> None:
+    # a script: pte_lab is importable once HERE's checkout is on sys.path (above)
+    from pte_lab.examples import ethos_u_export
+    from pte_lab.quiet import quiet
+
     import executorch.version
 
     report = {"executorch": executorch.version.__version__, "programs": {}}
