@@ -20,9 +20,12 @@ status is 3 (``--debug`` anywhere on the line, or ``PTE_LAB_DEBUG=1``, prints it
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
+import traceback
+import warnings
 
 from .errors import PteLabError
 from .progress import lines
@@ -89,9 +92,6 @@ def _inspect(args) -> int:
 
 def _example(args) -> int:
     from . import examples
-
-    import inspect
-
     from .examples import BUILDERS
 
     kwargs = {}
@@ -499,7 +499,6 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # an unknown option: the subcommand's own usage says what it takes
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
-    import warnings
 
     def note(message, category, filename, lineno, file=None, line=None):  # one line, no source location
         print(f"pte-lab: note: {message}", file=sys.stderr)
@@ -527,8 +526,6 @@ def main(argv: list[str] | None = None) -> int:
         from .printable import printable
 
         if debug:
-            import traceback
-
             traceback.print_exc(file=sys.stderr)
         print(f"pte-lab: error: {printable(bug_line(exc))}", file=sys.stderr)
         return BUG_EXIT_CODE

@@ -20,9 +20,20 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import os
+import runpy
+import struct
 from dataclasses import dataclass
 from html import escape
+from pathlib import Path
 from typing import Any, Callable
+
+from . import examples, planning
+from .model import open_pte
+from .model.delegates import io_checks
+from .model.diff import diff_programs
+from .planning.problem import align_up
+from .quiet import quiet
 
 __all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
 
@@ -118,8 +129,6 @@ def cross_check(exercise_id: str, **context):
 @functools.lru_cache(maxsize=16)
 def _built(builder: str, kwargs: tuple) -> bytes:
     """An example's bytes, exported once per process (the answer and its cross-check read the same file)."""
-    from . import examples
-
     return examples.build(builder, **dict(kwargs))
 
 
@@ -128,8 +137,6 @@ def _bytes(builder: str, **kwargs) -> bytes:
 
 
 def _open(builder: str, **kwargs):
-    from .model import open_pte
-
     return open_pte(_bytes(builder, **kwargs))
 
 
@@ -152,8 +159,6 @@ def _load_program_host_bytes(pte, loader: str) -> int:
 # ------------------------------------------- the other sources: ExecuTorch's own tools
 def _et_plans(data: bytes) -> dict:
     """method -> ExecutionPlan, as ExecuTorch's own deserializer (exir) reads the file: not pte_lab's reader."""
-    from .quiet import quiet
-
     with quiet():
         from executorch.exir._serialize._program import deserialize_pte_binary
 
@@ -194,9 +199,6 @@ def _profiler_peak(manager, method: str = "forward") -> int:
 
 
 def _manager(builder: str, **kwargs):
-    from . import examples
-    from .quiet import quiet
-
     with quiet():
         return examples.manager(builder, **kwargs)
 
@@ -242,8 +244,6 @@ def _arena_saved_by_caller_io_by_exir():
 
 # ------------------------------------------------------------- 02: planning
 def _greedy_and_best_fit():
-    from . import planning
-
     m = _open("hand_sized", extra=True).methods["forward"]
     return m.arena(1).size, planning.plan_arena(planning.build_problem(m, 1), "best_fit")[1]
 
@@ -255,15 +255,11 @@ def _greedy_and_best_fit_by_exir():
 
 
 def _aligned_lower_bound(odd=None):
-    from . import planning
-
     odd = odd or _open("odd").methods["forward"]
     return planning.build_problem(odd, 1, alignment=64).lower_bound
 
 
 def _aligned_lower_bound_by_profiler(odd=None):
-    from .planning.problem import align_up
-
     return align_up(_profiler_peak(_manager("odd")), 64)  # the true bytes alive at once, rounded once
 
 
@@ -373,9 +369,6 @@ def _shared_state_arenas_by_exir():
 
 # ------------------------------------------------------------------- 06: diff
 def _diff(a, b):
-    from .model import open_pte
-    from .model.diff import diff_programs
-
     return diff_programs(open_pte(_bytes(a[0], **a[1])), open_pte(_bytes(b[0], **b[1])))
 
 
@@ -433,9 +426,6 @@ SPLIT = "u55_128_shared_sram_split"
 
 
 def _ethos_u(name: str):
-    from . import examples
-    from .model import open_pte
-
     return open_pte(examples.ethos_u_program(name))
 
 
@@ -454,9 +444,6 @@ def _sram_by_memory_mode() -> tuple[int, int]:
 
 def _arm_script():
     """ExecuTorch's own Arm script (backends/arm/scripts/get_ethosu_scratch_from_pte.py, shipped in the wheel)."""
-    import runpy
-    from pathlib import Path
-
     import executorch
 
     return runpy.run_path(str(Path(list(executorch.__path__)[0]) / "backends/arm/scripts/get_ethosu_scratch_from_pte.py"))
@@ -464,8 +451,6 @@ def _arm_script():
 
 def _et_blobs(data: bytes) -> list[bytes]:
     """The forward's Ethos-U delegate blobs, in call order, as exir's deserializer reads them."""
-    from .quiet import quiet
-
     with quiet():
         from executorch.exir._serialize._program import deserialize_pte_binary
 
@@ -484,9 +469,7 @@ def _et_scratch(data: bytes) -> int:
 def _sram_by_memory_mode_by_executorch() -> tuple[int, int]:
     # the arenas as exir reads them, the scratch as ExecuTorch's Arm script reads it, the memory mode from
     # the compile specs as exir reads them, and the file's size from the file system
-    import os
 
-    from . import examples
 
     out = []
     for name in SRAM_PAIR:
@@ -503,7 +486,6 @@ def _sram_by_memory_mode_by_executorch() -> tuple[int, int]:
 def _delegate_io_copies() -> int:
     # the first delegate's input and output: planned in the arena, and copied into its scratch at the offsets
     # Vela gives them, both held while the NPU runs
-    from .model.delegates import io_checks
 
     m = _ethos_u(SPLIT).methods["forward"]
     first = m.delegate_memory[0]
@@ -516,10 +498,7 @@ def _delegate_io_copies_by_executorch() -> int:
     # the delegate call's arguments as exir's deserializer reads them (their bytes by exir's own count), and
     # the blob's inputs/outputs descriptors (int32 count, then shape[6], elem_size, offset, region each) split
     # into blocks by ExecuTorch's Arm script's own reader
-    import math
-    import struct
 
-    from . import examples
 
     with open(examples.ethos_u_program(SPLIT), "rb") as f:
         data = f.read()

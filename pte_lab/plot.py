@@ -15,11 +15,15 @@ binary units.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 
 from .format import TENSOR_ALIGNMENT
+from .model.diff import Change
+from .model.load_cost import LOADERS
+from .runtime.sizing import PARTS
 from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,8 +89,6 @@ def _bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False
 def _categories(values: Sequence[str], fixed: dict[str, str] | None = None) -> dict[str, str]:
     """One colour per category, never reused: PALETTE for up to 8 categories, WIDE_PALETTE for up to
     18; past that, the most frequent keep their colours and the rest share :data:`OTHERS`."""
-    from collections import Counter
-
     if fixed:
         return {v: fixed.get(v, OTHERS) for v in dict.fromkeys(values)}
     counts = Counter(values)
@@ -341,7 +343,6 @@ def placement(pte: "Pte", loader="corrected", *, ax: "Axes | None" = None, **kwa
     """
     from matplotlib.patches import Patch
 
-    from .model.load_cost import LOADERS
 
     loaders = list(LOADERS) if loader == "all" else ([loader] if isinstance(loader, str) else list(loader))
     devices = sorted({d for m in pte.methods.values() for d in m.devices})
@@ -455,8 +456,6 @@ PART_PALETTE = ("#0072B2", "#56B4E9", "#000000", "#009E73", "#F0E442", "#E69F00"
 
 
 def _part_colors() -> dict[str, str]:
-    from .runtime.sizing import PARTS
-
     return dict(zip(PARTS, PART_PALETTE))
 
 
@@ -570,8 +569,6 @@ DIFF_COLORS = ("#999999", "#0072B2")
 
 def _diff_pairs(d: "Diff", parts: str) -> list[tuple[str, "Change"]]:
     """(label, change in bytes) for :func:`diff_bars`."""
-    from .model.diff import Change
-
     if parts == "arenas":
         rows = [(f"{name} · arena {a.mem_id} ({a.devices[1] or a.devices[0]})", a.size)
                 for name, md in d.methods.items() for a in md.arenas]

@@ -12,6 +12,7 @@ Pure Python, standard library only.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["printable", "printable_text"]
@@ -39,8 +40,6 @@ def printable_text(text: str) -> str:
 
 def text_view(fn):
     """Decorate a function that returns text for the terminal: its result goes through :func:`printable_text`."""
-    import functools
-
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         return printable_text(fn(*args, **kwargs))

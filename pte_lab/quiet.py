@@ -16,6 +16,7 @@ printing them into the cell.
 
 from __future__ import annotations
 
+import importlib
 import io
 import logging
 import os
@@ -130,7 +131,6 @@ def quiet_import(name: str):
     mod = sys.modules.get(name)
     if mod is not None:
         return mod
-    import importlib
 
     with quiet():
         return importlib.import_module(name)

@@ -24,7 +24,11 @@ from html import escape
 import ipywidgets as W
 import numpy as np
 
+from . import plot
+from .model import Pte, open_pte
 from .model.dtypes import short_shape
+from .runtime import run_all
+from .runtime.program import HOST_BYTES_NOTE
 from .units import count, human_bytes
 from .views.html import html_repr, key_values
 
@@ -48,7 +52,6 @@ class _LayoutCanvas:
         from matplotlib.collections import PolyCollection
         from matplotlib.figure import Figure
 
-        from . import plot
 
         dpi = 100
         self.fig = Figure(figsize=(width_px / dpi, 3.8), dpi=dpi, layout="constrained")
@@ -223,7 +226,6 @@ class Explorer(W.VBox):
             from matplotlib.backends.backend_agg import FigureCanvasAgg
             from matplotlib.figure import Figure
 
-            from . import plot
 
             fig = Figure(figsize=(9.5, 3.8), dpi=100, layout="constrained")
             canvas = FigureCanvasAgg(fig)
@@ -276,9 +278,6 @@ def live_label(t, limit: int = LIVE_LABEL_CHARS) -> str:
 
 def run_all_html(pte, emulate: bool = True) -> str:
     """:func:`pte_lab.runtime.run_all` on the program's file, as the explorer shows it."""
-    from .runtime import run_all
-    from .runtime.program import HOST_BYTES_NOTE
-
     result = run_all(pte.path, emulate=emulate)
     html = [f"<div>{escape(d)}: {escape(how)}</div>" for d, how in result.devices.items()]
     text = [f"{d}: {how}" for d, how in result.devices.items()]
@@ -302,7 +301,5 @@ def explore(source, method: str | None = None) -> Explorer:
     Returns the :class:`Explorer` widget (display it as a cell's last value). Raises
     :class:`~pte_lab.PteFormatError` for a file that is not a program, ``ValueError`` for one without
     methods. Example: ``pte_lab.explore("model.pte")``."""
-    from .model import Pte, open_pte
-
     pte = source if isinstance(source, Pte) else open_pte(source)
     return Explorer(pte, method)

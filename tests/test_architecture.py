@@ -7,6 +7,14 @@ The one accepted way for a lower layer (the model, the runtime) to reach a
 view is a display hook of its record (``__repr__``, ``__str__``,
 ``_repr_html_``, ``to_dict``) handing the record to its view, lazily; the
 runtime's results have their views in ``pte_lab.views.run``.
+
+Imports sit at the top of their module, where a reader sees the graph. An
+import inside a function is kept only for a heavy optional module
+(``LAZY_MODULES``: torch, executorch, matplotlib, pandas...), for a pte_lab
+module that imports one of those at its top, in a display hook, in the
+fronts (``FRONTS``: ``pte_lab/__init__.py`` and the CLI import the layer a
+function or command drives when it runs, so ``import pte_lab`` stays light),
+or with a reason in ``LAZY_ALLOWED``.
 """
 
 from __future__ import annotations
@@ -24,6 +32,24 @@ PKG = ROOT / "pte_lab"
 VIEWS = ("pte_lab.views", "pte_lab.plot", "pte_lab.widgets", "pte_lab.cli")
 HEAVY = ("torch", "executorch", "matplotlib", "ipywidgets", "pandas")
 REPR_HOOKS = {"__repr__", "__str__", "_repr_html_", "to_dict"}
+#: third-party modules an import inside a function may name: slow to import, or installed only with an extra
+#: (``import pte_lab`` loads none of them, nor numpy, which the file readers import at their top)
+LAZY_MODULES = HEAVY + ("torchao", "numpy", "IPython", "PIL", "tqdm", "filelock")
+#: (module, imported module) -> why it is imported inside a function although it is neither heavy nor a hook
+LAZY_ALLOWED = {
+    ("pte_lab.runtime.sizing.measure", "resource"): "POSIX only: the function answers None where it is missing",
+    ("pte_lab.runtime.worker", "pte_lab.runtime.engine"): "after stdout goes to stderr: imports print no protocol",
+    ("pte_lab.data.ethos_u.export", "pte_lab.examples"): "a script: pte_lab imports once its checkout is on sys.path",
+    ("pte_lab.data.ethos_u.export", "pte_lab.quiet"): "a script: pte_lab imports once its checkout is on sys.path",
+    # examples.py's bytes key the tests' cache of exported programs (tests/conftest.py ``_key``): moving its
+    # imports would re-export every program (the LLMs take minutes); they move when it next changes
+    **{("pte_lab.examples", m): "its bytes key the exported-program cache" for m in (
+        "warnings", "json", "subprocess", "sys", "tempfile", "importlib.util", "contextlib", "io",
+        "pte_lab.errors", "pte_lab.quiet")},
+}
+#: the fronts, which nothing in pte_lab imports: a package function or a command imports the layer it drives
+#: when called, so that ``import pte_lab`` and ``pte-lab --help`` or ``inspect`` load only what they use
+FRONTS = ("pte_lab", "pte_lab.cli")
 #: the "function" an import under ``if TYPE_CHECKING:`` is recorded in
 TYPE_ONLY = "TYPE_CHECKING"
 
@@ -538,3 +564,54 @@ def test_nothing_points_outside_the_repository():
     pattern = re.compile(r"shared/seed|\.\./shared|/work/|shared/docs")
     bad = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in texts for m in pattern.finditer(p.read_text())]
     assert not bad, "\n".join(bad)
+
+
+def _heavy_at_import() -> set[str]:
+    """pte_lab modules that import a heavy module (not numpy) at their top, themselves or through another."""
+    heavy = tuple(m for m in LAZY_MODULES if m != "numpy")
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for mod, imports in GRAPH.items():
+            parents = {".".join(mod.split(".")[:i]) for i in range(1, mod.count(".") + 1)}
+            if mod in found:
+                continue
+            targets = {t for imported, func, names in imports if func is None for t in _targets(imported, names)}
+            if any(_within(t, heavy) or t in found for t in targets | parents):
+                found.add(mod)
+                changed = True
+    return found
+
+
+def _hidden_imports() -> list[str]:
+    heavy_here = _heavy_at_import()
+    bad = []
+    for mod, imports in GRAPH.items():
+        for imported, func, names in imports:
+            if func is None or func == TYPE_ONLY or func in REPR_HOOKS:
+                continue
+            targets = _targets(imported, names)
+            if all(_within(t, LAZY_MODULES) or t in heavy_here or (mod, t) in LAZY_ALLOWED
+                   or (mod in FRONTS and _within(t, ["pte_lab"])) for t in targets):
+                continue
+            bad.append(f"{mod}: {func}() imports {imported}")
+    return bad
+
+
+def test_imports_inside_functions_are_only_heavy_modules_or_display_hooks():
+    """Anything else moves to the module's top: an import hidden in a function hides the real graph."""
+    bad = _hidden_imports()
+    assert not bad, "\n".join(bad)
+
+
+def test_the_hidden_import_check_sees_a_light_import_in_a_function(monkeypatch):
+    monkeypatch.setitem(GRAPH, "pte_lab.model.pte", GRAPH["pte_lab.model.pte"] + [("json", "load_cost", ())])
+    monkeypatch.setitem(GRAPH, "pte_lab.cli", GRAPH["pte_lab.cli"] + [("pte_lab.model", "_sizes", ("open_pte",)),
+                                                                      ("shutil", "_sizes", ())])
+    monkeypatch.setitem(GRAPH, "pte_lab.views.text", GRAPH["pte_lab.views.text"] + [
+        ("pte_lab.model", "pte_text", ("open_pte",))])
+    assert _hidden_imports() == ["pte_lab.cli: _sizes() imports shutil",
+                                 "pte_lab.model.pte: load_cost() imports json",
+                                 "pte_lab.views.text: pte_text() imports pte_lab.model"]
+    assert "pte_lab.widgets" in _heavy_at_import()  # ipywidgets at its top: importing it in a function is lazy

@@ -7,6 +7,7 @@ files through every public path that takes a file.
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import subprocess
@@ -172,19 +173,20 @@ def test_run_all_on_an_undefined_device_is_a_named_error(tmp_path):
 
 def test_run_all_names_a_bug_as_one_and_runs_the_other_methods(program_path, monkeypatch):
     pytest.importorskip("executorch.runtime")
-    import pte_lab.runtime.inputs as inputs
     from pte_lab.runtime import run_all
+
+    where = importlib.import_module("pte_lab.runtime.run_all")  # the module run_all looks its helpers up in
 
     def broken(method):
         raise TypeError("unsupported operand type(s) for +: 'int' and 'NoneType'")
 
-    monkeypatch.setattr(inputs, "example_inputs", broken)
+    monkeypatch.setattr(where, "example_inputs", broken)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = run_all(program_path("portable"))
     (run,) = result.runs
     assert not run.ok and "bug in pte_lab" in run.error and "TypeError: unsupported operand" in run.error
-    monkeypatch.setattr(pte_lab.model, "open_pte", lambda p: 1 / 0)  # before any method: raised, named
+    monkeypatch.setattr(where, "open_pte", lambda p: 1 / 0)  # before any method: raised, named
     with pytest.raises(pte_lab.PteLabBug, match="bug in pte_lab.*ZeroDivisionError") as e:
         run_all(program_path("portable"))
     assert isinstance(e.value.__cause__, ZeroDivisionError)

@@ -19,6 +19,7 @@ emulated device's bytes are not among them), glibc's statistics otherwise.
 
 import ctypes
 import ctypes.util
+import importlib.metadata as md
 import json
 import sys
 import time
@@ -36,8 +37,6 @@ def main(args):
     from executorch.runtime import Runtime
 
     try:
-        import importlib.metadata as md
-
         et_version = md.version("executorch")
     except Exception:  # noqa: BLE001
         et_version = getattr(executorch, "__version__", "unknown")

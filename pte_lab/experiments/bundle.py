@@ -26,11 +26,16 @@ import os
 import re
 import shutil
 import subprocess
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import examples
 from ..errors import NativeBuildError, PteLabError
+from ..progress import reporter
+from ..runtime import native
 from ..units import count, human_bytes
+from .device_placement import PUBLISHED
 
 #: the first line of a bundle's MANIFEST.txt: how a folder is known to be one (and may be replaced)
 MANIFEST_HEAD = "pte_lab before/after bundle"
@@ -112,12 +117,9 @@ def _needed_libraries(runner: Path, lib_dir: Path) -> tuple[list[Path], dict]:
 
 def write_reference(folder: Path, stem: str, side: int) -> list[str]:
     """The program's inputs (int8 codes on the 1/8 grid) and each method's eager output CRC-32."""
-    import zlib
-
     import numpy as np
     import torch
 
-    from .. import examples
 
     (x, y), expect = examples.device_reference(side, grid=True)
     codes = [(t / GRID_SCALE).round().to(torch.int8) for t in (x, y)]
@@ -172,11 +174,6 @@ def write_bundle(target: str | os.PathLike, side: int = 2048, device: str = "cud
     ``side`` is the example program's matrix side (2048 plans 48 MiB on the device, as the fix's
     measurement did). ``progress``: as for :func:`pte_lab.experiments.device_placement.run`.
     """
-    from .. import examples
-    from ..progress import reporter
-    from ..runtime import native
-    from .device_placement import PUBLISHED
-
     target = Path(target)
     replace = _previous_bundle(target)  # checked before any work
     stem = f"device_side{side}"

@@ -23,15 +23,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
+from html import escape
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import examples
 from ..cache import cache_dir
+from ..model import open_pte
+from ..plot import _bytes_axis
+from ..progress import reporter
+from ..runtime import native
 from ..units import count, human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -231,7 +239,6 @@ class Report:
         import matplotlib.pyplot as plt
         import numpy as np
 
-        from ..plot import _bytes_axis
 
         if axes is None:
             _, axes = plt.subplots(1, 2, figsize=(9.5, 4.2), layout="constrained")
@@ -295,8 +302,6 @@ class Report:
                 f".table() for the steps>")
 
     def _repr_html_(self) -> str:
-        from html import escape
-
         how = "".join(f"<li>{escape(r.label)}: executorch {escape(str(r.executorch_version))}, device bytes by "
                       f"<b>{escape(str(r.measured_by))}</b>"
                       + (f" — failed: {escape(r.failure)}" if r.failure else "") + "</li>" for r in self.runtimes)
@@ -425,8 +430,6 @@ def create_legacy_env(target: str | os.PathLike | None = None, *, progress=None)
 
 
 def _create_legacy_env(target: Path, progress) -> Path:
-    import shutil
-
     py = target / "bin" / "python"
     emit = progress or (lambda line: None)
     if target.exists():
@@ -469,8 +472,6 @@ def run_runtime(label: str, python: str, pte: str, reference: str, device: str =
     ``reference`` is the ``torch.save`` file of inputs and expected outputs
     (see :func:`write_reference`).
     """
-    from ..runtime import native
-
     res = RuntimeResult(label, python)
     if emulate is None:  # a real CUDA device and build measure themselves; otherwise emulate
         emulate = not _device_probe(python)
@@ -496,8 +497,6 @@ def run_runtime(label: str, python: str, pte: str, reference: str, device: str =
         return res
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
-        import signal
-
         sig = f"killed by {signal.Signals(-out.returncode).name}" if out.returncode < 0 else f"exit {out.returncode}"
         tail = " | ".join(out.stderr.strip().splitlines()[-5:])
         res.failure = f"process {sig}: {tail}"
@@ -517,7 +516,6 @@ def write_reference(path: str | os.PathLike, side: int) -> str:
     """Save the program's inputs and eager expected outputs (``examples.device_reference``) for the steps."""
     import torch
 
-    from .. import examples
 
     inputs, expect = examples.device_reference(side)
     torch.save({"inputs": list(inputs), "expect": expect}, os.fspath(path))
@@ -535,10 +533,6 @@ def run(side: int = 2048, runtimes: dict[str, str] | None = None, device: str = 
     None, True (a bar over the runtimes) or a callable taking a line per step
     (see :mod:`pte_lab.progress`).
     """
-    from .. import examples
-    from ..model import open_pte
-    from ..progress import reporter
-
     if runtimes is None:
         runtimes = {"after": sys.executable}
         legacy = legacy_python or find_legacy_python()

@@ -17,6 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import RunnerLinesError
+from .device_placement import RuntimeResult
 
 #: the first line of a child's output: the protocol and its version
 HEAD = "pte_lab.placement_lines 1"
@@ -201,8 +202,6 @@ def read(text: str) -> ChildLines:
 def to_runtime(child: ChildLines):
     """The :class:`~pte_lab.experiments.device_placement.RuntimeResult` the runner's document holds for a
     child that said everything (its steps and arenas as the document's dicts)."""
-    from .device_placement import RuntimeResult
-
     rt = child.runtime
     if rt is None or not child.ended:
         raise RunnerLinesError("the lines end before their RUNTIME and END records")

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from ..errors import PteFormatError, PteLabError
 from ..format import RawBundled
-from ..units import count
+from ..units import count, first_few
 from .dtypes import nbytes, scalar_type
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,8 +86,6 @@ class Bundled:
         return BundledValue("Tensor", dtype, v.sizes, nbytes(v.sizes, elsize))
 
     def _suite(self, suite: "str | int"):
-        from ..errors import PteLabError
-
         suites = self._raw.suites
         if isinstance(suite, int) and not isinstance(suite, bool):
             if not 0 <= suite < len(suites):
@@ -93,7 +94,6 @@ class Bundled:
         k = self._first.get(suite)  # the first suite of that method, as ExecuTorch's bundled runner picks it
         if k is not None:
             return suites[k]
-        from ..units import first_few
 
         raise PteLabError(f"no test suite for method {suite!r}; suites: "
                           f"{first_few((repr(m) for m in self._first), 8) or 'none'}")
@@ -122,8 +122,6 @@ class Bundled:
         Raises :class:`PteFormatError` when a tensor's bytes do not match its dtype and shape,
         :class:`PteLabError` for a suite or case the file does not have.
         """
-        from ..errors import PteFormatError, PteLabError
-
         s = self._suite(suite)
         method = s.method
         if not 0 <= index < len(s.cases):
@@ -190,8 +188,6 @@ class Verdict:
 
 
 def _array(dtype: str, shape, data: bytes):
-    import numpy as np
-
     a = np.frombuffer(data, dtype=PLAIN_DTYPES[dtype])
     if dtype == "bfloat16":  # the high half of a float32
         a = (a.astype(np.uint32) << 16).view(np.float32)
@@ -200,8 +196,6 @@ def _array(dtype: str, shape, data: bytes):
 
 def _close(a, e, rtol: float, atol: float):
     """ExecuTorch's closeness (bundled_program.cpp): NaN equals NaN, infinities of one sign are equal."""
-    import numpy as np
-
     with np.errstate(all="ignore"):
         a, e = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64), \
             e.astype(np.complex128 if np.iscomplexobj(e) else np.float64)
@@ -221,8 +215,6 @@ def compare_outputs(actual: list, expected: list, rtol: float, atol: float) -> V
     tensor of a dtype pte_lab does not read (``bytes`` None, or a packed or
     quantized dtype) fails as "not compared", never crashes.
     """
-    import numpy as np
-
     if len(actual) != len(expected):
         return Verdict(False, None, f"{count(len(actual), 'output')}, {len(expected):,} expected")
     worst, compared, differs, whys = 0.0, False, False, []

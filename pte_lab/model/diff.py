@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from ..errors import PteLabError
 from .align import align
 from .analysis import Arena, PlannedTensor, instruction_targets
-from .ethos_u import IN_BLOB
+from .ethos_u import IN_BLOB, describe_io
 from .lifetimes import instruction_uses
 from .load_cost import LOADERS, STEPS
 
@@ -398,8 +398,6 @@ class Setting:
 
 
 def _io_text(ios) -> str | None:
-    from .ethos_u import describe_io
-
     return None if ios is None else "; ".join(describe_io(io) for io in ios) or "none"
 
 

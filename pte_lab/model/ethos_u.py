@@ -29,6 +29,7 @@ from ..format import RawPlan, RawProgram, ScalarType
 from ..format.blobs import delegate_span, named_data_span, program_reader
 from ..format.vela import BACKENDS, VelaIO, VelaStream, read_vela
 from ..units import count as plural
+from .analysis import tensor_meta
 from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -399,8 +400,6 @@ def io_checks(plan: RawPlan, d: DelegateMemory) -> list[IOCheck]:
     """Every distinct call of delegate ``d`` (calls with the same arguments are checked once, at the first):
     each argument against its Vela descriptor (empty: no descriptors). A call with fewer arguments than
     descriptors is one check, at the first descriptor it lacks."""
-    from .analysis import tensor_meta
-
     s = d.stream
     if s is None or s.inputs is None or s.outputs is None:
         return []

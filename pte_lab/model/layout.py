@@ -11,7 +11,6 @@ bytes, never more than the file.
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -21,6 +20,7 @@ from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
 from ..units import human_bytes
+from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
@@ -252,8 +252,6 @@ def duplicate_phrase(name: str, region: str, nbytes: int, first: str) -> str:
 
 
 def _dtype(code: int) -> str:
-    from .dtypes import SCALAR_TYPES
-
     return SCALAR_TYPES.get(code, (f"type{code}", 0))[0]
 
 

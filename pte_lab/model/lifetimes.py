@@ -38,6 +38,7 @@ not store them; this convention gave no plan conflicts on exported programs.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from itertools import chain
 
 import numpy as np
@@ -123,8 +124,6 @@ def _extend_over_loops(first: dict[int, int], last: dict[int, int], jumps: list[
     decreasing ``dst`` to a stack of merged blocks (each loop merges into it once), and each value asks for
     its block with one binary search: O((values + loops) log) however long a chain of loops is.
     """
-    from bisect import bisect_left
-
     order = sorted(jumps, key=lambda j: -j[1])  # by dst, largest first
     neg_start: list[int] = []  # the blocks, as a stack: -start increasing (the smallest start on top)
     ends: list[int] = []

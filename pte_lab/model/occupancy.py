@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .validate import overlapping_pairs
+
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     """Length of the union of half-open intervals ``[starts[i], ends[i])``."""
@@ -121,8 +123,6 @@ def _merge_aliases(s, e, first, last):
 
 def _tangled(s, e, first, last):
     """Which tensors share bytes with another while both are alive; None past ``_TANGLED_PAIRS`` pairs."""
-    from .validate import overlapping_pairs
-
     tangled = np.zeros(len(s), dtype=bool)
     seen = 0
     for a, b in overlapping_pairs(np.zeros_like(s), s, e, first, last):

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
-from ..errors import NotFoundError, PteFormatError
+import numpy as np
+
+from ..errors import NotFoundError, PteFormatError, PteLabError
 from ..format import RawProgram, Source, TensorDataLocation, read
 from ..format.etrecord import ETRecord, read_etrecord
 from ..units import count
@@ -158,8 +160,6 @@ class Pte:
     @cached_property
     def _external_uses(self) -> dict[str, list[str]]:
         """key -> the methods whose constants come from that key of an external ``.ptd`` file."""
-        import numpy as np
-
         uses: dict[str, list[str]] = {}
         for m in self.methods.values():
             raw = m.raw
@@ -223,7 +223,6 @@ class Pte:
         for arenas shared by several methods), sharing, mem_id, runtime_index,
         device, bytes, used_by (the methods whose plans use the arena).
         """
-        import numpy as np
         import pandas as pd
 
         columns = self.allocation_columns(loader)
@@ -293,8 +292,6 @@ class Pte:
         """:meth:`warnings`, then identical blobs stored more than once where they matter (:meth:`duplicate_blobs`,
         which reads and hashes the blobs; left out when the bytes cannot be read). A finding that prescribes
         carries the bytes at stake and the change that recovers them (``f.at_stake``, ``f.change``)."""
-        from ..errors import PteLabError
-
         try:
             dups = self.duplicate_blobs()
         except (PteLabError, OSError):

@@ -7,6 +7,7 @@ a replanned ``.pte`` written and verified, and teaching helpers.
 >>> pte_lab.planning.verify("model.pte", "model.replanned.pte")
 """
 
+from . import teaching
 from .algorithms import ALGORITHMS, PLANNERS
 from .problem import Group, PlanningError, Problem, build_problem
 from .replan import ArenaPlan, Replan, WrittenLayout, lower_bounds, plan_arena, replan, written_layout
@@ -18,7 +19,5 @@ __all__ = ["replan", "Replan", "ArenaPlan", "verify", "Verification", "build_pro
 
 def __getattr__(name):
     if name in ("compare", "plot_plans"):
-        from . import teaching
-
         return getattr(teaching, name)
     raise AttributeError(name)

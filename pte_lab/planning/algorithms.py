@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .exact import optimal as search
 from .problem import Problem, align_up
 
 
@@ -169,8 +170,6 @@ def first_fit(p: Problem) -> dict[int, int]:
 
 def optimal(p: Problem) -> dict[int, int]:
     """The smallest plan (exhaustive search; refuses more than :data:`.exact.MAX_GROUPS` groups)."""
-    from .exact import optimal as search
-
     return search(p)[0]
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..model import Pte, open_pte
 from ..model.findings import Kind
 from ..model.validate import find_conflicts
+from ..quiet import quiet
 from ..units import count
 from .algorithms import PLANNERS
 from .problem import PlanningError, Problem, align_up, build_problem
@@ -155,8 +156,6 @@ class Replan:
         ``pte_lab.load`` runs such a file in a worker process): an experiment,
         never a program to deploy. Everything else is still checked.
         """
-        from ..quiet import quiet
-
         with quiet():  # importing the serializer imports torch and torchao, which print as they load
             from executorch.exir._serialize._program import deserialize_pte_binary
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model import Pte, open_pte
+from ..plot import layout_pair
+from .problem import build_problem
+from .replan import plan_arena
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -27,8 +31,6 @@ class Comparison:
 
 
 def _export(module, example_inputs, algo: str, alloc_io: bool) -> bytes:
-    import warnings
-
     import torch
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
     from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, greedy, naive
@@ -57,8 +59,6 @@ def compare(module, example_inputs, planners=("greedy", "naive"), io_planned=(Tr
     """
     import pandas as pd
 
-    from .problem import build_problem
-    from .replan import plan_arena
 
     rows, programs = [], {}
     for algo in planners:
@@ -87,6 +87,4 @@ def plot_plans(a, b, mem_id: int = 1, titles: tuple[str, str] = ("plan A", "plan
     difference in height the difference in bytes (:func:`pte_lab.plot.layout_pair`).
     Raises nothing of its own: a method without that arena shows a panel saying so.
     """
-    from ..plot import layout_pair
-
     return layout_pair(a, b, mem_id, axes=axes, titles=titles, color_by=color_by, sharex=True)

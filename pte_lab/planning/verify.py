@@ -12,6 +12,9 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from ..progress import reporter
+from ..runtime import call_sequence, emulate_device, load
+from ..runtime.device import allocator_registered
 from ..units import count
 
 __all__ = ["verify", "Verification", "same_bits", "not_finite"]
@@ -84,10 +87,6 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None, dat
     callable taking a line per method (see :mod:`pte_lab.progress`). ``data_path``: the ``.ptd`` both
     programs take their external data from (a replan rewrites the ``.pte`` only, so both read the same one).
     """
-    from ..progress import reporter
-    from ..runtime import call_sequence, emulate_device, load
-    from ..runtime.device import allocator_registered
-
     out = []
     with ExitStack() as stack:  # whatever fails, both programs are released
         report = stack.enter_context(reporter(progress, desc="verifying"))

@@ -23,6 +23,7 @@ from ..errors import PteFormatError
 from ..format import RawProgram
 from ..model import Pte, open_pte
 from ..model.findings import REFUSED_BY_RUNTIME, UNSAFE_TO_LOAD
+from .schemas import refuse_argument_mismatches
 
 __all__ = ["Checked", "checked"]
 
@@ -69,7 +70,6 @@ def _validate_everything(pte: Pte) -> tuple[str, ...]:
             suspicious.append(f.message)
     for m in pte.methods.values():
         m.instructions, m.delegates, m.inputs, m.outputs
-    from .schemas import refuse_argument_mismatches
 
     refuse_argument_mismatches(pte)  # a kernel unboxing a value of the wrong kind aborts the process
     return tuple(suspicious)

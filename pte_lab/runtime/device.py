@@ -15,6 +15,7 @@ instead of the process abort a second registration would cause.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
@@ -109,8 +110,6 @@ def emulate_device(device: str = "cuda:0", *, capacity: int | None = None) -> Em
     that type is registered, :class:`~pte_lab.errors.NativeBuildError` if the
     helper cannot be built (no C++ compiler).
     """
-    import time
-
     kind, code, _ = parse_device(device)
     if code == 0:
         raise ValueError("the CPU needs no emulation: host arenas are ordinary host memory")

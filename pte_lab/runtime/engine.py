@@ -12,8 +12,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..devices import parse_device
+from ..quiet import quiet_import
 from . import device as devmod
 from . import memory
+from .operators import provide
+from .raw import to_raw, to_torch
+from .runner import file_loader_default_alignment, run_method
+from .stand_ins import register, stats
 
 if TYPE_CHECKING:  # pragma: no cover
     from .operators import Provision
@@ -34,8 +39,6 @@ class StepMeasure:
 
 class Engine:
     def __init__(self, devices: list[str] = (), emulate: list[str] = ()):
-        from ..quiet import quiet_import
-
         Runtime = quiet_import("executorch.runtime").Runtime
         for d in emulate:  # a device with a real allocator registered is used as it is
             if not devmod.allocator_registered(d):
@@ -106,8 +109,6 @@ class Engine:
 
     def execute_raw(self, name: str, inputs: list, measure: bool = True) -> tuple[list, StepMeasure | None]:
         """:meth:`execute` on raw values (:mod:`pte_lab.runtime.raw`): a bundled case, its outputs as bytes."""
-        from .raw import to_raw, to_torch
-
         outputs, measured = self.execute(name, [to_torch(v) for v in inputs], measure)
         return [to_raw(o) for o in outputs], measured
 
@@ -121,33 +122,23 @@ class Engine:
     def size_method(self, path: str, name: str, **pools) -> "RunnerResult":
         """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`; ``pools``: its
         keyword arguments)."""
-        from .runner import run_method
-
         return run_method(path, name, **pools)
 
     def file_loader_default_alignment(self) -> int:
         """FileDataLoader's default alignment in this build (alignof(std::max_align_t))."""
-        from .runner import file_loader_default_alignment
-
         return file_loader_default_alignment()
 
     # ---------------------------------------------------------------- facts
     def provide_operators(self, operators: list[str]) -> "Provision":
         """Register ExecuTorch's own libraries for missing operators; what is still missing."""
-        from .operators import provide
-
         return provide(operators)
 
     def register_stand_ins(self, backends: list[str], operators: list[str]) -> list[str]:
         """Register pte_lab's stand-ins for a backend or kernels the wheel lacks (sizing workers only; see
         :mod:`pte_lab.runtime.stand_ins`); what was registered."""
-        from .stand_ins import register
-
         return register(backends, operators)
 
     def stand_in_stats(self) -> dict:
-        from .stand_ins import stats
-
         return stats()
 
     def registered_backends(self) -> list[str]:

@@ -6,6 +6,11 @@ import importlib.metadata as md
 import re
 from dataclasses import dataclass, field
 
+from ..devices import DEVICE_TYPES
+from ..errors import PteLabError
+from ..quiet import quiet_import
+from . import native
+from .memory import CudaProbe
 from .native import executorch_version
 
 
@@ -60,12 +65,6 @@ def runtime_info() -> RuntimeInfo:
 
     Returns a :class:`RuntimeInfo` (its HTML and text views are a table). Raises ``ImportError`` when
     ExecuTorch is not installed (the ``runtime`` extra); what it cannot find out is a note, not an error."""
-    from ..devices import DEVICE_TYPES
-    from ..errors import PteLabError
-    from .memory import CudaProbe
-
-    from ..quiet import quiet_import
-
     Runtime = quiet_import("executorch.runtime").Runtime
     rt = Runtime.get()
     try:
@@ -75,8 +74,6 @@ def runtime_info() -> RuntimeInfo:
     notes = []
     allocators = {}
     try:
-        from . import native
-
         native.library()
         helper = "built"
         for name, code in DEVICE_TYPES.items():

@@ -10,7 +10,10 @@ import tempfile
 import threading
 
 from ..errors import PteLabError, RuntimeCrashedError
+from ..quiet import NativeLog, quiet
+from . import native
 from ._protocol import read_msg, write_msg
+from .engine import Engine
 
 
 class RemoteError(PteLabError):
@@ -26,7 +29,6 @@ def _counter_preload() -> str | None:
     """The allocation counter's path, or None where it cannot be built (no compiler, no glibc)."""
     if not sys.platform.startswith("linux"):
         return None
-    from . import native
 
     try:
         return str(native.counter_path())
@@ -132,9 +134,6 @@ class LocalEngine:
     """The same ``call`` interface over an in-process Engine; ExecuTorch's native output is kept, not shown."""
 
     def __init__(self, *engine_args, **engine_kwargs):
-        from .engine import Engine
-        from ..quiet import NativeLog, quiet
-
         self.native_log = NativeLog()
         self._quiet = quiet
         with quiet(self.native_log):

@@ -11,6 +11,7 @@ lists what it added to ExecuTorch's registries; the answer is cached per install
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -103,7 +104,6 @@ def registry() -> Registry:
     files = [base, *own, *companions]
     key_text = "\0".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
     py = libpython()
-    import hashlib
 
     key = hashlib.sha256((key_text + f"\0{py}").encode()).hexdigest()[:20]
     cached = cache_dir("registry", f"{key}.json")

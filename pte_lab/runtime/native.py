@@ -29,19 +29,23 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib.util
+import json
 import os
+import platform
 import re
 import shutil
 import subprocess
 import tempfile
 import threading
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
 from pathlib import Path
 from typing import NamedTuple
 
 from ..cache import cache_dir
 from ..errors import NativeBuildError
+from ..quiet import quiet_import
 
 _LOCK = threading.Lock()
 
@@ -226,8 +230,6 @@ def once_probe_path() -> Path:
 def once_heap() -> int | None:
     """Heap (peak, bytes) a fresh process allocates the first time a kernel asks for ExecuTorch's thread pool,
     measured by the probe under the allocation counter; None where it cannot be built or run here."""
-    import json
-
     try:
         probe, counter = once_probe_path(), counter_path()
         r = subprocess.run([str(probe)], capture_output=True, text=True, timeout=120,
@@ -253,8 +255,6 @@ def counter_path() -> Path:
 
 def _glibc_x86_64() -> bool:
     """Whether the runner can bind to old glibc symbol versions (see native/glibc_compat.h)."""
-    import platform
-
     return platform.machine() in ("x86_64", "AMD64") and platform.libc_ver()[0] == "glibc"
 
 
@@ -262,8 +262,6 @@ def _glibc_x86_64() -> bool:
 def executorch_version() -> str:
     """The installed executorch's version ("unknown" where it is not installed): what a sizing reports, what
     the native helpers are built against and the runner says it was built with."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("executorch")
     except PackageNotFoundError:
@@ -337,7 +335,6 @@ def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[st
 def library() -> ctypes.CDLL:
     """The loaded helper, sharing ExecuTorch's device-allocator registry."""
     # Load ExecuTorch's own extension first so that the helper binds to the same libexecutorch.so.
-    from ..quiet import quiet_import
 
     quiet_import("executorch.extension.pybindings.portable_lib")
 

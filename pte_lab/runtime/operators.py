@@ -14,6 +14,7 @@ import importlib
 import sys
 from dataclasses import dataclass, field
 
+from ..quiet import quiet_import
 from ..units import count, first_few
 
 __all__ = ["PROVIDERS", "Provision", "registered_operators", "provide", "missing_message"]
@@ -52,8 +53,6 @@ def import_provider(namespace: str) -> None:
 
 def registered_operators() -> set[str]:
     """Every operator ExecuTorch's runtime has a kernel for, in this process."""
-    from ..quiet import quiet_import
-
     portable_lib = quiet_import("executorch.extension.pybindings.portable_lib")
     _SEEN.update(portable_lib._get_operator_names())
     return set(_SEEN)

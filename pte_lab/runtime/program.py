@@ -24,13 +24,17 @@ from ..errors import (
 )
 from ..format import mem_id_of
 from ..model import Pte
+from ..model.bundled import compare_outputs, unplain
 from ..model.findings import REFUSED_BY_RUNTIME, shared_arenas_message, sharing_host_methods
 from ..units import first_few, human_bytes
 from .checked import checked
+from .device import is_emulated, ledger_frame
+from .info import honours_device_plans
 from .inputs import input_problem
-from .device import ledger_frame
 from .isolate import LocalEngine, RemoteError, Worker
 from .operators import missing_message
+from .schemas import program_schemas
+from .sizing import sizes
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -82,8 +86,6 @@ def _exc_parts(exc: Exception) -> tuple[str, str]:
 
 
 def _loader_for_version() -> str:
-    from .info import honours_device_plans
-
     return "corrected" if honours_device_plans() else "legacy"
 
 
@@ -173,8 +175,6 @@ class LabProgram:
         self._engine = None
         try:
             if isolate:
-                from .device import is_emulated
-
                 self._engine = Worker(devices, [d for d in devices if is_emulated(d)])
             else:
                 self._engine = LocalEngine(devices)
@@ -223,8 +223,6 @@ class LabProgram:
     def findings(self) -> list:
         """The program's findings (``pte_lab.open(path).warnings()``), kernel arguments checked against
         their operators' schemas from torch's registry too (:mod:`pte_lab.runtime.schemas`)."""
-        from .schemas import program_schemas
-
         return self.plan.warnings(program_schemas(self.plan))
 
     def metadata(self, name: str) -> dict:
@@ -363,7 +361,6 @@ class LabProgram:
         """
         import pandas as pd
 
-        from ..model.bundled import compare_outputs, unplain
 
         if self.plan.bundled is None:
             raise PteLabError(f"{os.fspath(self.path)} is not a bundled program: it carries no test cases")
@@ -412,8 +409,6 @@ class LabProgram:
 
         This program's own loads are not disturbed (the sizing runner uses its own process).
         """
-        from .sizing import sizes
-
         return sizes(self._load_path, methods, data_path=self.data_path, runs=runs, verify=verify,
                      progress=progress)
 

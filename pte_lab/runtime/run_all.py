@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..devices import device_problem
 from ..errors import PteLabBug, PteLabError, bug_line
+from ..model import open_pte
+from .device import emulate_device
+from .inputs import defaulted_inputs, example_inputs
+from .program import load
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -61,12 +66,6 @@ def run_all(path, emulate: bool = True) -> RunAll:
 
 
 def _run_all(path, emulate: bool) -> RunAll:
-    from ..devices import device_problem
-    from ..model import open_pte
-    from .device import emulate_device
-    from .inputs import defaulted_inputs, example_inputs
-    from .program import load
-
     pte = open_pte(path)
     devices: dict[str, str] = {}
     if emulate:

@@ -20,6 +20,7 @@ from functools import lru_cache
 
 from ..devices import device_name
 from ..errors import PteLabError
+from ..model.dtypes import SCALAR_TYPES
 from . import memory, native
 
 __all__ = ["run_method", "RunnerResult", "Step", "StepKind", "StepUse", "PoolUse", "MethodIO", "COUNTING", "NO_TEMP",
@@ -78,8 +79,6 @@ class MethodIO:
 
     @property
     def dtype(self) -> str | None:
-        from ..model.dtypes import SCALAR_TYPES
-
         return None if self.scalar_type is None else SCALAR_TYPES.get(self.scalar_type, (f"scalar type {self.scalar_type}",))[0]
 
 

@@ -19,7 +19,9 @@ import importlib
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import PteFormatError
-from ..model.findings import REFUSED_BEFORE_LOADING, Kind
+from ..model.findings import REFUSED_BEFORE_LOADING, Kind, operator_findings
+from ..quiet import quiet
+from .operators import PROVIDERS, import_provider
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Pte
@@ -51,8 +53,6 @@ def _type_name(t) -> str:
 
 
 def _register(namespaces: Iterable[str]) -> None:
-    from .operators import PROVIDERS, import_provider
-
     for ns in namespaces:
         module = REGISTRARS.get(ns)
         if module is None:
@@ -68,8 +68,6 @@ def _register(namespaces: Iterable[str]) -> None:
 
 def operator_schemas(operators: Iterable[str]) -> dict[str, dict | None]:
     """``{"ns::name.overload": {"arguments": ((name, type), ...), "returns": (type, ...)} or None}``."""
-    from ..quiet import quiet
-
     operators = sorted(set(operators))
     with quiet():  # torch, exir and the custom-op libraries print as they load
         import torch
@@ -103,8 +101,6 @@ def program_schemas(pte: "Pte") -> dict[str, dict | None]:
 
 def schema_findings(pte: "Pte", schemas: dict | None = None) -> list["Finding"]:
     """Every method's kernel arguments against its operators' schemas (argument kinds, unknown operators)."""
-    from ..model.findings import operator_findings
-
     schemas = program_schemas(pte) if schemas is None else schemas
     return [f for m in pte.methods.values() for f in operator_findings(m, schemas)]
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ctypes
 from functools import lru_cache
 
+from . import native
+
 __all__ = ["STAND_INS", "KERNEL_NAMESPACES", "stand_ins_for", "register", "stats", "follows"]
 
 #: what a stand-in replaces -> (the ExecuTorch versions whose source it follows, what the real one takes from
@@ -51,8 +53,6 @@ def stand_ins_for(backends, operators, version: str) -> tuple[list[str], list[st
 
 @lru_cache(maxsize=1)
 def _lib():
-    from . import native
-
     lib = native.library()
     lib.pte_lab_stand_in_ethos_u.restype = ctypes.c_int32
     lib.pte_lab_stand_in_kernel.argtypes = [ctypes.c_char_p]

@@ -19,7 +19,7 @@ def main() -> int:
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    from .engine import Engine
+    from .engine import Engine  # after the redirect: nothing an import prints reaches the protocol
 
     engine = None
     while True:

@@ -17,6 +17,7 @@ from functools import lru_cache
 from html import escape
 from importlib.resources import files
 
+from ..model.delegates import describe_io
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
 from .peak import cause_line, peak_head
 from .rows import ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_scratch_rows, load_cost_rows, method_rows
@@ -148,8 +149,6 @@ def tensors_table(method) -> str:
 def _declared_memory_table(m) -> str:
     """Per delegate whose blob pte_lab reads: each part (bytes, what says so, how the runtime gets it, where the
     memory mode needs it), Vela's I/O descriptors and what ExecuTorch's reader would refuse."""
-    from ..model.delegates import describe_io
-
     rows = []
     for mem in m.delegate_memory:
         said = mem.settings

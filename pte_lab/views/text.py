@@ -12,11 +12,14 @@ holding the edges of two neighbouring tensors shows the first one's letter.
 
 from __future__ import annotations
 
+import bisect
 import weakref
 
 import numpy as np
 
+from ..model.delegates import describe_io
 from ..model.dtypes import short_shape
+from ..model.layout import flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable, text_view
 from ..units import SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
@@ -111,8 +114,6 @@ def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -
 
 def delegate_lines(d, mem) -> list[str]:
     """A delegate: backend, blob, and what the blob declares (Ethos-U: each part, where it comes from and lives)."""
-    from ..model.delegates import describe_io
-
     dev = f" -> {d.target_device}" if d.target_device else ""
     said = mem.settings
     out = [f"delegate {d.index}: {d.backend}{dev} ({human_bytes(d.size)} {d.location}){', ' + said if said else ''}"]
@@ -140,8 +141,6 @@ _table, _indent = text_table, indented
 def flatbuffer_phrase(p) -> str:
     """``flatbuffer 11.9 KiB, inline delegate data 3.5 MiB``: the program's tables and, each its own region, the
     data stored inline beside them (``layout.flatbuffer_regions``; the diff's regions say the same)."""
-    from ..model.layout import flatbuffer_regions
-
     r = flatbuffer_regions(p)
     out = f"flatbuffer {human_bytes(r.get('flatbuffer', 0))}"
     for region, words in (("inline constant", "inline constants"), ("inline delegate", "inline delegate data")):
@@ -276,8 +275,6 @@ def _columns(lo: int, hi: int, scale: float) -> tuple[int, int]:
 
 def _clashes(conflicts, times: list[int], scale: float, width: int) -> dict[int, set[int]]:
     """Row time -> the columns where a conflict's two tensors share bytes while both are alive."""
-    import bisect
-
     out: dict[int, set[int]] = {}
     for c in conflicts:
         lo, hi = max(c.a_range[0], c.b_range[0]), min(c.a_range[1], c.b_range[1])

@@ -34,6 +34,7 @@ PROGRAMS = {
 
 
 def main() -> None:
+    # a script: pte_lab is importable once HERE's checkout is on sys.path (above)
     from pte_lab.examples import ethos_u_export
     from pte_lab.quiet import quiet
 

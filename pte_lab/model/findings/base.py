@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ...printable import printable_text
+
 __all__ = ["Kind", "Finding", "Details", "ValuesDetails", "Prescription", "SEVERITIES", "UNSAFE_TO_LOAD",
            "REFUSED_BY_RUNTIME", "REFUSED_BEFORE_LOADING"]
 
@@ -146,7 +148,5 @@ class Finding:
         return self.kind.severity
 
     def __str__(self) -> str:
-        from ...printable import printable_text
-
         where = f"[{self.method}] " if self.method else ""
         return printable_text(f"{self.severity}: {where}{self.message}")

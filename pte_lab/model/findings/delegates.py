@@ -6,7 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...errors import ETRecordError, PteLabError
 from ...units import count, first_few, human_bytes
+from ..delegates import blob_problem, blob_uses
+from ..ethos_u import io_checks
+from ..layout import byte_reader
 from .base import Details, Finding, Kind, Prescription
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,10 +54,6 @@ class DelegateIODetails(Details):
 
 def delegate_findings(p: "Pte") -> list[Finding]:
     """Blobs read by delegates called with different arguments, and blobs that are not their backend's."""
-    from ...errors import PteLabError
-    from ..delegates import blob_problem, blob_uses
-    from ..layout import byte_reader
-
     if getattr(p, "raw", None) is None:  # a program-like object without its file's records
         return []
     uses = blob_uses(p)
@@ -101,8 +101,6 @@ def _delegate_label(d) -> str:
 def delegate_memory_findings(m: "Method") -> list[Finding]:
     """What delegates' blobs declare: scratch outside the plan, descriptors that do not match the calls' tensors
     (a malformed blob is :func:`delegate_findings`'s ``delegate_blob_format``)."""
-    from ..ethos_u import io_checks
-
     out = []
     for d in getattr(m, "delegate_memory", ()):
         s = d.stream
@@ -192,8 +190,6 @@ def inline_delegate_findings(p: "Pte") -> list[Finding]:
 def _split_sources(m: "Method", between: list[int]) -> tuple[str, ...]:
     """Where the operators left between delegates come from, from the tensors they write (ETRecord or stack
     traces): ``operator in module (Type), ... at file:line code``, one per operator and line."""
-    from ...errors import ETRecordError
-
     try:
         sources = m.sources
     except ETRecordError:  # another export's ETRecord: the tensors' table says so; the operators are still named

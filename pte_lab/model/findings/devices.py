@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ...devices import device_problem
 from ...units import count
 from .base import Details, Finding, Kind, ValuesDetails
@@ -34,8 +36,6 @@ class UnknownDeviceDetails(Details):
 def _misplaced(m: "Method"):
     """Rows of the planned tensors tagged for a device in host arenas, and of host tensors in device arenas
     (tensors in arenas the method lacks are neither)."""
-    import numpy as np
-
     c = m.analysis.columns
     arenas, row = np.unique(c["mem_id"], return_inverse=True)  # a few arenas, however many tensors
     arena_dev = {a.mem_id: a.device for a in m.arenas}

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
+import numpy as np
+
 from ...format import TENSOR_ALIGNMENT, ScalarType, TensorDataLocation, TensorShapeDynamism
 from ...units import count, first_few, human_bytes
+from ..lifetimes import Writes
 from .base import Details, Finding, Kind, Prescription, ValuesDetails
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,8 +60,6 @@ def plan_findings(method: str, columns, buffer_sizes, conflicts: "Iterable[Confl
     ``columns`` are the planned tensors' value, mem_id, offset and nbytes (arrays, see
     :attr:`pte_lab.model.analysis.Analysis.columns`).
     """
-    import numpy as np
-
     mem_id, end = columns["mem_id"], columns["offset"] + columns["nbytes"]
     known = (mem_id >= 1) & (mem_id < len(buffer_sizes))
     sizes = np.append(np.asarray(buffer_sizes, dtype=np.int64), 0)  # the last entry for unknown arenas
@@ -80,8 +81,6 @@ def plan_findings(method: str, columns, buffer_sizes, conflicts: "Iterable[Confl
 
 def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
     """(value, instruction) for tensors a KernelCall or MoveCall writes that have no memory at all."""
-    from ..lifetimes import Writes
-
     raw = m.raw
     io = set(raw.inputs) | set(raw.outputs)
     out, seen, done = [], set(), set()

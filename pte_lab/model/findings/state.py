@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
+import numpy as np
+
 from ...units import count, first_few, human_bytes
 from .base import Details, Finding, Kind
 
@@ -73,8 +75,6 @@ def shared_state(methods) -> list[SharedState]:
     (role ``mutable_buffer``) with the same fully qualified name in the same
     arena at the same offset (what ``share_mutable_buffers=True`` writes).
     """
-    import numpy as np
-
     where: dict[str, dict[tuple[int, int, int], list[str]]] = {}
     for m in methods:
         c = m.analysis.columns

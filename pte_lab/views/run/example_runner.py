@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import textwrap
 from typing import TYPE_CHECKING
 
 from ...errors import PteLabError
 from ...runtime.libraries import AS_NEEDED, compile_flags, link_flags
-from ..c_text import c_comment as _comment, c_string
+from ..c_text import c_comment as _comment
+from ..c_text import c_string
 from .sizes import c_header, c_identifiers
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -395,7 +397,6 @@ def build_script(sizes: "Sizes", methods: list[str] | None = None) -> str:
                 libs.append(lib)
     cflags = " ".join(shlex.quote(f) for f in ["-std=c++17", "-O2", *compile_flags()])
     lflags = " ".join(shlex.quote(f) for f in link_flags(libs))
-    import textwrap
 
     why = "\n".join("# " + line for line in textwrap.wrap(AS_NEEDED[0].upper() + AS_NEEDED[1:] + ".", 100))
     return f"""#!/bin/sh

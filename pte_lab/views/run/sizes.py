@@ -12,7 +12,10 @@ one small function (:data:`METHOD_SECTIONS`).
 from __future__ import annotations
 
 import os
+import platform
 import re
+import textwrap
+from html import escape
 from typing import TYPE_CHECKING
 
 from ...devices import DEVICE_TYPES, parse_device
@@ -30,10 +33,11 @@ from ...runtime.sizing.results import (
     part_source,
 )
 from ...units import count, human_bytes
-from ..c_text import c_comment as _comment, c_string
+from ..c_text import c_comment as _comment
+from ..c_text import c_string
+from ..html import html_repr
 from ..text import _table
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
-from ..html import html_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.sizing import PoolVerification, Sizes
@@ -182,8 +186,6 @@ def _io_lines(m) -> list[str]:
 
 def sizes_html(sizes: "Sizes") -> str:
     """The table of parts, then per method what could not be sized and what the verification proved."""
-    from html import escape
-
     t = sizes.table()
     t["size"] = t["bytes"].map(human_bytes)
     host, exact = HOST_DEPENDENT, POOLS_EXACT
@@ -250,8 +252,6 @@ def _verified_words(sizes: "Sizes") -> str:
 
 def _preamble(sizes: "Sizes") -> list[str]:
     """The header's opening comment: where the figures come from and how a runner uses them."""
-    import platform
-
     text = [
         f"Memory for {os.path.basename(sizes.path)}, measured by pte_lab with executorch {sizes.executorch_version} "
         f"({platform.system()} {platform.machine()}).",
@@ -327,8 +327,6 @@ def _preamble(sizes: "Sizes") -> list[str]:
 
 
 def _wrap_comment(text: str, width: int = 108) -> list[str]:
-    import textwrap
-
     if not text:
         return [" *"]
     hanging = "   " if text[:2] in {f"{k}." for k in range(10)} else "  " if text.startswith("- ") else ""

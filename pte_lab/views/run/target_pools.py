@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
-from ...model.method_pool import MethodPool, method_pool
+from ...model.method_pool import method_pool
 from ...units import human_bytes
 
 __all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dict"]
