@@ -42,8 +42,9 @@ __all__ = ["ModuleRow", "ModuleMemory", "module_memory", "NoModulesError", "INPU
 #: the rows of tensors that belong to no module: the method's inputs, and tensors nothing attributes
 INPUTS = "(method inputs)"
 NO_MODULE = "(no module)"
-#: XNNPACK names each weight it reads from named data by its key: a SHA-256 in hex
-_HEX_KEY = re.compile(rb"[0-9a-f]{64}")
+#: XNNPACK names each weight it reads from named data by its key: a SHA-256 in hex, maybe after a prefix
+#: (``scale_`` for a quantized weight's scales)
+_HEX_KEY = re.compile(rb"([A-Za-z_]{0,16})([0-9a-f]{64})")
 
 
 class NoModulesError(PteLabError, LookupError):
@@ -239,8 +240,14 @@ def _blob_keys(m: "Method", d: int, blobs) -> list[tuple[str, int]]:
         return []
     offset, size = delegate_span(blobs.raw, m.raw.delegates[d])
     data = read(offset, size)
-    keys = dict.fromkeys(k.decode() for k in _HEX_KEY.findall(data))
-    return [(k, named[k]) for k in keys if k in named]
+    keys: dict[str, None] = {}
+    for prefix, digest in _HEX_KEY.findall(data):
+        for k in range(len(prefix) + 1):  # the longest prefix that makes a key the program has
+            key = (prefix[k:] + digest).decode()
+            if key in named:
+                keys[key] = None
+                break
+    return [(k, named[k]) for k in keys]
 
 
 def module_memory(m: "Method") -> ModuleMemory:
