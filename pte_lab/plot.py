@@ -342,16 +342,19 @@ def by_module(method: "Method", *, ax: "Axes | None" = None, value: str = "peak_
         ys.append(r.depth)
         cs.append(colors.get(head, OTHERS) if head is not None and not r.module.startswith("(") else "#DDDDDD")
         labels.append(r)
+    px = ax.bbox.width  # the Axes' width in pixels: how much label a bar has room for
     ax.barh(ys, ws, left=xs, **{"height": 0.92, "color": cs, "edgecolor": "white", "linewidth": 0.6, **kwargs})
     for x0, w, y, r in zip(xs, ws, ys, labels):
         parts = r.module.split(".")
         # the last part of the path, with its list's name for an index (``blocks.0``, not ``0``)
         name = (r.module or "root") if r.module.startswith("(") or r.depth < 2 else (
             ".".join(parts[-2:]) if parts[-1].isdigit() else parts[-1])
-        text = f"{name}" + (f" ({r.module_type})" if r.module_type else "") + f"\n{human_bytes(size(r))}"
-        if w >= 0.05 * total:
-            ax.annotate(text, (x0 + w / 2, y), ha="center", va="center", fontsize=7,
-                        clip_on=True, annotation_clip=True)
+        room = w / max(total, 1) * px / 4.6  # characters of 7-point text that fit the bar
+        amount = human_bytes(size(r))
+        typed = f"{name} ({r.module_type})" if r.module_type else name
+        text = next((t for t in (typed, name) if len(t) <= room), None)
+        if text is not None and len(amount) <= room:
+            ax.annotate(f"{text}\n{amount}", (x0 + w / 2, y), ha="center", va="center", fontsize=7)
     ax.set_ylim(max(ys, default=0) + 0.6, -0.6)
     ax.set_xlim(0, max(total, 1))
     _bytes_axis(ax.xaxis, max(total, 1), ticks=6)

@@ -226,7 +226,9 @@ def test_explorer_names_node_module_and_source(gpt):
     e.slider.value = 6
     assert any(" blocks.0 " in label for label, _ in e.live_list.options)
     assert e.image.tooltip.startswith("instruction 6: delegate:XnnpackBackend") and "module blocks.0" in e.image.tooltip
-    v = next(v for label, v in e.live_list.options if "expand_copy" in label or " blocks.0 " in label)
+    m = e.method
+    alive = {v for _, v in e.live_list.options}
+    v = next(t.value for t in m.planned if t.value in alive and t.op and "expand_copy" in t.op)
     e.live_list.value = v
     assert "module" in e.details.value and "node" in e.details.value and "source" in e.details.value
     assert "examples.py:" in e.live_list.tooltip
@@ -246,3 +248,48 @@ def test_text_picture_legend_gives_shape_and_op(transformer, gpt):
     g = _method(gpt)
     legend = arena_picture(g, 1).split("legend: ")[1]
     assert "native_layer_norm blocks.0.n1" in legend and "delegate:XnnpackBackend" in legend
+
+
+def _export_llm(out: Path) -> tuple[str, str]:
+    """The 8da4w llama of tests/conftest.py's ``llm`` program, exported by export_llm with its ETRecord
+    (``debug.generate_etrecord=true``: ``etrecord.bin`` beside the model)."""
+    import subprocess
+    import sys
+
+    import pte_lab.examples as ex
+
+    params = {"dim": 64, "multiple_of": 32, "n_heads": 4, "n_kv_heads": 2, "n_layers": 2, "norm_eps": 1e-05,
+              "vocab_size": 256}
+    (out / "params.json").write_text(json.dumps(params))
+    ex._llm_weights(params, 32, str(out / "weights.pth"))
+    args = ["base.model_class=llama3", "base.params=params.json", "base.checkpoint=weights.pth",
+            "model.use_kv_cache=true", "model.use_sdpa_with_kv_cache=true", "backend.xnnpack.enabled=true",
+            "export.max_seq_length=32", "export.max_context_length=32", "export.output_name=model.pte",
+            "quantization.qmode=8da4w", "quantization.group_size=32", "debug.generate_etrecord=true"]
+    r = subprocess.run([sys.executable, "-m", "executorch.extension.llm.export.export_llm", *args], cwd=out,
+                       capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return str(out / "model.pte"), str(out / "etrecord.bin")
+
+
+def check_llm_by_module(pte: str, etr: str) -> None:
+    p = pte_lab.open(pte, etrecord=etr)  # its constant methods (get_max_seq_len...) are not in the ETRecord
+    m = p.methods["forward"]
+    mods = m.modules
+    top = [r for r in mods.rows if r.parent is None]
+    assert sum(r.peak_bytes for r in top) == m.peak.peak_bytes
+    # the feed-forward of the first layer makes most of the peak; every layer has its attention and KV cache
+    assert max((r for r in mods.rows if r.depth == 3), key=lambda r: r.peak_bytes).module == "layers.0.feed_forward"
+    for layer in ("layers.0", "layers.1"):
+        assert mods.row(f"{layer}.attention").module_type == "AttentionMHA"
+        assert mods.row(f"{layer}.attention.SDPA").peak_bytes > 0  # its KV caches are alive all the time
+    # the 8da4w linears' weights and scales are XNNPACK named data, every key found in a blob
+    assert mods.unplaced_named_data == 0
+    assert mods.row("").named_data_bytes == sum(p.methods["forward"]._blobs.named_bytes(k) for k in p.named_data_keys)
+    assert mods.row("layers.0.feed_forward").named_data_bytes > 0
+    assert mods.row("tok_embeddings").constant_bytes == 256 * 64 * 4  # the portable embedding's table
+
+
+@pytest.mark.slow
+def test_export_llm_by_module(tmp_path):
+    check_llm_by_module(*_export_llm(tmp_path))
