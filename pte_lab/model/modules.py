@@ -52,6 +52,7 @@ class NoModulesError(PteLabError, LookupError):
 
 
 def no_modules_message(method: str) -> str:
+    """What to pass for memory by module: the one home of that wording."""
     return (f"method {method!r}: memory by module needs the program's ETRecord, which names each tensor's "
             f"module: pte_lab.open(path, etrecord='model.etrecord') (export with generate_etrecord=True, then "
             f"get_etrecord().save(path); export_llm: debug.generate_etrecord=true)")
@@ -100,12 +101,14 @@ class ModuleMemory:
     owner: Mapping[int, str]
 
     def row(self, module: str) -> ModuleRow:
+        """The row of ``module`` (a dotted path; ``""`` the root); ``KeyError`` for a module it lacks."""
         for r in self.rows:
             if r.module == module:
                 return r
         raise KeyError(f"no module {module!r} in method {self.method!r}")
 
     def frame(self) -> "pd.DataFrame":
+        """The rows as a DataFrame (:data:`MODULE_COLUMNS`, ``max_live_arena_<mem_id>`` between them)."""
         import pandas as pd
 
         head, tail = MODULE_COLUMNS
