@@ -178,6 +178,8 @@ def _constants(m: "Method", ins_module: dict[int, str], blobs) -> tuple[dict, di
     readers: dict[tuple, set[str]] = {}  # constant (buffer index or key) -> modules of the calls reading it
     size: dict[tuple, int] = {}
     delegate: dict[str, int] = {}
+    program_named = _program_named(blobs)
+    blob_keys: dict[int, list] = {}  # per delegate: a method may call one delegate many times
     for ins in m.instructions:
         mod = ins_module.get(ins.index)
         if mod is None:
@@ -204,7 +206,9 @@ def _constants(m: "Method", ins_module: dict[int, str], blobs) -> tuple[dict, di
             d = raw.instructions[ins.index].target
             if 0 <= d < len(m.delegates):
                 delegate[mod] = delegate.get(mod, 0) + m.delegates[d].size
-                for k, n in _blob_keys(m, d, blobs):
+                if d not in blob_keys:
+                    blob_keys[d] = _blob_keys(m, d, blobs, program_named)
+                for k, n in blob_keys[d]:
                     size[("named", k)] = n
                     readers.setdefault(("named", k), set()).add(mod)
     const: dict[str, int] = {}
@@ -213,29 +217,28 @@ def _constants(m: "Method", ins_module: dict[int, str], blobs) -> tuple[dict, di
         owner = lowest_common(sorted(mods))
         into = named if key[0] == "named" else const
         into[owner] = into.get(owner, 0) + size[key]
-    program_named = _program_named(m, blobs)
     read = sum(n for k, n in size.items() if k[0] == "named" and k[1] in program_named)
     return const, named, delegate, max(0, sum(program_named.values()) - read)
 
 
-def _program_named(m: "Method", blobs) -> dict[str, int]:
+def _program_named(blobs) -> dict[str, int]:
+    """The program's own named data: key -> bytes (the first entry of a key, as ExecuTorch looks it up)."""
     if blobs is None:
         return {}
-    out = {}
-    for k, _ in blobs.raw.named_data:
-        n = blobs.named_bytes(k)
-        if n:
-            out[k] = n
+    raw = blobs.raw
+    out: dict[str, int] = {}
+    for k, idx in raw.named_data:
+        if k not in out and 0 <= idx < len(raw.segments):
+            out[k] = raw.segments[idx].size
     return out
 
 
-def _blob_keys(m: "Method", d: int, blobs) -> list[tuple[str, int]]:
+def _blob_keys(m: "Method", d: int, blobs, named: dict[str, int]) -> list[tuple[str, int]]:
     """The named data keys an XNNPACK blob names (its weights), with their bytes; [] for other backends."""
     if blobs is None or m.delegates[d].backend != "XnnpackBackend":
         return []
     from ..format.blobs import delegate_span
 
-    named = _program_named(m, blobs)
     if not named:
         return []
     read = getattr(blobs, "_read", None)
