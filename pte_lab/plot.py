@@ -349,7 +349,7 @@ def by_module(method: "Method", *, ax: "Axes | None" = None, value: str = "peak_
         # the last part of the path, with its list's name for an index (``blocks.0``, not ``0``)
         name = (r.module or "root") if r.module.startswith("(") or r.depth < 2 else (
             ".".join(parts[-2:]) if parts[-1].isdigit() else parts[-1])
-        room = w / max(total, 1) * px / 4.6  # characters of 7-point text that fit the bar
+        room = w / max(total, 1) * px / 5.4  # characters of 7-point text that fit the bar
         amount = human_bytes(size(r))
         typed = f"{name} ({r.module_type})" if r.module_type else name
         text = next((t for t in (typed, name) if len(t) <= room), None)
