@@ -1,7 +1,7 @@
 """Pictures of memory with matplotlib, with seaborn's conventions.
 
 Axes-level functions (:func:`arena_layout`, :func:`occupancy`, :func:`placement`,
-:func:`file_layout`, :func:`run_memory`, :func:`diff_bars`) draw on ``ax``, else on the current
+:func:`file_layout`, :func:`run_memory`, :func:`diff_bars`, :func:`by_module`) draw on ``ax``, else on the current
 Axes (``plt.gca()``) where a figure is open, else on a new figure sized for the picture; they take
 their options by keyword, pass other keywords on to the matplotlib call that draws the data (named
 in each docstring), and return that one Axes. Figure-level functions (:func:`arena_layouts`,
@@ -23,6 +23,7 @@ import numpy as np
 from .format import TENSOR_ALIGNMENT
 from .model.diff import Change
 from .model.load_cost import LOADERS
+from .model.modules import NO_MODULE
 from .runtime.sizing import PARTS
 from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
 
@@ -129,6 +130,20 @@ def tensor_rects(method: "Method", mem_id: int) -> tuple[list, np.ndarray]:
     return ts, verts
 
 
+def _module_keys(method: "Method", ts) -> list[str]:
+    """Each tensor's module (a view's: its base's), cut to the deepest level of the path that still fits the palette (``blocks.0`` when
+    ``blocks.0.fc1``, ``blocks.0.fc2``... are too many); raises NoModulesError (what to pass) without an ETRecord."""
+    owner = method.modules.owner
+    paths = [owner.get(method.storage_of(t.value) if t.role == "view" else t.value, NO_MODULE) for t in ts]
+    split = [p.split(".") if p and not p.startswith("(") else [p or "(root)"] for p in paths]
+    deepest = max((len(p) for p in split), default=1)
+    for depth in range(deepest, 0, -1):
+        keys = [".".join(p[:depth]) for p in split]
+        if len(set(keys)) <= len(PALETTE) or depth == 1:
+            return keys
+    return paths
+
+
 def _color_key(t, color_by: str) -> str:
     if color_by == "role":
         return t.role
@@ -138,7 +153,7 @@ def _color_key(t, color_by: str) -> str:
         return t.op or "(input / state)"
     if color_by == "device":
         return t.device
-    raise ValueError(f"color_by must be 'role', 'operator' or 'device', not {color_by!r}")
+    raise ValueError(f"color_by must be 'role', 'operator', 'device' or 'module', not {color_by!r}")
 
 
 def _one_arena(method: "Method", mem_id: int | None):
@@ -159,7 +174,9 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     """Where each planned tensor of one arena sits (y, bytes) and when it is alive (x, instructions).
 
     One rectangle per tensor; the arena size is the solid line, the peak of
-    live bytes (the lower bound for any plan) the dashed one. ``mem_id`` may be
+    live bytes (the lower bound for any plan) the dashed one. ``color_by``: ``"role"``, ``"operator"``,
+    ``"device"`` or ``"module"`` (with an ETRecord: the module writing each tensor, at the deepest level of
+    the path that the palette tells apart). ``mem_id`` may be
     left out when the method has a single arena; :func:`arena_layouts` draws
     every arena. Other keywords go to the tensors' ``PolyCollection`` (``alpha``, ``edgecolors``...).
     Returns the Axes.
@@ -172,7 +189,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     a = _one_arena(method, mem_id)
     ax = _axes(ax, (9, 3.6))
     ts, verts = tensor_rects(method, a.mem_id)
-    keys = [_color_key(t, color_by) for t in ts]
+    keys = _module_keys(method, ts) if color_by == "module" else [_color_key(t, color_by) for t in ts]
     colors = _categories(keys, ROLE_COLORS if color_by == "role" else None)
     coll = PolyCollection(verts, **{"facecolors": [colors[k] for k in keys], "edgecolors": "white",
                                     "linewidths": 0.3 if len(ts) < 500 else 0.0, "alpha": 0.9, **kwargs})
@@ -285,6 +302,86 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
     ax.set_ylabel("bytes")
     ax.set_title(f"{method.name} · bytes alive per instruction", fontsize=10)
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+#: what :func:`by_module` can size the modules by: bytes that add up from a module's children to it
+MODULE_VALUES = {"peak_bytes": "bytes alive at the peak", "constant_bytes": "constants (weights) in the program",
+                 "named_data_bytes": "named data its calls read", "weight_bytes": "weights: constants and named data",
+                 "delegate_bytes": "delegate blobs"}
+
+
+def by_module(method: "Method", *, ax: "Axes | None" = None, value: str = "peak_bytes", max_depth: int | None = None,
+              **kwargs) -> "Axes":
+    """Memory by module as an icicle: one row per level of the module hierarchy (the root on top), each module
+    as wide as its bytes, inside its parent's span; what a parent holds beyond its children is its own.
+
+    ``value`` is one of :data:`MODULE_VALUES` (``"peak_bytes"``: the bytes alive at the peak that
+    :attr:`Method.peak` explains); ``max_depth`` cuts the hierarchy. Other keywords go to the modules'
+    ``Axes.barh``. Returns the Axes. Raises :class:`~pte_lab.model.modules.NoModulesError` without an
+    ETRecord (the message says what to pass), ``ValueError`` for another ``value``.
+    Example: ``plot.by_module(pte_lab.open("model.pte", etrecord="model.etrecord").methods["forward"])``."""
+    if value not in MODULE_VALUES:
+        raise ValueError(f"value must be one of {', '.join(MODULE_VALUES)}, not {value!r}")
+    table = method.modules
+
+    def size(r) -> int:
+        return r.constant_bytes + r.named_data_bytes if value == "weight_bytes" else getattr(r, value)
+
+    rows = [r for r in table.rows if size(r) > 0 and (max_depth is None or r.depth <= max_depth)]
+    tops = [r for r in rows if r.parent is None]
+    ax = _axes(ax, (10, 1.0 + 0.6 * (1 + max((r.depth for r in rows), default=0))))
+    left: dict[str, float] = {}  # module -> where its next child starts
+    start: dict[str, float] = {}
+    x = 0.0
+    for r in tops:
+        start[r.module] = left[r.module] = x
+        x += size(r)
+    total = x
+    # the first level where the hierarchy branches sets the colours (the levels above and the rows outside the
+    # model are grey): each module takes its ancestor's colour at that level
+    depths: dict[int, int] = {}
+    for r in rows:
+        if r.depth >= 1:
+            depths[r.depth] = depths.get(r.depth, 0) + 1
+    level = min((d for d, k in depths.items() if k > 1), default=min(depths, default=1))
+    firsts = [r.module for r in rows if r.depth == level]
+    colors = dict(zip(firsts, (PALETTE + WIDE_PALETTE)[:len(firsts)]))
+    xs, ws, ys, cs, labels = [], [], [], [], []
+    for r in rows:  # parents come before their children
+        if r.parent is not None:
+            if r.parent not in left:
+                continue
+            start[r.module] = left[r.module] = left[r.parent]
+            left[r.parent] += size(r)
+        head = ".".join(r.module.split(".")[:level]) if r.depth >= level else None
+        xs.append(start[r.module])
+        ws.append(size(r))
+        ys.append(r.depth)
+        cs.append(colors.get(head, OTHERS) if head is not None and not r.module.startswith("(") else "#DDDDDD")
+        labels.append(r)
+    px = ax.bbox.width  # the Axes' width in pixels: how much label a bar has room for
+    ax.barh(ys, ws, left=xs, **{"height": 0.92, "color": cs, "edgecolor": "white", "linewidth": 0.6, **kwargs})
+    for x0, w, y, r in zip(xs, ws, ys, labels):
+        parts = r.module.split(".")
+        # the last part of the path, with its list's name for an index (``blocks.0``, not ``0``)
+        name = (r.module or "root") if r.module.startswith("(") or r.depth < 2 else (
+            ".".join(parts[-2:]) if parts[-1].isdigit() else parts[-1])
+        room = w / max(total, 1) * px / 5.4  # characters of 7-point text that fit the bar
+        amount = human_bytes(size(r))
+        typed = f"{name} ({r.module_type})" if r.module_type else name
+        text = next((t for t in (typed, name) if len(t) <= room), None)
+        if text is not None and len(amount) <= room:
+            ax.annotate(f"{text}\n{amount}", (x0 + w / 2, y), ha="center", va="center", fontsize=7)
+    ax.set_ylim(max(ys, default=0) + 0.6, -0.6)
+    ax.set_xlim(0, max(total, 1))
+    _bytes_axis(ax.xaxis, max(total, 1), ticks=6)
+    ax.set_yticks(range(0, max(ys, default=0) + 1), ["model" if d == 0 else f"depth {d}"
+                                                      for d in range(0, max(ys, default=0) + 1)], fontsize=8)
+    ax.set_xlabel(MODULE_VALUES[value])
+    at = "" if value != "peak_bytes" or table.peak_at is None else (
+        f" at instruction {table.peak_at} (arena {table.peak_mem_id})")
+    ax.set_title(f"{method.name} · {MODULE_VALUES[value]}{at}, by module: {human_bytes(int(total))}", fontsize=10)
     return ax
 
 

@@ -87,16 +87,42 @@ class _LayoutCanvas:
         return _png(self.canvas)
 
 
-def _tensor_details(t) -> str:
+def _tensor_details(t, method=None) -> str:
     rows = [("value", t.value), ("role", t.role), ("dtype", t.dtype), ("shape", list(t.shape)),
             ("bytes", f"{t.nbytes:,} ({human_bytes(t.nbytes)})"), ("arena (mem_id)", t.mem_id),
             ("offset", f"{t.offset:,}"), ("device", t.device), ("alive", f"[{t.first}, {t.last}]"),
             ("produced by", "-" if t.producer is None else f"instruction {t.producer}: {t.op}")]
     if t.name:
         rows.append(("name", t.name))
+    rows += source_rows(method, t)
     w = max(len(k) for k, _ in rows)
     return html_repr(f"<div class='pte-lab-details'><b>Tensor v{t.value}</b>{key_values(rows)}</div>",
                      "\n".join([f"Tensor v{t.value}"] + [f"  {k.ljust(w)}  {v}" for k, v in rows]))
+
+
+def source_rows(method, t) -> list[tuple[str, str]]:
+    """(what, text) for where a tensor comes from in the model, with an ETRecord: its node, module (a delegate
+    output's: the module holding all it swallowed) and source line; [] without one."""
+    if method is None or method.sources is None:
+        return []
+    src = method.source_of(t.value)
+    owner = method.modules.owner.get(method.storage_of(t.value) if t.role == "view" else t.value)
+    out = []
+    if src is not None and src.node:
+        out.append(("node", f"{src.node} ({src.op})" if src.op else src.node))
+    if src is not None and src.module is not None:
+        out.append(("module", f"{src.module or '(root)'} ({src.module_type})"))
+    elif owner is not None:
+        out.append(("module", owner or "(root)"))
+    if src is not None and src.source is not None:
+        out.append(("source", str(src.source)))
+    return out
+
+
+def hover_text(method, t) -> str:
+    """One tensor in a line (the alive list's tooltip): value, shape, bytes, and its node, module and source."""
+    return " · ".join([f"v{t.value} {t.dtype}{short_shape(t.shape)} {human_bytes(t.nbytes)}"]
+                      + [f"{k} {v}" for k, v in source_rows(method, t)])
 
 
 class Explorer(W.VBox):
@@ -105,12 +131,14 @@ class Explorer(W.VBox):
     def __init__(self, pte, method: str | None = None):
         self.pte = pte
         self._canvases: dict = {}
+        self._written: dict[str, dict[int, list]] = {}
         names = list(pte.methods)
         if not names:
             raise ValueError("the program has no methods")
         self.method_dd = W.Dropdown(options=names, value=method or names[0], description="method")
         self.arena_dd = W.Dropdown(description="arena")
-        self.color_dd = W.Dropdown(options=["role", "operator", "device"], value="role", description="colour by")
+        colours = ["role", "operator", "device"] + (["module"] if pte.etrecord is not None else [])
+        self.color_dd = W.Dropdown(options=colours, value="role", description="colour by")
         self.slider = W.IntSlider(min=-1, max=0, value=-1, description="instruction", continuous_update=True,
                                   layout=W.Layout(width="860px"))
         self.image = W.Image(format="png", layout=W.Layout(width="860px"))
@@ -198,9 +226,11 @@ class Explorer(W.VBox):
         self.image.value = c.render(t, pick_idx)
         self.highlighted = {c.tensors[i].value for i in idx}
         live = sorted((c.tensors[i] for i in idx), key=lambda t: t.offset)
-        self.live_list.options = [(live_label(x), x.value) for x in live]
+        self.live_list.options = [(live_label(x, module=self._module(x)), x.value) for x in live]
         if picked in self.highlighted:
             self.live_list.value = picked
+        # hovering the picture tells what the instruction is in the model's terms
+        self.image.tooltip = self._instruction_hover(t)
         occ = int(self.method.occupancy(self.arena_dd.value)[t + 1])
         a = self.method.arena(self.arena_dd.value)
         where = "inputs written" if t == -1 else ("outputs read" if t == self.method.n_instructions else
@@ -209,13 +239,36 @@ class Explorer(W.VBox):
                              f"<b>{count(len(idx), 'tensor')}</b> alive, {human_bytes(occ)} of "
                              f"{human_bytes(a.size)}</span>")
 
+    def _module(self, t) -> str | None:
+        m = self.method
+        if m.sources is None:
+            return None
+        owner = m.modules.owner.get(m.storage_of(t.value) if t.role == "view" else t.value)
+        return None if owner is None else (owner or "(root)")
+
+    def _instruction_hover(self, t: int) -> str | None:
+        m = self.method
+        if m.sources is None or not 0 <= t < m.n_instructions:
+            return None
+        by = self._written.get(m.name)
+        if by is None:  # once per method: a slider step looks up one instruction
+            by = self._written[m.name] = {}
+            for x in m.planned:
+                if x.producer is not None and x.role != "view":
+                    by.setdefault(x.producer, []).append(x)
+        written = by.get(t, [])
+        if not written:
+            return f"instruction {t}: {m.instructions[t].target}"
+        return f"instruction {t}: {m.instructions[t].target}: " + "; ".join(hover_text(m, x) for x in written[:3])
+
     def _on_pick(self, change):
         v = change["new"]
         if v is None:
             return
         t = next((x for x in self.method.planned if x.value == v), None)
         if t is not None:
-            self.details.value = _tensor_details(t)
+            self.details.value = _tensor_details(t, self.method)
+            self.live_list.tooltip = hover_text(self.method, t)
             c = self._canvas()
             idx = c.live(self.slider.value)
             pick_idx = next((i for i in idx if c.tensors[i].value == v), None)
@@ -259,10 +312,11 @@ class Explorer(W.VBox):
 LIVE_LABEL_CHARS = 46
 
 
-def live_label(t, limit: int = LIVE_LABEL_CHARS) -> str:
-    """One "alive" option: value, shape, bytes, offset, writer, name, as many whole items as fit in ``limit``
-    characters, then "…" (a pick shows the tensor in full beside the list). Never cut inside an item."""
-    items = [f"v{t.value}", short_shape(t.shape), human_bytes(t.nbytes), f"@ {t.offset:,}",
+def live_label(t, limit: int = LIVE_LABEL_CHARS, module: str | None = None) -> str:
+    """One "alive" option: value, shape, bytes, module (with an ETRecord), offset, writer, name, as many whole
+    items as fit in ``limit`` characters, then "…" (a pick shows the tensor in full beside the list). Never cut
+    inside an item."""
+    items = [f"v{t.value}", short_shape(t.shape), human_bytes(t.nbytes), module or "", f"@ {t.offset:,}",
              # a view's op names its base's operator too; the list keeps it short ("view of v186")
              (t.op or t.role).split(" (")[0], t.name or ""]
     items = [i for i in items if i]

@@ -289,7 +289,7 @@ def test_inspect_with_an_etrecord_names_modules_at_the_peak_and_in_the_json(port
     pte_path, etr = portable
     assert main(["inspect", pte_path, "--etrecord", etr]) == 0
     text = capsys.readouterr().out
-    assert "b=v9 blocks.0.fc1" in text  # the legend
+    assert "b=v9 float32[8, 16] permute_copy blocks.0.fc1;" in text  # the legend: shape, op, module
     peak = text[text.index("at the peak"):]
     assert "blocks.0.fc1 (Linear)" in peak and f"tests/test_etrecord.py:{BLOCK_LINE}" in peak
     assert main(["inspect", pte_path, "--etrecord", etr, "--json"]) == 0

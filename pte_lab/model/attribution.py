@@ -64,10 +64,15 @@ def _mismatch(method: str, what: str) -> ETRecordError:
     return ETRecordError(f"the ETRecord does not belong to this program: method {method!r}: {what}")
 
 
-def check_etrecord(method_names: Iterable[str], record: ETRecord) -> None:
-    """Refuse an ETRecord whose methods are not the program's."""
+def check_etrecord(method_names: Iterable[str], record: ETRecord, instructions=None) -> None:
+    """Refuse an ETRecord whose methods are not the program's. ``instructions(name)`` (a method's instruction
+    count) lets the ETRecord leave out methods that run nothing (export_llm's ``get_max_seq_len``...: constant
+    methods ExecuTorch records no graph of)."""
     ours, theirs = list(method_names), list(record.methods)
-    if set(ours) != set(theirs):
+    missing = set(ours) - set(theirs)
+    if instructions is not None and missing and set(theirs) <= set(ours):
+        missing = {n for n in missing if instructions(n)}
+    if missing or set(theirs) - set(ours):
         raise ETRecordError(f"the ETRecord does not belong to this program: it has methods "
                             f"{', '.join(theirs) or 'none'}, the program has {', '.join(ours) or 'none'}")
 
@@ -199,8 +204,8 @@ def _per_tensor(method: "Method", fields) -> tuple[TensorSource, ...]:
 
 def attribute_program(pte, record: ETRecord) -> dict[str, tuple[TensorSource, ...]]:
     """:func:`attribute` for every method of a :class:`~pte_lab.model.Pte`, after :func:`check_etrecord`."""
-    check_etrecord(pte.method_names, record)
-    return {name: attribute(pte.methods[name], record) for name in pte.method_names}
+    check_etrecord(pte.method_names, record, lambda n: pte.methods[n].n_instructions)
+    return {name: attribute(pte.methods[name], record) for name in pte.method_names if name in record.methods}
 
 
 def attribute_stacktraces(method: "Method") -> tuple[TensorSource, ...] | None:

@@ -24,6 +24,7 @@ from .bulk import paused_gc
 from .ethos_u import Blobs, DelegateMemory, delegate_memory
 from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps
+from .modules import ModuleMemory, module_memory
 from .peak import PeakStory, explain_peak
 from .validate import Conflict
 
@@ -242,6 +243,19 @@ class Method:
         """What makes the peak of this method's largest arena: the tensors alive there, grouped, and the export
         choices behind them with the bytes at stake (:mod:`pte_lab.model.peak`); None without live tensors."""
         return explain_peak(self)
+
+    @cached_property
+    def modules(self) -> ModuleMemory:
+        """Memory by module (:mod:`pte_lab.model.modules`): each level of the module hierarchy with the bytes
+        it holds at the peak, the most it holds at once in each arena over the run, and the constants, named
+        data and delegate blobs its calls read. Raises :class:`~pte_lab.model.modules.NoModulesError` (saying
+        what to pass) without an ETRecord."""
+        return module_memory(self)
+
+    def by_module(self) -> "pd.DataFrame":
+        """:attr:`modules` as a table: one row per module (every level of its path: ``layers``, ``layers.0``,
+        ``layers.0.attention``...), parents first; bytes count the module and all inside it."""
+        return self.modules.frame()
 
     @cached_property
     def _source_index(self) -> dict[int, TensorSource]:

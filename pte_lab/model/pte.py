@@ -95,7 +95,7 @@ class Pte:
         self.identifier: str = h.identifier
         self.methods: Mapping[str, Method] = _Methods(raw, Blobs(raw, path, data), etrecord)
         if etrecord is not None:
-            check_etrecord(self.method_names, etrecord)
+            check_etrecord(self.method_names, etrecord, lambda n: self.methods[n].n_instructions)
         self._allocated: dict[str, dict[str, list]] = {}
         self._layouts: dict[bool, tuple[LayoutRow, ...]] = {}
 

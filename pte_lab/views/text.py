@@ -17,6 +17,7 @@ import weakref
 
 import numpy as np
 
+from ..format.etrecord import op_base
 from ..model.delegates import describe_io
 from ..model.dtypes import short_shape
 from ..model.layout import flatbuffer_regions
@@ -250,11 +251,11 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
         lines.append(f"({len(times)} of {all_rows} rows shown, evenly spaced, the peak row kept; "
                      f"--rows shows more)")
     shown = tensors[: len(_GLYPHS)]
-    legend = ", ".join(f"{glyph[t.value]}=v{t.value}" + (f" {t.name}" if t.name else "") + _module_of(m, t.value)
-                       for t in shown)
-    more = (f", ... ({len(tensors)} tensors: the letters repeat from v{tensors[len(_GLYPHS)].value} on)"
-            if len(tensors) > len(_GLYPHS) else "")
-    lines.append(f"legend: {legend}{more}")
+    entries = [f"{glyph[t.value]}=v{t.value} {t.dtype}{short_shape(t.shape)} {_short_op(t)}"
+               + (f" {t.name}" if t.name else "") + _module_of(m, t.value) for t in shown]
+    if len(tensors) > len(_GLYPHS):
+        entries.append(f"... ({len(tensors)} tensors: the letters repeat from v{tensors[len(_GLYPHS)].value} on)")
+    lines += _wrapped("legend: ", entries, width + 20)
     if conflicts:
         lines.append(f"{CLASH}: bytes two tensors alive at once both hold, {count(len(conflicts), 'conflict')} in this "
                      f"arena" + ("" if clashes else " (none in the rows shown)") + f"; pte.methods[{m.name!r}]"
@@ -282,6 +283,30 @@ def _clashes(conflicts, times: list[int], scale: float, width: int) -> dict[int,
         a, b = _columns(lo, hi, scale)
         for t in times[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]:
             out.setdefault(t, set()).update(range(a, min(b, width)))
+    return out
+
+
+def _short_op(t) -> str:
+    """What writes a tensor, short: the operator's base name (``addmm``), the delegate's backend, else its role."""
+    if t.op is None:
+        return t.role
+    if t.op.startswith("delegate:"):
+        return t.op
+    name = t.op.split(" (")[0]
+    return op_base(name) if "::" in name else name
+
+
+def _wrapped(head: str, entries: list[str], width: int) -> list[str]:
+    """``head`` then the entries joined by ``; ``, wrapped between entries at ``width`` characters."""
+    out, line = [], head
+    for k, e in enumerate(entries):
+        piece = e + (";" if k < len(entries) - 1 else "")
+        if line != head and len(line) + 1 + len(piece) > width:
+            out.append(line)
+            line = " " * len(head) + piece
+        else:
+            line = line + ("" if line == head else " ") + piece
+    out.append(line)
     return out
 
 
