@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Mapping
 
 from ..errors import PteLabError
+from ..format.blobs import delegate_span
 from ..format.schema import TensorDataLocation
 from .analysis import tensor_meta
 
@@ -237,7 +238,6 @@ def _blob_keys(m: "Method", d: int, blobs, named: dict[str, int]) -> list[tuple[
     """The named data keys an XNNPACK blob names (its weights), with their bytes; [] for other backends."""
     if blobs is None or m.delegates[d].backend != "XnnpackBackend":
         return []
-    from ..format.blobs import delegate_span
 
     if not named:
         return []
