@@ -125,6 +125,18 @@ class Engine:
 
         return run_method(path, name, **pools)
 
+    def record_shapes(self, path: str, name: str, inputs: list, debug_buffer: int, data_path: str | None = None):
+        """Run ``name`` once with ETDump on: the values its instructions wrote (see :mod:`.shapes`)."""
+        from .shapes import record_shapes
+
+        return record_shapes(path, name, inputs, debug_buffer, data_path)
+
+    def program_scalars(self, path: str, name: str):
+        """``name``'s Int values and IntList items (see :func:`.shapes.program_scalars`)."""
+        from .shapes import program_scalars
+
+        return program_scalars(path, name)
+
     def file_loader_default_alignment(self) -> int:
         """FileDataLoader's default alignment in this build (alignof(std::max_align_t))."""
         from .runner import file_loader_default_alignment
