@@ -24,7 +24,7 @@ from ..format.schema import TensorShapeDynamism
 from .dtypes import scalar_type, short_shape
 
 __all__ = ["WhatIfError", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
-           "value_shapes", "fit_shapes", "logged_values", "dim_text"]
+           "value_shapes", "fit_shapes", "logged_values", "dim_text", "dim_name", "export_change"]
 
 #: a dynamic dimension: (method input position, axis)
 DimKey = tuple[int, int]
@@ -60,6 +60,16 @@ def dim_text(d: AffineDim, names) -> str:
         terms.append(str(d.const))
     s = " + ".join(terms).replace("+ -", "- ")
     return s if d.den == 1 else f"({s})/{d.den}" if len(terms) > 1 else f"{s}/{d.den}"
+
+
+def dim_name(key) -> str:
+    """The name the export change gives a dynamic dim: ``batch`` on axis 0, else ``seq``."""
+    return "batch" if key[1] == 0 else "seq"
+
+
+def export_change(keys, point) -> str:
+    """``Dim("seq", max=800) for input 0, axis 1``: the re-export that plans what the prediction says."""
+    return "; ".join(f'Dim("{dim_name(k)}", max={n}) for input {k[0]}, axis {k[1]}' for k, n in zip(keys, point))
 
 
 def dynamic_inputs(method) -> list:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import Pte, open_pte
-from ..model.what_if import ShapeFit, WhatIfError, check_bounds, fit_shapes, logged_values, sample_points, value_shapes
+from ..model.what_if import (ShapeFit, WhatIfError, check_bounds, dim_name, export_change, fit_shapes, logged_values,
+                              sample_points, value_shapes)
 from .algorithms import PLANNERS
 from .problem import Group, Problem, align_up, build_problem
 
@@ -56,16 +57,6 @@ def parse_budget(text) -> int:
     if n <= 0:
         raise WhatIfError(f"budget {text!r}: a budget is more than 0 bytes")
     return n
-
-
-def dim_name(key) -> str:
-    """The name the export change gives a dynamic dim: ``batch`` on axis 0, else ``seq``."""
-    return "batch" if key[1] == 0 else "seq"
-
-
-def export_change(keys, point) -> str:
-    """``Dim("seq", max=800) for input 0, axis 1``: the re-export that plans what the prediction says."""
-    return "; ".join(f'Dim("{dim_name(k)}", max={n}) for input {k[0]}, axis {k[1]}' for k, n in zip(keys, point))
 
 
 @dataclass(frozen=True)
@@ -113,6 +104,8 @@ class WhatIf:
     #: the instruction where the most bytes are alive at once, and the tensors alive there, largest first
     peak_instruction: int | None
     peak_values: tuple[int, ...]
+    #: the bytes alive there, each storage group once (a view with its base)
+    peak_bytes: int
     fit: ShapeFit = field(repr=False)
 
     @property
@@ -171,7 +164,7 @@ class BoundUnderBudget:
     #: the answer (None: no bound fits)
     bound: int | None
     at: WhatIf | None
-    #: (bound, ExecuTorch's greedy, best fit... no: lower bound) for :data:`CURVE_POINTS` bounds
+    #: (bound, planned bytes with ExecuTorch's greedy, lower bound) at about :data:`CURVE_POINTS` bounds
     curve: list[tuple[int, int, int]]
     #: planned bytes at bound 1 (the smallest any bound plans)
     smallest: int
@@ -303,16 +296,17 @@ class Predictor:
             tensors.append(TensorAt(t.value, t.role, t.op, t.name, t.dtype, t.mem_id,
                                     tuple(int(x) for x in shapes[i, :rank]), nb[i], t.shape, t.nbytes,
                                     offsets.get(t.value, t.offset)))
-        ins, peak = _peak(problems, self.method.n_instructions)
+        ins, peak, peak_bytes = _peak(problems, self.method.n_instructions)
         return WhatIf(source, self.method.name, self.fit.keys, point, self.fit.exported, tensors, arenas, ins,
-                      tuple(sorted(peak, key=lambda v: -nb[self.row[v]])), self.fit)
+                      tuple(sorted(peak, key=lambda v: -nb[self.row[v]])), peak_bytes, self.fit)
 
 
-def _peak(problems: list[Problem], n: int) -> tuple[int | None, list[int]]:
-    """(the instruction where the most group bytes are alive over all arenas, the values alive there)."""
+def _peak(problems: list[Problem], n: int) -> tuple[int | None, list[int], int]:
+    """(the instruction where the most group bytes are alive over all arenas, the values alive there, those
+    bytes: each storage group once, a view with its base)."""
     groups = [g for p in problems for g in p.groups]
     if not groups:
-        return None, []
+        return None, [], 0
     diff = np.zeros(n + 3, np.int64)
     first = np.array([g.first for g in groups], np.int64)
     last = np.array([g.last for g in groups], np.int64)
@@ -321,7 +315,7 @@ def _peak(problems: list[Problem], n: int) -> tuple[int | None, list[int]]:
     np.add.at(diff, last + 2, -ext)
     at = int(np.argmax(np.cumsum(diff))) - 1
     alive = np.flatnonzero((first <= at) & (last >= at))
-    return at, [v for k in alive.tolist() for v, _, _ in groups[k].members]
+    return at, [v for k in alive.tolist() for v, _, _ in groups[k].members], int(ext[alive].sum())
 
 
 # ----------------------------------------------------------------- sampling (runs the method)
