@@ -177,7 +177,7 @@ RUNTIME_TIERS = [
     {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
      "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
      "pte_lab.runtime.schemas", "pte_lab.runtime.stand_ins", "pte_lab.runtime.declared",
-     "pte_lab.runtime.libraries", "pte_lab.runtime.raw"},
+     "pte_lab.runtime.libraries", "pte_lab.runtime.raw", "pte_lab.runtime.shapes"},
 ]
 
 
