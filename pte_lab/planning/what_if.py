@@ -30,7 +30,7 @@ from .algorithms import PLANNERS
 from .problem import Group, Problem, align_up, build_problem
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
-           "BoundUnderBudget", "UsageAt", "parse_budget", "dim_name", "export_change", "CURVE_POINTS"]
+           "BoundUnderBudget", "UsageAt", "search_budget", "parse_budget", "dim_name", "export_change", "CURVE_POINTS"]
 
 #: how many bounds the budget search's curve shows
 CURVE_POINTS = 48
@@ -348,8 +348,8 @@ def _method(pte: Pte, method: str | None):
     raise WhatIfError(f"methods {', '.join(m.name for m in dyn)} have dynamic inputs: name one (method=...)")
 
 
-def _debug_buffer(method, ratio: float) -> int:
-    """Bytes ETDump's debug buffer needs for one run: every logged value, dynamic ones scaled by ``ratio``."""
+def _debug_buffer(method, scale: float) -> int:
+    """Bytes ETDump's debug buffer needs for one run: every logged value, dynamic ones scaled by ``scale``."""
     from ..format.schema import TensorShapeDynamism
     from ..model.dtypes import nbytes, scalar_type
 
@@ -361,7 +361,7 @@ def _debug_buffer(method, ratio: float) -> int:
                 total += 64
                 continue
             n = nbytes(t.sizes, scalar_type(t.scalar_type, "")[1])
-            total += 64 + (int(n * min(1.0, 4 * ratio)) if t.shape_dynamism != TensorShapeDynamism.STATIC else n)
+            total += 64 + (int(n * min(1.0, 4 * scale)) if t.shape_dynamism != TensorShapeDynamism.STATIC else n)
     return total
 
 
@@ -384,10 +384,10 @@ def _run_shapes(path: str, method, keys, points, data_path=None) -> list[tuple[t
         scalars = engine.call("program_scalars", path, method.name)
         runs = []
         for point in points:
-            ratio = max(n / b for n, b in zip(point, exported))
+            scale = max(n / b for n, b in zip(point, exported))
             try:
                 logged = engine.call("record_shapes", path, method.name, _inputs_at(method, keys, point),
-                                     _debug_buffer(method, ratio), data_path)
+                                     _debug_buffer(method, scale), data_path)
             except RemoteError as exc:
                 raise WhatIfError(f"{method.name} did not run at {point}: {exc.message.splitlines()[0]}") from None
             runs.append((tuple(point), value_shapes(method, logged, point, keys, scalars)))
@@ -461,15 +461,21 @@ def largest_bound(source, budget, dim: tuple[int, int], method: str | None = Non
     keys, _, exported = check_bounds(m, {tuple(dim): 1})
     if fit is None:
         fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path)
-    pred = Predictor(m, fit)
-    top = exported[0]
-    lo = next((n for n in range(1, top + 1) if _fits(pred, n)), None)
-    if lo is None:
-        raise WhatIfError(f"{m.name}: no bound of input {dim[0]} axis {dim[1]} gives whole shapes")
-    smallest = pred.planned(pred.nbytes_at((lo,)))
-    n = _search(pred, budget, lo, top)
+    return search_budget(Predictor(m, fit), budget, path)
+
+
+def search_budget(pred: Predictor, budget: int, source: str | None = None) -> BoundUnderBudget:
+    """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
+    bisection over the bound, then the curve. Pure: no run. Raises :class:`WhatIfError` for a budget below
+    what any bound plans."""
     from ..units import exact_bytes
 
+    key, top = pred.fit.keys[0], pred.fit.exported[0]
+    lo = next((n for n in range(1, top + 1) if _fits(pred, n)), None)
+    if lo is None:
+        raise WhatIfError(f"{pred.method.name}: no bound of input {key[0]} axis {key[1]} gives whole shapes")
+    smallest = pred.planned(pred.nbytes_at((lo,)))
+    n = _search(pred, budget, lo, top)
     if n is None:
         raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans: the smallest, at bound {lo}, "
                           f"plans {exact_bytes(smallest)}")
@@ -477,10 +483,9 @@ def largest_bound(source, budget, dim: tuple[int, int], method: str | None = Non
     xs = sorted({x for x in range(lo, top + 1, step) if _fits(pred, x)} | {top, n})
     curve = []
     for x in xs:
-        nb = pred.nbytes_at((x,))
-        probs = pred.problems_for(nb)
+        probs = pred.problems_for(pred.nbytes_at((x,)))
         curve.append((x, sum(Predictor.size(p)[1] for p in probs), sum(p.lower_bound for p in probs)))
-    return BoundUnderBudget(budget, keys[0], n, pred.predict((n,), path), curve, smallest, top)
+    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), curve, smallest, top)
 
 
 def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> UsageAt:
