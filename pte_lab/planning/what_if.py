@@ -26,8 +26,8 @@ import numpy as np
 from ..model import Pte, open_pte
 from ..model.what_if import (ShapeFit, WhatIfError, check_bounds, dim_name, export_change, fit_shapes, logged_values,
                               sample_points, value_shapes)
-from .algorithms import PLANNERS
-from .problem import Group, Problem, align_up, build_problem
+from .problem import Group, Problem, build_problem
+from .replan import plan_arena
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
            "BoundUnderBudget", "UsageAt", "search_budget", "parse_budget", "dim_name", "export_change", "CURVE_POINTS"]
@@ -252,17 +252,8 @@ class Predictor:
 
     @staticmethod
     def size(problem: Problem, algorithm: str = "greedy") -> tuple[dict[int, int], int]:
-        """(offsets, arena size) of ``problem`` with ``algorithm`` (as :func:`~.replan.plan_arena`)."""
-        starts = PLANNERS[algorithm](problem)
-        offsets, end = {}, 0
-        for g in problem.groups:
-            for v, rel, _ in g.members:
-                offsets[v] = starts[g.id] + rel
-            end = max(end, starts[g.id] + g.size)
-        for v, nb in problem.idle:
-            offsets[v] = 0
-            end = max(end, align_up(nb, problem.alignment))
-        return offsets, align_up(end, problem.alignment) + problem.padding
+        """(offsets, arena size) of ``problem`` with ``algorithm`` (:func:`~.replan.plan_arena`)."""
+        return plan_arena(problem, algorithm)
 
     def planned(self, nbytes: np.ndarray) -> int:
         """Planned bytes (ExecuTorch's greedy, every arena) for tensors of ``nbytes``."""
