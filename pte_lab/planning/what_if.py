@@ -195,7 +195,8 @@ class UsageAt:
     point: tuple[int, ...]
     #: (value, role, shape run at, bytes used, bytes planned at the bound)
     tensors: list[tuple[int, str, tuple[int, ...], int, int]]
-    #: bytes the planned tensors use (each once), in a plan made for this shape (greedy), its lower bound,
+    #: bytes the planned tensors use (each storage once: a view with its base), a plan made for this shape
+    #: (ExecuTorch's greedy), its lower bound,
     #: and the plan at the bound (allocated whole, whatever the shape)
     used: int
     plan_for_shape: int
@@ -507,5 +508,7 @@ def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> 
         rows.append((t.value, t.role, tuple(s), used, t.nbytes))
         nb.append(used)
     arr = np.array(nb, np.int64)
-    return UsageAt(m.name, keys, point, rows, int(arr.sum()), pred.planned(arr), pred.lower_bound(arr),
-                   sum(a.size for a in m.arenas))
+    problems = pred.problems_for(arr)
+    used = sum(g.extent for p in problems for g in p.groups) + sum(n for p in problems for _, n in p.idle)
+    return UsageAt(m.name, keys, point, rows, used, sum(plan_arena(p, "greedy")[1] for p in problems),
+                   sum(p.lower_bound for p in problems), sum(a.size for a in m.arenas))

@@ -108,7 +108,7 @@ def usage_text(u) -> str:
     """One call's bytes against the plan for its shape and the plan at the bound."""
     return "\n".join([
         f"{u.method} run at {_where(u.keys, u.point)}",
-        f"the planned tensors use {exact_bytes(u.used)} (each once, at the shapes of this call)",
+        f"the planned tensors use {exact_bytes(u.used)} (at the shapes of this call; a view counted with its base)",
         f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}; "
         f"lower bound {exact_bytes(u.lower_bound)}",
         f"the plan at the bound, allocated whole whatever the shape: {exact_bytes(u.planned_at_bound)}, "
