@@ -169,6 +169,8 @@ class BoundUnderBudget:
     #: planned bytes at bound 1 (the smallest any bound plans)
     smallest: int
     exported: int
+    #: planned bytes one past the answer (None: the answer is the exported bound)
+    next_planned: int | None = None
 
     def plot(self, ax=None, **kwargs):
         from ..plot import what_if_curve
@@ -477,7 +479,8 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
     for x in xs:
         probs = pred.problems_for(pred.nbytes_at((x,)))
         curve.append((x, sum(Predictor.size(p)[1] for p in probs), sum(p.lower_bound for p in probs)))
-    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), curve, smallest, top)
+    after = pred.planned(pred.nbytes_at((n + 1,))) if n < top and _fits(pred, n + 1) else None
+    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), curve, smallest, top, after)
 
 
 def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> UsageAt:

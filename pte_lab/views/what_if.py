@@ -88,9 +88,8 @@ def budget_text(b) -> str:
     out = [f"largest bound of {key} under {exact_bytes(b.budget)}: {b.bound:,} (exported: {b.exported:,})",
            f"at {b.bound:,} ExecuTorch's greedy plans {exact_bytes(w.planned)} "
            f"(pte_lab's best fit {exact_bytes(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
-    nxt = next((c for c in b.curve if c[0] > b.bound), None)
-    if nxt is not None:
-        out.append(f"at {nxt[0]:,} it would plan {exact_bytes(nxt[1])}, over the budget")
+    if b.next_planned is not None:
+        out.append(f"at {b.bound + 1:,} it would plan {exact_bytes(b.next_planned)}, over the budget")
     out.append(f"the smallest bound plans {exact_bytes(b.smallest)}; the export's ({b.exported:,}) "
                f"{exact_bytes(w.exported_planned)}")
     out += _peak_lines(w)
@@ -108,9 +107,9 @@ def usage_text(u) -> str:
     """One call's bytes against the plan for its shape and the plan at the bound."""
     return "\n".join([
         f"{u.method} run at {_where(u.keys, u.point)}",
-        f"the planned tensors use {exact_bytes(u.used)} (at the shapes of this call; a view counted with its base)",
-        f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}; "
-        f"lower bound {exact_bytes(u.lower_bound)}",
+        f"its planned tensors hold {exact_bytes(u.used)} over the whole call at these shapes (each storage once, "
+        f"not all alive at once; per tensor: .tensors), at most {exact_bytes(u.lower_bound)} at once",
+        f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}",
         f"the plan at the bound, allocated whole whatever the shape: {exact_bytes(u.planned_at_bound)}, "
         f"{human_bytes(u.gap)} more than this shape needs",
     ])
