@@ -18,6 +18,7 @@ The replanning (:class:`Predictor`) is pure: once the samples are taken, a predi
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 
@@ -84,7 +85,8 @@ class ArenaAt:
     mem_id: int
     device: str
     planned: int
-    best_fit: int
+    #: None: not asked for (``Predictor.predict(..., best_fit=False)``)
+    best_fit: int | None
     lower_bound: int
     #: the arena's size in the file (at the exported bound)
     exported: int
@@ -114,8 +116,8 @@ class WhatIf:
         return sum(a.planned for a in self.arenas)
 
     @property
-    def best_fit(self) -> int:
-        return sum(a.best_fit for a in self.arenas)
+    def best_fit(self) -> int | None:
+        return None if any(a.best_fit is None for a in self.arenas) else sum(a.best_fit for a in self.arenas)
 
     @property
     def lower_bound(self) -> int:
@@ -164,13 +166,26 @@ class BoundUnderBudget:
     #: the answer (None: no bound fits)
     bound: int | None
     at: WhatIf | None
-    #: (bound, planned bytes with ExecuTorch's greedy, lower bound) at about :data:`CURVE_POINTS` bounds
-    curve: list[tuple[int, int, int]]
     #: planned bytes at bound 1 (the smallest any bound plans)
     smallest: int
     exported: int
     #: planned bytes one past the answer (None: the answer is the exported bound)
     next_planned: int | None = None
+    _pred: "Predictor | None" = field(default=None, repr=False)
+
+    @functools.cached_property
+    def curve(self) -> list[tuple[int, int, int]]:
+        """(bound, planned bytes with ExecuTorch's greedy, lower bound) at about :data:`CURVE_POINTS` bounds,
+        the answer among them (worked out when first asked: the search itself needs none of it)."""
+        pred, top = self._pred, self.exported
+        lo = next(n for n in range(1, top + 1) if _fits(pred, n))
+        step = max(1, top // CURVE_POINTS)
+        xs = sorted({x for x in range(lo, top + 1, step) if _fits(pred, x)} | {top, self.bound})
+        out = []
+        for x in xs:
+            probs = pred.problems_for(pred.nbytes_at((x,)))
+            out.append((x, sum(Predictor.size(p)[1] for p in probs), sum(p.lower_bound for p in probs)))
+        return out
 
     def plot(self, ax=None, **kwargs):
         from ..plot import what_if_curve
@@ -270,8 +285,9 @@ class Predictor:
             raise WhatIfError("this predictor has no shape fit: give the tensors' bytes")
         return self.fit.nbytes_at(point)
 
-    def predict(self, point, source: str | None = None) -> WhatIf:
-        """The method as if exported at ``point`` (one bound per fitted dim)."""
+    def predict(self, point, source: str | None = None, best_fit: bool = True) -> WhatIf:
+        """The method as if exported at ``point`` (one bound per fitted dim); ``best_fit=False`` leaves out
+        pte_lab's best fit (the slowest part: four orders tried), leaving ExecuTorch's plan and the bound."""
         point = tuple(int(n) for n in point)
         shapes = self.fit.shapes_at(point)
         nbytes = shapes.prod(axis=1) * np.array(self.fit.element_sizes, np.int64)
@@ -280,8 +296,8 @@ class Predictor:
         for p, a in zip(problems, self.method.arenas):
             offs, greedy_size = self.size(p, "greedy")
             offsets.update(offs)
-            arenas.append(ArenaAt(p.mem_id, p.device, greedy_size, self.size(p, "best_fit")[1], p.lower_bound,
-                                  a.size))
+            arenas.append(ArenaAt(p.mem_id, p.device, greedy_size,
+                                  self.size(p, "best_fit")[1] if best_fit else None, p.lower_bound, a.size))
         nb = nbytes.tolist()
         tensors = []
         for t in self.method.planned:
@@ -460,7 +476,7 @@ def largest_bound(source, budget, dim: tuple[int, int], method: str | None = Non
 
 def search_budget(pred: Predictor, budget: int, source: str | None = None) -> BoundUnderBudget:
     """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
-    bisection over the bound, then the curve. Pure: no run. Raises :class:`WhatIfError` for a budget below
+    bisection over the bound (the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
     what any bound plans."""
     from ..units import exact_bytes
 
@@ -473,14 +489,8 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
     if n is None:
         raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans: the smallest, at bound {lo}, "
                           f"plans {exact_bytes(smallest)}")
-    step = max(1, top // CURVE_POINTS)
-    xs = sorted({x for x in range(lo, top + 1, step) if _fits(pred, x)} | {top, n})
-    curve = []
-    for x in xs:
-        probs = pred.problems_for(pred.nbytes_at((x,)))
-        curve.append((x, sum(Predictor.size(p)[1] for p in probs), sum(p.lower_bound for p in probs)))
     after = pred.planned(pred.nbytes_at((n + 1,))) if n < top and _fits(pred, n + 1) else None
-    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), curve, smallest, top, after)
+    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, pred)
 
 
 def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> UsageAt:

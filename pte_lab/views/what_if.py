@@ -16,6 +16,10 @@ __all__ = ["what_if_text", "what_if_dict", "what_if_html", "budget_text", "budge
 TOP_TENSORS = 12
 
 
+def _maybe(n) -> str:
+    return "not computed" if n is None else exact_bytes(n)
+
+
 def _where(keys, point) -> str:
     return ", ".join(f"input {p} axis {a} = {n:,}" for (p, a), n in zip(keys, point))
 
@@ -44,10 +48,10 @@ def what_if_text(w) -> str:
     out = [f"{w.method} as if exported with {_where(w.keys, w.point)} (exported: {_where(w.keys, w.exported)})",
            f"planned (ExecuTorch's greedy: what a re-export plans): {exact_bytes(w.planned)}; "
            f"at the export's bound: {exact_bytes(w.exported_planned)}",
-           f"pte_lab's best fit would plan {exact_bytes(w.best_fit)}; lower bound (bytes alive at once, no plan "
+           f"pte_lab's best fit would plan {_maybe(w.best_fit)}; lower bound (bytes alive at once, no plan "
            f"is smaller): {exact_bytes(w.lower_bound)}"]
     out.append(text_table(["arena", "device", "greedy", "best fit", "lower bound", "exported"],
-                          [[str(a.mem_id), a.device, f"{a.planned:,}", f"{a.best_fit:,}", f"{a.lower_bound:,}",
+                          [[str(a.mem_id), a.device, f"{a.planned:,}", "-" if a.best_fit is None else f"{a.best_fit:,}", f"{a.lower_bound:,}",
                             f"{a.exported:,}"] for a in w.arenas]))
     out += _peak_lines(w)
     dims = dict(zip(w.fit.values, w.fit.dims))
@@ -87,7 +91,7 @@ def budget_text(b) -> str:
     w = b.at
     out = [f"largest bound of {key} under {exact_bytes(b.budget)}: {b.bound:,} (exported: {b.exported:,})",
            f"at {b.bound:,} ExecuTorch's greedy plans {exact_bytes(w.planned)} "
-           f"(pte_lab's best fit {exact_bytes(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
+           f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
     if b.next_planned is not None:
         out.append(f"at {b.bound + 1:,} it would plan {exact_bytes(b.next_planned)}, over the budget")
     out.append(f"the smallest bound plans {exact_bytes(b.smallest)}; the export's ({b.exported:,}) "
