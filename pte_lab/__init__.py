@@ -37,7 +37,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "open", "load", "sizes", "diff", "explore", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
+    "open", "load", "sizes", "diff", "explore", "what_if", "largest_bound", "usage_at", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError", "InputError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug",
@@ -58,6 +58,9 @@ _LAZY = {
     "LabProgram": ("pte_lab.runtime", "LabProgram"),
     "LabMethod": ("pte_lab.runtime", "LabMethod"),
     "explore": ("pte_lab.widgets", "explore"),
+    "what_if": ("pte_lab.planning.what_if", "what_if"),
+    "largest_bound": ("pte_lab.planning.what_if", "largest_bound"),
+    "usage_at": ("pte_lab.planning.what_if", "usage_at"),
 }
 _SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime", "plot", "widgets", "planning",
                "experiments", "units", "devices"}

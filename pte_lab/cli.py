@@ -9,6 +9,7 @@
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
                    [--target host|cortex-m]
     pte-lab diff A B [--method M] [--json] [--sizes] [--fail-if-grows PCT] [--allow-target-change] [--rows N]
+    pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
 when a budget is exceeded (or a budgeted figure was not measured), and 4 (:data:`TARGET_CHANGED`) when a
@@ -451,7 +452,42 @@ def build_parser() -> argparse.ArgumentParser:
                          "target or memory mode changes or its bytes move from flash to RAM")
     df.add_argument("--rows", type=_whole(1), default=12, help="most tensors listed per table (default 12)")
     df.set_defaults(func=_diff)
+    wi = sub.add_parser("what-if", help="a dynamic method as if exported at another bound, or the largest bound "
+                                        "under a budget (runs the method at a few small sizes)")
+    wi.add_argument("file", help="the program (.pte) with a dynamic input")
+    wi.add_argument("--bound", "-b", action="append", required=True, metavar="INPUT:AXIS[=N]",
+                    help="a dynamic dim and the bound to predict at (repeatable); with --budget, the dim to search")
+    wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
+    wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes, KiB, MiB, GiB)")
+    wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
+    wi.set_defaults(func=_what_if)
     return p
+
+
+def _what_if(args) -> int:
+    from .planning.what_if import largest_bound, what_if
+
+    bounds = {}
+    for b in args.bound:
+        dim, _, n = b.partition("=")
+        try:
+            pos, axis = (int(x) for x in dim.split(":"))
+            bounds[(pos, axis)] = int(n) if n else None
+        except ValueError:
+            raise PteLabError(f"--bound {b!r}: write INPUT:AXIS=N, e.g. 0:1=800") from None
+    if args.budget is not None:
+        if len(bounds) != 1:
+            raise PteLabError("--budget searches one dim: give one --bound INPUT:AXIS")
+        r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method)
+    else:
+        if any(n is None for n in bounds.values()):
+            raise PteLabError("--bound INPUT:AXIS=N: the bound N to predict at is missing (or give --budget)")
+        r = what_if(args.file, bounds, method=args.method)
+    if args.json:
+        sys.stdout.write(json.dumps(r.to_dict(), indent=1) + "\n")
+    else:
+        sys.stdout.write(str(r) + "\n")
+    return 0
 
 
 def _one_line(exc: BaseException) -> str:

@@ -784,3 +784,27 @@ def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, *, par
     layout_pair(d.before.methods[method], d.after.methods[method], mem_id, axes=axes,
                 titles=(f"before ({a})", f"after ({b})"), color_by=color_by, sharex=same_stream)
     return fig
+
+
+def what_if_curve(b, *, ax: "Axes | None" = None, **kwargs) -> "Axes":
+    """Planned bytes against the export bound (a :class:`~pte_lab.planning.what_if.BoundUnderBudget`):
+    ExecuTorch's greedy and the lower bound, the budget dashed, the answer marked. Other keywords go to the
+    greedy curve (``Axes.plot``). Returns the Axes."""
+    ax = _axes(ax, (7, 3.2))
+    xs = [c[0] for c in b.curve]
+    ax.plot(xs, [c[1] for c in b.curve], **{"color": PALETTE[0], "lw": 1.8,
+                                            "label": "planned (ExecuTorch's greedy)", **kwargs})
+    ax.plot(xs, [c[2] for c in b.curve], color=PALETTE[1], lw=1.2, ls=(0, (5, 4)),
+            label="lower bound (bytes alive at once)")
+    ax.axhline(b.budget, color=MISPLACED, lw=0.9, ls=":", label=f"budget {human_bytes(b.budget)}")
+    if b.bound is not None and b.at is not None:
+        ax.plot([b.bound], [b.at.planned], "o", color=PALETTE[0], ms=5,
+                label=f"largest bound under it: {b.bound:,}")
+    top = max([c[1] for c in b.curve] + [b.budget, 1])
+    ax.set_ylim(0, top * 1.05)
+    _bytes_axis(ax.yaxis, top)
+    ax.set_xlabel(f"bound of input {b.key[0]}, axis {b.key[1]}")
+    ax.set_ylabel("planned bytes")
+    ax.set_title("planned bytes against the export bound", fontsize=10)
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    return ax

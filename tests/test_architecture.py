@@ -31,7 +31,8 @@ PKG = ROOT / "pte_lab"
 
 VIEWS = ("pte_lab.views", "pte_lab.plot", "pte_lab.widgets", "pte_lab.cli")
 HEAVY = ("torch", "executorch", "matplotlib", "ipywidgets", "pandas")
-REPR_HOOKS = {"__repr__", "__str__", "_repr_html_", "to_dict"}
+#: display hooks: they may import a view (a result's ``plot`` draws it, as ``DataFrame.plot`` does)
+REPR_HOOKS = {"__repr__", "__str__", "_repr_html_", "to_dict", "plot"}
 #: third-party modules an import inside a function may name: slow to import, or installed only with an extra
 #: (``import pte_lab`` loads none of them, nor numpy, which the file readers import at their top)
 LAZY_MODULES = HEAVY + ("torchao", "numpy", "IPython", "PIL", "tqdm", "filelock")
@@ -203,7 +204,8 @@ RUNTIME_TIERS = [
     {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
      "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
      "pte_lab.runtime.schemas", "pte_lab.runtime.stand_ins", "pte_lab.runtime.declared",
-     "pte_lab.runtime.libraries", "pte_lab.runtime.raw", "pte_lab.runtime.abi_probe"},
+     "pte_lab.runtime.libraries", "pte_lab.runtime.raw", "pte_lab.runtime.abi_probe",
+     "pte_lab.runtime.shapes"},
 ]
 
 

@@ -238,7 +238,6 @@ def _blob_keys(m: "Method", d: int, blobs, named: dict[str, int]) -> list[tuple[
     """The named data keys an XNNPACK blob names (its weights), with their bytes; [] for other backends."""
     if blobs is None or m.delegates[d].backend != "XnnpackBackend":
         return []
-
     if not named:
         return []
     read = getattr(blobs, "_read", None)

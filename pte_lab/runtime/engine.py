@@ -18,6 +18,7 @@ from . import memory
 from .operators import provide
 from .raw import to_raw, to_torch
 from .runner import file_loader_default_alignment, run_method
+from .shapes import program_scalars, record_shapes
 from .stand_ins import register, stats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,6 +124,14 @@ class Engine:
         """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`; ``pools``: its
         keyword arguments)."""
         return run_method(path, name, **pools)
+
+    def record_shapes(self, path: str, name: str, inputs: list, debug_buffer: int, data_path: str | None = None):
+        """Run ``name`` once with ETDump on: the values its instructions wrote (see :mod:`.shapes`)."""
+        return record_shapes(path, name, inputs, debug_buffer, data_path)
+
+    def program_scalars(self, path: str, name: str):
+        """``name``'s Int values and IntList items (see :func:`.shapes.program_scalars`)."""
+        return program_scalars(path, name)
 
     def file_loader_default_alignment(self) -> int:
         """FileDataLoader's default alignment in this build (alignof(std::max_align_t))."""

@@ -1,0 +1,348 @@
+"""How a dynamic method's tensors scale with its dynamic dimensions: learnt from runs, fitted exactly.
+
+A dynamic method is planned at the export's upper bound. To say what it would plan at another bound,
+every planned tensor's dims must be known as functions of the dynamic dims. They are learnt, not guessed:
+the method is run at a few sizes (:mod:`pte_lab.runtime.shapes` records the shape each instruction wrote),
+and each dim is fitted as an exact affine function ``(a + b1*N1 + ... ) / q`` (integers: ``L - 1``,
+``L // 2`` at even L, ``2 * L``, ``258 * L``), then checked at one more size and against the upper bound the
+file plans. A dim that is not affine over the sizes sampled (``L * L``, a clamp, a data-dependent size)
+fails a check and is refused, naming the tensor: nothing is extrapolated beyond what was seen.
+
+Pure: records in, records out (no torch, no runtime). :mod:`pte_lab.planning.what_if` samples and replans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from math import lcm
+
+import numpy as np
+
+from ..errors import PteLabError
+from ..format.schema import TensorShapeDynamism
+from .dtypes import scalar_type, short_shape
+
+__all__ = ["WhatIfError", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
+           "value_shapes", "fit_shapes", "logged_values", "dim_text", "dim_name", "export_change"]
+
+#: a dynamic dimension: (method input position, axis)
+DimKey = tuple[int, int]
+
+
+class WhatIfError(PteLabError, ValueError):
+    """Raised when a what-if cannot be answered exactly (the message says which input, bound or tensor)."""
+
+
+@dataclass(frozen=True)
+class AffineDim:
+    """One dim as ``(const + sum(coeffs[k] * N_k)) / den``, integers (``den`` > 0)."""
+
+    const: int
+    coeffs: tuple[int, ...]
+    den: int = 1
+
+    def at(self, point) -> Fraction:
+        return Fraction(self.const + sum(c * n for c, n in zip(self.coeffs, point)), self.den)
+
+    @property
+    def static(self) -> bool:
+        return not any(self.coeffs)
+
+
+def dim_text(d: AffineDim, names) -> str:
+    """``2*seq - 1``, ``seq/2``, ``16``: a dim as a reader writes it (``names``: one per dynamic dim)."""
+    terms = []
+    for c, name in zip(d.coeffs, names):
+        if c:
+            terms.append(name if c == 1 else f"-{name}" if c == -1 else f"{c}*{name}")
+    if d.const or not terms:
+        terms.append(str(d.const))
+    s = " + ".join(terms).replace("+ -", "- ")
+    return s if d.den == 1 else f"({s})/{d.den}" if len(terms) > 1 else f"{s}/{d.den}"
+
+
+def dim_name(key) -> str:
+    """The name the export change gives a dynamic dim: ``batch`` on axis 0, else ``seq``."""
+    return "batch" if key[1] == 0 else "seq"
+
+
+def export_change(keys, point) -> str:
+    """``Dim("seq", max=800) for input 0, axis 1``: the re-export that plans what the prediction says."""
+    return "; ".join(f'Dim("{dim_name(k)}", max={n}) for input {k[0]}, axis {k[1]}' for k, n in zip(keys, point))
+
+
+def dynamic_inputs(method) -> list:
+    """The method's dynamic tensor inputs (IOSpecs)."""
+    return [s for s in method.inputs if s.kind == "Tensor" and s.dynamic and s.shape is not None]
+
+
+def check_bounds(method, bounds: dict) -> tuple[tuple[DimKey, ...], tuple[int, ...], tuple[int, ...]]:
+    """``bounds`` ({(input, axis): N}) checked against ``method``: (keys, the asked bounds, the exported ones).
+
+    Raises :class:`WhatIfError` (one line) for a method with no dynamic input, an input that is not a dynamic
+    tensor, an axis out of range, or a bound below 1 or above the exported one."""
+    dyn = dynamic_inputs(method)
+    if not dyn:
+        raise WhatIfError(f"method {method.name!r} has no dynamic input: every tensor is planned at its one shape, "
+                          f"so another bound changes nothing (export with dynamic_shapes=... first)")
+    if not bounds:
+        raise WhatIfError(f"no bound given: method {method.name!r}'s dynamic inputs are "
+                          f"{', '.join(f'{s.position} {short_shape(s.shape)}' for s in dyn)}")
+    keys, asked, exported = [], [], []
+    by_pos = {s.position: s for s in method.inputs}
+    for (pos, axis), n in bounds.items():
+        s = by_pos.get(pos)
+        if s is None or s not in dyn:
+            raise WhatIfError(f"method {method.name!r} input {pos} is not a dynamic tensor; its dynamic inputs: "
+                              f"{', '.join(f'{x.position} {short_shape(x.shape)}' for x in dyn)}")
+        if not 0 <= axis < len(s.shape):
+            raise WhatIfError(f"input {pos} has {len(s.shape)} axes ({short_shape(s.shape)}); axis {axis} is none of them")
+        n = int(n)
+        if n < 1:
+            raise WhatIfError(f"bound {n} for input {pos} axis {axis}: a bound is at least 1")
+        if n > s.shape[axis]:
+            raise WhatIfError(f"bound {n:,} for input {pos} axis {axis} is above the exported one "
+                              f"({s.shape[axis]:,}): the program never ran a larger size, so pte_lab will not "
+                              f"extrapolate; re-export with the larger bound")
+        keys.append((pos, axis))
+        asked.append(n)
+        exported.append(s.shape[axis])
+    return tuple(keys), tuple(asked), tuple(exported)
+
+
+def _three(bound: int) -> tuple[int, int, int] | None:
+    """Three distinct sizes in [2, bound] to run at (small: a run logs every tensor), the last one odd."""
+    picks = [s for s in (8, 16, 13) if s <= bound]
+    if len(picks) == 3:
+        return tuple(picks)
+    cands = sorted({s for s in (2, 3, bound // 2, bound - 1, bound) if 2 <= s <= bound})
+    if len(cands) < 3:
+        return None
+    return cands[0], cands[-1], cands[1]
+
+
+def sample_points(keys, exported) -> list[tuple[int, ...]]:
+    """Where to run the method: a base point, one point per dynamic dim changing only that dim, and a check
+    point changing them all. Raises :class:`WhatIfError` for a bound too small to fit (below 3)."""
+    picks = []
+    for key, b in zip(keys, exported):
+        p = _three(b)
+        if p is None:
+            raise WhatIfError(f"input {key[0]} axis {key[1]} is exported with bound {b}: too few sizes to learn "
+                              f"how the tensors scale with it (three are needed)")
+        picks.append(p)
+    base = tuple(p[0] for p in picks)
+    points = [base]
+    for k in range(len(keys)):
+        points.append(tuple(p[1] if j == k else p[0] for j, p in enumerate(picks)))
+    points.append(tuple(p[2] for p in picks))
+    return points
+
+
+def logged_values(method) -> list[tuple[int, tuple[int, ...]]]:
+    """Per instruction, the values ETDump logs for it, in order: a kernel call's returned value (a tensor
+    list as its items), a delegate call's arguments; other instructions log nothing."""
+    vals = method.raw.values
+    out = []
+    for ins in method.instructions:
+        if ins.kind == "KernelCall" and ins.args:
+            v = vals[ins.args[-1]]
+            out.append((ins.index, tuple(i for i in v.items if i >= 0) if v.kind.endswith("TensorList")
+                        else (ins.args[-1],)))
+        elif ins.kind == "DelegateCall":
+            out.append((ins.index, tuple(ins.args)))
+    return out
+
+
+#: the size arithmetic ExecuTorch emits between kernels (prim ops: ETDump does not trace them)
+_INT_OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "sym_max": max, "sym_min": min,
+}
+
+
+def _prim(ins, vals, shapes: dict, ints: dict, lists: dict) -> None:
+    """Evaluate one prim op on known sizes: ``sym_size``, ``sym_numel``, integer arithmetic, ``et_view``
+    (what it cannot evaluate stays unknown)."""
+    op, a = ins.target, ins.args
+    if op == "aten::sym_size.int" and len(a) == 3 and a[0] in shapes and a[1] in ints:
+        shape = shapes[a[0]]
+        if shape:
+            ints[a[2]] = shape[ints[a[1]] % len(shape)]
+    elif op == "aten::sym_numel.default" and len(a) == 2 and a[0] in shapes:
+        ints[a[1]] = int(np.prod(shapes[a[0]], dtype=np.int64))
+    elif op.startswith("executorch_prim::et_view") and len(a) == 3 and a[0] in shapes and a[1] in lists:
+        dims = [ints.get(i) for i in lists[a[1]]]
+        if any(d is None for d in dims):
+            return
+        if -1 in dims:
+            known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+            numel = int(np.prod(shapes[a[0]], dtype=np.int64))
+            if known == 0:
+                return
+            dims[dims.index(-1)] = numel // known
+        shapes[a[2]] = tuple(dims)
+    elif op.startswith("executorch_prim::"):
+        name = op.split("::", 1)[1].split(".", 1)[0]
+        fn = _INT_OPS.get(name)
+        if name == "neg" and len(a) == 2 and a[0] in ints:
+            ints[a[1]] = -ints[a[0]]
+        elif fn is not None and len(a) == 3 and a[0] in ints and a[1] in ints:
+            try:
+                ints[a[2]] = fn(ints[a[0]], ints[a[1]])
+            except ZeroDivisionError:
+                pass
+
+
+def value_shapes(method, logged, point, keys, scalars=None) -> dict[int, tuple[int, ...]]:
+    """Value -> shape for one run: the method's inputs at ``point``, every value ETDump logged (``logged``:
+    :func:`pte_lab.runtime.shapes.record_shapes`'s pairs), and, instruction by instruction, what the prim ops
+    ETDump does not trace compute from them (``scalars``: the method's Int values and IntList items, from
+    :func:`pte_lab.runtime.shapes.program_scalars`). An instruction whose logged count does not match what
+    it should log is skipped (its values stay unknown)."""
+    shapes: dict[int, tuple[int, ...]] = {}
+    for s in method.inputs:
+        if s.kind == "Tensor" and s.shape is not None:
+            shape = list(s.shape)
+            for (pos, axis), n in zip(keys, point):
+                if pos == s.position:
+                    shape[axis] = n
+            shapes[s.value] = tuple(shape)
+    ints, lists = (dict(scalars[0]), scalars[1]) if scalars is not None else ({}, {})
+    by_ins: dict[int, list] = {}
+    for ins, sizes in logged:
+        by_ins.setdefault(ins, []).append(sizes)
+    expected = dict(logged_values(method))
+    vals = method.raw.values
+    for ins in method.instructions:
+        values = expected.get(ins.index)
+        got = by_ins.get(ins.index)
+        if values is not None and got is not None:
+            if len(got) == len(values):
+                for v, sizes in zip(values, got):
+                    if sizes is not None and vals[v].tensor is not None:
+                        shapes[v] = sizes
+        elif ins.kind == "KernelCall":
+            _prim(ins, vals, shapes, ints, lists)
+    return shapes
+
+
+def _describe(method, value: int) -> str:
+    t = next((p for p in method.planned if p.value == value), None)
+    if t is None:
+        return f"value {value}"
+    what = f" ({t.name})" if t.name else f" (written by {t.op})" if t.op else f" ({t.role})"
+    return f"tensor v{value}{what}"
+
+
+@dataclass(frozen=True)
+class ShapeFit:
+    """Every planned tensor's dims as exact affine functions of the dynamic dims (see the module)."""
+
+    method: str
+    keys: tuple[DimKey, ...]
+    exported: tuple[int, ...]
+    #: planned value indices, in value order, and each one's element size and dims
+    values: tuple[int, ...]
+    element_sizes: tuple[int, ...]
+    dims: tuple[tuple[AffineDim, ...], ...]
+    #: the points the method ran at
+    points: tuple[tuple[int, ...], ...]
+
+    def _arrays(self):
+        arr = self.__dict__.get("_arr")
+        if arr is None:
+            rank = max((len(d) for d in self.dims), default=0)
+            n, k = len(self.dims), len(self.keys)
+            a = np.ones((n, rank), np.int64)  # padding dims are 1
+            b = np.zeros((n, rank, k), np.int64)
+            q = np.ones((n, rank), np.int64)
+            for i, ds in enumerate(self.dims):
+                for j, d in enumerate(ds):
+                    a[i, j], q[i, j] = d.const, d.den
+                    b[i, j, :] = d.coeffs
+            arr = (a, b, q, np.array(self.element_sizes, np.int64))
+            object.__setattr__(self, "_arr", arr)
+        return arr
+
+    def shapes_at(self, point) -> np.ndarray:
+        """(tensors x max rank) dims at ``point`` (padded with 1). Raises :class:`WhatIfError` naming the first
+        tensor whose dim is not a whole non-negative number there."""
+        a, b, q, _ = self._arrays()
+        num = a + b @ np.asarray(point, np.int64) if b.shape[2] else a.copy()
+        bad = (num % q != 0) | (num < 0)
+        if bad.any():
+            i, j = map(int, np.argwhere(bad)[0])
+            raise WhatIfError(f"{self.method}: {_value_name(self, i)} dim {j} would be {num[i, j]}/{q[i, j]} at "
+                              f"{_point_text(self.keys, point)}: not a whole size, so its shape there is not "
+                              f"affine in the sizes sampled; pte_lab refuses to guess")
+        return num // q
+
+    def nbytes_at(self, point) -> np.ndarray:
+        """Bytes of every planned tensor (in :attr:`values` order) at ``point``."""
+        dims = self.shapes_at(point)
+        return dims.prod(axis=1) * self._arrays()[3]
+
+
+def _value_name(fit: ShapeFit, i: int) -> str:
+    return f"tensor v{fit.values[i]}"
+
+
+def _point_text(keys, point) -> str:
+    return ", ".join(f"input {p} axis {a} = {n:,}" for (p, a), n in zip(keys, point))
+
+
+def fit_shapes(method, keys, exported, runs: list[tuple[tuple[int, ...], dict]]) -> ShapeFit:
+    """Fit every planned tensor's dims from ``runs`` (``(point, value -> shape)``, at :func:`sample_points`),
+    checked at the last run's point and against the file's upper bound at the exported point.
+
+    Returns the :class:`ShapeFit`. Raises :class:`WhatIfError` naming the first tensor that no run recorded,
+    whose rank changes, or whose dims are not affine in the sizes sampled."""
+    k = len(keys)
+    base_point, base = runs[0]
+    steps = runs[1:1 + k]
+    checks = [(tuple(p), s) for p, s in runs[1 + k:]]
+    values, sizes, dims = [], [], []
+    for t in method.planned:
+        raw = method.raw.values[t.value].tensor
+        _, elem = scalar_type(raw.scalar_type, f"{method.name} v{t.value}")
+        values.append(t.value)
+        sizes.append(elem)
+        static = raw.shape_dynamism == TensorShapeDynamism.STATIC
+        if static:
+            dims.append(tuple(AffineDim(int(s), (0,) * k) for s in raw.sizes))
+            continue
+        seen = [s.get(t.value) for _, s in runs]
+        if any(x is None for x in seen):
+            missing = next(p for (p, s) in runs if s.get(t.value) is None)
+            raise WhatIfError(f"{method.name}: no shape was recorded for {_describe(method, t.value)} at "
+                              f"{_point_text(keys, missing)} (no instruction logged it), so how it scales is "
+                              f"unknown; pte_lab refuses to guess")
+        if len({len(x) for x in seen} | {len(raw.sizes)}) != 1:
+            raise WhatIfError(f"{method.name}: {_describe(method, t.value)} changes rank between runs "
+                              f"({', '.join(short_shape(x) for x in seen)}); pte_lab refuses to guess")
+        row = []
+        for j in range(len(raw.sizes)):
+            coeffs = []
+            for kk, (p, s) in enumerate(steps):
+                coeffs.append(Fraction(s[t.value][j] - base[t.value][j], p[kk] - base_point[kk]))
+            const = Fraction(base[t.value][j]) - sum(c * n for c, n in zip(coeffs, base_point))
+            den = lcm(const.denominator, *(c.denominator for c in coeffs))
+            row.append(AffineDim(int(const * den), tuple(int(c * den) for c in coeffs), den))
+        row = tuple(row)
+        for p, s in checks + [(tuple(exported), {t.value: tuple(raw.sizes)})]:
+            want = s[t.value]
+            got = [d.at(p) for d in row]
+            if any(g != w for g, w in zip(got, want)):
+                what = ("the upper bound the file plans" if p == tuple(exported) and s.get(t.value) == tuple(raw.sizes)
+                        and (p, s) not in checks else "the check run")
+                names = [f"N{i}" for i in range(k)] if k > 1 else ["N"]
+                raise WhatIfError(
+                    f"{method.name}: {_describe(method, t.value)} is not affine in the sizes sampled: "
+                    f"{short_shape(want)} at {_point_text(keys, p)} ({what}), where the fit "
+                    f"[{', '.join(dim_text(d, names) for d in row)}] gives "
+                    f"{short_shape([str(g) for g in got])}; pte_lab refuses to guess")
+        dims.append(row)
+    return ShapeFit(method.name, tuple(keys), tuple(exported), tuple(values), tuple(sizes), tuple(dims),
+                    tuple(tuple(p) for p, _ in runs))

@@ -1,0 +1,518 @@
+"""What a dynamic method would plan at another export bound, the largest bound under a budget, and the bytes
+a call at one shape really uses.
+
+``pte_lab.what_if("model.pte", bounds={(0, 1): 800})`` runs the method at a few sizes in an isolated worker
+(:mod:`pte_lab.runtime.shapes`), fits every planned tensor's dims exactly (:mod:`pte_lab.model.what_if`;
+refused, naming the tensor, where a dim is not affine), then replans each arena with ExecuTorch's own
+greedy (:func:`~.algorithms.greedy`: 16-byte alignment, XNNPACK's 64-byte tail kept), so that the prediction
+is what a re-export at ``Dim(..., max=800)`` plans, byte for byte; pte_lab's ``best_fit`` and the lower bound
+say what a better planner would reach. Lifetimes and aliases are the file's: another bound changes sizes,
+not the graph.
+
+``pte_lab.largest_bound("model.pte", "300MiB", dim=(0, 1))`` bisects over the bound for the largest whose
+planned bytes fit. ``pte_lab.usage_at("model.pte", {(0, 1): 800})`` runs the method once at that shape: the
+bytes each planned tensor uses, what a plan for that shape would need, and the gap to the plan at the bound.
+
+The replanning (:class:`Predictor`) is pure: once the samples are taken, a prediction is a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..format.schema import TensorShapeDynamism
+from ..model import Pte, open_pte
+from ..model.dtypes import nbytes as nbytes_of
+from ..model.dtypes import scalar_type
+from ..model.what_if import (ShapeFit, WhatIfError, check_bounds, dim_name, dynamic_inputs, export_change, fit_shapes,
+                              logged_values, sample_points, value_shapes)
+from ..runtime.inputs import example_inputs
+from ..runtime.isolate import RemoteError, Worker
+from ..units import exact_bytes
+from .problem import Group, Problem, build_problem
+from .replan import plan_arena
+
+__all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
+           "BoundUnderBudget", "UsageAt", "search_budget", "parse_budget", "dim_name", "export_change", "CURVE_POINTS"]
+
+#: how many bounds the budget search's curve shows
+CURVE_POINTS = 48
+
+#: what a binary size suffix means in a budget
+_UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
+          "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3}
+
+
+def parse_budget(text) -> int:
+    """``300MiB`` -> 314572800 (``KiB``/``MiB``/``GiB``, ``KB``/``MB``/``GB``, or plain bytes; ``_`` and ``,``
+    ignored). Raises :class:`WhatIfError` for anything else."""
+    if isinstance(text, (int, np.integer)):
+        n = int(text)
+    else:
+        s = str(text).strip().replace("_", "").replace(",", "")
+        num = s.rstrip("KMGTiBb").rstrip() if s else s
+        unit = s[len(num):].strip().upper().replace("I", "I")
+        try:
+            n = int(float(num) * _UNITS[unit])
+        except (KeyError, ValueError):
+            raise WhatIfError(f"budget {text!r} is not a size: write bytes, or a number with KiB, MiB or GiB "
+                              f"(e.g. 300MiB)") from None
+    if n <= 0:
+        raise WhatIfError(f"budget {text!r}: a budget is more than 0 bytes")
+    return n
+
+
+@dataclass(frozen=True)
+class TensorAt:
+    """One planned tensor at the asked bound, beside the export's."""
+
+    value: int
+    role: str
+    op: str | None
+    name: str | None
+    dtype: str
+    mem_id: int
+    shape: tuple[int, ...]
+    nbytes: int
+    exported_shape: tuple[int, ...]
+    exported_nbytes: int
+    #: its offset in ExecuTorch's greedy plan at the asked bound
+    offset: int
+
+
+@dataclass(frozen=True)
+class ArenaAt:
+    """One arena at the asked bound: what ExecuTorch's greedy plans, pte_lab's best fit, the lower bound."""
+
+    mem_id: int
+    device: str
+    planned: int
+    #: None: not asked for (``Predictor.predict(..., best_fit=False)``)
+    best_fit: int | None
+    lower_bound: int
+    #: the arena's size in the file (at the exported bound)
+    exported: int
+
+
+@dataclass
+class WhatIf:
+    """A method as if exported at another bound (see the module)."""
+
+    source: str | None
+    method: str
+    keys: tuple
+    point: tuple[int, ...]
+    exported: tuple[int, ...]
+    tensors: list[TensorAt]
+    arenas: list[ArenaAt]
+    #: the instruction where the most bytes are alive at once, and the tensors alive there, largest first
+    peak_instruction: int | None
+    peak_values: tuple[int, ...]
+    #: the bytes alive there, each storage group once (a view with its base)
+    peak_bytes: int
+    fit: ShapeFit = field(repr=False)
+
+    @property
+    def planned(self) -> int:
+        """Planned bytes (every arena, ExecuTorch's greedy): what a re-export at this bound plans."""
+        return sum(a.planned for a in self.arenas)
+
+    @property
+    def best_fit(self) -> int | None:
+        return None if any(a.best_fit is None for a in self.arenas) else sum(a.best_fit for a in self.arenas)
+
+    @property
+    def lower_bound(self) -> int:
+        return sum(a.lower_bound for a in self.arenas)
+
+    @property
+    def exported_planned(self) -> int:
+        return sum(a.exported for a in self.arenas)
+
+    @property
+    def peak_tensors(self) -> list[TensorAt]:
+        by = {t.value: t for t in self.tensors}
+        return [by[v] for v in self.peak_values if v in by]
+
+    def export_change(self) -> str:
+        return export_change(self.keys, self.point)
+
+    def table(self):
+        """One row per planned tensor: shapes and bytes at the bound asked and at the export's."""
+        import pandas as pd
+
+        return pd.DataFrame([t.__dict__ for t in self.tensors])
+
+    def to_dict(self) -> dict:
+        from ..views.what_if import what_if_dict
+
+        return what_if_dict(self)
+
+    def __str__(self) -> str:
+        from ..views.what_if import what_if_text
+
+        return what_if_text(self)
+
+    def _repr_html_(self) -> str:
+        from ..views.what_if import what_if_html
+
+        return what_if_html(self)
+
+
+@dataclass
+class BoundUnderBudget:
+    """The largest bound whose planned bytes fit a budget, what plans it, and the curve searched."""
+
+    budget: int
+    key: tuple[int, int]
+    #: the answer (None: no bound fits)
+    bound: int | None
+    at: WhatIf | None
+    #: planned bytes at bound 1 (the smallest any bound plans)
+    smallest: int
+    exported: int
+    #: planned bytes one past the answer (None: the answer is the exported bound)
+    next_planned: int | None = None
+    _pred: "Predictor | None" = field(default=None, repr=False)
+
+    @functools.cached_property
+    def curve(self) -> list[tuple[int, int, int]]:
+        """(bound, planned bytes with ExecuTorch's greedy, lower bound) at about :data:`CURVE_POINTS` bounds,
+        the answer among them (worked out when first asked: the search itself needs none of it)."""
+        pred, top = self._pred, self.exported
+        lo = next(n for n in range(1, top + 1) if _fits(pred, n))
+        step = max(1, top // CURVE_POINTS)
+        xs = sorted({x for x in range(lo, top + 1, step) if _fits(pred, x)} | {top, self.bound})
+        out = []
+        for x in xs:
+            probs = pred.problems_for(pred.nbytes_at((x,)))
+            out.append((x, sum(Predictor.size(p)[1] for p in probs), sum(p.lower_bound for p in probs)))
+        return out
+
+    def plot(self, ax=None, **kwargs):
+        from ..plot import what_if_curve
+
+        return what_if_curve(self, ax=ax, **kwargs)
+
+    def to_dict(self) -> dict:
+        from ..views.what_if import budget_dict
+
+        return budget_dict(self)
+
+    def __str__(self) -> str:
+        from ..views.what_if import budget_text
+
+        return budget_text(self)
+
+
+@dataclass
+class UsageAt:
+    """One call at ``point``: the bytes each planned tensor uses, a plan for that shape, the plan at the bound."""
+
+    method: str
+    keys: tuple
+    point: tuple[int, ...]
+    #: (value, role, shape run at, bytes used, bytes planned at the bound)
+    tensors: list[tuple[int, str, tuple[int, ...], int, int]]
+    #: bytes the planned tensors use (each storage once: a view with its base), a plan made for this shape
+    #: (ExecuTorch's greedy), its lower bound,
+    #: and the plan at the bound (allocated whole, whatever the shape)
+    used: int
+    plan_for_shape: int
+    lower_bound: int
+    planned_at_bound: int
+
+    @property
+    def gap(self) -> int:
+        """Bytes the bound's plan holds beyond a plan for this shape."""
+        return self.planned_at_bound - self.plan_for_shape
+
+    def to_dict(self) -> dict:
+        from ..views.what_if import usage_dict
+
+        return usage_dict(self)
+
+    def __str__(self) -> str:
+        from ..views.what_if import usage_text
+
+        return usage_text(self)
+
+
+class Predictor:
+    """A method's arenas replanned for new tensor sizes: the file's groups and lifetimes, new bytes."""
+
+    def __init__(self, method, fit: ShapeFit | None = None):
+        self.method, self.fit = method, fit
+        values = fit.values if fit is not None else tuple(t.value for t in method.planned)
+        self.row = {v: i for i, v in enumerate(values)}
+        self.problems = [build_problem(method, a.mem_id) for a in method.arenas]
+        self._members = []
+        for p in self.problems:
+            gid = np.array([g.id for g in p.groups for _ in g.members], np.int64)
+            rows = np.array([self.row[v] for g in p.groups for v, _, _ in g.members], np.int64)
+            rel = np.array([r for g in p.groups for _, r, _ in g.members], np.int64)
+            idle = np.array([self.row[v] for v, _ in p.idle], np.int64)
+            self._members.append((gid, rows, rel, idle))
+
+    def problems_for(self, nbytes: np.ndarray) -> list[Problem]:
+        """Each arena's problem with the tensors at ``nbytes`` (in the fit's value order)."""
+        out = []
+        for p, (gid, rows, rel, idle) in zip(self.problems, self._members):
+            ext = np.zeros(len(p.groups), np.int64)
+            if len(gid):
+                np.maximum.at(ext, gid, rel + nbytes[rows])
+            a = p.alignment
+            size = np.maximum(a, (ext + a - 1) // a * a)
+            ext_l, size_l, nb = ext.tolist(), size.tolist(), nbytes.tolist()
+            groups = [Group(g.id, [(v, r, nb[self.row[v]]) for v, r, _ in g.members], size_l[k], g.first, g.last,
+                            g.original_offset, ext_l[k]) for k, g in enumerate(p.groups)]
+            out.append(Problem(p.method, p.mem_id, p.device, a, groups, p.original_size, p.padding,
+                               p.n_instructions, [(v, nb[self.row[v]]) for v, _ in p.idle]))
+        return out
+
+    @staticmethod
+    def size(problem: Problem, algorithm: str = "greedy") -> tuple[dict[int, int], int]:
+        """(offsets, arena size) of ``problem`` with ``algorithm`` (:func:`~.replan.plan_arena`)."""
+        return plan_arena(problem, algorithm)
+
+    def planned(self, nbytes: np.ndarray) -> int:
+        """Planned bytes (ExecuTorch's greedy, every arena) for tensors of ``nbytes``."""
+        return sum(self.size(p)[1] for p in self.problems_for(nbytes))
+
+    def lower_bound(self, nbytes: np.ndarray) -> int:
+        return sum(p.lower_bound for p in self.problems_for(nbytes))
+
+    def nbytes_at(self, point) -> np.ndarray:
+        if self.fit is None:
+            raise WhatIfError("this predictor has no shape fit: give the tensors' bytes")
+        return self.fit.nbytes_at(point)
+
+    def predict(self, point, source: str | None = None, best_fit: bool = True) -> WhatIf:
+        """The method as if exported at ``point`` (one bound per fitted dim); ``best_fit=False`` leaves out
+        pte_lab's best fit (the slowest part: four orders tried), leaving ExecuTorch's plan and the bound."""
+        point = tuple(int(n) for n in point)
+        shapes = self.fit.shapes_at(point)
+        nbytes = shapes.prod(axis=1) * np.array(self.fit.element_sizes, np.int64)
+        problems = self.problems_for(nbytes)
+        arenas, offsets = [], {}
+        for p, a in zip(problems, self.method.arenas):
+            offs, greedy_size = self.size(p, "greedy")
+            offsets.update(offs)
+            arenas.append(ArenaAt(p.mem_id, p.device, greedy_size,
+                                  self.size(p, "best_fit")[1] if best_fit else None, p.lower_bound, a.size))
+        nb = nbytes.tolist()
+        tensors = []
+        for t in self.method.planned:
+            i = self.row[t.value]
+            rank = len(self.fit.dims[i])
+            tensors.append(TensorAt(t.value, t.role, t.op, t.name, t.dtype, t.mem_id,
+                                    tuple(int(x) for x in shapes[i, :rank]), nb[i], t.shape, t.nbytes,
+                                    offsets.get(t.value, t.offset)))
+        ins, peak, peak_bytes = _peak(problems, self.method.n_instructions)
+        return WhatIf(source, self.method.name, self.fit.keys, point, self.fit.exported, tensors, arenas, ins,
+                      tuple(sorted(peak, key=lambda v: -nb[self.row[v]])), peak_bytes, self.fit)
+
+
+def _peak(problems: list[Problem], n: int) -> tuple[int | None, list[int], int]:
+    """(the instruction where the most group bytes are alive over all arenas, the values alive there, those
+    bytes: each storage group once, a view with its base)."""
+    groups = [g for p in problems for g in p.groups]
+    if not groups:
+        return None, [], 0
+    diff = np.zeros(n + 3, np.int64)
+    first = np.array([g.first for g in groups], np.int64)
+    last = np.array([g.last for g in groups], np.int64)
+    ext = np.array([g.extent for g in groups], np.int64)
+    np.add.at(diff, first + 1, ext)
+    np.add.at(diff, last + 2, -ext)
+    at = int(np.argmax(np.cumsum(diff))) - 1
+    alive = np.flatnonzero((first <= at) & (last >= at))
+    return at, [v for k in alive.tolist() for v, _, _ in groups[k].members], int(ext[alive].sum())
+
+
+# ----------------------------------------------------------------- sampling (runs the method)
+_FITS: dict = {}
+
+
+def _program(source) -> tuple[Pte, str]:
+    pte = source if isinstance(source, Pte) else open_pte(source)
+    path = pte.path if isinstance(source, Pte) else (os.fspath(source) if isinstance(source, (str, os.PathLike))
+                                                       else None)
+    if path is None:
+        raise WhatIfError("what-if runs the method: give the program as a path (or a Pte opened from one)")
+    return pte, os.fspath(path)
+
+
+def _method(pte: Pte, method: str | None):
+    if method is not None:
+        if method not in pte.methods:
+            raise WhatIfError(f"no method {method!r} (methods: {', '.join(pte.methods)})")
+        return pte.methods[method]
+    dyn = [m for m in pte.methods.values() if dynamic_inputs(m)]
+    if len(dyn) == 1:
+        return dyn[0]
+    if not dyn:
+        names = ", ".join(pte.methods)
+        raise WhatIfError(f"no method of this program has a dynamic input ({names}): every tensor is planned at "
+                          f"its one shape, so another bound changes nothing")
+    raise WhatIfError(f"methods {', '.join(m.name for m in dyn)} have dynamic inputs: name one (method=...)")
+
+
+def _debug_buffer(method, scale: float) -> int:
+    """Bytes ETDump's debug buffer needs for one run: every logged value, dynamic ones scaled by ``scale``."""
+    total = 1 << 20
+    for _, values in logged_values(method):
+        for v in values:
+            t = method.raw.values[v].tensor
+            if t is None:
+                total += 64
+                continue
+            n = nbytes_of(t.sizes, scalar_type(t.scalar_type, "")[1])
+            total += 64 + (int(n * min(1.0, 4 * scale)) if t.shape_dynamism != TensorShapeDynamism.STATIC else n)
+    return total
+
+
+def _inputs_at(method, keys, point) -> list:
+    ins = example_inputs(method)
+    for (pos, axis), n in zip(keys, point):
+        ins[pos] = ins[pos].narrow(axis, 0, n).contiguous()
+    return ins
+
+
+def _run_shapes(path: str, method, keys, points, data_path=None) -> list[tuple[tuple[int, ...], dict]]:
+    exported = [method.inputs[p].shape[a] for p, a in keys]
+    engine = Worker(count=False)
+    try:
+        engine.call("provide_operators", method.operators)
+        scalars = engine.call("program_scalars", path, method.name)
+        runs = []
+        for point in points:
+            scale = max(n / b for n, b in zip(point, exported))
+            try:
+                logged = engine.call("record_shapes", path, method.name, _inputs_at(method, keys, point),
+                                     _debug_buffer(method, scale), data_path)
+            except RemoteError as exc:
+                raise WhatIfError(f"{method.name} did not run at {point}: {exc.message.splitlines()[0]}") from None
+            runs.append((tuple(point), value_shapes(method, logged, point, keys, scalars)))
+        return runs
+    finally:
+        engine.close()
+
+
+def learn(source, keys, method: str | None = None, data_path=None) -> ShapeFit:
+    """Every planned tensor's dims as exact affine functions of the dynamic dims ``keys`` (runs the method at
+    :func:`~pte_lab.model.what_if.sample_points`; cached per file, method and keys)."""
+    pte, path = _program(source)
+    m = _method(pte, method)
+    keys, _, exported = check_bounds(m, {k: 1 for k in keys})
+    st = os.stat(path)
+    cache_key = (os.path.realpath(path), st.st_mtime_ns, st.st_size, m.name, keys)
+    fit = _FITS.get(cache_key)
+    if fit is None:
+        runs = _run_shapes(path, m, keys, sample_points(keys, exported), data_path)
+        fit = _FITS[cache_key] = fit_shapes(m, keys, exported, runs)
+    return fit
+
+
+def what_if(source, bounds: dict, method: str | None = None, data_path=None) -> WhatIf:
+    """The method as if exported with ``bounds`` ({(input, axis): N}): every planned tensor's shape and bytes,
+    each arena as ExecuTorch's greedy plans it (and pte_lab's best fit, the lower bound), the peak.
+
+    Returns a :class:`WhatIf`. Raises :class:`~pte_lab.model.what_if.WhatIfError` (one line) for a bound above
+    the exported one, a method without dynamic inputs, or a tensor whose dims are not affine (named)."""
+    pte, path = _program(source)
+    m = _method(pte, method)
+    keys, point, _ = check_bounds(m, bounds)
+    fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path)
+    return Predictor(m, fit).predict(point, path)
+
+
+def _search(pred: Predictor, budget: int, lo: int, hi: int) -> int | None:
+    """The largest N in [lo, hi] whose plan fits (bisection: planned bytes grow with the bound)."""
+    if pred.planned(pred.nbytes_at((lo,))) > budget:
+        return None
+    if pred.planned(pred.nbytes_at((hi,))) <= budget:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if pred.planned(pred.nbytes_at((mid,))) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _fits(pred: Predictor, n: int) -> bool:
+    try:
+        pred.nbytes_at((n,))
+        return True
+    except WhatIfError:
+        return False
+
+
+def largest_bound(source, budget, dim: tuple[int, int], method: str | None = None, data_path=None,
+                  fit: ShapeFit | None = None) -> BoundUnderBudget:
+    """The largest bound of dynamic dim ``dim`` ((input, axis)) whose planned bytes (ExecuTorch's greedy)
+    fit ``budget`` (bytes, or ``"300MiB"``): the method at that bound, and the curve of planned bytes against
+    the bound.
+
+    Returns a :class:`BoundUnderBudget`. Raises :class:`~pte_lab.model.what_if.WhatIfError` for a budget
+    below what any bound plans (with the smallest total), and where :func:`what_if` does."""
+    budget = parse_budget(budget)
+    pte, path = _program(source)
+    m = _method(pte, method)
+    keys, _, exported = check_bounds(m, {tuple(dim): 1})
+    if fit is None:
+        fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path)
+    return search_budget(Predictor(m, fit), budget, path)
+
+
+def search_budget(pred: Predictor, budget: int, source: str | None = None) -> BoundUnderBudget:
+    """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
+    bisection over the bound (the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
+    what any bound plans."""
+    key, top = pred.fit.keys[0], pred.fit.exported[0]
+    lo = next((n for n in range(1, top + 1) if _fits(pred, n)), None)
+    if lo is None:
+        raise WhatIfError(f"{pred.method.name}: no bound of input {key[0]} axis {key[1]} gives whole shapes")
+    smallest = pred.planned(pred.nbytes_at((lo,)))
+    n = _search(pred, budget, lo, top)
+    if n is None:
+        raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans: the smallest, at bound {lo}, "
+                          f"plans {exact_bytes(smallest)}")
+    after = pred.planned(pred.nbytes_at((n + 1,))) if n < top and _fits(pred, n + 1) else None
+    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, pred)
+
+
+def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> UsageAt:
+    """Run the method once at ``shape`` ({(input, axis): size}): the bytes each planned tensor uses, what a
+    plan made for that shape needs (ExecuTorch's greedy and the lower bound), and the plan at the bound,
+    which the runtime allocates whole whatever the shape (it explains a measured RSS).
+
+    Returns a :class:`UsageAt`. Raises :class:`~pte_lab.model.what_if.WhatIfError` for a size above the
+    bound, a method without dynamic inputs, or a dynamic tensor no instruction logged."""
+    pte, path = _program(source)
+    m = _method(pte, method)
+    keys, point, _ = check_bounds(m, shape)
+    (_, shapes), = _run_shapes(path, m, keys, [point], data_path)
+    pred = Predictor(m)
+    rows, nb = [], []
+    for t in m.planned:
+        raw = m.raw.values[t.value].tensor
+        s = shapes.get(t.value)
+        if s is None:
+            if raw.shape_dynamism != TensorShapeDynamism.STATIC:
+                raise WhatIfError(f"{m.name}: no shape was recorded for tensor v{t.value} at {point}")
+            s = t.shape
+        used = nbytes_of(tuple(s), scalar_type(raw.scalar_type, f"{m.name} v{t.value}")[1])
+        rows.append((t.value, t.role, tuple(s), used, t.nbytes))
+        nb.append(used)
+    arr = np.array(nb, np.int64)
+    problems = pred.problems_for(arr)
+    used = sum(g.extent for p in problems for g in p.groups) + sum(n for p in problems for _, n in p.idle)
+    return UsageAt(m.name, keys, point, rows, used, sum(plan_arena(p, "greedy")[1] for p in problems),
+                   sum(p.lower_bound for p in problems), sum(a.size for a in m.arenas))

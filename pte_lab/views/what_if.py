@@ -1,0 +1,127 @@
+"""Views of the what-if records (:mod:`pte_lab.planning.what_if`): text, JSON-ready dicts, HTML."""
+
+from __future__ import annotations
+
+import html
+
+from ..model.dtypes import short_shape
+from ..model.what_if import dim_name, dim_text
+from ..units import exact_bytes, human_bytes
+from .text import text_table
+
+__all__ = ["what_if_text", "what_if_dict", "what_if_html", "budget_text", "budget_dict", "usage_text",
+           "usage_dict", "TOP_TENSORS"]
+
+#: how many tensors (largest first) the text lists
+TOP_TENSORS = 12
+
+
+def _maybe(n) -> str:
+    return "not computed" if n is None else exact_bytes(n)
+
+
+def _where(keys, point) -> str:
+    return ", ".join(f"input {p} axis {a} = {n:,}" for (p, a), n in zip(keys, point))
+
+
+def _names(w) -> list[str]:
+    return [dim_name(k) for k in w.keys]
+
+
+def _peak_lines(w, limit: int = 6) -> list[str]:
+    ts = w.peak_tensors
+    if not ts:
+        return []
+    head = (f"the peak: instruction {w.peak_instruction}, {len(ts):,} tensors alive, "
+            f"{exact_bytes(w.peak_bytes)} (a view counted with its base); the largest:")
+    lines = [head]
+    for t in ts[:limit]:
+        lines.append(f"  v{t.value} {t.dtype}{short_shape(t.shape)} {exact_bytes(t.nbytes)} ({t.op or t.role})")
+    if len(ts) > limit:
+        lines.append(f"  and {len(ts) - limit:,} more")
+    return lines
+
+
+def what_if_text(w) -> str:
+    """The prediction: totals, arenas, the peak, the largest tensors, the fit's sizes, the export change."""
+    names = _names(w)
+    out = [f"{w.method} as if exported with {_where(w.keys, w.point)} (exported: {_where(w.keys, w.exported)})",
+           f"planned (ExecuTorch's greedy: what a re-export plans): {exact_bytes(w.planned)}; "
+           f"at the export's bound: {exact_bytes(w.exported_planned)}",
+           f"pte_lab's best fit would plan {_maybe(w.best_fit)}; lower bound (bytes alive at once, no plan "
+           f"is smaller): {exact_bytes(w.lower_bound)}"]
+    out.append(text_table(["arena", "device", "greedy", "best fit", "lower bound", "exported"],
+                          [[str(a.mem_id), a.device, f"{a.planned:,}", "-" if a.best_fit is None else f"{a.best_fit:,}", f"{a.lower_bound:,}",
+                            f"{a.exported:,}"] for a in w.arenas]))
+    out += _peak_lines(w)
+    dims = dict(zip(w.fit.values, w.fit.dims))
+    top = sorted(w.tensors, key=lambda t: (-t.nbytes, t.value))[:TOP_TENSORS]
+    out.append(f"the {len(top)} largest of {len(w.tensors):,} planned tensors:")
+    out.append(text_table(["value", "dtype", "shape", "bytes", "as exported", "dims"],
+                          [[f"v{t.value}", t.dtype, short_shape(t.shape), f"{t.nbytes:,}",
+                            f"{short_shape(t.exported_shape)} {t.exported_nbytes:,}",
+                            "[" + ", ".join(dim_text(d, names) for d in dims[t.value]) + "]"] for t in top]))
+    pts = "; ".join(_where(w.keys, p) for p in w.fit.points)
+    out.append(f"dims learnt from runs at {pts}, each checked at the last and at the file's bound")
+    out.append(f"export change: {w.export_change()}")
+    return "\n".join(out)
+
+
+def what_if_dict(w) -> dict:
+    return {
+        "method": w.method, "bounds": [{"input": k[0], "axis": k[1], "bound": n, "exported": e}
+                                       for k, n, e in zip(w.keys, w.point, w.exported)],
+        "planned": w.planned, "best_fit": w.best_fit, "lower_bound": w.lower_bound,
+        "exported_planned": w.exported_planned,
+        "arenas": [a.__dict__ for a in w.arenas],
+        "peak": {"instruction": w.peak_instruction, "values": list(w.peak_values), "bytes": w.peak_bytes},
+        "tensors": [{**t.__dict__, "shape": list(t.shape), "exported_shape": list(t.exported_shape)}
+                    for t in w.tensors],
+        "export_change": w.export_change(),
+    }
+
+
+def what_if_html(w) -> str:
+    return "<pre>" + html.escape(what_if_text(w)) + "</pre>"
+
+
+def budget_text(b) -> str:
+    """The largest bound under the budget, what plans it, the peak's tensors, then the export change."""
+    key = f"input {b.key[0]} axis {b.key[1]}"
+    w = b.at
+    out = [f"largest bound of {key} under {exact_bytes(b.budget)}: {b.bound:,} (exported: {b.exported:,})",
+           f"at {b.bound:,} ExecuTorch's greedy plans {exact_bytes(w.planned)} "
+           f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
+    if b.next_planned is not None:
+        out.append(f"at {b.bound + 1:,} it would plan {exact_bytes(b.next_planned)}, over the budget")
+    out.append(f"the smallest bound plans {exact_bytes(b.smallest)}; the export's ({b.exported:,}) "
+               f"{exact_bytes(w.exported_planned)}")
+    out += _peak_lines(w)
+    out.append(f"export change: {w.export_change()}")
+    return "\n".join(out)
+
+
+def budget_dict(b) -> dict:
+    return {"budget": b.budget, "input": b.key[0], "axis": b.key[1], "bound": b.bound, "exported": b.exported,
+            "smallest": b.smallest, "curve": [{"bound": n, "planned": p, "lower_bound": lb} for n, p, lb in b.curve],
+            "at": b.at.to_dict() if b.at is not None else None}
+
+
+def usage_text(u) -> str:
+    """One call's bytes against the plan for its shape and the plan at the bound."""
+    return "\n".join([
+        f"{u.method} run at {_where(u.keys, u.point)}",
+        f"its planned tensors hold {exact_bytes(u.used)} over the whole call at these shapes (each storage once, "
+        f"not all alive at once; per tensor: .tensors), at most {exact_bytes(u.lower_bound)} at once",
+        f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}",
+        f"the plan at the bound, allocated whole whatever the shape: {exact_bytes(u.planned_at_bound)}, "
+        f"{human_bytes(u.gap)} more than this shape needs",
+    ])
+
+
+def usage_dict(u) -> dict:
+    return {"method": u.method, "point": [{"input": k[0], "axis": k[1], "size": n} for k, n in zip(u.keys, u.point)],
+            "used": u.used, "plan_for_shape": u.plan_for_shape, "lower_bound": u.lower_bound,
+            "planned_at_bound": u.planned_at_bound, "gap": u.gap,
+            "tensors": [{"value": v, "role": r, "shape": list(s), "used": n, "planned_at_bound": b}
+                        for v, r, s, n, b in u.tensors]}

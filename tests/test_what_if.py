@@ -1,0 +1,147 @@
+"""What if the program had been exported at another bound (issue 32): predictions against real re-exports."""
+
+from __future__ import annotations
+
+import pytest
+
+import pte_lab
+from pte_lab.model.what_if import WhatIfError, check_bounds, fit_shapes, sample_points
+from pte_lab.planning.what_if import parse_budget
+
+
+def _transformer_at(bound: int, backend: str = "portable") -> bytes:
+    """pte_lab's transformer example (2 layers) with a dynamic sequence of at most ``bound``."""
+    import torch
+
+    from pte_lab import examples as ex
+
+    torch.manual_seed(0)
+    m = ex._modules()["Transformer"](2, d=64)
+    parts = None
+    if backend == "xnnpack":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+        parts = [XnnpackPartitioner()]
+    seq = torch.export.Dim("seq", min=2, max=bound)
+    return ex._lower(ex._export(m, (torch.randn(1, 8, 64),), dynamic_shapes=({1: seq},)), partitioner=parts)
+
+
+def _dynamic_batch_xnnpack_at(bound: int) -> bytes:
+    """The ``dynamic`` example (a linear layer, tanh, a scale) lowered to XNNPACK, batch at most ``bound``."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    from pte_lab import examples as ex
+
+    torch.manual_seed(0)
+    batch = torch.export.Dim("batch", min=1, max=bound)
+    return ex._lower(ex._export(ex._modules()["Dynamic"](), (torch.randn(4, 16),), dynamic_shapes=({0: batch},)),
+                     partitioner=[XnnpackPartitioner()])
+
+
+def _assert_same_as_reexport(w, path):
+    """The prediction is ExecuTorch's own reading of the re-export: arenas, every planned tensor's bytes."""
+    m = pte_lab.open(path).methods[w.method]
+    assert [(a.mem_id, a.planned) for a in w.arenas] == [(a.mem_id, a.size) for a in m.arenas]
+    assert {t.value: (t.shape, t.nbytes) for t in w.tensors} == {t.value: (t.shape, t.nbytes) for t in m.planned}
+    assert {t.value: t.offset for t in w.tensors} == {t.value: t.offset for t in m.planned}
+    assert w.lower_bound <= w.best_fit <= w.planned
+
+
+# ------------------------------------------------------------------ without running anything
+def test_bad_bounds_are_one_clear_line(program_path):
+    dyn = pte_lab.open(program_path("dynamic")).methods["forward"]
+    with pytest.raises(WhatIfError, match=r"bound 33 for input 0 axis 0 is above the exported one \(32\)"):
+        check_bounds(dyn, {(0, 0): 33})
+    with pytest.raises(WhatIfError, match="has no dynamic input"):
+        check_bounds(pte_lab.open(program_path("portable")).methods["forward"], {(0, 0): 2})
+    with pytest.raises(WhatIfError, match="axis 3 is none of them"):
+        check_bounds(dyn, {(0, 3): 2})
+    assert check_bounds(dyn, {(0, 0): 7}) == (((0, 0),), (7,), (32,))
+
+
+def test_budgets_read_binary_units():
+    assert parse_budget("300MiB") == 300 << 20
+    assert parse_budget("1.5 KiB") == 1536
+    assert parse_budget(4096) == 4096
+    assert parse_budget("2GiB") == 2 << 30
+    with pytest.raises(WhatIfError, match="not a size"):
+        parse_budget("lots")
+
+
+def test_a_dim_that_is_not_affine_is_refused_naming_the_tensor(program_path):
+    """Runs (made up here) where one tensor's first dim grows as N*N: the check run catches it."""
+    m = pte_lab.open(program_path("dynamic")).methods["forward"]
+    keys, _, exported = check_bounds(m, {(0, 0): 4})
+    points = sample_points(keys, exported)
+    runs = []
+    for (n,) in points:
+        shapes = {t.value: tuple(n if s == 32 else s for s in t.shape) for t in m.planned}
+        shapes[8] = (n * n // 2, 8)  # v8 is no affine function of n
+        runs.append(((n,), shapes))
+    with pytest.raises(WhatIfError, match=r"tensor v8 .* is not affine in the sizes sampled"):
+        fit_shapes(m, keys, exported, runs)
+    for (n,), shapes in runs:
+        shapes[8] = (2 * n - 1, 8)  # affine, but not what the file plans at the bound (63, not 32)
+    with pytest.raises(WhatIfError, match=r"tensor v8 .*the upper bound the file plans"):
+        fit_shapes(m, keys, exported, runs)
+
+
+def test_cli_bad_input_exits_2_with_one_line(program_path, capsys):
+    from pte_lab.cli import main
+
+    assert main(["what-if", str(program_path("dynamic")), "--bound", "0:0=99"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "above the exported one (32)" in err[0]
+    assert main(["what-if", str(program_path("portable")), "--bound", "0:0=2"]) == 2
+    assert "no method of this program has a dynamic input" in capsys.readouterr().err
+    assert main(["what-if", str(program_path("dynamic")), "--bound", "zero"]) == 2
+    assert "INPUT:AXIS=N" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ running the method (a worker each)
+@pytest.mark.slow
+def test_dynamic_batch_prediction_budget_and_usage(program_path, capsys):
+    """The cached ``dynamic`` program: the prediction at the bound is the file; a budget's answer fits and the
+    next bound does not; a call at 5 rows needs what the plan at bound 5 plans."""
+    path = str(program_path("dynamic"))
+    at_bound = pte_lab.what_if(path, {(0, 0): 32})
+    _assert_same_as_reexport(at_bound, path)
+    b = pte_lab.largest_bound(path, "2KiB", (0, 0))
+    assert b.at.planned <= 2048 < pte_lab.what_if(path, {(0, 0): b.bound + 1}).planned
+    assert str(b).splitlines()[-1] == f'export change: Dim("batch", max={b.bound}) for input 0, axis 0'
+    with pytest.raises(WhatIfError, match=r"below what any bound plans: the smallest, at bound 1, plans"):
+        pte_lab.largest_bound(path, 16, (0, 0))
+    u = pte_lab.usage_at(path, {(0, 0): 5})
+    assert u.plan_for_shape == pte_lab.what_if(path, {(0, 0): 5}).planned
+    assert u.planned_at_bound == pte_lab.open(path).methods["forward"].planned_bytes
+    assert u.gap == u.planned_at_bound - u.plan_for_shape > 0
+    assert {r[0]: r[3] for r in u.tensors}[8] == 5 * 8 * 4  # the linear layer's output: 5 rows of 8 floats
+
+    import matplotlib.pyplot as plt
+
+    ax = b.plot()
+    assert [ln.get_label() for ln in ax.get_lines()][:2] == ["planned (ExecuTorch's greedy)",
+                                                             "lower bound (bytes alive at once)"]
+    plt.close("all")
+
+
+@pytest.mark.slow
+def test_transformer_prediction_equals_the_reexport(tmp_path):
+    """Exported at 48, predicted at 33 and 20: what ExecuTorch plans when re-exported there, byte for byte."""
+    big = tmp_path / "seq48.pte"
+    big.write_bytes(_transformer_at(48))
+    for n in (33, 20):
+        small = tmp_path / f"seq{n}.pte"
+        small.write_bytes(_transformer_at(n))
+        _assert_same_as_reexport(pte_lab.what_if(str(big), {(0, 1): n}), small)
+
+
+@pytest.mark.slow
+def test_xnnpack_dynamic_batch_prediction_equals_the_reexport(tmp_path):
+    """XNNPACK (its 64-byte arena tail kept): exported at 32, predicted at 20."""
+    big, small = tmp_path / "b32.pte", tmp_path / "b20.pte"
+    big.write_bytes(_dynamic_batch_xnnpack_at(32))
+    small.write_bytes(_dynamic_batch_xnnpack_at(20))
+    w = pte_lab.what_if(str(big), {(0, 0): 20})
+    _assert_same_as_reexport(w, small)
