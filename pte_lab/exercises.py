@@ -230,16 +230,25 @@ def _peak_without_inputs_by_profiler(pte=None):
     return len(peak), sum(a.size_bytes for a in peak)
 
 
-def _arena_saved_by_caller_io():
-    planned = _open("portable").methods["forward"].arena(1).size
-    caller = _open("portable", alloc_graph_input=False, alloc_graph_output=False)
-    return planned - caller.methods["forward"].arena(1).size
+def _arenas_shrunk_by_half_side(pte=None):
+    # each arena of the side-64 program minus the same arena of the side-32 export: the tensors shrink four
+    # times, exir's 64 bytes of XNNPACK padding do not
+    big, small = pte or _open("device", side=64), _open("device", side=32)
+    return tuple(big.methods[name].arena(mem_id).size - small.methods[name].arena(mem_id).size
+                 for name, mem_id in HALF_SIDE_ARENAS)
 
 
-def _arena_saved_by_caller_io_by_exir():
-    sizes = [_et_plans(_bytes("portable", **kw))["forward"].non_const_buffer_sizes[1]
-             for kw in ({}, {"alloc_graph_input": False, "alloc_graph_output": False})]
-    return sizes[0] - sizes[1]
+def _arenas_shrunk_by_half_side_by_exir(pte=None):
+    data = _data(pte, "device", side=64)
+    if data is None:
+        return None
+    big, small = _et_plans(data), _et_plans(_bytes("device", side=32))
+    return tuple(big[name].non_const_buffer_sizes[mem_id] - small[name].non_const_buffer_sizes[mem_id]
+                 for name, mem_id in HALF_SIDE_ARENAS)
+
+
+#: the arenas of 01.2, in the order of its answer
+HALF_SIDE_ARENAS = (("forward", 1), ("forward2", 1), ("forward2", 2))
 
 
 # ------------------------------------------------------------- 02: planning
@@ -372,36 +381,50 @@ def _diff(a, b):
     return diff_programs(open_pte(_bytes(a[0], **a[1])), open_pte(_bytes(b[0], **b[1])))
 
 
-def _et_planned_count(data: bytes, method: str = "forward") -> int:
-    """How many tensors the method plans (an allocation_info), as ExecuTorch's own deserializer reads them."""
-    return sum(1 for v in _et_plans(data)[method].values
-               if getattr(v.val, "allocation_info", None) is not None)
-
-
 def _caller_io_diff():
     d = _diff(("portable", {}), ("portable", {"alloc_graph_input": False, "alloc_graph_output": False}))
     m = d.methods["forward"]
-    return len(m.only_before), sum(1 for x in m.matched if x.by == "operators")
+    return len(m.only_before), sum(1 for x in m.matched if "offset" in x.changed)
+
+
+def _et_planned(data: bytes, method: str = "forward") -> dict:
+    """value index -> (bytes, mem_id, offset) of each tensor the method plans, as ExecuTorch's own
+    deserializer reads the file's values table (an offset is ``memory_offset_high << 32 | memory_offset_low``)."""
+    out = {}
+    for i, v in enumerate(_et_plans(data)[method].values):
+        info = getattr(v.val, "allocation_info", None)
+        if info is not None:
+            offset = (info.memory_offset_high << 32) | info.memory_offset_low
+            out[i] = (_et_nbytes(v.val), info.memory_id, offset)
+    return out
 
 
 def _caller_io_diff_by_exir():
-    # the caller's input and output are planned only in the first; what the second plans are the operators'
-    # outputs, each partnered by the operator that writes it
-    first = _et_planned_count(_bytes("portable"))
-    second = _et_planned_count(_bytes("portable", alloc_graph_input=False, alloc_graph_output=False))
-    return first - second, second
-
-
-def _extra_layer_diff_by_exir():
-    # a third layer adds its own tensors (nothing of the first two is missing) and grows arena 1
-    two, three = (_bytes("transformer", layers=n) for n in (2, 3))
-    sizes = [_et_plans(d)["forward"].non_const_buffer_sizes[1] for d in (two, three)]
-    return sizes[1] - sizes[0], _et_planned_count(three) - _et_planned_count(two)
+    # one module, one graph: the emitter writes the same values table for both exports (checked: the same
+    # tensors, in the same order), so a value index names the same tensor in both; the caller's input and
+    # output stay in the second table, unplanned
+    first, second = (_bytes("portable", **kw) for kw in ({}, {"alloc_graph_input": False, "alloc_graph_output": False}))
+    tables = [[(tuple(v.val.sizes), v.val.scalar_type) if hasattr(v.val, "sizes") else type(v.val).__name__
+               for v in _et_plans(d)["forward"].values] for d in (first, second)]
+    if tables[0] != tables[1]:
+        return None
+    a, b = _et_planned(first), _et_planned(second)
+    return len(a.keys() - b.keys()), sum(1 for i in a.keys() & b.keys() if a[i][2] != b[i][2])
 
 
 def _extra_layer_diff():
     m = _diff(("transformer", {"layers": 2}), ("transformer", {"layers": 3})).methods["forward"]
-    return m.arena(1).size.delta, len(m.only_after)
+    return (m.arena(1).size.delta,
+            sum(int(t.nbytes) for t in m.only_after) - sum(int(t.nbytes) for t in m.only_before))
+
+
+def _extra_layer_diff_by_exir():
+    # the arena sizes and every planned tensor's bytes, as ExecuTorch's deserializer reads each file: whatever
+    # pairs, the third layer's tensors are the planned bytes the 3-layer file has beyond the 2-layer one
+    two, three = (_bytes("transformer", layers=n) for n in (2, 3))
+    arena = [_et_plans(d)["forward"].non_const_buffer_sizes[1] for d in (two, three)]
+    planned = [sum(b for b, _, _ in _et_planned(d).values()) for d in (two, three)]
+    return arena[1] - arena[0], planned[1] - planned[0]
 
 
 def _same_file_two_runtimes(pte=None):
@@ -523,13 +546,14 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "whose first <= instruction <= last. A tensor is alive from the instruction that writes it to the "
              "last one that reads it.", _peak_without_inputs, _peak_without_inputs_by_profiler,
              "ExecuTorch's activation memory profiler (exir's own lifetimes, the graph's inputs left out)"),
-    Exercise("01.2", "Export the portable example with its input and output left to the caller "
-                     "(`MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)`, see notebook 02). "
-                     "How many bytes smaller is its arena 1? Think about when the input and output are alive "
-                     "before you export.",
-             "examples.build('portable', alloc_graph_input=False, alloc_graph_output=False) exports it; compare "
-             "arena(1).size with the planned program's. Is the input alive at the arena's peak?", _arena_saved_by_caller_io, _arena_saved_by_caller_io_by_exir,
-             DESERIALIZER),
+    Exercise("01.2", "Export the notebook's program again with `side=32` (`examples.build('device', side=32)`): "
+                     "every matrix is then 32 x 32. By how many bytes is each arena smaller than at `side=64`? "
+                     "Answer `(forward arena 1, forward2 arena 1, forward2 arena 2)`. Work out what you expect "
+                     "before you export: which part of each arena scales with the matrices, and which does not?",
+             "Open both with pte_lab.open and subtract arena(mem_id).size, arena by arena. A 32 x 32 float32 "
+             "matrix holds a quarter of the bytes of a 64 x 64 one; exir's 64 bytes of XNNPACK padding do not "
+             "depend on the matrices. Pass pte=... (the side-64 program) to reuse it.",
+             _arenas_shrunk_by_half_side, _arenas_shrunk_by_half_side_by_exir, DESERIALIZER),
     Exercise("02.1", "Return `torch.sigmoid(e)` from the hand-sized module instead of `e` "
                      "(`examples.build('hand_sized', extra=True)`): an eighth planned tensor. "
                      "What arena does ExecuTorch's greedy plan give, and what does pte_lab's best_fit give "
@@ -579,19 +603,20 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "Look at the mutable_buffer rows of each method's tensors; the shared_state finding names the arena.",
              _shared_state_arenas, _shared_state_arenas_by_exir, "ExecuTorch's own deserializer (the tensor the file names k_cache)"),
     Exercise("06.1", "Diff the portable example against the same export with its input and output left to the "
-                     "caller. How many planned tensors are only in the first, and how many pair by operators? "
-                     "Answer `(only_in_first, by_operators)`.",
-             "A tensor the caller provides is not planned: it is in neither table. d.methods['forward'] has "
-             "only_before and matched (each pair's `by`); md.table().matched_by counts them.", _caller_io_diff, _caller_io_diff_by_exir,
-             "ExecuTorch's own deserializer (the tensors each export plans)"),
-    Exercise("06.2", "Diff the portable transformer with 2 layers against the one with 3. How many bytes does "
-                     "arena 1 change by (0 if it does not), and how many planned tensors are only in the 3-layer "
-                     "program? pte_lab pairs tensors that no name or position pairs in instruction order, when "
-                     "the operator, dtype and shape agree. Answer `(bytes, tensors)`.",
-             "Which tensors are alive at arena 1's peak: those of one layer, or of all of them? And a layer "
-             "added at the end finds no partner for its own tensors: d.methods['forward'].only_after.",
+                     "caller. How many planned tensors are only in the first, and how many of the tensors both plan "
+                     "sit at another offset in the second? Answer `(only_in_first, moved)`.",
+             "A tensor the caller provides is not planned: it is in neither arena. Then: were the input and the "
+             "output alive at the arena's peak, and does the greedy plan need their bytes for anything else? "
+             "d.methods['forward'].only_before, and each matched pair's `changed`.", _caller_io_diff,
+             _caller_io_diff_by_exir,
+             "ExecuTorch's own deserializer (each value table's planned tensors and offsets, by value index)"),
+    Exercise("06.2", "Diff the portable transformer with 2 layers against the one with 3. By how many bytes does "
+                     "arena 1 change (0 if it does not), and how many bytes do the planned tensors only in the "
+                     "3-layer program weigh in all? Answer `(arena_bytes, new_tensor_bytes)`.",
+             "Which tensors are alive at arena 1's peak: those of one layer, or of all of them? The third layer's "
+             "tensors are d.methods['forward'].only_after; add up their nbytes.",
              _extra_layer_diff, _extra_layer_diff_by_exir,
-             "ExecuTorch's own deserializer (arena sizes and planned tensors as it reads them)"),
+             "ExecuTorch's own deserializer (the arena sizes, and every planned tensor's bytes, in each file)"),
     Exercise("06.3", "The diff of the device program exported by executorch 1.4.1 and by 1.5.1 found nothing: the "
                      "same bytes. How many bytes of planned arenas does each version's `Runtime.load_program` put "
                      "on the host when it loads that file? Answer `(executorch_1_4_1, executorch_1_5_1)`.",
