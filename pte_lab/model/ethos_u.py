@@ -197,6 +197,18 @@ class DelegateMemory:
         return (None, None, None) if mode is None else (mode.program, mode.scratch, mode.fast_scratch_text)
 
     @property
+    def program_in_ram(self) -> str | None:
+        """Why the program's bytes must be in RAM (not flash) for this delegate to run; None: they may stay in
+        flash, or the blob or the memory mode is not known."""
+        s = self.stream
+        if s is not None and s.scratch_bytes is None and s.legacy_scratch_bytes is not None:
+            return "the NPU writes its scratch inside the program's bytes"
+        mode = self.placement
+        if s is not None and mode is not None and mode.name == "Sram_Only":
+            return "Sram_Only: the NPU reads its command stream and weights in place, from SRAM"
+        return None
+
+    @property
     def fast_scratch_limit(self) -> int | None:
         """The fast scratch Vela may use, from the mode's name (``Dedicated_Sram_384KB``: 384 KiB)."""
         m = re.fullmatch(r"Dedicated_Sram_(\d+)KB", self.memory_mode or "")
