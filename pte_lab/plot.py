@@ -457,7 +457,7 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
 
     The bar's end is annotated with its total on this host (heap and resident pages are this host's), how
     many times the plan it is, and apart from it the method's total on a bare-metal board (planned buffers,
-    pools, the program's bytes where they must be in RAM: no page cache, no heap). A method measured with
+    pools, the program's bytes where they must be in RAM: no page cache, no host heap). A method measured with
     stand-ins (a backend or kernels the wheel lacks) says so in its label; one that could not run shows what
     the file declares, labelled "not measured". Other keywords go to ``Axes.barh``.
 
@@ -490,7 +490,7 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
         file_note = f"\n (of it the file's pages in this host's page cache: {human_bytes(mapped)})" if mapped else ""
         board = sizes.methods[name].totals()["bare-metal"] if name in getattr(sizes, "methods", {}) else None
         board_note = (f"\n a bare-metal board: {human_bytes(board.bytes)} ({board.configuration}; no page cache, "
-                      f"no heap)" if board is not None else "")
+                      f"no host heap)" if board is not None else "")
         ax.annotate(f" {human_bytes(left)} on this host{times}{file_note}{board_note}", (left, y), va="center",
                     fontsize=8)
         top = max(top, left)

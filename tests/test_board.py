@@ -130,7 +130,9 @@ def test_cli_budget_and_regions(capsys, monkeypatch):
     assert "fits (SRAM: " in capsys.readouterr().out
     assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}"]) == 1
     assert f"no region has room for {largest[0]}" in capsys.readouterr().err
-    assert main(["sizes", str(SHARED), "--budget", "256KB"]) == 2
+    with pytest.raises(SystemExit) as bad:
+        main(["sizes", str(SHARED), "--budget", "256KB"])
+    assert bad.value.code == 2
     assert "KiB, MiB or GiB" in capsys.readouterr().err
 
 
@@ -140,3 +142,13 @@ def test_sizes_are_read_as_users_type_them():
     for bad in ("256KB", "-1", "1.0000001KiB", "", "ten"):
         with pytest.raises(ValueError):
             parse_bytes(bad)
+
+
+def test_heap_parts_say_what_they_hold_where_the_backend_is_known(sram_only):
+    from dataclasses import replace
+
+    xnn = replace(sram_only, methods={"forward": replace(sram_only.methods["forward"], backends=("XnnpackBackend",))})
+    here = sizes_text(xnn).split("-- holds on this host only")[1]
+    assert "heap kept by load_method (of it XNNPACK's packed weights)" in here
+    assert "heap kept by execute (of it XNNPACK's workspace)" in here
+    assert "heap kept by load_method (of it" not in sizes_text(sram_only)

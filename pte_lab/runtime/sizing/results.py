@@ -117,8 +117,8 @@ class TargetKind:
 TARGET_KINDS = {k.name: k for k in (
     TargetKind("host", "this host's platform layer (ExecuTorch's POSIX one: et_pal_allocate is malloc)", True,
                True, "FileDataLoader (it mallocs the program's bytes it reads)", True),
-    TargetKind("bare-metal", "a bare-metal platform layer whose et_pal_allocate returns nullptr (as Arm's does), "
-               "no heap", False, False, "BufferDataLoader over the program in flash", False),
+    TargetKind("bare-metal", "a bare-metal platform layer whose et_pal_allocate returns nullptr (as Arm's does)",
+               False, False, "BufferDataLoader over the program in flash", False),
 )}
 
 #: what a header or report says holds on any target, and what holds on this host only (one home for the labels)

@@ -216,12 +216,19 @@ def _host_label() -> str:
     return HOST_ONLY.format(host=f"{platform.system()} {platform.machine()}")
 
 
+#: what a heap part holds where the method's backends say it: (backend, part) -> the cause
+HEAP_CAUSES = {("XnnpackBackend", "heap kept by load_method"): "XNNPACK's packed weights",
+               ("XnnpackBackend", "heap kept by execute"): "XNNPACK's workspace"}
+
+
 def part_label(part: str, m) -> str:
     """A part (:data:`PARTS`) as a table row names it: the temp allocator's row, beside a delegate's scratch,
-    is what the temp pool holds beyond that scratch."""
+    is what the temp pool holds beyond that scratch; a heap part says what it holds where a backend of the
+    method is known to take it (:data:`HEAP_CAUSES`)."""
     if part == "temp allocator" and m.delegate_scratch:
         return "temp allocator beyond the delegates' scratch"
-    return part
+    causes = [HEAP_CAUSES[(b, part)] for b in m.backends if (b, part) in HEAP_CAUSES]
+    return f"{part} (of it {', '.join(causes)})" if causes else part
 
 
 def total_line(t: "Total") -> str:
@@ -285,8 +292,7 @@ def sizes_html(sizes: "Sizes") -> str:
 
     t = sizes.table()
     t["size"] = t["bytes"].map(human_bytes)
-    scratch = {n for n, m in sizes.methods.items() if m.delegate_scratch}
-    t["part"] = [part_label(p, sizes.methods[n]) if n in scratch else p for n, p in zip(t["method"], t["part"])]
+    t["part"] = [part_label(p, sizes.methods[n]) if n in sizes.methods else p for n, p in zip(t["method"], t["part"])]
     t["holds on"] = ["this host" if p in MEASURED_PARTS else "any target" for p in sizes.table()["part"]]
     host, exact = HOST_DEPENDENT, POOLS_EXACT
     notes = [escape(f"bytes: the highest seen over {_runs(sizes)} fresh runs, lowest: the lowest; {exact}; {host}")
