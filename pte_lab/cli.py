@@ -7,7 +7,7 @@
     pte-lab legacy-env [--dir DIR]
     pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
-                   [--target host|cortex-m]
+                   [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...]
     pte-lab diff A B [--method M] [--json] [--sizes] [--fail-if-grows PCT] [--allow-target-change] [--rows N]
     pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
 
@@ -240,12 +240,17 @@ def _sizes(args) -> int:
               f"{os.path.join(args.example_runner, 'runner')} {args.file}"
               + (f" --data {args.data}" if args.data else ""))
     elif args.json:
-        sys.stdout.write(json.dumps(s.to_dict(), indent=1))
+        sys.stdout.write(json.dumps(s.to_dict(args.budget, tuple(args.region or ())), indent=1))
         sys.stdout.write("\n")
     elif args.c_header:
-        sys.stdout.write(c_header(s))
+        sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ())))
     else:
         sys.stdout.write(sizes_text(s) + "\n")
+    fits = s.fits(args.budget, tuple(args.region or ())) if (args.budget is not None or args.region) and s.methods else {}
+    if fits and not args.json and not args.c_header:
+        from .views.run.sizes import fits_lines
+
+        sys.stdout.write("\n" + "\n".join(fits_lines(fits)) + "\n")
     if not s.methods:  # nothing sized: say why, per method, in one line
         by_reason: dict[str, list[str]] = {}
         for n, why in s.skipped.items():
@@ -256,6 +261,12 @@ def _sizes(args) -> int:
               file=sys.stderr)
         return 1
     if verify and not s.proven:
+        return 1
+    if any(not f.fits for f in fits.values()):
+        from .views.run.sizes import fits_lines
+
+        for line in fits_lines({n: f for n, f in fits.items() if not f.fits}):
+            print(f"pte-lab: {line}", file=sys.stderr)
         return 1
     return 0
 
@@ -330,6 +341,23 @@ def _whole(least: int):
         return v
 
     return parse
+
+
+def _size(text: str) -> int:
+    from .units import parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _region(text: str) -> tuple[str, int]:
+    """``NAME=SIZE`` (``SRAM=256KiB``)."""
+    name, eq, size = text.partition("=")
+    if not eq or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=SIZE (SRAM=256KiB)")
+    return name.strip(), _size(size)
 
 
 def _new_file(text: str) -> str:
@@ -431,6 +459,13 @@ def build_parser() -> argparse.ArgumentParser:
     sz.add_argument("--target", choices=("host", "cortex-m"), default="host",
                     help="the pools for this target: host (this machine, measured; the default) or cortex-m "
                          "(32-bit Arm, Cortex-M55: the method pool modelled with its ABI, checked against this host)")
+    sz.add_argument("--budget", type=_size, metavar="SIZE",
+                    help="the board's RAM (262144, 256KiB, 1.5MiB): each method's bare-metal total (planned "
+                         "buffers, pools, the program's bytes where they must be in RAM) is checked against it; "
+                         "exit 1 when one does not fit")
+    sz.add_argument("--region", type=_region, action="append", metavar="NAME=SIZE",
+                    help="a RAM region of the board (repeatable): the parts of each method's bare-metal total are "
+                         "placed in them, largest first; exit 1 when one does not fit")
     sz.set_defaults(func=_sizes)
     df = sub.add_parser("diff", help="what changed in memory between two programs: arenas, tensors, the file, "
                                      "loaders; with --fail-if-grows, a memory budget for CI")

@@ -567,8 +567,9 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
     result), the plan first, then what lies beyond it; device arenas hatched ``//``, parts the file declares
     rather than a run measured (a delegate's scratch, from its blob) hatched ``xx``.
 
-    The bar's end is annotated with its total on this host (heap and resident pages are this host's) and how
-    many times the plan it is. A method measured with
+    The bar's end is annotated with its total on this host (heap and resident pages are this host's), how
+    many times the plan it is, and apart from it the method's total on a bare-metal board (planned buffers,
+    pools, the program's bytes where they must be in RAM: no page cache, no host heap). A method measured with
     stand-ins (a backend or kernels the wheel lacks) says so in its label; one that could not run shows what
     the file declares, labelled "not measured". Other keywords go to ``Axes.barh``.
 
@@ -599,7 +600,11 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
         mapped = int(rows[rows.part == "program file resident"].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
         file_note = f"\n (of it the file's pages in this host's page cache: {human_bytes(mapped)})" if mapped else ""
-        ax.annotate(f" {human_bytes(left)} on this host{times}{file_note}", (left, y), va="center", fontsize=8)
+        board = sizes.methods[name].totals()["bare-metal"] if name in getattr(sizes, "methods", {}) else None
+        board_note = (f"\n a bare-metal board: {human_bytes(board.bytes)} ({board.configuration}; no page cache, "
+                      f"no host heap)" if board is not None else "")
+        ax.annotate(f" {human_bytes(left)} on this host{times}{file_note}{board_note}", (left, y), va="center",
+                    fontsize=8)
         top = max(top, left)
     labels = [f"{n}\n(stand-ins)" if n in sizes.methods and sizes.methods[n].stand_ins
               else (f"{n}\n(not measured)" if n in getattr(sizes, "declared", {}) else n) for n in names]

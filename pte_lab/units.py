@@ -15,8 +15,11 @@ Pure Python, no imports beyond the standard library.
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
+
 __all__ = ["human_bytes", "exact_bytes", "tick_bytes", "ratio", "count", "first_few", "delta_bytes", "growth",
-           "SIZE_OVER_PEAK", "PEAK_LIVE"]
+           "SIZE_OVER_PEAK", "PEAK_LIVE", "parse_bytes"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -36,6 +39,24 @@ def human_bytes(n: int | None) -> str:
         if abs(n) < 1024 or unit == "PiB":
             return f"{n:.1f} {unit}" if n < 100 else f"{n:.0f} {unit}"
     return f"{n} B"  # pragma: no cover
+
+
+#: the units :func:`parse_bytes` reads (binary, as :func:`human_bytes` writes them)
+_UNITS = {"b": 1, "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3}
+
+
+def parse_bytes(text: str) -> int:
+    """A size as a user types it: ``262144``, ``256KiB``, ``1.5 MiB``, ``2GiB`` (binary units, any case) ->
+    bytes. Raises ``ValueError`` naming the units it reads for anything else (``256KB``: say KiB), a negative
+    size, or a fraction of a byte."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = (m.group(2) or "b").lower() if m else None
+    if m is None or unit not in _UNITS:
+        raise ValueError(f"{text!r} is not a size: a number of bytes, or one with KiB, MiB or GiB (256KiB)")
+    n = Fraction(m.group(1)) * _UNITS[unit]
+    if n.denominator != 1:
+        raise ValueError(f"{text!r} is not a whole number of bytes")
+    return int(n)
 
 
 def exact_bytes(n: int) -> str:

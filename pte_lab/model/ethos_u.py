@@ -209,6 +209,17 @@ class DelegateMemory:
         return None if mode is None else mode.program_in_ram
 
     @property
+    def program_in_ram_why(self) -> str | None:
+        """Why the program's bytes must be in RAM (not flash) for this delegate to run (see :attr:`program_in_ram`);
+        None: they may stay in flash, or the blob or the memory mode is not known."""
+        if self.scratch_from == IN_BLOB:
+            return "the NPU writes its scratch inside the program's bytes"
+        mode = self.placement
+        if self.stream is not None and mode is not None and mode.program_in_ram:
+            return f"{mode.name}: the NPU reads its command stream and weights in place, from SRAM"
+        return None
+
+    @property
     def fast_scratch_limit(self) -> int | None:
         """The fast scratch Vela may use, from the mode's name (``Dedicated_Sram_384KB``: 384 KiB)."""
         m = re.fullmatch(r"Dedicated_Sram_(\d+)KB", self.memory_mode or "")

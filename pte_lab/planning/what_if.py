@@ -32,7 +32,7 @@ from ..model.what_if import (ShapeFit, WhatIfError, check_bounds, dim_name, dyna
                               logged_values, sample_points, value_shapes)
 from ..runtime.inputs import example_inputs
 from ..runtime.isolate import RemoteError, Worker
-from ..units import exact_bytes
+from ..units import exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .replan import plan_arena
 
@@ -42,25 +42,17 @@ __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf
 #: how many bounds the budget search's curve shows
 CURVE_POINTS = 48
 
-#: what a binary size suffix means in a budget
-_UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
-          "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3}
-
 
 def parse_budget(text) -> int:
-    """``300MiB`` -> 314572800 (``KiB``/``MiB``/``GiB``, ``KB``/``MB``/``GB``, or plain bytes; ``_`` and ``,``
-    ignored). Raises :class:`WhatIfError` for anything else."""
+    """``300MiB`` -> 314572800 (bytes, or a number with KiB, MiB or GiB: :func:`pte_lab.units.parse_bytes`, which
+    ``sizes --budget`` reads too). Raises :class:`WhatIfError` for anything else, or a budget of 0."""
     if isinstance(text, (int, np.integer)):
         n = int(text)
     else:
-        s = str(text).strip().replace("_", "").replace(",", "")
-        num = s.rstrip("KMGTiBb").rstrip() if s else s
-        unit = s[len(num):].strip().upper().replace("I", "I")
         try:
-            n = int(float(num) * _UNITS[unit])
-        except (KeyError, ValueError):
-            raise WhatIfError(f"budget {text!r} is not a size: write bytes, or a number with KiB, MiB or GiB "
-                              f"(e.g. 300MiB)") from None
+            n = parse_bytes(text)
+        except ValueError as e:
+            raise WhatIfError(f"budget {e}") from None
     if n <= 0:
         raise WhatIfError(f"budget {text!r}: a budget is more than 0 bytes")
     return n

@@ -166,6 +166,13 @@ class RunnerResult:
     #: the method's inputs and outputs as MethodMeta reads them (empty when load_method failed)
     inputs: tuple[MethodIO, ...] = ()
     outputs: tuple[MethodIO, ...] = ()
+    #: the platform layer the run had: False this host's (et_pal_allocate is malloc), True a bare-metal one's
+    #: (et_pal_allocate refuses every request); what was asked of it (calls, the largest request in bytes,
+    #: PlatformMemoryAllocator's node and padding included) and the calls it refused
+    bare_metal: bool = False
+    platform_calls: int = 0
+    platform_largest: int = 0
+    platform_refused: int = 0
 
     @property
     def ok(self) -> bool:
@@ -203,6 +210,8 @@ def _lib() -> ctypes.CDLL:
         "pte_lab_sizing_set_inputs": ([vp], ctypes.c_int32),
         "pte_lab_sizing_execute": ([vp], ctypes.c_int32),
         "pte_lab_sizing_pools": ([vp, ctypes.POINTER(_PoolUse)], None),
+        "pte_lab_sizing_platform": ([ctypes.c_int32], ctypes.c_int32),
+        "pte_lab_sizing_platform_use": ([ctypes.POINTER(ctypes.c_uint64)] * 3, None),
         "pte_lab_sizing_last_step": ([vp, ctypes.POINTER(memory.Counts), ctypes.POINTER(memory.Counts)],
                                      ctypes.c_int32),
     }
@@ -237,7 +246,7 @@ def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
 
 def run_method(path: str, name: str, *, method_pool: int | None = None, temp_pool: int | None = None,
                alignment: int = 4096, runs: int = 2, data_path: str | None = None,
-               planned_alignment: int = 0, file_loader: int = 0) -> RunnerResult:
+               planned_alignment: int = 0, file_loader: int = 0, bare_metal: bool = False) -> RunnerResult:
     """Load and run ``name`` with the sizing runner; what each step took.
 
     ``method_pool``/``temp_pool`` None: counting pools; else exact pools of that many bytes
@@ -245,7 +254,9 @@ def run_method(path: str, name: str, *, method_pool: int | None = None, temp_poo
     allocator. Host arenas' bases are aligned to ``planned_alignment`` and no more (0: a page).
     ``file_loader`` 0: the program is mapped (MmapDataLoader, as Runtime.load_program does); else it
     is read by a FileDataLoader of that alignment, which mallocs what it reads (the heap differs, the
-    pools do not).
+    pools do not). ``bare_metal``: the platform layer's allocator (et_pal_allocate, where a method with no
+    temp allocator takes its temp memory) refuses every request, as a bare-metal platform layer's does;
+    else it is this host's (malloc). Either way what was asked of it is counted.
     Every input is set before every execute (:data:`INPUT_VALUES`). Runs where it is called
     (the worker). Each step's allocations are counted right around it, inside the runner
     (``None`` without the counter).
@@ -253,7 +264,21 @@ def run_method(path: str, name: str, *, method_pool: int | None = None, temp_poo
     lib = _lib()
     bname = name.encode()
     out = RunnerResult(name, int(lib.pte_lab_sizing_resolution_bytes_per_arg()))
+    if lib.pte_lab_sizing_platform(int(bare_metal)):
+        raise PteLabError("ExecuTorch refused pte_lab's platform layer (register_pal)")
+    out.bare_metal = bare_metal
+    try:
+        return _run(lib, out, path, bname, method_pool=method_pool, temp_pool=temp_pool, alignment=alignment,
+                    runs=runs, data_path=data_path, planned_alignment=planned_alignment, file_loader=file_loader)
+    finally:
+        calls, asked, refused = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+        lib.pte_lab_sizing_platform_use(ctypes.byref(calls), ctypes.byref(asked), ctypes.byref(refused))
+        out.platform_calls, out.platform_largest, out.platform_refused = calls.value, asked.value, refused.value
+        lib.pte_lab_sizing_platform(0)
 
+
+def _run(lib, out: RunnerResult, path: str, bname: bytes, *, method_pool, temp_pool, alignment, runs, data_path,
+         planned_alignment, file_loader) -> RunnerResult:
     def file_rss() -> int | None:  # the program's file and its .ptd
         got = [memory.file_rss(p) for p in (path, data_path) if p]
         return None if None in got else sum(got)

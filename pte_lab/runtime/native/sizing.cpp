@@ -25,6 +25,11 @@
 // planned (upper-bound) shape (token ids and positions of 0 are valid); other
 // inputs get the value the program holds.
 //
+// The platform layer's allocator (et_pal_allocate: where a Method with no temp
+// allocator takes its temp memory) is this host's (POSIX: malloc) or a
+// bare-metal one's, which returns nullptr as Arm's does; either way the runner
+// counts what was asked of it (pte_lab_sizing_platform).
+//
 // The program is loaded either the way Runtime.load_program does
 // (MmapDataLoader, mlock errors ignored: the program is mapped, not in the
 // heap) or the way a plain runner does (FileDataLoader of a given alignment:
@@ -45,6 +50,7 @@
 #include <executorch/runtime/executor/method.h>
 #include <executorch/runtime/executor/program.h>
 #include <executorch/runtime/kernel/operator_registry.h>
+#include <executorch/runtime/platform/platform.h>
 
 #include "pte_lab_counts.h"
 
@@ -261,6 +267,34 @@ struct Sizing {
 
 int32_t code(Error e) { return static_cast<int32_t>(e); }
 
+// The platform layer's allocator as the target has it: this host's (what was
+// registered before pte_lab's), or a bare-metal one that refuses every request.
+struct PlatformUse {
+  uint64_t calls = 0, largest = 0, refused = 0;
+};
+PlatformUse g_platform;
+bool g_bare_metal = false, g_platform_registered = false;
+pal_allocate_method g_host_allocate = nullptr;
+pal_free_method g_host_free = nullptr;
+
+void* platform_allocate(size_t bytes) {
+  g_platform.calls++;
+  if (bytes > g_platform.largest) g_platform.largest = bytes;
+  if (g_bare_metal) {
+    g_platform.refused++;
+    return nullptr;
+  }
+  return g_host_allocate != nullptr ? g_host_allocate(bytes) : std::malloc(bytes);
+}
+void platform_free(void* p) {
+  if (p == nullptr) return;
+  if (g_host_free != nullptr) {
+    g_host_free(p);
+  } else {
+    std::free(p);
+  }
+}
+
 int32_t open_program(Sizing* s, const char* path, const char* data_path, uint64_t file_alignment) {
   if (Error e = s->loader.open(path, file_alignment); e != Error::Ok) return code(e);
   auto program = Program::load(s->loader.get(), Program::Verification::InternalConsistency);
@@ -283,6 +317,35 @@ struct PteLabPoolUse {
   uint64_t method_peak, method_calls, method_failed, method_max_alignment;
   uint64_t temp_peak, temp_calls, temp_failed, temp_max_alignment;
 };
+
+// The platform layer's allocator from now on: bare_metal 0 this host's, else one
+// that refuses every request (a bare-metal platform layer's et_pal_allocate);
+// the counts start again. 0: done; -1: ExecuTorch refused the registration.
+int32_t pte_lab_sizing_platform(int32_t bare_metal) {
+  if (!g_platform_registered) {
+    const executorch::runtime::PalImpl* host = executorch::runtime::get_pal_impl();
+    g_host_allocate = host->allocate;
+    g_host_free = host->free;
+    executorch::runtime::PalImpl mine{};
+    mine.allocate = platform_allocate;
+    mine.free = platform_free;
+    mine.source_filename = __FILE__;
+    if (!executorch::runtime::register_pal(mine)) return -1;
+    g_platform_registered = true;
+  }
+  g_bare_metal = bare_metal != 0;
+  g_platform = PlatformUse{};
+  return 0;
+}
+
+// What was asked of the platform layer's allocator since pte_lab_sizing_platform:
+// calls, the largest request (bytes, with PlatformMemoryAllocator's node and
+// alignment padding) and the calls refused.
+void pte_lab_sizing_platform_use(uint64_t* calls, uint64_t* largest, uint64_t* refused) {
+  *calls = g_platform.calls;
+  *largest = g_platform.largest;
+  *refused = g_platform.refused;
+}
 
 int32_t pte_lab_sizing_struct_size() { return sizeof(PteLabPoolUse); }
 

@@ -23,6 +23,14 @@ execute (ExecuTorch logs it and the execute still returns Ok) makes a pool
 insufficient, and a temp pool one byte smaller is tried to say whether a short
 temp pool is refused at load_method or only fails silently at execute.
 
+Each configuration is also run under a bare-metal platform layer (``runner.run_method(bare_metal=True)``: an
+``et_pal_allocate`` that refuses every request, as Arm's bare-metal one does): a method with no temp allocator
+takes its temp memory from ``et_pal_allocate``, malloc on this host, nothing on such a board. Per configuration
+:meth:`MethodSizes.holds_on` and :meth:`PoolVerification.holds_on` say which target kinds
+(:data:`TARGET_KINDS`) it holds on; :meth:`MethodSizes.totals` gives one total per target kind
+(:class:`Total`: a board's exact, of what holds on any target; this host's with its heap), and
+:meth:`Sizes.fits` checks a board's against a budget or named regions (:class:`Fit`).
+
 Runs always happen in an isolated worker (a fresh process: clean counts, and a
 crash cannot take the caller down).
 
@@ -45,10 +53,12 @@ from __future__ import annotations
 
 from .measure import COUNTING_RESERVATION, HEAP_ONCE_ROUNDING, Session, address_space_limit
 from .results import (
+    ANY_TARGET,
     CONFIGURATIONS,
     HEAP_FIELDS,
     HEAP_RUNS,
     HOST_DEPENDENT,
+    HOST_ONLY,
     INPUT_VALUES,
     MEASURED_PARTS,
     MIN_POOL_ALIGNMENT,
@@ -57,6 +67,8 @@ from .results import (
     POOLS,
     POOLS_EXACT,
     SIZES_COLUMNS,
+    TARGET_KINDS,
+    Fit,
     HeapFigures,
     Library,
     MethodIO,
@@ -64,8 +76,11 @@ from .results import (
     PoolVerification,
     Sizes,
     SizingError,
+    TargetKind,
+    TargetRun,
     TempProbe,
     TempShort,
+    Total,
     part_source,
     sized_diff,
     sizes,
@@ -75,4 +90,4 @@ __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "Te
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HEAP_ONCE_ROUNDING", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff", "Session", "COUNTING_RESERVATION",
-           "address_space_limit"]
+           "address_space_limit", "TargetKind", "TARGET_KINDS", "TargetRun", "Total", "Fit", "ANY_TARGET", "HOST_ONLY"]

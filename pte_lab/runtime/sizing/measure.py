@@ -52,6 +52,10 @@ class Measurement:
     once: OnceHeap
     #: True: this method was the first the worker ran (its mapped heap holds ``once.seen`` already)
     first_in_worker: bool
+    #: the program mapped, under a bare-metal platform layer (et_pal_allocate refuses): counting pools
+    #: (``bare``) and no temp allocator (``bare_alone``); None: not run (a heap round)
+    bare: RunnerResult | None = None
+    bare_alone: RunnerResult | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,8 @@ class PoolTrial:
     smaller_temp: RunnerResult | None
     #: FileDataLoader's alignment the runs used
     file_loader: int
+    #: the exact pools again under a bare-metal platform layer (et_pal_allocate refuses), the program mapped
+    bare: RunnerResult | None = None
 
 
 def failure(r: RunnerResult) -> str:
@@ -172,18 +178,21 @@ class Session:
                      + [o for o in plan.operators if o in self.stand_ins])
 
     def run(self, name: str, *, method_pool: int | None = None, temp_pool: int | None = None,
-            alignment: int = 4096, runs: int, planned_alignment: int = 0, file_loader: bool = False) -> RunnerResult:
+            alignment: int = 4096, runs: int, planned_alignment: int = 0, file_loader: bool = False,
+            bare_metal: bool = False) -> RunnerResult:
         """One run of the sizing runner (pools None: counting); ``file_loader``: read the program with a
-        FileDataLoader (its default alignment) instead of mapping it."""
+        FileDataLoader (its default alignment) instead of mapping it; ``bare_metal``: under a platform layer
+        whose et_pal_allocate refuses every request, as a bare-metal one's."""
         return self.engine.call("size_method", self.path, name, method_pool=method_pool, temp_pool=temp_pool,
                                 alignment=alignment, runs=runs, data_path=self.data_path,
                                 planned_alignment=planned_alignment,
-                                file_loader=self.file_loader if file_loader else 0)
+                                file_loader=self.file_loader if file_loader else 0, bare_metal=bare_metal)
 
-    def measure(self, plan, runs: int) -> Measurement | str:
+    def measure(self, plan, runs: int, targets: bool = True) -> Measurement | str:
         """Load and run ``plan``'s method ``runs`` times with counting pools, as :func:`~.results.sizes` sizes
         it; else why the runtime cannot run it here. The first method a worker runs is run twice more: what
-        the process allocates once is its heap less a repeat's."""
+        the process allocates once is its heap less a repeat's. ``targets``: also run both configurations
+        under a bare-metal platform layer (the program mapped)."""
         why = self.cannot_run(plan)
         if why is not None:
             return why
@@ -197,13 +206,19 @@ class Session:
         # loader: the method alone's pool comes from its FileDataLoader run)
         alone = self.run(plan.name, temp_pool=NO_TEMP, runs=runs, file_loader=True)
         read = self.run(plan.name, runs=runs, file_loader=True)
-        return Measurement(r, alone, read, self.uses(plan), self.file_loader, self.once, first_in_worker)
+        bare = bare_alone = None
+        if targets:
+            bare = self.run(plan.name, runs=runs, bare_metal=True)
+            bare_alone = self.run(plan.name, temp_pool=NO_TEMP, runs=runs, bare_metal=True)
+        return Measurement(r, alone, read, self.uses(plan), self.file_loader, self.once, first_in_worker,
+                           bare, bare_alone)
 
     def trial(self, name: str, *, method_pool: int, temp_pool: int | None, alignment: int, runs: int,
               planned_alignment: int) -> PoolTrial:
         """Exact pools (temp None: no temp allocator) run the method ``runs`` times, inputs set before each,
         with a FileDataLoader as a runner has; then a method pool one byte smaller, and (method + temp) a temp
-        pool one byte smaller, run through the executes."""
+        pool one byte smaller, run through the executes; then the exact pools under a bare-metal platform
+        layer (et_pal_allocate refuses), the program mapped as a board's BufferDataLoader over flash reads it."""
         temp = NO_TEMP if temp_pool is None else temp_pool
         pools = dict(alignment=alignment, planned_alignment=planned_alignment, file_loader=True)
         exact = self.run(name, method_pool=method_pool, temp_pool=temp, runs=runs, **pools)
@@ -211,4 +226,6 @@ class Session:
             if method_pool else None
         smaller_temp = self.run(name, method_pool=method_pool, temp_pool=temp_pool - 1, runs=runs, **pools) \
             if temp_pool else None
-        return PoolTrial(method_pool, temp_pool, exact, smaller, smaller_temp, self.file_loader)
+        bare = self.run(name, method_pool=method_pool, temp_pool=temp, runs=runs, alignment=alignment,
+                        planned_alignment=planned_alignment, bare_metal=True)
+        return PoolTrial(method_pool, temp_pool, exact, smaller, smaller_temp, self.file_loader, bare)

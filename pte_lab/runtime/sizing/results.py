@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort", "SIZES_COLUMNS", "PARTS",
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HEAP_ONCE_ROUNDING", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
-           "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff"]
+           "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff", "TargetKind", "TARGET_KINDS", "TargetRun",
+           "Total", "Fit", "ANY_TARGET", "HOST_ONLY"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
 #: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
@@ -94,12 +95,142 @@ CONFIGURATIONS = {
 }
 
 
+@dataclass(frozen=True)
+class TargetKind:
+    """A kind of target the figures are said to hold on: what its platform layer's allocator does, and whether
+    what was measured on this machine beyond the pools (heap, mappings, link line) holds there. A target of
+    another ABI (a 32-bit Cortex-M) is a target of one of these kinds with pools of its own."""
+
+    name: str
+    #: its platform layer (et_pal_allocate: where a method with no temp allocator takes its temp memory)
+    platform: str
+    #: et_pal_allocate serves requests there
+    platform_allocates: bool
+    #: the heap, mapping and library figures measured here hold there
+    host: bool
+    #: the data loader its total assumes, and whether the program's bytes are in RAM with it
+    loader: str
+    program_in_ram: bool
+
+
+#: the target kinds every configuration is run under (the first is this host)
+TARGET_KINDS = {k.name: k for k in (
+    TargetKind("host", "this host's platform layer (ExecuTorch's POSIX one: et_pal_allocate is malloc)", True,
+               True, "FileDataLoader (it mallocs the program's bytes it reads)", True),
+    TargetKind("bare-metal", "a bare-metal platform layer whose et_pal_allocate returns nullptr (as Arm's does)",
+               False, False, "BufferDataLoader over the program in flash", False),
+)}
+
+#: what a header or report says holds on any target, and what holds on this host only (one home for the labels)
+ANY_TARGET = ("holds on any target: planned buffers, pools, delegates' scratch, inputs and outputs, alignments "
+              "(this ABI's pools: x86-64 LP64 here)")
+HOST_ONLY = ("holds on this host only ({host}: its C library's malloc, ExecuTorch's POSIX platform layer): heap, "
+             "mappings, what the process allocates once, the thread pool, the libraries and link line")
+
+
 class SizingError(PteLabError):
     """A method could not be sized (the runtime refused it at some step); raised inside the sizing
     worker, and recorded as the method's reason in :attr:`Sizes.skipped`."""
 
 
 # ------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class TargetRun:
+    """One pool configuration (:data:`CONFIGURATIONS`) run under one target kind's platform layer
+    (:data:`TARGET_KINDS`): whether it ran, and what it asked of the platform layer's allocator."""
+
+    configuration: str
+    target: str
+    #: every step worked (else ``error``: what ExecuTorch said, and at which step)
+    ran: bool
+    error: str | None = None
+    #: requests to et_pal_allocate (the largest in bytes, PlatformMemoryAllocator's node and padding included),
+    #: and those refused; temp allocations refused during execute (ExecuTorch logs them)
+    platform_calls: int = 0
+    platform_largest: int = 0
+    platform_refused: int = 0
+    temp_failures: int = 0
+    #: pools of exactly the reported sizes (a verification); False: counting pools (the sizing)
+    exact: bool = False
+
+    @property
+    def runnable(self) -> bool:
+        """It ran with nothing refused: the configuration holds on this kind of target."""
+        return self.ran and not self.platform_refused and not self.temp_failures
+
+    @classmethod
+    def of(cls, r: RunnerResult, configuration: str, *, exact: bool = False) -> "TargetRun":
+        return cls(configuration, "bare-metal" if r.bare_metal else "host", r.ok, None if r.ok else failure(r),
+                   r.platform_calls, r.platform_largest, r.platform_refused,
+                   r.pools.temp_failed if r.pools else 0, exact)
+
+
+@dataclass(frozen=True)
+class Total:
+    """What one method must have in RAM on one kind of target (:data:`TARGET_KINDS`), in one configuration:
+    ``parts`` (name, bytes) and their sum. ``exact``: every part is exact (no host heap figure in it)."""
+
+    method: str
+    target: str
+    configuration: str
+    parts: tuple[tuple[str, int], ...]
+    exact: bool
+    #: the configuration holds on that target (False: the total is of one that is not runnable there)
+    runnable: bool = True
+    #: planned buffers on a device (not in RAM), left out: (name, bytes)
+    left_out: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def bytes(self) -> int:
+        return sum(b for _, b in self.parts)
+
+    def largest(self, n: int = 3) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted(self.parts, key=lambda p: -p[1])[:n])
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A board total (:class:`Total`) checked against a budget, or placed in named regions (first fit,
+    largest part first; a part is never split)."""
+
+    total: Total
+    #: the budget (bytes; None: regions), or the regions (name, bytes)
+    budget: int | None
+    regions: tuple[tuple[str, int], ...] = ()
+    #: region -> the parts placed there; the parts that fit nowhere
+    placed: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    unplaced: tuple[str, ...] = ()
+
+    @property
+    def fits(self) -> bool:
+        if self.budget is not None:
+            return self.total.bytes <= self.budget
+        return not self.unplaced
+
+    @classmethod
+    def check(cls, total: Total, budget: int | None = None, regions: tuple[tuple[str, int], ...] = ()) -> "Fit":
+        if not regions:
+            return cls(total, budget)
+        free = {name: size for name, size in regions}
+        placed: dict[str, list[str]] = {name: [] for name, _ in regions}
+        unplaced = []
+        for part, b in sorted(total.parts, key=lambda p: -p[1]):
+            where = next((name for name, _ in regions if free[name] >= b), None)
+            if where is None:
+                unplaced.append(part)
+            else:
+                free[where] -= b
+                placed[where].append(part)
+        return cls(total, None, tuple(regions), tuple((n, tuple(p)) for n, p in placed.items()), tuple(unplaced))
+
+    def to_dict(self) -> dict:
+        return {"method": self.total.method, "target": self.total.target,
+                "configuration": self.total.configuration, "total": self.total.bytes, "budget": self.budget,
+                "regions": dict(self.regions), "placed": {n: list(p) for n, p in self.placed},
+                "unplaced": list(self.unplaced), "fits": self.fits,
+                "largest": [list(p) for p in self.total.largest()]}
+
+
 @dataclass(frozen=True)
 class HeapFigures:
     """One method's heap figures (bytes; None: not counted), as :class:`MethodSizes` names them: the lowest or
@@ -192,6 +323,46 @@ class MethodSizes:
     backends: tuple[str, ...] = ()
     operators: tuple[str, ...] = ()
     libraries: tuple[Library, ...] = ()
+    #: each configuration run under each target kind's platform layer, with counting pools (the sizing)
+    targets: tuple[TargetRun, ...] = ()
+    #: the program's bytes where a board must hold them in RAM (0: they may stay in flash), and why
+    program_in_ram: int = 0
+    program_in_ram_why: str | None = None
+
+    def holds_on(self, configuration: str) -> dict[str, TargetRun]:
+        """Target kind -> how ``configuration`` ran under its platform layer (with counting pools)."""
+        return {t.target: t for t in self.targets if t.configuration == configuration}
+
+    def totals(self) -> dict[str, Total]:
+        """Target kind -> what the method must have in RAM there (:class:`Total`): the planned buffers, the
+        pools of the configuration it holds in (the smaller where both do), and the program's bytes where that
+        target's loader or the delegates' memory mode needs them in RAM; on this host, the heap a runner with
+        a FileDataLoader needs (the highest seen; it holds the loader's copy of the program)."""
+        host_planned = tuple((f"planned buffer {mem_id}", b) for mem_id, dev, b in self.planned if dev == "cpu")
+        devices = tuple((f"planned buffer {mem_id} ({dev})", b) for mem_id, dev, b in self.planned if dev != "cpu")
+        pools = {"method + temp": (("method pool", self.method_allocator),
+                                   (f"temp pool (covers the delegates' scratch, {self.delegate_scratch:,} B)"
+                                    if self.delegate_scratch else "temp pool", self.temp_allocator))}
+        if self.method_pool_alone is not None:
+            pools["method alone"] = (("method pool", self.method_pool_alone),)
+        out = {}
+        for kind in TARGET_KINDS.values():
+            runs = {c: self.holds_on(c).get(kind.name) for c in pools}
+            holding = [c for c in pools if runs[c] is not None and runs[c].runnable]
+            if kind.host:  # a Linux runner: the pools with a temp allocator, and the heap it needs beyond them
+                config = "method + temp"
+            else:
+                config = min(holding or ["method + temp"], key=lambda c: sum(b for _, b in pools[c]))
+            parts = list(host_planned) + list(pools[config])
+            if kind.host:
+                if self.file_heap_peak is not None:
+                    parts.append((f"heap peak, FileDataLoader({self.file_loader_alignment}) (this host, the highest "
+                                  f"seen; holds the loader's copy of the program)", self.file_heap_peak))
+            elif self.program_in_ram:
+                parts.append((f"the program's bytes ({self.program_in_ram_why})", self.program_in_ram))
+            out[kind.name] = Total(self.method, kind.name, config, tuple(parts), exact=not kind.host,
+                                   runnable=config in holding or not self.targets, left_out=devices)
+        return out
 
     def planned_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -282,6 +453,14 @@ class PoolVerification:
     temp_failures: int = 0
     #: what a temp pool one byte smaller did (method + temp, temp pool > 0; None: not tried)
     smaller_temp: TempProbe | None = None
+    #: the exact pools' run on this host (``host``: what it asked of et_pal_allocate, malloc here) and again
+    #: under a bare-metal platform layer whose et_pal_allocate refuses (``bare_metal``; None: not run)
+    host: TargetRun | None = None
+    bare_metal: TargetRun | None = None
+
+    def holds_on(self) -> dict[str, TargetRun]:
+        """Target kind -> how exactly these pools ran under its platform layer."""
+        return {t.target: t for t in (self.host, self.bare_metal) if t is not None}
 
     @property
     def temp_short_is_silent(self) -> bool:
@@ -293,6 +472,7 @@ class PoolVerification:
     def of(cls, trial: PoolTrial, m: "MethodSizes") -> "PoolVerification":
         """What ``trial``'s runs proved of ``m``'s pools."""
         ok, smaller = trial.exact, trial.smaller
+        configuration = "method + temp" if trial.temp_pool is not None else "method alone"
         temp_failures = ok.pools.temp_failed if ok.pools else 0
         sufficient = ok.ok and not temp_failures
         why = None if sufficient else failure(ok) if not ok.ok else (
@@ -304,10 +484,12 @@ class PoolVerification:
             tight=smaller is not None and smaller.error == MEMORY_ALLOCATION_FAILED
             and smaller.step is not None and smaller.step.kind is StepKind.LOAD_METHOD,
             smaller_error=None if smaller is None or smaller.ok else failure(smaller),
-            configuration="method + temp" if trial.temp_pool is not None else "method alone", runs=m.runs,
+            configuration=configuration, runs=m.runs,
             planned_alignment=m.planned_alignment, loader=f"FileDataLoader({trial.file_loader})",
             temp_failures=temp_failures,
-            smaller_temp=None if trial.smaller_temp is None else TempProbe.of(trial.smaller_temp))
+            smaller_temp=None if trial.smaller_temp is None else TempProbe.of(trial.smaller_temp),
+            host=TargetRun.of(ok, configuration, exact=True),
+            bare_metal=None if trial.bare is None else TargetRun.of(trial.bare, configuration, exact=True))
 
     def to_dict(self) -> dict:
         from ...views.run.sizes import temp_probe_words
@@ -370,13 +552,28 @@ class Sizes:
         return pd.DataFrame(rows, columns=["method", "method_pool", "temp_pool", "method_pool_alone", "alignment",
                                            "planned_buffers", "planned_devices", "planned_alignment"])
 
+    def totals(self) -> dict[str, dict[str, Total]]:
+        """Method -> target kind (:data:`TARGET_KINDS`) -> what it must have in RAM there
+        (:meth:`MethodSizes.totals`)."""
+        return {n: m.totals() for n, m in self.methods.items()}
+
+    def fits(self, budget: int | None = None, regions: tuple[tuple[str, int], ...] = (),
+             target: str = "bare-metal") -> dict[str, Fit]:
+        """Method -> its ``target`` total checked against ``budget`` bytes, or placed in ``regions`` ((name,
+        bytes), first fit, largest part first). Raises ``ValueError`` with neither."""
+        if budget is None and not regions:
+            raise ValueError("fits() needs a budget or regions")
+        return {n: Fit.check(t[target], budget, tuple(regions)) for n, t in self.totals().items()}
+
     @property
     def proven(self) -> bool:
         """Every sized method verified in both configurations: sufficient, and its method pool tight."""
         checks = [*(self.verified or {}).values(), *(self.verified_alone or {}).values()]
         return bool(self.verified) and all(v.sufficient and v.tight for v in checks)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, budget: int | None = None, regions: tuple[tuple[str, int], ...] = ()) -> dict:
+        """The pte_lab.sizes document; ``totals`` per method and target kind, ``fits`` (None without a
+        ``budget`` or ``regions``) the board's totals checked against them (:meth:`fits`)."""
         def method(m: MethodSizes) -> dict:
             # the steps (keyed by Step records) are not in the document
             d = {k: v for k, v in asdict(replace(m, steps={})).items()
@@ -399,6 +596,11 @@ class Sizes:
             "verified": None if self.verified is None else {n: v.to_dict() for n, v in self.verified.items()},
             "verified_alone": None if self.verified_alone is None else {
                 n: v.to_dict() for n, v in self.verified_alone.items()},
+            "targets": {k: asdict(t) for k, t in TARGET_KINDS.items()},
+            "totals": {n: {k: asdict(t) | {"bytes": t.bytes} for k, t in ts.items()}
+                       for n, ts in self.totals().items()},
+            "fits": None if budget is None and not regions else {
+                n: f.to_dict() for n, f in self.fits(budget, regions).items()},
         }
 
     def verify(self) -> dict[str, PoolVerification]:
@@ -523,7 +725,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                 got = session.measure(plan, runs)
                 why = got if isinstance(got, str) else None
                 if why is None:
-                    out[n] = _method_sizes(got, plan=plan, runs=runs)
+                    out[n] = _method_sizes(got, plan=plan, runs=runs, path=path)
                     if verify:
                         verified[n], v_alone = _verify(session, out[n])
                         if v_alone is not None:
@@ -571,7 +773,7 @@ def _heap_round(path: str, data_path: str | None, *, devices: list[str], pte, na
         for n in names:
             plan = pte.methods[n]
             try:
-                got = session.measure(plan, runs)
+                got = session.measure(plan, runs, targets=False)
                 if isinstance(got, Measurement):
                     out[n] = _method_sizes(got, plan=plan, runs=runs)
             except RuntimeCrashedError:
@@ -620,7 +822,23 @@ def _file_heap(*results: RunnerResult) -> tuple[int | None, int | None]:
     return max(p for p, _ in got), max(k for _, k in got)
 
 
-def _method_sizes(measured: Measurement, *, plan, runs: int) -> MethodSizes:
+def _targets(measured: Measurement) -> tuple[TargetRun, ...]:
+    """Both configurations under both target kinds' platform layers (host: the counting runs; none where the
+    bare-metal runs were not made)."""
+    runs = [(measured.first, "method + temp"), (measured.alone, "method alone"),
+            (measured.bare, "method + temp"), (measured.bare_alone, "method alone")]
+    return tuple(TargetRun.of(r, c) for r, c in runs if r is not None)
+
+
+def _program_in_ram(plan, path: str | None) -> tuple[int, str | None]:
+    """The program's bytes a board must hold in RAM for ``plan``'s delegates (0: none), and why."""
+    why = next((w for d in plan.delegate_memory if (w := d.program_in_ram_why)), None)
+    if why is None or path is None:
+        return 0, None
+    return os.path.getsize(path), why
+
+
+def _method_sizes(measured: Measurement, *, plan, runs: int, path: str | None = None) -> MethodSizes:
     """One method's figures from its runs. What the process allocates once is added to the heap figures (less,
     to the mapped ones of the first method the worker ran, what that run already holds)."""
     r, alone, read, file_loader = measured.first, measured.alone, measured.read, measured.file_loader
@@ -650,6 +868,7 @@ def _method_sizes(measured: Measurement, *, plan, runs: int) -> MethodSizes:
         libraries = needed(operators, backends)[0]
     except PteLabError:  # no compiler or no probe here: the sizes stand without the libraries
         libraries = ()
+    in_ram, in_ram_why = _program_in_ram(plan, path)
     return MethodSizes(
         method=r.method,
         planned=r.planned,
@@ -683,4 +902,7 @@ def _method_sizes(measured: Measurement, *, plan, runs: int) -> MethodSizes:
         backends=backends,
         operators=operators,
         libraries=libraries,
+        targets=_targets(measured),
+        program_in_ram=in_ram,
+        program_in_ram_why=in_ram_why,
     )

@@ -22,7 +22,10 @@ from ...devices import DEVICE_TYPES, parse_device
 from ...printable import text_view
 from ...runtime.libraries import AS_NEEDED, libpython, link_flags
 from ...runtime.sizing.results import (
+    ANY_TARGET,
     HOST_DEPENDENT,
+    HOST_ONLY,
+    TARGET_KINDS,
     INPUT_VALUES,
     MEASURED_PARTS,
     MIN_POOL_ALIGNMENT,
@@ -32,7 +35,7 @@ from ...runtime.sizing.results import (
     TempShort,
     part_source,
 )
-from ...units import count, human_bytes
+from ...units import count, exact_bytes, human_bytes
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
 from ..html import html_repr
@@ -41,9 +44,10 @@ from .declared import declared_lines, header_declared_lines, header_stand_in_lin
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.sizing import PoolVerification, Sizes
+    from ...runtime.sizing.results import Fit, TargetRun, Total
 
 __all__ = ["sizes_text", "sizes_html", "verdict", "temp_verdict", "temp_probe_words", "c_header", "c_identifiers",
-           "METHOD_SECTIONS"]
+           "METHOD_SECTIONS", "holds_on", "not_runnable", "part_label", "total_line", "fits_lines"]
 
 
 def _runs(sizes: "Sizes") -> int:
@@ -59,15 +63,52 @@ def _range(m, field: str) -> str:
     return f"{high:,}" if low == high else f"{low:,}–{high:,}"
 
 
+def _platform_asked(t: "TargetRun") -> str:
+    return f"{count(t.platform_calls, 'request')} to et_pal_allocate (the largest {t.platform_largest:,} B)"
+
+
+def not_runnable(t: "TargetRun") -> str:
+    """Why a configuration does not hold on a target kind, in one phrase."""
+    if t.platform_refused:
+        return (f"its platform layer refused {_platform_asked(t)}, which a method with no temp allocator takes "
+                f"its temp memory from" + (f" ({t.error})" if t.error else ""))
+    if t.temp_failures:
+        return f"{count(t.temp_failures, 'temp allocation')} refused during execute"
+    return t.error or "it did not run"
+
+
+def holds_on(runs: "dict[str, TargetRun]") -> str:
+    """Which target kinds a configuration holds on (:data:`TARGET_KINDS`), and why not where it does not:
+    ``holds on: this host, bare-metal`` or ``holds on: this host; not runnable on bare-metal: ...``."""
+    ok = [k for k, t in runs.items() if t.runnable]
+    words = f"holds on: {', '.join(_TARGET_WORDS[k] for k in ok) or 'none'}"
+    host = runs.get("host")
+    if host is not None and host.runnable and host.platform_calls:
+        words += f" (there with {_platform_asked(host)}, malloc on this host, beyond its pools)"
+    for k, t in runs.items():
+        if not t.runnable:
+            words += f"; not runnable on {_TARGET_WORDS[k]}: {not_runnable(t)}"
+    return words
+
+
+#: how a target kind is named in a sentence
+_TARGET_WORDS = {"host": "this host", "bare-metal": "a bare-metal target"}
+
+
 def verdict(v: "PoolVerification | None") -> str:
-    """What a method's verification proved, in one sentence (text, HTML and notebooks say it so)."""
+    """What a method's verification proved, in one sentence (text, HTML and notebooks say it so): on which
+    target kinds' platform layers the pools load and run it, and whether they are tight."""
     if v is None:
         return "not verified (--verify proves the pool sizes)"
     if not v.sufficient:
         return f"NOT SUFFICIENT: {v.sufficient_error}"
     tight = (f"tight: one byte less is refused ({v.smaller_error})" if v.tight
              else f"not tight: one byte less gave {v.smaller_error or 'no error'}")
-    return f"verified: these pools load and run it; {tight}"
+    runs = v.holds_on()
+    if v.bare_metal is None:  # a record made before the target kinds
+        return f"verified: these pools load and run it; {tight}"
+    where = "verified" if all(t.runnable for t in runs.values()) else "verified on this host only"
+    return f"{where}: these pools load and run it; {tight}; {holds_on(runs)}"
 
 
 def _silent(p: TempProbe) -> str:
@@ -105,34 +146,46 @@ def sizes_text(sizes: "Sizes") -> str:
            f"in an isolated worker)"]
     if not sizes.counted:
         out.append("(the allocation counter could not be preloaded here: heap and mapping figures are missing)")
+    host_label = _host_label()
     for m in sizes.methods.values():
-        rows = []
+        anywhere, here = [], []
         for mem_id, device, b in m.planned:
-            rows.append([f"planned arena {mem_id}", device, f"{b:,}", human_bytes(b), "exact", "file"])
+            anywhere.append([f"planned arena {mem_id}", device, f"{b:,}", human_bytes(b), "exact", "file"])
         for part, b in m.parts().items():
             if part == "planned arenas" or b is None:
                 continue
             if part == "delegate scratch" and not b:
                 continue
             seen = _range(m, part) if part in MEASURED_PARTS else "exact"
-            rows.append([part, "cpu", f"{b:,}", human_bytes(b), seen, part_source(part, m)])
-        out += ["", f"method {m.method!r}",
-                _table(["part", "device", "bytes", "", f"seen over {m.heap_runs} runs", "from"], rows)]
+            (here if part in MEASURED_PARTS else anywhere).append(
+                [part_label(part, m), "cpu", f"{b:,}", human_bytes(b), seen, part_source(part, m)])
+        head = ["part", "device", "bytes", "", f"seen over {m.heap_runs} runs", "from"]
+        out += ["", f"method {m.method!r}", f"-- {ANY_TARGET}:", _table(head, anywhere)]
         out.append(f"pools, method + temp: method {m.method_allocator:,} B ({count(m.method_allocations, 'allocation')}), "
                    f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
         out += [line for line in [stand_in_line(m)] if line]
         out.append(("  with stand-ins: " if m.stand_ins else "  ") + verdict((sizes.verified or {}).get(m.method)))
+        if sizes.verified is None and m.targets:
+            out.append("  " + holds_on(m.holds_on("method + temp")) + " (measured; --verify proves it)")
         if m.method_pool_alone is not None:
             out.append(f"pools, method alone (no temp allocator): method {m.method_pool_alone:,} B")
             if sizes.verified is not None:
                 out.append("  " + verdict((sizes.verified_alone or {}).get(m.method)))
+            elif m.targets:
+                out.append("  " + holds_on(m.holds_on("method alone")) + " (measured; --verify proves it)")
         else:
             out.append(f"pools, method alone (no temp allocator): not possible ({m.alone_error})")
         out.append(f"planned buffers' bases aligned to {m.planned_alignment} B")
         v = (sizes.verified or {}).get(m.method)
         if v is not None and v.smaller_temp is not None:
             out.append(f"  a temp pool one byte smaller: {temp_verdict(v)}")
+        out += _io_lines(m)
+        totals = m.totals()
+        out += [total_line(t) for k, t in totals.items() if not TARGET_KINDS[k].host]
+        out += [f"-- {host_label}:"]
+        if here:
+            out.append(_table(head, here))
         if m.file_heap_peak is not None:
             out.append(f"heap outside the pools (the counter), FileDataLoader({m.file_loader_alignment}): peak "
                        f"{m.file_heap_peak:,} B from the loader's creation through the runs, {m.file_heap_kept:,} B "
@@ -144,10 +197,10 @@ def sizes_text(sizes: "Sizes") -> str:
                        + (f" (both include {m.heap_once:,} B the process allocates once)" if m.heap_once else "")
                        + f" (the highest of {m.heap_runs} fresh runs; seen: peak {_range(m, 'heap_peak')}, held "
                          f"{_range(m, 'heap_kept')})")
-        out += _io_lines(m)
         if m.libraries:
             out.append("libraries (keep them: --no-as-needed): " + "; ".join(
                 f"{lib.name} ({', '.join(lib.provides) or 'the runtime'})" for lib in m.libraries))
+        out += [total_line(t) for k, t in totals.items() if TARGET_KINDS[k].host]
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
         out += declared_lines(sizes.declared[name]) if name in sizes.declared else []
@@ -159,6 +212,57 @@ def sizes_text(sizes: "Sizes") -> str:
                 "runner = pte_lab's sizing runner (ExecuTorch's allocators, counted); counter = every malloc/mmap of the worker, counted; kernel = the "
                 "kernel's resident-page count"]
     return "\n".join(out)
+
+
+def _host_label() -> str:
+    return HOST_ONLY.format(host=f"{platform.system()} {platform.machine()}")
+
+
+#: what a heap part holds where the method's backends say it: (backend, part) -> the cause
+HEAP_CAUSES = {("XnnpackBackend", "heap kept by load_method"): "XNNPACK's packed weights",
+               ("XnnpackBackend", "heap kept by execute"): "XNNPACK's workspace"}
+
+
+def part_label(part: str, m) -> str:
+    """A part (:data:`PARTS`) as a table row names it: the temp allocator's row, beside a delegate's scratch,
+    is what the temp pool holds beyond that scratch; a heap part says what it holds where a backend of the
+    method is known to take it (:data:`HEAP_CAUSES`)."""
+    if part == "temp allocator" and m.delegate_scratch:
+        return "temp allocator beyond the delegates' scratch"
+    causes = [HEAP_CAUSES[(b, part)] for b in m.backends if (b, part) in HEAP_CAUSES]
+    return f"{part} (of it {', '.join(causes)})" if causes else part
+
+
+def total_line(t: "Total") -> str:
+    """One target kind's total for a method, in one line: ``total on a bare-metal target (method + temp):
+    22,792 B (22.3 KiB) = planned buffer 1 10,240 + ...``."""
+    kind = TARGET_KINDS[t.target]
+    where = "total on this host" if kind.host else f"total on {_TARGET_WORDS[t.target]}"
+    parts = " + ".join(f"{name} {b:,}" for name, b in t.parts)
+    note = "" if t.runnable else f" (NOT RUNNABLE there: no configuration holds on {_TARGET_WORDS[t.target]})"
+    left = "".join(f"; not in RAM: {name} {b:,} B" for name, b in t.left_out)
+    exact = "exact" if t.exact else "a host figure: its heap is the highest seen"
+    return (f"{where} ({t.configuration}, {kind.loader}): {exact_bytes(t.bytes)} = {parts}{left} ({exact}){note}")
+
+
+def fits_lines(fits: "dict[str, Fit]") -> list[str]:
+    """Each method's board total against the budget (or the regions): fits or not, and the largest parts."""
+    out = []
+    for name, f in fits.items():
+        t = f.total
+        largest = ", ".join(f"{p} {b:,} B" for p, b in t.largest())
+        if f.budget is not None:
+            verdict_ = "fits" if f.fits else f"DOES NOT FIT (over by {t.bytes - f.budget:,} B; the largest parts: {largest})"
+            out.append(f"method {name!r} on {_TARGET_WORDS[t.target]} ({t.configuration}): {t.bytes:,} B against a "
+                       f"budget of {exact_bytes(f.budget)}: {verdict_}")
+        else:
+            regions = ", ".join(f"{n} {exact_bytes(b)}" for n, b in f.regions)
+            placed = "; ".join(f"{n}: {', '.join(p) or 'nothing'}" for n, p in f.placed)
+            verdict_ = "fits" if f.fits else (f"DOES NOT FIT: no region has room for {', '.join(f.unplaced)} "
+                                             f"(the largest parts: {largest})")
+            out.append(f"method {name!r} on {_TARGET_WORDS[t.target]} ({t.configuration}): {t.bytes:,} B in the "
+                       f"regions {regions}: {verdict_} ({placed})")
+    return out
 
 
 def _io_line(io, inputs: bool) -> str:
@@ -188,6 +292,8 @@ def sizes_html(sizes: "Sizes") -> str:
     """The table of parts, then per method what could not be sized and what the verification proved."""
     t = sizes.table()
     t["size"] = t["bytes"].map(human_bytes)
+    t["part"] = [part_label(p, sizes.methods[n]) if n in sizes.methods else p for n, p in zip(t["method"], t["part"])]
+    t["holds on"] = ["this host" if p in MEASURED_PARTS else "any target" for p in sizes.table()["part"]]
     host, exact = HOST_DEPENDENT, POOLS_EXACT
     notes = [escape(f"bytes: the highest seen over {_runs(sizes)} fresh runs, lowest: the lowest; {exact}; {host}")
              for _ in [0] if sizes.methods]
@@ -199,6 +305,11 @@ def sizes_html(sizes: "Sizes") -> str:
               for n, v in (sizes.verified_alone or {}).items()]
     notes += [f"{escape(n)}: a temp pool one byte smaller: {escape(temp_verdict(v))}"
               for n, v in (sizes.verified or {}).items() if v.smaller_temp is not None]
+    notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label))} (measured; --verify proves it)")
+              for n, m in sizes.methods.items() if sizes.verified is None and m.targets
+              for label in ("method + temp", "method alone") if m.holds_on(label)]
+    notes += [escape(f"{n}: {total_line(t)}") for n, m in sizes.methods.items() for t in m.totals().values()]
+    notes += [escape(f"the 'holds on' column: {ANY_TARGET}; {_host_label()}") for _ in [0] if sizes.methods]
     notes += [f"{escape(m.method)}: inputs set before every execute: "
               + escape(", ".join(_io_line(io, True).strip() for io in m.inputs)) for m in sizes.methods.values()
               if m.inputs]
@@ -262,6 +373,16 @@ def _preamble(sizes: "Sizes") -> list[str]:
         POOLS_EXACT[0].upper() + POOLS_EXACT[1:] + " (verified where the header says so), and so are the "
         f"planned buffers (the file's); the HEAP_* figures are the highest seen over {_runs(sizes)} fresh runs: "
         f"{HOST_DEPENDENT}, so give the heap headroom and measure it again on the target.",
+        "Each part of this header is labelled with where it holds: on any target (planned buffers, pools, the "
+        "delegates' scratch, inputs and outputs, alignments; the pools are this ABI's, x86-64 LP64 here), or on "
+        "this host only (the HEAP_* figures, PTE_LAB_HEAP_ONCE_BYTES, PTE_LAB_FILE_LOADER_ALIGNMENT, the "
+        "libraries and link line). Each configuration was also run under a bare-metal platform layer, whose "
+        "et_pal_allocate returns nullptr as Arm's does (a method with no temp allocator takes its temp memory "
+        "from et_pal_allocate): <M>_METHOD_TEMP_RUNS_ON_BARE_METAL and <M>_METHOD_ALONE_RUNS_ON_BARE_METAL say "
+        "whether it runs there. <M>_TOTAL_BYTES_BARE_METAL is what a bare-metal build must have in RAM, exact: "
+        "the planned buffers, the pools of a configuration that runs there, and the program's bytes where the "
+        "delegates' memory mode needs them in RAM (read from flash through a BufferDataLoader otherwise). "
+        "<M>_TOTAL_BYTES_HOST is a Linux runner's instead (a FileDataLoader; its heap is a host figure).",
         "",
         "A runner, per method (<M> below stands for PTE_LAB_ and the method's name in capitals). Names are per "
         "method, not per program (two programs' headers both define PTE_LAB_FORWARD_... and "
@@ -271,7 +392,8 @@ def _preamble(sizes: "Sizes") -> list[str]:
         "method pool of <M>_METHOD_POOL_BYTES and a temp pool of <M>_TEMP_POOL_BYTES (the temp figure is tight "
         "only with this method pool: with a smaller temp pool Method::init resolves kernels in the method pool); "
         "or a method pool of <M>_METHOD_POOL_ALONE_BYTES and no temp allocator (MemoryManager's temp_allocator "
-        "nullptr). A pool of 0 bytes is a MemoryAllocator of size 0 (verified over a non-null base; C and C++ "
+        "nullptr; the temp memory then comes from et_pal_allocate: only where <M>_METHOD_ALONE_RUNS_ON_BARE_METAL "
+        "is 1 does that configuration hold on a board whose platform layer has no heap). A pool of 0 bytes is a MemoryAllocator of size 0 (verified over a non-null base; C and C++ "
         "have no zero-length arrays: declare none, or one byte, and tell the allocator 0), not nullptr for the "
         "temp allocator: that is the other configuration. <M>_TEMP_POOL_BYTES is the larger of what kernel "
         "resolution needs for Method::init to use the temp pool (a threshold: it need not fill) and the temp "
@@ -346,20 +468,34 @@ def _globals(sizes: "Sizes") -> list[str]:
         f"#define PTE_LAB_PLANNED_BUFFER_ALIGNMENT {_planned_alignment(sizes)}u",
         f"/* device types (ExecuTorch's DeviceType): {codes} */",
     ]
+    host = []
     file_loader = max((m.file_loader_alignment for m in sizes.methods.values()), default=0)
     if file_loader:
-        lines += ["/* FileDataLoader::from(path, alignment): the alignment the heap figures and the verification "
+        host += ["/* FileDataLoader::from(path, alignment): the alignment the heap figures and the verification "
                   "used (its default,", " * alignof(std::max_align_t)); a larger one pads each buffer it reads. "
                   "The pools do not depend on it. */",
                   f"#define PTE_LAB_FILE_LOADER_ALIGNMENT {file_loader}u"]
     once = [m.heap_once for m in sizes.methods.values() if m.heap_once is not None]
     if once:
-        lines += ["/* heap the process allocates once, included in every method's HEAP figures: ExecuTorch's thread "
+        host += ["/* heap the process allocates once, included in every method's HEAP figures: ExecuTorch's thread "
                   "pool and cpuinfo's", " * tables on a kernel's first parallel_for (measured in a fresh process), "
                   "or what the first method's first run", " * held beyond a repeat, the larger, rounded up to "
                   "256 B (malloc's usable sizes vary by a chunk with the heap's layout) */",
                   f"#define PTE_LAB_HEAP_ONCE_BYTES {max(once)}u"]
-    return lines
+    return [_label(ANY_TARGET), *lines] + ([_label(_host_label()), *host] if host else [])
+
+
+def _block(text: str) -> list[str]:
+    """``text`` as one wrapped C comment."""
+    out = _wrap_comment(text)
+    out[0] = "/* " + out[0][3:]
+    out[-1] += " */"
+    return out
+
+
+def _label(words: str) -> str:
+    """The comment that opens a part of the header: what holds on any target, or on this host only."""
+    return f"/* ==== {_comment(words)} ==== */"
 
 
 def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
@@ -381,6 +517,42 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     if v is not None and v.smaller_temp is not None:
         lines.append(f"/* a temp pool one byte smaller: {_comment(temp_verdict(v))} */")
         lines.append(f"#define PTE_LAB_{up}_TEMP_SHORT_IS_SILENT {int(v.temp_short_is_silent)}")
+    for label, macro, v in (("method + temp", "METHOD_TEMP", (sizes.verified or {}).get(m.method)),
+                            ("method alone", "METHOD_ALONE", (sizes.verified_alone or {}).get(m.method))):
+        runs = v.holds_on() if v is not None and v.bare_metal is not None else m.holds_on(label)
+        bare = runs.get("bare-metal")
+        if bare is not None:
+            why = "runs there" if bare.runnable else f"not runnable there: {not_runnable(bare)}"
+            lines.append(f"#define PTE_LAB_{up}_{macro}_RUNS_ON_BARE_METAL {int(bare.runnable)} /* {label}, a "
+                         f"bare-metal platform layer (et_pal_allocate fails): {_comment(why)} */")
+    return lines
+
+
+def _totals(sizes: "Sizes", m, up: str, low: str) -> list[str]:
+    """What the method must have in RAM on a bare-metal target: one total (exact), and its parts."""
+    lines = []
+    for kind, t in m.totals().items():
+        if TARGET_KINDS[kind].host:
+            continue
+        lines += [*_block(total_line(t)),
+                  f"#define PTE_LAB_{up}_TOTAL_BYTES_{_NOT_IDENT.sub('_', kind).upper()} {t.bytes}u"]
+    return lines
+
+
+def _host_total(sizes: "Sizes", m, up: str, low: str) -> list[str]:
+    """The method's total on this host (a Linux runner with a FileDataLoader: its heap is a host figure)."""
+    t = m.totals()["host"]
+    return [*_block(total_line(t)), f"#define PTE_LAB_{up}_TOTAL_BYTES_HOST {t.bytes}u"]
+
+
+def _budget_lines(fit: "Fit", up: str) -> list[str]:
+    """The budget (or regions) the board's total was checked against, and the outcome."""
+    lines = _block(fits_lines({fit.total.method: fit})[0])
+    if fit.budget is not None:
+        lines.append(f"#define PTE_LAB_{up}_BUDGET_BYTES {fit.budget}u")
+    for name, b in fit.regions:
+        lines.append(f"#define PTE_LAB_{up}_REGION_{_NOT_IDENT.sub('_', name).upper().strip('_')}_BYTES {b}u")
+    lines.append(f"#define PTE_LAB_{up}_FITS {int(fit.fits)}")
     return lines
 
 
@@ -506,24 +678,32 @@ def _stand_ins(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     return header_stand_in_lines(m, up)
 
 
-#: the sections of one method, in order: each (sizes, method, MACRO_PART, ident_part) -> lines
-METHOD_SECTIONS = (_pools, _stand_ins, _planned_buffers, _io, _heap, _libraries)
+#: the sections of one method, in order: each (sizes, method, MACRO_PART, ident_part) -> lines; those of
+#: :data:`HOST_SECTIONS` hold on this host only, the others on any target
+METHOD_SECTIONS = (_pools, _stand_ins, _planned_buffers, _io, _totals, _heap, _libraries, _host_total)
+HOST_SECTIONS = (_heap, _libraries, _host_total)
 
 
-def c_header(sizes: "Sizes", guard: str | None = None) -> str:
-    """A C/C++ header with each method's pools, planned buffers, inputs and outputs, heap and libraries.
+def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = None,
+             regions: tuple[tuple[str, int], ...] = ()) -> str:
+    """A C/C++ header with each method's pools, planned buffers, inputs and outputs, heap and libraries:
+    per method what holds on any target first, then what holds on this host only, each labelled; with a
+    ``budget`` (bytes) or ``regions`` ((name, bytes)), the board's total checked against them.
 
     Every size is a macro (a constant expression: static arrays can be declared with it); arrays repeat
     them for loops. C99 and C++.
     """
     guard = guard or f"PTE_LAB_{_stem(sizes)}_POOLS_H"
     idents = c_identifiers(sizes.methods)
+    fits = sizes.fits(budget, regions) if budget is not None or regions else {}
     lines = [*_preamble(sizes), f"#ifndef {guard}", f"#define {guard}", "", "#include <stddef.h>",
              "#include <stdint.h>", "", *_globals(sizes)]
     for name, m in sizes.methods.items():
         up, low = idents[name].upper(), idents[name]
-        lines += ["", f"/* ---- method \"{_comment(name)}\" ---- */"]
+        lines += ["", f"/* ---- method \"{_comment(name)}\" ---- */", _label(ANY_TARGET)]
         for section in METHOD_SECTIONS:
+            if section is HOST_SECTIONS[0]:
+                lines += (_budget_lines(fits[name], up) if name in fits else []) + [_label(_host_label())]
             lines += section(sizes, m, up, low)
     for name, why in sizes.skipped.items():
         if name in sizes.declared:

@@ -1,0 +1,154 @@
+"""Figures that hold on the board, not only on this host (issue 33 parts 1-2, issue 32 part 4).
+
+Each pool configuration is run under this host's platform layer and under a bare-metal one whose
+et_pal_allocate refuses every request (as Arm's does): a method with no temp allocator takes its temp
+memory from et_pal_allocate, so an Ethos-U program's NPU scratch has nowhere to come from there. The
+report and the header say per configuration which target kinds it holds on, keep what holds on any
+target apart from this host's figures, and give one exact total per board, checked against a budget.
+Pools and totals are exact; heap figures are never checked against a band.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("executorch.runtime")
+
+import pte_lab  # noqa: E402
+from pte_lab import examples  # noqa: E402
+from pte_lab.cli import main  # noqa: E402
+from pte_lab.units import parse_bytes  # noqa: E402
+from pte_lab.views.run.sizes import c_header, sizes_text  # noqa: E402
+
+DATA = Path(examples.ETHOS_U_PROGRAMS)
+SRAM_ONLY = DATA / "u55_128_sram_only.pte"
+SHARED = DATA / "u55_128_shared_sram.pte"
+
+
+@pytest.fixture(scope="module")
+def sram_only():
+    return pte_lab.sizes(str(SRAM_ONLY), verify=True, heap_runs=1)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.replace("\n * ", " ").replace("\n *    ", " ").split())
+
+
+def test_method_alone_is_verified_on_this_host_only_and_not_runnable_on_a_bare_metal_target(sram_only):
+    m = sram_only.methods["forward"]
+    assert m.delegate_scratch > 0
+    alone, both = sram_only.verified_alone["forward"], sram_only.verified["forward"]
+    # on this host et_pal_allocate (malloc) served the NPU's scratch beyond the pools; a bare-metal one refused it
+    host, bare = alone.holds_on()["host"], alone.holds_on()["bare-metal"]
+    assert host.runnable and host.platform_calls > 0 and host.platform_largest >= m.delegate_scratch
+    assert not bare.runnable and bare.platform_refused >= 1 and "MemoryAllocationFailed" in bare.error
+    assert "execute" in bare.error
+    # with a temp pool, nothing goes to the platform layer: it holds on both
+    assert all(t.runnable and t.platform_calls == 0 for t in both.holds_on().values())
+    # the sizing (counting pools) says the same before any verification
+    assert not m.holds_on("method alone")["bare-metal"].runnable and m.holds_on("method + temp")["bare-metal"].runnable
+    text = sizes_text(sram_only)
+    assert "verified on this host only: these pools load and run it" in text
+    assert "not runnable on a bare-metal target: its platform layer refused 1 request to et_pal_allocate" in text
+    assert "holds on: this host, a bare-metal target" in text
+    header = c_header(sram_only)
+    assert "#define PTE_LAB_FORWARD_METHOD_ALONE_RUNS_ON_BARE_METAL 0" in header
+    assert "#define PTE_LAB_FORWARD_METHOD_TEMP_RUNS_ON_BARE_METAL 1" in header
+    assert "/* method alone: verified on this host only" in header
+
+
+def test_the_board_total_is_exact_and_holds_no_host_figure(sram_only):
+    m = sram_only.methods["forward"]
+    board, host = m.totals()["bare-metal"], m.totals()["host"]
+    # Sram_Only: the NPU reads the program's bytes in place, so they are in the board's RAM
+    program = SRAM_ONLY.stat().st_size
+    assert board.configuration == "method + temp" and board.exact and board.runnable
+    assert board.bytes == sum(b for _, _, b in m.planned) + m.method_allocator + m.temp_allocator + program
+    assert m.program_in_ram == program and "Sram_Only" in m.program_in_ram_why
+    assert not any("heap" in name or "resident" in name for name, _ in board.parts)
+    # this host's total is a Linux runner's: the pools and the heap its FileDataLoader needs
+    assert host.bytes == sum(b for _, _, b in m.planned) + m.method_allocator + m.temp_allocator + m.file_heap_peak
+    text = sizes_text(sram_only)
+    anywhere, here = text.split("-- holds on this host only")
+    assert f"total on a bare-metal target (method + temp, BufferDataLoader over the program in flash): " \
+           f"{board.bytes:,} B" in anywhere
+    assert "heap outside the pools" not in anywhere and "heap outside the pools" in here
+    assert f"total on this host (method + temp" in here
+    # the row beside the scratch says what it is
+    assert "temp allocator beyond the delegates' scratch" in anywhere
+    header = c_header(sram_only)
+    assert f"#define PTE_LAB_FORWARD_TOTAL_BYTES_BARE_METAL {board.bytes}u" in header
+    ours, theirs = header.split("/* ---- method")[1].split("==== holds on this host only")
+    assert "TOTAL_BYTES_BARE_METAL" in ours and "HEAP_PEAK_BYTES" not in ours and "HEAP_PEAK_BYTES" in theirs
+    assert "PTE_LAB_HEAP_ONCE_BYTES" in header.split("==== holds on this host only")[1]
+
+
+def test_a_shared_sram_program_stays_in_flash_and_a_portable_one_runs_without_a_temp_pool(program_path):
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    m = s.methods["forward"]
+    assert m.program_in_ram == 0
+    assert m.totals()["bare-metal"].bytes == sum(b for _, _, b in m.planned) + m.method_allocator + m.temp_allocator
+    p = pte_lab.sizes(str(program_path("portable")), verify=True, heap_runs=1)
+    m = p.methods["forward"]
+    alone = p.verified_alone["forward"].holds_on()
+    assert all(t.runnable and t.platform_calls == 0 for t in alone.values())
+    board = m.totals()["bare-metal"]
+    smaller = min(("method + temp", m.method_allocator + m.temp_allocator), ("method alone", m.method_pool_alone),
+                  key=lambda c: c[1])
+    assert board.configuration == smaller[0]
+    assert board.bytes == sum(b for _, _, b in m.planned) + smaller[1]
+    assert "#define PTE_LAB_FORWARD_METHOD_ALONE_RUNS_ON_BARE_METAL 1" in c_header(p)
+
+
+def test_cli_budget_and_regions(capsys, monkeypatch):
+    from pte_lab.runtime import sizing
+
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    monkeypatch.setattr(sizing, "sizes", lambda *a, **k: s)  # the CLI's plumbing, on one sizing
+    total = s.methods["forward"].totals()["bare-metal"]
+    assert main(["sizes", str(SHARED), "--budget", f"{total.bytes}"]) == 0
+    out = capsys.readouterr().out
+    assert f"method 'forward' on a bare-metal target (method + temp): {total.bytes:,} B against a budget of" in out
+    assert out.rstrip().endswith("fits")
+    assert main(["sizes", str(SHARED), "--budget", f"{total.bytes - 1}"]) == 1
+    err = capsys.readouterr().err
+    assert "DOES NOT FIT (over by 1 B; the largest parts: " + total.largest()[0][0] in err
+    # JSON: the totals per target kind, and the fit; the header carries the budget it was checked against
+    assert main(["sizes", str(SHARED), "--json", "--budget", "1KiB"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["totals"]["forward"]["bare-metal"]["bytes"] == total.bytes
+    assert doc["fits"]["forward"] == doc["fits"]["forward"] | {"budget": 1024, "fits": False, "total": total.bytes}
+    assert main(["sizes", str(SHARED), "--c-header", "--budget", "1MiB"]) == 0
+    header = capsys.readouterr().out
+    assert "#define PTE_LAB_FORWARD_BUDGET_BYTES 1048576u" in header and "#define PTE_LAB_FORWARD_FITS 1" in header
+    # regions: each part placed whole, largest first; one that fits nowhere is named
+    largest = total.largest()[0]
+    assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}", "--region", f"DTCM={total.bytes}"]) == 0
+    assert "fits (SRAM: " in capsys.readouterr().out
+    assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}"]) == 1
+    assert f"no region has room for {largest[0]}" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:
+        main(["sizes", str(SHARED), "--budget", "256KB"])
+    assert bad.value.code == 2
+    assert "KiB, MiB or GiB" in capsys.readouterr().err
+
+
+def test_sizes_are_read_as_users_type_them():
+    assert [parse_bytes(t) for t in ("262144", "256KiB", "256 kib", "1.5MiB", "2GiB", "0")] == [
+        262144, 262144, 262144, 1572864, 2 * 1024 ** 3, 0]
+    for bad in ("256KB", "-1", "1.0000001KiB", "", "ten"):
+        with pytest.raises(ValueError):
+            parse_bytes(bad)
+
+
+def test_heap_parts_say_what_they_hold_where_the_backend_is_known(sram_only):
+    from dataclasses import replace
+
+    xnn = replace(sram_only, methods={"forward": replace(sram_only.methods["forward"], backends=("XnnpackBackend",))})
+    here = sizes_text(xnn).split("-- holds on this host only")[1]
+    assert "heap kept by load_method (of it XNNPACK's packed weights)" in here
+    assert "heap kept by execute (of it XNNPACK's workspace)" in here
+    assert "heap kept by load_method (of it" not in sizes_text(sram_only)
