@@ -21,11 +21,27 @@ The record holds facts; :mod:`pte_lab.views.text` words them (the one home of ea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
-__all__ = ["PeakGroup", "PeakCause", "PeakStory", "explain_peak", "CAUSES"]
+__all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "explain_peak", "CAUSES"]
+
+
+class PeakCauseKind(str, Enum):
+    """The export choices :func:`explain_peak` recognises behind a peak (each worded in ``views/peak.py``).
+    A ``str`` enum: a kind equals its value, and JSON writes the value."""
+
+    ATTENTION_SCORES = "attention_scores"  # decomposed attention: [L, L] score planes alive together
+    DYNAMIC_BOUND = "dynamic_bound"  # tensors planned at a dynamic dimension's upper bound
+    STATE_FP32 = "state_fp32"  # mutable buffers (caches) kept in float32
+    WEIGHT_COPIES = "weight_copies"  # permute_copy of weights the portable Linear makes at every run
+    OUTSIDE_DELEGATE = "outside_delegate"  # operators the delegate left out, their tensors planned
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
 
 #: the causes :func:`explain_peak` recognises, in the order a reader gets them
-CAUSES = ("attention_scores", "dynamic_bound", "state_fp32", "weight_copies", "outside_delegate")
+CAUSES = tuple(PeakCauseKind)
 
 #: a group smaller than this share of the peak is left out of the story's groups (the table has it)
 _SMALL = 0.02
@@ -59,7 +75,7 @@ class PeakCause:
     """An export choice behind the peak: its kind (:data:`CAUSES`), the bytes at stake at the peak, the
     groups it covers (indices into :attr:`PeakStory.groups`) and what it names (operators, inputs)."""
 
-    kind: str
+    kind: PeakCauseKind
     nbytes: int
     groups: tuple[int, ...]
     names: tuple[str, ...] = ()
@@ -130,7 +146,7 @@ def explain_peak(m) -> PeakStory | None:
 def _causes(m, groups: list[PeakGroup], live: dict) -> tuple[PeakCause, ...]:
     found: dict[str, list[int]] = {k: [] for k in CAUSES}
     names: dict[str, set[str]] = {k: set() for k in CAUSES}
-    extra = {"outside_delegate": 0}  # bytes of the tensors themselves where a group is only partly the cause
+    extra = {PeakCauseKind.OUTSIDE_DELEGATE: 0}  # bytes of the tensors themselves where a group is only partly the cause
     delegated = any(i.kind == "DelegateCall" for i in m.instructions)
     # the [L, L] planes a softmax writes anywhere in the method: the scores before it and after it have them
     softmax_shapes = {t.shape[-2:] for t in m.planned
@@ -138,20 +154,20 @@ def _causes(m, groups: list[PeakGroup], live: dict) -> tuple[PeakCause, ...]:
     for k, g in enumerate(groups):
         square = len(g.shape) >= 2 and g.shape[-1] == g.shape[-2] and g.shape[-1] > 1
         if square and g.shape[-2:] in softmax_shapes:
-            found["attention_scores"].append(k)
-            names["attention_scores"].update(g.ops)
+            found[PeakCauseKind.ATTENTION_SCORES].append(k)
+            names[PeakCauseKind.ATTENTION_SCORES].update(g.ops)
         if g.dynamic:
-            found["dynamic_bound"].append(k)
+            found[PeakCauseKind.DYNAMIC_BOUND].append(k)
         if "mutable_buffer" in g.roles and g.dtype == "float32":
-            found["state_fp32"].append(k)
+            found[PeakCauseKind.STATE_FP32].append(k)
         if g.ops and all(op.startswith("aten::permute_copy") for op in g.ops) and _copies_weights(m, g, live):
-            found["weight_copies"].append(k)
+            found[PeakCauseKind.WEIGHT_COPIES].append(k)
         outside = [live[v] for v in g.values if delegated and live[v].role == "intermediate"
                    and live[v].op is not None and "::" in live[v].op and not live[v].op.startswith(_RUNTIME_OPS)]
         if outside:
-            found["outside_delegate"].append(k)
-            names["outside_delegate"].update(t.op for t in outside)
-            extra["outside_delegate"] += sum(t.nbytes for t in outside)
+            found[PeakCauseKind.OUTSIDE_DELEGATE].append(k)
+            names[PeakCauseKind.OUTSIDE_DELEGATE].update(t.op for t in outside)
+            extra[PeakCauseKind.OUTSIDE_DELEGATE] += sum(t.nbytes for t in outside)
     return tuple(PeakCause(kind, extra[kind] if kind in extra else sum(groups[k].total for k in ks), tuple(ks),
                            tuple(sorted(names[kind])))
                  for kind, ks in found.items() if ks)

@@ -7,7 +7,7 @@ that recovers them.
 from __future__ import annotations
 
 from ..model.dtypes import short_shape
-from ..model.peak import PeakCause, PeakGroup, PeakStory
+from ..model.peak import PeakCause, PeakCauseKind, PeakGroup, PeakStory
 from ..units import count, first_few, human_bytes
 
 __all__ = ["peak_lines", "peak_head", "cause_line", "group_phrase"]
@@ -46,7 +46,7 @@ def group_phrase(g: PeakGroup, peak: int) -> str:
 def cause_line(c: PeakCause, s: PeakStory) -> str:
     """One cause: what it is, the bytes at stake, and the change that recovers them."""
     at_stake = f"{human_bytes(c.nbytes)} ({_share(c.nbytes, s.peak_bytes)} of the peak)"
-    if c.kind == "attention_scores":
+    if c.kind is PeakCauseKind.ATTENTION_SCORES:
         side = s.groups[c.groups[0]].shape[-1]
         return (f"attention scores: {at_stake} in square [..., {side}, {side}] tensors around a softmax "
                 f"({first_few(c.names, 4)}), an attention decomposed into portable kernels. They grow with the "
@@ -54,21 +54,21 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
                 f"custom sdpa op (export_llm: model.use_sdpa_with_kv_cache=true; in your own model, "
                 f"torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as [B, S, H, D], "
                 f"with ExecuTorch's LLM custom-ops library linked into the app).")
-    if c.kind == "dynamic_bound":
+    if c.kind is PeakCauseKind.DYNAMIC_BOUND:
         ins = first_few((f"input {p} {short_shape(shape)}" for p, shape in s.dynamic_inputs), 3)
         return (f"dynamic shapes at their upper bound: {at_stake} in tensors whose shape is dynamic"
                 + (f" ({ins} as exported)" if ins else "") + ". ExecuTorch plans every tensor at its bound and "
                 "allocates the arena whole, whatever shape you run; a smaller max in torch.export.Dim at export "
                 "shrinks them.")
-    if c.kind == "state_fp32":
+    if c.kind is PeakCauseKind.STATE_FP32:
         return (f"float32 state: {at_stake} kept between calls (a KV cache or mutable buffer) in float32. An "
                 f"fp16 or bf16 cache halves it; an int8 cache (export_llm: model.quantize_kv_cache=true) "
                 f"quarters it.")
-    if c.kind == "weight_copies":
+    if c.kind is PeakCauseKind.WEIGHT_COPIES:
         return (f"weights copied into the arena: {at_stake} written by permute_copy from weights the file "
                 f"holds (a portable Linear transposes its weight at every call). Lowered to XNNPACK "
                 f"(XnnpackPartitioner), the weights are packed once at load instead, on the heap.")
-    if c.kind == "outside_delegate":
+    if c.kind is PeakCauseKind.OUTSIDE_DELEGATE:
         return (f"operators outside the delegate: {at_stake} written by portable kernels between delegate "
                 f"calls ({first_few(c.names, 4)}). The delegate did not take these operators; one that "
                 f"supports them (or a decomposition it supports) takes their tensors out of the plan.")

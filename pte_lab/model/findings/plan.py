@@ -11,6 +11,7 @@ import numpy as np
 from ...format import TENSOR_ALIGNMENT, ScalarType, TensorDataLocation, TensorShapeDynamism
 from ...units import count, first_few, human_bytes
 from ..lifetimes import Writes
+from ..peak import PeakCauseKind
 from .base import Details, Finding, Kind, Prescription, ValuesDetails
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -302,7 +303,7 @@ def _dynamic_findings(m: "Method") -> list[Finding]:
     story = m.peak
     if story is None or not story.dynamic_inputs or not story.peak_bytes:
         return []
-    held = sum(c.nbytes for c in story.causes if c.kind == "dynamic_bound")
+    held = sum(c.nbytes for c in story.causes if c.kind is PeakCauseKind.DYNAMIC_BOUND)
     if held < _DYNAMIC_SHARE * story.peak_bytes:
         return []
     inputs = story.dynamic_inputs
