@@ -182,3 +182,42 @@ def test_plot_diff_counts_instructions_in_whole_numbers_and_says_what_it_leaves_
         assert "not shown" in note and "XnnpackBackend" in note
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------------- what a budget leaves out, and says
+def test_a_budget_names_the_heap_it_did_not_budget(program_path, monkeypatch, capsys):
+    """Portable -> XNNPACK with sizes: the heap kept by load_method grows (XNNPACK packs its weights there), a
+    host-dependent figure no budget holds; the budget passes its exact pools and says, in one line, what it left
+    out and how much each grew. XNNPACK appearing is a runner change: the runner must now link it."""
+    from pte_lab.runtime.sizing import results
+
+    def fake(d, a, b, **_):  # the shape of two pte_lab.sizes results (real sizing takes minutes)
+        return d.with_sizes(_sizes({"forward": (69632, 2252, 280, 0, 0)}),
+                            _sizes({"forward": (1664, 584, 0, 0, 126976)}),
+                            host_dependent=results.MEASURED_PARTS)
+
+    monkeypatch.setattr("pte_lab.runtime.sizing.sized_diff", fake)
+    args = ["diff", str(program_path("portable")), str(program_path("xnnpack")), "--sizes", "--fail-if-grows", "1000"]
+    assert cli_main([*args, "--allow-target-change"]) == 0
+    out = capsys.readouterr().out
+    budget = out[out.index("Budget: nothing may grow"):]
+    assert "verdict" in budget.splitlines()[1]  # the last column is named
+    assert ("not budgeted (this host's heap, moves with CPU and run): heap kept by load_method +124 KiB"
+            in budget)
+    assert cli_main(args) == TARGET_CHANGED
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert "backend XnnpackBackend only in the second program: the runner must now link XnnpackBackend" in line
+    assert cli_main([*args, "--json"]) == TARGET_CHANGED
+    doc = json.loads(capsys.readouterr().out)
+    (left,) = doc["not_budgeted"]
+    assert left["part"] == "heap kept by load_method" and left["bytes"]["delta"] == 126976
+    assert "heap kept by load_method" not in {c["what"] for c in doc["budget"]}
+    (change,) = doc["target_changes"]
+    assert change["what"] == "backend" and change["kind"] == "runner"
+
+
+def test_a_budget_failure_and_a_target_change_both_named_the_target_status_wins(capsys):
+    args = ["diff", str(U55_SHARED), str(U85_SRAM), "--fail-if-grows", "5"]
+    assert cli_main(args) == TARGET_CHANGED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [ln.split(":")[1].strip() for ln in err] == ["budget exceeded", "the delegates changed where the program runs"]

@@ -31,13 +31,16 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                          "target_changes": [target_change]}]
         }
       },
-      "target_changes": [{"method", "call", "what", "before", "after", "bytes", "text"}],  # what: TARGET_CHANGES
+      "target_changes": [{"method", "call", "what", "kind", "before", "after", "bytes", "text"}],
+                      # what: TARGET_CHANGES; kind: "runner" (link another backend) | "board" (TARGET_CHANGE_KINDS)
       "load_cost": [{"loader", "step", "device", "bytes": change}],
       "sizes": null | {"executorch": [before, after], "parts": [{"method", "part", "bytes": change, "unmeasured"}],
                        "pools": [{"method", "pool", "bytes": change, "unmeasured"}],   # unmeasured: null|first|second|both
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
-      "budget": [{"what", "bytes": change, "limit_pct", "exceeded", "unmeasured"}]  # with a limit only
+      "budget": [{"what", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
+      "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
+                                                               # most grown first, never budgeted
     }
 
 Tensors are the ``pte_lab.inspect`` document's tensor records (:data:`pte_lab.model.TENSOR_COLUMNS`);
@@ -60,7 +63,8 @@ from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import _indent, _table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
-           "target_change_text", "target_changes_line", "not_measured_lines"]
+           "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
+           "NOT_BUDGETED", "budget_failure_lines"]
 
 SCHEMA = "pte_lab.diff"
 VERSION = 1
@@ -211,9 +215,19 @@ def target_change_text(c) -> str:
     without the delegate it is of."""
     if c.what == "flash to RAM":
         return f"{human_bytes(c.bytes)} (command stream and weights) must now be in RAM where flash held them"
-    if c.what == "backend" and (c.before is None or c.after is None):
-        return f"backend {c.before or c.after} only in the {'first' if c.after is None else 'second'} program"
+    if c.what == "backend":
+        if c.before is None:
+            return f"backend {c.after} only in the second program: the runner must now link {c.after}"
+        if c.after is None:
+            return (f"backend {c.before} only in the first program: what it ran now runs on the runner's own "
+                    f"kernels")
+        return f"backend {c.before} -> {c.after}: the runner must now link {c.after}"
     return f"{c.what} {c.before or NOT_SAID} -> {c.after or NOT_SAID}"
+
+
+#: how :func:`target_changes_line` opens, per kind of deployment change (:data:`TARGET_CHANGE_KINDS`)
+_TARGET_LEADS = {"runner": "the delegates changed what the runner must link",
+                 "board": "the delegates changed where the program runs"}
 
 
 #: what is said where a program's delegate does not record a setting
@@ -223,17 +237,20 @@ NOT_SAID = "not recorded"
 def target_changes_line(d) -> str | None:
     """All of a diff's :attr:`~pte_lab.model.diff.Diff.target_changes` in one line, delegate by delegate
     (None: none)."""
-    by: dict[tuple[str, int], list] = {}
-    for c in d.target_changes:
-        by.setdefault((c.method, c.call), []).append(target_change_text(c))
-    if not by:
-        return None
-    calls: dict[tuple[str, str], list[int]] = {}  # delegate calls that changed alike are said once
-    for (m, k), texts in by.items():
-        calls.setdefault((m, ", ".join(texts)), []).append(k)
-    return "the delegates changed where the program runs: " + "; ".join(
-        f"{m!r} delegate call{'s' if len(ks) > 1 else ''} {first_few(map(str, ks), 6, ', ', ' and {n} more')}: "
-        f"{texts}" for (m, texts), ks in calls.items())
+    out = []
+    for kind, lead in _TARGET_LEADS.items():
+        by: dict[tuple[str, int], list] = {}
+        for c in d.target_changes:
+            if c.kind == kind:
+                by.setdefault((c.method, c.call), []).append(target_change_text(c))
+        calls: dict[tuple[str, str], list[int]] = {}  # delegate calls that changed alike are said once
+        for (m, k), texts in by.items():
+            calls.setdefault((m, ", ".join(texts)), []).append(k)
+        if calls:
+            out.append(f"{lead}: " + "; ".join(
+                f"{m!r} delegate call{'s' if len(ks) > 1 else ''} {first_few(map(str, ks), 6, ', ', ' and {n} more')}"
+                f": {texts}" for (m, texts), ks in calls.items()))
+    return ". ".join(out) or None
 
 
 def _delegate_name(dm) -> str:
@@ -282,6 +299,52 @@ def _part_cells(p) -> list[str]:
 
 def _part_label(p) -> str:
     return f"{p.part} (the pool less the delegates' scratch)" if p.part in POOL_REMAINDERS else p.part
+
+
+# ------------------------------------------------------------------ the budget
+#: what a budget says of the host-dependent parts it leaves out (one home for the wording)
+NOT_BUDGETED = "not budgeted (this host's heap, moves with CPU and run)"
+
+
+def not_budgeted_line(d) -> str | None:
+    """The host-dependent parts a budget leaves out (:meth:`~pte_lab.model.diff.Diff.not_budgeted`), each with
+    how much it grew: ``not budgeted (...): forward: heap kept by load_method +124 KiB; ...`` (None: no sizes)."""
+    parts = d.not_budgeted()
+    if not parts:
+        return None
+    many = len({p.method for p in parts}) > 1
+    return f"{NOT_BUDGETED}: " + "; ".join(
+        f"{p.method + ': ' if many else ''}{p.part} {delta_bytes(p.bytes.delta)}" for p in parts)
+
+
+def budget_text(d, limit: float) -> str:
+    """The budget table (``--fail-if-grows``), with the parts it did not budget said under it."""
+    rows = [[c.what, human_bytes(c.bytes.before), human_bytes(c.bytes.after), growth(c.bytes.growth),
+             "EXCEEDED" if c.exceeded else f"NOT MEASURED ({c.unmeasured})" if c.unmeasured else "ok"]
+            for c in d.budget(limit)]
+    out = [f"Budget: nothing may grow more than {limit:g}% of its first size",
+           _indent(_table(["what", "before", "after", "growth", "verdict"], rows))]
+    line = not_budgeted_line(d)
+    if line:
+        out.append(f"  {line}")
+    return "\n".join(out)
+
+
+def budget_failure_lines(d, limit: float) -> list[str]:
+    """One line per failed check (:attr:`~pte_lab.model.diff.BudgetCheck.failed`): what, of what size, from
+    how much to how much."""
+    out = []
+    for c in d.budget(limit):
+        if not c.failed:
+            continue
+        if c.unmeasured:
+            out.append(f"budget not held: {c.what} was not measured in the "
+                       f"{'two programs' if c.unmeasured == 'both' else c.unmeasured + ' program'}")
+        else:
+            out.append(f"budget exceeded: {c.what} grew {growth(c.bytes.growth)} of its "
+                       f"{human_bytes(c.bytes.before)} ({human_bytes(c.bytes.before)} -> {human_bytes(c.bytes.after)}), "
+                       f"more than {limit:g}%")
+    return out
 
 
 # ----------------------------------------------------------------------- text
@@ -544,8 +607,8 @@ def _delegate_record(x) -> dict:
 
 
 def _target_record(c) -> dict:
-    return {"method": c.method, "call": c.call, "what": c.what, "before": c.before, "after": c.after,
-            "bytes": c.bytes, "text": target_change_text(c)}
+    return {"method": c.method, "call": c.call, "what": c.what, "kind": c.kind, "before": c.before,
+            "after": c.after, "bytes": c.bytes, "text": target_change_text(c)}
 
 
 def diff_document(d, limit_pct: float | None = None) -> dict:
@@ -578,6 +641,8 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
         "target_changes": [_target_record(c) for c in d.target_changes],
     }
     if limit_pct is not None:
+        doc["not_budgeted"] = [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes)}
+                               for p in d.not_budgeted()]
         doc["budget"] = [{"what": c.what, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in d.budget(limit_pct)]
     return doc
