@@ -111,6 +111,11 @@ def test_inline_delegate_data_is_its_own_region_in_inspect_and_diff():
     assert sum(r.values()) == inline.flatbuffer_size
     head = pte_text(inline).splitlines()[0]
     assert f"flatbuffer {human_bytes(r['flatbuffer'])}, inline delegate data {human_bytes(r['inline delegate'])}" in head
+    doc = inline.to_dict()["file"]  # CI reads the figures diff shows: the same split, under its own key
+    assert doc["flatbuffer_size"] == inline.flatbuffer_size == sum(doc["flatbuffer_size_regions"].values())
+    assert doc["flatbuffer_size_regions"]["flatbuffer"] == regions[("flatbuffer", "")].after
+    assert doc["flatbuffer_size_regions"]["inline delegate"] == r["inline delegate"]
+    assert "the tables alone" in type(inline).flatbuffer_size.__doc__
 
 
 # ------------------------------------------------------------------- what one side did not measure
