@@ -20,8 +20,8 @@ thing, ``growth_pct`` null there and where it grew from 0)::
           "state": {"tensors": change, "bytes": change},
           "arenas": [{"mem_id", "device": {"before", "after"}, "size": change, "peak_bytes": change,
                       "size_over_peak": {"before", "after"}, "tensors": change,
-                      "causes": [{"what", "tensors", "bytes", "largest"}]}],
-                      # bytes: the tensors' own summed, not memory (rows.cause_summary); largest: one tensor's
+                      "causes": [{"what", "tensors", "largest"}]}],
+                      # largest: one tensor's bytes (or change); tensors' bytes are never summed (rows.cause_summary)
           "tensors": {"matched": int, "matched_by": {rule: int}, "changed_counts": {what: int},
                       "changed": [{"matched_by", "changed": [what], "before": tensor, "after": tensor}],
                       "only_before": [tensor], "only_after": [tensor]},
@@ -42,6 +42,10 @@ thing, ``growth_pct`` null there and where it grew from 0)::
       "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
                                                                # most grown first, never budgeted
     }
+
+One removal kept the version: ``causes[].bytes`` (the causes' tensor bytes summed, a figure a reader could take
+for memory, which it is not) is gone; no reader in pte_lab, its tests, docs or notebooks used it, and a
+version-1 reader must not expect it (``largest`` and ``tensors`` stay; the arena's ``size`` is the memory).
 
 Tensors are the ``pte_lab.inspect`` document's tensor records (:data:`pte_lab.model.TENSOR_COLUMNS`);
 ``rule`` is one of :data:`pte_lab.model.diff.MATCHED_BY`, ``what`` a key of
@@ -151,7 +155,7 @@ def _arena_why(md, a) -> str:
         return f"arena {a.mem_id} is only in the {'second' if a.before is None else 'first'} program"
     causes = cause_summary(md.causes(a.mem_id))
     behind = "; ".join(f"{what}: {count(n, 'tensor')} (largest {delta_bytes(big) if signed else human_bytes(big)})"
-                       for what, n, _, big, signed in causes)
+                       for what, n, big, signed in causes)
     if peak.delta == 0:
         how = "the same tensors, placed differently" if not causes else "the plan packs its tensors differently"
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)} with {PEAK_LIVE} unchanged "
@@ -583,8 +587,8 @@ def _method_record(md) -> dict:
                     "size_over_peak": {"before": getattr(a.before, "size_over_peak", None),
                                        "after": getattr(a.after, "size_over_peak", None)},
                     "tensors": change_record(a.tensors),
-                    "causes": ([{"what": w, "tensors": n, "bytes": by, "largest": big}
-                                for w, n, by, big, _ in cause_summary(md.causes(a.mem_id))]
+                    "causes": ([{"what": w, "tensors": n, "largest": big}
+                                for w, n, big, _ in cause_summary(md.causes(a.mem_id))]
                                if a.before is not None and a.after is not None else [])}
                    for a in md.arenas],
         "tensors": {

@@ -255,13 +255,13 @@ def _absent(a, b):
     return Change(None if a is None else a.planned_bytes, None if b is None else b.planned_bytes)
 
 
-def cause_summary(c) -> list[tuple[str, int, int, int, bool]]:
-    """(what, tensors, bytes, largest, signed) behind an arena's change (:class:`~pte_lab.model.diff.ArenaCauses`),
-    the non-empty ones. ``bytes`` are the tensors' own, summed: ``signed`` ones count up for what the second
-    program has more of (new, moved in, the growth of larger tensors) and down for what it has less of (gone,
-    moved out, smaller), the others are the bytes of the tensors (alive over more or fewer instructions). They
-    are not memory and do not add up to the arena's change: tensors alive at different times share the arena's
-    bytes (the views show ``largest``, the one tensor's bytes, or change, of largest magnitude)."""
+def cause_summary(c) -> list[tuple[str, int, int, bool]]:
+    """(what, tensors, largest, signed) behind an arena's change (:class:`~pte_lab.model.diff.ArenaCauses`), the
+    non-empty ones. ``largest`` is the one tensor's bytes, or change, of largest magnitude: ``signed`` ones count
+    up for what the second program has more of (new, moved in, the growth of larger tensors) and down for what it
+    has less of (gone, moved out, smaller), the others are a tensor's bytes (alive over more or fewer
+    instructions). The tensors' bytes are never summed: tensors alive at different times share the arena's bytes,
+    so a sum is not memory (the arena's size is)."""
     groups = [
         ("new tensors", [t.nbytes for t in c.new], True),
         ("tensors gone", [-t.nbytes for t in c.gone], True),
@@ -272,4 +272,4 @@ def cause_summary(c) -> list[tuple[str, int, int, int, bool]]:
         ("alive over more instructions", [m.after.nbytes for m in c.longer], False),
         ("alive over fewer instructions", [m.after.nbytes for m in c.shorter], False),
     ]
-    return [(what, len(xs), sum(xs), max(xs, key=abs), signed) for what, xs, signed in groups if xs]
+    return [(what, len(xs), max(xs, key=abs), signed) for what, xs, signed in groups if xs]
