@@ -226,3 +226,26 @@ def test_a_budget_failure_and_a_target_change_both_named_the_target_status_wins(
     assert cli_main(args) == TARGET_CHANGED
     err = capsys.readouterr().err.strip().splitlines()
     assert [ln.split(":")[1].strip() for ln in err] == ["budget exceeded", "the delegates changed where the program runs"]
+
+
+def test_each_figure_is_said_once_with_sizes():
+    """The method pool is the method allocator, the planned buffers are the plan, the one arena is the method's
+    planned bytes: what grew and shrank names each figure once."""
+    from pte_lab.views.diff import grew_and_shrank
+
+    d = pte_lab.diff(U55_SHARED, U55_SHARED).with_sizes(_sizes({"forward": (10240, 976, 360, 144, 88)}),
+                                                        _sizes({"forward": (10240, 584, 0, 0, 88)}))
+    grew, shrank, same = grew_and_shrank(d)
+    names = [x.what for x in grew + shrank + same]
+    assert len(names) == len(set(names))
+    assert [x.what for x in shrank] == ["forward: method pool", "forward: temp pool", "forward: delegate scratch"]
+    assert "forward: arena 1 (cpu) = planned bytes" in names
+    assert not [n for n in names if "method allocator" in n or "planned buffers" in n or "all methods" in n]
+
+
+def test_several_methods_say_their_planned_bytes_are_a_sum_and_what_the_loaders_allocate(program_path):
+    d = pte_lab.diff(program_path("shared_state"), program_path("shared_state"))  # prefill and decode
+    assert d.many_methods
+    head = str(d).splitlines()[1]
+    assert "planned bytes, summed over methods" in head and "what the loaders allocate: load_program" in head
+    assert "planned bytes, summed over methods" in {c.what for c in d.budget(5)}

@@ -58,7 +58,7 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from ..model.diff import MATCHED_BY, POOL_REMAINDERS
+from ..model.diff import MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
@@ -68,7 +68,7 @@ from .text import _indent, _table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
            "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
-           "NOT_BUDGETED", "budget_failure_lines"]
+           "NOT_BUDGETED", "budget_failure_lines", "planned_head"]
 
 SCHEMA = "pte_lab.diff"
 VERSION = 1
@@ -385,11 +385,35 @@ def _method_text(md, rows: int) -> list[str]:
     return out
 
 
+def planned_head(d) -> str:
+    """The planned bytes, as the headline says them: of the one method, or with several methods their sum
+    (:data:`~pte_lab.model.diff.PLANNED_SUM`) and then what each loader allocates at each step, since no
+    loader allocates the sum (``load_program`` shares arenas between host-only methods)."""
+    c = d.planned_bytes
+    head = (f"{PLANNED_SUM if d.many_methods else 'planned bytes'} {human_bytes(c.before)} -> "
+            f"{human_bytes(c.after)} ({delta_bytes(c.delta)}, {growth(c.growth)})")
+    if not d.many_methods:
+        return head
+    steps: dict[tuple[str, int, int], list[str]] = {}  # loaders that allocate alike at a step are said once
+    for x in d.load_cost:
+        steps.setdefault((x.step, x.loader), [0, 0])
+        acc = steps[(x.step, x.loader)]
+        acc[0] += x.bytes.before or 0
+        acc[1] += x.bytes.after or 0
+    alike: dict[tuple[str, int, int], list[str]] = {}
+    for (step, loader), (before, after) in steps.items():
+        alike.setdefault((step, before, after), []).append(loader)
+    return head + "; what the loaders allocate: " + "; ".join(
+        f"{step} {human_bytes(before)} -> {human_bytes(after)} ({', '.join(loaders)})"
+        for (step, before, after), loaders in alike.items())
+
+
 @text_view
 def diff_summary(d) -> str:
     """One line: the two programs, planned bytes and file size (a terminal's and a saved notebook's repr)."""
     a, b = d.labels
-    return (f"<Diff {a} -> {b}: planned bytes {human_bytes(d.planned_bytes.before)} -> "
+    return (f"<Diff {a} -> {b}: {PLANNED_SUM if d.many_methods else 'planned bytes'} "
+            f"{human_bytes(d.planned_bytes.before)} -> "
             f"{human_bytes(d.planned_bytes.after)} ({delta_bytes(d.planned_bytes.delta)}), file "
             f"{delta_bytes(d.file_size.delta)}, {count(len(d.methods), 'method')} in both; print() it for all>")
 
@@ -400,9 +424,7 @@ def diff_text(d, rows: int = _ROWS) -> str:
     a, b = d.labels
     out = [f"Diff {a} -> {b}",
            f"  file {human_bytes(d.file_size.before)} -> {human_bytes(d.file_size.after)} "
-           f"({delta_bytes(d.file_size.delta)}, {growth(d.file_size.growth)}); planned bytes "
-           f"{human_bytes(d.planned_bytes.before)} -> {human_bytes(d.planned_bytes.after)} "
-           f"({delta_bytes(d.planned_bytes.delta)}, {growth(d.planned_bytes.growth)})",
+           f"({delta_bytes(d.file_size.delta)}, {growth(d.file_size.growth)}); {planned_head(d)}",
            f"  methods in both: {', '.join(d.methods) or '-'}; only in the first: {', '.join(d.removed) or '-'}; "
            f"only in the second: {', '.join(d.added) or '-'}"]
     out += [f"  {x}" for x in not_measured_lines(d)]
@@ -525,9 +547,7 @@ def diff_html(d) -> str:
     head = (f"<div class='pte-header'>What changed: <span class='pte-path'>{escape(a)}</span> &rarr; "
             f"<span class='pte-path'>{escape(b)}</span></div>"
             f"<div class='pte-sub'>file {human_bytes(d.file_size.before)} &rarr; {human_bytes(d.file_size.after)}"
-            f" ({escape(delta_bytes(d.file_size.delta))}) &middot; planned "
-            f"{human_bytes(d.planned_bytes.before)} &rarr; {human_bytes(d.planned_bytes.after)} "
-            f"({escape(delta_bytes(d.planned_bytes.delta))})"
+            f" ({escape(delta_bytes(d.file_size.delta))}) &middot; {escape(planned_head(d))}"
             + (f" &middot; only in the first: {escape(', '.join(d.removed))}" if d.removed else "")
             + (f" &middot; only in the second: {escape(', '.join(d.added))}" if d.added else "") + "</div>")
     grew, shrank, same = grew_and_shrank(d)
