@@ -249,3 +249,14 @@ def test_several_methods_say_their_planned_bytes_are_a_sum_and_what_the_loaders_
     head = str(d).splitlines()[1]
     assert "planned bytes, summed over methods" in head and "what the loaders allocate: load_program" in head
     assert "planned bytes, summed over methods" in {c.what for c in d.budget(5)}
+
+
+def test_inspect_and_diff_name_size_over_peak_alike(capsys):
+    """One name for size/peak in both JSON documents (inspect keeps version 1's efficiency beside it)."""
+    (arena,) = pte_lab.open(U55_SHARED).to_dict()["methods"]["forward"]["arenas"]
+    (diffed,) = pte_lab.diff(U55_SHARED, U55_SRAM).to_dict()["methods"]["forward"]["arenas"]
+    assert arena["size_over_peak"] == arena["efficiency"] == diffed["size_over_peak"]["before"]
+    assert cli_main(["inspect", str(U55_SHARED)]) == 0
+    text = capsys.readouterr().out
+    assert "declared by the delegate blob" in text and "from the delegate blob" not in text
+    assert "peak live 10.0 KiB" in text

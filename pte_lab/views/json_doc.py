@@ -23,7 +23,9 @@ or a change of meaning bumps it)::
           "delegates": [{"index", "backend", "target_device", "location", "size", "compile_specs",
                          "memory"}],   # memory: null, or what an EthosUBackend blob declares (below)
           "arenas": [{"mem_id", "runtime_index", "device", "size", "peak_bytes", "efficiency",
-                      "tensors"}],    # efficiency = Arena.size_over_peak, tensors = Arena.n_tensors
+                      "tensors", "size_over_peak"}],  # size_over_peak = Arena.size_over_peak, the diff
+                                     # document's name; efficiency the same figure (version 1's name, kept);
+                                     # tensors = Arena.n_tensors
           "tensors": [{"value", "role", "dtype", "shape", "nbytes", "mem_id", "offset",
                        "device", "first", "last", "producer", "op", "dynamic", "name",
                        "node", "module", "module_type", "source"}],  # the last four with an ETRecord only

@@ -142,8 +142,12 @@ _arena_record = dict_maker(tuple(key for _, _, key in ARENA_ROW))
 
 
 def arena_records(m) -> list[dict]:
-    """Arenas under the JSON document's keys (:data:`ARENA_ROW`)."""
-    return list(starmap(_arena_record, map(_arena_fields, m.arenas)))
+    """Arenas under the JSON document's keys (:data:`ARENA_ROW`), with ``size_over_peak`` beside
+    ``efficiency`` (the same figure: the name the diff document uses, the other kept for version-1 readers)."""
+    out = list(starmap(_arena_record, map(_arena_fields, m.arenas)))
+    for r in out:
+        r["size_over_peak"] = r["efficiency"]
+    return out
 
 
 _load_cost_record = dict_maker(LOAD_COST_COLUMNS, tuple(k for k in LOAD_COST_COLUMNS if k != "loader"))
