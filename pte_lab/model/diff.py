@@ -606,7 +606,8 @@ class Diff:
     def budget(self, limit_pct: float) -> tuple[BudgetCheck, ...]:
         """What a CI job holds to a budget: the file's bytes, planned bytes (all methods compared, and
         each method in both programs), the scratch each delegate call declares and, with sizes, every pool of
-        every method sized in both.
+        every method sized in both: the exact pools (:data:`POOL_ATTRIBUTES`), never this host's heap figures
+        (:meth:`not_budgeted` lists those, for the budget to say so).
 
         A check is exceeded when its bytes grew by more than ``limit_pct`` percent (from 0 to
         anything counts as more). A pool of a method a side has but did not measure is a check too, one
