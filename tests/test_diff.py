@@ -159,6 +159,9 @@ def test_tensors_pair_across_a_change_of_shape(program_path):
     biggest = max(m.after.nbytes - m.before.nbytes for m in md.matched if m.after.role != "view")
     assert f"largest +{human_bytes(biggest)}" in why
     assert arena.size.delta > 0
+    (rec,) = [a for a in d.to_dict()["methods"]["forward"]["arenas"] if a["mem_id"] == 1]
+    (larger,) = [c for c in rec["causes"] if c["what"] == "larger"]  # counted and the largest: no summed bytes
+    assert set(larger) == {"what", "tensors", "largest"} and larger["largest"] == biggest
     table = md.table()
     assert set(table.matched_by) <= {"input", "output", "operators"}
     assert table.shape_before.ne(table.shape_after).sum() == len(shaped)

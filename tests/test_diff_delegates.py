@@ -111,6 +111,11 @@ def test_inline_delegate_data_is_its_own_region_in_inspect_and_diff():
     assert sum(r.values()) == inline.flatbuffer_size
     head = pte_text(inline).splitlines()[0]
     assert f"flatbuffer {human_bytes(r['flatbuffer'])}, inline delegate data {human_bytes(r['inline delegate'])}" in head
+    doc = inline.to_dict()["file"]  # CI reads the figures diff shows: the same split, under its own key
+    assert doc["flatbuffer_size"] == inline.flatbuffer_size == sum(doc["flatbuffer_size_regions"].values())
+    assert doc["flatbuffer_size_regions"]["flatbuffer"] == regions[("flatbuffer", "")].after
+    assert doc["flatbuffer_size_regions"]["inline delegate"] == r["inline delegate"]
+    assert "the tables alone" in type(inline).flatbuffer_size.__doc__
 
 
 # ------------------------------------------------------------------- what one side did not measure
@@ -182,3 +187,76 @@ def test_plot_diff_counts_instructions_in_whole_numbers_and_says_what_it_leaves_
         assert "not shown" in note and "XnnpackBackend" in note
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------------- what a budget leaves out, and says
+def test_a_budget_names_the_heap_it_did_not_budget(program_path, monkeypatch, capsys):
+    """Portable -> XNNPACK with sizes: the heap kept by load_method grows (XNNPACK packs its weights there), a
+    host-dependent figure no budget holds; the budget passes its exact pools and says, in one line, what it left
+    out and how much each grew. XNNPACK appearing is a runner change: the runner must now link it."""
+    from pte_lab.runtime.sizing import results
+
+    def fake(d, a, b, **_):  # the shape of two pte_lab.sizes results (real sizing takes minutes)
+        return d.with_sizes(_sizes({"forward": (69632, 2252, 280, 0, 0)}),
+                            _sizes({"forward": (1664, 584, 0, 0, 126976)}),
+                            host_dependent=results.MEASURED_PARTS)
+
+    monkeypatch.setattr("pte_lab.runtime.sizing.sized_diff", fake)
+    args = ["diff", str(program_path("portable")), str(program_path("xnnpack")), "--sizes", "--fail-if-grows", "1000"]
+    assert cli_main([*args, "--allow-target-change"]) == 0
+    out = capsys.readouterr().out
+    budget = out[out.index("Budget: nothing may grow"):]
+    assert "verdict" in budget.splitlines()[1]  # the last column is named
+    assert ("not budgeted (this host's heap, moves with CPU and run): heap kept by load_method +124 KiB"
+            in budget)
+    assert cli_main(args) == TARGET_CHANGED
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert "backend XnnpackBackend only in the second program: the runner must now link XnnpackBackend" in line
+    assert cli_main([*args, "--json"]) == TARGET_CHANGED
+    doc = json.loads(capsys.readouterr().out)
+    (left,) = doc["not_budgeted"]
+    assert left["part"] == "heap kept by load_method" and left["bytes"]["delta"] == 126976
+    assert "heap kept by load_method" not in {c["what"] for c in doc["budget"]}
+    (change,) = doc["target_changes"]
+    assert change["what"] == "backend" and change["kind"] == "runner"
+
+
+def test_a_budget_failure_and_a_target_change_both_named_the_target_status_wins(capsys):
+    args = ["diff", str(U55_SHARED), str(U85_SRAM), "--fail-if-grows", "5"]
+    assert cli_main(args) == TARGET_CHANGED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [ln.split(":")[1].strip() for ln in err] == ["budget exceeded", "the delegates changed where the program runs"]
+
+
+def test_each_figure_is_said_once_with_sizes():
+    """The method pool is the method allocator, the planned buffers are the plan, the one arena is the method's
+    planned bytes: what grew and shrank names each figure once."""
+    from pte_lab.views.diff import grew_and_shrank
+
+    d = pte_lab.diff(U55_SHARED, U55_SHARED).with_sizes(_sizes({"forward": (10240, 976, 360, 144, 88)}),
+                                                        _sizes({"forward": (10240, 584, 0, 0, 88)}))
+    grew, shrank, same = grew_and_shrank(d)
+    names = [x.what for x in grew + shrank + same]
+    assert len(names) == len(set(names))
+    assert [x.what for x in shrank] == ["forward: method pool", "forward: temp pool", "forward: delegate scratch"]
+    assert "forward: arena 1 (cpu) = planned bytes" in names
+    assert not [n for n in names if "method allocator" in n or "planned buffers" in n or "all methods" in n]
+
+
+def test_several_methods_say_their_planned_bytes_are_a_sum_and_what_the_loaders_allocate(program_path):
+    d = pte_lab.diff(program_path("shared_state"), program_path("shared_state"))  # prefill and decode
+    assert d.many_methods
+    head = str(d).splitlines()[1]
+    assert "planned bytes, summed over methods" in head and "what the loaders allocate: load_program" in head
+    assert "planned bytes, summed over methods" in {c.what for c in d.budget(5)}
+
+
+def test_inspect_and_diff_name_size_over_peak_alike(capsys):
+    """One name for size/peak in both JSON documents (inspect keeps version 1's efficiency beside it)."""
+    (arena,) = pte_lab.open(U55_SHARED).to_dict()["methods"]["forward"]["arenas"]
+    (diffed,) = pte_lab.diff(U55_SHARED, U55_SRAM).to_dict()["methods"]["forward"]["arenas"]
+    assert arena["size_over_peak"] == arena["efficiency"] == diffed["size_over_peak"]["before"]
+    assert cli_main(["inspect", str(U55_SHARED)]) == 0
+    text = capsys.readouterr().out
+    assert "declared by the delegate blob" in text and "from the delegate blob" not in text
+    assert "peak live 10.0 KiB" in text

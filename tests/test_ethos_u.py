@@ -134,8 +134,8 @@ def test_inspect_shows_the_declared_memory(capsys):
     assert cli_main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
     assert "delegate 0: EthosUBackend" in out and "ethos-u85-256, Dedicated_Sram_384KB" in out
-    assert "scratch: 2,048 B (2.0 KiB) from the delegate blob; temp allocator, at every execute" in out
-    assert "fast scratch: 393,216 B (384 KiB) from the memory mode's name" in out
+    assert "scratch: 2,048 B (2.0 KiB) declared by the delegate blob; temp allocator, at every execute" in out
+    assert "fast scratch: 393,216 B (384 KiB) declared by the memory mode's name" in out
     assert cli_main(["inspect", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     mem = doc["methods"]["forward"]["delegates"][0]["memory"]

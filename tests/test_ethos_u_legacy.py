@@ -144,7 +144,7 @@ def test_inspect_and_findings_say_where_the_scratch_is(legacy, capsys):
     (n,) = _shipped_scratch("u55_128_shared_sram.pte")
     text = _inspect(legacy["shared"], capsys)
     assert "delegate 0: ArmBackend" in text and "ethos-u55-128, Shared_Sram" in text
-    assert (f"scratch: {exact_bytes(n)} from the delegate blob; the program's bytes (a scratch_data block), which "
+    assert (f"scratch: {exact_bytes(n)} declared by the delegate blob; the program's bytes (a scratch_data block), which "
             f"the NPU works in at every execute: the program must be in memory the NPU can write (ExecuTorch 0.2 "
             f"to 0.5's layout); lives in SRAM, shared with the CPU") in text
     (f,) = [f for f in pte.methods["forward"].findings() if f.kind == Kind.DELEGATE_SCRATCH]

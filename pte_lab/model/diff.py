@@ -52,7 +52,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
            "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
            "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
-           "DelegateDiff", "Setting", "POOL_REMAINDERS", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES", "pair_delegates"]
+           "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
+           "TARGET_CHANGE_KINDS", "pair_delegates"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
 MATCHED_BY = ("name", "input", "output", "source", "operators")
@@ -69,6 +70,12 @@ POOL_ATTRIBUTES: Mapping[str, str] = MappingProxyType({
 #: parts of ``MethodSizes.parts()`` that are a pool less another part, not a figure measured on its own (the
 #: temp allocator's peak less the delegates' scratch): part -> the pool (a diff compares the pool instead)
 POOL_REMAINDERS: Mapping[str, str] = MappingProxyType({"temp allocator": "temp_pool"})
+#: parts of ``MethodSizes.parts()`` that are a pool itself under another name: part -> the pool (a summary
+#: shows the figure once, as the pool)
+POOL_PARTS: Mapping[str, str] = MappingProxyType({"method allocator": "method_pool"})
+#: what the planned bytes of several methods are called: a sum over the methods, which no loader allocates
+#: (``load_program`` shares arenas between host-only methods; see :attr:`Diff.load_cost`)
+PLANNED_SUM = "planned bytes, summed over methods"
 
 
 @dataclass(frozen=True)
@@ -345,6 +352,9 @@ class SizesDiff:
     skipped_before: Mapping[str, str]
     skipped_after: Mapping[str, str]
     executorch: tuple[str, str]
+    #: the parts that are this host's measurements (heap, mappings, resident pages: they move with the CPU, the
+    #: allocator and the run), never budgeted (:meth:`Diff.not_budgeted`)
+    host_dependent: tuple[str, ...] = ()
 
     @property
     def not_measured(self) -> tuple[tuple[str, str, str], ...]:
@@ -382,6 +392,11 @@ DELEGATE_SETTINGS = ("backend", "target", "system config", "memory mode", "store
                      "live", "scratch from", "scratch lives", "inputs", "outputs")
 #: the changes a memory budget does not pass (``--fail-if-grows``), in the order they are reported
 TARGET_CHANGES = ("backend", "target", "memory mode", "flash to RAM")
+#: what each of :data:`TARGET_CHANGES` changes of the deployment: "runner" (the runner must link another backend:
+#: a CPU-only one such as XNNPACK appearing is this, the board stays), "board" (the target, its memory mode, or
+#: RAM the board must give). Both are a deployment change (one exit status); the words and JSON say which.
+TARGET_CHANGE_KINDS: Mapping[str, str] = MappingProxyType({
+    "backend": "runner", "target": "board", "memory mode": "board", "flash to RAM": "board"})
 
 
 @dataclass(frozen=True)
@@ -507,6 +522,11 @@ class TargetChange:
     #: "flash to RAM": the bytes (command stream and weights) that must now be in RAM
     bytes: int | None = None
 
+    @property
+    def kind(self) -> str:
+        """"runner" (the runner must link another backend) or "board" (:data:`TARGET_CHANGE_KINDS`)."""
+        return TARGET_CHANGE_KINDS[self.what]
+
 
 def _call_order(m: "Method") -> list[int]:
     """The method's delegates in the order of their first call, then those never called (by index)."""
@@ -546,10 +566,17 @@ class Diff:
     methods: Mapping[str, MethodDiff]
     added: tuple[str, ...]
     removed: tuple[str, ...]
-    #: planned bytes of every method compared, added and removed ones included
+    #: planned bytes of every method compared, added and removed ones included, summed (with several methods a
+    #: sum no loader allocates: :data:`PLANNED_SUM`; :attr:`load_cost` has what each loader does)
     planned_bytes: Change
     #: run-time sizes of both programs (:meth:`with_sizes`), or None
     sizes: SizesDiff | None = None
+    @property
+    def many_methods(self) -> bool:
+        """More than one method compared (added and removed ones count): :attr:`planned_bytes` is then a sum
+        over methods (:data:`PLANNED_SUM`), not what a loader allocates."""
+        return len(self.methods) + len(self.added) + len(self.removed) > 1
+
     @property
     def delegates(self) -> tuple["DelegateDiff", ...]:
         """Every delegate call of every method in both programs, paired (:func:`pair_delegates`)."""
@@ -560,14 +587,27 @@ class Diff:
         """What a memory budget does not pass, every delegate's (:attr:`DelegateDiff.target_changes`)."""
         return tuple(c for d in self.delegates for c in d.target_changes)
 
-    def with_sizes(self, before, after) -> "Diff":
-        """This diff with two ``pte_lab.sizes`` results (the first program's, then the second's)."""
-        return replace(self, sizes=sizes_diff(before, after, [*self.methods, *self.removed, *self.added]))
+    def with_sizes(self, before, after, host_dependent: Iterable[str] = ()) -> "Diff":
+        """This diff with two ``pte_lab.sizes`` results (the first program's, then the second's);
+        ``host_dependent``: the parts that are this host's measurements (``MEASURED_PARTS``), never budgeted."""
+        return replace(self, sizes=sizes_diff(before, after, [*self.methods, *self.removed, *self.added],
+                                              host_dependent))
+
+    def not_budgeted(self) -> tuple[PartDiff, ...]:
+        """The host-dependent parts (:attr:`SizesDiff.host_dependent`) measured on both sides, most grown first:
+        what :meth:`budget` leaves out, for a budget to say so (empty without sizes)."""
+        if self.sizes is None:
+            return ()
+        host = set(self.sizes.host_dependent)
+        got = [p for p in self.sizes.parts if p.part in host and p.unmeasured is None
+               and p.bytes.before is not None and p.bytes.after is not None]
+        return tuple(sorted(got, key=lambda p: -p.bytes.delta))
 
     def budget(self, limit_pct: float) -> tuple[BudgetCheck, ...]:
         """What a CI job holds to a budget: the file's bytes, planned bytes (all methods compared, and
         each method in both programs), the scratch each delegate call declares and, with sizes, every pool of
-        every method sized in both.
+        every method sized in both: the exact pools (:data:`POOL_ATTRIBUTES`), never this host's heap figures
+        (:meth:`not_budgeted` lists those, for the budget to say so).
 
         A check is exceeded when its bytes grew by more than ``limit_pct`` percent (from 0 to
         anything counts as more). A pool of a method a side has but did not measure is a check too, one
@@ -575,9 +615,10 @@ class Diff:
         """
         if not limit_pct >= 0:
             raise ValueError(f"the budget must be a percentage of at least 0, not {limit_pct}")
+        many = self.many_methods
         checks = [BudgetCheck("file bytes", self.file_size, limit_pct),
-                  BudgetCheck("planned bytes", self.planned_bytes, limit_pct)]
-        if len(self.methods) + len(self.added) + len(self.removed) > 1:
+                  BudgetCheck(PLANNED_SUM if many else "planned bytes", self.planned_bytes, limit_pct)]
+        if many:
             checks += [BudgetCheck(f"planned bytes of {n!r}", m.planned_bytes, limit_pct)
                        for n, m in self.methods.items()]
         for x in self.delegates:  # the scratch each delegate call takes at every execute, as its blob declares it
@@ -771,7 +812,7 @@ def _load_cost_diff(a: "Pte", b: "Pte") -> tuple[LoadCostDiff, ...]:
 
 
 # ---------------------------------------------------------------------- run time
-def sizes_diff(before, after, order: Iterable[str] = ()) -> SizesDiff:
+def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterable[str] = ()) -> SizesDiff:
     """Two ``pte_lab.sizes`` results side by side (read through ``methods``, ``skipped`` and each
     ``MethodSizes``' ``parts()`` and the :data:`POOL_ATTRIBUTES`; nothing is imported from the runtime)."""
     ma, mb = before.methods, after.methods
@@ -796,7 +837,7 @@ def sizes_diff(before, after, order: Iterable[str] = ()) -> SizesDiff:
             pools.append(PartDiff(n, pool, Change(va, vb), unmeasured(n, va, vb)))
     return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
                      MappingProxyType(dict(after.skipped)),
-                     (before.executorch_version, after.executorch_version))
+                     (before.executorch_version, after.executorch_version), tuple(host_dependent))
 
 
 def _pool(m, attr: str) -> int | None:

@@ -88,9 +88,6 @@ class Pte:
         self.data: DataFile | None = data
         h = raw.header
         self.file_size: int = h.file_size
-        #: bytes of the program before its segments: the header, the flatbuffer's tables and any inline constants
-        #: and delegate data (``layout.flatbuffer_regions`` splits them; the views' "flatbuffer" is the tables)
-        self.flatbuffer_size: int = h.program_size
         self.schema_version: int = raw.version
         self.identifier: str = h.identifier
         self.methods: Mapping[str, Method] = _Methods(raw, Blobs(raw, path, data), etrecord)
@@ -108,6 +105,14 @@ class Pte:
     @property
     def header(self):
         return self._raw.header
+
+    @property
+    def flatbuffer_size(self) -> int:
+        """Bytes of the program before its segments (the extended header's ``program_size``): the header, the
+        flatbuffer's tables, inline constants and inline delegate data, together. Not what the views call the
+        "flatbuffer" (the tables alone): :func:`~pte_lab.model.layout.flatbuffer_regions` splits this into those
+        four regions (``inspect --json``'s ``flatbuffer_size_regions``), and they sum to it."""
+        return self._raw.header.program_size
 
     @cached_property
     def segments(self) -> list[Segment]:

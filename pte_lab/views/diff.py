@@ -20,8 +20,8 @@ thing, ``growth_pct`` null there and where it grew from 0)::
           "state": {"tensors": change, "bytes": change},
           "arenas": [{"mem_id", "device": {"before", "after"}, "size": change, "peak_bytes": change,
                       "size_over_peak": {"before", "after"}, "tensors": change,
-                      "causes": [{"what", "tensors", "bytes", "largest"}]}],
-                      # bytes: the tensors' own summed, not memory (rows.cause_summary); largest: one tensor's
+                      "causes": [{"what", "tensors", "largest"}]}],
+                      # largest: one tensor's bytes (or change); tensors' bytes are never summed (rows.cause_summary)
           "tensors": {"matched": int, "matched_by": {rule: int}, "changed_counts": {what: int},
                       "changed": [{"matched_by", "changed": [what], "before": tensor, "after": tensor}],
                       "only_before": [tensor], "only_after": [tensor]},
@@ -31,14 +31,21 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                          "target_changes": [target_change]}]
         }
       },
-      "target_changes": [{"method", "call", "what", "before", "after", "bytes", "text"}],  # what: TARGET_CHANGES
+      "target_changes": [{"method", "call", "what", "kind", "before", "after", "bytes", "text"}],
+                      # what: TARGET_CHANGES; kind: "runner" (link another backend) | "board" (TARGET_CHANGE_KINDS)
       "load_cost": [{"loader", "step", "device", "bytes": change}],
       "sizes": null | {"executorch": [before, after], "parts": [{"method", "part", "bytes": change, "unmeasured"}],
                        "pools": [{"method", "pool", "bytes": change, "unmeasured"}],   # unmeasured: null|first|second|both
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
-      "budget": [{"what", "bytes": change, "limit_pct", "exceeded", "unmeasured"}]  # with a limit only
+      "budget": [{"what", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
+      "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
+                                                               # most grown first, never budgeted
     }
+
+One removal kept the version: ``causes[].bytes`` (the causes' tensor bytes summed, a figure a reader could take
+for memory, which it is not) is gone; no reader in pte_lab, its tests, docs or notebooks used it, and a
+version-1 reader must not expect it (``largest`` and ``tensors`` stay; the arena's ``size`` is the memory).
 
 Tensors are the ``pte_lab.inspect`` document's tensor records (:data:`pte_lab.model.TENSOR_COLUMNS`);
 ``rule`` is one of :data:`pte_lab.model.diff.MATCHED_BY`, ``what`` a key of
@@ -51,7 +58,7 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from ..model.diff import MATCHED_BY, POOL_REMAINDERS
+from ..model.diff import MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
@@ -60,7 +67,8 @@ from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import _indent, _table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
-           "target_change_text", "target_changes_line", "not_measured_lines"]
+           "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
+           "NOT_BUDGETED", "budget_failure_lines", "planned_head"]
 
 SCHEMA = "pte_lab.diff"
 VERSION = 1
@@ -147,7 +155,7 @@ def _arena_why(md, a) -> str:
         return f"arena {a.mem_id} is only in the {'second' if a.before is None else 'first'} program"
     causes = cause_summary(md.causes(a.mem_id))
     behind = "; ".join(f"{what}: {count(n, 'tensor')} (largest {delta_bytes(big) if signed else human_bytes(big)})"
-                       for what, n, _, big, signed in causes)
+                       for what, n, big, signed in causes)
     if peak.delta == 0:
         how = "the same tensors, placed differently" if not causes else "the plan packs its tensors differently"
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)} with {PEAK_LIVE} unchanged "
@@ -211,9 +219,19 @@ def target_change_text(c) -> str:
     without the delegate it is of."""
     if c.what == "flash to RAM":
         return f"{human_bytes(c.bytes)} (command stream and weights) must now be in RAM where flash held them"
-    if c.what == "backend" and (c.before is None or c.after is None):
-        return f"backend {c.before or c.after} only in the {'first' if c.after is None else 'second'} program"
+    if c.what == "backend":
+        if c.before is None:
+            return f"backend {c.after} only in the second program: the runner must now link {c.after}"
+        if c.after is None:
+            return (f"backend {c.before} only in the first program: what it ran now runs on the runner's own "
+                    f"kernels")
+        return f"backend {c.before} -> {c.after}: the runner must now link {c.after}"
     return f"{c.what} {c.before or NOT_SAID} -> {c.after or NOT_SAID}"
+
+
+#: how :func:`target_changes_line` opens, per kind of deployment change (:data:`TARGET_CHANGE_KINDS`)
+_TARGET_LEADS = {"runner": "the delegates changed what the runner must link",
+                 "board": "the delegates changed where the program runs"}
 
 
 #: what is said where a program's delegate does not record a setting
@@ -223,17 +241,20 @@ NOT_SAID = "not recorded"
 def target_changes_line(d) -> str | None:
     """All of a diff's :attr:`~pte_lab.model.diff.Diff.target_changes` in one line, delegate by delegate
     (None: none)."""
-    by: dict[tuple[str, int], list] = {}
-    for c in d.target_changes:
-        by.setdefault((c.method, c.call), []).append(target_change_text(c))
-    if not by:
-        return None
-    calls: dict[tuple[str, str], list[int]] = {}  # delegate calls that changed alike are said once
-    for (m, k), texts in by.items():
-        calls.setdefault((m, ", ".join(texts)), []).append(k)
-    return "the delegates changed where the program runs: " + "; ".join(
-        f"{m!r} delegate call{'s' if len(ks) > 1 else ''} {first_few(map(str, ks), 6, ', ', ' and {n} more')}: "
-        f"{texts}" for (m, texts), ks in calls.items())
+    out = []
+    for kind, lead in _TARGET_LEADS.items():
+        by: dict[tuple[str, int], list] = {}
+        for c in d.target_changes:
+            if c.kind == kind:
+                by.setdefault((c.method, c.call), []).append(target_change_text(c))
+        calls: dict[tuple[str, str], list[int]] = {}  # delegate calls that changed alike are said once
+        for (m, k), texts in by.items():
+            calls.setdefault((m, ", ".join(texts)), []).append(k)
+        if calls:
+            out.append(f"{lead}: " + "; ".join(
+                f"{m!r} delegate call{'s' if len(ks) > 1 else ''} {first_few(map(str, ks), 6, ', ', ' and {n} more')}"
+                f": {texts}" for (m, texts), ks in calls.items()))
+    return ". ".join(out) or None
 
 
 def _delegate_name(dm) -> str:
@@ -284,6 +305,52 @@ def _part_label(p) -> str:
     return f"{p.part} (the pool less the delegates' scratch)" if p.part in POOL_REMAINDERS else p.part
 
 
+# ------------------------------------------------------------------ the budget
+#: what a budget says of the host-dependent parts it leaves out (one home for the wording)
+NOT_BUDGETED = "not budgeted (this host's heap, moves with CPU and run)"
+
+
+def not_budgeted_line(d) -> str | None:
+    """The host-dependent parts a budget leaves out (:meth:`~pte_lab.model.diff.Diff.not_budgeted`), each with
+    how much it grew: ``not budgeted (...): forward: heap kept by load_method +124 KiB; ...`` (None: no sizes)."""
+    parts = d.not_budgeted()
+    if not parts:
+        return None
+    many = len({p.method for p in parts}) > 1
+    return f"{NOT_BUDGETED}: " + "; ".join(
+        f"{p.method + ': ' if many else ''}{p.part} {delta_bytes(p.bytes.delta)}" for p in parts)
+
+
+def budget_text(d, limit: float) -> str:
+    """The budget table (``--fail-if-grows``), with the parts it did not budget said under it."""
+    rows = [[c.what, human_bytes(c.bytes.before), human_bytes(c.bytes.after), growth(c.bytes.growth),
+             "EXCEEDED" if c.exceeded else f"NOT MEASURED ({c.unmeasured})" if c.unmeasured else "ok"]
+            for c in d.budget(limit)]
+    out = [f"Budget: nothing may grow more than {limit:g}% of its first size",
+           _indent(_table(["what", "before", "after", "growth", "verdict"], rows))]
+    line = not_budgeted_line(d)
+    if line:
+        out.append(f"  {line}")
+    return "\n".join(out)
+
+
+def budget_failure_lines(d, limit: float) -> list[str]:
+    """One line per failed check (:attr:`~pte_lab.model.diff.BudgetCheck.failed`): what, of what size, from
+    how much to how much."""
+    out = []
+    for c in d.budget(limit):
+        if not c.failed:
+            continue
+        if c.unmeasured:
+            out.append(f"budget not held: {c.what} was not measured in the "
+                       f"{'two programs' if c.unmeasured == 'both' else c.unmeasured + ' program'}")
+        else:
+            out.append(f"budget exceeded: {c.what} grew {growth(c.bytes.growth)} of its "
+                       f"{human_bytes(c.bytes.before)} ({human_bytes(c.bytes.before)} -> {human_bytes(c.bytes.after)}), "
+                       f"more than {limit:g}%")
+    return out
+
+
 # ----------------------------------------------------------------------- text
 def _method_text(md, rows: int) -> list[str]:
     out = [f"Method {md.name!r}: instructions {_arrow(md.instructions.before, md.instructions.after)}, "
@@ -318,11 +385,35 @@ def _method_text(md, rows: int) -> list[str]:
     return out
 
 
+def planned_head(d) -> str:
+    """The planned bytes, as the headline says them: of the one method, or with several methods their sum
+    (:data:`~pte_lab.model.diff.PLANNED_SUM`) and then what each loader allocates at each step, since no
+    loader allocates the sum (``load_program`` shares arenas between host-only methods)."""
+    c = d.planned_bytes
+    head = (f"{PLANNED_SUM if d.many_methods else 'planned bytes'} {human_bytes(c.before)} -> "
+            f"{human_bytes(c.after)} ({delta_bytes(c.delta)}, {growth(c.growth)})")
+    if not d.many_methods:
+        return head
+    steps: dict[tuple[str, int, int], list[str]] = {}  # loaders that allocate alike at a step are said once
+    for x in d.load_cost:
+        steps.setdefault((x.step, x.loader), [0, 0])
+        acc = steps[(x.step, x.loader)]
+        acc[0] += x.bytes.before or 0
+        acc[1] += x.bytes.after or 0
+    alike: dict[tuple[str, int, int], list[str]] = {}
+    for (step, loader), (before, after) in steps.items():
+        alike.setdefault((step, before, after), []).append(loader)
+    return head + "; what the loaders allocate: " + "; ".join(
+        f"{step} {human_bytes(before)} -> {human_bytes(after)} ({', '.join(loaders)})"
+        for (step, before, after), loaders in alike.items())
+
+
 @text_view
 def diff_summary(d) -> str:
     """One line: the two programs, planned bytes and file size (a terminal's and a saved notebook's repr)."""
     a, b = d.labels
-    return (f"<Diff {a} -> {b}: planned bytes {human_bytes(d.planned_bytes.before)} -> "
+    return (f"<Diff {a} -> {b}: {PLANNED_SUM if d.many_methods else 'planned bytes'} "
+            f"{human_bytes(d.planned_bytes.before)} -> "
             f"{human_bytes(d.planned_bytes.after)} ({delta_bytes(d.planned_bytes.delta)}), file "
             f"{delta_bytes(d.file_size.delta)}, {count(len(d.methods), 'method')} in both; print() it for all>")
 
@@ -333,9 +424,7 @@ def diff_text(d, rows: int = _ROWS) -> str:
     a, b = d.labels
     out = [f"Diff {a} -> {b}",
            f"  file {human_bytes(d.file_size.before)} -> {human_bytes(d.file_size.after)} "
-           f"({delta_bytes(d.file_size.delta)}, {growth(d.file_size.growth)}); planned bytes "
-           f"{human_bytes(d.planned_bytes.before)} -> {human_bytes(d.planned_bytes.after)} "
-           f"({delta_bytes(d.planned_bytes.delta)}, {growth(d.planned_bytes.growth)})",
+           f"({delta_bytes(d.file_size.delta)}, {growth(d.file_size.growth)}); {planned_head(d)}",
            f"  methods in both: {', '.join(d.methods) or '-'}; only in the first: {', '.join(d.removed) or '-'}; "
            f"only in the second: {', '.join(d.added) or '-'}"]
     out += [f"  {x}" for x in not_measured_lines(d)]
@@ -458,9 +547,7 @@ def diff_html(d) -> str:
     head = (f"<div class='pte-header'>What changed: <span class='pte-path'>{escape(a)}</span> &rarr; "
             f"<span class='pte-path'>{escape(b)}</span></div>"
             f"<div class='pte-sub'>file {human_bytes(d.file_size.before)} &rarr; {human_bytes(d.file_size.after)}"
-            f" ({escape(delta_bytes(d.file_size.delta))}) &middot; planned "
-            f"{human_bytes(d.planned_bytes.before)} &rarr; {human_bytes(d.planned_bytes.after)} "
-            f"({escape(delta_bytes(d.planned_bytes.delta))})"
+            f" ({escape(delta_bytes(d.file_size.delta))}) &middot; {escape(planned_head(d))}"
             + (f" &middot; only in the first: {escape(', '.join(d.removed))}" if d.removed else "")
             + (f" &middot; only in the second: {escape(', '.join(d.added))}" if d.added else "") + "</div>")
     grew, shrank, same = grew_and_shrank(d)
@@ -520,8 +607,8 @@ def _method_record(md) -> dict:
                     "size_over_peak": {"before": getattr(a.before, "size_over_peak", None),
                                        "after": getattr(a.after, "size_over_peak", None)},
                     "tensors": change_record(a.tensors),
-                    "causes": ([{"what": w, "tensors": n, "bytes": by, "largest": big}
-                                for w, n, by, big, _ in cause_summary(md.causes(a.mem_id))]
+                    "causes": ([{"what": w, "tensors": n, "largest": big}
+                                for w, n, big, _ in cause_summary(md.causes(a.mem_id))]
                                if a.before is not None and a.after is not None else [])}
                    for a in md.arenas],
         "tensors": {
@@ -544,8 +631,8 @@ def _delegate_record(x) -> dict:
 
 
 def _target_record(c) -> dict:
-    return {"method": c.method, "call": c.call, "what": c.what, "before": c.before, "after": c.after,
-            "bytes": c.bytes, "text": target_change_text(c)}
+    return {"method": c.method, "call": c.call, "what": c.what, "kind": c.kind, "before": c.before,
+            "after": c.after, "bytes": c.bytes, "text": target_change_text(c)}
 
 
 def diff_document(d, limit_pct: float | None = None) -> dict:
@@ -578,6 +665,8 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
         "target_changes": [_target_record(c) for c in d.target_changes],
     }
     if limit_pct is not None:
+        doc["not_budgeted"] = [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes)}
+                               for p in d.not_budgeted()]
         doc["budget"] = [{"what": c.what, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in d.budget(limit_pct)]
     return doc

@@ -5,7 +5,12 @@ or a change of meaning bumps it)::
 
     {
       "schema": "pte_lab.inspect", "version": 1,
-      "file": {"path", "size", "flatbuffer_size", "identifier", "segment_base_offset",
+      "file": {"path", "size",
+               "flatbuffer_size",   # Pte.flatbuffer_size: header + tables + inline constants + inline delegate data
+               "flatbuffer_size_regions": {"header", "flatbuffer", "inline constant", "inline delegate"},
+                                    # bytes of each (0 where absent), summing to flatbuffer_size; "flatbuffer" is
+                                    # the tables alone, the figure text views and diff call the flatbuffer
+               "identifier", "segment_base_offset",
                "constant_bytes", "delegate_bytes": {backend: bytes},
                "named_data_keys": [..], "expects_external_data": bool,
                "segments": [{"index", "kind", "offset", "size"}]},
@@ -18,7 +23,9 @@ or a change of meaning bumps it)::
           "delegates": [{"index", "backend", "target_device", "location", "size", "compile_specs",
                          "memory"}],   # memory: null, or what an EthosUBackend blob declares (below)
           "arenas": [{"mem_id", "runtime_index", "device", "size", "peak_bytes", "efficiency",
-                      "tensors"}],    # efficiency = Arena.size_over_peak, tensors = Arena.n_tensors
+                      "tensors", "size_over_peak"}],  # size_over_peak = Arena.size_over_peak, the diff
+                                     # document's name; efficiency the same figure (version 1's name, kept);
+                                     # tensors = Arena.n_tensors
           "tensors": [{"value", "role", "dtype", "shape", "nbytes", "mem_id", "offset",
                        "device", "first", "last", "producer", "op", "dynamic", "name",
                        "node", "module", "module_type", "source"}],  # the last four with an ETRecord only
@@ -61,6 +68,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ..model.bulk import paused_gc
+from ..model.layout import PREFIX_REGIONS, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from .rows import (
     arena_records,
@@ -98,6 +106,7 @@ def document(p, methods: list[str] | None = None) -> dict:
 
 def _document(p, methods: list[str] | None) -> dict:
     names = list(p.methods) if methods is None else methods
+    regions = flatbuffer_regions(p)
     doc = {
         "schema": SCHEMA,
         "version": VERSION,
@@ -105,6 +114,7 @@ def _document(p, methods: list[str] | None) -> dict:
             "path": p.path,
             "size": p.file_size,
             "flatbuffer_size": p.flatbuffer_size,
+            "flatbuffer_size_regions": {k: regions.get(k, 0) for k in PREFIX_REGIONS},
             "identifier": p.identifier,
             "segment_base_offset": p.header.segment_base_offset,
             "constant_bytes": p.constant_bytes,

@@ -14,7 +14,7 @@ from operator import attrgetter
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.attribution import SOURCE_COLUMNS
 from ..model.bulk import dict_maker
-from ..model.diff import POOL_REMAINDERS, Change
+from ..model.diff import PLANNED_SUM, POOL_PARTS, POOL_REMAINDERS, Change
 from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK
 
@@ -142,8 +142,12 @@ _arena_record = dict_maker(tuple(key for _, _, key in ARENA_ROW))
 
 
 def arena_records(m) -> list[dict]:
-    """Arenas under the JSON document's keys (:data:`ARENA_ROW`)."""
-    return list(starmap(_arena_record, map(_arena_fields, m.arenas)))
+    """Arenas under the JSON document's keys (:data:`ARENA_ROW`), with ``size_over_peak`` beside
+    ``efficiency`` (the same figure: the name the diff document uses, the other kept for version-1 readers)."""
+    out = list(starmap(_arena_record, map(_arena_fields, m.arenas)))
+    for r in out:
+        r["size_over_peak"] = r["efficiency"]
+    return out
 
 
 _load_cost_record = dict_maker(LOAD_COST_COLUMNS, tuple(k for k in LOAD_COST_COLUMNS if k != "loader"))
@@ -217,17 +221,25 @@ class DiffLine:
 
 
 def diff_lines(d) -> list[DiffLine]:
-    """Every byte figure of a diff that a reader scans for growth, in reading order (the views sort
-    them: what grew first)."""
-    out = [DiffLine("file", "file", d.file_size), DiffLine("planned bytes, all methods", "planned", d.planned_bytes)]
-    many = len(d.methods) + len(d.added) + len(d.removed) > 1
+    """Every byte figure of a diff that a reader scans for growth, each once, in reading order (the views sort
+    them: what grew first). The planned bytes of one method are said once: as its arena where it has one
+    (``forward: arena 1 (cpu) = planned bytes``), a sum over methods only where there are several; with sizes,
+    a pool is not said again as the part or the file's plan that is the same figure."""
+    many = d.many_methods
+    out = [DiffLine("file", "file", d.file_size)]
+    if many:
+        out.append(DiffLine(PLANNED_SUM, "planned", d.planned_bytes))
+    planned = {}
     for name, m in d.methods.items():
-        if many:
+        planned[name] = m.planned_bytes
+        one = len(m.arenas) == 1 and m.arenas[0].size == m.planned_bytes
+        if not one:
             out.append(DiffLine(f"{name}: planned bytes", "planned", m.planned_bytes))
         for a in m.arenas:
             dev_a, dev_b = a.devices
             dev = dev_a if dev_b in (None, dev_a) else (dev_b if dev_a is None else f"{dev_a} -> {dev_b}")
-            out.append(DiffLine(f"{name}: arena {a.mem_id} ({dev})", "arena", a.size))
+            out.append(DiffLine(f"{name}: arena {a.mem_id} ({dev})" + (" = planned bytes" if one else ""), "arena",
+                                a.size))
         if m.state_bytes.before or m.state_bytes.after:
             out.append(DiffLine(f"{name}: state kept between calls", "state", m.state_bytes))
         for x in m.delegates:  # what each delegate call needs outside the plan, as its blob declares it
@@ -236,17 +248,20 @@ def diff_lines(d) -> list[DiffLine]:
                 if what != "blob":  # the file's regions have the blob
                     out.append(DiffLine(f"{name}: delegate call {x.call} ({backend}) {what}", "delegate", c))
     for n in d.added:
-        out.append(DiffLine(f"{n}: planned bytes (added method)", "planned", _absent(None, d.after.methods[n])))
+        planned[n] = _absent(None, d.after.methods[n])
+        out.append(DiffLine(f"{n}: planned bytes (added method)", "planned", planned[n]))
     for n in d.removed:
-        out.append(DiffLine(f"{n}: planned bytes (removed method)", "planned", _absent(d.before.methods[n], None)))
+        planned[n] = _absent(d.before.methods[n], None)
+        out.append(DiffLine(f"{n}: planned bytes (removed method)", "planned", planned[n]))
     for r in d.regions:
         out.append(DiffLine(f"file: {r.region}" + (f" {r.name}" if r.name else ""), "region", r.bytes))
     if d.sizes is not None:  # a figure a side did not measure is neither the same nor grown: left out
         for p in d.sizes.pools:
-            if p.unmeasured is None:
+            if p.unmeasured is None and not (p.part == "planned_buffers" and p.bytes == planned.get(p.method)):
                 out.append(DiffLine(f"{p.method}: {p.part.replace('_', ' ')}", "pool", p.bytes))
         for p in d.sizes.parts:
-            if p.part != "planned arenas" and p.part not in POOL_REMAINDERS and p.unmeasured is None:
+            if (p.part != "planned arenas" and p.part not in POOL_REMAINDERS and p.part not in POOL_PARTS
+                    and p.unmeasured is None):
                 out.append(DiffLine(f"{p.method}: {p.part}", "part", p.bytes))
     return out
 
@@ -255,13 +270,13 @@ def _absent(a, b):
     return Change(None if a is None else a.planned_bytes, None if b is None else b.planned_bytes)
 
 
-def cause_summary(c) -> list[tuple[str, int, int, int, bool]]:
-    """(what, tensors, bytes, largest, signed) behind an arena's change (:class:`~pte_lab.model.diff.ArenaCauses`),
-    the non-empty ones. ``bytes`` are the tensors' own, summed: ``signed`` ones count up for what the second
-    program has more of (new, moved in, the growth of larger tensors) and down for what it has less of (gone,
-    moved out, smaller), the others are the bytes of the tensors (alive over more or fewer instructions). They
-    are not memory and do not add up to the arena's change: tensors alive at different times share the arena's
-    bytes (the views show ``largest``, the one tensor's bytes, or change, of largest magnitude)."""
+def cause_summary(c) -> list[tuple[str, int, int, bool]]:
+    """(what, tensors, largest, signed) behind an arena's change (:class:`~pte_lab.model.diff.ArenaCauses`), the
+    non-empty ones. ``largest`` is the one tensor's bytes, or change, of largest magnitude: ``signed`` ones count
+    up for what the second program has more of (new, moved in, the growth of larger tensors) and down for what it
+    has less of (gone, moved out, smaller), the others are a tensor's bytes (alive over more or fewer
+    instructions). The tensors' bytes are never summed: tensors alive at different times share the arena's bytes,
+    so a sum is not memory (the arena's size is)."""
     groups = [
         ("new tensors", [t.nbytes for t in c.new], True),
         ("tensors gone", [-t.nbytes for t in c.gone], True),
@@ -272,4 +287,4 @@ def cause_summary(c) -> list[tuple[str, int, int, int, bool]]:
         ("alive over more instructions", [m.after.nbytes for m in c.longer], False),
         ("alive over fewer instructions", [m.after.nbytes for m in c.shorter], False),
     ]
-    return [(what, len(xs), sum(xs), max(xs, key=abs), signed) for what, xs, signed in groups if xs]
+    return [(what, len(xs), max(xs, key=abs), signed) for what, xs, signed in groups if xs]

@@ -23,7 +23,7 @@ from ..model.dtypes import short_shape
 from ..model.layout import flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable, text_view
-from ..units import SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
+from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .peak import peak_lines
 from .rows import ARENA_ROW, METHOD_HEADERS, delegate_scratch_rows, load_cost_rows, method_rows, state_summary
 
@@ -52,7 +52,7 @@ def text_table(headers: list[str], rows: list[list[str]]) -> str:
 #: how text shows a column of :data:`ARENA_ROW` when not as ``str`` under the row's header: (header or None
 #: for the row's, format) per cell; narrow headers, and exact bytes beside the size
 _ARENA_TEXT = {"runtime_index": [("runtime", str)], "size": [("bytes", "{:,}".format), (None, human_bytes)],
-               "peak_bytes": [("peak", "{:,}".format)], "size_over_peak": [(None, ratio)]}
+               "peak_bytes": [(None, "{:,}".format)], "size_over_peak": [(None, ratio)]}
 _ARENA_COLUMNS = [(attr, h or header, fmt) for attr, header, _ in ARENA_ROW
                   for h, fmt in _ARENA_TEXT.get(attr, [(None, str)])]
 
@@ -119,7 +119,7 @@ def delegate_lines(d, mem) -> list[str]:
     said = mem.settings
     out = [f"delegate {d.index}: {d.backend}{dev} ({human_bytes(d.size)} {d.location}){', ' + said if said else ''}"]
     for p in mem.parts():
-        size = f"{exact_bytes(p.bytes)} from the {p.source}" if p.bytes is not None else p.source
+        size = f"{exact_bytes(p.bytes)} declared by the {p.source}" if p.bytes is not None else p.source
         out.append(f"  {p.part}: {size}; {p.allocator}" + (f"; lives in {p.lives}" if p.lives else ""))
     s = mem.stream
     if s is not None and s.inputs is not None and s.outputs is not None:
@@ -230,7 +230,7 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     scale = size / width
     glyph = {t.value: _GLYPHS[i % len(_GLYPHS)] for i, t in enumerate(tensors)}
     header = (f"arena {mem_id} (runtime {arena.runtime_index}, {arena.device}): "
-              f"{human_bytes(arena.size)}, peak {human_bytes(arena.peak_bytes)}, "
+              f"{human_bytes(arena.size)}, {PEAK_LIVE} {human_bytes(arena.peak_bytes)}, "
               f"{SIZE_OVER_PEAK} {ratio(arena.size_over_peak)}; 1 column = {human_bytes(int(np.ceil(scale)))}")
     lines = [header, f"{'t':>5} |{'-' * width}| live bytes"]
     conflicts = [c for c in m.conflicts if c.mem_id == mem_id]

@@ -760,7 +760,7 @@ def sized_diff(d, before, after, *, progress=None, announce=None):
         if announce is not None:
             announce(f"sizing the {label} program ({p.path}): each method loaded and run in a fresh worker")
         measured.append(sizes(p, [n for n in names if n in p.methods], progress=progress))
-    return d.with_sizes(*measured)
+    return d.with_sizes(*measured, host_dependent=MEASURED_PARTS)
 
 
 def _heap_round(path: str, data_path: str | None, *, devices: list[str], pte, names: list[str],
