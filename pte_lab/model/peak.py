@@ -31,7 +31,7 @@ from enum import Enum
 import numpy as np
 
 __all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "SafeSoftmax", "explain_peak", "safe_softmaxes",
-           "CAUSES"]
+           "CAUSES", "SAFE_SOFTMAX_CHANGE", "FUSED_ATTENTION_CHANGE"]
 
 
 class PeakCauseKind(str, Enum):
@@ -48,6 +48,17 @@ class PeakCauseKind(str, Enum):
     __str__ = str.__str__
     __format__ = str.__format__
 
+
+#: the change that removes the safe softmax's planes (the peak's text and the finding ``attention_scores`` say it)
+SAFE_SOFTMAX_CHANGE = ("write the attention by hand with a plain softmax, "
+                       "torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v, in place of nn.MultiheadAttention "
+                       "or F.scaled_dot_product_attention, whose decomposition is aten::_safe_softmax (it gives 0, "
+                       "not NaN, on a row masked whole: only a fully masked row differs)")
+#: the change that takes the score planes out of the plan (tiles instead of [L, L] planes)
+FUSED_ATTENTION_CHANGE = ("a fused attention computes them in tiles instead: ExecuTorch's custom sdpa op "
+                          "(export_llm: model.use_sdpa_with_kv_cache=true; in your own model, "
+                          "torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as "
+                          "[B, S, H, D], with ExecuTorch's LLM custom-ops library linked into the app)")
 
 #: the causes :func:`explain_peak` recognises, in the order a reader gets them
 CAUSES = tuple(PeakCauseKind)

@@ -7,22 +7,11 @@ that recovers them.
 from __future__ import annotations
 
 from ..model.dtypes import short_shape
-from ..model.peak import PeakCause, PeakCauseKind, PeakGroup, PeakStory
+from ..model.peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCause, PeakCauseKind, PeakGroup, PeakStory
 from ..units import count, first_few, human_bytes
 
-__all__ = ["peak_lines", "peak_head", "peak_text", "cause_line", "group_phrase", "SAFE_SOFTMAX_CHANGE",
-           "FUSED_ATTENTION_CHANGE"]
+__all__ = ["peak_lines", "peak_head", "peak_text", "cause_line", "group_phrase"]
 
-#: the change that removes the safe softmax's planes (the finding ``attention_scores`` carries it too)
-SAFE_SOFTMAX_CHANGE = ("write the attention by hand with a plain softmax, "
-                       "torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v, in place of nn.MultiheadAttention "
-                       "or F.scaled_dot_product_attention, whose decomposition is aten::_safe_softmax (it gives 0, "
-                       "not NaN, on a row masked whole: only a fully masked row differs)")
-#: the change that takes the score planes out of the plan (tiles instead of [L, L] planes)
-FUSED_ATTENTION_CHANGE = ("a fused attention computes them in tiles instead: ExecuTorch's custom sdpa op "
-                          "(export_llm: model.use_sdpa_with_kv_cache=true; in your own model, "
-                          "torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as "
-                          "[B, S, H, D], with ExecuTorch's LLM custom-ops library linked into the app)")
 
 
 _ROOT = "the model itself"  # the root module's path is ""
