@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import pte_lab
-from pte_lab.model.what_if import WhatIfError, check_bounds, fit_shapes, sample_points
+from pte_lab.model.what_if import WhatIfError, check_axes, check_bounds, fit_shapes, read_axes, sample_points
 from pte_lab.planning.what_if import parse_budget
 
 
@@ -58,6 +58,25 @@ def test_bad_bounds_are_one_clear_line(program_path):
     with pytest.raises(WhatIfError, match="axis 3 is none of them"):
         check_bounds(dyn, {(0, 3): 2})
     assert check_bounds(dyn, {(0, 0): 7}) == (((0, 0),), (7,), (32,))
+
+
+def test_a_static_axis_is_refused_before_any_run_naming_the_dynamic_axes(tmp_path, capsys):
+    """Axis 2 (the model width) is static: ExecuTorch would refuse to resize it at the first run."""
+    from pte_lab.cli import main
+    from pte_lab.runtime.shapes import program_scalars
+
+    path = tmp_path / "seq16.pte"
+    path.write_bytes(_transformer_at(16))
+    m = pte_lab.open(str(path)).methods["forward"]
+    axes = read_axes(m, program_scalars(str(path), "forward")[0])
+    assert axes == {0: frozenset({1})}
+    check_axes(m, ((0, 1),), axes)
+    with pytest.raises(WhatIfError, match=r"input 0 axis 2 is static .* reads are input 0 axis 1$"):
+        check_axes(m, ((0, 2),), axes)
+    capsys.readouterr()  # the export's own warnings
+    assert main(["what-if", str(path), "--bound", "0:2=8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "input 0 axis 2 is static" in err[0] and "did not run" not in err[0]
 
 
 def test_budgets_read_binary_units():

@@ -28,8 +28,8 @@ from ..format.schema import TensorShapeDynamism
 from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
 from ..model.dtypes import scalar_type
-from ..model.what_if import (ShapeFit, WhatIfError, check_bounds, dim_name, dynamic_inputs, export_change, fit_shapes,
-                              logged_values, sample_points, value_shapes)
+from ..model.what_if import (ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs, export_change,
+                              fit_shapes, logged_values, read_axes, sample_points, value_shapes)
 from ..runtime.inputs import example_inputs
 from ..runtime.isolate import RemoteError, Worker
 from ..units import exact_bytes, parse_bytes
@@ -381,6 +381,7 @@ def _run_shapes(path: str, method, keys, points, data_path=None) -> list[tuple[t
     try:
         engine.call("provide_operators", method.operators)
         scalars = engine.call("program_scalars", path, method.name)
+        check_axes(method, keys, read_axes(method, scalars[0]))
         runs = []
         for point in points:
             scale = max(n / b for n, b in zip(point, exported))
