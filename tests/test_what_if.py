@@ -129,6 +129,7 @@ def test_dynamic_batch_prediction_budget_and_usage(program_path, capsys):
     b = pte_lab.largest_bound(path, "2KiB", (0, 0))
     assert b.at.planned <= 2048 < pte_lab.what_if(path, {(0, 0): b.bound + 1}).planned
     assert str(b).splitlines()[-1] == f'export change: Dim("batch", max={b.bound}) for input 0, axis 0'
+    assert "outside the planned arenas" not in str(b)  # no delegate: the plan is all of it
     with pytest.raises(WhatIfError, match=r"below what any bound plans: the smallest, at bound 1, plans"):
         pte_lab.largest_bound(path, 16, (0, 0))
     u = pte_lab.usage_at(path, {(0, 0): 5})
@@ -164,3 +165,8 @@ def test_xnnpack_dynamic_batch_prediction_equals_the_reexport(tmp_path):
     small.write_bytes(_dynamic_batch_xnnpack_at(20))
     w = pte_lab.what_if(str(big), {(0, 0): 20})
     _assert_same_as_reexport(w, small)
+    # the answer is the plan; XNNPACK's own memory is in the heap, and sizes measures it
+    assert "XNNPACK's packed weights and workspaces" in str(w) and "`pte-lab sizes FILE`" in str(w)
+    assert "outside_plan" in w.to_dict()
+    b = pte_lab.largest_bound(str(big), w.planned, (0, 0))
+    assert "the budget counts the planned arenas only" in str(b) and str(b).splitlines()[-1].startswith("export")

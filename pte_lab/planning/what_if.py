@@ -107,6 +107,8 @@ class WhatIf:
     #: the bytes alive there, each storage group once (a view with its base)
     peak_bytes: int
     fit: ShapeFit = field(repr=False)
+    #: the backends the method's delegate calls use: their own memory (heap) is outside the plan
+    backends: tuple[str, ...] = ()
 
     @property
     def planned(self) -> int:
@@ -306,7 +308,8 @@ class Predictor:
                                     offsets.get(t.value, t.offset)))
         ins, peak, peak_bytes = _peak(problems, self.method.n_instructions)
         return WhatIf(source, self.method.name, self.fit.keys, point, self.fit.exported, tensors, arenas, ins,
-                      tuple(sorted(peak, key=lambda v: -nb[self.row[v]])), peak_bytes, self.fit)
+                      tuple(sorted(peak, key=lambda v: -nb[self.row[v]])), peak_bytes, self.fit,
+                      tuple(dict.fromkeys(d.backend for d in self.method.delegates)))
 
 
 def _peak(problems: list[Problem], n: int) -> tuple[int | None, list[int], int]:
