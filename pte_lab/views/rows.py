@@ -64,9 +64,10 @@ def delegate_heap_note(backends) -> str:
     xnn = "XnnpackBackend" in backends
     others = [b for b in backends if b != "XnnpackBackend"]
     parts = (["XNNPACK's packed weights and workspaces (made at load_method and the first execute)"] if xnn else []) + \
-        [f"what {b} allocates itself" for b in others]
-    return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} live in the heap, outside the "
-            f"planned arenas; `pte-lab sizes FILE` measures them")
+        [f"what {b} allocates for itself" for b in others]
+    verb = "live" if xnn or len(parts) > 1 else "lives"
+    return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap, outside "
+            f"the planned arenas; `pte-lab sizes FILE` measures them")
 
 
 def delegate_heap_rows(p) -> list[tuple[str, str]]:
