@@ -72,7 +72,7 @@ def _inspect(args) -> int:
         sys.stdout.write(layout_text(pte.layout(), pte.duplicate_blobs(), name=pte.path or "<bytes>", top=args.rows)
                          + "\n")
         return 0
-    out = [pte_text(pte)] + [f"  {f}" for f in pte.duplicate_blobs()]  # the blobs are read here, not in a repr
+    out = [pte_text(pte, methods_below=True)] + [f"  {f}" for f in pte.duplicate_blobs()]  # the blobs are read here, not in a repr
     for n in names:
         m = pte.methods[n]
         out.append("")

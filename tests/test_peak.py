@@ -65,7 +65,7 @@ def test_a_decomposed_attention_at_its_bound_is_named_with_the_bytes_at_stake(at
     assert top.modules == (("attn", "Attn"),)
     assert s.peak_bytes == m.arena(s.mem_id).peak_bytes and top.total <= s.peak_bytes
     kinds = {c.kind: c for c in s.causes}
-    assert set(kinds) == {"attention_scores", "dynamic_bound"}
+    assert set(kinds) == {"attention_scores", "safe_softmax", "dynamic_bound"}
     assert kinds["attention_scores"].nbytes == top.total
     assert s.dynamic_inputs == ((0, (1, SEQ, 64)),)
     # the words: the shapes, the module, and the change that recovers the bytes
@@ -97,17 +97,59 @@ class ManualAttn(Attn):
         return self.out((scores @ v).transpose(1, 2).reshape(b, n, d))
 
 
-def test_a_hand_written_attention_is_named_too_when_the_softmax_is_not_alive_at_the_peak():
+def _export_attn(attn: torch.nn.Module, xnnpack: bool = False):
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
 
     torch.manual_seed(0)
     seq = torch.export.Dim("seq", min=2, max=SEQ)
-    ep = torch.export.export(ManualAttn().eval(), (torch.randn(1, 16, 64),), dynamic_shapes=({1: seq},))
-    m = pte_lab.open(to_edge_transform_and_lower(ep).to_executorch().buffer).methods["forward"]
+    ep = torch.export.export(attn.eval(), (torch.randn(1, 16, 64),), dynamic_shapes=({1: seq},))
+    program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()] if xnnpack else [])
+    return pte_lab.open(program.to_executorch().buffer).methods["forward"]
+
+
+@pytest.fixture(scope="module")
+def hand_written():
+    return _export_attn(ManualAttn())
+
+
+def test_a_hand_written_attention_is_named_too_when_the_softmax_is_not_alive_at_the_peak(hand_written):
+    m = hand_written
     kinds = {c.kind: c for c in m.peak.causes}
-    assert "attention_scores" in kinds
+    assert "attention_scores" in kinds and "safe_softmax" not in kinds
     assert kinds["attention_scores"].nbytes >= SEQ * SEQ * 8 * 4
     assert "torch.ops.llama.custom_sdpa" in repr(m)
+
+
+def test_the_safe_softmax_planes_are_told_apart_and_what_removing_them_saves_is_what_a_plain_softmax_plans(
+        attention, hand_written):
+    """scaled_dot_product_attention's decomposition adds where(mask, s, full_like(s, 0)) after the softmax: two
+    more [L, L] planes. The peak without them, replayed from the lifetimes, is the hand-written export's."""
+    m = pte_lab.open(attention[0]).methods["forward"]
+    s = m.peak
+    safe = next(c for c in s.causes if c.kind == "safe_softmax")
+    plane = SEQ * SEQ * 8 * 4
+    assert safe.times == 1 and safe.nbytes >= 2 * plane and {"aten::full_like.out", "aten::where.self_out"} <= set(
+        safe.names)
+    assert s.peak_bytes - safe.recovers == hand_written.peak.peak_bytes
+    text = repr(s)  # plain Python prints the paragraph, not a dataclass dump
+    assert text.startswith("Peak: ") and "- safe softmax:" in text and "2 more float32[1, 8, 128, 128] planes" in text
+    assert "without them the peak is " in text and "torch.softmax(q @ k.transpose(-2, -1)" in text
+    # the finding carries the same bytes and change
+    f = next(f for f in m.findings() if f.kind == "attention_scores")
+    assert f.at_stake == safe.recovers and f.change.startswith("write the attention by hand with a plain softmax")
+    assert f.details.safe_softmaxes == 1 and f.details.plane_bytes == plane
+    h = next(f for f in hand_written.findings() if f.kind == "attention_scores")
+    assert h.details.safe_softmaxes == 0 and "custom_sdpa" in h.change
+
+
+def test_with_xnnpack_the_softmax_inside_the_delegate_still_names_the_score_planes():
+    """XNNPACK runs the softmax; the safe softmax's full_like and where stay outside it, on planned planes."""
+    m = _export_attn(Model(), xnnpack=True)
+    kinds = {c.kind: c for c in m.peak.causes}
+    assert {"attention_scores", "safe_softmax"} <= set(kinds)
+    assert kinds["safe_softmax"].recovers > 0
+    assert "its softmax inside XnnpackBackend" in repr(m.peak)
 
 
 @pytest.mark.parametrize("name, cause", [("portable", "weight_copies"), ("kv_cache", "state_fp32"),

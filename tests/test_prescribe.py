@@ -3,6 +3,7 @@ and a program's own stack traces (``emit_stacktrace=True``) name the source line
 
 from __future__ import annotations
 
+import html
 import os
 
 import pytest
@@ -104,6 +105,9 @@ def test_a_dynamic_input_driving_the_arena_is_named_with_its_axis_and_bound(prog
     assert f"input 0 {list(d.inputs[0][1])}, axis {axis} at its bound {bound}" in f.message
     assert 2 * f.at_stake >= d.peak_bytes == m.peak.peak_bytes
     assert "Dim(" in f.change
+    # what scales with the bound is not all recoverable: the figure at a bound is what-if's
+    assert "not all recoverable" in f.message
+    assert f"pte-lab what-if FILE --bound 0:{axis} --budget SIZE" in f.change
     # the JSON document carries the bytes at stake and the change beside the message
     (rec,) = [r for r in pte_lab.open(program_path(name)).to_dict()["methods"]["forward"]["findings"]
               if r["kind"] == "dynamic_bound"]
@@ -122,9 +126,24 @@ def test_operators_left_between_delegates_are_named_with_their_module_and_line(s
     assert where == f"aten::cumsum.out in blocks.0 (Block), blocks.1 (Block) at {HERE}:{CUMSUM_LINE} {code}"
     assert where in f.message
     assert 0 < f.at_stake <= m.peak.peak_bytes
+    # inside one delegate call those tensors still need XNNPACK's heap: the plan shrinks, the process by less
+    assert "leave the plan, but not the process" in f.change and "`pte-lab sizes FILE`" in f.change
+    # the summary says the delegate's own memory is outside the plan, and where to measure it
+    p = pte_lab.open(pte_path)
+    for text in (repr(p), html.unescape(p._repr_html_())):
+        assert "XNNPACK's packed weights and workspaces" in text and "`pte-lab sizes FILE` measures them" in text
     # without the ETRecord the operators are still named
     bare = _one(pte_lab.open(pte_path).methods["forward"].findings(), Kind.DELEGATE_SPLIT)
     assert bare.details.operators == d.operators and bare.details.sources == ()
+
+
+def test_inspect_lists_a_method_s_info_findings_once(program_path, capsys):
+    from pte_lab.cli import main
+
+    assert main(["inspect", str(program_path("dynamic"))]) == 0
+    out = capsys.readouterr().out
+    assert out.count("info: [forward] input 0 [32, 16], axis 0 at its bound 32") == 1
+    assert "outside the planned arenas" not in out  # no delegate: nothing said about one
 
 
 def test_a_single_delegate_call_is_not_split(program_path):

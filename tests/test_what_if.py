@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import pte_lab
-from pte_lab.model.what_if import WhatIfError, check_bounds, fit_shapes, sample_points
+from pte_lab.model.what_if import WhatIfError, check_axes, check_bounds, fit_shapes, read_axes, sample_points
 from pte_lab.planning.what_if import parse_budget
 
 
@@ -60,6 +60,25 @@ def test_bad_bounds_are_one_clear_line(program_path):
     assert check_bounds(dyn, {(0, 0): 7}) == (((0, 0),), (7,), (32,))
 
 
+def test_a_static_axis_is_refused_before_any_run_naming_the_dynamic_axes(tmp_path, capsys):
+    """Axis 2 (the model width) is static: ExecuTorch would refuse to resize it at the first run."""
+    from pte_lab.cli import main
+    from pte_lab.runtime.shapes import program_scalars
+
+    path = tmp_path / "seq16.pte"
+    path.write_bytes(_transformer_at(16))
+    m = pte_lab.open(str(path)).methods["forward"]
+    axes = read_axes(m, program_scalars(str(path), "forward")[0])
+    assert axes == {0: frozenset({1})}
+    check_axes(m, ((0, 1),), axes)
+    with pytest.raises(WhatIfError, match=r"input 0 axis 2 is static .* reads are input 0 axis 1$"):
+        check_axes(m, ((0, 2),), axes)
+    capsys.readouterr()  # the export's own warnings
+    assert main(["what-if", str(path), "--bound", "0:2=8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "input 0 axis 2 is static" in err[0] and "did not run" not in err[0]
+
+
 def test_budgets_read_binary_units():
     assert parse_budget("300MiB") == 300 << 20
     assert parse_budget("1.5 KiB") == 1536
@@ -110,6 +129,7 @@ def test_dynamic_batch_prediction_budget_and_usage(program_path, capsys):
     b = pte_lab.largest_bound(path, "2KiB", (0, 0))
     assert b.at.planned <= 2048 < pte_lab.what_if(path, {(0, 0): b.bound + 1}).planned
     assert str(b).splitlines()[-1] == f'export change: Dim("batch", max={b.bound}) for input 0, axis 0'
+    assert "outside the planned arenas" not in str(b)  # no delegate: the plan is all of it
     with pytest.raises(WhatIfError, match=r"below what any bound plans: the smallest, at bound 1, plans"):
         pte_lab.largest_bound(path, 16, (0, 0))
     u = pte_lab.usage_at(path, {(0, 0): 5})
@@ -145,3 +165,8 @@ def test_xnnpack_dynamic_batch_prediction_equals_the_reexport(tmp_path):
     small.write_bytes(_dynamic_batch_xnnpack_at(20))
     w = pte_lab.what_if(str(big), {(0, 0): 20})
     _assert_same_as_reexport(w, small)
+    # the answer is the plan; XNNPACK's own memory is in the heap, and sizes measures it
+    assert "XNNPACK's packed weights and workspaces" in str(w) and "`pte-lab sizes FILE`" in str(w)
+    assert "outside_plan" in w.to_dict()
+    b = pte_lab.largest_bound(str(big), w.planned, (0, 0))
+    assert "the budget counts the planned arenas only" in str(b) and str(b).splitlines()[-1].startswith("export")

@@ -9,7 +9,12 @@ the peak. Then the causes a model author can act on, each with the bytes at stak
 - ``dynamic_bound``: tensors planned at the upper bound of a dynamic shape (every planned tensor of
   a dynamic method is planned at its bound, whatever shape it is run at);
 - ``attention_scores``: square ``[..., L, L]`` tensors of the planes a softmax writes (the scores
-  before and after it, and their neighbours), an attention decomposed into portable kernels;
+  before and after it, and their neighbours), an attention decomposed into separate kernels (its softmax
+  may run inside a delegate: the planes the safe softmax writes after it say so);
+- ``safe_softmax``: the planes the "safe softmax" of a decomposed ``scaled_dot_product_attention`` adds
+  after its softmax ``s`` (``where(logical_not(any(logical_not(eq(x, -inf)))), s, full_like(s, 0))``,
+  as ``nn.MultiheadAttention`` exports), with the bytes the peak loses without them (a replay of the
+  lifetimes where the softmax output is read in place of ``where``'s);
 - ``state_fp32``: state kept between calls (a KV cache) in float32;
 - ``weight_copies``: weights copied into the arena by ``permute_copy`` (a portable ``Linear``
   transposes its weight at every call);
@@ -23,7 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "explain_peak", "CAUSES"]
+import numpy as np
+
+__all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "SafeSoftmax", "explain_peak", "safe_softmaxes",
+           "CAUSES", "SAFE_SOFTMAX_CHANGE", "FUSED_ATTENTION_CHANGE"]
 
 
 class PeakCauseKind(str, Enum):
@@ -31,6 +39,7 @@ class PeakCauseKind(str, Enum):
     A ``str`` enum: a kind equals its value, and JSON writes the value."""
 
     ATTENTION_SCORES = "attention_scores"  # decomposed attention: [L, L] score planes alive together
+    SAFE_SOFTMAX = "safe_softmax"  # the extra [L, L] planes the decomposition's safe softmax writes
     DYNAMIC_BOUND = "dynamic_bound"  # tensors planned at a dynamic dimension's upper bound
     STATE_FP32 = "state_fp32"  # mutable buffers (caches) kept in float32
     WEIGHT_COPIES = "weight_copies"  # permute_copy of weights the portable Linear makes at every run
@@ -40,6 +49,17 @@ class PeakCauseKind(str, Enum):
     __format__ = str.__format__
 
 
+#: the change that removes the safe softmax's planes (the peak's text and the finding ``attention_scores`` say it)
+SAFE_SOFTMAX_CHANGE = ("write the attention by hand with a plain softmax, "
+                       "torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v, in place of nn.MultiheadAttention "
+                       "or F.scaled_dot_product_attention, whose decomposition is aten::_safe_softmax (it gives 0, "
+                       "not NaN, on a row masked whole: only a fully masked row differs)")
+#: the change that takes the score planes out of the plan (tiles instead of [L, L] planes)
+FUSED_ATTENTION_CHANGE = ("a fused attention computes them in tiles instead: ExecuTorch's custom sdpa op "
+                          "(export_llm: model.use_sdpa_with_kv_cache=true; in your own model, "
+                          "torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as "
+                          "[B, S, H, D], with ExecuTorch's LLM custom-ops library linked into the app)")
+
 #: the causes :func:`explain_peak` recognises, in the order a reader gets them
 CAUSES = tuple(PeakCauseKind)
 
@@ -48,6 +68,21 @@ _SMALL = 0.02
 _SOFTMAX = ("softmax",)
 #: operators the runtime itself inserts (views, device copies): no delegate takes them
 _RUNTIME_OPS = ("et_copy::", "executorch_prim::")
+#: the operators of the safe softmax's mask: logical_not(any(logical_not(eq(x, -inf))))
+_MASK_OPS = ("aten::logical_not", "aten::any", "aten::eq")
+
+
+@dataclass(frozen=True)
+class SafeSoftmax:
+    """One safe softmax of a decomposed attention: ``where(mask, s, full_like(s, 0))`` after a softmax ``s``
+    (in a portable kernel, or inside a delegate call whose output ``s`` is)."""
+
+    #: the ``where`` instruction
+    at: int
+    #: the softmax's output (value), which ``where`` passes on where a row is not all masked
+    scores: int
+    #: the planned tensors it adds, in instruction order: the mask's (eq, logical_not, any), full_like's, where's
+    values: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -79,9 +114,15 @@ class PeakCause:
     nbytes: int
     groups: tuple[int, ...]
     names: tuple[str, ...] = ()
+    #: the tensors it concerns alive at the peak (``safe_softmax``: the planes it adds)
+    values: tuple[int, ...] = ()
+    #: bytes the peak loses without them, where a replay of the lifetimes tells (``safe_softmax``)
+    recovers: int | None = None
+    #: how many times the method does it (``safe_softmax``: one per attention)
+    times: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # printed as its paragraph (views.peak)
 class PeakStory:
     """The peak of a method's largest arena, and what makes it."""
 
@@ -99,6 +140,11 @@ class PeakStory:
     causes: tuple[PeakCause, ...]
     #: the method's dynamic inputs: ``(position, shape as exported)``
     dynamic_inputs: tuple[tuple[int, tuple[int, ...]], ...]
+
+    def __repr__(self) -> str:
+        from ..views.peak import peak_text
+
+        return peak_text(self)
 
     @property
     def shown(self) -> tuple[PeakGroup, ...]:
@@ -140,22 +186,98 @@ def explain_peak(m) -> PeakStory | None:
     target = ("the inputs written" if at == -1 else "the outputs read" if at >= n else m.instructions[at].target)
     dyn_inputs = tuple((s.position, s.shape) for s in m.inputs if s.dynamic and s.shape is not None)
     return PeakStory(m.name, arena.mem_id, arena.device, arena.size, arena.peak_bytes, at, target, n,
-                     tuple(groups), _causes(m, groups, {t.value: t for t in live}), dyn_inputs)
+                     tuple(groups), _causes(m, groups, {t.value: t for t in live}, arena.mem_id), dyn_inputs)
 
 
-def _causes(m, groups: list[PeakGroup], live: dict) -> tuple[PeakCause, ...]:
+def safe_softmaxes(m) -> tuple[SafeSoftmax, ...]:
+    """Every safe softmax of ``m``: a ``where`` kernel choosing between a tensor ``s`` and ``full_like(s)``
+    under a mask that ``logical_not``, ``any`` and ``eq`` write (one pass over the instructions)."""
+    planned = {t.value: t for t in m.planned}
+    instructions, out = m.instructions, []
+    written: dict[int, list] = {}
+    for t in planned.values():
+        if t.producer is not None and t.role != "view":
+            written.setdefault(t.producer, []).append(t)
+
+    def reads(i: int) -> list:
+        return [planned[v] for v in dict.fromkeys(instructions[i].args) if v in planned
+                and planned[v].producer is not None and planned[v].producer < i]
+
+    for i in m.instructions:
+        if i.kind != "KernelCall" or not i.target.startswith("aten::where"):
+            continue
+        ins = reads(i.index)
+        full = [t for t in ins if instructions[t.producer].target.startswith("aten::full_like")]
+        mask = [t for t in ins if t.dtype == "bool" and instructions[t.producer].target.startswith(_MASK_OPS)]
+        if not full or not mask:
+            continue
+        f = full[0]
+        scores = [t for t in ins if t is not f and t.dtype == f.dtype and t.shape == f.shape
+                  and t.value in {s.value for s in reads(f.producer)}]
+        if not scores:
+            continue
+        added, todo, seen = [f], [mask[0]], set()
+        while todo:  # the mask's chain back to eq
+            t = todo.pop()
+            if t.value in seen or not instructions[t.producer].target.startswith(_MASK_OPS):
+                continue
+            seen.add(t.value)
+            added.append(t)
+            todo.extend(x for x in reads(t.producer) if x.dtype == "bool")
+        added += written.get(i.index, [])
+        out.append(SafeSoftmax(i.index, scores[0].value,
+                               tuple(t.value for t in sorted(added, key=lambda t: (t.producer, t.value)))))
+    return tuple(out)
+
+
+def _live_peak(rows: list[tuple[int, int, int]], n: int) -> int:
+    """The most bytes alive at once (summed, no offsets) of ``(nbytes, first, last)`` rows over -1..n."""
+    delta = np.zeros(n + 3, dtype=np.int64)
+    for nbytes, first, last in rows:
+        delta[first + 1] += nbytes
+        delta[last + 2] -= nbytes
+    return int(np.cumsum(delta).max()) if rows else 0
+
+
+def _without_safe_softmax(m, mem_id: int, safes: tuple[SafeSoftmax, ...]) -> int:
+    """What the peak of arena ``mem_id`` loses when every safe softmax is gone: its tensors unplanned and each
+    softmax output read where ``where``'s was (kept alive to ``where``'s last use)."""
+    planned = {t.value: t for t in m.planned}
+    gone = {v for s in safes for v in s.values}
+    last = {s.scores: max(planned[s.scores].last, *(planned[v].last for v in s.values)) for s in safes}
+    rows = [t for t in planned.values() if t.mem_id == mem_id and t.role != "view" and t.first is not None
+            and t.nbytes]
+    n = m.n_instructions
+    before = _live_peak([(t.nbytes, t.first, t.last) for t in rows], n)
+    after = _live_peak([(t.nbytes, t.first, last.get(t.value, t.last)) for t in rows if t.value not in gone], n)
+    return max(0, before - after)
+
+
+def _causes(m, groups: list[PeakGroup], live: dict, mem_id: int) -> tuple[PeakCause, ...]:
     found: dict[str, list[int]] = {k: [] for k in CAUSES}
     names: dict[str, set[str]] = {k: set() for k in CAUSES}
-    extra = {PeakCauseKind.OUTSIDE_DELEGATE: 0}  # bytes of the tensors themselves where a group is only partly the cause
+    extra = {PeakCauseKind.OUTSIDE_DELEGATE: 0,  # bytes of the tensors themselves where a group is only partly it
+             PeakCauseKind.SAFE_SOFTMAX: 0}
     delegated = any(i.kind == "DelegateCall" for i in m.instructions)
+    safes = safe_softmaxes(m)
+    planned = {t.value: t for t in m.planned}
     # the [L, L] planes a softmax writes anywhere in the method: the scores before it and after it have them
+    # (a softmax inside a delegate call is seen by the safe softmax that reads its output)
     softmax_shapes = {t.shape[-2:] for t in m.planned
                       if t.op is not None and any(s in t.op for s in _SOFTMAX) and len(t.shape) >= 2}
+    softmax_shapes |= {planned[s.scores].shape[-2:] for s in safes if len(planned[s.scores].shape) >= 2}
+    added = {v for s in safes for v in s.values}
+    safe_live = tuple(v for v in live if v in added)
     for k, g in enumerate(groups):
         square = len(g.shape) >= 2 and g.shape[-1] == g.shape[-2] and g.shape[-1] > 1
         if square and g.shape[-2:] in softmax_shapes:
             found[PeakCauseKind.ATTENTION_SCORES].append(k)
             names[PeakCauseKind.ATTENTION_SCORES].update(g.ops)
+        mine = [live[v] for v in g.values if v in added]
+        if mine:
+            found[PeakCauseKind.SAFE_SOFTMAX].append(k)
+            names[PeakCauseKind.SAFE_SOFTMAX].update(t.op for t in mine if t.op)
+            extra[PeakCauseKind.SAFE_SOFTMAX] += sum(t.nbytes for t in mine)
         if g.dynamic:
             found[PeakCauseKind.DYNAMIC_BOUND].append(k)
         if "mutable_buffer" in g.roles and g.dtype == "float32":
@@ -168,9 +290,17 @@ def _causes(m, groups: list[PeakGroup], live: dict) -> tuple[PeakCause, ...]:
             found[PeakCauseKind.OUTSIDE_DELEGATE].append(k)
             names[PeakCauseKind.OUTSIDE_DELEGATE].update(t.op for t in outside)
             extra[PeakCauseKind.OUTSIDE_DELEGATE] += sum(t.nbytes for t in outside)
-    return tuple(PeakCause(kind, extra[kind] if kind in extra else sum(groups[k].total for k in ks), tuple(ks),
-                           tuple(sorted(names[kind])))
-                 for kind, ks in found.items() if ks)
+    out = []
+    for kind, ks in found.items():
+        if not ks:
+            continue
+        nbytes = extra[kind] if kind in extra else sum(groups[k].total for k in ks)
+        if kind is PeakCauseKind.SAFE_SOFTMAX:
+            out.append(PeakCause(kind, nbytes, tuple(ks), tuple(sorted(names[kind])), safe_live,
+                                 _without_safe_softmax(m, mem_id, safes), len(safes)))
+        else:
+            out.append(PeakCause(kind, nbytes, tuple(ks), tuple(sorted(names[kind]))))
+    return tuple(out)
 
 
 def _copies_weights(m, g: PeakGroup, live: dict) -> bool:

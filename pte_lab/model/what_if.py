@@ -77,6 +77,30 @@ def dynamic_inputs(method) -> list:
     return [s for s in method.inputs if s.kind == "Tensor" and s.dynamic and s.shape is not None]
 
 
+def read_axes(method, ints: dict[int, int]) -> dict[int, frozenset[int]]:
+    """Input position -> the axes of that dynamic input the method reads as sizes (``sym_size`` on the input
+    itself; ``ints``: the method's Int values), where it reads any: the axes the export made symbolic."""
+    pos = {s.value: s for s in dynamic_inputs(method)}
+    out: dict[int, set[int]] = {}
+    for ins in method.instructions:
+        a = ins.args
+        if ins.target == "aten::sym_size.int" and len(a) == 3 and a[0] in pos and a[1] in ints:
+            s = pos[a[0]]
+            out.setdefault(s.position, set()).add(ints[a[1]] % max(1, len(s.shape)))
+    return {p: frozenset(axes) for p, axes in out.items()}
+
+
+def check_axes(method, keys, axes: dict[int, frozenset[int]]) -> None:
+    """Refuse (one line, before any run) a key whose axis the method never reads as a size while it reads
+    other axes of that input: a static axis, which ExecuTorch refuses to resize."""
+    for pos, axis in keys:
+        known = axes.get(pos)
+        if known and axis not in known:
+            dims = ", ".join(f"input {p} axis {a}" for p in sorted(axes) for a in sorted(axes[p]))
+            raise WhatIfError(f"input {pos} axis {axis} is static (exported at one size, which ExecuTorch will "
+                              f"not resize); the dynamic axes method {method.name!r} reads are {dims}")
+
+
 def check_bounds(method, bounds: dict) -> tuple[tuple[DimKey, ...], tuple[int, ...], tuple[int, ...]]:
     """``bounds`` ({(input, axis): N}) checked against ``method``: (keys, the asked bounds, the exported ones).
 

@@ -28,8 +28,8 @@ from ..format.schema import TensorShapeDynamism
 from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
 from ..model.dtypes import scalar_type
-from ..model.what_if import (ShapeFit, WhatIfError, check_bounds, dim_name, dynamic_inputs, export_change, fit_shapes,
-                              logged_values, sample_points, value_shapes)
+from ..model.what_if import (ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs, export_change,
+                              fit_shapes, logged_values, read_axes, sample_points, value_shapes)
 from ..runtime.inputs import example_inputs
 from ..runtime.isolate import RemoteError, Worker
 from ..units import exact_bytes, parse_bytes
@@ -107,6 +107,8 @@ class WhatIf:
     #: the bytes alive there, each storage group once (a view with its base)
     peak_bytes: int
     fit: ShapeFit = field(repr=False)
+    #: the backends the method's delegate calls use: their own memory (heap) is outside the plan
+    backends: tuple[str, ...] = ()
 
     @property
     def planned(self) -> int:
@@ -306,7 +308,8 @@ class Predictor:
                                     offsets.get(t.value, t.offset)))
         ins, peak, peak_bytes = _peak(problems, self.method.n_instructions)
         return WhatIf(source, self.method.name, self.fit.keys, point, self.fit.exported, tensors, arenas, ins,
-                      tuple(sorted(peak, key=lambda v: -nb[self.row[v]])), peak_bytes, self.fit)
+                      tuple(sorted(peak, key=lambda v: -nb[self.row[v]])), peak_bytes, self.fit,
+                      tuple(dict.fromkeys(d.backend for d in self.method.delegates)))
 
 
 def _peak(problems: list[Problem], n: int) -> tuple[int | None, list[int], int]:
@@ -381,6 +384,7 @@ def _run_shapes(path: str, method, keys, points, data_path=None) -> list[tuple[t
     try:
         engine.call("provide_operators", method.operators)
         scalars = engine.call("program_scalars", path, method.name)
+        check_axes(method, keys, read_axes(method, scalars[0]))
         runs = []
         for point in points:
             scale = max(n / b for n, b in zip(point, exported))

@@ -20,7 +20,8 @@ from importlib.resources import files
 from ..model.delegates import describe_io
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
 from .peak import cause_line, peak_head
-from .rows import ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_scratch_rows, load_cost_rows, method_rows
+from .rows import (ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_heap_rows, delegate_scratch_rows, load_cost_rows,
+                   method_rows, summary_findings)
 from .text import arena_text, data_text, flatbuffer_phrase, method_text, pte_text
 
 _MAX_TENSOR_ROWS = 200
@@ -239,12 +240,13 @@ def pte_html(p) -> str:
             + (f" &middot; named data {human_bytes(p.named_data_bytes)}" if p.named_data_keys else "")
             + "".join(f" &middot; <b>{escape(n)}: delegates take {human_bytes(b)} of scratch from the temp "
                       f"allocator</b>" for n, b in delegate_scratch_rows(p))
+            + "".join(f" &middot; {escape(n)}: {escape(note)}" for n, note in delegate_heap_rows(p))
             + (" &middot; <b>expects external .ptd data</b>" if p.expects_external_data else "")
             + "</div>")
     rows = [[escape(r.name), str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              " ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in r.by_device)] for r in method_rows(p)]
     parts = [head, _table(list(METHOD_HEADERS), rows, numeric={1, 2, 3, 4})]
-    warns = [w for w in p.warnings() if w.method is None or w.severity != "info"]
+    warns = summary_findings(p)
     if warns:
         parts.append(_findings(warns, with_method=True))
     parts.append(_section("Load cost", _load_cost_table(p), open_=True))

@@ -7,10 +7,11 @@ that recovers them.
 from __future__ import annotations
 
 from ..model.dtypes import short_shape
-from ..model.peak import PeakCause, PeakCauseKind, PeakGroup, PeakStory
+from ..model.peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCause, PeakCauseKind, PeakGroup, PeakStory
 from ..units import count, first_few, human_bytes
 
-__all__ = ["peak_lines", "peak_head", "cause_line", "group_phrase"]
+__all__ = ["peak_lines", "peak_head", "peak_text", "cause_line", "group_phrase"]
+
 
 
 _ROOT = "the model itself"  # the root module's path is ""
@@ -48,12 +49,15 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
     at_stake = f"{human_bytes(c.nbytes)} ({_share(c.nbytes, s.peak_bytes)} of the peak)"
     if c.kind is PeakCauseKind.ATTENTION_SCORES:
         side = s.groups[c.groups[0]].shape[-1]
+        inside = sorted({op.removeprefix("delegate:") for op in c.names if op.startswith("delegate:")})
+        how = (f"separate kernels (its softmax inside {first_few(inside, 2)}, the planes passed between delegate "
+               f"calls and planned)" if inside else "portable kernels")
         return (f"attention scores: {at_stake} in square [..., {side}, {side}] tensors around a softmax "
-                f"({first_few(c.names, 4)}), an attention decomposed into portable kernels. They grow with the "
-                f"square of the sequence length. A fused attention computes them in tiles instead: ExecuTorch's "
-                f"custom sdpa op (export_llm: model.use_sdpa_with_kv_cache=true; in your own model, "
-                f"torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as [B, S, H, D], "
-                f"with ExecuTorch's LLM custom-ops library linked into the app).")
+                f"({first_few(c.names, 4)}), an attention decomposed into {how}. They grow "
+                f"with the square of the sequence length. {FUSED_ATTENTION_CHANGE[0].upper()}"
+                f"{FUSED_ATTENTION_CHANGE[1:]}.")
+    if c.kind is PeakCauseKind.SAFE_SOFTMAX:
+        return safe_softmax_line(c, s)
     if c.kind is PeakCauseKind.DYNAMIC_BOUND:
         ins = first_few((f"input {p} {short_shape(shape)}" for p, shape in s.dynamic_inputs), 3)
         return (f"dynamic shapes at their upper bound: {at_stake} in tensors whose shape is dynamic"
@@ -73,6 +77,27 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
                 f"calls ({first_few(c.names, 4)}). The delegate did not take these operators; one that "
                 f"supports them (or a decomposition it supports) takes their tensors out of the plan.")
     raise ValueError(f"no wording for peak cause {c.kind!r}")
+
+
+def safe_softmax_line(c: PeakCause, s: PeakStory) -> str:
+    """The safe softmax's planes: how many it adds, their bytes at the peak, and what the peak is without them."""
+    planes = [g for g in (s.groups[k] for k in c.groups) if len(g.shape) >= 2 and g.shape[-1] == g.shape[-2]]
+    per = [g for g in planes if g.dtype != "bool"]
+    g = per[0] if per else s.groups[c.groups[0]]
+    n_live = sum(1 for v in c.values if v in set(g.values))
+    times = f" after each of its {c.times} softmaxes" if c.times > 1 else " after its softmax"
+    without = (f"; without them the peak is {human_bytes(s.peak_bytes - c.recovers)} ({human_bytes(c.recovers)}, "
+               f"{_share(c.recovers, s.peak_bytes)} less)" if c.recovers else "")
+    return (f"safe softmax: the decomposition of scaled_dot_product_attention (nn.MultiheadAttention) adds "
+            f"where(mask, s, full_like(s, 0)) under an eq -> logical_not -> any mask{times}: 2 more "
+            f"{g.dtype}{short_shape(g.shape)} planes ({human_bytes(g.nbytes)} each) and 2 bool ones each time; "
+            f"{n_live} of them alive at the peak (with the mask) hold {human_bytes(c.nbytes)} "
+            f"({_share(c.nbytes, s.peak_bytes)} of the peak){without}. To remove them, {SAFE_SOFTMAX_CHANGE}.")
+
+
+def peak_text(s: PeakStory) -> str:
+    """The story as plain Python prints it: the paragraph and its causes."""
+    return "\n".join(peak_lines(s))
 
 
 def peak_head(s: PeakStory) -> str:

@@ -21,7 +21,8 @@ from ..units import PEAK_LIVE, SIZE_OVER_PEAK
 __all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows",
            "delegate_scratch_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records", "tensor_record", "DiffLine",
            "diff_lines", "change_record", "cause_summary", "io_records", "delegate_records", "delegate_memory_record",
-           "ARENA_ROW", "arena_records", "load_cost_records", "finding_records"]
+           "ARENA_ROW", "arena_records", "load_cost_records", "finding_records", "summary_findings",
+           "delegate_heap_rows", "delegate_heap_note"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,33 @@ def delegate_scratch_rows(p) -> list[tuple[str, int]]:
     """(method, bytes) for each method whose delegates take scratch from the temp allocator: the largest one
     call takes (the temp allocator is reset after every instruction)."""
     return [(m.name, m.delegate_temp_bytes) for m in p.methods.values() if m.delegate_temp_bytes]
+
+
+def summary_findings(p) -> list:
+    """The findings a program's summary lists: the program's own and every warning or error; a method's info
+    findings are listed under that method (once)."""
+    return [w for w in p.warnings() if w.method is None or w.severity != "info"]
+
+
+def delegate_heap_note(backends) -> str:
+    """What the plan leaves out for a method that calls ``backends``: their own memory, in the heap."""
+    xnn = "XnnpackBackend" in backends
+    others = [b for b in backends if b != "XnnpackBackend"]
+    parts = (["XNNPACK's packed weights and workspaces (made at load_method and the first execute)"] if xnn else []) + \
+        [f"what {b} allocates for itself" for b in others]
+    verb = "live" if xnn or len(parts) > 1 else "lives"
+    return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap, outside "
+            f"the planned arenas; `pte-lab sizes FILE` measures them")
+
+
+def delegate_heap_rows(p) -> list[tuple[str, str]]:
+    """(method, :func:`delegate_heap_note`) for each method that calls a delegate."""
+    out = []
+    for m in p.methods.values():
+        backends = tuple(dict.fromkeys(d.backend for d in m.delegates))
+        if backends:
+            out.append((m.name, delegate_heap_note(backends)))
+    return out
 
 
 def load_cost_rows(p) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:

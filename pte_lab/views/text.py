@@ -25,7 +25,8 @@ from ..model.load_cost import LOADERS
 from ..printable import printable, text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .peak import peak_lines
-from .rows import ARENA_ROW, METHOD_HEADERS, delegate_scratch_rows, load_cost_rows, method_rows, state_summary
+from .rows import (ARENA_ROW, METHOD_HEADERS, delegate_heap_rows, delegate_scratch_rows, load_cost_rows, method_rows,
+                   state_summary, summary_findings)
 
 __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text",
            "text_table", "indented"]
@@ -151,7 +152,9 @@ def flatbuffer_phrase(p) -> str:
 
 
 @text_view
-def pte_text(p) -> str:
+def pte_text(p, methods_below: bool = False) -> str:
+    """The program's summary; ``methods_below``: each method's text follows (``pte-lab inspect``), so a method's
+    info findings are left to it (listed once)."""
     src = p.path or "<bytes>"
     carried = (f" (carried in a {human_bytes(p.bundled.file_size)} bundled program)"
                if p.bundled is not None else "")
@@ -167,6 +170,8 @@ def pte_text(p) -> str:
     for name, b in delegate_scratch_rows(p):
         lines.append(f"  {name}: delegates take up to {exact_bytes(b)} of scratch from the temp allocator per call, "
                      f"outside the planned arenas")
+    for name, note in delegate_heap_rows(p):
+        lines.append(f"  {name}: {note}")
     rows = [[r.name, str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              ", ".join(f"{d} {human_bytes(b)}" for d, b in r.by_device) or "-"] for r in method_rows(p)]
     lines.append("")
@@ -189,7 +194,7 @@ def pte_text(p) -> str:
             lines.append(f"    {s.method}: {count(s.cases, 'case')}{named}; inputs "
                          f"{', '.join(v.describe() for v in s.inputs) or '-'}; expected "
                          f"{', '.join(v.describe() for v in s.expected_outputs) or '-'}")
-    warns = p.warnings()
+    warns = summary_findings(p) if methods_below else p.warnings()
     if warns:
         lines.append("")
         for w in warns:

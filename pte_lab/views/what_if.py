@@ -7,6 +7,7 @@ import html
 from ..model.dtypes import short_shape
 from ..model.what_if import dim_name, dim_text
 from ..units import exact_bytes, human_bytes
+from .rows import delegate_heap_note
 from .text import text_table
 
 __all__ = ["what_if_text", "what_if_dict", "what_if_html", "budget_text", "budget_dict", "usage_text",
@@ -42,6 +43,11 @@ def _peak_lines(w, limit: int = 6) -> list[str]:
     return lines
 
 
+def _heap_lines(w, what: str) -> list[str]:
+    """For a delegated method: the answer is the plan only; the delegate's own memory is in the heap."""
+    return [f"{what} counts the planned arenas only; {delegate_heap_note(w.backends)}"] if w.backends else []
+
+
 def what_if_text(w) -> str:
     """The prediction: totals, arenas, the peak, the largest tensors, the fit's sizes, the export change."""
     names = _names(w)
@@ -63,6 +69,7 @@ def what_if_text(w) -> str:
                             "[" + ", ".join(dim_text(d, names) for d in dims[t.value]) + "]"] for t in top]))
     pts = "; ".join(_where(w.keys, p) for p in w.fit.points)
     out.append(f"dims learnt from runs at {pts}, each checked at the last and at the file's bound")
+    out += _heap_lines(w, "this prediction")
     out.append(f"export change: {w.export_change()}")
     return "\n".join(out)
 
@@ -78,6 +85,7 @@ def what_if_dict(w) -> dict:
         "tensors": [{**t.__dict__, "shape": list(t.shape), "exported_shape": list(t.exported_shape)}
                     for t in w.tensors],
         "export_change": w.export_change(),
+        **({"outside_plan": delegate_heap_note(w.backends)} if w.backends else {}),
     }
 
 
@@ -97,6 +105,7 @@ def budget_text(b) -> str:
     out.append(f"the smallest bound plans {exact_bytes(b.smallest)}; the export's ({b.exported:,}) "
                f"{exact_bytes(w.exported_planned)}")
     out += _peak_lines(w)
+    out += _heap_lines(w, "the budget")
     out.append(f"export change: {w.export_change()}")
     return "\n".join(out)
 

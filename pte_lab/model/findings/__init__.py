@@ -20,7 +20,7 @@ from .devices import DeviceAllocatorDetails, UnknownDeviceDetails, device_findin
 from .file import (ConstantBufferDetails, DuplicateBlobsDetails, DuplicateMethodDetails, ExternalDataDetails,
                    ExternalDataMissingDetails, SegmentRolesDetails, data_findings, duplicate_blob_findings,
                    structure_findings)
-from .plan import (ARGUMENT_KINDS, ArenaBoundDetails, DynamicBoundDetails, OperandKindsDetails,
+from .plan import (ARGUMENT_KINDS, ArenaBoundDetails, AttentionScoresDetails, DynamicBoundDetails, OperandKindsDetails,
                    OperatorArgumentsDetails, PlanOverlapDetails, UncheckedOperatorsDetails, ValueDetails,
                    instruction_findings, operator_findings, plan_findings, prescription_findings)
 from .state import (SharedArenasDetails, SharedState, SharedStateDetails, StateNotSharedDetails,
@@ -41,7 +41,7 @@ __all__ = ["Kind", "Finding", "Details", "SEVERITIES", "method_findings", "deleg
            "SegmentRolesDetails", "DuplicateMethodDetails", "ExternalDataDetails", "ExternalDataMissingDetails",
            "ConstantBufferDetails", "DuplicateBlobsDetails", "SharedArenasDetails", "SharedStateDetails",
            "StateNotSharedDetails", "Prescription", "ArenaBoundDetails", "DynamicBoundDetails",
-           "InlineDelegateDetails", "DelegateSplitDetails"]
+           "InlineDelegateDetails", "DelegateSplitDetails", "AttentionScoresDetails"]
 
 
 def method_findings(m: "Method") -> list[Finding]:

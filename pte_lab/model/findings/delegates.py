@@ -154,7 +154,8 @@ class InlineDelegateDetails(Prescription):
 class DelegateSplitDetails(Prescription):
     """``delegate_split``: ``at_stake`` is the planned bytes crossing between the delegate calls and the
     operators left between them (tensors that would stay inside one delegate call) alive at the peak of the
-    method's largest arena."""
+    method's largest arena: what leaves the plan, an upper limit on what the process saves, since inside one
+    delegate call the backend still needs memory for what is alive there (XNNPACK: its workspace, in the heap)."""
 
     backend: str
     #: how many calls of that backend the method makes
@@ -238,7 +239,9 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
     change = (f"{backend}'s partitioner left {'it' if len(ops) == 1 else 'them'} out: write that part of the model "
               f"with operators {backend} takes (or give {backend} a kernel for "
               f"{'it' if len(ops) == 1 else 'them'}); lowered together, the graph is one delegate call and these "
-              f"tensors stay inside it")
+              f"tensors leave the plan, but not the process: inside the call {backend} still holds what is alive at "
+              f"once in its own workspace on the heap (`pte-lab sizes FILE` measures it), so the plan shrinks by up "
+              f"to this and the process by less")
     if custom:
         it = "it" if len(custom) == 1 else "them"
         change += (f" ({first_few(custom, 3)} {'is a custom operator' if len(custom) == 1 else 'are custom operators'}"

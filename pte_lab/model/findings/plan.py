@@ -11,7 +11,8 @@ import numpy as np
 from ...format import TENSOR_ALIGNMENT, ScalarType, TensorDataLocation, TensorShapeDynamism
 from ...units import count, first_few, human_bytes
 from ..lifetimes import Writes
-from ..peak import PeakCauseKind
+from ..dtypes import short_shape
+from ..peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCauseKind
 from .base import Details, Finding, Kind, Prescription, ValuesDetails
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,7 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["plan_findings", "instruction_findings", "operator_findings", "ARGUMENT_KINDS", "ValueDetails",
            "PlanOverlapDetails", "OperandKindsDetails", "OperatorArgumentsDetails", "UncheckedOperatorsDetails",
-           "prescription_findings", "ArenaBoundDetails", "DynamicBoundDetails"]
+           "prescription_findings", "ArenaBoundDetails", "DynamicBoundDetails",
+           "AttentionScoresDetails"]
 
 
 @dataclass(frozen=True)
@@ -247,8 +249,9 @@ class ArenaBoundDetails(Prescription):
 
 @dataclass(frozen=True)
 class DynamicBoundDetails(Prescription):
-    """``dynamic_bound``: ``at_stake`` is what the dynamic tensors hold at the arena's peak (it scales with the
-    bound)."""
+    """``dynamic_bound``: ``at_stake`` is what the dynamic tensors hold at the arena's peak: the bytes that scale
+    with the bound, an upper limit no bound reaches (a bound N keeps what N needs; ``pte-lab what-if`` gives the
+    figure at N, or the largest N under a budget)."""
 
     mem_id: int
     #: the dynamic inputs: ``(position, shape at its upper bound)``
@@ -311,16 +314,74 @@ def _dynamic_findings(m: "Method") -> list[Finding]:
     named = "; ".join(f"input {pos} {list(shape)}" + (f", axis {ax} at its bound {shape[ax]}" if ax is not None
                                                       else " (which axis is dynamic the file does not say)")
                       for (pos, shape), ax in zip(inputs, axes))
+    known = [(pos, ax) for (pos, _), ax in zip(inputs, axes) if ax is not None]
+    dim = f"{known[0][0]}:{known[0][1]}" if known else "INPUT:AXIS"
     change = ("export with a smaller bound, the longest input you run: torch.export.Dim(name, max=N) in "
-              "dynamic_shapes (or export_llm's export.max_seq_length); the plan shrinks with it")
+              "dynamic_shapes (or export_llm's export.max_seq_length); the plan shrinks with it. What a bound N "
+              f"plans: `pte-lab what-if FILE --bound {dim}=N`; the largest bound that fits: "
+              f"`pte-lab what-if FILE --bound {dim} --budget SIZE`")
     return [Finding(Kind.DYNAMIC_BOUND, m.name,
                     f"{named}: ExecuTorch plans every dynamic tensor at its upper bound, whatever shape it runs "
                     f"at, and at the peak of arena {story.mem_id} they hold {human_bytes(held)} of "
-                    f"{human_bytes(story.peak_bytes)} ({held / story.peak_bytes:.0%}); {change}",
+                    f"{human_bytes(story.peak_bytes)} ({held / story.peak_bytes:.0%}): bytes that scale with the "
+                    f"bound (linearly, or with its square in [L, L] planes), not all recoverable, since the bound "
+                    f"you need keeps its own; {change}",
                     DynamicBoundDetails(held, change, story.mem_id, inputs, axes, story.peak_bytes))]
+
+
+@dataclass(frozen=True)
+class AttentionScoresDetails(Prescription):
+    """``attention_scores``: with a safe softmax, ``at_stake`` is what the peak loses without its planes (a replay
+    of the lifetimes); without one, the score planes' bytes alive at the peak (what a fused attention takes
+    out of the plan, at most)."""
+
+    mem_id: int
+    #: one score plane: dtype and shape, and its bytes
+    dtype: str
+    shape: tuple[int, ...]
+    plane_bytes: int
+    #: the square score tensors alive at the peak, and their bytes
+    planes: int
+    scores_bytes: int
+    #: how many safe softmaxes the method has, and the bytes of their tensors alive at the peak
+    safe_softmaxes: int = 0
+    safe_softmax_bytes: int = 0
+
+
+#: the score planes are worth a finding from this share of the arena's peak
+_SCORES_SHARE = 0.25
+
+
+def _attention_findings(m: "Method") -> list[Finding]:
+    story = m.peak
+    if story is None or not story.peak_bytes:
+        return []
+    causes = {c.kind: c for c in story.causes}
+    scores = causes.get(PeakCauseKind.ATTENTION_SCORES)
+    if scores is None or scores.nbytes < _SCORES_SHARE * story.peak_bytes:
+        return []
+    g = story.groups[scores.groups[0]]
+    planes = sum(len(story.groups[k].values) for k in scores.groups)
+    safe = causes.get(PeakCauseKind.SAFE_SOFTMAX)
+    what = (f"{count(planes, 'square score tensor')} of a decomposed attention ({g.dtype}{short_shape(g.shape)}, "
+            f"{human_bytes(g.nbytes)} each) hold {human_bytes(scores.nbytes)} of the "
+            f"{human_bytes(story.peak_bytes)} peak of arena {story.mem_id}")
+    if safe is not None and safe.recovers:
+        at_stake = safe.recovers
+        change = f"{SAFE_SOFTMAX_CHANGE}; beyond that, {FUSED_ATTENTION_CHANGE}"
+        what += (f"; {human_bytes(safe.nbytes)} of them are the safe softmax's (where and full_like after the "
+                 f"softmax, {count(safe.times, 'time')} in the method): without them the peak is "
+                 f"{human_bytes(story.peak_bytes - at_stake)}, {human_bytes(at_stake)} at stake")
+    else:
+        at_stake = scores.nbytes
+        change = FUSED_ATTENTION_CHANGE
+        what += ", at stake (at most)"
+    return [Finding(Kind.ATTENTION_SCORES, m.name, f"{what}; {change}",
+                    AttentionScoresDetails(at_stake, change, story.mem_id, g.dtype, g.shape, g.nbytes, planes,
+                                           scores.nbytes, safe.times if safe else 0, safe.nbytes if safe else 0))]
 
 
 def prescription_findings(m: "Method") -> list[Finding]:
     """What to change in the plan or the export, with the bytes it recovers: arenas above their lower bound,
-    dynamic inputs whose bound drives an arena."""
-    return _arena_bound_findings(m) + _dynamic_findings(m)
+    dynamic inputs whose bound drives an arena, attention score planes that make the peak."""
+    return _arena_bound_findings(m) + _dynamic_findings(m) + _attention_findings(m)
