@@ -459,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     df.add_argument("before", help="the first program (.pte or .bpte)")
     df.add_argument("after", help="the second program (.pte or .bpte)")
     df.add_argument("--method", "-m", help="only this method")
-    df.add_argument("--json", action="store_true", help="emit the pte_lab.diff JSON document (version 1)")
+    df.add_argument("--json", action="store_true", help="emit the pte_lab.diff JSON document (version 2)")
     df.add_argument("--compact", action="store_true", help="with --json: no indentation")
     df.add_argument("--sizes", action="store_true",
                     help="also size both programs (pte-lab sizes: loads and runs each method) and compare the parts")

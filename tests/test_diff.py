@@ -115,7 +115,7 @@ def test_replanned_against_its_original(program_path, tmp_path):
     assert not regions[("constant", "")].changed  # the weights are the same bytes
     assert "2 figures unchanged (file: header; file: constant)" in str(d)  # named, not just counted
     doc = d.to_dict()
-    assert doc["schema"] == "pte_lab.diff" and doc["version"] == 1
+    assert doc["schema"] == "pte_lab.diff" and doc["version"] == 2
     (arena,) = doc["methods"]["forward"]["arenas"]
     assert arena["size"]["delta"] == r.arenas[0].after - r.arenas[0].before < 0
     assert doc["methods"]["forward"]["tensors"]["changed_counts"] == {"offset": len(changed)}
@@ -230,7 +230,7 @@ def test_cli_json_carries_the_budget(planners):
     r = _cli("diff", *map(str, planners), "--json", "--fail-if-grows", "10%")
     assert r.returncode == 1
     doc = json.loads(r.stdout)
-    assert doc["schema"] == "pte_lab.diff" and doc["version"] == 1
+    assert doc["schema"] == "pte_lab.diff" and doc["version"] == 2
     budget = {c["what"]: c["exceeded"] for c in doc["budget"]}
     assert budget == {"file bytes": False, "planned bytes": True}
     (arena,) = doc["methods"]["forward"]["arenas"]

@@ -1,12 +1,12 @@
 """Views of a :class:`~pte_lab.model.diff.Diff`: text, HTML (what grew, first) and the JSON document.
 
-The JSON document (``pte-lab diff --json``, :meth:`Diff.to_dict`), schema ``pte_lab.diff`` version 1
+The JSON document (``pte-lab diff --json``, :meth:`Diff.to_dict`), schema ``pte_lab.diff`` version 2
 (additions keep the version; a removal or a change of meaning bumps it). A *change* is
 ``{"before", "after", "delta", "growth_pct"}`` (``before``/``after`` null where that side has no such
 thing, ``growth_pct`` null there and where it grew from 0)::
 
     {
-      "schema": "pte_lab.diff", "version": 1,
+      "schema": "pte_lab.diff", "version": 2,
       "before": {"path", "size"}, "after": {"path", "size"},
       "file": {"size": change,
                "regions": [{"region", "name", "bytes": change, "count": change}],   # name: a delegate's backend
@@ -43,9 +43,9 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                                                                # most grown first, never budgeted
     }
 
-One removal kept the version: ``causes[].bytes`` (the causes' tensor bytes summed, a figure a reader could take
-for memory, which it is not) is gone; no reader in pte_lab, its tests, docs or notebooks used it, and a
-version-1 reader must not expect it (``largest`` and ``tensors`` stay; the arena's ``size`` is the memory).
+Version 2 (from version 1): ``causes[].bytes`` (the causes' tensor bytes summed, a figure a reader could take
+for memory, which it is not) is gone (``largest`` and ``tensors`` stay; the arena's ``size`` is the memory), and
+tensors are paired by their place in the computation, not by their shape (a shape is one of what changed).
 
 Tensors are the ``pte_lab.inspect`` document's tensor records (:data:`pte_lab.model.TENSOR_COLUMNS`);
 ``rule`` is one of :data:`pte_lab.model.diff.MATCHED_BY`, ``what`` a key of
@@ -71,7 +71,7 @@ __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", 
            "NOT_BUDGETED", "budget_failure_lines", "planned_head"]
 
 SCHEMA = "pte_lab.diff"
-VERSION = 1
+VERSION = 2
 #: rows of a long list shown in text and HTML (the JSON document and ``MethodDiff.table()`` have all)
 _ROWS = 12
 _HTML_ROWS = 200
@@ -636,7 +636,7 @@ def _target_record(c) -> dict:
 
 
 def diff_document(d, limit_pct: float | None = None) -> dict:
-    """The ``pte_lab.diff`` document (version 1); with ``limit_pct``, the budget checks too."""
+    """The ``pte_lab.diff`` document (version 2); with ``limit_pct``, the budget checks too."""
     doc = {
         "schema": SCHEMA, "version": VERSION,
         "before": {"path": d.before.path, "size": d.file_size.before},
