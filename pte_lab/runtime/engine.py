@@ -38,6 +38,17 @@ class StepMeasure:
     how: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class MethodMeta:
+    """ExecuTorch's ``MethodMeta`` of one method, summarised: plain data, it crosses the worker's pipe."""
+
+    name: str
+    num_inputs: int
+    num_outputs: int
+    #: ExecuTorch's own ``repr`` of it
+    text: str
+
+
 class Engine:
     def __init__(self, devices: list[str] = (), emulate: list[str] = ()):
         Runtime = quiet_import("executorch.runtime").Runtime
@@ -187,9 +198,9 @@ class Engine:
     def allocator_registered(self, device: str) -> bool | None:
         return devmod.allocator_registered(device)
 
-    def meta(self, name: str) -> dict:
+    def meta(self, name: str) -> MethodMeta:
         m = self.program.metadata(name)
-        return {"name": m.name(), "num_inputs": m.num_inputs(), "num_outputs": m.num_outputs(), "repr": str(m)}
+        return MethodMeta(m.name(), m.num_inputs(), m.num_outputs(), str(m))
 
     def ledger_events(self, since: int = 0) -> list:
         """The emulated device's ledger events (``native.LedgerEvent``) from position ``since``."""

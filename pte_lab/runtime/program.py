@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from ..model import Method
-    from .engine import StepMeasure
+    from .engine import MethodMeta, StepMeasure
     from .sizing import Sizes
 
 __all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "OperatorLibraryWarning"]
@@ -123,8 +123,9 @@ class LabMethod:
         return self.program.plan.methods[self.name]
 
     @property
-    def meta(self) -> dict:
-        """ExecuTorch's MethodMeta, summarised (name, input/output counts, its repr)."""
+    def meta(self) -> "MethodMeta":
+        """ExecuTorch's MethodMeta, summarised (a :class:`~pte_lab.runtime.engine.MethodMeta`: name,
+        input/output counts, ExecuTorch's own text)."""
         return self.program._engine.call("meta", self.name)
 
     def execute(self, inputs) -> list:
@@ -225,7 +226,8 @@ class LabProgram:
         their operators' schemas from torch's registry too (:mod:`pte_lab.runtime.schemas`)."""
         return self.plan.warnings(program_schemas(self.plan))
 
-    def metadata(self, name: str) -> dict:
+    def metadata(self, name: str) -> "MethodMeta":
+        """ExecuTorch's MethodMeta of method ``name``, summarised (:class:`~pte_lab.runtime.engine.MethodMeta`)."""
         return self._engine.call("meta", name)
 
     def load_method(self, name: str) -> LabMethod:
