@@ -39,6 +39,18 @@ TARGET_LIBRARIES = {
 }
 
 
+#: what a backend needs beyond its library, said in build.sh (one line a comment)
+BACKEND_BUILD_NOTES = {
+    "EthosUBackend": (
+        "EthosUBackend: link Arm's Ethos-U core driver too (libethosu_core_driver.a, ethos-u-core-driver: the",
+        "backend reserves the driver with ethosu_reserve_driver and runs the command stream with ethosu_invoke_v3),",
+        "and initialise the NPU before main() loads a method: ethosu_init() with the NPU's base address, your",
+        "board's startup (Arm's core-platform does it in its Corstone targets) and an IRQ handler that calls",
+        "ethosu_irq_handler; add those libraries to LDFLAGS.",
+    ),
+}
+
+
 def _libraries(methods) -> list[str]:
     libs = list(TARGET_LIBRARIES["runtime"])
     namespaces = {op.split("::")[0] for m in methods for op in m.operators}
@@ -76,6 +88,16 @@ def _program_h(data: bytes) -> str:
                       ""])
 
 
+#: the runner's one buffer its planned inputs are copied from (zeros): beyond the board's total, which has
+#: planned inputs in their planned buffers
+STAGING = "pte_lab_input_staging"
+
+
+def staging_bytes(methods) -> int:
+    """The runner's staging buffer: the largest planned tensor input (0: none)."""
+    return max((io.nbytes for m in methods for io in m.inputs if io.kind == "Tensor" and io.planned), default=0)
+
+
 def _method_block(m, up: str, low: str) -> list[str]:
     P = f"PTE_LAB_{up}"
     out = [f"// ---- method \"{c_comment(m.method)}\": every size from pools.h",
@@ -102,10 +124,12 @@ def _method_block(m, up: str, low: str) -> list[str]:
         for d in reversed(io.dim_order):
             strides[d], acc = acc, acc * io.shape[d]
         arr = lambda xs: "{" + ", ".join(map(str, xs or [0])) + "}"  # noqa: E731 - a one-line formatter
-        out += [f"alignas(16) uint8_t {b}[{max(io.nbytes, 1)}];",
+        # a planned input: set_input copies it into its planned buffer, so one staging buffer serves them all
+        data = STAGING if io.planned else b
+        out += ([] if io.planned else [f"alignas(16) uint8_t {b}[{max(io.nbytes, 1)}];"]) + [
                 f"SizesType {b}_sizes[] = {arr(io.shape)};", f"DimOrderType {b}_dim_order[] = {arr(io.dim_order)};",
                 f"StridesType {b}_strides[] = {arr(strides)};",
-                f"TensorImpl {b}_impl(static_cast<ScalarType>({io.scalar_type}), {dims}, {b}_sizes, {b}, "
+                f"TensorImpl {b}_impl(static_cast<ScalarType>({io.scalar_type}), {dims}, {b}_sizes, {data}, "
                 f"{b}_dim_order, {b}_strides);"]
         setters.append(f"  if (Error e = method.set_input(EValue(Tensor(&{b}_impl)), {io.index}); e != Error::Ok) return e;")
     out += [f"Error {low}_set_inputs(Method& method) {{", *(setters or ["  (void)method;"]), "  return Error::Ok;", "}",
@@ -227,7 +251,9 @@ _BUILD = r'''#!/bin/sh
 #   EXECUTORCH_CORTEX_M_LIB_DIR  the folder of ExecuTorch's static libraries built for the target (your build)
 #   LDFLAGS                      the board's linker script and startup code (default: newlib's nosys specs)
 # ./build.sh --compile-only compiles main.cpp without linking (no target libraries needed).
-set -eu
+# ExecuTorch for the target is built with -DEXECUTORCH_PAL_DEFAULT=minimal (its bare-metal platform layer, not
+# posix): a method with no temp allocator then has no et_pal_allocate memory, as pools.h assumes.
+%(notes)sset -eu
 cd "$(dirname "$0")"
 INC="${EXECUTORCH_INCLUDE:-%(include)s}"
 CXXFLAGS="%(flags)s -std=c++17 -Os -fno-exceptions -fno-rtti -DC10_USING_CUSTOM_GENERATED_MACROS"
@@ -237,6 +263,8 @@ LIB="${EXECUTORCH_CORTEX_M_LIB_DIR:?set EXECUTORCH_CORTEX_M_LIB_DIR to your Exec
 # linked whole: their kernels and backends register themselves from static initialisers
 arm-none-eabi-g++ %(flags)s main.o -Wl,--whole-archive %(libs)s -Wl,--no-whole-archive \
   ${LDFLAGS:---specs=nosys.specs} -o runner.elf
+echo "built runner.elf: run it on the board (or a simulator); it logs each method's outcome, and exits 0 when every"
+echo "method loaded and executed twice in the pools of pools.h (1: a method failed, 2: a kernel or backend is missing)"
 '''
 
 
@@ -263,6 +291,11 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     pools, ids = _given(sizes, pte, target, methods)
     sized = [sizes.methods[n] for n in pools]
     body = [_PRELUDE]
+    staging = staging_bytes(sized)
+    if staging:
+        body += [f"// the planned inputs' source (zeros): set_input copies each into its planned buffer, so one buffer",
+                 f"// of the largest serves them all; the runner's own, {staging} B beyond the board's total",
+                 f"alignas(16) uint8_t {STAGING}[{staging}];", ""]
     for m in sized:
         body += [*_method_block(m, ids[m.method].upper(), ids[m.method]), ""]
     ops = sorted({o for m in sized for o in m.operators})
@@ -273,7 +306,8 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     main = "\n".join(body)
     with open(sizes.path, "rb") as f:
         data = f.read()
-    build = _BUILD % {"target": target, "include": executorch_dir() / "include", "flags": TARGET_FLAGS[target],
+    notes = "".join(f"# {line}\n" for b in backends for line in BACKEND_BUILD_NOTES.get(b, ()))
+    build = _BUILD % {"target": target, "notes": notes, "include": executorch_dir() / "include", "flags": TARGET_FLAGS[target],
                       "libs": " ".join(f'"$LIB/{lib}"' for lib in _libraries(sized))}
     return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path)), "program.h": _program_h(data),
             "main.cpp": main, "build.sh": build}
