@@ -201,10 +201,14 @@ def _target_sizes(args, pte, s):
     budget, regions = args.budget, tuple(args.region or ())
     board = on_target(s, pte, args.target)
     if args.example_runner is not None:
-        from .views.run.bare_metal_runner import write_bare_metal_runner
+        from .views.run.bare_metal_runner import staging_bytes, write_bare_metal_runner
 
         for path in write_bare_metal_runner(s, pte, args.example_runner, args.target, args.method):
             print(path)
+        staging = staging_bytes(m for n, m in s.methods.items() if not args.method or n in args.method)
+        if staging:
+            print(f"main.cpp: the planned inputs are copied (set_input) from one staging buffer of {staging:,} B, the "
+                  f"runner's own, beyond the board's total (which has them in their planned buffers)")
         print(f"build: {os.path.join(args.example_runner, 'build.sh')} (EXECUTORCH_CORTEX_M_LIB_DIR: your ExecuTorch "
               f"libraries for the target; --compile-only without them)")
         return None

@@ -18,7 +18,7 @@ import os
 from ...errors import PteLabError
 from ...runtime.native import executorch_dir
 from ..c_text import c_comment, c_string
-from .sizes import c_identifiers
+from .sizes import c_identifiers, target_guard
 from .target_pools import target_pools
 
 __all__ = ["bare_metal_runner", "target_header", "write_bare_metal_runner", "BARE_METAL_FILES", "TARGET_FLAGS", "TARGET_LIBRARIES"]
@@ -65,7 +65,7 @@ def _libraries(methods) -> list[str]:
 def _pools_h(pools, ids, target: str, stem: str) -> str:
     out = [f"/* {stem}: pools on {target} ({next(iter(pools.values())).abi}), from pte_lab's model of Method::init",
            " * checked against this host's measurement (pte-lab sizes --target " + target + "). */",
-           "#ifndef PTE_LAB_BARE_METAL_POOLS_H", "#define PTE_LAB_BARE_METAL_POOLS_H", "",
+           "#ifndef PTE_LAB_BARE_METAL_POOLS_H", "#define PTE_LAB_BARE_METAL_POOLS_H", "", *target_guard(target), "",
            "/* pool bases: ExecuTorch's objects ask for at most 8; planned buffers: exir plans at 16 */",
            "#define PTE_LAB_POOL_ALIGNMENT 16u", "#define PTE_LAB_PLANNED_BUFFER_ALIGNMENT 16u"]
     for name, p in pools.items():
@@ -79,11 +79,14 @@ def _pools_h(pools, ids, target: str, stem: str) -> str:
     return "\n".join(out + ["", "#endif", ""])
 
 
-def _program_h(data: bytes) -> str:
+def _program_h(data: bytes, in_ram: str | None = None) -> str:
+    """The program as an array read through a BufferDataLoader: ``const`` (in flash), or, where ``in_ram`` says
+    why its bytes must be in RAM (an Ethos-U ``Sram_Only`` program), a writable array (in RAM, .data)."""
     rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 24]) for i in range(0, len(data), 24)]
-    return "\n".join(["/* the program, as a const array (in flash): read through a BufferDataLoader */",
-                      "#include <stddef.h>", "#include <stdint.h>",
-                      f"alignas(16) static const uint8_t pte_lab_program[{max(len(data), 1)}] = {{",
+    head = (f"/* the program, in RAM (.data): {c_comment(in_ram)}; read through a BufferDataLoader */" if in_ram
+            else "/* the program, as a const array (in flash): read through a BufferDataLoader */")
+    return "\n".join([head, "#include <stddef.h>", "#include <stdint.h>",
+                      f"alignas(16) static {'' if in_ram else 'const '}uint8_t pte_lab_program[{max(len(data), 1)}] = {{",
                       *(f"  {r}," for r in rows), "};", f"static const size_t pte_lab_program_bytes = {len(data)}u;",
                       ""])
 
@@ -309,7 +312,7 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     notes = "".join(f"# {line}\n" for b in backends for line in BACKEND_BUILD_NOTES.get(b, ()))
     build = _BUILD % {"target": target, "notes": notes, "include": executorch_dir() / "include", "flags": TARGET_FLAGS[target],
                       "libs": " ".join(f'"$LIB/{lib}"' for lib in _libraries(sized))}
-    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path)), "program.h": _program_h(data),
+    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path)), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
             "main.cpp": main, "build.sh": build}
 
 

@@ -97,7 +97,7 @@ def holds_on(runs: "dict[str, TargetRun]", lead: str = "holds on") -> str:
 
 
 #: how an unverified configuration's target kinds are said: where the sizing ran it, not where it holds
-UNVERIFIED_LEAD = "not verified; the sizing ran it (counting pools) on"
+UNVERIFIED_LEAD = "the sizing ran it, with counting pools (not a verification), on"
 
 #: how a target kind is named in a sentence
 _TARGET_WORDS = {"host": "this host", "bare-metal": "a bare-metal target"}
