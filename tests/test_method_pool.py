@@ -122,7 +122,8 @@ def test_sizes_for_cortex_m_labels_every_figure_with_its_target(program_path, po
     assert "Arm AAPCS (ILP32)" in text
     assert main(["sizes", path, "--target", "cortex-m", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["target"] == "cortex-m" and doc["methods"]["forward"]["method_pool"] == arm.bytes
+    assert doc["target"] == "cortex-m" and doc["target_pools"]["forward"]["method_pool"] == arm.bytes
+    assert doc["methods"]["forward"]["method_allocator"] == arm.bytes  # the host document's keys, cortex-m's pools
     assert main(["sizes", path, "--target", "cortex-m", "--c-header"]) == 0
     assert f"#define PTE_LAB_FORWARD_METHOD_POOL_BYTES {arm.bytes}u" in capsys.readouterr().out
 

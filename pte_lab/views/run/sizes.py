@@ -549,7 +549,7 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     lines = [
         f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {m.method_allocator}u",
         f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {m.temp_allocator}u",
-    ]
+    ] + ([f"/* NOT EXACT: {_comment(m.inexact)} */"] if m.inexact else [])
     if m.method_pool_alone is not None:
         lines.append(f"#define PTE_LAB_{up}_METHOD_POOL_ALONE_BYTES {m.method_pool_alone}u")
     else:
