@@ -161,7 +161,7 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
                   "PTE_LAB_FORWARD_INPUT_0_BYTES", 'PTE_LAB_TARGET "cortex-m"'):
         assert f"#define {macro}" in header
     assert "#if defined(__SIZEOF_POINTER__) && __SIZEOF_POINTER__ != 4" in header
-    assert "TOTAL_BYTES_HOST" not in header
+    assert "#define PTE_LAB_FORWARD_TOTAL_BYTES_HOST" not in header
     # a header compiled for the other word size stops the build (a host header dropped onto the board)
     arm = shutil.which("arm-none-eabi-gcc")
     if arm is not None:
