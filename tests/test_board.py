@@ -162,6 +162,12 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
         assert f"#define {macro}" in header
     assert "#if defined(__SIZEOF_POINTER__) && __SIZEOF_POINTER__ != 4" in header
     assert "#define PTE_LAB_FORWARD_TOTAL_BYTES_HOST" not in header
+    # the runner of an Ethos-U program names the NPU's driver and its initialisation; a Shared_Sram program in flash
+    from pte_lab.views.run.bare_metal_runner import bare_metal_runner
+
+    files = bare_metal_runner(s, pte_lab.open(str(SHARED)), "cortex-m")
+    assert "libethosu_core_driver.a" in files["build.sh"] and "ethosu_init()" in files["build.sh"]
+    assert "static const uint8_t pte_lab_program[" in files["program.h"]
     # a header compiled for the other word size stops the build (a host header dropped onto the board)
     arm = shutil.which("arm-none-eabi-gcc")
     if arm is not None:
