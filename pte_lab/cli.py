@@ -193,27 +193,43 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, True)
 
 
-def _target_sizes(args, pte, s) -> int:
-    """``sizes --target`` another than this host: the modelled pools (text, --json, --c-header), or the
-    bare-metal runner."""
-    from .views.run.target_pools import target_pools_dict, target_pools_text
+def _target_sizes(args, pte, s):
+    """``sizes --target`` another than this host: the bare-metal runner (returns 0), or the text, --json or
+    --c-header of the modelled pools with the board's totals (returns the sizes to check the budget with)."""
+    from .views.run.target_pools import on_target, target_pools_dict, target_pools_text
 
-    if args.c_header:
-        from .views.run.bare_metal_runner import target_header
-
-        sys.stdout.write(target_header(s, pte, args.target, args.method))
-    elif args.example_runner is not None:
-        from .views.run.bare_metal_runner import write_bare_metal_runner
+    budget, regions = args.budget, tuple(args.region or ())
+    board = on_target(s, pte, args.target)
+    if args.example_runner is not None:
+        from .views.run.bare_metal_runner import staging_bytes, write_bare_metal_runner
 
         for path in write_bare_metal_runner(s, pte, args.example_runner, args.target, args.method):
             print(path)
+        staging = staging_bytes(m for n, m in s.methods.items() if not args.method or n in args.method)
+        if staging:
+            print(f"main.cpp: the planned inputs are copied (set_input) from one staging buffer of {staging:,} B, the "
+                  f"runner's own, beyond the board's total (which has them in their planned buffers)")
         print(f"build: {os.path.join(args.example_runner, 'build.sh')} (EXECUTORCH_CORTEX_M_LIB_DIR: your ExecuTorch "
               f"libraries for the target; --compile-only without them)")
+        return None
+    if args.c_header:
+        from .views.run.sizes import c_header
+
+        sys.stdout.write(c_header(board, budget=budget, regions=regions))
     elif args.json:
-        sys.stdout.write(json.dumps(target_pools_dict(s, pte, args.target), indent=1) + "\n")
+        doc = board.to_dict(budget, regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"]}
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
-        sys.stdout.write(target_pools_text(s, pte, args.target) + "\n")
-    return 0
+        from .views.run.sizes import total_line
+
+        text = target_pools_text(s, pte, args.target).split("\n")
+        for m in board.methods.values():  # each method's board total after its pools
+            at = text.index(f"method {m.method!r}") + 1
+            while at < len(text) and text[at].startswith("  "):
+                at += 1
+            text[at:at] = ["  " + total_line(t) for t in m.totals().values()]
+        sys.stdout.write("\n".join(text) + "\n")
+    return board
 
 
 def _sizes(args) -> int:
@@ -227,9 +243,12 @@ def _sizes(args) -> int:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
     verify = args.verify or args.example_runner is not None
     s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines())
+    board = s
     if args.target != "host":
-        return _target_sizes(args, pte, s)
-    if args.example_runner is not None:
+        board = _target_sizes(args, pte, s)
+        if board is None:
+            return 0
+    elif args.example_runner is not None:
         from .views.run.example_runner import left_out, write_example_runner
 
         for path in write_example_runner(s, args.example_runner, args.method):
@@ -244,9 +263,9 @@ def _sizes(args) -> int:
         sys.stdout.write("\n")
     elif args.c_header:
         sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ())))
-    else:
+    elif args.target == "host":
         sys.stdout.write(sizes_text(s) + "\n")
-    fits = s.fits(args.budget, tuple(args.region or ())) if (args.budget is not None or args.region) and s.methods else {}
+    fits = board.fits(args.budget, tuple(args.region or ())) if (args.budget is not None or args.region) and s.methods else {}
     if fits and not args.json and not args.c_header:
         from .views.run.sizes import fits_lines
 

@@ -11,6 +11,8 @@ Pools and totals are exact; heap figures are never checked against a band.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,9 @@ import pte_lab  # noqa: E402
 from pte_lab import examples  # noqa: E402
 from pte_lab.cli import main  # noqa: E402
 from pte_lab.units import parse_bytes  # noqa: E402
+from pte_lab.runtime.sizing import HOST_ABI  # noqa: E402
 from pte_lab.views.run.sizes import c_header, sizes_text  # noqa: E402
+from pte_lab.views.run.target_pools import on_target  # noqa: E402
 
 DATA = Path(examples.ETHOS_U_PROGRAMS)
 SRAM_ONLY = DATA / "u55_128_sram_only.pte"
@@ -73,8 +77,10 @@ def test_the_board_total_is_exact_and_holds_no_host_figure(sram_only):
     assert host.bytes == sum(b for _, _, b in m.planned) + m.method_allocator + m.temp_allocator + m.file_heap_peak
     text = sizes_text(sram_only)
     anywhere, here = text.split("-- holds on this host only")
-    assert f"total on a bare-metal target (method + temp, BufferDataLoader over the program in flash): " \
-           f"{board.bytes:,} B" in anywhere
+    assert f"total on a bare-metal target with this ABI's ({HOST_ABI}) pools (method + temp, BufferDataLoader over " \
+           f"the program in flash): {board.bytes:,} B" in anywhere
+    # this ABI's pools are exact for this ABI only: the board's total is --target cortex-m's
+    assert f"exact for {HOST_ABI} pools; a 32-bit board's pools differ: --target cortex-m" in anywhere
     assert "heap outside the pools" not in anywhere and "heap outside the pools" in here
     assert f"total on this host (method + temp" in here
     # the row beside the scratch says what it is
@@ -103,7 +109,7 @@ def test_a_shared_sram_program_stays_in_flash_and_a_portable_one_runs_without_a_
     assert "#define PTE_LAB_FORWARD_METHOD_ALONE_RUNS_ON_BARE_METAL 1" in c_header(p)
 
 
-def test_cli_budget_and_regions(capsys, monkeypatch):
+def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     from pte_lab.runtime import sizing
 
     s = pte_lab.sizes(str(SHARED), heap_runs=1)
@@ -111,7 +117,8 @@ def test_cli_budget_and_regions(capsys, monkeypatch):
     total = s.methods["forward"].totals()["bare-metal"]
     assert main(["sizes", str(SHARED), "--budget", f"{total.bytes}"]) == 0
     out = capsys.readouterr().out
-    assert f"method 'forward' on a bare-metal target (method + temp): {total.bytes:,} B against a budget of" in out
+    assert f"method 'forward' on a bare-metal target with this ABI's ({HOST_ABI}) pools (method + temp): " \
+           f"{total.bytes:,} B against a budget of" in out
     assert out.rstrip().endswith("fits")
     assert main(["sizes", str(SHARED), "--budget", f"{total.bytes - 1}"]) == 1
     err = capsys.readouterr().err
@@ -130,6 +137,46 @@ def test_cli_budget_and_regions(capsys, monkeypatch):
     assert "fits (SRAM: " in capsys.readouterr().out
     assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}"]) == 1
     assert f"no region has room for {largest[0]}" in capsys.readouterr().err
+    # --target cortex-m: the board's total with cortex-m's pools, checked the same way, in the same keys and macros
+    board = on_target(s, pte_lab.open(str(SHARED)), "cortex-m").methods["forward"].totals()["bare-metal"]
+    assert board.abi == "cortex-m" and board.exact and board.bytes < total.bytes
+    assert main(["sizes", str(SHARED), "--target", "cortex-m", "--budget", "256KiB"]) == 0
+    out = capsys.readouterr().out
+    assert f"total on a cortex-m board (bare-metal) (method + temp, BufferDataLoader over the program in flash): " \
+           f"{board.bytes:,} B" in out and "(exact, with cortex-m's modelled pools)" in out
+    assert f"method 'forward' on a cortex-m board (bare-metal) (method + temp): {board.bytes:,} B against a budget " \
+           f"of 262,144 B (256 KiB): fits" in out
+    assert main(["sizes", str(SHARED), "--target", "cortex-m", "--region", f"SRAM={board.bytes - 1}"]) == 1
+    assert "DOES NOT FIT" in capsys.readouterr().err
+    assert main(["sizes", str(SHARED), "--target", "cortex-m", "--json", "--budget", "256KiB"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "pte_lab.sizes" and doc["version"] == 1 and doc["target"] == "cortex-m"
+    assert doc["totals"]["forward"] == {"bare-metal": doc["totals"]["forward"]["bare-metal"]}  # no host total
+    assert doc["totals"]["forward"]["bare-metal"]["bytes"] == board.bytes and doc["fits"]["forward"]["fits"]
+    assert doc["methods"]["forward"]["inputs"] and doc["methods"]["forward"]["outputs"]
+    assert main(["sizes", str(SHARED), "--target", "cortex-m", "--c-header", "--budget", "256KiB"]) == 0
+    header = capsys.readouterr().out
+    for macro in (f"PTE_LAB_FORWARD_TOTAL_BYTES_BARE_METAL {board.bytes}u", "PTE_LAB_FORWARD_BUDGET_BYTES 262144u",
+                  "PTE_LAB_FORWARD_FITS 1", "PTE_LAB_FORWARD_METHOD_TEMP_RUNS_ON_BARE_METAL 1",
+                  "PTE_LAB_FORWARD_INPUT_0_BYTES", 'PTE_LAB_TARGET "cortex-m"'):
+        assert f"#define {macro}" in header
+    assert "#if defined(__SIZEOF_POINTER__) && __SIZEOF_POINTER__ != 4" in header
+    assert "#define PTE_LAB_FORWARD_TOTAL_BYTES_HOST" not in header
+    # the runner of an Ethos-U program names the NPU's driver and its initialisation; a Shared_Sram program in flash
+    from pte_lab.views.run.bare_metal_runner import bare_metal_runner
+
+    files = bare_metal_runner(s, pte_lab.open(str(SHARED)), "cortex-m")
+    assert "libethosu_core_driver.a" in files["build.sh"] and "ethosu_init()" in files["build.sh"]
+    assert "static const uint8_t pte_lab_program[" in files["program.h"]
+    # a header compiled for the other word size stops the build (a host header dropped onto the board)
+    arm = shutil.which("arm-none-eabi-gcc")
+    if arm is not None:
+        for text, ok in ((header, True), (c_header(s), False)):
+            (tmp_path / "h.c").write_text(text + "\nint main(void) { return 0; }\n")
+            done = subprocess.run([arm, "-mcpu=cortex-m55", "-fsyntax-only", str(tmp_path / "h.c")],
+                                  capture_output=True, text=True)
+            assert (done.returncode == 0) == ok, done.stderr
+            assert ok or "these pools are host's (8-byte pointers)" in done.stderr
     with pytest.raises(SystemExit) as bad:
         main(["sizes", str(SHARED), "--budget", "256KB"])
     assert bad.value.code == 2

@@ -122,7 +122,8 @@ def test_sizes_for_cortex_m_labels_every_figure_with_its_target(program_path, po
     assert "Arm AAPCS (ILP32)" in text
     assert main(["sizes", path, "--target", "cortex-m", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["target"] == "cortex-m" and doc["methods"]["forward"]["method_pool"] == arm.bytes
+    assert doc["target"] == "cortex-m" and doc["target_pools"]["forward"]["method_pool"] == arm.bytes
+    assert doc["methods"]["forward"]["method_allocator"] == arm.bytes  # the host document's keys, cortex-m's pools
     assert main(["sizes", path, "--target", "cortex-m", "--c-header"]) == 0
     assert f"#define PTE_LAB_FORWARD_METHOD_POOL_BYTES {arm.bytes}u" in capsys.readouterr().out
 
@@ -137,6 +138,10 @@ def test_the_bare_metal_runner_compiles_for_cortex_m55(program_path, portable_si
     assert [Path(p).name for p in written] == list(BARE_METAL_FILES)
     main_cpp = (out / "main.cpp").read_text()
     assert "BufferDataLoader" in main_cpp and "malloc" not in main_cpp and "fopen" not in main_cpp
+    # a planned input is copied into its planned buffer: no caller buffer of its own, one staging buffer for all
+    planned = [io for io in portable_sizes.methods["forward"].inputs if io.kind == "Tensor" and io.planned]
+    assert planned and all(f"uint8_t forward_input_{io.index}[" not in main_cpp for io in planned)
+    assert f"pte_lab_input_staging[{max(io.nbytes for io in planned)}]" in main_cpp
     arm = method_pool(pte_lab.open(str(path)), "forward", "cortex-m")
     assert f"METHOD_POOL_BYTES {arm.bytes}u" in (out / "pools.h").read_text()
     assert "libportable_ops_lib.a" in (out / "build.sh").read_text()

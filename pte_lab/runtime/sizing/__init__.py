@@ -57,8 +57,10 @@ from .results import (
     CONFIGURATIONS,
     HEAP_FIELDS,
     HEAP_RUNS,
+    HOST_ABI,
     HOST_DEPENDENT,
     HOST_ONLY,
+    HOST_POOLS,
     INPUT_VALUES,
     MEASURED_PARTS,
     MIN_POOL_ALIGNMENT,
@@ -68,6 +70,7 @@ from .results import (
     POOLS_EXACT,
     SIZES_COLUMNS,
     TARGET_KINDS,
+    TARGET_POOLS,
     Fit,
     HeapFigures,
     Library,
@@ -90,4 +93,5 @@ __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "Te
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HEAP_ONCE_ROUNDING", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff", "Session", "COUNTING_RESERVATION",
-           "address_space_limit", "TargetKind", "TARGET_KINDS", "TargetRun", "Total", "Fit", "ANY_TARGET", "HOST_ONLY"]
+           "address_space_limit", "TargetKind", "TARGET_KINDS", "TargetRun", "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS",
+           "TARGET_POOLS"]

@@ -7,6 +7,7 @@ runs (:mod:`.measure`) up into them.
 from __future__ import annotations
 
 import os
+import platform
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -29,7 +30,7 @@ __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "Te
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HEAP_ONCE_ROUNDING", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "ANY_TARGET", "HOST_ONLY"]
+           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
 #: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
@@ -122,8 +123,13 @@ TARGET_KINDS = {k.name: k for k in (
 )}
 
 #: what a header or report says holds on any target, and what holds on this host only (one home for the labels)
-ANY_TARGET = ("holds on any target: planned buffers, pools, delegates' scratch, inputs and outputs, alignments "
-              "(this ABI's pools: x86-64 LP64 here)")
+ANY_TARGET = ("holds on any target: planned buffers, delegates' scratch, inputs and outputs, alignments; "
+              "the pools are {pools}")
+#: this machine's ABI, as the figures name it
+HOST_ABI = "x86-64 LP64" if platform.machine() in ("x86_64", "AMD64") else f"{platform.machine()}"
+#: how the pools of ANY_TARGET are said for this host's ABI, and for another target's
+HOST_POOLS = f"this ABI's ({HOST_ABI}): for a 32-bit board, see --target cortex-m"
+TARGET_POOLS = "{target}'s (modelled: see the note on how)"
 HOST_ONLY = ("holds on this host only ({host}: its C library's malloc, ExecuTorch's POSIX platform layer): heap, "
              "mappings, what the process allocates once, the thread pool, the libraries and link line")
 
@@ -179,6 +185,10 @@ class Total:
     runnable: bool = True
     #: planned buffers on a device (not in RAM), left out: (name, bytes)
     left_out: tuple[tuple[str, int], ...] = ()
+    #: whose pools the total holds ("host": this machine's ABI, x86-64 LP64 here; "cortex-m": modelled), and
+    #: why it is not exact (None: it is, or it holds a host heap figure)
+    abi: str = "host"
+    inexact: str | None = None
 
     @property
     def bytes(self) -> int:
@@ -227,7 +237,8 @@ class Fit:
         return {"method": self.total.method, "target": self.total.target,
                 "configuration": self.total.configuration, "total": self.total.bytes, "budget": self.budget,
                 "regions": dict(self.regions), "placed": {n: list(p) for n, p in self.placed},
-                "unplaced": list(self.unplaced), "fits": self.fits,
+                "unplaced": list(self.unplaced), "fits": self.fits, "abi": self.total.abi,
+                "exact": self.total.exact, "inexact": self.total.inexact,
                 "largest": [list(p) for p in self.total.largest()]}
 
 
@@ -328,6 +339,10 @@ class MethodSizes:
     #: the program's bytes where a board must hold them in RAM (0: they may stay in flash), and why
     program_in_ram: int = 0
     program_in_ram_why: str | None = None
+    #: the target whose ABI the pools are for ("host": measured here; "cortex-m": modelled, see
+    #: pte_lab.views.run.target_pools), and why its board total is not exact there (None: it is)
+    abi: str = "host"
+    inexact: str | None = None
 
     def holds_on(self, configuration: str) -> dict[str, TargetRun]:
         """Target kind -> how ``configuration`` ran under its platform layer (with counting pools)."""
@@ -347,6 +362,8 @@ class MethodSizes:
             pools["method alone"] = (("method pool", self.method_pool_alone),)
         out = {}
         for kind in TARGET_KINDS.values():
+            if kind.host and self.abi != "host":  # another ABI's pools with this host's heap: no one's total
+                continue
             runs = {c: self.holds_on(c).get(kind.name) for c in pools}
             holding = [c for c in pools if runs[c] is not None and runs[c].runnable]
             if kind.host:  # a Linux runner: the pools with a temp allocator, and the heap it needs beyond them
@@ -360,7 +377,8 @@ class MethodSizes:
                                   f"seen; holds the loader's copy of the program)", self.file_heap_peak))
             elif self.program_in_ram:
                 parts.append((f"the program's bytes ({self.program_in_ram_why})", self.program_in_ram))
-            out[kind.name] = Total(self.method, kind.name, config, tuple(parts), exact=not kind.host,
+            out[kind.name] = Total(self.method, kind.name, config, tuple(parts),
+                                   exact=not kind.host and self.inexact is None, abi=self.abi, inexact=self.inexact,
                                    runnable=config in holding or not self.targets, left_out=devices)
         return out
 
@@ -557,6 +575,12 @@ class Sizes:
         (:meth:`MethodSizes.totals`)."""
         return {n: m.totals() for n, m in self.methods.items()}
 
+    @property
+    def target(self) -> str:
+        """The target whose ABI the pools are for ("host" unless :func:`pte_lab.views.run.target_pools.on_target`
+        made these sizes for another)."""
+        return next((m.abi for m in self.methods.values()), "host")
+
     def fits(self, budget: int | None = None, regions: tuple[tuple[str, int], ...] = (),
              target: str = "bare-metal") -> dict[str, Fit]:
         """Method -> its ``target`` total checked against ``budget`` bytes, or placed in ``regions`` ((name,
@@ -584,7 +608,7 @@ class Sizes:
                         "libraries": [asdict(lib) for lib in m.libraries]}
 
         return {
-            "schema": "pte_lab.sizes", "version": 1, "path": self.path, "executorch": self.executorch_version,
+            "schema": "pte_lab.sizes", "version": 1, "target": self.target, "path": self.path, "executorch": self.executorch_version,
             "counted": self.counted, "heap_runs": max((m.heap_runs for m in self.methods.values()), default=0),
             "heap_figures": HOST_DEPENDENT + "; each is the highest seen over heap_runs fresh workers, heap_low the "
                             "lowest", "pools": POOLS_EXACT,

@@ -18,7 +18,7 @@ import os
 from ...errors import PteLabError
 from ...runtime.native import executorch_dir
 from ..c_text import c_comment, c_string
-from .sizes import c_identifiers
+from .sizes import c_identifiers, target_guard
 from .target_pools import target_pools
 
 __all__ = ["bare_metal_runner", "target_header", "write_bare_metal_runner", "BARE_METAL_FILES", "TARGET_FLAGS", "TARGET_LIBRARIES"]
@@ -39,6 +39,18 @@ TARGET_LIBRARIES = {
 }
 
 
+#: what a backend needs beyond its library, said in build.sh (one line a comment)
+BACKEND_BUILD_NOTES = {
+    "EthosUBackend": (
+        "EthosUBackend: link Arm's Ethos-U core driver too (libethosu_core_driver.a, ethos-u-core-driver: the",
+        "backend reserves the driver with ethosu_reserve_driver and runs the command stream with ethosu_invoke_v3),",
+        "and initialise the NPU before main() loads a method: ethosu_init() with the NPU's base address, your",
+        "board's startup (Arm's core-platform does it in its Corstone targets) and an IRQ handler that calls",
+        "ethosu_irq_handler; add those libraries to LDFLAGS.",
+    ),
+}
+
+
 def _libraries(methods) -> list[str]:
     libs = list(TARGET_LIBRARIES["runtime"])
     namespaces = {op.split("::")[0] for m in methods for op in m.operators}
@@ -53,7 +65,7 @@ def _libraries(methods) -> list[str]:
 def _pools_h(pools, ids, target: str, stem: str) -> str:
     out = [f"/* {stem}: pools on {target} ({next(iter(pools.values())).abi}), from pte_lab's model of Method::init",
            " * checked against this host's measurement (pte-lab sizes --target " + target + "). */",
-           "#ifndef PTE_LAB_BARE_METAL_POOLS_H", "#define PTE_LAB_BARE_METAL_POOLS_H", "",
+           "#ifndef PTE_LAB_BARE_METAL_POOLS_H", "#define PTE_LAB_BARE_METAL_POOLS_H", "", *target_guard(target), "",
            "/* pool bases: ExecuTorch's objects ask for at most 8; planned buffers: exir plans at 16 */",
            "#define PTE_LAB_POOL_ALIGNMENT 16u", "#define PTE_LAB_PLANNED_BUFFER_ALIGNMENT 16u"]
     for name, p in pools.items():
@@ -67,13 +79,26 @@ def _pools_h(pools, ids, target: str, stem: str) -> str:
     return "\n".join(out + ["", "#endif", ""])
 
 
-def _program_h(data: bytes) -> str:
+def _program_h(data: bytes, in_ram: str | None = None) -> str:
+    """The program as an array read through a BufferDataLoader: ``const`` (in flash), or, where ``in_ram`` says
+    why its bytes must be in RAM (an Ethos-U ``Sram_Only`` program), a writable array (in RAM, .data)."""
     rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 24]) for i in range(0, len(data), 24)]
-    return "\n".join(["/* the program, as a const array (in flash): read through a BufferDataLoader */",
-                      "#include <stddef.h>", "#include <stdint.h>",
-                      f"alignas(16) static const uint8_t pte_lab_program[{max(len(data), 1)}] = {{",
+    head = (f"/* the program, in RAM (.data): {c_comment(in_ram)}; read through a BufferDataLoader */" if in_ram
+            else "/* the program, as a const array (in flash): read through a BufferDataLoader */")
+    return "\n".join([head, "#include <stddef.h>", "#include <stdint.h>",
+                      f"alignas(16) static {'' if in_ram else 'const '}uint8_t pte_lab_program[{max(len(data), 1)}] = {{",
                       *(f"  {r}," for r in rows), "};", f"static const size_t pte_lab_program_bytes = {len(data)}u;",
                       ""])
+
+
+#: the runner's one buffer its planned inputs are copied from (zeros): beyond the board's total, which has
+#: planned inputs in their planned buffers
+STAGING = "pte_lab_input_staging"
+
+
+def staging_bytes(methods) -> int:
+    """The runner's staging buffer: the largest planned tensor input (0: none)."""
+    return max((io.nbytes for m in methods for io in m.inputs if io.kind == "Tensor" and io.planned), default=0)
 
 
 def _method_block(m, up: str, low: str) -> list[str]:
@@ -102,10 +127,12 @@ def _method_block(m, up: str, low: str) -> list[str]:
         for d in reversed(io.dim_order):
             strides[d], acc = acc, acc * io.shape[d]
         arr = lambda xs: "{" + ", ".join(map(str, xs or [0])) + "}"  # noqa: E731 - a one-line formatter
-        out += [f"alignas(16) uint8_t {b}[{max(io.nbytes, 1)}];",
+        # a planned input: set_input copies it into its planned buffer, so one staging buffer serves them all
+        data = STAGING if io.planned else b
+        out += ([] if io.planned else [f"alignas(16) uint8_t {b}[{max(io.nbytes, 1)}];"]) + [
                 f"SizesType {b}_sizes[] = {arr(io.shape)};", f"DimOrderType {b}_dim_order[] = {arr(io.dim_order)};",
                 f"StridesType {b}_strides[] = {arr(strides)};",
-                f"TensorImpl {b}_impl(static_cast<ScalarType>({io.scalar_type}), {dims}, {b}_sizes, {b}, "
+                f"TensorImpl {b}_impl(static_cast<ScalarType>({io.scalar_type}), {dims}, {b}_sizes, {data}, "
                 f"{b}_dim_order, {b}_strides);"]
         setters.append(f"  if (Error e = method.set_input(EValue(Tensor(&{b}_impl)), {io.index}); e != Error::Ok) return e;")
     out += [f"Error {low}_set_inputs(Method& method) {{", *(setters or ["  (void)method;"]), "  return Error::Ok;", "}",
@@ -227,7 +254,9 @@ _BUILD = r'''#!/bin/sh
 #   EXECUTORCH_CORTEX_M_LIB_DIR  the folder of ExecuTorch's static libraries built for the target (your build)
 #   LDFLAGS                      the board's linker script and startup code (default: newlib's nosys specs)
 # ./build.sh --compile-only compiles main.cpp without linking (no target libraries needed).
-set -eu
+# ExecuTorch for the target is built with -DEXECUTORCH_PAL_DEFAULT=minimal (its bare-metal platform layer, not
+# posix): a method with no temp allocator then has no et_pal_allocate memory, as pools.h assumes.
+%(notes)sset -eu
 cd "$(dirname "$0")"
 INC="${EXECUTORCH_INCLUDE:-%(include)s}"
 CXXFLAGS="%(flags)s -std=c++17 -Os -fno-exceptions -fno-rtti -DC10_USING_CUSTOM_GENERATED_MACROS"
@@ -237,6 +266,8 @@ LIB="${EXECUTORCH_CORTEX_M_LIB_DIR:?set EXECUTORCH_CORTEX_M_LIB_DIR to your Exec
 # linked whole: their kernels and backends register themselves from static initialisers
 arm-none-eabi-g++ %(flags)s main.o -Wl,--whole-archive %(libs)s -Wl,--no-whole-archive \
   ${LDFLAGS:---specs=nosys.specs} -o runner.elf
+echo "built runner.elf: run it on the board (or a simulator); it logs each method's outcome, and exits 0 when every"
+echo "method loaded and executed twice in the pools of pools.h (1: a method failed, 2: a kernel or backend is missing)"
 '''
 
 
@@ -263,6 +294,11 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     pools, ids = _given(sizes, pte, target, methods)
     sized = [sizes.methods[n] for n in pools]
     body = [_PRELUDE]
+    staging = staging_bytes(sized)
+    if staging:
+        body += [f"// the planned inputs' source (zeros): set_input copies each into its planned buffer, so one buffer",
+                 f"// of the largest serves them all; the runner's own, {staging} B beyond the board's total",
+                 f"alignas(16) uint8_t {STAGING}[{staging}];", ""]
     for m in sized:
         body += [*_method_block(m, ids[m.method].upper(), ids[m.method]), ""]
     ops = sorted({o for m in sized for o in m.operators})
@@ -273,9 +309,10 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     main = "\n".join(body)
     with open(sizes.path, "rb") as f:
         data = f.read()
-    build = _BUILD % {"target": target, "include": executorch_dir() / "include", "flags": TARGET_FLAGS[target],
+    notes = "".join(f"# {line}\n" for b in backends for line in BACKEND_BUILD_NOTES.get(b, ()))
+    build = _BUILD % {"target": target, "notes": notes, "include": executorch_dir() / "include", "flags": TARGET_FLAGS[target],
                       "libs": " ".join(f'"$LIB/{lib}"' for lib in _libraries(sized))}
-    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path)), "program.h": _program_h(data),
+    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path)), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
             "main.cpp": main, "build.sh": build}
 
 

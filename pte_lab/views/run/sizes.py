@@ -19,12 +19,16 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from ...devices import DEVICE_TYPES, parse_device
+from ...model.method_pool import abi
 from ...printable import text_view
 from ...runtime.libraries import AS_NEEDED, libpython, link_flags
 from ...runtime.sizing.results import (
     ANY_TARGET,
+    HOST_ABI,
     HOST_DEPENDENT,
     HOST_ONLY,
+    HOST_POOLS,
+    TARGET_POOLS,
     TARGET_KINDS,
     INPUT_VALUES,
     MEASURED_PARTS,
@@ -38,6 +42,7 @@ from ...runtime.sizing.results import (
 from ...units import count, exact_bytes, human_bytes
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
+from .target_pools import HOW_MODELLED
 from ..html import html_repr
 from ..text import _table
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
@@ -77,11 +82,11 @@ def not_runnable(t: "TargetRun") -> str:
     return t.error or "it did not run"
 
 
-def holds_on(runs: "dict[str, TargetRun]") -> str:
+def holds_on(runs: "dict[str, TargetRun]", lead: str = "holds on") -> str:
     """Which target kinds a configuration holds on (:data:`TARGET_KINDS`), and why not where it does not:
     ``holds on: this host, bare-metal`` or ``holds on: this host; not runnable on bare-metal: ...``."""
     ok = [k for k, t in runs.items() if t.runnable]
-    words = f"holds on: {', '.join(_TARGET_WORDS[k] for k in ok) or 'none'}"
+    words = f"{lead}: {', '.join(_TARGET_WORDS[k] for k in ok) or 'none'}"
     host = runs.get("host")
     if host is not None and host.runnable and host.platform_calls:
         words += f" (there with {_platform_asked(host)}, malloc on this host, beyond its pools)"
@@ -90,6 +95,9 @@ def holds_on(runs: "dict[str, TargetRun]") -> str:
             words += f"; not runnable on {_TARGET_WORDS[k]}: {not_runnable(t)}"
     return words
 
+
+#: how an unverified configuration's target kinds are said: where the sizing ran it, not where it holds
+UNVERIFIED_LEAD = "the sizing ran it, with counting pools (not a verification), on"
 
 #: how a target kind is named in a sentence
 _TARGET_WORDS = {"host": "this host", "bare-metal": "a bare-metal target"}
@@ -160,20 +168,20 @@ def sizes_text(sizes: "Sizes") -> str:
             (here if part in MEASURED_PARTS else anywhere).append(
                 [part_label(part, m), "cpu", f"{b:,}", human_bytes(b), seen, part_source(part, m)])
         head = ["part", "device", "bytes", "", f"seen over {m.heap_runs} runs", "from"]
-        out += ["", f"method {m.method!r}", f"-- {ANY_TARGET}:", _table(head, anywhere)]
+        out += ["", f"method {m.method!r}", f"-- {any_target_label(m.abi)}:", _table(head, anywhere)]
         out.append(f"pools, method + temp: method {m.method_allocator:,} B ({count(m.method_allocations, 'allocation')}), "
                    f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
         out += [line for line in [stand_in_line(m)] if line]
         out.append(("  with stand-ins: " if m.stand_ins else "  ") + verdict((sizes.verified or {}).get(m.method)))
         if sizes.verified is None and m.targets:
-            out.append("  " + holds_on(m.holds_on("method + temp")) + " (measured; --verify proves it)")
+            out.append("  " + holds_on(m.holds_on("method + temp"), UNVERIFIED_LEAD))
         if m.method_pool_alone is not None:
             out.append(f"pools, method alone (no temp allocator): method {m.method_pool_alone:,} B")
             if sizes.verified is not None:
                 out.append("  " + verdict((sizes.verified_alone or {}).get(m.method)))
             elif m.targets:
-                out.append("  " + holds_on(m.holds_on("method alone")) + " (measured; --verify proves it)")
+                out.append("  " + holds_on(m.holds_on("method alone"), UNVERIFIED_LEAD))
         else:
             out.append(f"pools, method alone (no temp allocator): not possible ({m.alone_error})")
         out.append(f"planned buffers' bases aligned to {m.planned_alignment} B")
@@ -214,6 +222,21 @@ def sizes_text(sizes: "Sizes") -> str:
     return "\n".join(out)
 
 
+def any_target_label(abi: str = "host") -> str:
+    """The label of what holds on any target, with whose pools they are (this host's ABI, or ``abi``'s)."""
+    return ANY_TARGET.format(pools=HOST_POOLS if abi == "host" else TARGET_POOLS.format(target=abi))
+
+
+def board_words(t: "Total") -> str:
+    """Where a total holds, in a sentence: ``this host``, ``a bare-metal target with this ABI's (x86-64 LP64)
+    pools`` or ``a cortex-m board (bare-metal)``."""
+    if TARGET_KINDS[t.target].host:
+        return _TARGET_WORDS[t.target]
+    if t.abi == "host":
+        return f"{_TARGET_WORDS[t.target]} with this ABI's ({HOST_ABI}) pools"
+    return f"a {t.abi} board ({t.target})"
+
+
 def _host_label() -> str:
     return HOST_ONLY.format(host=f"{platform.system()} {platform.machine()}")
 
@@ -234,15 +257,23 @@ def part_label(part: str, m) -> str:
 
 
 def total_line(t: "Total") -> str:
-    """One target kind's total for a method, in one line: ``total on a bare-metal target (method + temp):
-    22,792 B (22.3 KiB) = planned buffer 1 10,240 + ...``."""
+    """One target kind's total for a method, in one line: ``total on a cortex-m board (bare-metal) (method +
+    temp, ...): 22,452 B (21.9 KiB) = planned buffer 1 10,240 + ...``. A bare-metal total of this host's pools
+    says it is this ABI's and points to ``--target cortex-m``; only another target's, modelled and trusted, is
+    the board's exact total."""
     kind = TARGET_KINDS[t.target]
-    where = "total on this host" if kind.host else f"total on {_TARGET_WORDS[t.target]}"
     parts = " + ".join(f"{name} {b:,}" for name, b in t.parts)
     note = "" if t.runnable else f" (NOT RUNNABLE there: no configuration holds on {_TARGET_WORDS[t.target]})"
     left = "".join(f"; not in RAM: {name} {b:,} B" for name, b in t.left_out)
-    exact = "exact" if t.exact else "a host figure: its heap is the highest seen"
-    return (f"{where} ({t.configuration}, {kind.loader}): {exact_bytes(t.bytes)} = {parts}{left} ({exact}){note}")
+    if kind.host:
+        exact = "a host figure: its heap is the highest seen"
+    elif t.inexact is not None:
+        exact = f"NOT EXACT: {t.inexact}"
+    elif t.abi == "host":
+        exact = f"exact for {HOST_ABI} pools; a 32-bit board's pools differ: --target cortex-m"
+    else:
+        exact = f"exact, with {t.abi}'s modelled pools"
+    return f"total on {board_words(t)} ({t.configuration}, {kind.loader}): {exact_bytes(t.bytes)} = {parts}{left} ({exact}){note}"
 
 
 def fits_lines(fits: "dict[str, Fit]") -> list[str]:
@@ -253,14 +284,14 @@ def fits_lines(fits: "dict[str, Fit]") -> list[str]:
         largest = ", ".join(f"{p} {b:,} B" for p, b in t.largest())
         if f.budget is not None:
             verdict_ = "fits" if f.fits else f"DOES NOT FIT (over by {t.bytes - f.budget:,} B; the largest parts: {largest})"
-            out.append(f"method {name!r} on {_TARGET_WORDS[t.target]} ({t.configuration}): {t.bytes:,} B against a "
+            out.append(f"method {name!r} on {board_words(t)} ({t.configuration}): {t.bytes:,} B against a "
                        f"budget of {exact_bytes(f.budget)}: {verdict_}")
         else:
             regions = ", ".join(f"{n} {exact_bytes(b)}" for n, b in f.regions)
             placed = "; ".join(f"{n}: {', '.join(p) or 'nothing'}" for n, p in f.placed)
             verdict_ = "fits" if f.fits else (f"DOES NOT FIT: no region has room for {', '.join(f.unplaced)} "
                                              f"(the largest parts: {largest})")
-            out.append(f"method {name!r} on {_TARGET_WORDS[t.target]} ({t.configuration}): {t.bytes:,} B in the "
+            out.append(f"method {name!r} on {board_words(t)} ({t.configuration}): {t.bytes:,} B in the "
                        f"regions {regions}: {verdict_} ({placed})")
     return out
 
@@ -305,11 +336,11 @@ def sizes_html(sizes: "Sizes") -> str:
               for n, v in (sizes.verified_alone or {}).items()]
     notes += [f"{escape(n)}: a temp pool one byte smaller: {escape(temp_verdict(v))}"
               for n, v in (sizes.verified or {}).items() if v.smaller_temp is not None]
-    notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label))} (measured; --verify proves it)")
+    notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label), UNVERIFIED_LEAD)}")
               for n, m in sizes.methods.items() if sizes.verified is None and m.targets
               for label in ("method + temp", "method alone") if m.holds_on(label)]
     notes += [escape(f"{n}: {total_line(t)}") for n, m in sizes.methods.items() for t in m.totals().values()]
-    notes += [escape(f"the 'holds on' column: {ANY_TARGET}; {_host_label()}") for _ in [0] if sizes.methods]
+    notes += [escape(f"the 'holds on' column: {any_target_label(sizes.target)}; {_host_label()}") for _ in [0] if sizes.methods]
     notes += [f"{escape(m.method)}: inputs set before every execute: "
               + escape(", ".join(_io_line(io, True).strip() for io in m.inputs)) for m in sizes.methods.values()
               if m.inputs]
@@ -366,6 +397,8 @@ def _preamble(sizes: "Sizes") -> list[str]:
     text = [
         f"Memory for {os.path.basename(sizes.path)}, measured by pte_lab with executorch {sizes.executorch_version} "
         f"({platform.system()} {platform.machine()}).",
+        *([f"The pools are {sizes.target}'s, {HOW_MODELLED.format(target=sizes.target)}; everything labelled "
+           "this host's holds on this host only."] if sizes.target != "host" else []),
         "Each method was loaded with ExecuTorch's MemoryAllocator, HierarchicalAllocator and MemoryManager and "
         + _inputs_used(sizes) + "; figures " + _verified_words(sizes) + ".",
         *([f"Its external data, {os.path.basename(sizes.data_path)}, was given to load_method as a "
@@ -457,11 +490,24 @@ def _wrap_comment(text: str, width: int = 108) -> list[str]:
                                                          subsequent_indent=hanging)]
 
 
+def target_guard(target: str) -> list[str]:
+    """The target the header's pools are for, as a macro, and an #error where it is compiled for another word
+    size (a host header dropped onto a 32-bit board, or a board's header onto this host)."""
+    word = abi(target).size("EValuePointer")
+    return [f"/* the pools below are {_comment(target)}'s ({_comment(abi(target).name)}): compile for it only */",
+            f"#define PTE_LAB_TARGET \"{target}\"",
+            f"#define PTE_LAB_TARGET_POINTER_BYTES {word}u",
+            f"#if defined(__SIZEOF_POINTER__) && __SIZEOF_POINTER__ != {word}",
+            f"#error \"these pools are {target}'s ({word}-byte pointers): this build's pointers differ; regenerate "
+            f"with pte-lab sizes --target\"",
+            "#endif"]
+
+
 def _globals(sizes: "Sizes") -> list[str]:
     kinds = sorted({parse_device(d)[0] for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
                    key=lambda k: DEVICE_TYPES[k])
     codes = ", ".join(f"{DEVICE_TYPES[k]} = {k}" for k in kinds)
-    lines = [
+    lines = [*target_guard(sizes.target),
         f"/* every pool's base: the largest alignment any allocation asked (at least {_pool_alignment(sizes)}) */",
         f"#define PTE_LAB_POOL_ALIGNMENT {_pool_alignment(sizes)}u",
         "/* every planned buffer's base (exir plans each tensor at a multiple of it) */",
@@ -482,7 +528,7 @@ def _globals(sizes: "Sizes") -> list[str]:
                   "or what the first method's first run", " * held beyond a repeat, the larger, rounded up to "
                   "256 B (malloc's usable sizes vary by a chunk with the heap's layout) */",
                   f"#define PTE_LAB_HEAP_ONCE_BYTES {max(once)}u"]
-    return [_label(ANY_TARGET), *lines] + ([_label(_host_label()), *host] if host else [])
+    return [_label(any_target_label(sizes.target)), *lines] + ([_label(_host_label()), *host] if host else [])
 
 
 def _block(text: str) -> list[str]:
@@ -503,7 +549,7 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     lines = [
         f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {m.method_allocator}u",
         f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {m.temp_allocator}u",
-    ]
+    ] + ([f"/* NOT EXACT: {_comment(m.inexact)} */"] if m.inexact else [])
     if m.method_pool_alone is not None:
         lines.append(f"#define PTE_LAB_{up}_METHOD_POOL_ALONE_BYTES {m.method_pool_alone}u")
     else:
@@ -700,8 +746,10 @@ def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = N
              "#include <stdint.h>", "", *_globals(sizes)]
     for name, m in sizes.methods.items():
         up, low = idents[name].upper(), idents[name]
-        lines += ["", f"/* ---- method \"{_comment(name)}\" ---- */", _label(ANY_TARGET)]
+        lines += ["", f"/* ---- method \"{_comment(name)}\" ---- */", _label(any_target_label(m.abi))]
         for section in METHOD_SECTIONS:
+            if section is _host_total and m.abi != "host":  # another ABI's pools: no host total
+                continue
             if section is HOST_SECTIONS[0]:
                 lines += (_budget_lines(fits[name], up) if name in fits else []) + [_label(_host_label())]
             lines += section(sizes, m, up, low)

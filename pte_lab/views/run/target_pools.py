@@ -13,12 +13,18 @@ most this host's pool).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ...model.method_pool import method_pool
 from ...units import human_bytes
 
-__all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dict"]
+__all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dict", "on_target", "HOW_MODELLED"]
+
+#: how a target's pools were had (one home: the text, the header and the docs say it so)
+HOW_MODELLED = ("modelled, not measured on a {target}: the method pool replayed from the program's tables with "
+                "{target}'s type layouts (read from the executorch headers compiled for it), trusted where the same "
+                "replay gives this host's measurement exactly; the temp pool from kernel resolution replayed the same "
+                "way, the delegates' scratch (the blobs') and this host's temp peak at run time")
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,26 @@ def _pair(p) -> str:
     return f"{p[0]:,} B" + (f" (alone: {p[1]:,} B)" if p[1] is not None else "")
 
 
+def on_target(sizes, pte, target: str):
+    """``sizes`` (this host's) with every method's pools replaced by ``target``'s (:func:`target_pools`), so that
+    its totals, fits, JSON document and header are the board's; a method whose ``target`` pools are not trusted
+    keeps this host's (x86-64 LP64) pools and its total says it is not exact, and so does one whose temp pool is
+    a range (the total takes its upper end). The verification (of this host's pools) is not carried over."""
+    out = {}
+    for name, p in target_pools(sizes, pte, target).items():
+        m = sizes.methods[name]
+        if p.why is not None:
+            out[name] = replace(m, abi=target, inexact=f"the {target} pools are not known ({p.why}); this host's "
+                                                       f"(x86-64 LP64) pools stand in for them")
+            continue
+        out[name] = replace(
+            m, abi=target, method_allocator=p.method_pool, temp_allocator=p.temp_pool,
+            method_pool_alone=p.method_pool_alone,
+            inexact=None if p.temp_exact else (f"the temp pool on {target} is {p.temp_low:,} to {p.temp_pool:,} B "
+                                               f"(run time's use could not be told apart): the total takes the upper end"))
+    return replace(sizes, methods=out, verified=None, verified_alone=None)
+
+
 def target_pools(sizes, pte, target: str) -> dict[str, TargetPools]:
     """Every sized method's pools on ``target``, from ``sizes`` (this host's sizing of ``pte``)."""
     external = sizes.data_path is not None
@@ -94,8 +120,7 @@ def target_pools_text(sizes, pte, target: str) -> str:
     pools = target_pools(sizes, pte, target)
     abi = next((p.abi for p in pools.values()), target)
     out = [f"{os.path.basename(sizes.path)}: pools on {target} ({abi}), executorch {sizes.executorch_version}: "
-           f"the method pool replayed from the program's tables with {target}'s type layouts (read from the "
-           f"executorch headers compiled for it), trusted where the same replay gives this host's measurement"]
+           + HOW_MODELLED.format(target=target)]
     for p in pools.values():
         out += ["", f"method {p.method!r}"]
         for mem_id, device, b in p.planned:
@@ -106,13 +131,23 @@ def target_pools_text(sizes, pte, target: str) -> str:
         out.append(f"  method pool, method + temp, on {target}: {p.method_pool:,} B "
                    f"(this host: {p.host_measured[0]:,} B measured, {p.host_model[0]:,} B modelled)")
         out.append(f"  temp pool, method + temp, on {target}: {_temp_words(p)}")
-        scratch = sizes.methods[p.method].delegate_scratch
+        m = sizes.methods[p.method]
+        if m.stand_ins:
+            out.append(f"  this host's run used stand-ins for {', '.join(m.stand_ins)} (pte_lab's, taking from "
+                       f"ExecuTorch's allocators what the real ones take): the pools checked against it are theirs")
         if p.method_pool_alone is not None:
+            bare = m.holds_on("method alone").get("bare-metal")
+            there = ("whether it runs there was not measured" if bare is None else
+                     "runs there: run on this host under a platform layer whose et_pal_allocate fails, nothing was "
+                     "refused" if bare.runnable else
+                     f"not runnable on a heap-less {target}: run on this host under a platform layer whose "
+                     f"et_pal_allocate fails, {bare.platform_refused or bare.temp_failures} request(s) were refused"
+                     + (f" (the delegates' {m.delegate_scratch:,} B of scratch would come from there)"
+                        if m.delegate_scratch else ""))
             out.append(f"  method pool, method alone (no temp allocator), on {target}: {p.method_pool_alone:,} B "
                        f"(this host: {p.host_measured[1]:,} B measured, {p.host_model[1]:,} B modelled); temp "
-                       f"memory then comes from et_pal_allocate, which returns nullptr on a bare-metal platform layer"
-                       + (f": not runnable on a heap-less {target}, whose delegates' {scratch:,} B of scratch would "
-                          f"come from there" if scratch else ": runnable there only if no kernel asks for temp memory"))
+                       f"memory then comes from et_pal_allocate, which returns nullptr on a bare-metal platform "
+                       f"layer: {there}")
         else:
             out.append("  method pool, method alone: not possible (it was not possible on this host)")
     return "\n".join(out)
