@@ -296,7 +296,7 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     body = [_PRELUDE]
     staging = staging_bytes(sized)
     if staging:
-        body += [f"// the planned inputs' source (zeros): set_input copies each into its planned buffer, so one buffer",
+        body += ["// the planned inputs' source (zeros): set_input copies each into its planned buffer, so one buffer",
                  f"// of the largest serves them all; the runner's own, {staging} B beyond the board's total",
                  f"alignas(16) uint8_t {STAGING}[{staging}];", ""]
     for m in sized:
