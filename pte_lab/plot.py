@@ -794,7 +794,7 @@ def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, *, par
 def what_if_curve(b, *, ax: "Axes | None" = None, **kwargs) -> "Axes":
     """Planned bytes against the export bound (a :class:`~pte_lab.planning.what_if.BoundUnderBudget`):
     ExecuTorch's greedy and the lower bound, the budget dashed, the answer marked. Other keywords go to the
-    greedy curve (``Axes.plot``). Returns the Axes."""
+    greedy curve (``Axes.plot``). Returns the Axes. Raises nothing of its own."""
     ax = _axes(ax, (7, 3.2))
     xs = [c[0] for c in b.curve]
     ax.plot(xs, [c[1] for c in b.curve], **{"color": PALETTE[0], "lw": 1.8,
