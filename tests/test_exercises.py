@@ -79,7 +79,13 @@ def test_answers_are_compared_as_a_learner_would_write_them():
     assert _same(np.int64(2048), 2048, 1e-3) and _same((np.float64(1.136), 3), (1.136, 3), 1e-3)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+#: notebooks whose exercise is not yet one of :data:`pte_lab.exercises.EXERCISES` (and why)
+_OWN_CHECK = {"08-what-if": "its exercise checks the learner's bound against a re-export the notebook makes; "
+                            "moving it into pte_lab.exercises (an 08.1 and 08.2) is open (issue 32, part 6)"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(reason=_OWN_CHECK[p.stem], strict=True))
+                                  if p.stem in _OWN_CHECK else p for p in NOTEBOOKS], ids=lambda p: p.stem)
 def test_every_notebook_ends_with_its_exercises(path):
     cells = json.loads(path.read_text())["cells"]
     ids = [m.group(1) for c in cells for m in re.finditer(r'check\("(\d\d\.\d)"', "".join(c["source"]))]
