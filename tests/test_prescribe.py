@@ -13,6 +13,7 @@ from pte_lab.cli import main
 from pte_lab.errors import PteFormatError
 from pte_lab.model.findings import Kind, duplicate_blob_findings
 from pte_lab.model.layout import LayoutRow
+from pte_lab.views.text import pte_text
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch")
@@ -159,7 +160,9 @@ def test_inline_delegate_data_says_to_export_with_segments(tmp_path, split):
     inline = [d for m in pte.methods.values() for d in m.delegates]
     assert all(d.location == "inline" for d in inline) and f.at_stake == sum(d.size for d in inline)
     assert f.details.flatbuffer == pte.flatbuffer_size and "extract_delegate_segments=True" in f.change
-    assert str(f) in repr(pte)
+    # the summary (a notebook's repr) says what the finding sees and where its change is; inspect says it all
+    assert f.claim in repr(pte) and f.change not in repr(pte) and "pte.findings()" in repr(pte)
+    assert str(f) in pte_text(pte, methods_below=True)
     # the same model with segments (the default) has none
     assert not [f for f in pte_lab.open(split[0]).findings() if f.kind == Kind.INLINE_DELEGATE_DATA]
 

@@ -22,7 +22,7 @@ from ..model.delegates import describe_io
 from ..model.dtypes import short_shape
 from ..model.layout import flatbuffer_regions
 from ..model.load_cost import LOADERS
-from ..printable import printable, text_view
+from ..printable import printable, printable_text, text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .peak import peak_lines
 from .rows import (ARENA_ROW, METHOD_HEADERS, delegate_heap_rows, delegate_scratch_rows, load_cost_rows, method_rows,
@@ -152,6 +152,12 @@ def flatbuffer_phrase(p) -> str:
 
 
 @text_view
+def _claim_line(f) -> str:
+    """A prescribing finding in a summary: what it observes; its change is left to the finding."""
+    where = f"[{f.method}] " if f.method else ""
+    return printable_text(f"{f.severity}: {where}{f.claim}")
+
+
 def pte_text(p, methods_below: bool = False) -> str:
     """The program's summary; ``methods_below``: each method's text follows (``pte-lab inspect``), so a method's
     info findings are left to it (listed once)."""
@@ -198,7 +204,9 @@ def pte_text(p, methods_below: bool = False) -> str:
     if warns:
         lines.append("")
         for w in warns:
-            lines.append(f"  {w}")
+            lines.append(f"  {w}" if methods_below or w.change is None else f"  {_claim_line(w)}")
+        if not methods_below and any(w.change for w in warns):
+            lines.append("  (what to change, and what it buys: `pte.findings()`, each finding's .change and .at_stake)")
     return "\n".join(lines)
 
 

@@ -145,6 +145,15 @@ class Finding:
         return self.details.change if isinstance(self.details, Prescription) else None
 
     @property
+    def claim(self) -> str:
+        """What the finding observes: its message without the change it ends with (the whole message for one
+        that prescribes nothing). A summary shows this and leaves the change to :attr:`change`."""
+        change = self.change
+        if change and self.message.endswith(change):
+            return self.message[:-len(change)].rstrip("; :")
+        return self.message
+
+    @property
     def severity(self) -> str:
         """"info", "warning" or "error" (fixed by the kind)."""
         return self.kind.severity
