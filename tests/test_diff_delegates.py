@@ -312,7 +312,7 @@ def test_the_budget_is_the_same_in_text_json_and_html(monkeypatch, capsys):
         "file bytes", "planned bytes of 'forward'", "scratch declared by delegate call 0 of 'forward'"]
     assert verdict == doc["budget_verdict"]["text"] == html_verdict == (
         "budget exceeded: 1 of 3 figures grew more than 5% (scratch declared by delegate call 0 of 'forward'); "
-        "the delegates also changed where the program runs (said at the top)")
+        "and the delegates changed where the program runs (said at the top)")
     assert [r[-1] for r in rows] == [r[-1] for r in html_rows] == [
         "EXCEEDED" if c["exceeded"] else "ok" for c in doc["budget"]] == ["ok", "ok", "EXCEEDED"]
     assert [r[1:4] for r in rows] == [r[1:4] for r in html_rows]  # before, after, growth

@@ -362,9 +362,15 @@ def budget_verdict(d, limit: float | None = None) -> str:
                     f"({first_few(unmeasured, 4, '; ', '; and {n} more')})")
     line = "budget " + ("; ".join(said) if said else
                         f"held: none of the {count(len(checks), 'figure')} grew more than {d.limit_pct:g}%")
-    if d.target_changes:
-        line += "; the delegates also changed where the program runs (said at the top)"
+    kinds = dict.fromkeys(c.kind for c in d.target_changes)  # a deployment change, which no budget passes
+    if kinds:
+        line += "; and " + "; and ".join(_TARGET_LEADS[k] for k in kinds) + " (said at the top)"
     return line
+
+
+def _held(checks) -> bool:
+    """No check failed (:attr:`~pte_lab.model.diff.BudgetCheck.failed`): the budget held."""
+    return not any(c.failed for c in checks)
 
 
 def budget_text(d, limit: float | None = None) -> str:
@@ -648,23 +654,17 @@ def diff_html(d) -> str:
     return html_repr("".join(parts), diff_text(d))
 
 
-#: the CSS class of a budget verdict, by whether it failed
-_VERDICT_CLASS = {"EXCEEDED": "pte-over", "ok": "pte-held"}
-
-
 def _check_html(c) -> list[str]:
     """A budget check's row: what, before, after, growth (coloured by direction), its verdict."""
     g = escape(growth(c.bytes.growth))
     if c.unmeasured is None and c.bytes.delta:
         g = f"<span class='{'pte-grew' if c.bytes.delta > 0 else 'pte-shrank'}'>{g}</span>"
-    verdict = check_verdict(c)
-    cls = _VERDICT_CLASS.get(verdict, "pte-unmeasured")
-    return [escape(c.what), *map(escape, _check_sides(c)), g, f"<span class='{cls}'>{escape(verdict)}</span>"]
+    cls = "pte-over" if c.exceeded else "pte-unmeasured" if c.unmeasured else "pte-held"
+    return [escape(c.what), *map(escape, _check_sides(c)), g, f"<span class='{cls}'>{escape(check_verdict(c))}</span>"]
 
 
 def _verdict_html(d) -> str:
-    held = not any(c.failed for c in d.budget())
-    return f"<div class='pte-find {'pte-ok' if held else 'pte-error'}'>{escape(budget_verdict(d))}</div>"
+    return f"<div class='pte-find {'pte-ok' if _held(d.budget()) else 'pte-error'}'>{escape(budget_verdict(d))}</div>"
 
 
 def budget_html(d, limit: float | None = None) -> str:
@@ -757,7 +757,7 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
                                for p in d.not_budgeted()]
         doc["budget"] = [{"what": c.what, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in checks]
-        doc["budget_verdict"] = {"held": not any(c.failed for c in checks), "exceeded": sum(c.exceeded for c in checks),
+        doc["budget_verdict"] = {"held": _held(checks), "exceeded": sum(c.exceeded for c in checks),
                                  "unmeasured": sum(c.unmeasured is not None for c in checks),
                                  "text": budget_verdict(d)}
     return doc
