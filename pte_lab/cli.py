@@ -8,7 +8,7 @@
     pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
                    [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...]
-    pte-lab diff A B [--method M] [--json] [--sizes] [--fail-if-grows PCT] [--allow-target-change] [--rows N]
+    pte-lab diff A B [--method M] [--json | --html] [--sizes] [--fail-if-grows PCT] [--allow-target-change] [--rows N]
     pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
@@ -294,8 +294,10 @@ def _diff(args) -> int:
     from .format import identify
     from .model import open_pte
     from .model.diff import diff_programs
-    from .views.diff import budget_failure_lines, budget_text, diff_document, diff_text, target_changes_line
+    from .views.diff import budget_failure_lines, diff_document, diff_html, diff_text, target_changes_line
 
+    if args.json and args.html:
+        raise PteLabError("diff prints --json or --html, not both")
     for f in (args.before, args.after):
         if identify(f) == "data":
             raise PteLabError(f"{f} is a .ptd data file: diff compares programs (.pte, .bpte)")
@@ -307,16 +309,20 @@ def _diff(args) -> int:
         say = lines()
         d = sized_diff(d, a, b, progress=say, announce=say)
     limit = args.fail_if_grows
+    if limit is not None:
+        d = d.with_budget(limit)  # text, HTML and JSON show the budget
     if args.json:
-        sys.stdout.write(json.dumps(diff_document(d, limit), indent=None if args.compact else 1))
+        sys.stdout.write(json.dumps(diff_document(d), indent=None if args.compact else 1))
         sys.stdout.write("\n")
+    elif args.html:
+        from .views.html import html_page
+
+        sys.stdout.write(html_page(diff_html(d), f"pte-lab diff {args.before} {args.after}") + "\n")
     else:
         sys.stdout.write(diff_text(d, rows=args.rows) + "\n")
     if limit is None:
         return 0
-    if not args.json:
-        sys.stdout.write("\n" + budget_text(d, limit) + "\n")
-    over = budget_failure_lines(d, limit)
+    over = budget_failure_lines(d)
     for line in over:
         print(f"pte-lab: {line}", file=sys.stderr)
     targets = None if args.allow_target_change else target_changes_line(d)
@@ -480,13 +486,14 @@ def build_parser() -> argparse.ArgumentParser:
     df.add_argument("--method", "-m", help="only this method")
     df.add_argument("--json", action="store_true", help="emit the pte_lab.diff JSON document (version 2)")
     df.add_argument("--compact", action="store_true", help="with --json: no indentation")
+    df.add_argument("--html", action="store_true", help="print the report as an HTML page (a notebook's view)")
     df.add_argument("--sizes", action="store_true",
                     help="also size both programs (pte-lab sizes: loads and runs each method) and compare the parts")
     df.add_argument("--fail-if-grows", type=_percentage, metavar="PCT",
-                    help="exit 1 when the file's bytes, the planned bytes (all methods, or any one method), a "
-                         "delegate's scratch or, with --sizes, any pool of a method (the exact pools: planned "
-                         "buffers, method pool, temp pool; never this host's heap, which the budget lists as not "
-                         "budgeted) grow by more than PCT percent (or a pool was not measured); exit "
+                    help="exit 1 when the file's bytes, the planned bytes (all methods, or any one method: at run time "
+                         "its planned buffers), a delegate's scratch or, with --sizes, the method pool or temp pool "
+                         "of a method (never this host's heap, which the budget lists as not budgeted) grow by "
+                         "more than PCT percent (or a pool was not measured); exit "
                          f"{TARGET_CHANGED} when a delegate's backend, target or memory mode changes or its bytes "
                          f"move from flash to RAM ({TARGET_CHANGED} wins over 1; stderr names both)")
     df.add_argument("--allow-target-change", action="store_true",

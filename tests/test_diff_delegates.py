@@ -84,7 +84,7 @@ def test_cli_budgets_the_scratch_each_delegate_declares(capsys):
     assert cli_main(["diff", str(U55_SHARED), str(U85_SRAM), "--fail-if-grows", "5",
                      "--allow-target-change"]) == 1
     err = capsys.readouterr().err
-    assert "scratch of 'forward' delegate call 0 grew" in err
+    assert "scratch declared by delegate call 0 of 'forward' grew" in err
     assert f"of its {human_bytes(a)} ({human_bytes(a)} -> {human_bytes(b)})" in err
 
 
@@ -142,8 +142,7 @@ def test_a_side_not_measured_is_said_first_and_never_counted(capsys):
     grew, shrank, same = grew_and_shrank(d)
     assert not [x for x in grew + shrank + same if x.kind in ("pool", "part")]
     checks = [c for c in d.budget(5) if c.unmeasured]
-    assert {c.what for c in checks} == {"planned buffers of 'forward'", "method pool of 'forward'",
-                                        "temp pool of 'forward'"}
+    assert {c.what for c in checks} == {"method pool of 'forward'", "temp pool of 'forward'"}
     assert all(c.failed and not c.exceeded for c in checks)
     (row,) = [ln for ln in text if "delegate scratch" in ln]
     assert "not measured" in row and "+" not in row
@@ -206,7 +205,8 @@ def test_a_budget_names_the_heap_it_did_not_budget(program_path, monkeypatch, ca
     assert cli_main([*args, "--allow-target-change"]) == 0
     out = capsys.readouterr().out
     budget = out[out.index("Budget: nothing may grow"):]
-    assert "verdict" in budget.splitlines()[1]  # the last column is named
+    assert budget.splitlines()[1].startswith("  budget held: none of the ")  # its verdict first
+    assert "verdict" in budget.splitlines()[2]  # the last column is named
     assert ("not budgeted (this host's heap, moves with CPU and run): heap kept by load_method +124 KiB"
             in budget)
     assert cli_main(args) == TARGET_CHANGED
@@ -260,3 +260,99 @@ def test_inspect_and_diff_name_size_over_peak_alike(capsys):
     text = capsys.readouterr().out
     assert "declared by the delegate blob" in text and "from the delegate blob" not in text
     assert "peak live 10.0 KiB" in text
+
+
+# ------------------------------------------------------------------- the budget, in text, JSON and HTML alike
+def _budget_rows_html(page: str) -> tuple[str, list[list[str]]]:
+    """The budget section of a diff's HTML: its verdict line and its table's rows, as a reader sees them."""
+    import html
+    import re
+
+    body = page.split("</pre>", 1)[1]  # past the text fallback
+    section = body[body.index("Budget: nothing may grow"):]
+    (verdict,) = re.findall(r"<div class='pte-find pte-(?:ok|error)'>(.*?)</div>", section)
+    rows = [[html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+            for tr in re.findall(r"<tr>(.*?)</tr>", section.split("<tbody>", 1)[1].split("</tbody>", 1)[0])]
+    return html.unescape(verdict), rows
+
+
+def _budget_rows_text(out: str) -> tuple[str, list[list[str]]]:
+    """The budget of a diff's text: its verdict line and its table's rows (columns split where 2 spaces are)."""
+    import re
+
+    lines = out[out.index("Budget: nothing may grow"):].splitlines()
+    rows = [re.split(r"\s{2,}", ln.strip()) for ln in lines[4:] if not ln.startswith("  not budgeted")]
+    return lines[1].strip(), rows
+
+
+def test_the_budget_is_the_same_in_text_json_and_html(monkeypatch, capsys):
+    """`pte-lab diff A B --fail-if-grows 5` as text, --json and --html: the same rows, each quantity once (a
+    method's planned buffers are its planned bytes), the same verdict; the heap no budget holds is named under
+    the table, and a side that was not measured is said in each."""
+    from html import unescape
+
+    from pte_lab.runtime.sizing import results
+
+    def sized(first, second):
+        def fake(d, a, b, **_):  # the shape of two pte_lab.sizes results (real sizing takes minutes)
+            return d.with_sizes(first, second, host_dependent=results.MEASURED_PARTS)
+        return fake
+
+    def run(*extra):
+        outs = {}
+        for how in ("text", "--json", "--html"):
+            assert cli_main(args + list(extra) + ([] if how == "text" else [how])) == 1
+            outs[how] = capsys.readouterr().out
+        return (*_budget_rows_text(outs["text"]), json.loads(outs["--json"]), *_budget_rows_html(outs["--html"]),
+                outs)
+
+    args = ["diff", str(U55_SHARED), str(U85_SRAM), "--fail-if-grows", "5", "--allow-target-change"]
+    verdict, rows, doc, html_verdict, html_rows, outs = run()
+    assert [r[0] for r in rows] == [c["what"] for c in doc["budget"]] == [r[0] for r in html_rows] == [
+        "file bytes", "planned bytes of 'forward'", "scratch declared by delegate call 0 of 'forward'"]
+    assert verdict == doc["budget_verdict"]["text"] == html_verdict == (
+        "budget exceeded: 1 of 3 figures grew more than 5% (scratch declared by delegate call 0 of 'forward'); "
+        "and the delegates changed where the program runs (said at the top)")
+    assert [r[-1] for r in rows] == [r[-1] for r in html_rows] == [
+        "EXCEEDED" if c["exceeded"] else "ok" for c in doc["budget"]] == ["ok", "ok", "EXCEEDED"]
+    assert [r[1:4] for r in rows] == [r[1:4] for r in html_rows]  # before, after, growth
+    assert outs["--html"].startswith("<!doctype html>")
+    assert "<div class='pte-find pte-error'>" in outs["--html"]  # a failed budget says so, in the error style
+    assert cli_main(["diff", str(U55_SHARED), str(U55_SHARED), "--fail-if-grows", "5", "--html"]) == 0
+    held, _ = _budget_rows_html(capsys.readouterr().out)
+    assert held == "budget held: none of the 3 figures grew more than 5%"
+
+    monkeypatch.setattr("pte_lab.runtime.sizing.sized_diff",  # both measured: the heap grew, not budgeted
+                        sized(_sizes({"forward": (10240, 976, 8192, 8192, 88)}),
+                              _sizes({"forward": (10240, 976, 8192, 8192, 4184)})))
+    verdict, rows, doc, html_verdict, html_rows, outs = run("--sizes")
+    whats = [c["what"] for c in doc["budget"]]
+    assert len(whats) == len(set(whats)) and not [w for w in whats if "planned buffers" in w]
+    assert [r[0] for r in rows] == whats == [r[0] for r in html_rows]
+    assert whats[-2:] == ["method pool of 'forward'", "temp pool of 'forward'"]
+    assert html_verdict == verdict == doc["budget_verdict"]["text"]
+    left = "not budgeted (this host's heap, moves with CPU and run): heap kept by load_method +4.0 KiB"
+    assert left in outs["text"] and left in unescape(outs["--html"]) and doc["not_budgeted"][0]["bytes"]["delta"] == 4096
+
+    monkeypatch.setattr("pte_lab.runtime.sizing.sized_diff",  # the first could not run its method (Core ML here)
+                        sized(_sizes({}, {"forward": "CoreMLBackend is not in this executorch"}),
+                              _sizes({"forward": (10240, 976, 8192, 8192, 88)})))
+    verdict, rows, doc, html_verdict, html_rows, outs = run("--sizes")
+    assert [r[0] for r in rows] == [c["what"] for c in doc["budget"]] == [r[0] for r in html_rows] == whats
+    assert verdict == doc["budget_verdict"]["text"] == html_verdict and doc["budget_verdict"]["unmeasured"] == 2
+    assert "not held: 2 of 5 figures not measured on a side (method pool of 'forward'; temp pool" in verdict
+    assert html_rows[-1][1:3] == rows[-1][1:3] == ["not measured", human_bytes(8192)]
+    assert html_rows[-1][-1] == rows[-1][-1] == "NOT MEASURED (first)"
+    assert "not measured: 'forward' in the first program" in unescape(outs["--html"])  # said at the top, too
+
+
+def test_a_diff_held_to_a_budget_shows_it_in_a_notebook():
+    d = pte_lab.diff(U55_SHARED, U85_SRAM)
+    assert "Budget: nothing may grow" not in d._repr_html_() and "Budget" not in str(d)
+    held = d.with_budget(5)
+    assert "Budget: nothing may grow more than 5%" in held._repr_html_().split("</pre>", 1)[1]
+    text = str(held)  # the report as it was, then the budget
+    assert text.startswith(str(d)) and text[len(str(d)):].startswith("\n\nBudget: nothing may grow more than 5%")
+    assert [c.what for c in held.budget()] == [c.what for c in d.budget(5)]
+    with pytest.raises(ValueError, match="no budget"):
+        d.budget()

@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
            "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
            "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
-           "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
+           "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
            "TARGET_CHANGE_KINDS", "pair_delegates"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
@@ -66,6 +66,10 @@ TENSOR_CHANGES: Mapping[str, tuple[str, ...]] = MappingProxyType({
 #: of ``pte_lab.sizes``' ``MethodSizes`` read (``planned`` summed over the method's planned buffers)
 POOL_ATTRIBUTES: Mapping[str, str] = MappingProxyType({
     "planned_buffers": "planned", "method_pool": "method_allocator", "temp_pool": "temp_allocator"})
+
+#: the pools a budget holds (:meth:`Diff.budget`): ``planned_buffers`` are the method's planned bytes, read
+#: from the file, so the planned bytes' check is theirs
+BUDGETED_POOLS = ("method_pool", "temp_pool")
 
 #: parts of ``MethodSizes.parts()`` that are a pool less another part, not a figure measured on its own (the
 #: temp allocator's peak less the delegates' scratch): part -> the pool (a diff compares the pool instead)
@@ -571,6 +575,8 @@ class Diff:
     planned_bytes: Change
     #: run-time sizes of both programs (:meth:`with_sizes`), or None
     sizes: SizesDiff | None = None
+    #: the budget the views show (:meth:`with_budget`): most percent any budgeted figure may grow, or None
+    limit_pct: float | None = None
     @property
     def many_methods(self) -> bool:
         """More than one method compared (added and removed ones count): :attr:`planned_bytes` is then a sum
@@ -593,6 +599,12 @@ class Diff:
         return replace(self, sizes=sizes_diff(before, after, [*self.methods, *self.removed, *self.added],
                                               host_dependent))
 
+    def with_budget(self, limit_pct: float) -> "Diff":
+        """This diff held to a budget of ``limit_pct`` percent: its text, HTML and JSON then show
+        :meth:`budget` (``pte-lab diff --fail-if-grows``)."""
+        _check_limit(limit_pct)
+        return replace(self, limit_pct=limit_pct)
+
     def not_budgeted(self) -> tuple[PartDiff, ...]:
         """The host-dependent parts (:attr:`SizesDiff.host_dependent`) measured on both sides, most grown first:
         what :meth:`budget` leaves out, for a budget to say so (empty without sizes)."""
@@ -603,31 +615,36 @@ class Diff:
                and p.bytes.before is not None and p.bytes.after is not None]
         return tuple(sorted(got, key=lambda p: -p.bytes.delta))
 
-    def budget(self, limit_pct: float) -> tuple[BudgetCheck, ...]:
-        """What a CI job holds to a budget: the file's bytes, planned bytes (all methods compared, and
-        each method in both programs), the scratch each delegate call declares and, with sizes, every pool of
-        every method sized in both: the exact pools (:data:`POOL_ATTRIBUTES`), never this host's heap figures
-        (:meth:`not_budgeted` lists those, for the budget to say so).
+    def budget(self, limit_pct: float | None = None) -> tuple[BudgetCheck, ...]:
+        """What a CI job holds to a budget of ``limit_pct`` percent (default: :attr:`limit_pct`), each quantity
+        once: the file's bytes, the planned bytes (of the one method compared; with several, their sum and
+        each method in both), the scratch each delegate call declares and, with sizes, the method pool and
+        temp pool of every method sized in both. A method's planned buffers at run time are its planned bytes
+        (ExecuTorch reads them from the file), so they are that row, not another; this host's heap figures
+        are never budgeted (:meth:`not_budgeted` lists those, for the budget to say so).
 
         A check is exceeded when its bytes grew by more than ``limit_pct`` percent (from 0 to
         anything counts as more). A pool of a method a side has but did not measure is a check too, one
         that fails (:attr:`BudgetCheck.failed`): it is not compared.
         """
-        if not limit_pct >= 0:
-            raise ValueError(f"the budget must be a percentage of at least 0, not {limit_pct}")
-        many = self.many_methods
+        limit_pct = self.limit_pct if limit_pct is None else limit_pct
+        _check_limit(limit_pct)
+        names = [*self.methods, *self.removed, *self.added]
         checks = [BudgetCheck("file bytes", self.file_size, limit_pct),
-                  BudgetCheck(PLANNED_SUM if many else "planned bytes", self.planned_bytes, limit_pct)]
-        if many:
+                  BudgetCheck(PLANNED_SUM if self.many_methods else  # else the one method's
+                              f"planned bytes of {names[0]!r}" if names else "planned bytes", self.planned_bytes,
+                              limit_pct)]
+        if self.many_methods:
             checks += [BudgetCheck(f"planned bytes of {n!r}", m.planned_bytes, limit_pct)
                        for n, m in self.methods.items()]
         for x in self.delegates:  # the scratch each delegate call takes at every execute, as its blob declares it
             c = x.scratch_bytes
             if c.before is not None and c.after is not None:
-                checks.append(BudgetCheck(f"scratch of {x.method!r} delegate call {x.call}", c, limit_pct))
+                checks.append(BudgetCheck(f"scratch declared by delegate call {x.call} of {x.method!r}", c,
+                                          limit_pct))
         if self.sizes is not None:
             checks += [BudgetCheck(f"{p.part.replace('_', ' ')} of {p.method!r}", p.bytes, limit_pct, p.unmeasured)
-                       for p in self.sizes.pools
+                       for p in self.sizes.pools if p.part in BUDGETED_POOLS
                        if p.unmeasured is not None or (p.bytes.before is not None and p.bytes.after is not None)]
         return tuple(checks)
 
@@ -838,6 +855,13 @@ def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterabl
     return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
                      MappingProxyType(dict(after.skipped)),
                      (before.executorch_version, after.executorch_version), tuple(host_dependent))
+
+
+def _check_limit(limit_pct) -> None:
+    if limit_pct is None:
+        raise ValueError("no budget: give the percentage (or hold the diff to one with Diff.with_budget)")
+    if not limit_pct >= 0:
+        raise ValueError(f"the budget must be a percentage of at least 0, not {limit_pct}")
 
 
 def _pool(m, attr: str) -> int | None:

@@ -39,6 +39,8 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
       "budget": [{"what", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
+      "budget_verdict": {"held", "exceeded", "unmeasured", "text"},   # with a limit: held (no check failed), how
+                                                               # many exceeded / not measured, the text's line
       "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
                                                                # most grown first, never budgeted
     }
@@ -68,7 +70,8 @@ from .text import _indent, _table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
            "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
-           "NOT_BUDGETED", "budget_failure_lines", "planned_head"]
+           "NOT_BUDGETED", "budget_failure_lines", "planned_head", "budget_head", "budget_verdict",
+           "check_verdict", "budget_html"]
 
 SCHEMA = "pte_lab.diff"
 VERSION = 2
@@ -321,24 +324,73 @@ def not_budgeted_line(d) -> str | None:
         f"{p.method + ': ' if many else ''}{p.part} {delta_bytes(p.bytes.delta)}" for p in parts)
 
 
-def budget_text(d, limit: float) -> str:
-    """The budget table (``--fail-if-grows``), with the parts it did not budget said under it."""
-    rows = [[c.what, human_bytes(c.bytes.before), human_bytes(c.bytes.after), growth(c.bytes.growth),
-             "EXCEEDED" if c.exceeded else f"NOT MEASURED ({c.unmeasured})" if c.unmeasured else "ok"]
-            for c in d.budget(limit)]
-    out = [f"Budget: nothing may grow more than {limit:g}% of its first size",
-           _indent(_table(["what", "before", "after", "growth", "verdict"], rows))]
+def _budgeted(d, limit: float | None):
+    """The diff held to ``limit`` (None: to the budget it carries, :attr:`~pte_lab.model.diff.Diff.limit_pct`)."""
+    return d if limit is None else d.with_budget(limit)
+
+
+def budget_head(limit: float) -> str:
+    return f"Budget: nothing may grow more than {limit:g}% of its first size"
+
+
+def check_verdict(c) -> str:
+    """One check's verdict, as the budget table's last column says it."""
+    return "EXCEEDED" if c.exceeded else f"NOT MEASURED ({c.unmeasured})" if c.unmeasured else "ok"
+
+
+def _check_sides(c) -> list[str]:
+    """before, after: 'not measured' on a side that did not measure it."""
+    first = c.unmeasured in ("first", "both")
+    second = c.unmeasured in ("second", "both")
+    return ["not measured" if first else human_bytes(c.bytes.before),
+            "not measured" if second else human_bytes(c.bytes.after)]
+
+
+def budget_verdict(d, limit: float | None = None) -> str:
+    """The budget's verdict in one line (the text, the HTML and the JSON's ``budget_verdict.text``): held, or
+    which figures grew past it and which were not measured; a deployment change is named beside it."""
+    d = _budgeted(d, limit)
+    checks = d.budget()
+    over = [c.what for c in checks if c.exceeded]
+    unmeasured = [c.what for c in checks if c.unmeasured]
+    said = []
+    if over:
+        said.append(f"exceeded: {len(over)} of {count(len(checks), 'figure')} grew more than {d.limit_pct:g}% "
+                    f"({first_few(over, 4, '; ', '; and {n} more')})")
+    if unmeasured:
+        said.append(f"not held: {len(unmeasured)} of {count(len(checks), 'figure')} not measured on a side "
+                    f"({first_few(unmeasured, 4, '; ', '; and {n} more')})")
+    line = "budget " + ("; ".join(said) if said else
+                        f"held: none of the {count(len(checks), 'figure')} grew more than {d.limit_pct:g}%")
+    kinds = dict.fromkeys(c.kind for c in d.target_changes)  # a deployment change, which no budget passes
+    if kinds:
+        line += "; and " + "; and ".join(_TARGET_LEADS[k] for k in kinds) + " (said at the top)"
+    return line
+
+
+def _held(checks) -> bool:
+    """No check failed (:attr:`~pte_lab.model.diff.BudgetCheck.failed`): the budget held."""
+    return not any(c.failed for c in checks)
+
+
+def budget_text(d, limit: float | None = None) -> str:
+    """The budget table (``--fail-if-grows``): its verdict, a row per figure, the parts it did not budget."""
+    d = _budgeted(d, limit)
+    rows = [[c.what, *_check_sides(c), growth(c.bytes.growth), check_verdict(c)] for c in d.budget()]
+    out = [budget_head(d.limit_pct), f"  {budget_verdict(d)}",
+           _indent(_table(_BUDGET_HEADERS, rows))]
     line = not_budgeted_line(d)
     if line:
         out.append(f"  {line}")
     return "\n".join(out)
 
 
-def budget_failure_lines(d, limit: float) -> list[str]:
+def budget_failure_lines(d, limit: float | None = None) -> list[str]:
     """One line per failed check (:attr:`~pte_lab.model.diff.BudgetCheck.failed`): what, of what size, from
     how much to how much."""
+    d = _budgeted(d, limit)
     out = []
-    for c in d.budget(limit):
+    for c in d.budget():
         if not c.failed:
             continue
         if c.unmeasured:
@@ -347,8 +399,11 @@ def budget_failure_lines(d, limit: float) -> list[str]:
         else:
             out.append(f"budget exceeded: {c.what} grew {growth(c.bytes.growth)} of its "
                        f"{human_bytes(c.bytes.before)} ({human_bytes(c.bytes.before)} -> {human_bytes(c.bytes.after)}), "
-                       f"more than {limit:g}%")
+                       f"more than {d.limit_pct:g}%")
     return out
+
+
+_BUDGET_HEADERS = ["what", "before", "after", "growth", "verdict"]
 
 
 # ----------------------------------------------------------------------- text
@@ -465,6 +520,8 @@ def diff_text(d, rows: int = _ROWS) -> str:
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 out.append(f"  {n!r} not sized in the {side}: {why}")
+    if d.limit_pct is not None:
+        out += ["", budget_text(d)]
     return "\n".join(out)
 
 
@@ -592,7 +649,35 @@ def diff_html(d) -> str:
             for n, why in skipped.items():
                 body += f"<div class='pte-find pte-info'>{escape(n)} not sized in the {side}: {escape(why)}</div>"
         parts.append(_section(f"Run-time sizes (executorch {_arrow(*s.executorch)})", body, open_=True))
+    if d.limit_pct is not None:
+        parts.append(budget_html(d))
     return html_repr("".join(parts), diff_text(d))
+
+
+def _check_html(c) -> list[str]:
+    """A budget check's row: what, before, after, growth (coloured by direction), its verdict."""
+    g = escape(growth(c.bytes.growth))
+    if c.unmeasured is None and c.bytes.delta:
+        g = f"<span class='{'pte-grew' if c.bytes.delta > 0 else 'pte-shrank'}'>{g}</span>"
+    cls = "pte-over" if c.exceeded else "pte-unmeasured" if c.unmeasured else "pte-held"
+    return [escape(c.what), *map(escape, _check_sides(c)), g, f"<span class='{cls}'>{escape(check_verdict(c))}</span>"]
+
+
+def _verdict_html(d) -> str:
+    return f"<div class='pte-find {'pte-ok' if _held(d.budget()) else 'pte-error'}'>{escape(budget_verdict(d))}</div>"
+
+
+def budget_html(d, limit: float | None = None) -> str:
+    """The budget as an HTML section, as the text says it: its verdict, a row per figure, what it did not
+    budget (this host's heap)."""
+    d = _budgeted(d, limit)
+    checks = d.budget()
+    failed = sum(c.failed for c in checks)
+    body = _verdict_html(d) + _html_table(_BUDGET_HEADERS, [_check_html(c) for c in checks], numeric={1, 2, 3})
+    line = not_budgeted_line(d)
+    if line:
+        body += f"<div class='pte-find pte-info'>{escape(line)}</div>"
+    return _section(budget_head(d.limit_pct), body, f"{failed} failed" if failed else "held", open_=True)
 
 
 # ----------------------------------------------------------------------- JSON
@@ -636,7 +721,8 @@ def _target_record(c) -> dict:
 
 
 def diff_document(d, limit_pct: float | None = None) -> dict:
-    """The ``pte_lab.diff`` document (version 2); with ``limit_pct``, the budget checks too."""
+    """The ``pte_lab.diff`` document (version 2); with ``limit_pct`` (or a diff held to a budget,
+    :meth:`~pte_lab.model.diff.Diff.with_budget`), the budget checks and verdict too."""
     doc = {
         "schema": SCHEMA, "version": VERSION,
         "before": {"path": d.before.path, "size": d.file_size.before},
@@ -664,11 +750,16 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
         },
         "target_changes": [_target_record(c) for c in d.target_changes],
     }
-    if limit_pct is not None:
+    d = _budgeted(d, limit_pct)
+    if d.limit_pct is not None:
+        checks = d.budget()
         doc["not_budgeted"] = [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes)}
                                for p in d.not_budgeted()]
         doc["budget"] = [{"what": c.what, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
-                          "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in d.budget(limit_pct)]
+                          "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in checks]
+        doc["budget_verdict"] = {"held": _held(checks), "exceeded": sum(c.exceeded for c in checks),
+                                 "unmeasured": sum(c.unmeasured is not None for c in checks),
+                                 "text": budget_verdict(d)}
     return doc
 
 

@@ -40,6 +40,12 @@ def html_repr(body: str, fallback: str) -> str:
             f"<div class='pte-wrap' style='display:none'>{body}</div></div>")
 
 
+def html_page(fragment: str, title: str) -> str:
+    """An :func:`html_repr` fragment as a page of its own, for a browser (``pte-lab diff --html``)."""
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title></head>"
+            f"<body>{fragment}</body></html>")
+
+
 def key_values(rows) -> str:
     """A two-column table of (name, value) rows, names as row headers; both escaped."""
     return "<table>" + "".join(f"<tr><th class='pte-key'>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
