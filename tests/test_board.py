@@ -82,7 +82,7 @@ def test_the_board_total_is_exact_and_holds_no_host_figure(sram_only):
     # this ABI's pools are exact for this ABI only: the board's total is --target cortex-m's
     assert f"exact for {HOST_ABI} pools; a 32-bit board's pools differ: --target cortex-m" in anywhere
     assert "heap outside the pools" not in anywhere and "heap outside the pools" in here
-    assert f"total on this host (method + temp" in here
+    assert "total on this host (method + temp" in here
     # the row beside the scratch says what it is
     assert "temp allocator beyond the delegates' scratch" in anywhere
     header = c_header(sram_only)
