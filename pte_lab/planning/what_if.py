@@ -37,7 +37,8 @@ from .problem import Group, Problem, build_problem
 from .replan import plan_arena
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
-           "BoundUnderBudget", "UsageAt", "FromExports", "search_budget", "parse_budget", "dim_name", "export_change", "CURVE_POINTS"]
+           "BoundUnderBudget", "UsageAt", "search_budget", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
+           "FromExports"]
 
 #: how many bounds the budget search's curve shows
 CURVE_POINTS = 48

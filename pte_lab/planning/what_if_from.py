@@ -25,6 +25,7 @@ from math import lcm
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
 from ..model.what_if import AffineDim, ShapeFit, WhatIfError
+from ..runtime.isolate import Worker
 from .what_if import FromExports, Predictor, WhatIf
 
 __all__ = ["what_if_from", "pair_tensors", "fit_pair", "ExportsMismatch", "check_values"]
@@ -41,7 +42,8 @@ def check_values(values, at) -> tuple[int, int, int]:
     try:
         v0, v1 = values
     except (TypeError, ValueError):
-        raise WhatIfError(f"values {values!r}: give the parameter's two values, one per export, e.g. (64, 128)") from None
+        raise WhatIfError(f"values {values!r}: give the parameter's two values, one per export, "
+                          f"e.g. (64, 128)") from None
     for what, x in (("values", v0), ("values", v1), ("at", at)):
         try:
             if isinstance(x, bool):
@@ -72,24 +74,28 @@ def _metadata(pte: Pte) -> list[str]:
             if not m.instructions and len(m.outputs) == 1 and m.outputs[0].kind == "Int"]
 
 
+#: (path, mtime, size, method) -> the Int it returns: each file's metadata is read once per process
+_META: dict = {}
+
+
 def _metadata_values(programs, names) -> list[dict[str, int]]:
     """Per (path, Pte) in ``programs``: name -> the Int each metadata method in ``names`` returns, as
-    ExecuTorch's deserializer reads it (one worker for all: the program's own bytes, not a run)."""
-    from ..runtime.isolate import Worker
-
-    engine = Worker(count=False)
-    try:
-        out = []
-        for path, pte in programs:
-            got = {}
-            for name in names:
-                v = engine.call("program_scalars", path, name)[0].get(pte.methods[name].outputs[0].value)
-                if v is not None:
-                    got[name] = int(v)
-            out.append(got)
-        return out
-    finally:
-        engine.close()
+    ExecuTorch's deserializer reads it (one worker for all, none for what was read before: the program's own
+    bytes, not a run)."""
+    keys = []
+    for path, _ in programs:
+        st = os.stat(path)
+        keys.append((os.path.realpath(path), st.st_mtime_ns, st.st_size))
+    todo = [(k, path, pte, n) for k, (path, pte) in zip(keys, programs) for n in names if (*k, n) not in _META]
+    if todo:
+        engine = Worker(count=False)
+        try:
+            for k, path, pte, name in todo:
+                ints = engine.call("program_scalars", path, name)[0]
+                _META[(*k, name)] = ints.get(pte.methods[name].outputs[0].value)
+        finally:
+            engine.close()
+    return [{n: int(_META[(*k, n)]) for n in names if _META[(*k, n)] is not None} for k in keys]
 
 
 def _parameter(pa: Pte, pb: Pte, path_a, path_b, values) -> tuple[str, ...]:
