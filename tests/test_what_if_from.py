@@ -18,14 +18,14 @@ from pte_lab.planning.what_if_from import ExportsMismatch, pair_tensors, what_if
 
 
 def _at(p: int, *, op: str = "aten::op", extra: bool = False, dtype: int = 6, planned_last: bool = True,
-        name: str = "forward", half: bool = False) -> bytes:
+        name: str = "forward", half: bool = False, rewire: bool = False) -> bytes:
     """One crafted export at parameter ``p``: x[1, p, 4] -> y[1, p, 4] -> z[p, 4] (or z[p/2 + 1, 4] with
     ``half``), each planned in arena 1 one after another."""
     n = 16 * p
     last = [p // 2 + 1, 4] if half else [p, 4]
     values = [("tensor", 1, 0, [1, p, 4]), ("tensor", 1, n, [1, p, 4]),
               ("tensor", 1 if planned_last else None, 2 * n, last, dtype)]
-    ins = [[0, 1], [1, 2]] + ([[1, 2]] if extra else [])
+    ins = [[0, 1], [0 if rewire else 1, 2]] + ([[1, 2]] if extra else [])
     return build_program(values, ins, sizes=(0, 3 * n), operators=((op, "out"),), outputs=[2], name=name)
 
 
@@ -63,9 +63,12 @@ def test_a_crafted_pair_predicts_every_tensor_at_the_third_value(pair, capsys):
     (_at(8, op="aten::other"), r"forward: the instructions differ first at instruction 0: aten::op.out in the "
                                r"first export, aten::other.out in the second$"),
     (_at(8, extra=True), r"the first export has 2 instructions, the second 3$"),
-    (_at(8, dtype=0), r"v2 \(written by aten::op.out\) has dtype float32 in the first export and uint8 in the second"),
-    (_at(8, planned_last=False), r"instruction 1 \(aten::op.out\), argument 1: v2 \(written by aten::op.out\) is "
-                                 r"planned in the first export, v2 not in the second$"),
+    (_at(8, dtype=0), r"tensor v2 \(written by aten::op.out\) has dtype float32 in the first export and uint8 in "
+                      r"the second"),
+    (_at(8, planned_last=False), r"instruction 1 \(aten::op.out\), argument 1: tensor v2 \(written by "
+                                 r"aten::op.out\) is planned in the first export, value 2 not in the second$"),
+    (_at(8, rewire=True), r"instruction 1 \(aten::op.out\), argument 0: the tensors do not match one to one "
+                          r"\(first export tensor v1 \(written by aten::op.out\), second tensor v0 \(input\)\)$"),
     (_at(8, name="prefill"), r"the exports do not have the same methods: 'forward' is only in the first$"),
 ])
 def test_a_pair_that_is_not_one_model_is_refused_naming_the_first_mismatch(pair, b, message):

@@ -24,7 +24,7 @@ from math import lcm
 
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
-from ..model.what_if import AffineDim, ShapeFit, WhatIfError
+from ..model.what_if import AffineDim, ShapeFit, WhatIfError, _describe
 from ..runtime.isolate import Worker
 from .what_if import FromExports, Predictor, WhatIf
 
@@ -140,12 +140,6 @@ def _pick_method(pa: Pte, pb: Pte, method: str | None) -> str:
     raise WhatIfError(f"methods {', '.join(changed or planned)} plan tensors: name one (method=...)")
 
 
-def _describe(m, value: int) -> str:
-    t = next((p for p in m.planned if p.value == value), None)
-    what = "" if t is None else f" ({t.name})" if t.name else f" (written by {t.op})" if t.op else f" ({t.role})"
-    return f"v{value}{what}"
-
-
 def _places(m) -> list[tuple[str, list[int]]]:
     """Where each value is used, in order: the method's inputs, each instruction's arguments (a tensor list as
     its items), its outputs; each place with what it is (for the mismatch message)."""
@@ -184,10 +178,10 @@ def pair_tensors(ma, mb) -> dict[int, int]:
                                   f"second")
         for k, (x, y) in enumerate(zip(xs, ys)):
             if (x in pa) != (y in pb):
-                raise ExportsMismatch(f"{ma.name}: {where}, argument {k}: "
-                                      + (f"{_describe(ma, x)} is planned in the first export, v{y} not in the second"
-                                         if x in pa else f"v{x} is not planned in the first export, "
-                                                         f"{_describe(mb, y)} is in the second"))
+                first, second = _describe(ma, x), _describe(mb, y)
+                raise ExportsMismatch(f"{ma.name}: {where}, argument {k}: " + (
+                    f"{first} is planned in the first export, {second} not in the second" if x in pa else
+                    f"{first} is not planned in the first export, {second} is in the second"))
             if x not in pa:
                 continue
             if a2b.get(x, y) != y or b2a.get(y, x) != x:
