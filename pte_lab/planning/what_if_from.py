@@ -101,7 +101,8 @@ def _metadata_values(programs, names) -> list[dict[str, int]]:
 def _parameter(pa: Pte, pb: Pte, path_a, path_b, values) -> tuple[str, ...]:
     """The names of the metadata methods that return ``values`` (``get_`` left off); refuses a pair whose
     other metadata differ (a second parameter, or values that are not the exports')."""
-    names = [n for n in _metadata(pa) if n in set(_metadata(pb))]
+    in_b = set(_metadata(pb))
+    names = [n for n in _metadata(pa) if n in in_b]
     if not names or path_a is None or path_b is None:
         return ()
     xa, xb = _metadata_values([(path_a, pa), (path_b, pb)], names)
