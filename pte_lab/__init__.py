@@ -37,7 +37,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "open", "load", "sizes", "diff", "explore", "what_if", "largest_bound", "usage_at", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
+    "open", "load", "sizes", "diff", "explore", "what_if", "largest_bound", "usage_at", "what_if_from", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError", "InputError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug",
@@ -61,6 +61,7 @@ _LAZY = {
     "what_if": ("pte_lab.planning.what_if", "what_if"),
     "largest_bound": ("pte_lab.planning.what_if", "largest_bound"),
     "usage_at": ("pte_lab.planning.what_if", "usage_at"),
+    "what_if_from": ("pte_lab.planning.what_if_from", "what_if_from"),
 }
 _SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime", "plot", "widgets", "planning",
                "experiments", "units", "devices"}

@@ -10,6 +10,7 @@
                    [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...]
     pte-lab diff A B [--method M] [--json | --html] [--sizes] [--fail-if-grows PCT] [--allow-target-change] [--rows N]
     pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
+    pte-lab what-if A.pte B.pte --values 64,128 --at 256 [--method M] [--json]
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
 when a budget is exceeded (or a budgeted figure was not measured), and 4 (:data:`TARGET_CHANGED`) when a
@@ -504,7 +505,11 @@ def build_parser() -> argparse.ArgumentParser:
     wi = sub.add_parser("what-if", help="a dynamic method as if exported at another bound, or the largest bound "
                                         "under a budget (runs the method at a few small sizes)")
     wi.add_argument("file", help="the program (.pte) with a dynamic input")
-    wi.add_argument("--bound", "-b", action="append", required=True, metavar="INPUT:AXIS[=N]",
+    wi.add_argument("other", nargs="?", help="a second export of the same model at another value of one "
+                                             "parameter (with --values and --at)")
+    wi.add_argument("--values", help="with two files: the parameter's value in each, e.g. 64,128")
+    wi.add_argument("--at", type=int, help="with two files: the value to predict at")
+    wi.add_argument("--bound", "-b", action="append", metavar="INPUT:AXIS[=N]",
                     help="a dynamic dim and the bound to predict at (repeatable); with --budget, the dim to search")
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes, KiB, MiB, GiB)")
@@ -516,6 +521,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _what_if(args) -> int:
     from .planning.what_if import largest_bound, what_if
 
+    if args.other is not None or args.values is not None or args.at is not None:
+        return _what_if_from(args)
+    if not args.bound:
+        raise PteLabError("what-if FILE needs --bound INPUT:AXIS=N (or two files with --values A,B --at N)")
     bounds = {}
     for b in args.bound:
         dim, _, n = b.partition("=")
@@ -536,6 +545,20 @@ def _what_if(args) -> int:
         sys.stdout.write(json.dumps(r.to_dict(), indent=1) + "\n")
     else:
         sys.stdout.write(str(r) + "\n")
+    return 0
+
+
+def _what_if_from(args) -> int:
+    from .planning.what_if_from import what_if_from
+
+    if args.other is None or args.values is None or args.at is None or args.bound or args.budget:
+        raise PteLabError("what-if A.pte B.pte takes --values A,B and --at N (not --bound or --budget)")
+    try:
+        values = tuple(int(x) for x in args.values.split(","))
+    except ValueError:
+        raise PteLabError(f"--values {args.values!r}: write the two exports' values as A,B, e.g. 64,128") from None
+    r = what_if_from(args.file, args.other, values, args.at, method=args.method)
+    sys.stdout.write((json.dumps(r.to_dict(), indent=1) if args.json else str(r)) + "\n")
     return 0
 
 

@@ -37,7 +37,8 @@ from .problem import Group, Problem, build_problem
 from .replan import plan_arena
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
-           "BoundUnderBudget", "UsageAt", "search_budget", "parse_budget", "dim_name", "export_change", "CURVE_POINTS"]
+           "BoundUnderBudget", "UsageAt", "search_budget", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
+           "FromExports"]
 
 #: how many bounds the budget search's curve shows
 CURVE_POINTS = 48
@@ -90,9 +91,26 @@ class ArenaAt:
     exported: int
 
 
+@dataclass(frozen=True)
+class FromExports:
+    """Where a static prediction comes from (:func:`~pte_lab.planning.what_if_from.what_if_from`): two exports
+    at two values of one parameter."""
+
+    sources: tuple[str | None, str | None]
+    values: tuple[int, int]
+    #: the metadata methods that return those values (export_llm's ``max_seq_len``, ``max_context_len``:
+    #: ``get_`` left off); empty where the programs have none
+    names: tuple[str, ...] = ()
+
+    def export_change(self, value: int) -> str:
+        """``max_seq_len = 256, max_context_len = 256``: the re-export the prediction stands for."""
+        return ", ".join(f"{n} = {value}" for n in self.names or ("the parameter",))
+
+
 @dataclass
 class WhatIf:
-    """A method as if exported at another bound (see the module)."""
+    """A method as if exported at another bound (see the module), or, with :attr:`exports`, at another value
+    of the parameter two static exports differ in (its one key is then that parameter's name)."""
 
     source: str | None
     method: str
@@ -109,6 +127,8 @@ class WhatIf:
     fit: ShapeFit = field(repr=False)
     #: the backends the method's delegate calls use: their own memory (heap) is outside the plan
     backends: tuple[str, ...] = ()
+    #: None: predicted from runs of one dynamic export (:func:`what_if`)
+    exports: FromExports | None = None
 
     @property
     def planned(self) -> int:
@@ -133,6 +153,8 @@ class WhatIf:
         return [by[v] for v in self.peak_values if v in by]
 
     def export_change(self) -> str:
+        if self.exports is not None:
+            return self.exports.export_change(self.point[0])
         return export_change(self.keys, self.point)
 
     def table(self):

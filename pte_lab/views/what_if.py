@@ -22,11 +22,24 @@ def _maybe(n) -> str:
 
 
 def _where(keys, point) -> str:
-    return ", ".join(f"input {p} axis {a} = {n:,}" for (p, a), n in zip(keys, point))
+    """``input 0 axis 1 = 800``; a static prediction's key is its parameter's name: ``max_seq_len = 256``."""
+    return ", ".join(f"{k} = {n:,}" if isinstance(k, str) else f"input {k[0]} axis {k[1]} = {n:,}"
+                     for k, n in zip(keys, point))
 
 
 def _names(w) -> list[str]:
-    return [dim_name(k) for k in w.keys]
+    return [k if isinstance(k, str) else dim_name(k) for k in w.keys]
+
+
+def _learnt_line(w) -> str:
+    """Where the dims come from: runs of the dynamic method, or the two static exports."""
+    if w.exports is not None:
+        v0, v1 = w.exports.values
+        key = w.keys[0]
+        return (f"dims fitted tensor by tensor (paired by place in the instruction order) from the exports at "
+                f"{key} = {v0:,} and {v1:,}: each affine in {key}, whole at {w.point[0]:,}")
+    pts = "; ".join(_where(w.keys, p) for p in w.fit.points)
+    return f"dims learnt from runs at {pts}, each checked at the last and at the file's bound"
 
 
 def _peak_lines(w, limit: int = 6) -> list[str]:
@@ -67,8 +80,7 @@ def what_if_text(w) -> str:
                           [[f"v{t.value}", t.dtype, short_shape(t.shape), f"{t.nbytes:,}",
                             f"{short_shape(t.exported_shape)} {t.exported_nbytes:,}",
                             "[" + ", ".join(dim_text(d, names) for d in dims[t.value]) + "]"] for t in top]))
-    pts = "; ".join(_where(w.keys, p) for p in w.fit.points)
-    out.append(f"dims learnt from runs at {pts}, each checked at the last and at the file's bound")
+    out.append(_learnt_line(w))
     out += _heap_lines(w, "this prediction")
     out.append(f"export change: {w.export_change()}")
     return "\n".join(out)
@@ -76,8 +88,11 @@ def what_if_text(w) -> str:
 
 def what_if_dict(w) -> dict:
     return {
-        "method": w.method, "bounds": [{"input": k[0], "axis": k[1], "bound": n, "exported": e}
-                                       for k, n, e in zip(w.keys, w.point, w.exported)],
+        "method": w.method,
+        **({"bounds": [{"input": k[0], "axis": k[1], "bound": n, "exported": e}
+                       for k, n, e in zip(w.keys, w.point, w.exported)]} if w.exports is None else
+           {"parameter": {"names": list(w.exports.names), "at": w.point[0], "values": list(w.exports.values),
+                          "sources": list(w.exports.sources)}}),
         "planned": w.planned, "best_fit": w.best_fit, "lower_bound": w.lower_bound,
         "exported_planned": w.exported_planned,
         "arenas": [a.__dict__ for a in w.arenas],

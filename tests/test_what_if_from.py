@@ -1,0 +1,187 @@
+"""What a static export would plan at a third value of the one parameter two exports differ in (issue 32.3):
+refusals on crafted pairs, and the prediction against a real export_llm re-export."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from crafting import build_program
+from filelock import FileLock
+
+import pte_lab
+import pte_lab.planning.what_if_from as wif
+from pte_lab.model.what_if import WhatIfError
+from pte_lab.planning.what_if_from import ExportsMismatch, pair_tensors, what_if_from
+
+
+def _at(p: int, *, op: str = "aten::op", extra: bool = False, dtype: int = 6, planned_last: bool = True,
+        name: str = "forward", half: bool = False, rewire: bool = False) -> bytes:
+    """One crafted export at parameter ``p``: x[1, p, 4] -> y[1, p, 4] -> z[p, 4] (or z[p/2 + 1, 4] with
+    ``half``), each planned in arena 1 one after another."""
+    n = 16 * p
+    last = [p // 2 + 1, 4] if half else [p, 4]
+    values = [("tensor", 1, 0, [1, p, 4]), ("tensor", 1, n, [1, p, 4]),
+              ("tensor", 1 if planned_last else None, 2 * n, last, dtype)]
+    ins = [[0, 1], [0 if rewire else 1, 2]] + ([[1, 2]] if extra else [])
+    return build_program(values, ins, sizes=(0, 3 * n), operators=((op, "out"),), outputs=[2], name=name)
+
+
+@pytest.fixture
+def pair(tmp_path):
+    def write(a: bytes, b: bytes):
+        pa, pb = tmp_path / "a.pte", tmp_path / "b.pte"
+        pa.write_bytes(a)
+        pb.write_bytes(b)
+        return str(pa), str(pb)
+
+    return write
+
+
+def test_a_crafted_pair_predicts_every_tensor_at_the_third_value(pair, capsys):
+    a, b = pair(_at(4), _at(8))
+    w = what_if_from(a, b, values=(4, 8), at=16)
+    assert [(t.value, t.shape, t.nbytes) for t in w.tensors] == [(0, (1, 16, 4), 256), (1, (1, 16, 4), 256),
+                                                                 (2, (16, 4), 256)]
+    assert [t.exported_nbytes for t in w.tensors] == [128, 128, 128]
+    assert w.exports.values == (4, 8) and w.exports.sources == (a, b)
+    assert w.lower_bound <= w.planned and w.arenas[0].exported == 384
+    text = str(w)
+    assert "as if exported with parameter = 16" in text and "[1, parameter, 4]" in text
+    assert "export change: the parameter = 16" in text
+    from pte_lab.cli import main
+
+    assert main(["what-if", a, b, "--values", "4,8", "--at", "16", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["parameter"] == {"names": [], "at": 16, "values": [4, 8], "sources": [a, b]}
+    assert [t["nbytes"] for t in doc["tensors"]] == [256, 256, 256] and "bounds" not in doc
+
+
+@pytest.mark.parametrize("b, message", [
+    (_at(8, op="aten::other"), r"forward: the instructions differ first at instruction 0: aten::op.out in the "
+                               r"first export, aten::other.out in the second$"),
+    (_at(8, extra=True), r"the first export has 2 instructions, the second 3$"),
+    (_at(8, dtype=0), r"tensor v2 \(written by aten::op.out\) has dtype float32 in the first export and uint8 in "
+                      r"the second"),
+    (_at(8, planned_last=False), r"instruction 1 \(aten::op.out\), argument 1: tensor v2 \(written by "
+                                 r"aten::op.out\) is planned in the first export, value 2 not in the second$"),
+    (_at(8, rewire=True), r"instruction 1 \(aten::op.out\), argument 0: the tensors do not match one to one "
+                          r"\(first export tensor v1 \(written by aten::op.out\), second tensor v0 \(input\)\)$"),
+    (_at(8, name="prefill"), r"the exports do not have the same methods: 'forward' is only in the first$"),
+])
+def test_a_pair_that_is_not_one_model_is_refused_naming_the_first_mismatch(pair, b, message):
+    a, b = pair(_at(4), b)
+    with pytest.raises(ExportsMismatch, match=message):
+        what_if_from(a, b, values=(4, 8), at=16)
+
+
+def test_a_dim_that_is_not_whole_at_the_third_value_is_refused_naming_the_tensor(pair):
+    a, b = pair(_at(4, half=True), _at(8, half=True))  # z has p/2 + 1 rows: 3 and 5
+    assert what_if_from(a, b, values=(4, 8), at=16).tensors[2].shape == (9, 4)
+    with pytest.raises(WhatIfError, match=r"v2 .* dim 0 is 3 at parameter = 4 and 5 at 8: at 9 that line gives "
+                                          r"11/2, not a whole size"):
+        what_if_from(a, b, values=(4, 8), at=9)
+
+
+@pytest.mark.parametrize("values, at, message", [
+    ((64, 64), 256, r"values \(64, 64\): the two exports' values must differ"),
+    ((64,), 256, r"give the parameter's two values"),
+    ((64, 128), 0, r"at 0: the value to predict at is more than 0"),
+    ((64, 128.5), 256, r"values 128.5 is not a whole number"),
+])
+def test_values_are_two_distinct_ints_and_at_is_above_0(pair, values, at, message):
+    a, b = pair(_at(4), _at(8))
+    with pytest.raises(WhatIfError, match=message):
+        what_if_from(a, b, values=values, at=at)
+
+
+def test_a_second_parameter_in_the_metadata_is_refused(pair, monkeypatch):
+    """export_llm's metadata methods say what each export was made with: only the parameter may differ."""
+    a, b = pair(_at(4), _at(8))
+    meta = ["get_max_seq_len", "get_vocab_size"]
+    monkeypatch.setattr(wif, "_metadata", lambda pte: meta)
+    monkeypatch.setattr(wif, "_metadata_values", lambda programs, names: [
+        {"get_max_seq_len": 4, "get_vocab_size": 256}, {"get_max_seq_len": 8, "get_vocab_size": 256}])
+    w = what_if_from(a, b, values=(4, 8), at=16)
+    assert w.keys == ("max_seq_len",) and w.export_change() == "max_seq_len = 16"
+    monkeypatch.setattr(wif, "_metadata_values", lambda programs, names: [
+        {"get_max_seq_len": 4, "get_vocab_size": 256}, {"get_max_seq_len": 8, "get_vocab_size": 512}])
+    with pytest.raises(ExportsMismatch, match=r"get_vocab_size returns 256 in the first export and 512 in the "
+                                              r"second"):
+        what_if_from(a, b, values=(4, 8), at=16)
+    with pytest.raises(ExportsMismatch, match=r"get_max_seq_len returns 4 in the first export and 8 in the second, "
+                                              r"not the values given \(32, 64\)"):
+        what_if_from(a, b, values=(32, 64), at=128)
+
+
+def test_cli_refusals_are_one_line_and_exit_2(pair, capsys):
+    from pte_lab.cli import main
+
+    a, b = pair(_at(4), _at(8, op="aten::other"))
+    for argv, needle in [([a, b, "--values", "4,8", "--at", "16"], "the instructions differ first at instruction 0"),
+                         ([a, b, "--values", "4", "--at", "16"], "give the parameter's two values"),
+                         ([a, b, "--values", "4,x", "--at", "16"], "--values '4,x': write the two exports' values"),
+                         ([a, b, "--at", "16"], "takes --values A,B and --at N"),
+                         ([a], "needs --bound INPUT:AXIS=N")]:
+        assert main(["what-if", *argv]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], (argv, err)
+
+
+# ------------------------------------------------------------------ against real export_llm programs
+#: the llm example (XNNPACK, float32, ExecuTorch's custom KV-cache ops; conftest's "llm_fp32" is it at 32)
+SEQ = (32, 64, 128)
+
+
+@pytest.fixture(scope="module")
+def llm_at(program_path, program_dir):
+    """The llm example exported at each max_seq_len of SEQ (32 is conftest's llm_fp32; 64 and 128 are exported
+    once and cached beside it)."""
+    from pte_lab import examples
+
+    paths = {SEQ[0]: str(program_path("llm_fp32"))}
+    for n in SEQ[1:]:
+        path = program_dir / f"llm_fp32_seq{n}.pte"
+        with FileLock(str(path) + ".lock"):
+            if not path.exists():
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                examples.save("llm", str(tmp), max_seq_len=n)
+                os.replace(tmp, path)
+        paths[n] = str(path)
+    return paths
+
+
+@pytest.mark.slow
+def test_llm_prediction_equals_the_reexport(llm_at, capsys):
+    from pte_lab.planning.what_if import Predictor, _peak
+
+    v0, v1, at = SEQ
+    w = what_if_from(llm_at[v0], llm_at[v1], values=(v0, v1), at=at)
+    assert w.exports.names == ("max_seq_len", "max_context_len")
+    real = pte_lab.open(llm_at[at]).methods["forward"]
+    # the arenas ExecuTorch planned at 128
+    assert [(a.mem_id, a.planned) for a in w.arenas] == [(a.mem_id, a.size) for a in real.arenas]
+    # every planned tensor's shape, bytes and offset, paired by place in the instruction order
+    pairs = pair_tensors(real, pte_lab.open(llm_at[v1]).methods["forward"])
+    got = {t.value: (t.shape, t.nbytes, t.offset) for t in w.tensors}
+    assert {t.value: got[pairs[t.value]] for t in real.planned} == {t.value: (t.shape, t.nbytes, t.offset)
+                                                                    for t in real.planned}
+    # each KV cache: four mutable buffers of [1, 128, 2, 16] float32
+    caches = [t for t in w.tensors if t.role == "mutable_buffer"]
+    assert [(t.shape, t.nbytes) for t in caches] == [((1, at, 2, 16), at * 128)] * 4
+    assert sorted(t.nbytes for t in caches) == sorted(t.nbytes for t in real.planned if t.role == "mutable_buffer")
+    # the peak: where and how many bytes are alive at once
+    problems = Predictor(real).problems_for(np.array([t.nbytes for t in real.planned]))
+    ins, _, peak = _peak(problems, real.n_instructions)
+    assert (w.peak_instruction, w.peak_bytes) == (ins, peak)
+    assert w.lower_bound == sum(p.lower_bound for p in problems)
+    from pte_lab.cli import main
+
+    assert main(["what-if", llm_at[v0], llm_at[v1], "--values", f"{v0},{v1}", "--at", str(at)]) == 0
+    out = capsys.readouterr().out
+    assert f"export change: max_seq_len = {at}, max_context_len = {at}" in out
+    assert "[1, max_seq_len - 1, 64]" in out
+    with pytest.raises(ExportsMismatch, match="get_max_seq_len returns 32 in the first export and 64"):
+        what_if_from(llm_at[v0], llm_at[v1], values=(64, 128), at=256)
