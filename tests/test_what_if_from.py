@@ -102,12 +102,13 @@ def test_a_second_parameter_in_the_metadata_is_refused(pair, monkeypatch):
     a, b = pair(_at(4), _at(8))
     meta = ["get_max_seq_len", "get_vocab_size"]
     monkeypatch.setattr(wif, "_metadata", lambda pte: meta)
-    monkeypatch.setattr(wif, "_metadata_values", lambda programs, names: [
-        {"get_max_seq_len": 4, "get_vocab_size": 256}, {"get_max_seq_len": 8, "get_vocab_size": 256}])
+    read = {}  # file name -> what its metadata methods return
+    monkeypatch.setattr(wif, "_metadata_values", lambda pte, names: read[os.path.basename(pte.path)])
+    read.update({"a.pte": {"get_max_seq_len": 4, "get_vocab_size": 256},
+                 "b.pte": {"get_max_seq_len": 8, "get_vocab_size": 256}})
     w = what_if_from(a, b, values=(4, 8), at=16)
     assert w.keys == ("max_seq_len",) and w.export_change() == "max_seq_len = 16"
-    monkeypatch.setattr(wif, "_metadata_values", lambda programs, names: [
-        {"get_max_seq_len": 4, "get_vocab_size": 256}, {"get_max_seq_len": 8, "get_vocab_size": 512}])
+    read["b.pte"] = {"get_max_seq_len": 8, "get_vocab_size": 512}
     with pytest.raises(ExportsMismatch, match=r"get_vocab_size returns 256 in the first export and 512 in the "
                                               r"second"):
         what_if_from(a, b, values=(4, 8), at=16)
@@ -160,6 +161,12 @@ def test_llm_prediction_equals_the_reexport(llm_at, capsys):
     v0, v1, at = SEQ
     w = what_if_from(llm_at[v0], llm_at[v1], values=(v0, v1), at=at)
     assert w.exports.names == ("max_seq_len", "max_context_len")
+    # the metadata methods' values come from the file as ExecuTorch's deserializer reads them
+    from pte_lab.runtime.shapes import program_scalars
+
+    for name in ("get_max_seq_len", "get_max_context_len"):
+        out = pte_lab.open(llm_at[at]).methods[name].outputs[0]
+        assert out.scalar == program_scalars(llm_at[at], name)[0][out.value] == at
     real = pte_lab.open(llm_at[at]).methods["forward"]
     # the arenas ExecuTorch planned at 128
     assert [(a.mem_id, a.planned) for a in w.arenas] == [(a.mem_id, a.size) for a in real.arenas]

@@ -55,8 +55,8 @@ class RawValue:
     tensor: RawTensor | None = None
     #: value indices for TensorList / OptionalTensorList (-1: none)
     items: tuple[int, ...] = ()
-    #: the value an Int, Bool or Double method input holds in the file (read for method inputs only; the
-    #: runtime's set_input takes only that value for such an input); None otherwise
+    #: the value an Int, Bool or Double method input or output holds in the file (read for those only; the
+    #: runtime's set_input takes only that value for such an input, a constant method returns it); None otherwise
     scalar: int | float | bool | None = None
 
 
@@ -375,12 +375,14 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
         return _ints(arr)
 
     inputs = indices(3, "inputs")
-    for i in inputs:  # a scalar input's value, from its table (other values' tables are never read)
+    outputs = indices(4, "outputs")
+    # a scalar input's or output's value, from its table (other values' tables are never read): an input's is
+    # what set_input takes, an output's what a constant method returns (export_llm's get_max_seq_len...)
+    for i in inputs + outputs:
         kind = _SCALAR_INPUTS.get(values[i].kind)
         if kind is not None and values[i].scalar is None:
             val = values_vec[i].table(1, "val")
             values[i].scalar = val.scalar(0, kind, {"bool": False, "float64": 0.0}.get(kind, 0))
-    outputs = indices(4, "outputs")
     operators = [(o.string(0, "name", ""), o.string(1, "overload", "")) for o in plan.tables(6, "operators")]
     delegates = _decode_delegates(plan, prog, where)
 

@@ -53,7 +53,8 @@ class IOSpec:
     offset: int | None = None
     device: str = "cpu"
     dynamic: bool = False
-    #: an Int, Bool or Double input's value in the file (the only one ExecuTorch's set_input takes)
+    #: an Int, Bool or Double input's or output's value in the file (the only one ExecuTorch's set_input takes
+    #: for an input; what a method without instructions returns, export_llm's get_max_seq_len...)
     scalar: int | float | bool | None = None
 
 

@@ -25,7 +25,6 @@ from math import lcm
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
 from ..model.what_if import AffineDim, ShapeFit, WhatIfError, _describe
-from ..runtime.isolate import Worker
 from .what_if import FromExports, Predictor, WhatIf
 
 __all__ = ["what_if_from", "pair_tensors", "fit_pair", "ExportsMismatch", "check_values"]
@@ -74,38 +73,20 @@ def _metadata(pte: Pte) -> list[str]:
             if not m.instructions and len(m.outputs) == 1 and m.outputs[0].kind == "Int"]
 
 
-#: (path, mtime, size, method) -> the Int it returns: each file's metadata is read once per process
-_META: dict = {}
+def _metadata_values(pte: Pte, names) -> dict[str, int]:
+    """name -> the Int each metadata method in ``names`` returns, read from the file (the method's one output
+    value: no instructions run to make it)."""
+    return {n: int(v) for n in names if (v := pte.methods[n].outputs[0].scalar) is not None}
 
 
-def _metadata_values(programs, names) -> list[dict[str, int]]:
-    """Per (path, Pte) in ``programs``: name -> the Int each metadata method in ``names`` returns, as
-    ExecuTorch's deserializer reads it (one worker for all, none for what was read before: the program's own
-    bytes, not a run)."""
-    keys = []
-    for path, _ in programs:
-        st = os.stat(path)
-        keys.append((os.path.realpath(path), st.st_mtime_ns, st.st_size))
-    todo = [(k, path, pte, n) for k, (path, pte) in zip(keys, programs) for n in names if (*k, n) not in _META]
-    if todo:
-        engine = Worker(count=False)
-        try:
-            for k, path, pte, name in todo:
-                ints = engine.call("program_scalars", path, name)[0]
-                _META[(*k, name)] = ints.get(pte.methods[name].outputs[0].value)
-        finally:
-            engine.close()
-    return [{n: int(_META[(*k, n)]) for n in names if _META[(*k, n)] is not None} for k in keys]
-
-
-def _parameter(pa: Pte, pb: Pte, path_a, path_b, values) -> tuple[str, ...]:
+def _parameter(pa: Pte, pb: Pte, values) -> tuple[str, ...]:
     """The names of the metadata methods that return ``values`` (``get_`` left off); refuses a pair whose
     other metadata differ (a second parameter, or values that are not the exports')."""
     in_b = set(_metadata(pb))
     names = [n for n in _metadata(pa) if n in in_b]
-    if not names or path_a is None or path_b is None:
+    if not names:
         return ()
-    xa, xb = _metadata_values([(path_a, pa), (path_b, pb)], names)
+    xa, xb = _metadata_values(pa, names), _metadata_values(pb, names)
     carried = []
     for n in names:
         x, y = xa.get(n), xb.get(n)
@@ -260,7 +241,7 @@ def what_if_from(a, b, values, at: int, method: str | None = None) -> WhatIf:
     name = _pick_method(pa, pb, method)
     ma, mb = pa.methods[name], pb.methods[name]
     pairs = pair_tensors(ma, mb)
-    names = _parameter(pa, pb, path_a, path_b, (v0, v1))
+    names = _parameter(pa, pb, (v0, v1))
     key = names[0] if names else "parameter"
     fit = fit_pair(ma, mb, pairs, (v0, v1), key, at)
     w = Predictor(mb, fit).predict((at,), path_b)
