@@ -25,7 +25,8 @@ from .dtypes import SCALAR_TYPES
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
-__all__ = ["LAYOUT_COLUMNS", "Layout", "LayoutRow", "file_layout", "duplicate_phrase", "flatbuffer_regions", "PREFIX_REGIONS"]
+__all__ = ["LAYOUT_COLUMNS", "Layout", "LayoutRow", "file_layout", "duplicate_phrase", "flatbuffer_regions",
+           "PREFIX_REGIONS"]
 
 #: the columns of ``Pte.file_layout`` (the fields of :class:`LayoutRow` but its ``backend``)
 LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
@@ -292,8 +293,8 @@ _SMALL_BLOB = 64
 #: a small blob's row: its bytes, its length, zeros to a whole number of 8-byte words
 _ROW_BYTES = 72
 #: odd 64-bit multipliers, one per word of a row
-_MIX = np.array([0x9E3779B97F4A7C15 ^ (k * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF) | 1 for k in range(_ROW_BYTES // 8)],
-                dtype=np.uint64)
+_MIX = np.array([0x9E3779B97F4A7C15 ^ (k * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF) | 1
+                 for k in range(_ROW_BYTES // 8)], dtype=np.uint64)
 
 
 def _digests(offs, ns, read) -> list[str | None]:

@@ -55,7 +55,7 @@ class ConstantBufferDetails(Details):
 class DuplicateBlobsDetails(Prescription):
     """``duplicate_blobs``: ``at_stake`` is the bytes of every copy after the first."""
 
-    #: the layout's rows repeating an earlier blob (each names it in ``duplicate_of``), largest first
+    #: the layout's rows repeating an earlier blob (each names it in ``duplicate_of``), largest first (a ``Layout``)
     blobs: Sequence[LayoutRow]
     #: per repeated blob, largest waste first: (the first blob's name, its region, bytes each, copies after it)
     groups: tuple[tuple[str, str, int, int], ...] = ()
