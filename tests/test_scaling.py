@@ -159,3 +159,23 @@ def test_a_blob_named_by_many_tables_is_listed_for_each_and_hashed_once(monkeypa
     assert len(consts) == 100 and len({r.sha256 for r in consts}) == 1
     assert consts[0].name.endswith("(+99 more)")  # constant 1 is named by 100 values
     assert hashed == [4096, 4096]  # the constant's span and the delegate blob's, once each
+
+
+def test_small_constants_are_told_apart_by_their_bytes(monkeypatch):
+    """The file layout finds small blobs' copies by content, all at once: each constant's digest is its own
+    bytes', and a mix that takes every content for the same still gives the same rows (the bytes decide)."""
+    import hashlib
+
+    import numpy as np
+
+    from pte_lab.model import layout
+    from tests.crafting import long_offsets
+
+    data = long_offsets(600)  # 600 one-byte constants, 251 distinct bytes
+    rows = list(layout.file_layout(pte_lab.open(data)))
+    consts = [r for r in rows if r.region == "constant"]
+    assert len(consts) == 600 and len({r.sha256 for r in consts}) == 251
+    assert all(r.sha256 == hashlib.sha256(data[r.offset:r.offset + r.bytes]).hexdigest()[:16] for r in consts)
+    assert sum(r.duplicate_of is not None for r in consts) == 600 - 251
+    monkeypatch.setattr(layout, "_MIX", np.zeros_like(layout._MIX))  # every row mixes alike
+    assert list(layout.file_layout(pte_lab.open(data))) == rows

@@ -792,29 +792,34 @@ def method_diff(a: "Method", b: "Method") -> MethodDiff:
 
 # --------------------------------------------------------------------------- file
 def _regions(p: "Pte", hashes: bool):
+    """(region, backend) -> [bytes, rows], and ((region, name, duplicate_of), row) of each duplicate blob, read
+    from the layout's columns (a file may hold 110,000 constants: records are made for what the diff keeps)."""
+    layout = p.layout(hashes=hashes)
     by: dict[tuple[str, str], list[int]] = {}
-    dups = []
-    for r in p.layout(hashes=hashes):
-        acc = by.setdefault((r.region, r.backend), [0, 0])
-        acc[0] += r.bytes
+    for key, n in zip(zip(layout.region, layout.backend), layout.bytes):
+        acc = by.get(key)
+        if acc is None:
+            acc = by[key] = [0, 0]
+        acc[0] += n
         acc[1] += 1
-        if r.duplicate_of is not None:
-            dups.append(DuplicateBlob(r.region, r.name, r.bytes, r.duplicate_of))
-    return by, dups
+    dups = [((layout.region[i], layout.name[i], first), i) for i, first in enumerate(layout.duplicate_of)
+            if first is not None]
+    return by, dups, layout
 
 
 def _file_diff(a: "Pte", b: "Pte", hashes: bool):
-    ra, dup_a = _regions(a, hashes)
-    rb, dup_b = _regions(b, hashes)
+    ra, dup_a, la = _regions(a, hashes)
+    rb, dup_b, lb = _regions(b, hashes)
     keys = list(dict.fromkeys([*ra, *rb]))
     regions = tuple(RegionDiff(r, n, Change(ra.get((r, n), [0])[0], rb.get((r, n), [0])[0]),
                                Change(ra.get((r, n), [0, 0])[1], rb.get((r, n), [0, 0])[1])) for r, n in keys)
 
-    def key(d):
-        return d.region, d.name, d.duplicate_of
+    def only(dups, other, layout):
+        other = {key for key, _ in other}
+        return tuple(DuplicateBlob(layout.region[i], layout.name[i], layout.bytes[i], layout.duplicate_of[i])
+                     for key, i in dups if key not in other)
 
-    ka, kb = {key(d) for d in dup_a}, {key(d) for d in dup_b}
-    return regions, tuple(d for d in dup_b if key(d) not in ka), tuple(d for d in dup_a if key(d) not in kb)
+    return regions, only(dup_b, dup_a, lb), only(dup_a, dup_b, la)
 
 
 def _load_cost_diff(a: "Pte", b: "Pte") -> tuple[LoadCostDiff, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -25,7 +25,8 @@ from .dtypes import SCALAR_TYPES
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
-__all__ = ["LAYOUT_COLUMNS", "LayoutRow", "file_layout", "duplicate_phrase", "flatbuffer_regions", "PREFIX_REGIONS"]
+__all__ = ["LAYOUT_COLUMNS", "Layout", "LayoutRow", "file_layout", "duplicate_phrase", "flatbuffer_regions",
+           "PREFIX_REGIONS"]
 
 #: the columns of ``Pte.file_layout`` (the fields of :class:`LayoutRow` but its ``backend``)
 LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
@@ -58,6 +59,63 @@ class LayoutRow:
     def is_blob(self) -> bool:
         """A hashed blob: a constant, delegate blob, named data or mutable data with a digest."""
         return self.sha256 is not None
+
+
+class Layout(Sequence[LayoutRow]):
+    """The file's regions (:func:`file_layout`) as columns: a :class:`LayoutRow` is made when a row is read.
+
+    A file may hold 110,000 constants: totals, duplicates and diffs read the columns (``region``, ``bytes``,
+    ...: lists, one item a row) and make records of the rows they show only.
+    """
+
+    __slots__ = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of", "backend")
+
+    def __init__(self, region: list, name: list, owner: list, offset: list, bytes: list, sha256: list,
+                 duplicate_of: list, backend: list):
+        self.region, self.name, self.owner, self.offset, self.bytes = region, name, owner, offset, bytes
+        self.sha256, self.duplicate_of, self.backend = sha256, duplicate_of, backend
+
+    @classmethod
+    def of(cls, rows) -> "Layout":
+        """A :class:`Layout` of ``rows`` (a Layout itself, or :class:`LayoutRow` records)."""
+        if isinstance(rows, Layout):
+            return rows
+        rows = tuple(rows)
+        return cls(*([getattr(r, f) for r in rows] for f in cls.__slots__))
+
+    def __len__(self) -> int:
+        return len(self.region)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return self.rows(range(*i.indices(len(self))))
+        return LayoutRow(*(getattr(self, f)[i] for f in self.__slots__))
+
+    def __iter__(self) -> Iterator[LayoutRow]:
+        return map(LayoutRow, *self._columns())
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return self._columns() == other._columns()
+
+    def __hash__(self) -> int:
+        return hash(tuple(map(tuple, self._columns())))
+
+    def _columns(self) -> tuple[list, ...]:
+        return tuple(getattr(self, f) for f in self.__slots__)
+
+    def rows(self, indices) -> tuple[LayoutRow, ...]:
+        """The records of the rows at ``indices``."""
+        return tuple(self.take(indices))
+
+    def take(self, indices) -> "Layout":
+        """The rows at ``indices``, as a :class:`Layout` (no record made)."""
+        indices = list(indices)
+        return Layout(*([col[i] for i in indices] for col in self._columns()))
+
+    def __repr__(self) -> str:
+        return f"Layout({len(self)} regions, {sum(self.bytes):,} bytes)"
 
 
 def byte_reader(pte: "Pte", hashes: bool = True) -> Callable[[int, int], bytes] | None:
@@ -96,15 +154,16 @@ def _constant_names(pte: "Pte") -> dict[int, list]:
     return out
 
 
-def file_layout(pte: "Pte", hashes: bool = True) -> list[LayoutRow]:
+def file_layout(pte: "Pte", hashes: bool = True) -> Layout:
     """The file's regions in file order, gaps included as ``padding`` (``Pte.layout`` keeps them)."""
     raw, h = pte.raw, pte.header
     read = byte_reader(pte, hashes)
-    items: list[tuple] = []  # region, name, owner, offset, bytes, backend
+    cols: tuple[list, ...] = ([], [], [], [], [], [])  # region, name, owner, offset, bytes, backend
 
     def add(region, name, owner, offset, n, backend=""):
         if n:
-            items.append((region, name, owner, offset, n, backend))
+            for col, v in zip(cols, (region, name, owner, offset, n, backend)):
+                col.append(v)
 
     head_end = h.header_end
     add("header", "flatbuffer prelude and extended header" if h.extended else "flatbuffer prelude", "", 0,
@@ -124,7 +183,7 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[LayoutRow]:
     named = {idx: key for key, idx in raw.named_data}
     for s in raw.segments:
         if s.kind == "constants":
-            _constant_rows(raw.constant_offsets, s, names, items)
+            _constant_rows(raw.constant_offsets, s, names, cols)
         elif s.kind.startswith("delegate:"):
             backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
             add("delegate", f"{backend} blob (segment {s.index})", owner, s.offset, s.size, backend)
@@ -134,33 +193,55 @@ def file_layout(pte: "Pte", hashes: bool = True) -> list[LayoutRow]:
             add("mutable data", f"segment {s.index}", "", s.offset, s.size)
         else:
             add("unused segment", f"segment {s.index}", "", s.offset, s.size)
-    # file order, the larger of two regions at one offset first: a key in the tuple sorts in C, not per item
-    keyed = sorted([(item[3], -item[4], i) for i, item in enumerate(items)])
-    rows, cursor = [], 0
-    for off, neg, i in keyed:
-        if off > cursor:
-            rows.append(("padding", "", "", cursor, off - cursor, ""))
-        rows.append(items[i])
-        cursor = max(cursor, off - neg)
-    if cursor < h.file_size:
-        rows.append(("padding", "", "", cursor, h.file_size - cursor, ""))
+    region, name, owner, offset, nbytes, backend = _in_file_order(cols, h.file_size)
     if read is None:
-        return [LayoutRow(r, name, owner, off, n, None, None, backend) for r, name, owner, off, n, backend in rows]
-    digests = _digests(rows, read)
+        return Layout(region, name, owner, offset, nbytes, [None] * len(region), [None] * len(region), backend)
+    blobs = np.flatnonzero(np.fromiter((r in _BLOBS for r in region), dtype=bool, count=len(region)))
+    digests = _digests(np.asarray(offset, dtype=np.int64)[blobs], np.asarray(nbytes, dtype=np.int64)[blobs], read)
+    sha, dup = [None] * len(region), [None] * len(region)
     first_seen: dict[str, str] = {}
-    out = []
-    for region, name, owner, off, n, backend in rows:
-        digest = dup = None
-        if region in _BLOBS:
-            digest = digests.get((off, n))
-            if digest is not None:
-                dup = first_seen.setdefault(digest, name)
-                dup = None if dup == name else dup
-        out.append(LayoutRow(region, name, owner, off, n, digest, dup, backend))
-    return out
+    for i, digest in zip(blobs.tolist(), digests):
+        sha[i] = digest
+        if digest is not None:
+            first = first_seen.setdefault(digest, name[i])
+            if first != name[i]:
+                dup[i] = first
+    return Layout(region, name, owner, offset, nbytes, sha, dup, backend)
 
 
-def _constant_rows(offsets, segment, names, items: list) -> None:
+def _in_file_order(cols, file_size: int) -> tuple[list, ...]:
+    """The regions' columns in file order, the larger of two regions at one offset first (then the order they
+    were added), a ``padding`` row in each gap and after the last region up to ``file_size``: sorted and
+    padded for every row at once (a file may hold 110,000 constants)."""
+    region, name, owner, offset, nbytes, backend = cols
+    if not region:
+        return (["padding"], [""], [""], [0], [file_size], [""]) if file_size else cols
+    off, n = np.asarray(offset, dtype=np.int64), np.asarray(nbytes, dtype=np.int64)
+    order = np.lexsort((-n, off))  # stable: equal keys keep the order they were added in
+    off, n = off[order], n[order]
+    reached = np.maximum.accumulate(off + n)  # where the regions so far end
+    cursor = np.concatenate(([0], np.maximum(reached[:-1], 0)))
+    gap = off > cursor
+    tail = int(max(reached[-1], 0)) < file_size
+    total = len(off) + int(gap.sum()) + tail
+    at = np.arange(len(off)) + np.cumsum(gap)  # each region's row: after the paddings before it
+    pad = at[gap] - 1
+
+    def column(values, padding, last=None):
+        out = np.empty(total, dtype=object if last is None else np.int64)
+        out[at] = np.asarray(values, dtype=object)[order] if last is None else values
+        out[pad] = padding
+        if tail:
+            out[-1] = padding if last is None else last
+        return out.tolist()
+
+    text = [column(c, v) for c, v in ((region, "padding"), (name, ""), (owner, ""), (backend, ""))]
+    end = int(max(reached[-1], 0))
+    return (text[0], text[1], text[2], column(off, cursor[gap], end),
+            column(n, off[gap] - cursor[gap], file_size - end), text[3])
+
+
+def _constant_rows(offsets, segment, names, cols) -> None:
     """One row per constant buffer of the constant segment (index 0 is the placeholder for "no data"): each
     runs to the next larger offset, or to the segment's end. The spans are worked out for all of them at
     once, and the loop does no more than name each (a file may hold 100,000 small constants)."""
@@ -171,12 +252,16 @@ def _constant_rows(offsets, segment, names, items: list) -> None:
     ends = ends[np.append(True, ends[1:] != ends[:-1])]
     nxt = ends[np.minimum(np.searchsorted(ends, offs[1:], side="right"), len(ends) - 1)]
     sizes = np.where(nxt > offs[1:], nxt, segment.size) - offs[1:]
-    starts = (offs[1:] + segment.offset).tolist()
-    for b, off, n in zip(range(1, len(offs)), starts, sizes.tolist()):
-        if n:
-            got = names.get(b)
-            items.append(("constant", f"buffer {b}", "", off, n, "") if got is None else
-                         ("constant", _label(got, f"buffer {b}"), _owners(got), off, n, ""))
+    kept = np.flatnonzero(sizes) + 1  # the buffers with bytes
+    starts, sizes = (offs[kept] + segment.offset).tolist(), sizes[kept - 1].tolist()
+    kept = kept.tolist()
+    region, name, owner, offset, nbytes, backend = cols
+    region += ["constant"] * len(kept)
+    name += [f"buffer {b}" if b not in names else _label(names[b], f"buffer {b}") for b in kept]
+    owner += ["" if b not in names else _owners(names[b]) for b in kept]
+    offset += starts
+    nbytes += sizes
+    backend += [""] * len(kept)
 
 
 def _table_spans(raw, h) -> list[tuple[int, int]]:
@@ -205,45 +290,78 @@ def flatbuffer_regions(pte: "Pte") -> dict[str, int]:
 _READ_TOGETHER = 1 << 20
 #: blobs this small are hashed once per distinct content (100,000 constants of a few bytes share few contents)
 _SMALL_BLOB = 64
+#: a small blob's row: its bytes, its length, zeros to a whole number of 8-byte words
+_ROW_BYTES = 72
+#: odd 64-bit multipliers, one per word of a row
+_MIX = np.array([0x9E3779B97F4A7C15 ^ (k * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF) | 1
+                 for k in range(_ROW_BYTES // 8)], dtype=np.uint64)
 
 
-def _digests(rows, read) -> dict[tuple[int, int], str | None]:
-    """``(offset, bytes)`` -> digest of each distinct blob span, hashed once however many rows name it.
+def _digests(offs, ns, read) -> list[str | None]:
+    """The digest of each blob span (``offs``, ``ns``: arrays in file order, a span repeated next to itself),
+    each distinct span hashed once however many rows name it.
 
     A blob that overlaps one already hashed is not a copy stored apart: it is not hashed (None), so the
     bytes hashed never exceed the file's however the file's tables overlap their spans. Spans are read in
     groups of neighbours (disjoint ranges of the file, so never more than the file is read).
     """
-    spans, hashed_to = [], 0  # rows come in file order
-    seen: set[tuple[int, int]] = set()
-    for region, _name, _owner, off, n, _backend in rows:
-        if region in _BLOBS and (off, n) not in seen:
-            seen.add((off, n))
-            if off >= hashed_to:
-                spans.append((off, n))
-                hashed_to = off + n
-    out: dict[tuple[int, int], str | None] = dict.fromkeys(seen)
+    if not len(offs):
+        return []
+    new = np.ones(len(offs), dtype=bool)
+    new[1:] = (offs[1:] != offs[:-1]) | (ns[1:] != ns[:-1])
+    d_off, d_n = offs[new], ns[new]  # the distinct spans
+    d_end = d_off + d_n
+    hashed = np.ones(len(d_off), dtype=bool)
+    if np.any(d_off[1:] < np.maximum.accumulate(d_end)[:-1]):  # overlapping spans: the first of each is hashed
+        hashed_to = 0
+        for k, (off, end) in enumerate(zip(d_off.tolist(), d_end.tolist())):
+            hashed[k] = off >= hashed_to
+            if hashed[k]:
+                hashed_to = end
+    todo = np.flatnonzero(hashed)
+    h_off, h_end = d_off[todo], d_end[todo]  # disjoint, in file order: their ends increase
+    out = np.full(len(d_off), None, dtype=object)
     small: dict[bytes, str] = {}  # a small blob's bytes -> its digest: hashed once per distinct content
     i = 0
-    while i < len(spans):
-        start = spans[i][0]
-        j = i + 1
-        while j < len(spans) and spans[j][0] + spans[j][1] - start <= _READ_TOGETHER:
-            j += 1
-        end = spans[j - 1][0] + spans[j - 1][1]
-        chunk = memoryview(read(start, end - start))
-        for off, n in spans[i:j]:
-            piece = chunk[off - start : off - start + n]
-            if n <= _SMALL_BLOB:
-                key = piece.tobytes()
-                digest = small.get(key)
-                if digest is None:
-                    digest = small[key] = hashlib.sha256(key).hexdigest()[:16]
-            else:
-                digest = hashlib.sha256(piece).hexdigest()[:16]
-            out[(off, n)] = digest
+    while i < len(todo):
+        start = int(h_off[i])
+        j = max(i + 1, int(np.searchsorted(h_end, start + _READ_TOGETHER, side="right")))
+        chunk = memoryview(read(start, int(h_end[j - 1]) - start))
+        few = np.flatnonzero(h_end[i:j] - h_off[i:j] <= _SMALL_BLOB) + i
+        for k in np.flatnonzero(h_end[i:j] - h_off[i:j] > _SMALL_BLOB).tolist():
+            a, b = int(h_off[i + k]) - start, int(h_end[i + k]) - start
+            out[todo[i + k]] = hashlib.sha256(chunk[a:b]).hexdigest()[:16]
+        if len(few):
+            out[todo[few]] = _small_digests(chunk, h_off[few] - start, h_end[few] - h_off[few], small)
         i = j
-    return out
+    return out[np.cumsum(new) - 1].tolist()
+
+
+def _small_digests(chunk, offs, ns, small: dict[bytes, str]) -> list[str]:
+    """The digests of small blobs (at ``offs`` in ``chunk``, ``ns`` bytes each), hashed once per distinct
+    content: the blobs are set side by side in rows of a byte matrix (their length in the last column) and the
+    distinct rows found by one sort (a file may hold 110,000 constants of a few bytes)."""
+    firsts = np.cumsum(ns) - ns
+    rows = np.repeat(np.arange(len(ns)), ns)
+    cols = np.arange(int(ns.sum())) - np.repeat(firsts, ns)
+    matrix = np.zeros((len(ns), _ROW_BYTES), dtype=np.uint8)
+    matrix[rows, cols] = np.frombuffer(chunk, dtype=np.uint8)[np.repeat(offs, ns) + cols]
+    matrix[:, _SMALL_BLOB] = ns
+    # rows sorted by a 64-bit mix of their words (an integer sort), then checked equal to their group's first
+    mixed = (matrix.view(np.uint64) * _MIX).sum(axis=1, dtype=np.uint64)
+    _, firsts, which = np.unique(mixed, return_index=True, return_inverse=True)
+    if not np.array_equal(matrix, matrix[firsts[which.ravel()]]):  # two contents mixed alike: sort the bytes
+        _, firsts, which = np.unique(matrix.view(np.dtype((np.void, _ROW_BYTES))).ravel(), return_index=True,
+                                     return_inverse=True)
+    digests = []
+    for row in matrix[firsts]:
+        content = row.tobytes()
+        content = content[:content[_SMALL_BLOB]]
+        digest = small.get(content)
+        if digest is None:
+            digest = small[content] = hashlib.sha256(content).hexdigest()[:16]
+        digests.append(digest)
+    return [digests[k] for k in which.ravel().tolist()]
 
 
 def duplicate_phrase(name: str, region: str, nbytes: int, first: str) -> str:

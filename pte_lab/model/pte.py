@@ -18,7 +18,7 @@ from .bundled import Bundled
 from .ethos_u import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
 from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
-from .layout import LAYOUT_COLUMNS, LayoutRow, file_layout
+from .layout import LAYOUT_COLUMNS, Layout, file_layout
 from .load_cost import INT_COLUMNS, LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocation_columns
 from .attribution import check_etrecord
 from .method import Method
@@ -94,7 +94,7 @@ class Pte:
         if etrecord is not None:
             check_etrecord(self.method_names, etrecord, lambda n: self.methods[n].n_instructions)
         self._allocated: dict[str, dict[str, list]] = {}
-        self._layouts: dict[bool, tuple[LayoutRow, ...]] = {}
+        self._layouts: dict[bool, Layout] = {}
 
     # ------------------------------------------------------------ file layout
     @property
@@ -273,14 +273,15 @@ class Pte:
         """
         import pandas as pd
 
-        rows = [(r.region, r.name, r.owner, r.offset, r.bytes, r.sha256, r.duplicate_of) for r in self.layout(hashes)]
-        return pd.DataFrame(rows, columns=list(LAYOUT_COLUMNS))
+        layout = self.layout(hashes)
+        return pd.DataFrame(list(zip(*(getattr(layout, c) for c in LAYOUT_COLUMNS))), columns=list(LAYOUT_COLUMNS))
 
-    def layout(self, hashes: bool = True) -> tuple[LayoutRow, ...]:
-        """The regions of :meth:`file_layout` as records, worked out (and with ``hashes``, the blobs read) once."""
+    def layout(self, hashes: bool = True) -> Layout:
+        """The regions of :meth:`file_layout`: a sequence of :class:`~pte_lab.model.layout.LayoutRow` records
+        held as columns, worked out (and with ``hashes``, the blobs read) once."""
         rows = self._layouts.get(hashes)
         if rows is None:
-            rows = self._layouts[hashes] = tuple(file_layout(self, hashes))
+            rows = self._layouts[hashes] = file_layout(self, hashes)
         return rows
 
     def duplicate_blobs(self) -> list[Finding]:

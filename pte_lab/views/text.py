@@ -20,7 +20,7 @@ import numpy as np
 from ..format.etrecord import op_base
 from ..model.delegates import describe_io
 from ..model.dtypes import short_shape
-from ..model.layout import flatbuffer_regions
+from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable, printable_text, text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
@@ -392,16 +392,17 @@ def layout_text(rows, findings=(), name: str = "<bytes>", top: int = 12) -> str:
     ``rows`` are the file's :class:`~pte_lab.model.layout.LayoutRow` (``Pte.layout()``), ``findings`` what to
     say under them (``Pte.duplicate_blobs()``), ``name`` the file's.
     """
-    total = sum(r.bytes for r in rows)
+    rows = Layout.of(rows)  # read by column: a file may hold 110,000 constants, and 12 blobs are shown
+    total = sum(rows.bytes)
     by_region: dict[str, int] = {}
-    for r in rows:
-        by_region[r.region] = by_region.get(r.region, 0) + r.bytes
+    for region, n in zip(rows.region, rows.bytes):
+        by_region[region] = by_region.get(region, 0) + n
     lines = [f"{name}: {human_bytes(total)} ({total:,} bytes)", ""]
     lines.append(indented(text_table(["region", "bytes", "size", "share"],
                               [[k, f"{v:,}", human_bytes(v), f"{100 * v / total:.1f}%"]
                                for k, v in sorted(by_region.items(), key=lambda kv: -kv[1])])))
-    hashed = [r for r in rows if r.is_blob]
-    blobs = sorted(hashed, key=lambda r: -r.bytes)[:max(0, top)]
+    hashed = [i for i, digest in enumerate(rows.sha256) if digest is not None]  # LayoutRow.is_blob
+    blobs = rows.rows(sorted(hashed, key=lambda i: -rows.bytes[i])[:max(0, top)])
     if blobs:
         lines += ["", f"  largest blobs (of {len(hashed)}):"]
         lines.append(indented(text_table(["region", "name", "owner", "offset", "bytes"],

@@ -5,10 +5,10 @@ twice."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ...units import count, first_few, human_bytes
-from ..layout import LayoutRow
+from ..layout import Layout, LayoutRow
 from .base import Details, Finding, Kind, Prescription
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,8 +55,8 @@ class ConstantBufferDetails(Details):
 class DuplicateBlobsDetails(Prescription):
     """``duplicate_blobs``: ``at_stake`` is the bytes of every copy after the first."""
 
-    #: the layout's rows repeating an earlier blob (each names it in ``duplicate_of``), largest first
-    blobs: tuple[LayoutRow, ...]
+    #: the layout's rows repeating an earlier blob (each names it in ``duplicate_of``), largest first (a ``Layout``)
+    blobs: Sequence[LayoutRow]
     #: per repeated blob, largest waste first: (the first blob's name, its region, bytes each, copies after it)
     groups: tuple[tuple[str, str, int, int], ...] = ()
 
@@ -140,30 +140,34 @@ _DUP_OTHER = "the same bytes stored twice: where they are one tensor, keep one i
 
 def duplicate_blob_findings(layout: Iterable[LayoutRow]) -> list[Finding]:
     """From the file's layout (``Pte.layout``): identical blobs stored more than once, when the copies matter
-    (at least 1% of the file and 1 KiB), grouped by the blob they repeat, with what to change."""
-    rows = tuple(layout)
-    dups = tuple(sorted((r for r in rows if r.duplicate_of is not None), key=lambda r: -r.bytes))
-    wasted = sum(r.bytes for r in dups)
-    total = sum(r.bytes for r in rows)
-    if not dups or wasted < max(_DUP_BYTES, _DUP_SHARE * total):
+    (at least 1% of the file and 1 KiB), grouped by the blob they repeat, with what to change. Read from the
+    layout's columns (records of the rows shown and of the copies only)."""
+    rows = Layout.of(layout)
+    nbytes, first_of = rows.bytes, rows.duplicate_of
+    dup_at = sorted((i for i, d in enumerate(first_of) if d is not None), key=lambda i: -nbytes[i])
+    wasted = sum(nbytes[i] for i in dup_at)
+    total = sum(nbytes)
+    if not dup_at or wasted < max(_DUP_BYTES, _DUP_SHARE * total):
         return []
-    region = {r.name: r.region for r in rows if r.duplicate_of is None}
-    by: dict[str, list[LayoutRow]] = {}
-    for r in dups:
-        by.setdefault(r.duplicate_of, []).append(r)
-    groups = sorted(((first, region.get(first, ""), copies[0].bytes, len(copies), copies)
-                     for first, copies in by.items()), key=lambda g: (-g[2] * g[3], g[0]))
+    region = {n: r for r, n, d in zip(rows.region, rows.name, first_of) if d is None}
+    by: dict[str, list[int]] = {}
+    for i in dup_at:
+        by.setdefault(first_of[i], []).append(i)
+    groups = sorted(((first, region.get(first, ""), nbytes[at[0]], len(at), at) for first, at in by.items()),
+                    key=lambda g: (-g[2] * g[3], g[0]))
     named = [g for g in groups if g[2] * g[3] >= _DUP_NAMED * total][:4] or groups[:1]
     rest = groups[len(named):]
     shown = "; ".join(f"{first} ({where}, {human_bytes(each)}) stored again as "
-                      + first_few((f"{c.name} ({c.region}{', ' + c.owner if c.owner else ''})" for c in copies), 2)
-                      for first, where, each, n, copies in named)
+                      + first_few((f"{c.name} ({c.region}{', ' + c.owner if c.owner else ''})"
+                                   for c in rows.rows(at[:3])), 2, more=f" and {len(at) - 2} more")
+                      for first, where, each, n, at in named)
     if rest:
         shown += (f"; and {count(sum(g[3] for g in rest), 'smaller copy', 'smaller copies')} "
                   f"({human_bytes(sum(g[2] * g[3] for g in rest))})")
-    changes = list(dict.fromkeys(_DUP_CHANGE.get(frozenset({where, c.region}), _DUP_OTHER)
-                                 for _, where, _, _, copies in named for c in copies))
+    changes = list(dict.fromkeys(_DUP_CHANGE.get(frozenset({where, rows.region[i]}), _DUP_OTHER)
+                                 for _, where, _, _, at in named for i in at))
     change = "; ".join(changes)
+    dups = rows.take(dup_at)  # the copies, largest first: a Layout (a file may hold 110,000 copies)
     return [Finding(Kind.DUPLICATE_BLOBS, None,
                     f"{count(len(dups), 'blob')} repeat{'s' if len(dups) == 1 else ''} bytes stored earlier in "
                     f"the file: {human_bytes(wasted)} ({wasted / total:.1%} of it) could be stored once: {shown}; "
