@@ -39,6 +39,8 @@ LAZY_MODULES = HEAVY + ("torchao", "numpy", "IPython", "PIL", "tqdm", "filelock"
 #: (module, imported module) -> why it is imported inside a function although it is neither heavy nor a hook
 LAZY_ALLOWED = {
     ("pte_lab.runtime.sizing.measure", "resource"): "POSIX only: the function answers None where it is missing",
+    ("pte_lab.planning", "pte_lab.planning.teaching"): "the lessons' helpers draw: plot loads when one is asked "
+                                                       "for, not with the planners the CLI's parser lists",
     ("pte_lab.runtime.worker", "pte_lab.runtime.engine"): "after stdout goes to stderr: imports print no protocol",
     ("pte_lab.data.ethos_u.export", "pte_lab.examples"): "a script: pte_lab imports once its checkout is on sys.path",
     ("pte_lab.data.ethos_u.export", "pte_lab.quiet"): "a script: pte_lab imports once its checkout is on sys.path",

@@ -7,7 +7,6 @@ a replanned ``.pte`` written and verified, and teaching helpers.
 >>> pte_lab.planning.verify("model.pte", "model.replanned.pte")
 """
 
-from . import teaching
 from .algorithms import ALGORITHMS, PLANNERS
 from .problem import Group, PlanningError, Problem, build_problem
 from .replan import ArenaPlan, Replan, WrittenLayout, lower_bounds, plan_arena, replan, written_layout
@@ -18,6 +17,10 @@ __all__ = ["replan", "Replan", "ArenaPlan", "verify", "Verification", "build_pro
 
 
 def __getattr__(name):
-    if name in ("compare", "plot_plans"):
-        return getattr(teaching, name)
+    # the lessons' helpers draw: plot and matplotlib load when one is asked for, not with the planners (the
+    # CLI's parser imports the planners to list them)
+    if name in ("compare", "plot_plans", "teaching"):
+        from . import teaching
+
+        return teaching if name == "teaching" else getattr(teaching, name)
     raise AttributeError(name)
