@@ -19,6 +19,10 @@ from ..devices import device_name
 _TENSOR = 5
 _LISTS = (10, 11)  # TensorList, OptionalTensorList: their items are checked by the checked reader
 _MAX_FIELDS = 64  # as the checked reader: vtables of more fields are read the slow way
+#: below this many tables, every value is left to the checked reader (a metadata method has one)
+FEW = 32
+_STEPS = {w: np.arange(w, dtype=np.int64) for w in (2, 4, 8)}
+_UINTS = {2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
 
 class _Reader:
@@ -30,10 +34,10 @@ class _Reader:
 
     def uint(self, pos: np.ndarray, width: int) -> np.ndarray:
         """Little-endian unsigned integers of ``width`` bytes at ``pos`` (positions already checked)."""
-        out = np.zeros(len(pos), dtype=np.int64)
-        for k in range(width):
-            out |= self.u8[pos + k].astype(np.int64) << (8 * k)
-        return out
+        if width == 1:
+            return self.u8[pos].astype(np.int64)
+        # one gather of every byte, read as the little-endian integer they spell (8 bytes wrap as int64 does)
+        return self.u8[pos[:, None] + _STEPS[width]].view(_UINTS[width]).reshape(-1).astype(np.int64)
 
     def int(self, pos: np.ndarray, width: int) -> np.ndarray:
         v = self.uint(pos, width)
@@ -97,8 +101,8 @@ def read_values(buf, positions: np.ndarray, budget: list, kinds: dict, raw_value
     """
     pos = np.asarray(positions, dtype=np.int64)
     rows = len(pos)
-    if not rows:
-        return []
+    if rows < FEW:  # the checked reader is quicker on a few values than this reader's hundred array steps
+        return [None] * rows
     r = _Reader(buf)
     ok = np.ones(rows, dtype=bool)
     vt, k = r.table(pos, ok)
