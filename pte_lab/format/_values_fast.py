@@ -160,7 +160,7 @@ def read_values(buf, positions: np.ndarray, budget: list, kinds: dict, raw_value
                   scalar(f[8], 1, True).tolist(), (extra > 0).tolist(), name_at.tolist(), name_n.tolist(),
                   scalar(e[2], 1, True).tolist(), scalar(e[3], 1, True).tolist(), scalar(e[4], 1, True).tolist())
     dims = sizes.tolist()
-    u8 = r.u8
+    u8 = memoryview(buf).cast("B")  # a row's few bytes sliced from here: cheaper than from the array
     out: list = []
     d = 0
     for row, (is_t, stype, nd, oat, on, dbi, al, mid, off, dyn, ex, nat, nn, loc, dt, di) in enumerate(columns):
@@ -170,13 +170,13 @@ def read_values(buf, positions: np.ndarray, budget: list, kinds: dict, raw_value
         if not is_t:
             out.append(raw_value(kinds[int(tag[row])]))
             continue
-        rt = raw_tensor(stype, tuple(dims[d:d + nd]), tuple(u8[oat:oat + on].tolist()), dbi,
+        rt = raw_tensor(stype, tuple(dims[d:d + nd]), tuple(u8[oat:oat + on]), dbi,
                         mid if al else None, off if al else None, dyn)
         d += nd
         if ex:
             if nat:
                 try:
-                    rt.fqn = u8[nat:nat + nn].tobytes().decode("utf-8")
+                    rt.fqn = bytes(u8[nat:nat + nn]).decode("utf-8")
                 except UnicodeDecodeError:
                     out.append(None)  # the checked reader words it (and charges the budget again)
                     continue
