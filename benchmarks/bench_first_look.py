@@ -87,15 +87,17 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--skip-llm", action="store_true", help="leave out the export_llm program")
+    ap.add_argument("--llm", metavar="PTE", help="an export_llm program already exported, instead of exporting "
+                                                 "bench_open.LLM (which takes minutes)")
     ap.add_argument("--profile", metavar="LABEL", help="cProfile the first look (summary then inspect) of one "
                                                         "program (llama, 3000, etrecord) instead")
     args = ap.parse_args()
     progs: dict[str, tuple[Path, Path | None]] = {}
     if not args.skip_llm:
-        progs["llama"] = (program("llm", **LLM), None)
+        progs["llama"] = (Path(args.llm) if args.llm else program("llm", **LLM), None)
     progs["3000"] = (program("transformer", layers=60), None)
     progs["etrecord"] = with_etrecord(8)
-    labels = {"llama": "llama 6x288 export_llm 8da4w", "3000": "transformer (60 layers)",
+    labels = {"llama": f"llama {'(--llm)' if args.llm else '6x288'} export_llm 8da4w", "3000": "transformer (60 layers)",
               "etrecord": "transformer (8) + ETRecord"}
     import pte_lab
 
