@@ -320,3 +320,30 @@ def test_an_etrecord_of_the_same_graph_with_another_width_is_refused_naming_the_
     m = pte_lab.open(portable[0], etrecord=str(other)).methods["forward"]
     with pytest.raises(ETRecordError, match=r"writes \[.*16.*\], its node .* writes \[.*32.*\]"):
         m.sources
+
+
+def test_an_etrecord_file_is_parsed_once_and_read_again_when_rewritten(tmp_path):
+    """Re-opening a program with its unchanged ETRecord reuses the records; a rewritten file is read anew."""
+    import json
+    import os
+    import zipfile
+
+    from pte_lab.format.etrecord import read_etrecord
+
+    path = tmp_path / "m.etrecord"
+
+    def write(handles):
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("ETRECORD_V0", "")
+            z.writestr("debug_handle_map", json.dumps({"forward": handles}))
+
+    write({"0": [1], "1": [2]})
+    first = read_etrecord(path)
+    assert read_etrecord(path) is first
+    assert dict(first.methods["forward"].handles) == {0: (1,), 1: (2,)}
+    write({"0": [7]})
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # a rewrite within the clock's tick
+    again = read_etrecord(path)
+    assert dict(again.methods["forward"].handles) == {0: (7,)}
+    assert dict(read_etrecord(path.read_bytes()).methods["forward"].handles) == {0: (7,)}

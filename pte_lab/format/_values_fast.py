@@ -19,6 +19,10 @@ from ..devices import device_name
 _TENSOR = 5
 _LISTS = (10, 11)  # TensorList, OptionalTensorList: their items are checked by the checked reader
 _MAX_FIELDS = 64  # as the checked reader: vtables of more fields are read the slow way
+#: below this many tables, every value is left to the checked reader (a metadata method has one)
+FEW = 32
+_STEPS = {w: np.arange(w, dtype=np.int64) for w in (2, 4, 8)}
+_UINTS = {2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
 
 class _Reader:
@@ -30,10 +34,10 @@ class _Reader:
 
     def uint(self, pos: np.ndarray, width: int) -> np.ndarray:
         """Little-endian unsigned integers of ``width`` bytes at ``pos`` (positions already checked)."""
-        out = np.zeros(len(pos), dtype=np.int64)
-        for k in range(width):
-            out |= self.u8[pos + k].astype(np.int64) << (8 * k)
-        return out
+        if width == 1:
+            return self.u8[pos].astype(np.int64)
+        # one gather of every byte, read as the little-endian integer they spell (8 bytes wrap as int64 does)
+        return self.u8[pos[:, None] + _STEPS[width]].view(_UINTS[width]).reshape(-1).astype(np.int64)
 
     def int(self, pos: np.ndarray, width: int) -> np.ndarray:
         v = self.uint(pos, width)
@@ -97,8 +101,8 @@ def read_values(buf, positions: np.ndarray, budget: list, kinds: dict, raw_value
     """
     pos = np.asarray(positions, dtype=np.int64)
     rows = len(pos)
-    if not rows:
-        return []
+    if rows < FEW:  # the checked reader is quicker on a few values than this reader's hundred array steps
+        return [None] * rows
     r = _Reader(buf)
     ok = np.ones(rows, dtype=bool)
     vt, k = r.table(pos, ok)
@@ -156,7 +160,7 @@ def read_values(buf, positions: np.ndarray, budget: list, kinds: dict, raw_value
                   scalar(f[8], 1, True).tolist(), (extra > 0).tolist(), name_at.tolist(), name_n.tolist(),
                   scalar(e[2], 1, True).tolist(), scalar(e[3], 1, True).tolist(), scalar(e[4], 1, True).tolist())
     dims = sizes.tolist()
-    u8 = r.u8
+    u8 = memoryview(buf).cast("B")  # a row's few bytes sliced from here: cheaper than from the array
     out: list = []
     d = 0
     for row, (is_t, stype, nd, oat, on, dbi, al, mid, off, dyn, ex, nat, nn, loc, dt, di) in enumerate(columns):
@@ -166,13 +170,13 @@ def read_values(buf, positions: np.ndarray, budget: list, kinds: dict, raw_value
         if not is_t:
             out.append(raw_value(kinds[int(tag[row])]))
             continue
-        rt = raw_tensor(stype, tuple(dims[d:d + nd]), tuple(u8[oat:oat + on].tolist()), dbi,
+        rt = raw_tensor(stype, tuple(dims[d:d + nd]), tuple(u8[oat:oat + on]), dbi,
                         mid if al else None, off if al else None, dyn)
         d += nd
         if ex:
             if nat:
                 try:
-                    rt.fqn = u8[nat:nat + nn].tobytes().decode("utf-8")
+                    rt.fqn = bytes(u8[nat:nat + nn]).decode("utf-8")
                 except UnicodeDecodeError:
                     out.append(None)  # the checked reader words it (and charges the budget again)
                     continue

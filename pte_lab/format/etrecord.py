@@ -23,6 +23,7 @@ import os
 import re
 import zipfile
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
@@ -43,6 +44,7 @@ _MAX_DEPTH = 32
 _EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
 #: frames of the frameworks, skipped to find the user's innermost line
 _FRAMEWORK = re.compile(r"[/\\](site|dist)-packages[/\\](torch|executorch|torchao)[/\\]")
+_BRACKETS = frozenset("[()]")
 _FRAME = re.compile(r'File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
@@ -195,6 +197,8 @@ def _handles(v, what, where) -> tuple[int, ...]:
 
 def _split_meta(item: str) -> list[str]:
     """``key,path,type`` split at commas outside brackets (a path may hold ``[...]`` or ``(...)``)."""
+    if not _BRACKETS.intersection(item):
+        return item.split(",")
     parts, depth, start = [], 0, 0
     for i, c in enumerate(item):
         if c in "[(":
@@ -243,19 +247,24 @@ def innermost_user(frames) -> SourceLine | None:
 
 def _names(arg, out: list[str]) -> None:
     """The tensor names an argument of torch.export's JSON graph mentions (bounded depth)."""
-    stack = [(arg, 0)]
-    while stack:
-        a, depth = stack.pop()
-        if depth > _MAX_DEPTH:
-            continue
-        if isinstance(a, dict):
-            t = a.get("as_tensor")
-            if isinstance(t, dict) and isinstance(t.get("name"), str):
-                out.append(t["name"])
-                continue
-            stack.extend((v, depth + 1) for v in reversed(a.values()) if isinstance(v, (dict, list)))
-        elif isinstance(a, list):
-            stack.extend((v, depth + 1) for v in reversed(a) if isinstance(v, (dict, list)))
+    _walk(arg, out, 0)
+
+
+def _walk(a, out: list[str], depth: int) -> None:
+    """:func:`_names` below ``depth`` (in order: each container's items first to last)."""
+    if depth > _MAX_DEPTH:
+        return
+    if type(a) is dict:
+        t = a.get("as_tensor")
+        if type(t) is dict and type(t.get("name")) is str:
+            out.append(t["name"])
+            return
+        a = a.values()
+    elif type(a) is not list:
+        return
+    for v in a:
+        if type(v) is dict or type(v) is list:
+            _walk(v, out, depth + 1)
 
 
 def _shape(meta: dict) -> tuple[int | None, ...]:
@@ -276,6 +285,9 @@ def _graph(doc, where: str) -> tuple[tuple[NodeInfo, ...], tuple[str, ...]]:
         raise _fail(where, "the edge program has no graph_module.graph.nodes") from None
     values = graph.get("tensor_values") if isinstance(graph.get("tensor_values"), dict) else {}
     out = []
+    # nodes of one module, or of one line, repeat its stack: each distinct one is read once
+    stacks: dict[str, tuple] = {}
+    frames: dict[str, SourceLine | None] = {}
     for i, n in enumerate(nodes):
         if not isinstance(n, dict) or not isinstance(n.get("name"), str):
             raise _fail(where, f"node {i} of the edge program has no name")
@@ -290,27 +302,54 @@ def _graph(doc, where: str) -> tuple[tuple[NodeInfo, ...], tuple[str, ...]]:
         _names(n.get("inputs"), ins)
         _names(n.get("outputs"), outs)
         trace = md.get("stack_trace") if isinstance(md.get("stack_trace"), str) else None
-        out.append(NodeInfo(n["name"], target.removeprefix(_EDGE_PREFIX), handle, _module_stack(md.get("nn_module_stack")),
-                            user_frame(trace), trace, tuple(ins), tuple(outs),
+        stack = md.get("nn_module_stack")
+        if isinstance(stack, str):
+            modules = stacks.get(stack)
+            if modules is None:
+                modules = stacks[stack] = _module_stack(stack)
+        else:
+            modules = _module_stack(stack)
+        if trace is not None:
+            if trace in frames:
+                frame = frames[trace]
+            else:
+                frame = frames[trace] = user_frame(trace)
+        else:
+            frame = None
+        out.append(NodeInfo(n["name"], target.removeprefix(_EDGE_PREFIX), handle, modules,
+                            frame, trace, tuple(ins), tuple(outs),
                             tuple(_shape(values.get(o)) for o in outs if isinstance(values.get(o), dict))))
     graph_out: list[str] = []
     _names(graph.get("outputs") if isinstance(graph, dict) else None, graph_out)
     return tuple(out), tuple(graph_out)
 
 
+#: the ETRecords last read from files, by (path, inode, size, mtime): a notebook re-opening a program with its
+#: ETRecord parses it once (the records are immutable); a file written again is read again
+_READ: "OrderedDict[tuple, ETRecord]" = OrderedDict()
+_KEEP = 4
+
+
 def read_etrecord(source) -> ETRecord:
-    """Read an ETRecord (a path, or its bytes) into records, unpickling nothing.
+    """Read an ETRecord (a path, or its bytes) into records, unpickling nothing; a file read before and
+    unchanged since (same inode, size and modification time) gives the records it gave then.
 
     Raises :class:`~pte_lab.errors.ETRecordError` (one line) for anything that is not a readable ETRecord.
     """
+    key = None
     try:
         if isinstance(source, (bytes, bytearray, memoryview)):
             where, opened, size = "ETRecord", io.BytesIO(bytes(source)), len(source)
         else:
             where = opened = os.fspath(source)
-            size = os.path.getsize(where)
+            st = os.stat(where)
+            size = st.st_size
+            key = (where, os.path.abspath(where), st.st_ino, size, st.st_mtime_ns)
+            known = _READ.get(key)
+            if known is not None:
+                return known
         with zipfile.ZipFile(opened) as z:
-            return _read(z, where if isinstance(opened, str) else None, where, size)
+            record = _read(z, where if isinstance(opened, str) else None, where, size)
     except ETRecordError:
         raise
     except FileNotFoundError:
@@ -320,6 +359,11 @@ def read_etrecord(source) -> ETRecord:
         raise _fail(where, f"not a complete ZIP archive ({type(e).__name__}: "
                            f"{str(e).splitlines()[0][:160] if str(e) else 'cut short'}); truncated, or not an "
                            f"ETRecord? Save it again with get_etrecord().save(path)") from None
+    if key is not None:
+        _READ[key] = record
+        while len(_READ) > _KEEP:  # the oldest read goes first
+            _READ.popitem(last=False)
+    return record
 
 
 def _read(z: zipfile.ZipFile, path: str | None, where: str, size: int) -> ETRecord:

@@ -175,6 +175,8 @@ class Analysis:
     def _by_arena(self) -> dict[int, np.ndarray]:
         """mem_id -> indices (into ``columns``) of its tensors; arenas without tensors are absent."""
         ids = self.columns["mem_id"]
+        if not len(ids):
+            return {}
         order = np.argsort(ids, kind="stable")
         keys, starts = np.unique(ids[order], return_index=True)
         return dict(zip(keys.tolist(), np.split(order, starts[1:])))
@@ -212,6 +214,8 @@ class Analysis:
     def _lone_peaks(self) -> dict[int, int]:
         """mem_id -> peak of each arena holding one planned tensor: its bytes, if it is ever alive."""
         c, n = self.columns, self.n_instructions
+        if not self.n_planned:
+            return {}
         ids, counts = np.unique(c["mem_id"], return_counts=True)
         lone = np.isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
         first, last, nb = c["first"][lone], c["last"][lone], c["nbytes"][lone]
@@ -227,6 +231,8 @@ class Analysis:
         many views one base has, the check stays one entry per storage).
         """
         c = self.columns
+        if not self.n_planned:
+            return ()
         keep = ~np.isin(c["value"], np.fromiter(self.views, np.int64, len(self.views)))
         return tuple(find_conflicts(*(c[k][keep] for k in ("value", "mem_id", "offset", "nbytes", "first", "last")),
                                     storage=c["value"][keep]))
@@ -234,6 +240,9 @@ class Analysis:
 
 def analyse(plan: RawPlan) -> Analysis:
     """Roles, lifetimes, views and producers of every planned tensor of ``plan``."""
+    values = planned_values(plan)
+    if not len(values):  # nothing planned (a metadata method such as get_max_seq_len): no roles, lifetimes, views
+        return _analysis(plan, {}, {k: np.zeros(0, dtype=kind) for k, kind in _EMPTY.items()})
     declared = declared_state(plan)
     uses = instruction_uses(plan)
     first, last = lifetimes(plan, declared, uses)
@@ -243,14 +252,23 @@ def analyse(plan: RawPlan) -> Analysis:
     n_ins = len(plan.instructions)
     for v in state - declared:  # found from how the instructions use it: alive over every call
         first[v], last[v] = -1, n_ins
-    values = planned_values(plan)
     columns = _record_columns(plan, values)
     columns.update(_lifetime_columns(values, first, last))
     columns["role"] = roles_of(values, inputs=plan.inputs, outputs=plan.outputs, state=state,
                                named=columns["named"], views=views)
     columns.update(_producer_columns(plan, values, columns["role"], uses[0], columns, views))
-    return Analysis(plan.name, n_ins, tuple(plan.buffer_sizes), MappingProxyType(dict(plan.buffer_devices)),
-                    MappingProxyType(views), MappingProxyType(columns))
+    return _analysis(plan, views, columns)
+
+
+#: the columns' kinds (see :attr:`Analysis.columns`), for a method with no planned tensor
+_EMPTY = {**dict.fromkeys(("value", "mem_id", "offset", "nbytes", "first", "last", "producer"), np.int64),
+          **dict.fromkeys(("dynamic", "named"), bool),
+          **dict.fromkeys(("role", "dtype", "shape", "device", "op", "name"), object)}
+
+
+def _analysis(plan: RawPlan, views: dict, columns: dict) -> Analysis:
+    return Analysis(plan.name, len(plan.instructions), tuple(plan.buffer_sizes),
+                    MappingProxyType(dict(plan.buffer_devices)), MappingProxyType(views), MappingProxyType(columns))
 
 
 def planned_values(plan: RawPlan) -> np.ndarray:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Callable, Iterator
 
 
@@ -35,6 +36,7 @@ def paused_gc() -> Iterator[None]:
         gc.enable()
 
 
+@lru_cache(maxsize=64)  # compiled once per record type, not once per method
 def dict_maker(fields: tuple[str, ...], keys: tuple[str, ...] | None = None) -> Callable[..., dict]:
     """``f(*values) -> {key: value}``, one value per field (identifiers), the ``keys`` among them kept
     (default all), as one dict display."""

@@ -248,14 +248,17 @@ def arena_picture(m, mem_id: int, width: int = 64, max_rows: int = 48) -> str:
     lines = [header, f"{'t':>5} |{'-' * width}| live bytes"]
     conflicts = [c for c in m.conflicts if c.mem_id == mem_id]
     clashes = _clashes(conflicts, times, scale, width)
+    # each tensor's columns once; a row paints the tensors alive then, the earliest listed last (it shows where
+    # tensors share columns)
+    spans = [(a, min(b, width), glyph[tt.value])
+             for tt in tensors for a, b in (_columns(tt.offset, tt.offset + tt.nbytes, scale),)]
+    firsts = np.fromiter((tt.first for tt in tensors), np.int64, len(tensors))
+    lasts = np.fromiter((tt.last for tt in tensors), np.int64, len(tensors))
     for t in times:
         row = ["."] * width
-        for tt in tensors:
-            if tt.first <= t <= tt.last:
-                a, b = _columns(tt.offset, tt.offset + tt.nbytes, scale)
-                for c in range(a, min(b, width)):
-                    if row[c] == ".":
-                        row[c] = glyph[tt.value]
+        for k in np.flatnonzero((firsts <= t) & (lasts >= t))[::-1].tolist():
+            a, b, g = spans[k]
+            row[a:b] = [g] * (b - a)
         for c in clashes.get(t, ()):
             row[c] = CLASH
         label = "in" if t == -1 else ("out" if t == n else str(t))
