@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-import os
 import runpy
 import struct
 from dataclasses import dataclass
@@ -454,11 +453,14 @@ def _ethos_u(name: str):
 
 def _sram_fixed_bytes(name: str) -> int:
     """SRAM the file fixes for ``name`` (the method pool left out): the planned buffers, a temp pool of the
-    largest scratch, and the program's bytes where the memory mode reads them from SRAM (Sram_Only)."""
+    largest scratch where the memory mode puts the scratch in SRAM, and the program's bytes where a delegate
+    needs them in RAM (no memory mode does: ``MEMORY_MODES``)."""
     pte = _ethos_u(name)
     m = pte.methods["forward"]
-    (mode,) = set(pte.delegates.memory_mode)
-    return m.planned_bytes + m.delegate_temp_bytes + (pte.file_size if mode == "Sram_Only" else 0)
+    (mode,) = {d.placement for d in m.delegate_memory}
+    in_ram = any(d.program_in_ram for d in m.delegate_memory)
+    return (m.planned_bytes + (m.delegate_temp_bytes if mode.scratch.startswith("SRAM") else 0)
+            + (pte.file_size if in_ram else 0))
 
 
 def _sram_by_memory_mode() -> tuple[int, int]:
@@ -490,52 +492,62 @@ def _et_scratch(data: bytes) -> int:
 
 
 def _sram_by_memory_mode_by_executorch() -> tuple[int, int]:
-    # the arenas as exir reads them, the scratch as ExecuTorch's Arm script reads it, the memory mode from
-    # the compile specs as exir reads them, and the file's size from the file system
-
-
+    # the arenas as exir reads them, the scratch as ExecuTorch's Arm script reads it, the memory mode from the
+    # compile specs as exir reads them, and where ExecuTorch's Corstone build puts each part
+    # (backends/arm/scripts/corstone_utils.cmake: the model in DRAM in every mode; the scratch in SRAM for
+    # Shared_Sram and Sram_Only, in DRAM for Dedicated_Sram)
     out = []
     for name in SRAM_PAIR:
-        path = examples.ethos_u_program(name)
-        with open(path, "rb") as f:
+        with open(examples.ethos_u_program(name), "rb") as f:
             data = f.read()
         plan = _et_plans(data)["forward"]
-        specs = {c.key: bytes(c.value) for d in plan.delegates for c in d.compile_specs}
-        sram_only = b"Sram_Only" in b" ".join(specs.values())
-        out.append(sum(plan.non_const_buffer_sizes[1:]) + _et_scratch(data) + (os.path.getsize(path) if sram_only else 0))
+        specs = b" ".join(bytes(c.value) for d in plan.delegates for c in d.compile_specs)
+        scratch_in_sram = b"Dedicated_Sram" not in specs
+        out.append(sum(plan.non_const_buffer_sizes[1:]) + (_et_scratch(data) if scratch_in_sram else 0))
     return tuple(out)
+
+
+def _distinct(spans) -> int:
+    """Bytes covered by (start, bytes) spans, a byte two spans share counted once."""
+    total, end = 0, None
+    for start, n in sorted(spans):
+        if end is None or start >= end:
+            total, end = total + n, start + n
+        elif start + n > end:
+            total, end = total + start + n - end, start + n
+    return total
 
 
 def _delegate_io_copies() -> int:
     # the first delegate's input and output: planned in the arena, and copied into its scratch at the offsets
-    # Vela gives them, both held while the NPU runs
-
+    # Vela gives them (one base for inputs and outputs, so they may share bytes), all held while the NPU runs
     m = _ethos_u(SPLIT).methods["forward"]
-    first = m.delegate_memory[0]
-    in_arena = sum(int(m.tensors.set_index("value").nbytes[c.value]) for c in io_checks(m.raw, first))
-    in_scratch = sum(c.io.nbytes for c in io_checks(m.raw, first))
-    return in_arena + in_scratch
+    checks = io_checks(m.raw, m.delegate_memory[0])
+    planned = m.tensors.set_index("value")
+    in_arena = _distinct((int(planned.offset[c.value]), int(planned.nbytes[c.value])) for c in checks)
+    return in_arena + _distinct((c.io.offset, c.io.nbytes) for c in checks)
 
 
 def _delegate_io_copies_by_executorch() -> int:
-    # the delegate call's arguments as exir's deserializer reads them (their bytes by exir's own count), and
-    # the blob's inputs/outputs descriptors (int32 count, then shape[6], elem_size, offset, region each) split
-    # into blocks by ExecuTorch's Arm script's own reader
-
-
+    # the delegate call's arguments as exir's deserializer reads them (offsets and bytes by exir's own count),
+    # and the blob's inputs/outputs descriptors (int32 count, then shape[6], elem_size, offset, region each)
+    # split into blocks by ExecuTorch's Arm script's own reader; in the scratch, both at offsets from one base
+    # (EthosUBackend: ethosu_scratch + io.offset, for inputs and outputs alike)
     with open(examples.ethos_u_program(SPLIT), "rb") as f:
         data = f.read()
     plan = _et_plans(data)["forward"]
     call = next(i.instr_args for i in plan.chains[0].instructions if hasattr(i.instr_args, "delegate_index"))
-    in_arena = sum(_et_nbytes(plan.values[v].val) for v in call.args)
-    in_scratch = 0
+    tensors = [plan.values[v].val for v in call.args]
+    in_arena = _distinct((t.allocation_info.memory_offset_low + (t.allocation_info.memory_offset_high << 32),
+                          _et_nbytes(t)) for t in tensors)
+    scratch = []
     for name, block in _arm_script()["iter_vela_blocks"](_et_blobs(data)[0]):
         if name in ("inputs", "outputs"):
             (count,) = struct.unpack_from("<i", block)
             for k in range(count):
-                *shape, elem_size, _offset, _region = struct.unpack_from("<9i", block, 4 + 36 * k)
-                in_scratch += math.prod(shape) * elem_size
-    return in_arena + in_scratch
+                *shape, elem_size, offset, _region = struct.unpack_from("<9i", block, 4 + 36 * k)
+                scratch.append((offset, math.prod(shape) * elem_size))
+    return in_arena + _distinct(scratch)
 
 
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
@@ -546,13 +558,14 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "whose first <= instruction <= last. A tensor is alive from the instruction that writes it to the "
              "last one that reads it.", _peak_without_inputs, _peak_without_inputs_by_profiler,
              "ExecuTorch's activation memory profiler (exir's own lifetimes, the graph's inputs left out)"),
-    Exercise("01.2", "Export the notebook's program again with `side=32` (`examples.build('device', side=32)`): "
-                     "every matrix is then 32 x 32. By how many bytes is each arena smaller than at `side=64`? "
-                     "Answer `(forward arena 1, forward2 arena 1, forward2 arena 2)`. Work out what you expect "
-                     "before you export: which part of each arena scales with the matrices, and which does not?",
-             "Open both with pte_lab.open and subtract arena(mem_id).size, arena by arena. A 32 x 32 float32 "
-             "matrix holds a quarter of the bytes of a 64 x 64 one; exir's 64 bytes of XNNPACK padding do not "
-             "depend on the matrices. Pass pte=... (the side-64 program) to reuse it.",
+    Exercise("01.2", "Predict, without exporting it: the same program with 32 x 32 matrices "
+                     "(`examples.build('device', side=32)`): by how many bytes is each arena smaller than at "
+                     "`side=64`? Answer `(forward arena 1, forward2 arena 1, forward2 arena 2)`. The check exports "
+                     "it and compares your prediction.",
+             "Which part of each arena scales with the matrices, and which does not? A 32 x 32 float32 matrix "
+             "holds a quarter of the bytes of a 64 x 64 one; count the matrices each arena holds at its peak "
+             "(the tensor tables of both methods), and mind exir's 64 bytes of XNNPACK padding. Pass pte=... "
+             "(the side-64 program) to reuse it.",
              _arenas_shrunk_by_half_side, _arenas_shrunk_by_half_side_by_exir, DESERIALIZER),
     Exercise("02.1", "Return `torch.sigmoid(e)` from the hand-sized module instead of `e` "
                      "(`examples.build('hand_sized', extra=True)`): an eighth planned tensor. "
@@ -627,19 +640,24 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "each loader's rule on ExecuTorch's own deserializer's arena sizes"),
     Exercise("07.1", "`examples.ethos_u_program('u55_128_sram_only')` and `('u55_128_shared_sram')` hold one "
                      "model, compiled by Vela for two memory modes. How many bytes of SRAM does each need for "
-                     "what the file fixes: the planned buffers, a temp pool that holds the largest scratch, and the "
-                     "program's bytes if the mode reads them from SRAM? Leave the method pool out (a host "
+                     "what the file fixes, as ExecuTorch's Corstone build places it: the planned buffers, a temp "
+                     "pool that holds the largest scratch where the mode puts the scratch in SRAM, and the "
+                     "program's bytes where the mode puts them in SRAM? Leave the method pool out (a host "
                      "measurement). Answer `(sram_only, shared_sram)`.",
-             "Open each with pte_lab.open: m.planned_bytes, m.delegate_temp_bytes, pte.file_size. Under which "
-             "mode does the NPU read its command stream and weights from SRAM, in place in the program?",
+             "Open each with pte_lab.open: m.planned_bytes, m.delegate_temp_bytes, pte.file_size. Where does "
+             "each memory mode put the scratch, and does either put the program's bytes in SRAM (the section "
+             "\"Memory modes\": reading through the SRAM port is not the same as living in SRAM)?",
              _sram_by_memory_mode, _sram_by_memory_mode_by_executorch,
              "exir's deserializer (arenas, compile specs), ExecuTorch's own Arm script "
-             "(get_ethosu_scratch_from_pte.py) and the file's size"),
-    Exercise("07.2", "In the split program, while the first Ethos-U delegate runs, how many bytes hold its input "
-                     "and its output, counting every copy?",
+             "(get_ethosu_scratch_from_pte.py) and ExecuTorch's Corstone build's placement "
+             "(corstone_utils.cmake: the model in DRAM, the scratch in SRAM unless Dedicated_Sram)"),
+    Exercise("07.2", "In the split program, while the first Ethos-U delegate runs, how many distinct bytes hold "
+                     "its input and its output at most, in the planned arena and in its scratch together (a byte "
+                     "two copies share counts once)?",
              "Where does the CPU side keep the delegate's input and output, and where does EthosUBackend "
-             "copy them before and after the NPU runs? The tensors' bytes are in m.tensors, and io_checks "
-             "lists what Vela placed in the scratch.", _delegate_io_copies, _delegate_io_copies_by_executorch,
-             "exir's deserializer (the delegate call's arguments) and ExecuTorch's own Arm script's reader of "
-             "the blob's blocks (Vela's inputs and outputs)"),
+             "copy them before and after the NPU runs? Inputs and outputs sit at offsets from one base in the "
+             "scratch: do any of them overlap? The offsets and bytes are in m.tensors and io_checks.",
+             _delegate_io_copies, _delegate_io_copies_by_executorch,
+             "exir's deserializer (the delegate call's arguments, their offsets) and ExecuTorch's own Arm "
+             "script's reader of the blob's blocks (Vela's inputs and outputs)"),
 ]}

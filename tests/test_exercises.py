@@ -106,3 +106,24 @@ def test_each_check_is_named_for_what_it_checks():
     for ex in EXERCISES.values():
         for f in (ex.solve, ex.cross):
             assert not numbered.match(f.__name__), (ex.id, f.__name__)
+
+
+def test_the_ethos_u_answers_count_what_the_board_holds():
+    """07.1: no memory mode puts the program's bytes in SRAM (ExecuTorch's Corstone build keeps the model in
+    DRAM under Sram_Only too), so adding the file is wrong. 07.2: the first delegate's input and output share
+    bytes of its scratch (one base), so counting every copy is wrong; the answer counts each byte once."""
+    import pte_lab
+    from pte_lab import examples
+    from pte_lab.model.delegates import io_checks
+
+    sram_only, shared = solution("07.1")
+    pte = pte_lab.open(examples.ethos_u_program("u55_128_sram_only"))
+    assert check("07.1", (sram_only + pte.file_size, shared)).ok is False
+    assert check("07.1", (sram_only, shared)).ok is True
+    m = pte_lab.open(examples.ethos_u_program("u55_128_shared_sram_split")).methods["forward"]
+    checks = io_checks(m.raw, m.delegate_memory[0])
+    every_copy = 2 * sum(c.io.nbytes for c in checks)
+    scratch = sorted((c.io.offset, c.io.offset + c.io.nbytes) for c in checks)
+    assert scratch[0][1] > scratch[1][0]  # they overlap in the scratch
+    assert solution("07.2") < every_copy and check("07.2", every_copy).ok is False
+    assert check("07.2", solution("07.2")).ok is True

@@ -55,15 +55,13 @@ class MemoryMode:
     """One of Vela's memory modes: where each part of what the NPU needs must live in it."""
 
     name: str
-    #: where the command stream and weights must be (the NPU reads them in place from the program's bytes)
+    #: where the command stream and weights are (the NPU reads them in place from the program's bytes)
     program: str
     #: where the scratch must be
     scratch: str
     #: where the fast scratch is (None: the mode has none), and who provides it
     fast_scratch: str | None = None
     fast_scratch_from: str | None = None
-    #: the command stream and weights must be in RAM (the NPU's SRAM port), not flash
-    program_in_ram: bool = False
 
     @property
     def fast_scratch_text(self) -> str | None:
@@ -71,10 +69,15 @@ class MemoryMode:
         return None if self.fast_scratch is None else f"{self.fast_scratch}, {self.fast_scratch_from}"
 
 
-#: Vela's memory modes (its ``vela.ini``; ``Dedicated_Sram_384KB`` and the like inherit ``Dedicated_Sram``)
+#: Vela's memory modes (its ``vela.ini``; ``Dedicated_Sram_384KB`` and the like inherit ``Dedicated_Sram``). No
+#: mode puts the program's bytes in SRAM: ExecuTorch's own Corstone build (``backends/arm/scripts/
+#: corstone_utils.cmake``) keeps the model in DRAM under every mode ("Model in DRAM, scratch in SRAM" for
+#: ``Shared_Sram`` and ``Sram_Only``, both in DRAM for ``Dedicated_Sram``). ``Sram_Only`` decides the NPU's port,
+#: not the program's place: the weights' traffic (region 0) goes through the SRAM port (``NPU_REGIONCFG_0=1``)
+#: and Vela times it as SRAM; that build sets the second timing adapter to SRAM's latency to match.
 MEMORY_MODES = {mode.name: mode for mode in (
-    MemoryMode("Sram_Only", "the NPU's SRAM port (Vela counts it as on-chip flash): the program's bytes must be there",
-               "SRAM", program_in_ram=True),
+    MemoryMode("Sram_Only", "DRAM in ExecuTorch's Corstone build, read through the NPU's SRAM port: Vela times "
+               "those reads as SRAM, the program's bytes need not be in SRAM", "SRAM"),
     MemoryMode("Shared_Sram", "flash or DRAM on the NPU's second port, read only: the program's bytes can stay in "
                "flash", "SRAM, shared with the CPU"),
     MemoryMode("Dedicated_Sram", "flash or DRAM on the NPU's second port: the program's bytes can stay there",
@@ -201,23 +204,18 @@ class DelegateMemory:
 
     @property
     def program_in_ram(self) -> bool | None:
-        """The command stream and weights must be in RAM: the memory mode reads them from the NPU's SRAM port,
-        or the NPU works in a scratch block of the blob (writable memory); None when neither is known."""
+        """The program's bytes must be in writable RAM, not flash: the NPU works in a scratch block of the blob
+        (before ExecuTorch 0.7); False when the blob is read and the mode is known (no memory mode needs them in
+        RAM: see :data:`MEMORY_MODES`); None when neither is known."""
         if self.scratch_from == IN_BLOB:
             return True
-        mode = self.placement
-        return None if mode is None else mode.program_in_ram
+        return None if self.placement is None else False
 
     @property
     def program_in_ram_why(self) -> str | None:
         """Why the program's bytes must be in RAM (not flash) for this delegate to run (see :attr:`program_in_ram`);
         None: they may stay in flash, or the blob or the memory mode is not known."""
-        if self.scratch_from == IN_BLOB:
-            return "the NPU writes its scratch inside the program's bytes"
-        mode = self.placement
-        if self.stream is not None and mode is not None and mode.program_in_ram:
-            return f"{mode.name}: the NPU reads its command stream and weights in place, from SRAM"
-        return None
+        return "the NPU writes its scratch inside the program's bytes" if self.scratch_from == IN_BLOB else None
 
     @property
     def fast_scratch_limit(self) -> int | None:

@@ -72,8 +72,8 @@ POOLS = ("planned arenas", "method allocator", "temp allocator")
 HEAP_RUNS = 3
 
 #: what every view says of the heap figures, and of the pools (one home for the wording)
-HOST_DEPENDENT = ("the heap figures can change with the CPU (XNNPACK picks its kernels and workspaces per "
-                  "instruction set), the allocator and the run")
+HOST_DEPENDENT = ("the heap figures can change with the CPU (a kernel library or backend may pick its code and "
+                  "workspaces per instruction set, as XNNPACK does), the allocator and the run")
 POOLS_EXACT = "the pools are exact: ExecuTorch's own allocators, the same on every run"
 
 #: MethodSizes' heap fields -> the HeapFigures field that holds the same figure

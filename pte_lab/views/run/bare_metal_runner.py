@@ -81,7 +81,8 @@ def _pools_h(pools, ids, target: str, stem: str) -> str:
 
 def _program_h(data: bytes, in_ram: str | None = None) -> str:
     """The program as an array read through a BufferDataLoader: ``const`` (in flash), or, where ``in_ram`` says
-    why its bytes must be in RAM (an Ethos-U ``Sram_Only`` program), a writable array (in RAM, .data)."""
+    why its bytes must be in RAM (an Ethos-U blob whose scratch is a block of it, before ExecuTorch 0.7), a
+    writable array (in RAM, .data)."""
     rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 24]) for i in range(0, len(data), 24)]
     head = (f"/* the program, in RAM (.data): {c_comment(in_ram)}; read through a BufferDataLoader */" if in_ram
             else "/* the program, as a const array (in flash): read through a BufferDataLoader */")
