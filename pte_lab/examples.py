@@ -54,10 +54,14 @@ Builders (``name`` for :func:`build` / :func:`save`):
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from typing import Callable
 
-__all__ = ["build", "save", "manager", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow",
+from .cache import cache_dir
+
+__all__ = ["build", "save", "manager", "llm_records", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow",
            "ARM_EXTRA", "ETHOS_U_PROGRAMS", "ethos_u_program"]
 
 #: while :func:`manager` runs, ``_lower`` keeps each ExecutorchProgramManager it makes here
@@ -564,8 +568,6 @@ def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
         with open(out, "rb") as f:
             data = f.read()
         if records:  # kept by the program's bytes, so that save finds them after a build of the same program
-            import shutil
-
             kept = _records_dir(data)
             kept.mkdir(parents=True, exist_ok=True)
             for name in _RECORDS:
@@ -578,10 +580,6 @@ _RECORDS = ("etrecord.bin", "memory_profile.json")
 
 
 def _records_dir(data: bytes):
-    import hashlib
-
-    from .cache import cache_dir
-
     return cache_dir("llm_records", hashlib.sha256(data).hexdigest()[:16])
 
 
@@ -873,8 +871,6 @@ def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None
     with open(path, "wb") as f:
         f.write(data)
     if name == "llm" and kwargs.get("records"):
-        import shutil
-
         for kept, there in zip(_RECORDS, llm_records(path)):
             shutil.copyfile(_records_dir(data) / kept, there)
     return path

@@ -18,6 +18,7 @@ Not quite (02.2). Hint: ...
 from __future__ import annotations
 
 import functools
+import json
 import math
 import numbers
 import os
@@ -403,8 +404,6 @@ def _peak_module_by_trace(pte=None, trace=None):
     # (fqn). At the step with the most bytes alive the last tensor listed is the one just written: its module
     # makes the peak. A delegate call's outputs carry no module in the trace: they count with the next named
     # tensor of the step, written by the operator reading them.
-    import json
-
     _, trace = _llm_with_records(pte, trace)
     if trace is None:
         return None
