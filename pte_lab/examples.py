@@ -54,10 +54,14 @@ Builders (``name`` for :func:`build` / :func:`save`):
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from typing import Callable
 
-__all__ = ["build", "save", "manager", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow",
+from .cache import cache_dir
+
+__all__ = ["build", "save", "manager", "llm_records", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow",
            "ARM_EXTRA", "ETHOS_U_PROGRAMS", "ethos_u_program"]
 
 #: while :func:`manager` runs, ``_lower`` keeps each ExecutorchProgramManager it makes here
@@ -515,7 +519,7 @@ def weights(mb: float = 8.0) -> bytes:
 
 def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2, vocab_size: int = 256,
         max_seq_len: int = 32, custom_sdpa: bool = True, xnnpack: bool = True, quantize: str | None = None,
-        group_size: int = 32, timeout: float = 1800) -> bytes:
+        group_size: int = 32, records: bool = False, timeout: float = 1800) -> bytes:
     """A llama exported by ExecuTorch's own LLM flow, ``executorch.extension.llm.export.export_llm``.
 
     Seeded random weights (a checkpoint written here, see
@@ -527,7 +531,10 @@ def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
     ``index_put_``. ``quantize="8da4w"`` quantizes the linear layers
     (``group_size``). The program has ``forward(tokens[1, n], input_pos[1])``
     (prefill ``n`` tokens, then decode one at a time) and metadata methods
-    (``get_max_seq_len``...).
+    (``get_max_seq_len``...). ``records=True`` also has export_llm write its ETRecord
+    (``debug.generate_etrecord``) and ExecuTorch's memory trace of the same program
+    (``debug.profile_memory``: ``generate_memory_trace``); the program's bytes do not change,
+    and :func:`save` writes both beside the program (:func:`llm_records`).
     """
     import json
     import subprocess
@@ -550,6 +557,8 @@ def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
         ]
         if quantize:
             args += [f"quantization.qmode={quantize}", f"quantization.group_size={group_size}"]
+        if records:
+            args += ["debug.generate_etrecord=true", "debug.profile_memory=true"]
         r = subprocess.run([sys.executable, "-m", "executorch.extension.llm.export.export_llm", *args],
                            cwd=tmp, capture_output=True, text=True, timeout=timeout)
         out = os.path.join(tmp, "model.pte")
@@ -557,7 +566,28 @@ def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
             tail = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()][-1:]
             raise RuntimeError(f"export_llm failed (exit {r.returncode}): {tail[0] if tail else 'no output'}")
         with open(out, "rb") as f:
-            return f.read()
+            data = f.read()
+        if records:  # kept by the program's bytes, so that save finds them after a build of the same program
+            kept = _records_dir(data)
+            kept.mkdir(parents=True, exist_ok=True)
+            for name in _RECORDS:
+                shutil.copyfile(os.path.join(tmp, name), kept / name)
+        return data
+
+
+#: what ``llm(records=True)`` keeps: export_llm's ETRecord and ExecuTorch's memory trace of the program
+_RECORDS = ("etrecord.bin", "memory_profile.json")
+
+
+def _records_dir(data: bytes):
+    return cache_dir("llm_records", hashlib.sha256(data).hexdigest()[:16])
+
+
+def llm_records(path: str | os.PathLike) -> tuple[str, str]:
+    """``(etrecord, memory_trace)``: the files :func:`save` wrote beside an ``llm`` program exported with
+    ``records=True`` (``model.etrecord``, ``model.memory_trace.json`` beside ``model.pte``)."""
+    stem = os.path.splitext(os.fspath(path))[0]
+    return stem + ".etrecord", stem + ".memory_trace.json"
 
 
 def _llm_weights(params: dict, max_seq_len: int, path: str, seed: int = 0) -> None:
@@ -819,7 +849,8 @@ def manager(name: str, **kwargs):
 def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None = None, **kwargs) -> str:
     """Export the example called ``name`` and write it to ``path``; returns the path.
 
-    For ``external``, the ``.ptd`` data file is written beside the program. ``python``
+    For ``external``, the ``.ptd`` data file is written beside the program; for ``llm`` with
+    ``records=True``, its ETRecord and ExecuTorch's memory trace (:func:`llm_records`). ``python``
     exports with another interpreter that has torch and executorch (the executorch 1.4.1
     environment of ``pte-lab legacy-env``, say), in a fresh process with this pte_lab on its
     path: the same module, seed and options, another exporter. The arguments then travel as
@@ -839,6 +870,9 @@ def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None
         data = build(name, **kwargs)
     with open(path, "wb") as f:
         f.write(data)
+    if name == "llm" and kwargs.get("records"):
+        for kept, there in zip(_RECORDS, llm_records(path)):
+            shutil.copyfile(_records_dir(data) / kept, there)
     return path
 
 

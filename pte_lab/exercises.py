@@ -18,6 +18,7 @@ Not quite (02.2). Hint: ...
 from __future__ import annotations
 
 import functools
+import json
 import math
 import numbers
 import runpy
@@ -375,6 +376,55 @@ def _shared_state_arenas_by_exir():
     return tuple(out)
 
 
+
+def _llm_with_records(pte=None, trace=None):
+    """(program opened with its ETRecord, ExecuTorch's memory trace of it): the notebook's, or the 8da4w
+    llm exported once with ``records=True`` (export_llm writes both; the program's bytes are the same)."""
+    if pte is not None:
+        return pte, trace
+    data = _bytes("llm", quantize="8da4w", records=True)
+    etrecord, trace = (str(examples._records_dir(data) / name) for name in examples._RECORDS)
+    return open_pte(data, etrecord=etrecord), trace
+
+
+def _peak_module(pte=None, trace=None):
+    # the innermost module whose tensors hold more than half of the peak, and their bytes there (by_module)
+    pte, _ = _llm_with_records(pte, trace)
+    m = pte.methods["forward"]
+    half = m.peak.peak_bytes / 2
+    rows = [r for r in m.modules.rows if r.parent is not None and r.peak_bytes > half]
+    r = max(rows, key=lambda r: (r.depth, r.peak_bytes))
+    return r.module, r.peak_bytes
+
+
+def _peak_module_by_trace(pte=None, trace=None):
+    # ExecuTorch's memory trace (generate_memory_trace, export_llm's debug.profile_memory) of the same program:
+    # one step per instruction, each listing the tensors alive then in graph order with their node's module
+    # (fqn). At the step with the most bytes alive the last tensor listed is the one just written: its module
+    # makes the peak. A delegate call's outputs carry no module in the trace: they count with the next named
+    # tensor of the step, written by the operator reading them.
+    _, trace = _llm_with_records(pte, trace)
+    if trace is None:
+        return None
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    steps: dict[int, list] = {}
+    for e in events:
+        steps.setdefault(e["tid"], []).append(e)
+    step = max(steps.values(), key=lambda s: sum(e["args"]["bytes"] for e in s))
+    module = step[-1]["args"]["fqn"]
+    total = pending = 0
+    for e in step:
+        fqn, nbytes = e["args"]["fqn"], e["args"]["bytes"]
+        if not fqn and e["args"]["op_name"] == "executorch_call_delegate":
+            pending += nbytes
+        elif fqn:
+            if fqn == module or fqn.startswith(module + "."):
+                total += nbytes + pending
+            pending = 0
+    return module, total
+
+
 # ------------------------------------------------------------------- 06: diff
 def _diff(a, b):
     return diff_programs(open_pte(_bytes(a[0], **a[1])), open_pte(_bytes(b[0], **b[1])))
@@ -615,6 +665,15 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "for prefill then decode.",
              "Look at the mutable_buffer rows of each method's tensors; the shared_state finding names the arena.",
              _shared_state_arenas, _shared_state_arenas_by_exir, "ExecuTorch's own deserializer (the tensor the file names k_cache)"),
+    Exercise("05.3", "Which module makes forward's peak? Name the innermost module whose tensors hold more than "
+                     "half of the bytes alive at the peak, and how many bytes its tensors hold there. Answer "
+                     "`(module, bytes)`, the module as a dotted path (`layers.1.attention`).",
+             "Open the program with its ETRecord and read m.by_module(): each row counts its own tensors and "
+             "every module inside it, so go down from the model while a row keeps more than half of the peak. "
+             "A delegate call's outputs count in the module it swallowed. Pass pte=... and trace=... to reuse "
+             "your export.", _peak_module, _peak_module_by_trace,
+             "ExecuTorch's memory trace of the same program (generate_memory_trace: each tensor's module at "
+             "the step with the most bytes alive)"),
     Exercise("06.1", "Diff the portable example against the same export with its input and output left to the "
                      "caller. How many planned tensors are only in the first, and how many of the tensors both plan "
                      "sit at another offset in the second? Answer `(only_in_first, moved)`.",

@@ -16,7 +16,7 @@ from pte_lab.exercises import EXERCISES, check, solution  # noqa: E402
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 # the exercises whose reference solution exports an LLM take a minute: run with the slow tests
-SLOW = {"05.1"}
+SLOW = {"05.1", "05.3"}
 
 
 def _wrong(answer):
@@ -56,6 +56,33 @@ def test_llm_exercise(program_path):
     assert verdict.ok is True and verdict.message.endswith(": the same answer."), verdict.message
     assert check("05.1", _wrong(right), pte=pte).ok is False
 
+
+
+@pytest.mark.slow
+def test_peak_module_exercise(program_path):
+    """05.3 on the notebook's program with the ETRecord and ExecuTorch's memory trace export_llm writes beside it
+    (``records=True``: one more export of the same program, about a minute, unless a run already kept them)."""
+    import pte_lab
+    import pte_lab.examples as examples
+
+    data = program_path("llm").read_bytes()
+    kept = examples._records_dir(data)
+    if not all((kept / name).exists() for name in examples._RECORDS):
+        assert examples.build("llm", quantize="8da4w", records=True) == data  # records change no byte
+    etrecord, trace = (str(kept / name) for name in examples._RECORDS)
+    pte = pte_lab.open(program_path("llm"), etrecord=etrecord)
+    right = solution("05.3", pte=pte, trace=trace)
+    verdict = check("05.3", right, pte=pte, trace=trace)
+    assert verdict.ok is True and verdict.message.endswith(": the same answer."), verdict.message
+    module, nbytes = right
+    assert module.startswith("layers.") and 2 * nbytes > pte.methods["forward"].peak.peak_bytes
+    # stopping one level too high (the whole layer, with its bytes) is wrong; so is the right module's name
+    # with the bytes of the peak
+    parent = module.rpartition(".")[0]
+    rows = pte.methods["forward"].modules
+    assert check("05.3", (parent, rows.row(parent).peak_bytes), pte=pte, trace=trace).ok is False
+    assert check("05.3", (module, pte.methods["forward"].peak.peak_bytes), pte=pte, trace=trace).ok is False
+    assert check("05.3", _wrong(right), pte=pte, trace=trace).ok is False
 
 def test_a_right_answer_the_other_source_disputes_says_so(monkeypatch):
     from pte_lab.exercises import Exercise
