@@ -23,6 +23,7 @@ import numbers
 import os
 import runpy
 import struct
+import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -33,6 +34,7 @@ from .model import open_pte
 from .model.delegates import io_checks
 from .model.diff import diff_programs
 from .planning.problem import align_up
+from .planning.what_if import largest_bound, what_if
 from .quiet import quiet
 
 __all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
@@ -658,8 +660,6 @@ SEQ = (0, 1)
 
 @functools.lru_cache(maxsize=1)
 def _work_dir() -> str:
-    import tempfile
-
     return tempfile.mkdtemp(prefix="pte_lab_exercises_08_")
 
 
@@ -691,8 +691,6 @@ def _et_planned_bytes(path: str) -> int:
 
 
 def _largest_bound_under_budget(export=None) -> int:
-    from .planning.what_if import largest_bound
-
     return largest_bound(_exported_at(export, WHAT_IF_EXPORTED), WHAT_IF_BUDGET, SEQ).bound
 
 
@@ -710,8 +708,6 @@ def _largest_bound_under_budget_by_reexport(export=None) -> int:
 
 
 def _plan_for_a_short_call(export=None) -> tuple[int, int]:
-    from .planning.what_if import what_if
-
     w = what_if(_exported_at(export, WHAT_IF_EXPORTED), {SEQ: WHAT_IF_RUN})
     return w.planned, w.exported_planned - w.planned
 
