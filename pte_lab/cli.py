@@ -547,7 +547,8 @@ def _what_if(args) -> int:
         sys.stdout.write((json.dumps(r.to_dict(), indent=1) if args.json else str(r)) + "\n")
         return 0
     if not args.bound:
-        raise PteLabError("what-if needs --bound INPUT:AXIS=N, --bound INPUT:AXIS --budget SIZE or --at-shape INPUT=D0,D1,...")
+        raise PteLabError("what-if needs --bound INPUT:AXIS=N, --bound INPUT:AXIS --budget SIZE "
+                          "or --at-shape INPUT=D0,D1,...")
     bounds = {}
     for b in args.bound:
         dim, _, n = b.partition("=")

@@ -129,7 +129,8 @@ def usage_text(u) -> str:
         f"{human_bytes(u.gap)} more than this shape needs",
         f"the {len(top)} largest of {len(u.tensors):,} planned tensors (the JSON lists every one):",
         text_table(["value", "role", "shape run at", "bytes used", "planned at the bound"],
-                   [[f"v{v}", role, short_shape(shape), f"{used:,}", f"{bound:,}"] for v, role, shape, used, bound in top]),
+                   [[f"v{v}", role, short_shape(shape), f"{used:,}", f"{bound:,}"]
+                    for v, role, shape, used, bound in top]),
     ]
     return "\n".join(out)
 
