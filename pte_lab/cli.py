@@ -10,6 +10,7 @@
                    [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...]
     pte-lab diff A B [--method M] [--json | --html] [--sizes] [--fail-if-grows PCT] [--allow-target-change] [--rows N]
     pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
+    pte-lab what-if FILE --at-shape INPUT=D0,D1,... [--method M] [--json]
     pte-lab what-if A.pte B.pte --values 64,128 --at 256 [--method M] [--json]
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
@@ -511,6 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("--at", type=int, help="with two files: the value to predict at")
     wi.add_argument("--bound", "-b", action="append", metavar="INPUT:AXIS[=N]",
                     help="a dynamic dim and the bound to predict at (repeatable); with --budget, the dim to search")
+    wi.add_argument("--at-shape", action="append", metavar="INPUT=D0,D1,...",
+                    help="instead of --bound: run the method once with input INPUT of this shape (repeatable): the "
+                         "bytes each planned tensor uses there, what a plan for that shape needs, and the gap to "
+                         "the plan at the bound")
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes, KiB, MiB, GiB)")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
@@ -518,13 +523,48 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _at_shape(args) -> dict:
+    """``--at-shape 0=1,800,258`` -> {(0, 1): 800}: the axes whose size differs from the exported shape."""
+    from .planning.what_if import _method, _program
+
+    wanted = {}
+    for a in args.at_shape:
+        pos, _, dims = a.partition("=")
+        try:
+            wanted[int(pos)] = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            raise PteLabError(f"--at-shape {a!r}: write INPUT=D0,D1,..., e.g. 0=1,800,258") from None
+    by_pos = {s.position: s for s in _method(_program(args.file)[0], args.method).inputs}
+    shape = {}
+    for pos, dims in wanted.items():
+        exported = by_pos[pos].shape if pos in by_pos and by_pos[pos].shape is not None else None
+        if exported is None or len(exported) != len(dims):
+            raise PteLabError(f"--at-shape {pos}={','.join(map(str, dims))}: input {pos} is "
+                              + ("no tensor input" if exported is None else f"exported with {len(exported)} axes "
+                                 f"{list(exported)}"))
+        shape.update({(pos, axis): n for axis, (n, e) in enumerate(zip(dims, exported)) if n != e})
+    if not shape:
+        raise PteLabError("--at-shape: that is the exported shape, the one the plan at the bound is made for "
+                          "(no gap); give a smaller size on a dynamic axis")
+    return shape
+
+
 def _what_if(args) -> int:
-    from .planning.what_if import largest_bound, what_if
+    from .planning.what_if import largest_bound, usage_at, what_if
 
     if args.other is not None or args.values is not None or args.at is not None:
+        if args.at_shape:
+            raise PteLabError("--at-shape runs one program at one shape: give it without a second file")
         return _what_if_from(args)
+    if args.at_shape:
+        if args.bound or args.budget is not None:
+            raise PteLabError("--at-shape runs the method at one shape: give it without --bound or --budget")
+        r = usage_at(args.file, _at_shape(args), method=args.method)
+        sys.stdout.write((json.dumps(r.to_dict(), indent=1) if args.json else str(r)) + "\n")
+        return 0
     if not args.bound:
-        raise PteLabError("what-if FILE needs --bound INPUT:AXIS=N (or two files with --values A,B --at N)")
+        raise PteLabError("what-if FILE needs --bound INPUT:AXIS=N, --bound INPUT:AXIS --budget SIZE or "
+                          "--at-shape INPUT=D0,D1,... (or two files with --values A,B --at N)")
     bounds = {}
     for b in args.bound:
         dim, _, n = b.partition("=")

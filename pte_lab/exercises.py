@@ -23,6 +23,7 @@ import math
 import numbers
 import runpy
 import struct
+import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -33,6 +34,7 @@ from .model import open_pte
 from .model.delegates import io_checks
 from .model.diff import diff_programs
 from .planning.problem import align_up
+from .planning.what_if import largest_bound, what_if
 from .quiet import quiet
 
 __all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
@@ -720,3 +722,95 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "exir's deserializer (the delegate call's arguments, their offsets) and ExecuTorch's own Arm "
              "script's reader of the blob's blocks (Vela's inputs and outputs)"),
 ]}
+
+
+# ------------------------------------------------------------------- 08: what if
+#: 08.1 and 08.2's program: exported with a sequence (input 0, axis 1) of at most this many tokens
+WHAT_IF_EXPORTED = 128
+#: 08.1's budget for the planned arenas, in bytes
+WHAT_IF_BUDGET = 160 * 1024
+#: 08.2's call: this many tokens
+WHAT_IF_RUN = 16
+#: the dynamic dim: input 0, axis 1
+SEQ = (0, 1)
+
+
+@functools.lru_cache(maxsize=1)
+def _work_dir() -> str:
+    return tempfile.mkdtemp(prefix="pte_lab_exercises_08_")
+
+
+def _transformer_at(bound: int) -> str:
+    """pte_lab's transformer example (2 blocks, width 64) exported with a sequence of at most ``bound``,
+    written to a file (what-if runs the method: it needs a path). The notebook passes its own ``export``."""
+    import torch
+
+    torch.manual_seed(0)
+    model = examples._modules()["Transformer"](2, d=64)
+    seq = torch.export.Dim("seq", min=2, max=bound)
+    with quiet():
+        data = examples._lower(examples._export(model, (torch.randn(1, 8, 64),), dynamic_shapes=({1: seq},)))
+    path = Path(_work_dir()) / f"seq{bound}.pte"
+    path.write_bytes(data)
+    return str(path)
+
+
+@functools.lru_cache(maxsize=16)
+def _exported_at(export, bound: int) -> str:
+    """``export(bound)`` (the notebook's exporter, or :func:`_transformer_at`), once per process and bound."""
+    return str((export or _transformer_at)(bound))
+
+
+def _et_planned_bytes(path: str) -> int:
+    """forward's planned bytes as ExecuTorch's own deserializer reads the file: every arena it sizes."""
+    with open(path, "rb") as f:
+        return sum(_et_plans(f.read())["forward"].non_const_buffer_sizes[1:])
+
+
+def _largest_bound_under_budget(export=None) -> int:
+    return largest_bound(_exported_at(export, WHAT_IF_EXPORTED), WHAT_IF_BUDGET, SEQ).bound
+
+
+def _largest_bound_under_budget_by_reexport(export=None) -> int:
+    # re-exports read by exir's deserializer decide: from a starting bound (pte_lab's answer, only where to
+    # start), walk down while the re-export does not fit, then up while the next one does; the answer is the
+    # bound whose re-export fits and whose next does not (or the exported bound)
+    fits = functools.lru_cache(maxsize=None)(lambda n: _et_planned_bytes(_exported_at(export, n)) <= WHAT_IF_BUDGET)
+    n = min(max(2, _largest_bound_under_budget(export)), WHAT_IF_EXPORTED)
+    while n > 2 and not fits(n):
+        n -= 1
+    while n < WHAT_IF_EXPORTED and fits(n + 1):
+        n += 1
+    return n
+
+
+def _plan_for_a_short_call(export=None) -> tuple[int, int]:
+    w = what_if(_exported_at(export, WHAT_IF_EXPORTED), {SEQ: WHAT_IF_RUN})
+    return w.planned, w.exported_planned - w.planned
+
+
+def _plan_for_a_short_call_by_reexport(export=None) -> tuple[int, int]:
+    # a plan made for a 16-token call is what a re-export at 16 plans; the runtime allocates the plan at the
+    # export's bound whole: both as exir's deserializer reads the two files
+    short, full = (_et_planned_bytes(_exported_at(export, n)) for n in (WHAT_IF_RUN, WHAT_IF_EXPORTED))
+    return short, full - short
+
+
+EXERCISES.update({e.id: e for e in [
+    Exercise("08.1", f"The model is exported with a sequence of at most {WHAT_IF_EXPORTED} tokens. The device leaves "
+                     f"its planned arenas {WHAT_IF_BUDGET // 1024} KiB. What is the largest bound of the sequence "
+                     f"(input 0, axis 1) whose plan fits, as ExecuTorch would plan a re-export there? Pass "
+                     f"export=... (bound -> path of the model exported there) to check your own model.",
+             "pte_lab.largest_bound(model, budget, (input, axis)) bisects over the bound; the budget is in "
+             "binary kilobytes (1 KiB is 1,024 bytes). One more token must not fit.",
+             _largest_bound_under_budget, _largest_bound_under_budget_by_reexport,
+             "ExecuTorch's own deserializer's arena sizes of re-exports at that bound and the next"),
+    Exercise("08.2", f"A call with a sequence of {WHAT_IF_RUN} tokens, on the model exported at {WHAT_IF_EXPORTED}: "
+                     f"how many bytes would a plan made for that shape need (ExecuTorch's greedy), and how many "
+                     f"bytes does the plan at the bound, allocated whole, hold beyond it? Answer "
+                     f"`(plan_for_shape, gap)`.",
+             "A plan made for a shape is what a re-export with that bound plans: pte_lab.what_if at that "
+             "bound. The gap is against the plan in the file, the arenas the runtime allocates at load.",
+             _plan_for_a_short_call, _plan_for_a_short_call_by_reexport,
+             "ExecuTorch's own deserializer's arena sizes of a re-export at that bound and of the file"),
+]})

@@ -107,8 +107,7 @@ def test_answers_are_compared_as_a_learner_would_write_them():
 
 
 #: notebooks whose exercise is not yet one of :data:`pte_lab.exercises.EXERCISES` (and why)
-_OWN_CHECK = {"08-what-if": "its exercise checks the learner's bound against a re-export the notebook makes; "
-                            "moving it into pte_lab.exercises (an 08.1 and 08.2) is open (issue 32, part 6)"}
+_OWN_CHECK: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(reason=_OWN_CHECK[p.stem], strict=True))

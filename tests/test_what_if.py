@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import pte_lab
@@ -170,3 +172,31 @@ def test_xnnpack_dynamic_batch_prediction_equals_the_reexport(tmp_path):
     assert "outside_plan" in w.to_dict()
     b = pte_lab.largest_bound(str(big), w.planned, (0, 0))
     assert "the budget counts the planned arenas only" in str(b) and str(b).splitlines()[-1].startswith("export")
+
+
+def test_cli_at_shape_prints_each_tensors_bytes_and_the_gap(program_path, capsys):
+    """``what-if FILE --at-shape 0=5,16`` on the dynamic batch (bound 32): one run at 5 rows. Each planned
+    tensor's bytes at that shape, what a plan for it needs, and the gap to the plan at the bound."""
+    from pte_lab.cli import main
+
+    path = str(program_path("dynamic"))
+    assert main(["what-if", path, "--at-shape", "0=5,16", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    planned = pte_lab.open(path).methods["forward"].planned_bytes
+    assert doc["point"] == [{"input": 0, "axis": 0, "size": 5}] and doc["planned_at_bound"] == planned
+    assert doc["gap"] == planned - doc["plan_for_shape"] > 0
+    rows = {r["value"]: r for r in doc["tensors"]}
+    assert rows[8]["shape"] == [5, 8] and rows[8]["used"] == 5 * 8 * 4 and rows[8]["planned_at_bound"] == 32 * 8 * 4
+    # the text of the same record (one run is enough: the view renders what the JSON holds)
+    from pte_lab.planning.what_if import UsageAt
+
+    text = str(UsageAt(doc["method"], ((0, 0),), (5,), [(r["value"], r["role"], tuple(r["shape"]), r["used"],
+                                                        r["planned_at_bound"]) for r in doc["tensors"]],
+                       doc["used"], doc["plan_for_shape"], doc["lower_bound"], doc["planned_at_bound"]))
+    assert f"allocated whole whatever the shape: {planned:,} B" in text
+    assert any(ln.split()[:5] == ["v8", "intermediate", "[5,", "8]", "160"] for ln in text.splitlines())
+    for bad, says in ((["0=5,16,3"], "exported with 2 axes [32, 16]"), (["0=32,16"], "that is the exported shape"),
+                      (["0=five"], "write INPUT=D0,D1,...")):
+        assert main(["what-if", path, "--at-shape", *bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], err

@@ -265,6 +265,8 @@ class Predictor:
         self.method, self.fit = method, fit
         values = fit.values if fit is not None else tuple(t.value for t in method.planned)
         self.row = {v: i for i, v in enumerate(values)}
+        #: planned bytes (ExecuTorch's greedy) per point asked: a budget search asks a point more than once
+        self._planned_at: dict[tuple[int, ...], int] = {}
         self.problems = [build_problem(method, a.mem_id) for a in method.arenas]
         self._members = []
         for p in self.problems:
@@ -299,6 +301,14 @@ class Predictor:
         """Planned bytes (ExecuTorch's greedy, every arena) for tensors of ``nbytes``."""
         return sum(self.size(p)[1] for p in self.problems_for(nbytes))
 
+    def planned_at(self, point) -> int:
+        """:meth:`planned` at ``point`` (the fit's bytes there), worked out once per point."""
+        point = tuple(int(n) for n in point)
+        got = self._planned_at.get(point)
+        if got is None:
+            got = self._planned_at[point] = self.planned(self.nbytes_at(point))
+        return got
+
     def lower_bound(self, nbytes: np.ndarray) -> int:
         return sum(p.lower_bound for p in self.problems_for(nbytes))
 
@@ -320,13 +330,13 @@ class Predictor:
             offsets.update(offs)
             arenas.append(ArenaAt(p.mem_id, p.device, greedy_size,
                                   self.size(p, "best_fit")[1] if best_fit else None, p.lower_bound, a.size))
-        nb = nbytes.tolist()
+        self._planned_at.setdefault(point, sum(a.planned for a in arenas))
+        nb, dims, row = nbytes.tolist(), shapes.tolist(), self.row
         tensors = []
         for t in self.method.planned:
-            i = self.row[t.value]
-            rank = len(self.fit.dims[i])
+            i = row[t.value]
             tensors.append(TensorAt(t.value, t.role, t.op, t.name, t.dtype, t.mem_id,
-                                    tuple(int(x) for x in shapes[i, :rank]), nb[i], t.shape, t.nbytes,
+                                    tuple(dims[i][:len(self.fit.dims[i])]), nb[i], t.shape, t.nbytes,
                                     offsets.get(t.value, t.offset)))
         ins, peak, peak_bytes = _peak(problems, self.method.n_instructions)
         return WhatIf(source, self.method.name, self.fit.keys, point, self.fit.exported, tensors, arenas, ins,
@@ -451,13 +461,13 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None) -> 
 
 def _search(pred: Predictor, budget: int, lo: int, hi: int) -> int | None:
     """The largest N in [lo, hi] whose plan fits (bisection: planned bytes grow with the bound)."""
-    if pred.planned(pred.nbytes_at((lo,))) > budget:
+    if pred.planned_at((lo,)) > budget:
         return None
-    if pred.planned(pred.nbytes_at((hi,))) <= budget:
+    if pred.planned_at((hi,)) <= budget:
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if pred.planned(pred.nbytes_at((mid,))) <= budget:
+        if pred.planned_at((mid,)) <= budget:
             lo = mid
         else:
             hi = mid
@@ -497,12 +507,12 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
     lo = next((n for n in range(1, top + 1) if _fits(pred, n)), None)
     if lo is None:
         raise WhatIfError(f"{pred.method.name}: no bound of input {key[0]} axis {key[1]} gives whole shapes")
-    smallest = pred.planned(pred.nbytes_at((lo,)))
+    smallest = pred.planned_at((lo,))
     n = _search(pred, budget, lo, top)
     if n is None:
         raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans: the smallest, at bound {lo}, "
                           f"plans {exact_bytes(smallest)}")
-    after = pred.planned(pred.nbytes_at((n + 1,))) if n < top and _fits(pred, n + 1) else None
+    after = pred.planned_at((n + 1,)) if n < top and _fits(pred, n + 1) else None
     return BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, pred)
 
 

@@ -132,15 +132,22 @@ def budget_dict(b) -> dict:
 
 
 def usage_text(u) -> str:
-    """One call's bytes against the plan for its shape and the plan at the bound."""
-    return "\n".join([
+    """One call's bytes against the plan for its shape and the plan at the bound, then the tensors that
+    the bound's plan sizes largest, with the bytes each uses at this shape."""
+    top = sorted(u.tensors, key=lambda r: (-r[4], r[0]))[:TOP_TENSORS]
+    out = [
         f"{u.method} run at {_where(u.keys, u.point)}",
         f"its planned tensors hold {exact_bytes(u.used)} over the whole call at these shapes (each storage once, "
         f"not all alive at once; per tensor: .tensors), at most {exact_bytes(u.lower_bound)} at once",
         f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}",
         f"the plan at the bound, allocated whole whatever the shape: {exact_bytes(u.planned_at_bound)}, "
         f"{human_bytes(u.gap)} more than this shape needs",
-    ])
+        f"the {len(top)} largest of {len(u.tensors):,} planned tensors (the JSON lists every one):",
+        text_table(["value", "role", "shape run at", "bytes used", "planned at the bound"],
+                   [[f"v{v}", role, short_shape(shape), f"{used:,}", f"{bound:,}"]
+                    for v, role, shape, used, bound in top]),
+    ]
+    return "\n".join(out)
 
 
 def usage_dict(u) -> dict:
