@@ -21,8 +21,12 @@ import functools
 import math
 import numbers
 import os
+import re
 import runpy
 import struct
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -448,11 +452,6 @@ _REFUSED = ("import sys\nfrom executorch.runtime import Runtime\nprogram = Runti
 def _device_arena_refused_by_runtime(pte=None):
     # what the runtime did: executorch's Runtime.load_program and load_method of every method, in a fresh
     # interpreter (this one, no device allocator registered), and the allocation its error names
-    import re
-    import subprocess
-    import sys
-    import tempfile
-
     side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else 64
     data = _data(pte, "device", side=side)
     if data is None:
