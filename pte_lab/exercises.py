@@ -21,8 +21,12 @@ import functools
 import json
 import math
 import numbers
+import os
+import re
 import runpy
 import struct
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from html import escape
@@ -432,10 +436,13 @@ def _diff(a, b):
     return diff_programs(open_pte(_bytes(a[0], **a[1])), open_pte(_bytes(b[0], **b[1])))
 
 
+#: the two exports of 06.1: as it is, and with its input and output left to the caller
+CALLER_IO = ({}, {"alloc_graph_input": False, "alloc_graph_output": False})
+
+
 def _caller_io_diff():
-    d = _diff(("portable", {}), ("portable", {"alloc_graph_input": False, "alloc_graph_output": False}))
-    m = d.methods["forward"]
-    return len(m.only_before), sum(1 for x in m.matched if "offset" in x.changed)
+    m = _diff(("portable", CALLER_IO[0]), ("portable", CALLER_IO[1])).methods["forward"]
+    return len(m.only_before), m.arena(1).peak.before - m.arena(1).peak.after
 
 
 def _et_planned(data: bytes, method: str = "forward") -> dict:
@@ -453,43 +460,92 @@ def _et_planned(data: bytes, method: str = "forward") -> dict:
 def _caller_io_diff_by_exir():
     # one module, one graph: the emitter writes the same values table for both exports (checked: the same
     # tensors, in the same order), so a value index names the same tensor in both; the caller's input and
-    # output stay in the second table, unplanned
-    first, second = (_bytes("portable", **kw) for kw in ({}, {"alloc_graph_input": False, "alloc_graph_output": False}))
+    # output stay in the second table, unplanned. The peaks: exir's own lifetimes (its activation memory profiler)
+    first, second = (_bytes("portable", **kw) for kw in CALLER_IO)
     tables = [[(tuple(v.val.sizes), v.val.scalar_type) if hasattr(v.val, "sizes") else type(v.val).__name__
                for v in _et_plans(d)["forward"].values] for d in (first, second)]
     if tables[0] != tables[1]:
         return None
-    a, b = _et_planned(first), _et_planned(second)
-    return len(a.keys() - b.keys()), sum(1 for i in a.keys() & b.keys() if a[i][2] != b[i][2])
+    peaks = [_profiler_peak(_manager("portable", **kw)) for kw in CALLER_IO]
+    return len(_et_planned(first).keys() - _et_planned(second).keys()), peaks[0] - peaks[1]
 
 
 def _extra_layer_diff():
     m = _diff(("transformer", {"layers": 2}), ("transformer", {"layers": 3})).methods["forward"]
+    # a matched pair weighs the same on both sides here (paired by operators, dtype and shape): what is only in
+    # one program is the whole difference in planned tensor bytes
     return (m.arena(1).size.delta,
             sum(int(t.nbytes) for t in m.only_after) - sum(int(t.nbytes) for t in m.only_before))
 
 
 def _extra_layer_diff_by_exir():
-    # the arena sizes and every planned tensor's bytes, as ExecuTorch's deserializer reads each file: whatever
-    # pairs, the third layer's tensors are the planned bytes the 3-layer file has beyond the 2-layer one
+    # the arena sizes and every planned tensor's bytes, as ExecuTorch's deserializer reads each file: no pairing
     two, three = (_bytes("transformer", layers=n) for n in (2, 3))
     arena = [_et_plans(d)["forward"].non_const_buffer_sizes[1] for d in (two, three)]
     planned = [sum(b for b, _, _ in _et_planned(d).values()) for d in (two, three)]
     return arena[1] - arena[0], planned[1] - planned[0]
 
 
-def _same_file_two_runtimes(pte=None):
-    # one file, two runtimes: 1.4.1's Runtime.load_program (legacy) and 1.5.1's (corrected)
+def _device_arena_refused(pte=None):
+    # 1.5.1 with no allocator for the device: the device method's load_method asks for its device arena
+    # (exact, XNNPACK's padding included) and names it by runtime buffer index, mem_id - 1
     pte = pte or _open("device", side=64)
-    return _load_program_host_bytes(pte, "legacy"), _load_program_host_bytes(pte, "corrected")
+    (arena,) = [a for m in pte.methods.values() for a in m.arenas if a.device != "cpu"]
+    return arena.size, arena.mem_id - 1
 
 
-def _same_file_two_runtimes_by_exir(pte=None):
+#: what ExecuTorch's own runtime, in a fresh interpreter, says when load_method cannot get a device arena
+_REFUSED = ("import sys\nfrom executorch.runtime import Runtime\nprogram = Runtime.get().load_program(sys.argv[1])\n"
+            "for name in sorted(program.method_names):\n    try:\n        program.load_method(name)\n"
+            "    except RuntimeError as exc:\n        print(exc)\n")
+
+
+def _device_arena_refused_by_runtime(pte=None):
+    # what the runtime did: executorch's Runtime.load_program and load_method of every method, in a fresh
+    # interpreter (this one, no device allocator registered), and the allocation its error names
     side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else 64
     data = _data(pte, "device", side=side)
     if data is None:
         return None
-    return _et_load_program_host_bytes(data, "legacy"), _et_load_program_host_bytes(data, "corrected")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "device.pte")
+        with open(path, "wb") as f:
+            f.write(data)
+        r = subprocess.run([sys.executable, "-c", _REFUSED, path], capture_output=True, text=True, timeout=900)
+    got = re.findall(r"Failed to allocate (\d+) bytes for buffer (\d+) on device", r.stdout)
+    return (int(got[0][0]), int(got[0][1])) if len(got) == 1 else None
+
+
+#: the pair of 06.4: the portable transformer lowered to XNNPACK, then the same one with portable kernels (back)
+BACKEND_PAIR = ({"layers": 2, "backend": "xnnpack"}, {"layers": 2})
+#: the budget of 06.4, in percent
+BACKEND_BUDGET = 5
+
+
+def _backend_change_verdict():
+    d = diff_programs(*(open_pte(_bytes("transformer", **kw)) for kw in BACKEND_PAIR))
+    kinds = {c.kind for c in d.target_changes}
+    return "runner" in kinds, "board" in kinds, any(c.failed for c in d.budget(BACKEND_BUDGET))
+
+
+def _backend_change_verdict_by_exir():
+    # each file as ExecuTorch's deserializer reads it: the backend each delegate call names, in call order, with
+    # its compile specs, and the arenas; the file's bytes. A backend in only one file is a runner change; a
+    # delegate call both files make with other compile specs (a target, a memory mode) is a board change; the
+    # budget: the file or the planned bytes grew by more than BACKEND_BUDGET percent
+    sides = []
+    for kw in BACKEND_PAIR:
+        data = _bytes("transformer", **kw)
+        plan = _et_plans(data)["forward"]
+        calls = [plan.delegates[i.instr_args.delegate_index] for i in plan.chains[0].instructions
+                 if hasattr(i.instr_args, "delegate_index")]
+        sides.append(({c.id for c in plan.delegates}, [(c.id, sorted((s.key, bytes(s.value)) for s in c.compile_specs))
+                                                       for c in calls],
+                      len(data), sum(plan.non_const_buffer_sizes[1:])))
+    (backends_a, calls_a, file_a, planned_a), (backends_b, calls_b, file_b, planned_b) = sides
+    board = any(a[0] == b[0] and a[1] != b[1] for a, b in zip(calls_a, calls_b))
+    over = any(b > a * (1 + BACKEND_BUDGET / 100) for a, b in ((file_a, file_b), (planned_a, planned_b)))
+    return backends_a != backends_b, board, over
 
 
 # ------------------------------------------------------------------- 07: a microcontroller
@@ -677,28 +733,42 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "ExecuTorch's memory trace of the same program (generate_memory_trace: each tensor's module at "
              "the step with the most bytes alive)"),
     Exercise("06.1", "Diff the portable example against the same export with its input and output left to the "
-                     "caller. How many planned tensors are only in the first, and how many of the tensors both plan "
-                     "sit at another offset in the second? Answer `(only_in_first, moved)`.",
-             "A tensor the caller provides is not planned: it is in neither arena. Then: were the input and the "
-             "output alive at the arena's peak, and does the greedy plan need their bytes for anything else? "
-             "d.methods['forward'].only_before, and each matched pair's `changed`.", _caller_io_diff,
-             _caller_io_diff_by_exir,
-             "ExecuTorch's own deserializer (each value table's planned tensors and offsets, by value index)"),
+                     "caller. How many planned tensors are only in the first, and by how many bytes is arena 1's "
+                     "peak live (the most bytes alive at once) lower in the second? Answer "
+                     "`(only_in_first, peak_drop)`.",
+             "A tensor the caller provides is not planned: it is in neither arena. For the peak: find the "
+             "instruction where the most bytes are alive in the first program (m.tensors: first <= i <= last), "
+             "and ask whether the input or the output is alive there. d.methods['forward'].only_before and "
+             ".arena(1).peak.", _caller_io_diff, _caller_io_diff_by_exir,
+             "ExecuTorch's own deserializer (which values each file plans) and its activation memory profiler "
+             "(the most bytes alive at once, from exir's own lifetimes)"),
     Exercise("06.2", "Diff the portable transformer with 2 layers against the one with 3. By how many bytes does "
-                     "arena 1 change (0 if it does not), and how many bytes do the planned tensors only in the "
-                     "3-layer program weigh in all? Answer `(arena_bytes, new_tensor_bytes)`.",
-             "Which tensors are alive at arena 1's peak: those of one layer, or of all of them? The third layer's "
-             "tensors are d.methods['forward'].only_after; add up their nbytes.",
+                     "arena 1 change (0 if it does not), and by how many bytes do all the planned tensors of the "
+                     "3-layer program outweigh those of the 2-layer one (every planned tensor's bytes, views "
+                     "included, summed in each file)? Answer `(arena_bytes, planned_tensor_bytes)`.",
+             "Which tensors are alive at arena 1's peak: those of one layer, or of all of them? For the tensors: "
+             "a pair the diff matched weighs the same in both files, so only what is in one program counts: "
+             "d.methods['forward'].only_after less .only_before, by nbytes.",
              _extra_layer_diff, _extra_layer_diff_by_exir,
              "ExecuTorch's own deserializer (the arena sizes, and every planned tensor's bytes, in each file)"),
-    Exercise("06.3", "The diff of the device program exported by executorch 1.4.1 and by 1.5.1 found nothing: the "
-                     "same bytes. How many bytes of planned arenas does each version's `Runtime.load_program` put "
-                     "on the host when it loads that file? Answer `(executorch_1_4_1, executorch_1_5_1)`.",
-             "A diff compares files; the loaders differ. Before 1.5 every method's arenas, the device one "
-             "too, are allocated on the host at load_program, shared per runtime index by the largest; from 1.5 "
-             "only the host-only methods' arenas are, and a device method's wait for load_method.",
-             _same_file_two_runtimes, _same_file_two_runtimes_by_exir,
-             "each loader's rule on ExecuTorch's own deserializer's arena sizes"),
+    Exercise("06.3", "Section 4's file, under executorch 1.5.1 with no allocator registered for the device "
+                     "(none is, here): `Runtime.load_program`, then `load_method` of each method. One "
+                     "`load_method` fails, and ExecuTorch's error names the bytes it could not allocate and the "
+                     "runtime's index of that buffer. Predict both. Answer `(bytes, buffer_index)`.",
+             "Which method has an arena tagged for the device, and how big is it, exir's padding included "
+             "(pte_lab.open(new).methods[...].arenas)? The runtime counts its planned buffers from zero: "
+             "runtime index = mem_id less one.",
+             _device_arena_refused, _device_arena_refused_by_runtime,
+             "ExecuTorch's own runtime (Runtime.load_program and load_method in a fresh interpreter: its error)"),
+    Exercise("06.4", "Run the budget of section 6 the other way round: from the XNNPACK transformer back to the "
+                     "portable one, `--fail-if-grows 5`. Which does the command report: a change of what the "
+                     "runner must link, a change of the board, a budget exceeded? Answer "
+                     "`(runner_changed, board_changed, over_budget)`, each a bool.",
+             "XNNPACK runs on the CPU: does it have a target or a memory mode? A backend in only one of the "
+             "two programs changes what the runner links, whichever side it is on. And the plan: which program "
+             "had the larger arena 1 in section 2?",
+             _backend_change_verdict, _backend_change_verdict_by_exir,
+             "ExecuTorch's own deserializer (each file's delegates, compile specs and arenas) and the file sizes"),
     Exercise("07.1", "`examples.ethos_u_program('u55_128_sram_only')` and `('u55_128_shared_sram')` hold one "
                      "model, compiled by Vela for two memory modes. How many bytes of SRAM does each need for "
                      "what the file fixes, as ExecuTorch's Corstone build places it: the planned buffers, a temp "
