@@ -337,20 +337,23 @@ def _legacy_shared_arena_2_by_exir(pte=None):
 
 
 # -------------------------------------------------------------------- 05: LLM
+#: 05.1's configuration, one the notebook does not export: no grouped-query attention, twice the positions
+KV_VARIANT = {"n_kv_heads": 4, "max_seq_len": 64}
+
+
 def _kv_cache_share(pte=None):
-    pte = pte or _open("llm")
-    m = pte.methods["forward"]
+    # the caches of the llm exported with KV_VARIANT (pte, the notebook's program, is not that one): their
+    # bytes, and the bytes each position adds to all of them
+    m = _open("llm", **KV_VARIANT).methods["forward"]
     state = m.tensors[m.tensors.role == "mutable_buffer"]
-    return int(state.nbytes.sum()), round(float(state.nbytes.sum()) / m.arena(1).size, 3)
+    total = int(state.nbytes.sum())
+    return total, total // KV_VARIANT["max_seq_len"]
 
 
 def _kv_cache_share_by_exir(pte=None):
     # the caches are the tensors llama::update_cache writes into (its second argument), as ExecuTorch's
-    # deserializer reads the instructions; an export without that operator has no such second source
-    data = _data(pte, "llm")
-    if data is None:
-        return None
-    plan = _et_plans(data)["forward"]
+    # deserializer reads the instructions; positions are their second dimension
+    plan = _et_plans(_bytes("llm", **KV_VARIANT))["forward"]
     ops = [o.name for o in plan.operators]
     if "llama::update_cache" not in ops:
         return None
@@ -358,7 +361,8 @@ def _kv_cache_share_by_exir(pte=None):
     caches = {i.instr_args.args[1] for i in plan.chains[0].instructions
               if getattr(i.instr_args, "op_index", None) == update}
     total = sum(_et_nbytes(plan.values[v].val) for v in caches)
-    return total, round(total / plan.non_const_buffer_sizes[1], 3)
+    positions = {plan.values[v].val.sizes[1] for v in caches}
+    return (total, total // positions.pop()) if len(positions) == 1 else None
 
 
 def _shared_state_arenas():
@@ -394,21 +398,31 @@ def _llm_with_records(pte=None, trace=None):
 
 
 def _peak_module(pte=None, trace=None):
-    # the innermost module whose tensors hold more than half of the peak, and their bytes there (by_module)
+    # at the peak's instruction: the module of the node that writes there, the bytes alive that kernel calls
+    # of that module (or of modules inside it) wrote, and the bytes alive that delegate calls wrote (the
+    # ETRecord's module paths on the kernel calls' nodes; a delegate call's outputs are counted apart)
     pte, _ = _llm_with_records(pte, trace)
     m = pte.methods["forward"]
-    half = m.peak.peak_bytes / 2
-    rows = [r for r in m.modules.rows if r.parent is not None and r.peak_bytes > half]
-    r = max(rows, key=lambda r: (r.depth, r.peak_bytes))
-    return r.module, r.peak_bytes
+    story = m.peak
+    (module,) = {m.source_of(t.value).module for t in m.planned if t.producer == story.at and t.role != "view"}
+    alive = [t for t in m.planned if t.role != "view" and t.nbytes and t.mem_id == story.mem_id
+             and t.first is not None and t.first <= story.at <= t.last and t.producer is not None]
+    kinds = {i.index: i.kind for i in m.instructions}
+    delegate = sum(t.nbytes for t in alive if kinds[t.producer] == "DelegateCall")
+    own = sum(t.nbytes for t in alive if kinds[t.producer] == "KernelCall"
+              and _inside(m.source_of(t.value).module, module))
+    return module, own, delegate
+
+
+def _inside(path, module: str) -> bool:
+    return path is not None and (path == module or path.startswith(module + "."))
 
 
 def _peak_module_by_trace(pte=None, trace=None):
     # ExecuTorch's memory trace (generate_memory_trace, export_llm's debug.profile_memory) of the same program:
-    # one step per instruction, each listing the tensors alive then in graph order with their node's module
-    # (fqn). At the step with the most bytes alive the last tensor listed is the one just written: its module
-    # makes the peak. A delegate call's outputs carry no module in the trace: they count with the next named
-    # tensor of the step, written by the operator reading them.
+    # one step per instruction, each listing the tensors alive then in graph order with their node's op and
+    # module (fqn). At the step with the most bytes alive the last tensor listed is the one just written; the
+    # outputs of executorch_call_delegate carry no module there and are summed apart, by their op name alone.
     _, trace = _llm_with_records(pte, trace)
     if trace is None:
         return None
@@ -419,16 +433,9 @@ def _peak_module_by_trace(pte=None, trace=None):
         steps.setdefault(e["tid"], []).append(e)
     step = max(steps.values(), key=lambda s: sum(e["args"]["bytes"] for e in s))
     module = step[-1]["args"]["fqn"]
-    total = pending = 0
-    for e in step:
-        fqn, nbytes = e["args"]["fqn"], e["args"]["bytes"]
-        if not fqn and e["args"]["op_name"] == "executorch_call_delegate":
-            pending += nbytes
-        elif fqn:
-            if fqn == module or fqn.startswith(module + "."):
-                total += nbytes + pending
-            pending = 0
-    return module, total
+    own = sum(e["args"]["bytes"] for e in step if _inside(e["args"]["fqn"], module))
+    delegate = sum(e["args"]["bytes"] for e in step if e["args"]["op_name"] == "executorch_call_delegate")
+    return module, own, delegate
 
 
 # ------------------------------------------------------------------- 06: diff
@@ -714,24 +721,29 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "how many bytes, and which device did the file tag it for? Answer `(bytes, device)`.",
              "pte.load_cost('legacy') lists the shared arenas; which method has a mem_id 2, and on what device?",
              _legacy_shared_arena_2, _legacy_shared_arena_2_by_exir, DESERIALIZER),
-    Exercise("05.1", "How many bytes do the KV caches of the exported forward take, and what fraction of arena 1 "
-                     "is that (three decimals)? Answer `(bytes, fraction)`.",
-             "The caches are the tensors whose role is mutable_buffer. Pass pte=... to reuse your export.",
+    Exercise("05.1", "Export the same llm with `n_kv_heads=4` (no grouped-query attention) and `max_seq_len=64`. "
+                     "How many bytes do its KV caches take, and how many bytes does each position add to all of "
+                     "them? Predict it from the cache shape rule before you export. Answer `(bytes, per_position)`.",
+             "One cache per layer for K and one for V, each [batch, positions, KV heads, head_dim] in float32; "
+             "head_dim = dim / n_heads. examples.build('llm', n_kv_heads=4, max_seq_len=64) exports it (a "
+             "minute or more).",
              _kv_cache_share, _kv_cache_share_by_exir, "ExecuTorch's own deserializer (the tensors llama::update_cache writes into)"),
     Exercise("05.2", "In `examples.build('shared_state')`, prefill and decode share one cache. For each method, "
                      "which mem_id holds its state, and how many bytes? Answer `((mem_id, bytes), (mem_id, bytes))` "
                      "for prefill then decode.",
              "Look at the mutable_buffer rows of each method's tensors; the shared_state finding names the arena.",
              _shared_state_arenas, _shared_state_arenas_by_exir, "ExecuTorch's own deserializer (the tensor the file names k_cache)"),
-    Exercise("05.3", "Which module makes forward's peak? Name the innermost module whose tensors hold more than "
-                     "half of the bytes alive at the peak, and how many bytes its tensors hold there. Answer "
-                     "`(module, bytes)`, the module as a dotted path (`layers.1.attention`).",
-             "Open the program with its ETRecord and read m.by_module(): each row counts its own tensors and "
-             "every module inside it, so go down from the model while a row keeps more than half of the peak. "
-             "A delegate call's outputs count in the module it swallowed. Pass pte=... and trace=... to reuse "
-             "your export.", _peak_module, _peak_module_by_trace,
-             "ExecuTorch's memory trace of the same program (generate_memory_trace: each tensor's module at "
-             "the step with the most bytes alive)"),
+    Exercise("05.3", "At forward's peak: which module's node writes the tensor of the peak's instruction, how many "
+                     "of the bytes alive there did kernel calls of that module (or of modules inside it) write, "
+                     "and how many did XNNPACK delegate calls write? Answer `(module, module_bytes, "
+                     "delegate_bytes)`, the module as a dotted path (`layers.1.attention`).",
+             "m.peak.at is the instruction; m.source_of(value).module the module of a tensor's node. Alive at "
+             "the peak: first <= at <= last in the peak's arena. m.instructions[t.producer].kind tells a "
+             "delegate call's output from a kernel call's. Pass pte=... and trace=... to reuse your export.",
+             _peak_module, _peak_module_by_trace,
+             "ExecuTorch's memory trace of the same program (generate_memory_trace: at the step with the most "
+             "bytes alive, the last tensor's module, the bytes of that module's nodes, and the bytes of "
+             "executorch_call_delegate's outputs)"),
     Exercise("06.1", "Diff the portable example against the same export with its input and output left to the "
                      "caller. How many planned tensors are only in the first, and by how many bytes is arena 1's "
                      "peak live (the most bytes alive at once) lower in the second? Answer "

@@ -63,19 +63,22 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
         return (f"dynamic shapes at their upper bound: {at_stake} in tensors whose shape is dynamic"
                 + (f" ({ins} as exported)" if ins else "") + ". ExecuTorch plans every tensor at its bound and "
                 "allocates the arena whole, whatever shape you run; a smaller max in torch.export.Dim at export "
-                "shrinks them.")
+                "(export_llm: export.max_seq_length; the caches follow export.max_context_length) shrinks them.")
     if c.kind is PeakCauseKind.STATE_FP32:
         return (f"float32 state: {at_stake} kept between calls (a KV cache or mutable buffer) in float32. An "
-                f"fp16 or bf16 cache halves it; an int8 cache (export_llm: model.quantize_kv_cache=true) "
-                f"quarters it.")
+                f"fp16 or bf16 cache halves it; an int8 cache (export_llm: model.quantize_kv_cache=true) keeps "
+                f"head_dim int8 values plus a float32 scale and an int8 zero point per position and head, "
+                f"(head_dim + 5) / (4 x head_dim) of it: about a third at head_dim 16, a quarter at 128.")
     if c.kind is PeakCauseKind.WEIGHT_COPIES:
         return (f"weights copied into the arena: {at_stake} written by permute_copy from weights the file "
                 f"holds (a portable Linear transposes its weight at every call). Lowered to XNNPACK "
                 f"(XnnpackPartitioner), the weights are packed once at load instead, on the heap.")
     if c.kind is PeakCauseKind.OUTSIDE_DELEGATE:
-        return (f"operators outside the delegate: {at_stake} written by portable kernels between delegate "
-                f"calls ({first_few(c.names, 4)}). The delegate did not take these operators; one that "
-                f"supports them (or a decomposition it supports) takes their tensors out of the plan.")
+        return (f"operators outside the delegate: {at_stake} written by ExecuTorch's CPU kernels between "
+                f"delegate calls ({first_few(c.names, 4)}). The partitioner did not take these operators "
+                f"(export_llm lowers only the quantized linears unless backend.xnnpack.extended_ops=true); "
+                f"only those fused into one delegate call with their neighbours leave the plan, into the "
+                f"delegate's own workspace: a tensor passed between delegate calls stays planned.")
     raise ValueError(f"no wording for peak cause {c.kind!r}")
 
 
