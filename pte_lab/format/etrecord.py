@@ -24,7 +24,7 @@ import re
 import zipfile
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
@@ -122,6 +122,9 @@ class MethodRecord:
     #: the names of the graph's outputs
     graph_outputs: tuple[str, ...]
     has_graph: bool
+    #: graph name of a buffer (its placeholder, or the value a mutation writes back) -> the buffer's fully
+    #: qualified name (``layers.0.attention.kv_cache.k_cache``), from the edge program's graph signature
+    buffers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def nodes_of(self, instruction: int) -> tuple[NodeInfo, ...]:
         """The nodes an instruction came from (all the swallowed nodes for a delegate call)."""
@@ -324,6 +327,22 @@ def _graph(doc, where: str) -> tuple[tuple[NodeInfo, ...], tuple[str, ...]]:
     return tuple(out), tuple(graph_out)
 
 
+def _buffer_names(doc) -> dict[str, str]:
+    """Graph name -> buffer name, from the graph signature's buffer inputs and buffer mutations (an
+    ETRecord without a signature, or with one of another shape, names none)."""
+    sig = doc.get("graph_module", {}).get("signature") if isinstance(doc, dict) else None
+    out: dict[str, str] = {}
+    if not isinstance(sig, dict):
+        return out
+    for key, kind, field in (("input_specs", "buffer", "buffer_name"), ("output_specs", "buffer_mutation", "buffer_name")):
+        for spec in sig.get(key) or ():
+            entry = spec.get(kind) if isinstance(spec, dict) else None
+            arg = entry.get("arg") if isinstance(entry, dict) else None
+            if isinstance(arg, dict) and isinstance(arg.get("name"), str) and isinstance(entry.get(field), str):
+                out[arg["name"]] = entry[field]
+    return out
+
+
 #: the ETRecords last read from files, by (path, inode, size, mtime): a notebook re-opening a program with its
 #: ETRecord parses it once (the records are immutable); a file written again is read again
 _READ: "OrderedDict[tuple, ETRecord]" = OrderedDict()
@@ -389,12 +408,14 @@ def _read(z: zipfile.ZipFile, path: str | None, where: str, size: int) -> ETReco
             delegates[_int(k, f"{name}'s delegate {k!r}", where)] = backend if isinstance(backend, str) else "?"
         num_outs = {_int(k, f"{name}'s instruction {k!r}", where): _int(v, f"{name}'s output count", where)
                     for k, v in maps["instruction_id_to_num_outs_map"].get(name, {}).items()}
-        nodes, graph_out = _graph(_json(z, edge[name], where, size), where) if name in edge else ((), ())
+        doc = _json(z, edge[name], where, size) if name in edge else None
+        nodes, graph_out = _graph(doc, where) if doc is not None else ((), ())
         by_handle: dict[int, list[NodeInfo]] = {}
         for n in nodes:
             if n.debug_handle is not None:
                 by_handle.setdefault(n.debug_handle, []).append(n)
         methods[name] = MethodRecord(
             name, MappingProxyType(handles), MappingProxyType(delegates), MappingProxyType(num_outs), nodes,
-            MappingProxyType({h: tuple(v) for h, v in by_handle.items()}), graph_out, name in edge)
+            MappingProxyType({h: tuple(v) for h, v in by_handle.items()}), graph_out, name in edge,
+            MappingProxyType(_buffer_names(doc)))
     return ETRecord(path, MappingProxyType(methods), unread)

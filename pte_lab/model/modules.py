@@ -161,6 +161,13 @@ def _instruction_modules(m: "Method") -> dict[int, str]:
     return out
 
 
+def _buffer_owner(rec, ins) -> str | None:
+    """The innermost module owning every buffer the instruction's nodes read (None: they name none)."""
+    names = rec.buffers
+    owners = [names[i].rpartition(".")[0] for nd in rec.nodes_of(ins.index) for i in nd.inputs if i in names]
+    return lowest_common(dict.fromkeys(owners)) if owners else None
+
+
 def _max_live(spans: list[tuple[int, int, int]]) -> int:
     """The most bytes alive at once among ``(first, last, nbytes)`` spans (a sweep over sorted events)."""
     events = sorted([(f, b) for f, _, b in spans] + [(la + 1, -b) for _, la, b in spans], key=lambda e: (e[0], e[1]))
@@ -265,13 +272,16 @@ def module_memory(m: "Method") -> ModuleMemory:
         for path, typ in nd.module_stack:
             types.setdefault(path, typ.rpartition(".")[2])
     planned = [t for t in m.planned if t.role != "view" and t.nbytes]
-    # a tensor nothing writes takes the module of the first call reading it
+    # a tensor nothing writes takes the module of the first call reading it; state (a buffer kept between
+    # calls) takes the module owning the buffers that call's node reads, by the graph signature's names
+    state = {t.value for t in planned if t.role == "mutable_buffer"}
     first_reader: dict[int, str] = {}
     for ins in m.instructions:
         mod = ins_module.get(ins.index)
         if mod is not None:
+            owner_of_state = _buffer_owner(m.etrecord, ins) if state.intersection(ins.args) else None
             for v in ins.args:
-                first_reader.setdefault(v, mod)
+                first_reader.setdefault(v, owner_of_state if v in state and owner_of_state is not None else mod)
     owner: dict[int, str] = {}
     for t in planned:
         src = m.source_of(t.value)
