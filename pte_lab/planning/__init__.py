@@ -20,7 +20,8 @@ def __getattr__(name):
     # the lessons' helpers draw: plot and matplotlib load when one is asked for, not with the planners (the
     # CLI's parser imports the planners to list them)
     if name in ("compare", "plot_plans", "teaching"):
-        from . import teaching
+        import importlib  # not "from . import teaching": that asks this __getattr__ for it again, forever
 
+        teaching = importlib.import_module(f"{__name__}.teaching")
         return teaching if name == "teaching" else getattr(teaching, name)
     raise AttributeError(name)
