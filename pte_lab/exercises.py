@@ -728,10 +728,13 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "head_dim = dim / n_heads. examples.build('llm', n_kv_heads=4, max_seq_len=64) exports it (a "
              "minute or more).",
              _kv_cache_share, _kv_cache_share_by_exir, "ExecuTorch's own deserializer (the tensors llama::update_cache writes into)"),
-    Exercise("05.2", "In `examples.build('shared_state')`, prefill and decode share one cache. For each method, "
-                     "which mem_id holds its state, and how many bytes? Answer `((mem_id, bytes), (mem_id, bytes))` "
-                     "for prefill then decode.",
-             "Look at the mutable_buffer rows of each method's tensors; the shared_state finding names the arena.",
+    Exercise("05.2", "In `examples.build('shared_state')`, prefill and decode share one [16, 8] float32 cache "
+                     "(`share_mutable_buffers=True`). Predict, for each method, which mem_id holds its state and "
+                     "how many bytes, before you open the file. Answer `((mem_id, bytes), (mem_id, bytes))` for "
+                     "prefill then decode.",
+             "Bytes: elements times 4. Each method plans its own activations in arena 1; exir gives the state "
+             "the methods share an arena of its own, the next mem_id, so one buffer can serve both. Check with "
+             "pte.methods[name].tensors (role mutable_buffer).",
              _shared_state_arenas, _shared_state_arenas_by_exir, "ExecuTorch's own deserializer (the tensor the file names k_cache)"),
     Exercise("05.3", "At forward's peak: which module's node writes the tensor of the peak's instruction, how many "
                      "of the bytes alive there did kernel calls of that module (or of modules inside it) write, "

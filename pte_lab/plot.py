@@ -212,7 +212,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
                     arrowprops=dict(arrowstyle="<->", color="#333333", lw=0.8, shrinkA=0, shrinkB=0))
         ax.annotate(f"waste\n{human_bytes(waste)}", (x + 0.25 * room, a.peak_bytes + waste / 2),
                     va="center", fontsize=7)
-        notes.append(f"waste: room above {PEAK_LIVE}\n   that no tensor needs")
+        notes.append(f"waste: room above {PEAK_LIVE}")
         right += room
     elif waste > 0:
         notes.append(f"+ waste {human_bytes(waste)} above {PEAK_LIVE}")
