@@ -9,8 +9,8 @@ is what a re-export at ``Dim(..., max=800)`` plans, byte for byte; pte_lab's ``b
 say what a better planner would reach. Lifetimes and aliases are the file's: another bound changes sizes,
 not the graph.
 
-``pte_lab.largest_bound("model.pte", "300MiB", dim=(0, 1))`` bisects over the bound for the largest whose
-planned bytes fit. ``pte_lab.usage_at("model.pte", {(0, 1): 800})`` runs the method once at that shape: the
+``pte_lab.largest_bound("model.pte", "300MiB", dim=(0, 1))`` finds the largest bound whose planned bytes fit
+(exactly: the plan is not monotonic in the bound, see :func:`_search`). ``pte_lab.usage_at("model.pte", {(0, 1): 800})`` runs the method once at that shape: the
 bytes each planned tensor uses, what a plan for that shape would need, and the gap to the plan at the bound.
 
 The replanning (:class:`Predictor`) is pure: once the samples are taken, a prediction is a few milliseconds.
@@ -29,7 +29,7 @@ from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
 from ..model.dtypes import scalar_type
 from ..model.what_if import (ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs, export_change,
-                              fit_shapes, logged_values, read_axes, sample_points, value_shapes)
+                              fit_shapes, logged_values, read_axes, sample_points, unrecorded, value_shapes)
 from ..runtime.inputs import example_inputs
 from ..runtime.isolate import RemoteError, Worker
 from ..units import exact_bytes, parse_bytes
@@ -459,19 +459,32 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None) -> 
     return Predictor(m, fit).predict(point, path)
 
 
+def _lower_bound_at(pred: Predictor, n: int) -> int:
+    """The lower bound (bytes alive at once) at bound ``n``, each dim rounded up to a whole size where the fit
+    gives a fraction there: a lower bound on what ExecuTorch's greedy plans at ``n``, and non-decreasing in
+    ``n`` where every dim is."""
+    a, b, q, elem = pred.fit._arrays()
+    num = np.maximum(a + b[:, :, 0] * n, 0)
+    return pred.lower_bound(np.prod(-(-num // q), axis=1) * elem)
+
+
 def _search(pred: Predictor, budget: int, lo: int, hi: int) -> int | None:
-    """The largest N in [lo, hi] whose plan fits (bisection: planned bytes grow with the bound)."""
-    if pred.planned_at((lo,)) > budget:
-        return None
-    if pred.planned_at((hi,)) <= budget:
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if pred.planned_at((mid,)) <= budget:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """The largest N in [lo, hi] whose plan (ExecuTorch's greedy) fits ``budget``, exactly, though the plan is not
+    monotonic in N (a larger bound can plan fewer bytes: the greedy's placement changes). The lower bound is
+    monotonic (every dim non-decreasing in N) and no plan is below it, so a bisection on it finds the largest N
+    that can fit; from there N goes down one by one until the greedy plan fits (a dim that shrinks as N grows:
+    from ``hi``)."""
+    start = hi
+    if (pred.fit._arrays()[1] >= 0).all():
+        if _lower_bound_at(pred, lo) > budget:
+            return None
+        if _lower_bound_at(pred, hi) > budget:
+            ok, bad = lo, hi
+            while bad - ok > 1:
+                mid = (ok + bad) // 2
+                ok, bad = (mid, bad) if _lower_bound_at(pred, mid) <= budget else (ok, mid)
+            start = ok
+    return next((n for n in range(start, lo - 1, -1) if _fits(pred, n) and pred.planned_at((n,)) <= budget), None)
 
 
 def _fits(pred: Predictor, n: int) -> bool:
@@ -501,7 +514,7 @@ def largest_bound(source, budget, dim: tuple[int, int], method: str | None = Non
 
 def search_budget(pred: Predictor, budget: int, source: str | None = None) -> BoundUnderBudget:
     """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
-    bisection over the bound (the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
+    the largest bound that fits, whatever dips the plan takes (:func:`_search`; the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
     what any bound plans."""
     key, top = pred.fit.keys[0], pred.fit.exported[0]
     lo = next((n for n in range(1, top + 1) if _fits(pred, n)), None)
@@ -534,7 +547,7 @@ def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> 
         s = shapes.get(t.value)
         if s is None:
             if raw.shape_dynamism != TensorShapeDynamism.STATIC:
-                raise WhatIfError(f"{m.name}: no shape was recorded for tensor v{t.value} at {point}")
+                raise unrecorded(m, t.value, keys, point)
             s = t.shape
         used = nbytes_of(tuple(s), scalar_type(raw.scalar_type, f"{m.name} v{t.value}")[1])
         rows.append((t.value, t.role, tuple(s), used, t.nbytes))
