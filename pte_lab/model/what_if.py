@@ -23,11 +23,15 @@ from ..errors import PteLabError
 from ..format.schema import TensorShapeDynamism
 from .dtypes import scalar_type, short_shape
 
-__all__ = ["WhatIfError", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
+__all__ = ["WhatIfError", "TWO_EXPORTS", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
            "value_shapes", "fit_shapes", "logged_values", "unrecorded", "dim_text", "dim_name", "export_change"]
 
 #: a dynamic dimension: (method input position, axis)
 DimKey = tuple[int, int]
+
+
+#: what a static program needs instead of a bound (said wherever a static export is refused one)
+TWO_EXPORTS = "two static exports predict a third: pte-lab what-if A.pte B.pte --values V1,V2 --at V3"
 
 
 class WhatIfError(PteLabError, ValueError):
@@ -109,7 +113,7 @@ def check_bounds(method, bounds: dict) -> tuple[tuple[DimKey, ...], tuple[int, .
     dyn = dynamic_inputs(method)
     if not dyn:
         raise WhatIfError(f"method {method.name!r} has no dynamic input: every tensor is planned at its one shape, "
-                          f"so another bound changes nothing (export with dynamic_shapes=... first)")
+                          f"so another bound changes nothing (export with dynamic_shapes=... first; {TWO_EXPORTS})")
     if not bounds:
         raise WhatIfError(f"no bound given: method {method.name!r}'s dynamic inputs are "
                           f"{', '.join(f'{s.position} {short_shape(s.shape)}' for s in dyn)}")
