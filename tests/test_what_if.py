@@ -296,3 +296,35 @@ def test_a_static_program_given_a_bound_points_to_two_exports(program_path, caps
     assert main(["what-if", str(program_path("portable")), "--bound", "0:0=2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pte-lab what-if A.pte B.pte --values V1,V2 --at V3" in err[0], err
+
+
+def _fused_qkv_at(bound: int) -> bytes:
+    """A fused qkv (one linear layer, then ``chunk(3)``: ``split_with_sizes_copy``, a tensor-list output), with a
+    dynamic sequence of at most ``bound``."""
+    import torch
+
+    from pte_lab import examples as ex
+
+    class FusedQkv(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = torch.nn.Linear(8, 24)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            return q * k + v
+
+    torch.manual_seed(0)
+    seq = torch.export.Dim("seq", min=2, max=bound)
+    return ex._lower(ex._export(FusedQkv().eval(), (torch.randn(1, 8, 8),), dynamic_shapes=({1: seq},)))
+
+
+@pytest.mark.slow
+def test_a_list_output_is_recorded_so_fused_qkv_predicts_the_reexport(tmp_path):
+    """Every tensor of ``chunk``'s list output is recorded: the prediction at 20 is the re-export at 20."""
+    big, small = tmp_path / "seq64.pte", tmp_path / "seq20.pte"
+    big.write_bytes(_fused_qkv_at(64))
+    small.write_bytes(_fused_qkv_at(20))
+    m = pte_lab.open(str(big)).methods["forward"]
+    assert any(i.target == "aten::split_with_sizes_copy.out" for i in m.instructions)
+    _assert_same_as_reexport(pte_lab.what_if(str(big), {(0, 1): 20}), str(small))
