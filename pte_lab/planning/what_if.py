@@ -560,7 +560,8 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
         raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans: the smallest, at bound {lo}, "
                           f"plans {exact_bytes(smallest)}")
     after = pred.planned_at((n + 1,)) if n < top and _fits(pred, n + 1) else None
-    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, lo, pred)
+    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, smallest_bound=lo,
+                            _pred=pred)
 
 
 def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> UsageAt:
