@@ -267,11 +267,10 @@ def _describe(method, value: int) -> str:
 def unrecorded(method, value: int, keys, point) -> WhatIfError:
     """The refusal for a dynamic tensor whose shape no run recorded at ``point``: which tensor and operator,
     why (nothing logs it, or its instruction's log did not match), and what to do instead."""
-    logs = next((ins for ins, values in logged_values(method) if value in values), None)
-    why = (f"ETDump traces a kernel call's output and a delegate call's arguments, and no such instruction "
-           f"writes it" if logs is None else
-           f"instruction {logs} logged it, but not as the {len(dict(logged_values(method))[logs])} tensors "
-           f"it writes")
+    logs = next(((ins, values) for ins, values in logged_values(method) if value in values), None)
+    why = ("ETDump traces a kernel call's output and a delegate call's arguments, and no such instruction "
+           "writes it" if logs is None else
+           f"instruction {logs[0]} logged it, but not as the {len(logs[1])} tensors it writes")
     return WhatIfError(f"{method.name}: no shape was recorded for {_describe(method, value)} at "
                        f"{_point_text(keys, point)} ({why}), so how it scales is unknown; pte_lab refuses to "
                        f"guess: re-export at the bound you want and read its plan")

@@ -134,7 +134,8 @@ def budget_text(b) -> str:
 
 def budget_dict(b) -> dict:
     return {"budget": b.budget, "input": b.key[0], "axis": b.key[1], "bound": b.bound, "exported": b.exported,
-            "smallest": b.smallest, "curve": [{"bound": n, "planned": p, "lower_bound": lb} for n, p, lb in b.curve],
+            "smallest": b.smallest, "smallest_bound": b.smallest_bound,
+            "curve": [{"bound": n, "planned": p, "lower_bound": lb} for n, p, lb in b.curve],
             "at": b.at.to_dict() if b.at is not None else None}
 
 
