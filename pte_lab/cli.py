@@ -562,6 +562,10 @@ def _what_if(args) -> int:
         r = usage_at(args.file, _at_shape(args), method=args.method)
         sys.stdout.write((json.dumps(r.to_dict(), indent=1) if args.json else str(r)) + "\n")
         return 0
+    if not args.bound and args.budget is not None:  # the method's one dynamic dim (several: listed)
+        r = largest_bound(args.file, args.budget, None, method=args.method)
+        sys.stdout.write((json.dumps(r.to_dict(), indent=1) if args.json else str(r)) + "\n")
+        return 0
     if not args.bound:
         raise PteLabError("what-if FILE needs --bound INPUT:AXIS=N, --bound INPUT:AXIS --budget SIZE or "
                           "--at-shape INPUT=D0,D1,... (or two files with --values A,B --at N)")

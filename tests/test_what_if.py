@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import pte_lab
@@ -72,6 +73,7 @@ def test_a_static_axis_is_refused_before_any_run_naming_the_dynamic_axes(tmp_pat
     m = pte_lab.open(str(path)).methods["forward"]
     axes = read_axes(m, program_scalars(str(path), "forward")[0])
     assert axes == {0: frozenset({1})}
+    assert pte_lab.planning.what_if.dynamic_dims(str(path)) == ((0, 1),)  # what --budget without --bound searches
     check_axes(m, ((0, 1),), axes)
     with pytest.raises(WhatIfError, match=r"input 0 axis 2 is static .* reads are input 0 axis 1$"):
         check_axes(m, ((0, 2),), axes)
@@ -200,3 +202,130 @@ def test_cli_at_shape_prints_each_tensors_bytes_and_the_gap(program_path, capsys
         assert main(["what-if", path, "--at-shape", *bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and says in err[0], err
+
+
+# ------------------------------------------------------------------ wording and the budget search (issue wiffix)
+def _made_up_fit(m):
+    """The ``dynamic`` program's fit from runs made up here: every dim at the bound (32) scales with the batch."""
+    keys, _, exported = check_bounds(m, {(0, 0): 4})
+    runs = [((n,), {t.value: tuple(n if s == 32 else s for s in t.shape) for t in m.planned})
+            for (n,) in sample_points(keys, exported)]
+    return fit_shapes(m, keys, exported, runs)
+
+
+def test_an_unrecorded_tensor_is_refused_alike_by_bound_and_at_shape_naming_its_operator(program_path, monkeypatch):
+    """A run that logged nothing for v8: --bound (the fit) and --at-shape (usage_at) give one wording, naming the
+    operator that writes it, why and what to do."""
+    import pte_lab.planning.what_if as pw
+
+    path = str(program_path("dynamic"))
+    monkeypatch.setattr(pw, "_FITS", {})
+    monkeypatch.setattr(pw, "_run_shapes", lambda path, m, keys, points, data_path=None: [
+        (p, {t.value: tuple(p[0] if s == 32 else s for s in t.shape) for t in m.planned if t.value != 8})
+        for p in points])
+    says = []
+    for call in (lambda: pte_lab.what_if(path, {(0, 0): 8}), lambda: pte_lab.usage_at(path, {(0, 0): 8})):
+        with pytest.raises(WhatIfError) as e:
+            call()
+        says.append(str(e.value))
+    op = next(t.op for t in pte_lab.open(path).methods["forward"].planned if t.value == 8)
+    for text in says:
+        assert f"no shape was recorded for tensor v8 (written by {op}) at input 0 axis 0 = " in text, text
+        assert "re-export at the bound you want" in text
+    assert says[1].endswith(says[0].split(" = ", 1)[1].split(" ", 1)[1])  # the same words after the point
+
+
+def test_the_budget_search_is_exact_though_the_plan_dips():
+    """The greedy's plan is not monotonic in the bound (a larger bound can plan less): the answer is the largest
+    bound whose plan fits, as a brute force over every bound finds it, at every budget."""
+    from pte_lab.planning.what_if import _search
+
+    planned = {n: 100 * n + (500 if n in (47, 59, 60) else 0) for n in range(1, 101)}  # dips after 47 and 60
+
+    class Fit:
+        def _arrays(self):  # one tensor of n bytes: the lower bound is n * 90, below every plan
+            return (np.zeros((1, 1), np.int64), np.ones((1, 1, 1), np.int64), np.ones((1, 1), np.int64),
+                    np.ones(1, np.int64))
+
+    class Pred:
+        fit = Fit()
+
+        def lower_bound(self, nbytes):
+            return int(nbytes[0]) * 90
+
+        def planned_at(self, point):
+            return planned[point[0]]
+
+        def nbytes_at(self, point):
+            return np.array([point[0]])
+
+    for budget in range(50, 10_700, 37):
+        fits = [n for n, p in planned.items() if p <= budget]
+        assert _search(Pred(), budget, 1, 100) == (max(fits) if fits else None), budget
+    assert _search(Pred(), 4_850, 1, 100) == 48  # 47 plans 5,200, over it; 48 plans 4,800
+
+
+def test_budget_text_names_the_smallest_bound_and_budget_without_bound_uses_the_one_dim(program_path, capsys,
+                                                                                         monkeypatch):
+    import pte_lab.planning.what_if as pw
+    from pte_lab.cli import main
+
+    path = str(program_path("dynamic"))
+    m = pte_lab.open(path).methods["forward"]
+    fit = _made_up_fit(m)
+    b = pw.search_budget(pw.Predictor(m, fit), 2048, path)
+    assert f"the smallest bound, 1, plans {b.smallest:,} B" in str(b)
+    assert (b.bound, b.at.planned) in [(n, p) for n, p, _ in b.curve]  # the curve is drawn from the same plans
+    assert main(["what-if", path, "--budget", "2KiB"]) == 2  # its linear layer reads no size: not in the file
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "reads no axis of its dynamic inputs (0 [32, 16]) as a size" in err[0], err
+    monkeypatch.setattr(pw, "learn", lambda *a, **k: fit)
+    monkeypatch.setattr(pw, "dynamic_dims", lambda *a, **k: ((0, 0),))  # read from a file: the test above
+    assert main(["what-if", path, "--budget", "2KiB"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"largest bound of input 0 axis 0 under 2,048 B (2.0 KiB): {b.bound:,} ")
+    assert "no --bound given: input 0 axis 0 is the method's one dynamic dim" in out
+    monkeypatch.setattr(pw, "dynamic_dims", lambda *a, **k: ((0, 0), (0, 1)))
+    assert main(["what-if", path, "--budget", "2KiB"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has 2 dynamic dims (0:0, 0:1): name the one to search" in err[0], err
+
+
+def test_a_static_program_given_a_bound_points_to_two_exports(program_path, capsys):
+    from pte_lab.cli import main
+
+    assert main(["what-if", str(program_path("portable")), "--bound", "0:0=2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pte-lab what-if A.pte B.pte --values V1,V2 --at V3" in err[0], err
+
+
+def _fused_qkv_at(bound: int) -> bytes:
+    """A fused qkv (one linear layer, then ``chunk(3)``: ``split_with_sizes_copy``, a tensor-list output), with a
+    dynamic sequence of at most ``bound``."""
+    import torch
+
+    from pte_lab import examples as ex
+
+    class FusedQkv(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = torch.nn.Linear(8, 24)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            return q * k + v
+
+    torch.manual_seed(0)
+    seq = torch.export.Dim("seq", min=2, max=bound)
+    return ex._lower(ex._export(FusedQkv().eval(), (torch.randn(1, 8, 8),), dynamic_shapes=({1: seq},)))
+
+
+@pytest.mark.slow
+def test_a_list_output_is_recorded_so_fused_qkv_predicts_the_reexport(tmp_path):
+    """Every tensor of ``chunk``'s list output is recorded: the prediction at 20 is the re-export at 20."""
+    big, small = tmp_path / "seq64.pte", tmp_path / "seq20.pte"
+    big.write_bytes(_fused_qkv_at(64))
+    small.write_bytes(_fused_qkv_at(20))
+    m = pte_lab.open(str(big)).methods["forward"]
+    assert any(i.target == "aten::split_with_sizes_copy.out" for i in m.instructions)
+    _assert_same_as_reexport(pte_lab.what_if(str(big), {(0, 1): 20}), str(small))

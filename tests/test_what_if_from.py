@@ -192,3 +192,16 @@ def test_llm_prediction_equals_the_reexport(llm_at, capsys):
     assert "[1, max_seq_len - 1, 64]" in out
     with pytest.raises(ExportsMismatch, match="get_max_seq_len returns 32 in the first export and 64"):
         what_if_from(llm_at[v0], llm_at[v1], values=(64, 128), at=256)
+
+
+def test_the_text_names_the_second_export_not_a_bound(pair):
+    """A static export has no bound: the figures beside the prediction are the second export's."""
+    text = str(what_if_from(*pair(_at(4), _at(8)), values=(4, 8), at=16))
+    assert "the second export (parameter = 8): 384 B" in text
+    assert "export's bound" not in text and "exported: parameter" not in text
+
+
+def test_a_static_export_paired_with_a_dynamic_one_says_so_first(program_path):
+    with pytest.raises(ExportsMismatch, match=r"forward: the second export has a dynamic input and the first none: "
+                                              r"two static exports predict a third"):
+        what_if_from(str(program_path("portable")), str(program_path("dynamic")), values=(4, 8), at=16)

@@ -23,11 +23,15 @@ from ..errors import PteLabError
 from ..format.schema import TensorShapeDynamism
 from .dtypes import scalar_type, short_shape
 
-__all__ = ["WhatIfError", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
-           "value_shapes", "fit_shapes", "logged_values", "dim_text", "dim_name", "export_change"]
+__all__ = ["WhatIfError", "TWO_EXPORTS", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
+           "value_shapes", "fit_shapes", "logged_values", "unrecorded", "dim_text", "dim_name", "export_change"]
 
 #: a dynamic dimension: (method input position, axis)
 DimKey = tuple[int, int]
+
+
+#: what a static program needs instead of a bound (said wherever a static export is refused one)
+TWO_EXPORTS = "two static exports predict a third: pte-lab what-if A.pte B.pte --values V1,V2 --at V3"
 
 
 class WhatIfError(PteLabError, ValueError):
@@ -109,7 +113,7 @@ def check_bounds(method, bounds: dict) -> tuple[tuple[DimKey, ...], tuple[int, .
     dyn = dynamic_inputs(method)
     if not dyn:
         raise WhatIfError(f"method {method.name!r} has no dynamic input: every tensor is planned at its one shape, "
-                          f"so another bound changes nothing (export with dynamic_shapes=... first)")
+                          f"so another bound changes nothing (export with dynamic_shapes=... first; {TWO_EXPORTS})")
     if not bounds:
         raise WhatIfError(f"no bound given: method {method.name!r}'s dynamic inputs are "
                           f"{', '.join(f'{s.position} {short_shape(s.shape)}' for s in dyn)}")
@@ -260,6 +264,18 @@ def _describe(method, value: int) -> str:
     return f"tensor v{value}{what}"
 
 
+def unrecorded(method, value: int, keys, point) -> WhatIfError:
+    """The refusal for a dynamic tensor whose shape no run recorded at ``point``: which tensor and operator,
+    why (nothing logs it, or its instruction's log did not match), and what to do instead."""
+    logs = next(((ins, values) for ins, values in logged_values(method) if value in values), None)
+    why = ("ETDump traces a kernel call's output and a delegate call's arguments, and no such instruction "
+           "writes it" if logs is None else
+           f"instruction {logs[0]} logged it, but not as the {len(logs[1])} tensors it writes")
+    return WhatIfError(f"{method.name}: no shape was recorded for {_describe(method, value)} at "
+                       f"{_point_text(keys, point)} ({why}), so how it scales is unknown; pte_lab refuses to "
+                       f"guess: re-export at the bound you want and read its plan")
+
+
 @dataclass(frozen=True)
 class ShapeFit:
     """Every planned tensor's dims as exact affine functions of the dynamic dims (see the module)."""
@@ -339,10 +355,7 @@ def fit_shapes(method, keys, exported, runs: list[tuple[tuple[int, ...], dict]])
             continue
         seen = [s.get(t.value) for _, s in runs]
         if any(x is None for x in seen):
-            missing = next(p for (p, s) in runs if s.get(t.value) is None)
-            raise WhatIfError(f"{method.name}: no shape was recorded for {_describe(method, t.value)} at "
-                              f"{_point_text(keys, missing)} (no instruction logged it), so how it scales is "
-                              f"unknown; pte_lab refuses to guess")
+            raise unrecorded(method, t.value, keys, next(p for (p, s) in runs if s.get(t.value) is None))
         if len({len(x) for x in seen} | {len(raw.sizes)}) != 1:
             raise WhatIfError(f"{method.name}: {_describe(method, t.value)} changes rank between runs "
                               f"({', '.join(short_shape(x) for x in seen)}); pte_lab refuses to guess")

@@ -9,8 +9,8 @@ is what a re-export at ``Dim(..., max=800)`` plans, byte for byte; pte_lab's ``b
 say what a better planner would reach. Lifetimes and aliases are the file's: another bound changes sizes,
 not the graph.
 
-``pte_lab.largest_bound("model.pte", "300MiB", dim=(0, 1))`` bisects over the bound for the largest whose
-planned bytes fit. ``pte_lab.usage_at("model.pte", {(0, 1): 800})`` runs the method once at that shape: the
+``pte_lab.largest_bound("model.pte", "300MiB", dim=(0, 1))`` finds the largest bound whose planned bytes fit
+(exactly: the plan is not monotonic in the bound, see :func:`_search`). ``pte_lab.usage_at("model.pte", {(0, 1): 800})`` runs the method once at that shape: the
 bytes each planned tensor uses, what a plan for that shape would need, and the gap to the plan at the bound.
 
 The replanning (:class:`Predictor`) is pure: once the samples are taken, a prediction is a few milliseconds.
@@ -27,9 +27,10 @@ import numpy as np
 from ..format.schema import TensorShapeDynamism
 from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
-from ..model.dtypes import scalar_type
-from ..model.what_if import (ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs, export_change,
-                              fit_shapes, logged_values, read_axes, sample_points, value_shapes)
+from ..model.dtypes import scalar_type, short_shape
+from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs,
+                              export_change, fit_shapes, logged_values, read_axes, sample_points, unrecorded,
+                              value_shapes)
 from ..runtime.inputs import example_inputs
 from ..runtime.isolate import RemoteError, Worker
 from ..units import exact_bytes, parse_bytes
@@ -37,7 +38,7 @@ from .problem import Group, Problem, build_problem
 from .replan import plan_arena
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
-           "BoundUnderBudget", "UsageAt", "search_budget", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
+           "BoundUnderBudget", "UsageAt", "search_budget", "dynamic_dims", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
            "FromExports"]
 
 #: how many bounds the budget search's curve shows
@@ -188,11 +189,14 @@ class BoundUnderBudget:
     #: the answer (None: no bound fits)
     bound: int | None
     at: WhatIf | None
-    #: planned bytes at bound 1 (the smallest any bound plans)
+    #: planned bytes at the smallest bound (:attr:`smallest_bound`: 1, or the first that gives whole shapes)
     smallest: int
     exported: int
     #: planned bytes one past the answer (None: the answer is the exported bound)
     next_planned: int | None = None
+    smallest_bound: int = 1
+    #: True: no dim was given and the method has exactly one dynamic dim, this one
+    dim_chosen: bool = False
     _pred: "Predictor | None" = field(default=None, repr=False)
 
     @functools.cached_property
@@ -385,7 +389,7 @@ def _method(pte: Pte, method: str | None):
     if not dyn:
         names = ", ".join(pte.methods)
         raise WhatIfError(f"no method of this program has a dynamic input ({names}): every tensor is planned at "
-                          f"its one shape, so another bound changes nothing")
+                          f"its one shape, so another bound changes nothing; {TWO_EXPORTS}")
     raise WhatIfError(f"methods {', '.join(m.name for m in dyn)} have dynamic inputs: name one (method=...)")
 
 
@@ -459,19 +463,32 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None) -> 
     return Predictor(m, fit).predict(point, path)
 
 
+def _lower_bound_at(pred: Predictor, n: int) -> int:
+    """The lower bound (bytes alive at once) at bound ``n``, each dim rounded up to a whole size where the fit
+    gives a fraction there: a lower bound on what ExecuTorch's greedy plans at ``n``, and non-decreasing in
+    ``n`` where every dim is."""
+    a, b, q, elem = pred.fit._arrays()
+    num = np.maximum(a + b[:, :, 0] * n, 0)
+    return pred.lower_bound(np.prod(-(-num // q), axis=1) * elem)
+
+
 def _search(pred: Predictor, budget: int, lo: int, hi: int) -> int | None:
-    """The largest N in [lo, hi] whose plan fits (bisection: planned bytes grow with the bound)."""
-    if pred.planned_at((lo,)) > budget:
-        return None
-    if pred.planned_at((hi,)) <= budget:
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if pred.planned_at((mid,)) <= budget:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """The largest N in [lo, hi] whose plan (ExecuTorch's greedy) fits ``budget``, exactly, though the plan is not
+    monotonic in N (a larger bound can plan fewer bytes: the greedy's placement changes). The lower bound is
+    monotonic (every dim non-decreasing in N) and no plan is below it, so a bisection on it finds the largest N
+    that can fit; from there N goes down one by one until the greedy plan fits (a dim that shrinks as N grows:
+    from ``hi``)."""
+    start = hi
+    if (pred.fit._arrays()[1] >= 0).all():
+        if _lower_bound_at(pred, lo) > budget:
+            return None
+        if _lower_bound_at(pred, hi) > budget:
+            ok, bad = lo, hi
+            while bad - ok > 1:
+                mid = (ok + bad) // 2
+                ok, bad = (mid, bad) if _lower_bound_at(pred, mid) <= budget else (ok, mid)
+            start = ok
+    return next((n for n in range(start, lo - 1, -1) if _fits(pred, n) and pred.planned_at((n,)) <= budget), None)
 
 
 def _fits(pred: Predictor, n: int) -> bool:
@@ -482,26 +499,56 @@ def _fits(pred: Predictor, n: int) -> bool:
         return False
 
 
-def largest_bound(source, budget, dim: tuple[int, int], method: str | None = None, data_path=None,
+def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ...]:
+    """The (input, axis) pairs the method reads as sizes: its dynamic dims (reads the program's Int values in
+    an isolated worker; nothing runs)."""
+    pte, path = _program(source)
+    m = _method(pte, method)
+    engine = Worker(count=False)
+    try:
+        ints, _ = engine.call("program_scalars", path, m.name)
+    finally:
+        engine.close()
+    axes = read_axes(m, ints)
+    return tuple((p, a) for p in sorted(axes) for a in sorted(axes[p]))
+
+
+def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: str | None = None, data_path=None,
                   fit: ShapeFit | None = None) -> BoundUnderBudget:
-    """The largest bound of dynamic dim ``dim`` ((input, axis)) whose planned bytes (ExecuTorch's greedy)
-    fit ``budget`` (bytes, or ``"300MiB"``): the method at that bound, and the curve of planned bytes against
-    the bound.
+    """The largest bound of dynamic dim ``dim`` ((input, axis); None: the method's one dynamic dim) whose
+    planned bytes (ExecuTorch's greedy) fit ``budget`` (bytes, or ``"300MiB"``): the method at that bound, and
+    the curve of planned bytes against the bound.
 
     Returns a :class:`BoundUnderBudget`. Raises :class:`~pte_lab.model.what_if.WhatIfError` for a budget
-    below what any bound plans (with the smallest total), and where :func:`what_if` does."""
+    below what any bound plans (with the smallest total), no ``dim`` where the method has several dynamic dims
+    (listed), and where :func:`what_if` does."""
     budget = parse_budget(budget)
     pte, path = _program(source)
     m = _method(pte, method)
+    chosen = dim is None
+    if chosen:
+        dims = dynamic_dims(pte if isinstance(source, Pte) else path, m.name)
+        if not dims:
+            raise WhatIfError(f"method {m.name!r} reads no axis of its dynamic inputs "
+                              f"({', '.join(f'{s.position} {short_shape(s.shape)}' for s in dynamic_inputs(m))}) "
+                              f"as a size, so which one is dynamic is not in the file: name it (dim=(input, axis); "
+                              f"--bound INPUT:AXIS)")
+        if len(dims) > 1:
+            raise WhatIfError(f"method {m.name!r} has {len(dims)} dynamic dims "
+                              f"({', '.join(f'{p}:{a}' for p, a in dims)}): name the one to search "
+                              f"(dim=(input, axis); --bound INPUT:AXIS)")
+        dim = dims[0]
     keys, _, exported = check_bounds(m, {tuple(dim): 1})
     if fit is None:
         fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path)
-    return search_budget(Predictor(m, fit), budget, path)
+    b = search_budget(Predictor(m, fit), budget, path)
+    b.dim_chosen = chosen
+    return b
 
 
 def search_budget(pred: Predictor, budget: int, source: str | None = None) -> BoundUnderBudget:
     """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
-    bisection over the bound (the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
+    the largest bound that fits, whatever dips the plan takes (:func:`_search`; the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
     what any bound plans."""
     key, top = pred.fit.keys[0], pred.fit.exported[0]
     lo = next((n for n in range(1, top + 1) if _fits(pred, n)), None)
@@ -513,7 +560,8 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
         raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans: the smallest, at bound {lo}, "
                           f"plans {exact_bytes(smallest)}")
     after = pred.planned_at((n + 1,)) if n < top and _fits(pred, n + 1) else None
-    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, pred)
+    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, smallest_bound=lo,
+                            _pred=pred)
 
 
 def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> UsageAt:
@@ -534,7 +582,7 @@ def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> 
         s = shapes.get(t.value)
         if s is None:
             if raw.shape_dynamism != TensorShapeDynamism.STATIC:
-                raise WhatIfError(f"{m.name}: no shape was recorded for tensor v{t.value} at {point}")
+                raise unrecorded(m, t.value, keys, point)
             s = t.shape
         used = nbytes_of(tuple(s), scalar_type(raw.scalar_type, f"{m.name} v{t.value}")[1])
         rows.append((t.value, t.role, tuple(s), used, t.nbytes))

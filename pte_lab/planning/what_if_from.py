@@ -24,7 +24,7 @@ from math import lcm
 
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
-from ..model.what_if import AffineDim, ShapeFit, WhatIfError, _describe
+from ..model.what_if import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, _describe, dynamic_inputs
 from .what_if import FromExports, Predictor, WhatIf
 
 __all__ = ["what_if_from", "pair_tensors", "fit_pair", "ExportsMismatch", "check_values"]
@@ -187,7 +187,13 @@ def pair_tensors(ma, mb) -> dict[int, int]:
 
 
 def _instruction_mismatch(ma, mb) -> str | None:
-    """The first difference between the two methods' instructions (kind and operator), or None."""
+    """The first difference between the two methods' instructions (kind and operator), or None; first of all,
+    one export with a dynamic input and the other none (its instructions differ from the first: ``sym_size``)."""
+    dyn = [bool(dynamic_inputs(ma)), bool(dynamic_inputs(mb))]
+    if dyn[0] != dyn[1]:
+        which, other = ("first", "second") if dyn[0] else ("second", "first")
+        return (f"the {which} export has a dynamic input and the {other} none: {TWO_EXPORTS}; a dynamic one alone predicts another bound "
+                f"(pte-lab what-if FILE --bound INPUT:AXIS=N)")
     for ia, ib in zip(ma.instructions, mb.instructions):
         if (ia.kind, ia.target) != (ib.kind, ib.target):
             return (f"the instructions differ first at instruction {ia.index}: {ia.target} in the first export, "

@@ -50,8 +50,12 @@ def record_shapes(path: str, method: str, inputs: list, debug_buffer: int,
             entry = d.debug_entry
             if entry.output is not None and entry.output.bool_val:  # the method's outputs, logged at the end
                 continue
+            ins = int(d.instruction_id)
+            if entry.val == "TensorList" and entry.tensor_list is not None:  # a list output: each tensor
+                out.extend((ins, tuple(int(s) for s in t.sizes)) for t in entry.tensor_list.tensors or ())
+                continue
             t = entry.tensor if entry.val == "Tensor" else None
-            out.append((int(d.instruction_id), None if t is None else tuple(int(s) for s in t.sizes)))
+            out.append((ins, None if t is None else tuple(int(s) for s in t.sizes)))
     return out
 
 

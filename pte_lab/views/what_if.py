@@ -64,9 +64,13 @@ def _heap_lines(w, what: str) -> list[str]:
 def what_if_text(w) -> str:
     """The prediction: totals, arenas, the peak, the largest tensors, the fit's sizes, the export change."""
     names = _names(w)
-    out = [f"{w.method} as if exported with {_where(w.keys, w.point)} (exported: {_where(w.keys, w.exported)})",
+    # a static export has no bound: the figures beside the prediction are the second export's
+    static = w.exports is not None
+    exported = f"the second export ({_where(w.keys, w.exported)})" if static else "at the export's bound"
+    out = [f"{w.method} as if exported with {_where(w.keys, w.point)}"
+           + ("" if static else f" (exported: {_where(w.keys, w.exported)})"),
            f"planned (ExecuTorch's greedy: what a re-export plans): {exact_bytes(w.planned)}; "
-           f"at the export's bound: {exact_bytes(w.exported_planned)}",
+           f"{exported}: {exact_bytes(w.exported_planned)}",
            f"pte_lab's best fit would plan {_maybe(w.best_fit)}; lower bound (bytes alive at once, no plan "
            f"is smaller): {exact_bytes(w.lower_bound)}"]
     out.append(text_table(["arena", "device", "greedy", "best fit", "lower bound", "exported"],
@@ -112,13 +116,16 @@ def budget_text(b) -> str:
     """The largest bound under the budget, what plans it, the peak's tensors, then the export change."""
     key = f"input {b.key[0]} axis {b.key[1]}"
     w = b.at
-    out = [f"largest bound of {key} under {exact_bytes(b.budget)}: {b.bound:,} (exported: {b.exported:,})",
+    out = [f"largest bound of {key} under {exact_bytes(b.budget)}: {b.bound:,} (exported: {b.exported:,})"]
+    if b.dim_chosen:
+        out.append(f"(no --bound given: {key} is the method's one dynamic dim, so it is the one searched)")
+    out += [
            f"at {b.bound:,} ExecuTorch's greedy plans {exact_bytes(w.planned)} "
            f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
     if b.next_planned is not None:
         out.append(f"at {b.bound + 1:,} it would plan {exact_bytes(b.next_planned)}, over the budget")
-    out.append(f"the smallest bound plans {exact_bytes(b.smallest)}; the export's ({b.exported:,}) "
-               f"{exact_bytes(w.exported_planned)}")
+    out.append(f"the smallest bound, {b.smallest_bound:,}, plans {exact_bytes(b.smallest)}; the export's "
+               f"({b.exported:,}) {exact_bytes(w.exported_planned)}")
     out += _peak_lines(w)
     out += _heap_lines(w, "the budget")
     out.append(f"export change: {w.export_change()}")
@@ -127,7 +134,8 @@ def budget_text(b) -> str:
 
 def budget_dict(b) -> dict:
     return {"budget": b.budget, "input": b.key[0], "axis": b.key[1], "bound": b.bound, "exported": b.exported,
-            "smallest": b.smallest, "curve": [{"bound": n, "planned": p, "lower_bound": lb} for n, p, lb in b.curve],
+            "smallest": b.smallest, "smallest_bound": b.smallest_bound,
+            "curve": [{"bound": n, "planned": p, "lower_bound": lb} for n, p, lb in b.curve],
             "at": b.at.to_dict() if b.at is not None else None}
 
 
@@ -137,8 +145,10 @@ def usage_text(u) -> str:
     top = sorted(u.tensors, key=lambda r: (-r[4], r[0]))[:TOP_TENSORS]
     out = [
         f"{u.method} run at {_where(u.keys, u.point)}",
-        f"its planned tensors hold {exact_bytes(u.used)} over the whole call at these shapes (each storage once, "
-        f"not all alive at once; per tensor: .tensors), at most {exact_bytes(u.lower_bound)} at once",
+        f"used: {exact_bytes(u.used)}, the sum of every planned tensor's bytes over the whole call at these "
+        f"shapes (each storage once; per tensor: .tensors): not all are alive at once, so it is more than a plan "
+        f"needs",
+        f"at most at once (lower_bound, no plan is smaller): {exact_bytes(u.lower_bound)}",
         f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}",
         f"the plan at the bound, allocated whole whatever the shape: {exact_bytes(u.planned_at_bound)}, "
         f"{human_bytes(u.gap)} more than this shape needs",
