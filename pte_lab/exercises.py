@@ -886,8 +886,9 @@ EXERCISES.update({e.id: e for e in [
                      f"its planned arenas {WHAT_IF_BUDGET // 1024} KiB. What is the largest bound of the sequence "
                      f"(input 0, axis 1) whose plan fits, as ExecuTorch would plan a re-export there? Pass "
                      f"export=... (bound -> path of the model exported there) to check your own model.",
-             "pte_lab.largest_bound(model, budget, (input, axis)) bisects over the bound; the budget is in "
-             "binary kilobytes (1 KiB is 1,024 bytes). One more token must not fit.",
+             "pte_lab.largest_bound(model, budget, (input, axis)) searches over the bound (the planned bytes can "
+             "dip as the bound grows; the bytes alive at once never do); the budget is in binary kilobytes "
+             "(1 KiB is 1,024 bytes). One more token must not fit.",
              _largest_bound_under_budget, _largest_bound_under_budget_by_reexport,
              "ExecuTorch's own deserializer's arena sizes of re-exports at that bound and the next"),
     Exercise("08.2", f"A call with a sequence of {WHAT_IF_RUN} tokens, on the model exported at {WHAT_IF_EXPORTED}: "

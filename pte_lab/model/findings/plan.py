@@ -270,11 +270,15 @@ def _arena_bound_findings(m: "Method") -> list[Finding]:
     if m.has_loops:  # lifetimes inside a loop are not the instruction order's: nothing to promise
         return []
     cols, out = m.analysis.columns, []
+    # each arena's furthest tensor end, for all arenas at once (one mask per arena would be arenas x tensors)
+    ids, at = np.unique(cols["mem_id"], return_inverse=True)
+    ends = np.zeros(len(ids), dtype=np.int64)
+    np.maximum.at(ends, at.reshape(-1), (cols["offset"] + cols["nbytes"]).astype(np.int64))
+    furthest = dict(zip(ids.tolist(), ends.tolist()))
     for a in m.arenas:
         if not a.peak_bytes:
             continue
-        ends = (cols["offset"] + cols["nbytes"])[cols["mem_id"] == a.mem_id]
-        used = _align(int(ends.max())) if len(ends) else 0
+        used = _align(furthest.get(a.mem_id, 0))
         bound = min(a.size, _align(a.peak_bytes) + max(0, a.size - used))
         extra = a.size - bound
         if extra < max(_BOUND_BYTES, _BOUND_SHARE * a.size):
