@@ -334,12 +334,12 @@ def _buffer_names(doc) -> dict[str, str]:
     out: dict[str, str] = {}
     if not isinstance(sig, dict):
         return out
-    for key, kind, field in (("input_specs", "buffer", "buffer_name"), ("output_specs", "buffer_mutation", "buffer_name")):
+    for key, kind in (("input_specs", "buffer"), ("output_specs", "buffer_mutation")):
         for spec in sig.get(key) or ():
             entry = spec.get(kind) if isinstance(spec, dict) else None
             arg = entry.get("arg") if isinstance(entry, dict) else None
-            if isinstance(arg, dict) and isinstance(arg.get("name"), str) and isinstance(entry.get(field), str):
-                out[arg["name"]] = entry[field]
+            if isinstance(arg, dict) and isinstance(arg.get("name"), str) and isinstance(entry.get("buffer_name"), str):
+                out[arg["name"]] = entry["buffer_name"]
     return out
 
 

@@ -7,6 +7,8 @@ a replanned ``.pte`` written and verified, and teaching helpers.
 >>> pte_lab.planning.verify("model.pte", "model.replanned.pte")
 """
 
+import importlib
+
 from .algorithms import ALGORITHMS, PLANNERS
 from .problem import Group, PlanningError, Problem, build_problem
 from .replan import ArenaPlan, Replan, WrittenLayout, lower_bounds, plan_arena, replan, written_layout
@@ -20,8 +22,7 @@ def __getattr__(name):
     # the lessons' helpers draw: plot and matplotlib load when one is asked for, not with the planners (the
     # CLI's parser imports the planners to list them)
     if name in ("compare", "plot_plans", "teaching"):
-        import importlib  # not "from . import teaching": that asks this __getattr__ for it again, forever
-
+        # not "from . import teaching": that asks this __getattr__ for it again, forever
         teaching = importlib.import_module(f"{__name__}.teaching")
         return teaching if name == "teaching" else getattr(teaching, name)
     raise AttributeError(name)
