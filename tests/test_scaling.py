@@ -123,6 +123,18 @@ def test_a_ptd_entry_named_often_is_one_tensor():
     assert "999 more entries repeat a key listed before them (ExecuTorch reads the first)" in repr(d)
 
 
+def test_a_blob_named_by_many_tables_is_counted_once():
+    from pte_lab.model.layout import flatbuffer_regions
+    from tests.crafting import one_table_named_often
+
+    data = one_table_named_often(300)  # one 2,400-byte constant and one blob, each named by 300 tables
+    p = pte_lab.open(data)
+    assert p.inline_constant_bytes == 2400 and p.raw.inline_delegate_bytes == 2400
+    r = flatbuffer_regions(p)
+    assert sum(r.values()) == p.flatbuffer_size and r["inline constant"] == 2400  # the file's bytes, each once
+    assert "1 delegate blob (2.3 KiB) is stored inline" in repr(p)
+
+
 def test_a_long_jump_chain_extends_every_lifetime_over_it():
     from tests.crafting import jump_chain
 

@@ -131,6 +131,17 @@ class RawSegment:
         return self
 
 
+def covered_bytes(spans) -> int:
+    """Bytes of the file that (offset, length) spans cover: their union, so a vector that many tables name
+    (a flatbuffer may share one) counts once. O(n log n) in the spans."""
+    total = end = 0
+    for off, n in sorted(set(spans)):
+        if n and off + n > end:
+            total += off + n - max(off, end)
+            end = off + n
+    return total
+
+
 @dataclass
 class RawProgram:
     header: Header
@@ -150,6 +161,8 @@ class RawProgram:
     #: (offset, length) in the flatbuffer of inline constant buffers and inline delegate blobs
     inline_constant_spans: list[tuple[int, int]] = field(repr=False, default_factory=list)
     inline_delegate_spans: list[tuple[int, int]] = field(repr=False, default_factory=list)
+    #: bytes the inline delegate blobs take in the file (:func:`covered_bytes`: a blob named twice counts once)
+    inline_delegate_bytes: int = 0
     #: the test suites when the program came inside a bundled program (``.bpte``)
     bundled: "RawBundled | None" = None
     #: the source's bytes when they were given in memory, or the bundled file's bytes (test tensors
@@ -222,7 +235,7 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
             constant_offsets = _ints(offsets)
     inline_spans = [buf.bytes_vector_span(0, f"constant_buffer[{i}].storage")
                     for i, buf in enumerate(root.tables(2, "constant_buffer"))]
-    inline_constant_bytes = sum(n for _, n in inline_spans)
+    inline_constant_bytes = covered_bytes(inline_spans)
 
     mseg = root.tables(6, "mutable_data_segments")
     for i, m in enumerate(mseg):
@@ -243,6 +256,7 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
     prog.inline_delegate_spans = [d.bytes_vector_span(0, f"backend_delegate_data[{i}].data")
                                   for i, d in enumerate(inline)]
     prog._inline_sizes = [n for _, n in prog.inline_delegate_spans]
+    prog.inline_delegate_bytes = covered_bytes(prog.inline_delegate_spans)
     # Delegate blobs by backend, over every plan (delegate tables are small).
     for p_i, p in enumerate(plans):
         for d in _decode_delegates(p, prog, f"program.execution_plan[{p_i}]"):

@@ -265,8 +265,9 @@ def _constant_rows(offsets, segment, names, cols) -> None:
 
 
 def _table_spans(raw, h) -> list[tuple[int, int]]:
-    """(offset, bytes) of the program's tables: what the inline data leaves of the bytes before the segments."""
-    inline = sorted((off, off + n) for off, n in raw.inline_constant_spans + raw.inline_delegate_spans if n)
+    """(offset, bytes) of the program's tables: what the inline data leaves of the bytes before the segments
+    (each distinct span once: a flatbuffer may name one vector from many tables)."""
+    inline = sorted({(off, off + n) for off, n in raw.inline_constant_spans + raw.inline_delegate_spans if n})
     out, cursor = [], h.header_end
     for a, b in inline + [(h.program_size, h.program_size)]:
         out.append((cursor, max(0, a - cursor)))
@@ -280,8 +281,7 @@ def flatbuffer_regions(pte: "Pte") -> dict[str, int]:
     tables) and the inline data beside it."""
     raw, h = pte.raw, pte.header
     got = {"header": h.header_end, "flatbuffer": sum(n for _, n in _table_spans(raw, h)),
-           "inline constant": sum(n for _, n in raw.inline_constant_spans),
-           "inline delegate": sum(n for _, n in raw.inline_delegate_spans)}
+           "inline constant": raw.inline_constant_bytes, "inline delegate": raw.inline_delegate_bytes}
     return {k: v for k, v in got.items() if v}
 
 

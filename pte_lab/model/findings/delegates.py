@@ -172,17 +172,18 @@ def inline_delegate_findings(p: "Pte") -> list[Finding]:
     raw = getattr(p, "raw", None)
     if raw is None:
         return []
-    inline = sum(n for _, n in raw.inline_delegate_spans)
+    inline = raw.inline_delegate_bytes
     if inline < _INLINE_BYTES:
         return []
     users = tuple((m.name, d.index) for m in p.methods.values() for d in m.delegates if d.location == "inline")
     flat = p.flatbuffer_size
+    blobs = len({span for span in raw.inline_delegate_spans if span[1]})  # the blobs stored, however often named
     change = ("export with segments: ExecutorchBackendConfig(extract_delegate_segments=True) (the default) puts "
               "each blob in its own segment, read when its method loads and freed by the backend once it has "
               "initialised (XNNPACK frees it)")
     return [Finding(Kind.INLINE_DELEGATE_DATA, None,
-                    f"{count(len(users), 'delegate blob')} ({human_bytes(inline)}) "
-                    f"{'is' if len(users) == 1 else 'are'} stored inline in the program's flatbuffer: ExecuTorch's "
+                    f"{count(blobs, 'delegate blob')} ({human_bytes(inline)}) "
+                    f"{'is' if blobs == 1 else 'are'} stored inline in the program's flatbuffer: ExecuTorch's "
                     f"FileDataLoader reads the whole flatbuffer ({human_bytes(flat)}) into the heap at load_program "
                     f"and keeps it until the program is freed, the blobs with it after their delegates have "
                     f"compiled them; {change}", InlineDelegateDetails(inline, change, users, flat))]
