@@ -187,7 +187,7 @@ def paths_near_1mb(only=None) -> int:
 def instances() -> int:
     """Issue 29's instances on whichever ``pte_lab`` is imported (``--code``: another checkout's, e.g. main)."""
     import pte_lab
-    from pte_lab.model.delegates import io_checks
+    from pte_lab.model.ethos_u import io_checks
     from pte_lab.model.layout import file_layout
 
     from tests.crafting import jump_chain, long_offsets, many_descriptors

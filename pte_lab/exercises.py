@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from . import examples, planning
 from .model import open_pte
-from .model.delegates import io_checks
+from .model.ethos_u import io_checks
 from .model.diff import diff_programs
 from .planning.problem import align_up
 from .planning.what_if import largest_bound, what_if

@@ -139,7 +139,7 @@ def test_the_ethos_u_answers_count_what_the_board_holds():
     bytes of its scratch (one base), so counting every copy is wrong; the answer counts each byte once."""
     import pte_lab
     from pte_lab import examples
-    from pte_lab.model.delegates import io_checks
+    from pte_lab.model.ethos_u import io_checks
 
     sram_only, shared = solution("07.1")
     pte = pte_lab.open(examples.ethos_u_program("u55_128_sram_only"))

@@ -66,7 +66,7 @@ from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
 from .html import _device_badge, _section, _table as _html_table, html_repr
 from .rows import cause_summary, change_record, diff_lines, tensor_record
-from .text import _indent, _table
+from .text import indented, text_table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
            "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
@@ -272,7 +272,7 @@ def _delegate_text(x) -> list[str]:
                     for st in x.settings if st.changed and st.what not in ("backend", "stored")]
     rows = [[w, *_change_cells(c)] for w, c in x.byte_changes]
     if rows:
-        out.append(_indent(_table(["bytes of", "before", "after", "change", "growth"], rows), 4))
+        out.append(indented(text_table(["bytes of", "before", "after", "change", "growth"], rows), 4))
     same = [st.what for st in x.settings if not st.changed]
     if same:
         out.append(f"    the same: {', '.join(same)}")
@@ -378,7 +378,7 @@ def budget_text(d, limit: float | None = None) -> str:
     d = _budgeted(d, limit)
     rows = [[c.what, *_check_sides(c), growth(c.bytes.growth), check_verdict(c)] for c in d.budget()]
     out = [budget_head(d.limit_pct), f"  {budget_verdict(d)}",
-           _indent(_table(_BUDGET_HEADERS, rows))]
+           indented(text_table(_BUDGET_HEADERS, rows))]
     line = not_budgeted_line(d)
     if line:
         out.append(f"  {line}")
@@ -418,7 +418,7 @@ def _method_text(md, rows: int) -> list[str]:
     for a in shown:
         table.append([str(a.mem_id), _arrow(*a.devices), *_change_cells(a.size), *_arena_tail(a)])
     if table:
-        out.append(_indent(_table(_ARENA_HEADERS, table)))
+        out.append(indented(text_table(_ARENA_HEADERS, table)))
     for a in shown:
         if a.size.changed or a.peak.changed:
             out.append(f"  {_arena_why(md, a)}")
@@ -431,12 +431,12 @@ def _method_text(md, rows: int) -> list[str]:
     if changed:
         shown = changed[:rows]
         out.append(f"  changed, largest change first ({len(shown)} of {len(changed)}):")
-        out.append(_indent(_table(_CHANGED_HEADERS, [_changed_row(m) for m in shown]), 4))
+        out.append(indented(text_table(_CHANGED_HEADERS, [_changed_row(m) for m in shown]), 4))
     for label, ts in (("only in the first", md.only_before), ("only in the second", md.only_after)):
         if ts:
             ts = sorted(ts, key=lambda t: (-t.nbytes, t.value))
             out.append(f"  {label} (not matched; {len(ts[:rows])} of {len(ts)}, largest first):")
-            out.append(_indent(_table(_ONLY_HEADERS, [_only_row(t) for t in ts[:rows]]), 4))
+            out.append(indented(text_table(_ONLY_HEADERS, [_only_row(t) for t in ts[:rows]]), 4))
     return out
 
 
@@ -490,7 +490,7 @@ def diff_text(d, rows: int = _ROWS) -> str:
     for title, lines in (("what grew, largest first", grew), ("what shrank, largest first", shrank)):
         if lines:
             out += ["", f"  {title}:",
-                    _indent(_table(["what", "before", "after", "change", "growth"],
+                    indented(text_table(["what", "before", "after", "change", "growth"],
                                    [[x.what, *_change_cells(x.change)] for x in lines[:_ARENA_ROWS]]), 4)]
             if len(lines) > _ARENA_ROWS:
                 out.append(f"    {_lines_left(len(lines) - _ARENA_ROWS)}")
@@ -502,7 +502,7 @@ def diff_text(d, rows: int = _ROWS) -> str:
     if same:
         out += ["", f"Unchanged methods (every arena, count, tensor and delegate the same): {', '.join(same)}"]
     out += ["", "File: where the bytes go",
-            _indent(_table(["region", "before", "after", "change", "growth", "blobs"],
+            indented(text_table(["region", "before", "after", "change", "growth", "blobs"],
                            [[r.region + (f" {r.name}" if r.name else ""), *_change_cells(r.bytes),
                              _arrow(r.count.before, r.count.after)] for r in d.regions]))]
     for label, dups in (("identical blobs stored twice, new", d.duplicates_gained),
@@ -510,12 +510,12 @@ def diff_text(d, rows: int = _ROWS) -> str:
         if dups:
             out.append(f"  {label}: {_duplicates(dups)}")
     out += ["", "Load cost (planned arenas, per loader and step)",
-            _indent(_table(["loader", "step", "device", "before", "after", "change", "growth"],
+            indented(text_table(["loader", "step", "device", "before", "after", "change", "growth"],
                            [[c.loader, c.step, c.device, *_change_cells(c.bytes)] for c in d.load_cost]))]
     if d.sizes is not None:
         s = d.sizes
         out += ["", f"Run-time sizes (pte_lab.sizes; executorch {_arrow(*s.executorch)})",
-                _indent(_table(["method", "part", "before", "after", "change", "growth"],
+                indented(text_table(["method", "part", "before", "after", "change", "growth"],
                                [[p.method, _part_label(p), *_part_cells(p)] for p in s.parts]))]
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():

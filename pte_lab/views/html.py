@@ -17,7 +17,7 @@ from functools import lru_cache
 from html import escape
 from importlib.resources import files
 
-from ..model.delegates import describe_io
+from ..model.ethos_u import describe_io
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
 from .peak import cause_line, peak_head
 from .rows import (ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_heap_rows, delegate_scratch_rows, load_cost_rows,

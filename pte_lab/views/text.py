@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from ..format.etrecord import op_base
-from ..model.delegates import describe_io
+from ..model.ethos_u import describe_io
 from ..model.dtypes import short_shape
 from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
@@ -61,7 +61,7 @@ _ARENA_COLUMNS = [(attr, h or header, fmt) for attr, header, _ in ARENA_ROW
 @text_view
 def arenas_text(method) -> str:
     """The table of a method's arenas (:data:`ARENA_ROW`)."""
-    return _table([h for _, h, _ in _ARENA_COLUMNS],
+    return text_table([h for _, h, _ in _ARENA_COLUMNS],
                   [[fmt(getattr(a, attr)) for attr, _, fmt in _ARENA_COLUMNS] for a in method.arenas])
 
 
@@ -100,7 +100,7 @@ def method_text(m, picture: bool = False, width: int = 64, max_rows: int = 48) -
         lines.append(f"  state kept between calls: {count(n_state, 'tensor')}, {human_bytes(state_bytes)}{shown}")
     if m.arenas:
         lines.append("")
-        lines.append(_indent(arenas_text(m)))
+        lines.append(indented(arenas_text(m)))
         lines.extend(f"  {line}" for line in peak_lines(m.peak))
     else:
         lines.append("  no planned arenas")
@@ -134,10 +134,6 @@ def delegate_lines(d, mem) -> list[str]:
 def indented(s: str, n: int = 2) -> str:
     """Every line of ``s`` moved right by ``n`` spaces."""
     return "\n".join(" " * n + line for line in s.splitlines())
-
-
-#: the two helpers under the names the views used before they were public
-_table, _indent = text_table, indented
 
 
 def flatbuffer_phrase(p) -> str:
@@ -181,7 +177,7 @@ def pte_text(p, methods_below: bool = False) -> str:
     rows = [[r.name, str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              ", ".join(f"{d} {human_bytes(b)}" for d, b in r.by_device) or "-"] for r in method_rows(p)]
     lines.append("")
-    lines.append(_indent(_table(list(METHOD_HEADERS), rows)))
+    lines.append(indented(text_table(list(METHOD_HEADERS), rows)))
     lines.append("")
     lines.append("  load cost (planned arenas):")
     by_loader: dict[str, list[str]] = {}
@@ -365,7 +361,7 @@ def _peak_rows(m, tensors, glyph: dict, occ) -> list[str]:
             src = m.source_of(x.value)
             r.append(f"{src.module} ({src.module_type})" if src is not None and src.module is not None else "")
             r.append(f"{_short_path(src.source.file)}:{src.source.line}" if src is not None and src.source else "")
-    table = [line.rstrip() for line in _indent(_table(headers, rows[:_PEAK_ROWS])).splitlines()]
+    table = [line.rstrip() for line in indented(text_table(headers, rows[:_PEAK_ROWS])).splitlines()]
     if len(rows) > _PEAK_ROWS:
         table.append(f"  ... and {count(len(rows) - _PEAK_ROWS, 'more tensor')} (inspect --json, or "
                      f"pte.methods[{m.name!r}].tensors, has them all)")
@@ -384,7 +380,7 @@ def data_text(d) -> str:
              human_bytes(t.nbytes)] for t in d.tensors]
     if rows:
         lines.append("")
-        lines.append(_indent(_table(["key", "dtype", "shape", "bytes", "size"], rows)))
+        lines.append(indented(text_table(["key", "dtype", "shape", "bytes", "size"], rows)))
     return "\n".join(lines)
 
 

@@ -5,7 +5,7 @@ header lines that :mod:`pte_lab.views.run.sizes` includes."""
 from __future__ import annotations
 
 from ...devices import parse_device
-from ...model.delegates import TEMP_ALLOCATOR
+from ...model.ethos_u import TEMP_ALLOCATOR
 from ...runtime.stand_ins import STAND_INS
 from ...units import exact_bytes
 from ..c_text import c_comment as _c

@@ -44,7 +44,7 @@ from ..c_text import c_comment as _comment
 from ..c_text import c_string
 from .target_pools import HOW_MODELLED
 from ..html import html_repr
-from ..text import _table
+from ..text import text_table
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -168,7 +168,7 @@ def sizes_text(sizes: "Sizes") -> str:
             (here if part in MEASURED_PARTS else anywhere).append(
                 [part_label(part, m), "cpu", f"{b:,}", human_bytes(b), seen, part_source(part, m)])
         head = ["part", "device", "bytes", "", f"seen over {m.heap_runs} runs", "from"]
-        out += ["", f"method {m.method!r}", f"-- {any_target_label(m.abi)}:", _table(head, anywhere)]
+        out += ["", f"method {m.method!r}", f"-- {any_target_label(m.abi)}:", text_table(head, anywhere)]
         out.append(f"pools, method + temp: method {m.method_allocator:,} B ({count(m.method_allocations, 'allocation')}), "
                    f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
@@ -193,7 +193,7 @@ def sizes_text(sizes: "Sizes") -> str:
         out += [total_line(t) for k, t in totals.items() if not TARGET_KINDS[k].host]
         out += [f"-- {host_label}:"]
         if here:
-            out.append(_table(head, here))
+            out.append(text_table(head, here))
         if m.file_heap_peak is not None:
             out.append(f"heap outside the pools (the counter), FileDataLoader({m.file_loader_alignment}): peak "
                        f"{m.file_heap_peak:,} B from the loader's creation through the runs, {m.file_heap_kept:,} B "
