@@ -519,7 +519,8 @@ def weights(mb: float = 8.0) -> bytes:
 
 def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2, vocab_size: int = 256,
         max_seq_len: int = 32, custom_sdpa: bool = True, xnnpack: bool = True, quantize: str | None = None,
-        group_size: int = 32, records: bool = False, timeout: float = 1800) -> bytes:
+        group_size: int = 32, records: bool = False, timeout: float = 1800,
+        max_context_len: int | None = None) -> bytes:
     """A llama exported by ExecuTorch's own LLM flow, ``executorch.extension.llm.export.export_llm``.
 
     Seeded random weights (a checkpoint written here, see
@@ -530,7 +531,9 @@ def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
     ``llama::custom_sdpa`` (``use_sdpa_with_kv_cache``); ``False`` uses
     ``index_put_``. ``quantize="8da4w"`` quantizes the linear layers
     (``group_size``). The program has ``forward(tokens[1, n], input_pos[1])``
-    (prefill ``n`` tokens, then decode one at a time) and metadata methods
+    (prefill ``n`` tokens, then decode one at a time; ``n`` is dynamic, export_llm's default
+    ``model.enable_dynamic_shape``, up to ``max_seq_len - 1``), KV caches of
+    ``max_context_len`` positions (default ``max_seq_len``), and metadata methods
     (``get_max_seq_len``...). ``records=True`` also has export_llm write its ETRecord
     (``debug.generate_etrecord``) and ExecuTorch's memory trace of the same program
     (``debug.profile_memory``: ``generate_memory_trace``); the program's bytes do not change,
@@ -546,13 +549,14 @@ def llm(dim: int = 64, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "params.json"), "w") as f:
             json.dump(params, f)
-        _llm_weights(params, max_seq_len, os.path.join(tmp, "weights.pth"))
+        context = max_seq_len if max_context_len is None else max_context_len
+        _llm_weights(params, context, os.path.join(tmp, "weights.pth"))
         args = [
             "base.model_class=llama3", "base.params=params.json", "base.checkpoint=weights.pth",
             "model.use_kv_cache=true",
             f"model.use_sdpa_with_kv_cache={str(custom_sdpa).lower()}",
             f"backend.xnnpack.enabled={str(xnnpack).lower()}",
-            f"export.max_seq_length={max_seq_len}", f"export.max_context_length={max_seq_len}",
+            f"export.max_seq_length={max_seq_len}", f"export.max_context_length={context}",
             "export.output_name=model.pte",
         ]
         if quantize:

@@ -329,3 +329,30 @@ def test_a_list_output_is_recorded_so_fused_qkv_predicts_the_reexport(tmp_path):
     m = pte_lab.open(str(big)).methods["forward"]
     assert any(i.target == "aten::split_with_sizes_copy.out" for i in m.instructions)
     _assert_same_as_reexport(pte_lab.what_if(str(big), {(0, 1): 20}), str(small))
+
+
+@pytest.mark.slow
+def test_export_llm_dynamic_prompt_prediction_equals_the_reexport(program_path, program_dir):
+    """export_llm's program (``model.enable_dynamic_shape``, its default: the prompt's length is dynamic up to
+    max_seq_length - 1), exported at 32 and predicted at a 15-token bound, is what export_llm plans at
+    ``export.max_seq_length=16`` with the caches kept at ``export.max_context_length=32``: every arena, every
+    planned tensor's shape, bytes and offset, the KV caches included."""
+    import os
+
+    from filelock import FileLock
+
+    from pte_lab import examples
+
+    small = program_dir / "llm_fp32_seq16_ctx32.pte"
+    with FileLock(str(small) + ".lock"):
+        if not small.exists():
+            tmp = small.with_suffix(f".{os.getpid()}.tmp")
+            examples.save("llm", str(tmp), max_seq_len=16, max_context_len=32)
+            os.replace(tmp, small)
+    big = pte_lab.open(str(program_path("llm_fp32"))).methods["forward"]
+    assert tuple(big.inputs[0].shape) == (1, 31)  # the bound export_llm gave the prompt: max_seq_length - 1
+    w = pte_lab.what_if(str(program_path("llm_fp32")), {(0, 1): 15})
+    _assert_same_as_reexport(w, small)
+    caches = [t for t in w.tensors if tuple(t.shape) == (1, 32, 2, 16)]
+    assert len(caches) == 4  # two layers' K and V caches, at the context length, not the bound
+    assert w.export_change().startswith('Dim("seq", max=15)')

@@ -18,7 +18,8 @@ the peak. Then the causes a model author can act on, each with the bytes at stak
 - ``state_fp32``: state kept between calls (a KV cache) in float32;
 - ``weight_copies``: weights copied into the arena by ``permute_copy`` (a portable ``Linear``
   transposes its weight at every call);
-- ``outside_delegate``: tensors written by portable kernels in a method that has delegate calls.
+- ``outside_delegate``: tensors written by the operators left outside the delegates (kernels the runtime
+  links: portable, optimized or custom, such as ``llama::update_cache``) in a method that has delegate calls.
 
 The record holds facts; :mod:`pte_lab.views.text` words them (the one home of each cause's prose).
 """
