@@ -37,6 +37,35 @@ def sram_only():
     return pte_lab.sizes(str(SRAM_ONLY), verify=True, heap_runs=1)
 
 
+def _html_column(html: str, key: str, column: str) -> dict:
+    """The first HTML table's ``column`` by its ``key`` column."""
+    from html.parser import HTMLParser
+
+    rows: list[list[str]] = []
+
+    class Cells(HTMLParser):
+        cell = None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th") and self.cell is not None:
+                rows[-1].append(self.cell.strip())
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    Cells().feed(html.split("</table>")[0])
+    head = rows[0]
+    return {r[head.index(key)]: r[head.index(column)] for r in rows[1:] if r}
+
+
 def _flat(text: str) -> str:
     return " ".join(text.replace("\n * ", " ").replace("\n *    ", " ").split())
 
@@ -57,7 +86,12 @@ def test_method_alone_is_verified_on_this_host_only_and_not_runnable_on_a_bare_m
     text = sizes_text(sram_only)
     assert "verified on this host only: these pools load and run it" in text
     assert "not runnable on a bare-metal target: its platform layer refused 1 request to et_pal_allocate" in text
-    assert "holds on: this host, a bare-metal target" in text
+    assert f"holds on: this host, a bare-metal target (with this ABI's pools, {HOST_ABI}" in text
+    # the HTML table's column: the pools hold on this ABI, not on any target; the heap on this host
+    table = _html_column(sram_only._repr_html_(), "part", "holds on")
+    assert table["method allocator"] == table["temp allocator beyond the delegates' scratch"] == f"this ABI ({HOST_ABI})"
+    assert table["planned arenas"] == table["delegate scratch"] == "any target"
+    assert table["heap kept by load_method"] == "this host"
     header = c_header(sram_only)
     assert "#define PTE_LAB_FORWARD_METHOD_ALONE_RUNS_ON_BARE_METAL 0" in header
     assert "#define PTE_LAB_FORWARD_METHOD_TEMP_RUNS_ON_BARE_METAL 1" in header

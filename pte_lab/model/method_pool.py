@@ -77,7 +77,7 @@ def abi(target: str) -> Abi:
 #: XnnpackBackend: allocateInstance<XNNExecutor> (backends/xnnpack/runtime/XNNPACKBackend.cpp); XNNExecutor's
 #: header is not in the wheel, so its x86-64 size is the one the sizing runner measured (xnnpack.pte; the other
 #: XNNPACK programs check it); XNNPACK has no Cortex-M build. EthosUBackend: its handle comes from new and
-#: platform_init returns nullptr on Cortex-M (backends/arm/runtime/EthosUBackend.cpp, 1.2 to 1.5): nothing;
+#: platform_init returns nullptr on Cortex-M (backends/arm/runtime/EthosUBackend.cpp, 1.2.0 to 1.4.1 and main): nothing;
 #: pte_lab's host stand-in takes the same.
 BACKEND_INIT: dict[str, dict[str, tuple[tuple[str, int, int], ...]]] = {
     "XnnpackBackend": {"host": (("XNNExecutor", 272, 8),)},

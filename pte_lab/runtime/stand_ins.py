@@ -30,6 +30,9 @@ STAND_INS = {
     "cortex_m::": (("1.2", "1.5"), "nothing from ExecuTorch's allocators (a kernel's scratch is a planned tensor "
                                    "argument); the stand-in leaves its output as it is"),
 }
+#: the sources the stand-ins were read from (the versions above are those they are used under: 1.5.1's wheel
+#: ships no Arm runtime source, and its Arm runtime is taken to be main's)
+SOURCES_READ = "ExecuTorch 1.2.0 to 1.4.1 and main of 2026-08-22"
 #: operator namespaces whose kernels get stand-ins
 KERNEL_NAMESPACES = tuple(k[:-2] for k in STAND_INS if k.endswith("::"))
 

@@ -30,7 +30,7 @@ __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "Te
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HEAP_ONCE_ROUNDING", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS"]
+           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
 #: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
@@ -67,6 +67,9 @@ PLANNED_ALIGNMENT = TENSOR_ALIGNMENT
 
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
 POOLS = ("planned arenas", "method allocator", "temp allocator")
+#: the pools whose size depends on the ABI (their allocations hold pointers and vectors of them); the planned
+#: arenas are the file's
+ABI_POOLS = ("method allocator", "temp allocator")
 
 #: how many fresh workers measure each method's heap (the lowest and highest seen are kept)
 HEAP_RUNS = 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...devices import parse_device
 from ...model.ethos_u import TEMP_ALLOCATOR
-from ...runtime.stand_ins import STAND_INS
+from ...runtime.stand_ins import SOURCES_READ
 from ...units import exact_bytes
 from ..c_text import c_comment as _c
 
@@ -17,10 +17,9 @@ def stand_in_line(m) -> str | None:
     """One sentence for a method measured with stand-ins (None: it ran with the real backend and kernels)."""
     if not m.stand_ins:
         return None
-    lo, hi = STAND_INS["EthosUBackend" if "EthosUBackend" in m.stand_ins else "cortex_m::"][0]
     return (f"measured with stand-ins for {', '.join(m.stand_ins)}: pte_lab's, registered in the sizing worker "
-            f"under the real names, taking from ExecuTorch's allocators what the real ones take (ExecuTorch "
-            f"{lo} to {hi} source) and computing nothing")
+            f"under the real names, taking from ExecuTorch's allocators what the real ones take (as read in "
+            f"{SOURCES_READ}) and computing nothing")
 
 
 def declared_lines(d) -> list[str]:

@@ -23,6 +23,7 @@ from ...model.method_pool import abi
 from ...printable import text_view
 from ...runtime.libraries import AS_NEEDED, libpython, link_flags
 from ...runtime.sizing.results import (
+    ABI_POOLS,
     ANY_TARGET,
     HOST_ABI,
     HOST_DEPENDENT,
@@ -87,6 +88,8 @@ def holds_on(runs: "dict[str, TargetRun]", lead: str = "holds on") -> str:
     ``holds on: this host, bare-metal`` or ``holds on: this host; not runnable on bare-metal: ...``."""
     ok = [k for k, t in runs.items() if t.runnable]
     words = f"{lead}: {', '.join(_TARGET_WORDS[k] for k in ok) or 'none'}"
+    if "bare-metal" in ok:
+        words += f" (with this ABI's pools, {HOST_ABI}; --target cortex-m models a 32-bit board's)"
     host = runs.get("host")
     if host is not None and host.runnable and host.platform_calls:
         words += f" (there with {_platform_asked(host)}, malloc on this host, beyond its pools)"
@@ -227,6 +230,17 @@ def any_target_label(abi: str = "host") -> str:
     return ANY_TARGET.format(pools=HOST_POOLS if abi == "host" else TARGET_POOLS.format(target=abi))
 
 
+def part_holds_on(part: str, target: str = "host") -> str:
+    """Where one part's figure holds, for the table's "holds on" column: a heap or page figure on this host;
+    a pool (its allocations hold pointers and vectors) on this ABI, or the modelled target's; what the file
+    and the delegates' blobs fix, on any target."""
+    if part in MEASURED_PARTS:
+        return "this host"
+    if part in ABI_POOLS:
+        return f"this ABI ({HOST_ABI})" if target == "host" else f"{target} (modelled)"
+    return "any target"
+
+
 def board_words(t: "Total") -> str:
     """Where a total holds, in a sentence: ``this host``, ``a bare-metal target with this ABI's (x86-64 LP64)
     pools`` or ``a cortex-m board (bare-metal)``."""
@@ -324,7 +338,7 @@ def sizes_html(sizes: "Sizes") -> str:
     t = sizes.table()
     t["size"] = t["bytes"].map(human_bytes)
     t["part"] = [part_label(p, sizes.methods[n]) if n in sizes.methods else p for n, p in zip(t["method"], t["part"])]
-    t["holds on"] = ["this host" if p in MEASURED_PARTS else "any target" for p in sizes.table()["part"]]
+    t["holds on"] = [part_holds_on(p, sizes.target) for p in sizes.table()["part"]]
     host, exact = HOST_DEPENDENT, POOLS_EXACT
     notes = [escape(f"bytes: the highest seen over {_runs(sizes)} fresh runs, lowest: the lowest; {exact}; {host}")
              for _ in [0] if sizes.methods]
