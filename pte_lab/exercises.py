@@ -569,7 +569,8 @@ def _ethos_u(name: str):
 def _sram_fixed_bytes(name: str) -> int:
     """SRAM the file fixes for ``name`` (the method pool left out): the planned buffers, a temp pool of the
     largest scratch where the memory mode puts the scratch in SRAM, and the program's bytes where a delegate
-    needs them in RAM (no memory mode does: ``MEMORY_MODES``)."""
+    needs them in RAM (pte_lab's rule, after ExecuTorch's Corstone build, which keeps the program in DRAM in
+    every mode: ``MEMORY_MODES``)."""
     pte = _ethos_u(name)
     m = pte.methods["forward"]
     (mode,) = {d.placement for d in m.delegate_memory}
@@ -633,17 +634,18 @@ def _distinct(spans) -> int:
     return total
 
 
-def _delegate_io_copies() -> int:
+def _delegate_io_copies() -> tuple[int, int]:
     # the first delegate's input and output: planned in the arena, and copied into its scratch at the offsets
-    # Vela gives them (one base for inputs and outputs, so they may share bytes), all held while the NPU runs
+    # Vela gives them (one base for inputs and outputs, so they may share bytes), all held while the NPU runs;
+    # the distinct bytes in each place
     m = _ethos_u(SPLIT).methods["forward"]
     checks = io_checks(m.raw, m.delegate_memory[0])
     planned = m.tensors.set_index("value")
     in_arena = _distinct((int(planned.offset[c.value]), int(planned.nbytes[c.value])) for c in checks)
-    return in_arena + _distinct((c.io.offset, c.io.nbytes) for c in checks)
+    return in_arena, _distinct((c.io.offset, c.io.nbytes) for c in checks)
 
 
-def _delegate_io_copies_by_executorch() -> int:
+def _delegate_io_copies_by_executorch() -> tuple[int, int]:
     # the delegate call's arguments as exir's deserializer reads them (offsets and bytes by exir's own count),
     # and the blob's inputs/outputs descriptors (int32 count, then shape[6], elem_size, offset, region each)
     # split into blocks by ExecuTorch's Arm script's own reader; in the scratch, both at offsets from one base
@@ -662,7 +664,7 @@ def _delegate_io_copies_by_executorch() -> int:
             for k in range(count):
                 *shape, elem_size, offset, _region = struct.unpack_from("<9i", block, 4 + 36 * k)
                 scratch.append((offset, math.prod(shape) * elem_size))
-    return in_arena + _distinct(scratch)
+    return in_arena, _distinct(scratch)
 
 
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
@@ -788,21 +790,25 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "model, compiled by Vela for two memory modes. How many bytes of SRAM does each need for "
                      "what the file fixes, as ExecuTorch's Corstone build places it: the planned buffers, a temp "
                      "pool that holds the largest scratch where the mode puts the scratch in SRAM, and the "
-                     "program's bytes where the mode puts them in SRAM? Leave the method pool out (a host "
-                     "measurement). Answer `(sram_only, shared_sram)`.",
+                     "program's bytes where the mode puts them in SRAM? Leave the method pool out (it depends "
+                     "on the target's ABI). Answer `(sram_only, shared_sram)`.",
              "Open each with pte_lab.open: m.planned_bytes, m.delegate_temp_bytes, pte.file_size. Where does "
              "each memory mode put the scratch, and does either put the program's bytes in SRAM (the section "
-             "\"Memory modes\": reading through the SRAM port is not the same as living in SRAM)?",
+             "\"Memory modes\": in ExecuTorch's Corstone build, reading through the SRAM port is not the same "
+             "as living in SRAM)?",
              _sram_by_memory_mode, _sram_by_memory_mode_by_executorch,
-             "exir's deserializer (arenas, compile specs), ExecuTorch's own Arm script "
-             "(get_ethosu_scratch_from_pte.py) and ExecuTorch's Corstone build's placement "
-             "(corstone_utils.cmake: the model in DRAM, the scratch in SRAM unless Dedicated_Sram)"),
-    Exercise("07.2", "In the split program, while the first Ethos-U delegate runs, how many distinct bytes hold "
-                     "its input and its output at most, in the planned arena and in its scratch together (a byte "
-                     "two copies share counts once)?",
-             "Where does the CPU side keep the delegate's input and output, and where does EthosUBackend "
-             "copy them before and after the NPU runs? Inputs and outputs sit at offsets from one base in the "
-             "scratch: do any of them overlap? The offsets and bytes are in m.tensors and io_checks.",
+             "exir's deserializer (arenas, compile specs) and ExecuTorch's own Arm script "
+             "(get_ethosu_scratch_from_pte.py) for the sizes, with where each part lives by pte_lab's own "
+             "placement rule, not ExecuTorch's code (after ExecuTorch's Corstone build, corstone_utils.cmake: "
+             "the model in DRAM, the scratch in SRAM unless Dedicated_Sram)"),
+    Exercise("07.2", "In the split program, while the first Ethos-U delegate (delegate 0) runs, its input and "
+                     "its output are held in two places: the planned arena, where the CPU's kernels read and "
+                     "write them, and its scratch, where the NPU does. How many distinct bytes hold them in "
+                     "each place (a byte the two share counts once)? Answer `(in_arena, in_scratch)`.",
+             "In each place, take the input's and the output's span, offset to offset + bytes (the arena's "
+             "from m.tensors, the scratch's from io_checks), and count the bytes their union covers: the "
+             "scratch's offsets are from one base for inputs and outputs alike, so do the two spans overlap "
+             "there? And in the arena?",
              _delegate_io_copies, _delegate_io_copies_by_executorch,
              "exir's deserializer (the delegate call's arguments, their offsets) and ExecuTorch's own Arm "
              "script's reader of the blob's blocks (Vela's inputs and outputs)"),

@@ -134,9 +134,11 @@ def test_each_check_is_named_for_what_it_checks():
 
 
 def test_the_ethos_u_answers_count_what_the_board_holds():
-    """07.1: no memory mode puts the program's bytes in SRAM (ExecuTorch's Corstone build keeps the model in
-    DRAM under Sram_Only too), so adding the file is wrong. 07.2: the first delegate's input and output share
-    bytes of its scratch (one base), so counting every copy is wrong; the answer counts each byte once."""
+    """07.1: in ExecuTorch's Corstone build no memory mode puts the program's bytes in SRAM (the model stays in
+    DRAM under Sram_Only too), so adding the file is wrong. 07.2: the first delegate's input and output, in
+    the arena and in its scratch, each place counted apart: they share bytes of its scratch (one base), so
+    counting every copy is wrong; and the printed scratch (4,864, the second delegate's), the old answer of
+    both places together (also 4,864) and the second delegate's pair are wrong, each with a hint."""
     import pte_lab
     from pte_lab import examples
     from pte_lab.model.ethos_u import io_checks
@@ -150,5 +152,12 @@ def test_the_ethos_u_answers_count_what_the_board_holds():
     every_copy = 2 * sum(c.io.nbytes for c in checks)
     scratch = sorted((c.io.offset, c.io.offset + c.io.nbytes) for c in checks)
     assert scratch[0][1] > scratch[1][0]  # they overlap in the scratch
-    assert solution("07.2") < every_copy and check("07.2", every_copy).ok is False
-    assert check("07.2", solution("07.2")).ok is True
+    in_arena, in_scratch = solution("07.2")
+    assert (in_arena, in_scratch) == (2816, 2048)   # the union of the two spans in each place
+    assert in_arena + in_scratch < every_copy
+    assert check("07.2", (in_arena, in_scratch)).ok is True
+    second = m.delegate_memory[1]
+    for wrong in (every_copy, (every_copy // 2, every_copy // 2), in_arena + in_scratch, second.scratch_bytes,
+                  (in_arena, 2816), (in_scratch, in_arena), (4096, 4096)):
+        verdict = check("07.2", wrong)
+        assert verdict.ok is False and "Hint:" in verdict.message, wrong
