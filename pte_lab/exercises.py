@@ -814,8 +814,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
 WHAT_IF_EXPORTED = 128
 #: 08.1's budget for the planned arenas, in bytes
 WHAT_IF_BUDGET = 160 * 1024
-#: 08.2's call: this many tokens
-WHAT_IF_RUN = 16
+#: 08.2's call: this many tokens (the notebook's usage_at shows another length: the exercise is no look-up)
+WHAT_IF_RUN = 40
 #: the dynamic dim: input 0, axis 1
 SEQ = (0, 1)
 
@@ -869,16 +869,17 @@ def _largest_bound_under_budget_by_reexport(export=None) -> int:
     return n
 
 
-def _plan_for_a_short_call(export=None) -> tuple[int, int]:
+def _plan_for_a_short_call(export=None) -> tuple[int, int, int]:
     w = what_if(_exported_at(export, WHAT_IF_EXPORTED), {SEQ: WHAT_IF_RUN})
-    return w.planned, w.exported_planned - w.planned
+    return w.planned, w.exported_planned - w.planned, w.point[0]
 
 
-def _plan_for_a_short_call_by_reexport(export=None) -> tuple[int, int]:
-    # a plan made for a 16-token call is what a re-export at 16 plans; the runtime allocates the plan at the
-    # export's bound whole: both as exir's deserializer reads the two files
+def _plan_for_a_short_call_by_reexport(export=None) -> tuple[int, int, int]:
+    # a plan made for the call's shape is what a re-export with the call's length as its bound plans; the
+    # loader allocates the plan at the export's bound whole: both as exir's deserializer reads the two files.
+    # The third figure is that re-export's bound: the answer holds only if its file plans the first figure
     short, full = (_et_planned_bytes(_exported_at(export, n)) for n in (WHAT_IF_RUN, WHAT_IF_EXPORTED))
-    return short, full - short
+    return short, full - short, WHAT_IF_RUN
 
 
 EXERCISES.update({e.id: e for e in [
@@ -893,10 +894,12 @@ EXERCISES.update({e.id: e for e in [
              "ExecuTorch's own deserializer's arena sizes of re-exports at that bound and the next"),
     Exercise("08.2", f"A call with a sequence of {WHAT_IF_RUN} tokens, on the model exported at {WHAT_IF_EXPORTED}: "
                      f"how many bytes would a plan made for that shape need (ExecuTorch's greedy), and how many "
-                     f"bytes does the plan at the bound, allocated whole, hold beyond it? Answer "
-                     f"`(plan_for_shape, gap)`.",
-             "A plan made for a shape is what a re-export with that bound plans: pte_lab.what_if at that "
-             "bound. The gap is against the plan in the file, the arenas the runtime allocates at load.",
+                     f"bytes does the plan at the bound, allocated whole, hold beyond it, and which bound "
+                     f"would a re-export (Dim(\"seq\", max=...)) take to plan exactly the first figure? Answer "
+                     f"`(plan_for_shape, gap, bound)`.",
+             "usage_at runs the method at a shape; a plan made for a shape is what a re-export with that length "
+             "as its bound plans (pte_lab.what_if at that bound predicts it). The gap is against the plan in "
+             "the file, the arenas the loader allocates whole.",
              _plan_for_a_short_call, _plan_for_a_short_call_by_reexport,
              "ExecuTorch's own deserializer's arena sizes of a re-export at that bound and of the file"),
 ]})

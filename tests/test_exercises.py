@@ -152,3 +152,18 @@ def test_the_ethos_u_answers_count_what_the_board_holds():
     assert scratch[0][1] > scratch[1][0]  # they overlap in the scratch
     assert solution("07.2") < every_copy and check("07.2", every_copy).ok is False
     assert check("07.2", solution("07.2")).ok is True
+
+
+@pytest.mark.slow  # one what-if on the exercise's export (the parametrized test above exports it in this process)
+def test_the_short_call_answer_names_the_re_export_that_plans_it():
+    """08.2: the third figure is the bound of the re-export that plans the first figure (the call's length),
+    not the bound in the file; and the call is not the length the notebook's usage_at shows."""
+    from pte_lab.exercises import WHAT_IF_EXPORTED, WHAT_IF_RUN
+
+    shown = [int(n) for p in NOTEBOOKS if p.stem.startswith("08") for c in json.loads(p.read_text())["cells"]
+             for n in re.findall(r"usage_at\(model, \{\(0, 1\): (\d+)\}", "".join(c["source"]))]
+    assert shown and WHAT_IF_RUN not in shown, shown
+    plan, gap, bound = solution("08.2")
+    assert bound == WHAT_IF_RUN and gap > 0
+    wrong = check("08.2", (plan, gap, WHAT_IF_EXPORTED))
+    assert wrong.ok is False and "Hint:" in wrong.message
