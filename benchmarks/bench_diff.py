@@ -1,6 +1,6 @@
 """``pte_lab.diff`` on a big method: in process, and ``pte-lab diff`` end to end.
 
-    python benchmarks/bench_diff.py [--layers 60] [--repeat 7]
+    python benchmarks/bench_diff.py [--layers 60] [--repeat 7] [--skip-xnnpack]
 
 Pairs: the N-layer portable transformer against a copy replanned with best fit (every tensor
 matched, most offsets changed: the target is under 0.5 s in process), and against the same
@@ -65,12 +65,15 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=60)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--skip-xnnpack", action="store_true",
+                    help="only the replanned pair (the XNNPACK export of 60 layers takes minutes)")
     args = ap.parse_args()
     import pte_lab
 
     src = program("transformer", layers=args.layers)
-    pairs = [("replanned (best fit)", src, _replanned(src)),
-             ("XNNPACK", src, program("transformer", layers=args.layers, backend="xnnpack"))]
+    pairs = [("replanned (best fit)", src, _replanned(src))]
+    if not args.skip_xnnpack:
+        pairs.append(("XNNPACK", src, program("transformer", layers=args.layers, backend="xnnpack")))
     m = pte_lab.open(src).methods["forward"]
     # the reference on this machine, now: one program opened and analysed (what each side of a diff costs)
     one_wall, one_cpu = _best(lambda: pte_lab.open(src).methods["forward"].arenas, args.repeat)

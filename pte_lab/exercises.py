@@ -38,7 +38,7 @@ from .model import open_pte
 from .model.ethos_u import io_checks
 from .model.diff import diff_programs
 from .planning.problem import align_up
-from .planning.what_if import largest_bound, what_if
+from .planning.what_if import Predictor, largest_bound, what_if
 from .quiet import quiet
 
 __all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
@@ -820,8 +820,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
 WHAT_IF_EXPORTED = 128
 #: 08.1's budget for the planned arenas, in bytes
 WHAT_IF_BUDGET = 160 * 1024
-#: 08.2's call: this many tokens
-WHAT_IF_RUN = 16
+#: 08.2's call: this many tokens (the notebook's usage_at shows another length: the exercise is no look-up)
+WHAT_IF_RUN = 40
 #: the dynamic dim: input 0, axis 1
 SEQ = (0, 1)
 
@@ -831,25 +831,32 @@ def _work_dir() -> str:
     return tempfile.mkdtemp(prefix="pte_lab_exercises_08_")
 
 
-def _transformer_at(bound: int) -> str:
-    """pte_lab's transformer example (2 blocks, width 64) exported with a sequence of at most ``bound``,
-    written to a file (what-if runs the method: it needs a path). The notebook passes its own ``export``."""
+def _transformer_program(bound: int):
+    """pte_lab's transformer example (2 blocks, width 64) exported with a sequence of at most ``bound``:
+    exir's ``ExecutorchProgramManager``. The notebook passes its own ``program``."""
     import torch
+    from executorch.exir import to_edge_transform_and_lower
 
     torch.manual_seed(0)
     model = examples._modules()["Transformer"](2, d=64)
     seq = torch.export.Dim("seq", min=2, max=bound)
     with quiet():
-        data = examples._lower(examples._export(model, (torch.randn(1, 8, 64),), dynamic_shapes=({1: seq},)))
-    path = Path(_work_dir()) / f"seq{bound}.pte"
-    path.write_bytes(data)
-    return str(path)
+        ep = examples._export(model, (torch.randn(1, 8, 64),), dynamic_shapes=({1: seq},))
+        return to_edge_transform_and_lower(ep).to_executorch()
 
 
 @functools.lru_cache(maxsize=16)
-def _exported_at(export, bound: int) -> str:
-    """``export(bound)`` (the notebook's exporter, or :func:`_transformer_at`), once per process and bound."""
-    return str((export or _transformer_at)(bound))
+def _program_at(program, bound: int):
+    """``program(bound)`` (the notebook's, or :func:`_transformer_program`), once per process and bound."""
+    return (program or _transformer_program)(bound)
+
+
+@functools.lru_cache(maxsize=16)
+def _exported_at(program, bound: int) -> str:
+    """That program written to a file (what-if runs the method: it needs a path)."""
+    path = Path(_work_dir()) / f"{id(program or _transformer_program):x}-seq{bound}.pte"
+    path.write_bytes(bytes(_program_at(program, bound).buffer))
+    return str(path)
 
 
 def _et_planned_bytes(path: str) -> int:
@@ -858,16 +865,22 @@ def _et_planned_bytes(path: str) -> int:
         return sum(_et_plans(f.read())["forward"].non_const_buffer_sizes[1:])
 
 
-def _largest_bound_under_budget(export=None) -> int:
-    return largest_bound(_exported_at(export, WHAT_IF_EXPORTED), WHAT_IF_BUDGET, SEQ).bound
+@functools.lru_cache(maxsize=4)
+def _bounds_under_budget(program=None) -> tuple[int, int]:
+    """(the largest bound whose plan by ExecuTorch's greedy fits, the largest whose bytes alive at once fit:
+    no planner fits a larger one, as no plan is below them)."""
+    path = _exported_at(program, WHAT_IF_EXPORTED)
+    b = largest_bound(path, WHAT_IF_BUDGET, SEQ)
+    pred = Predictor(open_pte(path).methods["forward"], b.at.fit)
+    alive = max(n for n in range(b.bound, b.exported + 1)
+                if pred.lower_bound(pred.nbytes_at((n,))) <= WHAT_IF_BUDGET)
+    return b.bound, alive
 
 
-def _largest_bound_under_budget_by_reexport(export=None) -> int:
-    # re-exports read by exir's deserializer decide: from a starting bound (pte_lab's answer, only where to
-    # start), walk down while the re-export does not fit, then up while the next one does; the answer is the
-    # bound whose re-export fits and whose next does not (or the exported bound)
-    fits = functools.lru_cache(maxsize=None)(lambda n: _et_planned_bytes(_exported_at(export, n)) <= WHAT_IF_BUDGET)
-    n = min(max(2, _largest_bound_under_budget(export)), WHAT_IF_EXPORTED)
+def _last_fitting(fits, start: int) -> int:
+    """From ``start`` (only where to start), walk down while ``fits`` says no, then up while the next bound
+    fits: the bound that fits and whose next does not (or the exported bound)."""
+    n = min(max(2, start), WHAT_IF_EXPORTED)
     while n > 2 and not fits(n):
         n -= 1
     while n < WHAT_IF_EXPORTED and fits(n + 1):
@@ -875,34 +888,49 @@ def _largest_bound_under_budget_by_reexport(export=None) -> int:
     return n
 
 
-def _plan_for_a_short_call(export=None) -> tuple[int, int]:
-    w = what_if(_exported_at(export, WHAT_IF_EXPORTED), {SEQ: WHAT_IF_RUN})
-    return w.planned, w.exported_planned - w.planned
+def _bounds_under_budget_by_reexport(program=None) -> tuple[int, int]:
+    # re-exports decide, from pte_lab's answer as the starting points: the greedy's plan as exir's deserializer
+    # reads each file, the bytes alive at once as ExecuTorch's activation memory profiler adds them up
+    greedy, alive = _bounds_under_budget(program)
+    return (_last_fitting(lambda n: _et_planned_bytes(_exported_at(program, n)) <= WHAT_IF_BUDGET, greedy),
+            _last_fitting(lambda n: _profiler_peak(_program_at(program, n)) <= WHAT_IF_BUDGET, alive))
 
 
-def _plan_for_a_short_call_by_reexport(export=None) -> tuple[int, int]:
-    # a plan made for a 16-token call is what a re-export at 16 plans; the runtime allocates the plan at the
-    # export's bound whole: both as exir's deserializer reads the two files
-    short, full = (_et_planned_bytes(_exported_at(export, n)) for n in (WHAT_IF_RUN, WHAT_IF_EXPORTED))
-    return short, full - short
+def _plan_for_a_short_call(program=None) -> tuple[int, int, int]:
+    w = what_if(_exported_at(program, WHAT_IF_EXPORTED), {SEQ: WHAT_IF_RUN})
+    return w.planned, w.exported_planned - w.planned, w.point[0]
+
+
+def _plan_for_a_short_call_by_reexport(program=None) -> tuple[int, int, int]:
+    # a plan made for the call's shape is what a re-export with the call's length as its bound plans; the
+    # loader allocates the plan at the export's bound whole: both as exir's deserializer reads the two files.
+    # The third figure is that re-export's bound: the answer holds only if its file plans the first figure
+    short, full = (_et_planned_bytes(_exported_at(program, n)) for n in (WHAT_IF_RUN, WHAT_IF_EXPORTED))
+    return short, full - short, WHAT_IF_RUN
 
 
 EXERCISES.update({e.id: e for e in [
     Exercise("08.1", f"The model is exported with a sequence of at most {WHAT_IF_EXPORTED} tokens. The device leaves "
                      f"its planned arenas {WHAT_IF_BUDGET // 1024} KiB. What is the largest bound of the sequence "
-                     f"(input 0, axis 1) whose plan fits, as ExecuTorch would plan a re-export there? Pass "
-                     f"export=... (bound -> path of the model exported there) to check your own model.",
-             "pte_lab.largest_bound(model, budget, (input, axis)) searches over the bound (the planned bytes can "
-             "dip as the bound grows; the bytes alive at once never do); the budget is in binary kilobytes "
-             "(1 KiB is 1,024 bytes). One more token must not fit.",
-             _largest_bound_under_budget, _largest_bound_under_budget_by_reexport,
-             "ExecuTorch's own deserializer's arena sizes of re-exports at that bound and the next"),
+                     f"(input 0, axis 1) whose plan fits, as ExecuTorch's greedy would plan a re-export there, and "
+                     f"the largest that any planner, however good, could fit? Answer `(greedy_bound, "
+                     f"any_planner_bound)`. Pass program=... (bound -> exir's ExecutorchProgramManager of the model "
+                     f"exported there) to check your own model.",
+             "pte_lab.largest_bound(model, budget, (input, axis)) searches the greedy's plan (it can dip as the "
+             "bound grows); the budget is in binary kilobytes (1 KiB is 1,024 bytes). No plan is below the bytes "
+             "alive at once (the lower bound), which never dip: the answer's curve and what_if(...).lower_bound "
+             "give them. One more token must not fit, for either figure.",
+             _bounds_under_budget, _bounds_under_budget_by_reexport,
+             "re-exports at that bound and the next: ExecuTorch's own deserializer's arena sizes, and the bytes "
+             "alive at once by ExecuTorch's activation memory profiler"),
     Exercise("08.2", f"A call with a sequence of {WHAT_IF_RUN} tokens, on the model exported at {WHAT_IF_EXPORTED}: "
                      f"how many bytes would a plan made for that shape need (ExecuTorch's greedy), and how many "
-                     f"bytes does the plan at the bound, allocated whole, hold beyond it? Answer "
-                     f"`(plan_for_shape, gap)`.",
-             "A plan made for a shape is what a re-export with that bound plans: pte_lab.what_if at that "
-             "bound. The gap is against the plan in the file, the arenas the runtime allocates at load.",
+                     f"bytes does the plan at the bound, allocated whole, hold beyond it, and which bound "
+                     f"would a re-export (Dim(\"seq\", max=...)) take to plan exactly the first figure? Answer "
+                     f"`(plan_for_shape, gap, bound)`.",
+             "usage_at runs the method at a shape; a plan made for a shape is what a re-export with that length "
+             "as its bound plans (pte_lab.what_if at that bound predicts it). The gap is against the plan in "
+             "the file, the arenas the loader allocates whole.",
              _plan_for_a_short_call, _plan_for_a_short_call_by_reexport,
              "ExecuTorch's own deserializer's arena sizes of a re-export at that bound and of the file"),
 ]})

@@ -161,3 +161,24 @@ def test_the_ethos_u_answers_count_what_the_board_holds():
                   (in_arena, 2816), (in_scratch, in_arena), (4096, 4096)):
         verdict = check("07.2", wrong)
         assert verdict.ok is False and "Hint:" in verdict.message, wrong
+
+
+@pytest.mark.slow  # what-if on the exercise's export (the parametrized test above exports it in this process)
+def test_the_what_if_answers_need_a_step_of_reasoning():
+    """08.1: a better planner fits a longer sequence than the greedy (the bytes alive at once decide), so the
+    greedy's bound twice is wrong. 08.2: the third figure is the bound of the re-export that plans the first
+    figure (the call's length), not the bound in the file; and the call is not the length the notebook's
+    usage_at shows."""
+    from pte_lab.exercises import WHAT_IF_EXPORTED, WHAT_IF_RUN
+
+    greedy, any_planner = solution("08.1")
+    assert greedy < any_planner < WHAT_IF_EXPORTED
+    assert check("08.1", (greedy, greedy)).ok is False
+
+    shown = [int(n) for p in NOTEBOOKS if p.stem.startswith("08") for c in json.loads(p.read_text())["cells"]
+             for n in re.findall(r"usage_at\(model, \{\(0, 1\): (\d+)\}", "".join(c["source"]))]
+    assert shown and WHAT_IF_RUN not in shown, shown
+    plan, gap, bound = solution("08.2")
+    assert bound == WHAT_IF_RUN and gap > 0
+    wrong = check("08.2", (plan, gap, WHAT_IF_EXPORTED))
+    assert wrong.ok is False and "Hint:" in wrong.message

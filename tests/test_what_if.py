@@ -274,7 +274,7 @@ def test_budget_text_names_the_smallest_bound_and_budget_without_bound_uses_the_
     m = pte_lab.open(path).methods["forward"]
     fit = _made_up_fit(m)
     b = pw.search_budget(pw.Predictor(m, fit), 2048, path)
-    assert f"the smallest bound, 1, plans {b.smallest:,} B" in str(b)
+    assert f"the smallest bound tried, 1, plans {b.smallest:,} B" in str(b)
     assert (b.bound, b.at.planned) in [(n, p) for n, p, _ in b.curve]  # the curve is drawn from the same plans
     assert main(["what-if", path, "--budget", "2KiB"]) == 2  # its linear layer reads no size: not in the file
     err = capsys.readouterr().err.strip().splitlines()

@@ -124,7 +124,9 @@ def budget_text(b) -> str:
            f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
     if b.next_planned is not None:
         out.append(f"at {b.bound + 1:,} it would plan {exact_bytes(b.next_planned)}, over the budget")
-    out.append(f"the smallest bound, {b.smallest_bound:,}, plans {exact_bytes(b.smallest)}; the export's "
+    # a .pte keeps no Dim's min: the smallest bound here is the first that gives whole shapes, not the export's min
+    out.append(f"the smallest bound tried, {b.smallest_bound:,}, plans {exact_bytes(b.smallest)} (the file does not "
+               f"keep the export's minimum); the export's "
                f"({b.exported:,}) {exact_bytes(w.exported_planned)}")
     out += _peak_lines(w)
     out += _heap_lines(w, "the budget")
