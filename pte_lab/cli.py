@@ -312,7 +312,7 @@ def _diff(args) -> int:
         d = sized_diff(d, a, b, progress=say, announce=say)
     limit = args.fail_if_grows
     if limit is not None:
-        d = d.with_budget(limit)  # text, HTML and JSON show the budget
+        d = d.with_budget(limit, allow_target_change=args.allow_target_change)  # text, HTML and JSON show it
     if args.json:
         sys.stdout.write(json.dumps(diff_document(d), indent=None if args.compact else 1))
         sys.stdout.write("\n")

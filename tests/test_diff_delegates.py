@@ -93,6 +93,14 @@ def test_cli_fails_a_change_of_target_with_its_own_status(capsys):
     assert "--allow-target-change" in line
     assert cli_main([*args, "--allow-target-change"]) == 0
     assert cli_main(["diff", str(U55_SHARED), str(U85_SRAM)]) == 0  # no budget, no failure
+    # the JSON says what the exit status says: the budget held, and the run fails unless the change is accepted
+    capsys.readouterr()
+    assert cli_main([*args, "--json"]) == TARGET_CHANGED
+    v = json.loads(capsys.readouterr().out)["budget_verdict"]
+    assert v["held"] is True and v["passes"] is False and v["text"].endswith("(said at the top)")
+    assert cli_main([*args, "--json", "--allow-target-change"]) == 0
+    v = json.loads(capsys.readouterr().out)["budget_verdict"]
+    assert v["passes"] is True and v["text"].endswith("(said at the top; accepted: --allow-target-change)")
 
 
 def test_cli_budgets_the_scratch_each_delegate_declares(capsys):
@@ -329,7 +337,7 @@ def test_the_budget_is_the_same_in_text_json_and_html(monkeypatch, capsys):
         "file bytes", "planned bytes of 'forward'", "scratch declared by delegate call 0 of 'forward'"]
     assert verdict == doc["budget_verdict"]["text"] == html_verdict == (
         "budget exceeded: 1 of 3 figures grew more than 5% (scratch declared by delegate call 0 of 'forward'); "
-        "and the delegates changed where the program runs (said at the top)")
+        "and the delegates changed where the program runs (said at the top; accepted: --allow-target-change)")
     assert [r[-1] for r in rows] == [r[-1] for r in html_rows] == [
         "EXCEEDED" if c["exceeded"] else "ok" for c in doc["budget"]] == ["ok", "ok", "EXCEEDED"]
     assert [r[1:4] for r in rows] == [r[1:4] for r in html_rows]  # before, after, growth

@@ -577,6 +577,8 @@ class Diff:
     sizes: SizesDiff | None = None
     #: the budget the views show (:meth:`with_budget`): most percent any budgeted figure may grow, or None
     limit_pct: float | None = None
+    #: a change of target (:attr:`target_changes`) accepted with the budget (``--allow-target-change``)
+    target_change_allowed: bool = False
     @property
     def many_methods(self) -> bool:
         """More than one method compared (added and removed ones count): :attr:`planned_bytes` is then a sum
@@ -599,11 +601,13 @@ class Diff:
         return replace(self, sizes=sizes_diff(before, after, [*self.methods, *self.removed, *self.added],
                                               host_dependent))
 
-    def with_budget(self, limit_pct: float) -> "Diff":
+    def with_budget(self, limit_pct: float, allow_target_change: bool = False) -> "Diff":
         """This diff held to a budget of ``limit_pct`` percent: its text, HTML and JSON then show
-        :meth:`budget` (``pte-lab diff --fail-if-grows``)."""
+        :meth:`budget` (``pte-lab diff --fail-if-grows``). ``allow_target_change``: a change of what the
+        runner must link or where the program runs is accepted (``--allow-target-change``), and the verdict
+        says so."""
         _check_limit(limit_pct)
-        return replace(self, limit_pct=limit_pct)
+        return replace(self, limit_pct=limit_pct, target_change_allowed=allow_target_change)
 
     def not_budgeted(self) -> tuple[PartDiff, ...]:
         """The host-dependent parts (:attr:`SizesDiff.host_dependent`) measured on both sides, most grown first:

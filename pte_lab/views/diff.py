@@ -39,8 +39,11 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
       "budget": [{"what", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
-      "budget_verdict": {"held", "exceeded", "unmeasured", "text"},   # with a limit: held (no check failed), how
-                                                               # many exceeded / not measured, the text's line
+      "budget_verdict": {"held", "exceeded", "unmeasured", "passes", "text"},  # with a limit: held (no check
+                                                               # failed), how many exceeded / not measured,
+                                                               # passes (what --fail-if-grows exits 0 for:
+                                                               # held, and no target change unless accepted),
+                                                               # the text's line
       "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
                                                                # most grown first, never budgeted
     }
@@ -70,7 +73,7 @@ from .text import indented, text_table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
            "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
-           "NOT_BUDGETED", "budget_failure_lines", "planned_head", "budget_head", "budget_verdict",
+           "NOT_BUDGETED", "budget_failure_lines", "budget_passes", "planned_head", "budget_head", "budget_verdict",
            "check_verdict", "budget_html"]
 
 SCHEMA = "pte_lab.diff"
@@ -326,7 +329,7 @@ def not_budgeted_line(d) -> str | None:
 
 def _budgeted(d, limit: float | None):
     """The diff held to ``limit`` (None: to the budget it carries, :attr:`~pte_lab.model.diff.Diff.limit_pct`)."""
-    return d if limit is None else d.with_budget(limit)
+    return d if limit is None else d.with_budget(limit, d.target_change_allowed)
 
 
 def budget_head(limit: float) -> str:
@@ -364,8 +367,15 @@ def budget_verdict(d, limit: float | None = None) -> str:
                         f"held: none of the {count(len(checks), 'figure')} grew more than {d.limit_pct:g}%")
     kinds = dict.fromkeys(c.kind for c in d.target_changes)  # a deployment change, which no budget passes
     if kinds:
-        line += "; and " + "; and ".join(_TARGET_LEADS[k] for k in kinds) + " (said at the top)"
+        line += "; and " + "; and ".join(_TARGET_LEADS[k] for k in kinds) + (
+            " (said at the top; accepted: --allow-target-change)" if d.target_change_allowed else " (said at the top)")
     return line
+
+
+def budget_passes(d) -> bool:
+    """What ``pte-lab diff --fail-if-grows`` exits 0 for: the budget held, and no change of target unless it
+    was accepted (``budget_verdict.passes`` in the JSON, so that a script need not also read the exit status)."""
+    return _held(d.budget()) and (d.target_change_allowed or not d.target_changes)
 
 
 def _held(checks) -> bool:
@@ -759,7 +769,7 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in checks]
         doc["budget_verdict"] = {"held": _held(checks), "exceeded": sum(c.exceeded for c in checks),
                                  "unmeasured": sum(c.unmeasured is not None for c in checks),
-                                 "text": budget_verdict(d)}
+                                 "passes": budget_passes(d), "text": budget_verdict(d)}
     return doc
 
 
