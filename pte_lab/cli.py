@@ -402,6 +402,20 @@ def _examples() -> list[str]:
     return sorted(BUILDERS)
 
 
+def _examples_said() -> str:
+    """One line per example: its name and the first sentence of its builder's docstring (``example --help``)."""
+    from .examples import BUILDERS
+
+    out = ["examples:"]
+    for name in sorted(BUILDERS):
+        para = " ".join((BUILDERS[name].__doc__ or "").strip().split("\n\n")[0].split())
+        first = para.split(". ")[0].rstrip(".").replace("``", "")
+        if len(first) > 100:  # the builder's options follow: the docstring says them
+            first = first[:max(first.rfind(",", 0, 100), first.rfind(":", 0, 100), 40)] + " (...)"
+        out.append(f"  {name:14s} {first}")
+    return "\n".join(out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .planning import PLANNERS
 
@@ -425,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--rows", type=_whole(3), default=48,
                    help="most rows per arena picture, or blobs with --layout (default 48)")
     i.set_defaults(func=_inspect)
-    e = sub.add_parser("example", help="export one of pte_lab's example programs (needs torch + executorch)")
+    e = sub.add_parser("example", help="export one of pte_lab's example programs (needs torch + executorch)",
+                       epilog=_examples_said(), formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("name", choices=_examples(), metavar="name", help=", ".join(_examples()))
     e.add_argument("out", type=_new_file)
     e.add_argument("--side", type=_whole(1),

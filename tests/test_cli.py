@@ -126,3 +126,15 @@ def test_example_help_lists_every_example(capsys):
         main(["example", "--help"])
     out = capsys.readouterr().out
     assert all(name in out for name in BUILDERS)
+
+
+def test_example_help_says_what_each_example_is(capsys):
+    """A newcomer choosing a pair to compare learns from --help that xnnpack has a second method."""
+    with pytest.raises(SystemExit):
+        main(["example", "--help"])
+    out = capsys.readouterr().out
+    from pte_lab.examples import BUILDERS
+
+    said = {line.split()[0]: line for line in out.split("examples:\n")[1].splitlines() if line.strip()}
+    assert set(said) == set(BUILDERS)
+    assert "forward (MLP) and attention" in said["xnnpack"] and "three-layer MLP" in said["portable"]
