@@ -155,9 +155,9 @@ def test_tensors_pair_across_a_change_of_shape(program_path):
     (why,) = [line for line in text.splitlines() if line.startswith("  arena 1:")]
     arena = md.arena(1)
     # the tensors behind the change are counted, their largest change named: never a sum of their bytes
-    assert "larger: " in why and "(largest +" in why and "their own bytes" not in why
+    assert "larger: " in why and "(largest change +" in why and "their own bytes" not in why
     biggest = max(m.after.nbytes - m.before.nbytes for m in md.matched if m.after.role != "view")
-    assert f"largest +{human_bytes(biggest)}" in why
+    assert f"largest change +{human_bytes(biggest)}" in why
     assert arena.size.delta > 0
     (rec,) = [a for a in d.to_dict()["methods"]["forward"]["arenas"] if a["mem_id"] == 1]
     (larger,) = [c for c in rec["causes"] if c["what"] == "larger"]  # counted and the largest: no summed bytes

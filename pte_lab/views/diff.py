@@ -160,7 +160,8 @@ def _arena_why(md, a) -> str:
     if a.before is None or a.after is None:
         return f"arena {a.mem_id} is only in the {'second' if a.before is None else 'first'} program"
     causes = cause_summary(md.causes(a.mem_id))
-    behind = "; ".join(f"{what}: {count(n, 'tensor')} (largest {delta_bytes(big) if signed else human_bytes(big)})"
+    behind = "; ".join(f"{what}: {count(n, 'tensor')} "
+                       + (f"(largest change {delta_bytes(big)})" if signed else f"(largest {human_bytes(big)})")
                        for what, n, big, signed in causes)
     if peak.delta == 0:
         how = "the same tensors, placed differently" if not causes else "the plan packs its tensors differently"
