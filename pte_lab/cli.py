@@ -8,7 +8,8 @@
     pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
                    [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...]
-    pte-lab diff A B [--method M] [--json | --html] [--sizes] [--fail-if-grows PCT] [--allow-target-change] [--rows N]
+    pte-lab diff A B [--method M] [--json | --html] [--sizes] [--fail-if-grows PCT [--budget-on KIND ...]]
+                     [--allow-target-change] [--rows N]
     pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
     pte-lab what-if FILE --at-shape INPUT=D0,D1,... [--method M] [--json]
     pte-lab what-if A.pte B.pte --values 64,128 --at 256 [--method M] [--json]
@@ -312,7 +313,10 @@ def _diff(args) -> int:
         d = sized_diff(d, a, b, progress=say, announce=say)
     limit = args.fail_if_grows
     if limit is not None:
-        d = d.with_budget(limit, allow_target_change=args.allow_target_change)  # text, HTML and JSON show it
+        d = d.with_budget(limit, allow_target_change=args.allow_target_change,  # text, HTML and JSON show it
+                          on=args.budget_on)
+    elif args.budget_on:
+        raise PteLabError("--budget-on says what --fail-if-grows PCT holds: give --fail-if-grows too")
     if args.json:
         sys.stdout.write(json.dumps(diff_document(d), indent=None if args.compact else 1))
         sys.stdout.write("\n")
@@ -417,6 +421,7 @@ def _examples_said() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .model.diff import BUDGET_KINDS
     from .planning import PLANNERS
 
     p = _Parser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
@@ -513,6 +518,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "more than PCT percent (or a pool was not measured); exit "
                          f"{TARGET_CHANGED} when a delegate's backend, target or memory mode changes or its bytes "
                          f"move from flash to RAM ({TARGET_CHANGED} wins over 1; stderr names both)")
+    df.add_argument("--budget-on", action="append", choices=tuple(BUDGET_KINDS), metavar="KIND",
+                    help="with --fail-if-grows: hold only this kind (repeatable; default all): "
+                         + "; ".join(f"{k}: {v}" for k, v in BUDGET_KINDS.items())
+                         + ". For example --budget-on planned --budget-on pools when the weights are meant to change")
     df.add_argument("--allow-target-change", action="store_true",
                     help=f"with --fail-if-grows: do not fail (exit {TARGET_CHANGED}) when a delegate's backend, "
                          "target or memory mode changes or its bytes move from flash to RAM")

@@ -238,6 +238,38 @@ def test_cli_json_carries_the_budget(planners):
     assert arena["size"]["delta"] == doc["planned_bytes"]["delta"] > 0
 
 
+def test_cli_budget_on_holds_only_the_kinds_asked(planners):
+    """A CI job whose weights are meant to change budgets memory alone: --budget-on narrows what is held, and the
+    heading says what it left out."""
+    greedy, naive = map(str, planners)
+    r = _cli("diff", greedy, naive, "--fail-if-grows", "10", "--budget-on", "file")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert "(held: file; not held, by --budget-on: planned, scratch, pools)" in r.stdout
+    assert "planned bytes of 'forward'" not in r.stdout.split("Budget:")[1]
+    r = _cli("diff", greedy, naive, "--json", "--fail-if-grows", "10", "--budget-on", "planned")
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    assert doc["budget_on"] == ["planned"]
+    assert [(c["what"], c["kind"]) for c in doc["budget"]] == [("planned bytes of 'forward'", "planned")]
+    _one_line_error(_cli("diff", greedy, naive, "--budget-on", "planned"), "give --fail-if-grows too")
+    with pytest.raises(pte_lab.PteLabError, match="a budget holds one or more of file, planned"):
+        pte_lab.diff(greedy, naive).with_budget(5, on=["weights"])
+
+
+def test_json_describes_a_method_only_one_side_has(program_path):
+    """An added or removed method has its own entry: what it plans, arena by arena."""
+    r = _cli("diff", str(program_path("portable")), str(program_path("three_methods")), "--json")
+    doc = json.loads(r.stdout)
+    assert doc["removed"] == ["forward"] and set(doc["added"]) == {"small", "large", "on_device"}
+    assert set(doc["only_in"]["before"]) == {"forward"} and set(doc["only_in"]["after"]) == set(doc["added"])
+    after = pte_lab.open(program_path("three_methods"))
+    for name, lone in doc["only_in"]["after"].items():
+        m = after.methods[name]
+        assert lone["planned_bytes"] == sum(a["size"] for a in lone["arenas"]) == m.planned_bytes
+        assert [(a["mem_id"], a["device"]) for a in lone["arenas"]] == [(a.mem_id, a.device) for a in m.arenas]
+    assert {a["device"] for a in doc["only_in"]["after"]["on_device"]["arenas"]} == {"cpu", "cuda:0"}
+
+
 @pytest.mark.parametrize("args, says", [
     (["{missing}", "{a}"], "No such file"),
     (["{a}", "{garbage}"], "pte-lab: error: "),

@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
            "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
            "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
-           "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
+           "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
            "TARGET_CHANGE_KINDS", "pair_delegates"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
@@ -70,6 +70,13 @@ POOL_ATTRIBUTES: Mapping[str, str] = MappingProxyType({
 #: the pools a budget holds (:meth:`Diff.budget`): ``planned_buffers`` are the method's planned bytes, read
 #: from the file, so the planned bytes' check is theirs
 BUDGETED_POOLS = ("method_pool", "temp_pool")
+#: what a budget can hold (``pte-lab diff --fail-if-grows PCT --budget-on KIND``), each kind -> what it checks:
+#: the default holds them all
+BUDGET_KINDS: Mapping[str, str] = MappingProxyType({
+    "file": "the file's bytes",
+    "planned": "the planned bytes (of each method compared, and their sum with several)",
+    "scratch": "the scratch each delegate call declares",
+    "pools": "the method pool and temp pool of each method sized (with --sizes)"})
 
 #: parts of ``MethodSizes.parts()`` that are a pool less another part, not a figure measured on its own (the
 #: temp allocator's peak less the delegates' scratch): part -> the pool (a diff compares the pool instead)
@@ -377,6 +384,8 @@ class BudgetCheck:
     limit_pct: float
     #: the sides that did not measure it ("first", "second", "both"; None: both did): the check fails
     unmeasured: str | None = None
+    #: which of :data:`BUDGET_KINDS` it is
+    kind: str = "planned"
 
     @property
     def exceeded(self) -> bool:
@@ -579,6 +588,8 @@ class Diff:
     limit_pct: float | None = None
     #: a change of target (:attr:`target_changes`) accepted with the budget (``--allow-target-change``)
     target_change_allowed: bool = False
+    #: the :data:`BUDGET_KINDS` the budget holds (``--budget-on``; default all)
+    budget_on: tuple[str, ...] = tuple(BUDGET_KINDS)
     @property
     def many_methods(self) -> bool:
         """More than one method compared (added and removed ones count): :attr:`planned_bytes` is then a sum
@@ -601,13 +612,22 @@ class Diff:
         return replace(self, sizes=sizes_diff(before, after, [*self.methods, *self.removed, *self.added],
                                               host_dependent))
 
-    def with_budget(self, limit_pct: float, allow_target_change: bool = False) -> "Diff":
+    def with_budget(self, limit_pct: float, allow_target_change: bool = False,
+                    on: Iterable[str] | None = None) -> "Diff":
         """This diff held to a budget of ``limit_pct`` percent: its text, HTML and JSON then show
         :meth:`budget` (``pte-lab diff --fail-if-grows``). ``allow_target_change``: a change of what the
         runner must link or where the program runs is accepted (``--allow-target-change``), and the verdict
-        says so."""
+        says so. ``on``: which of :data:`BUDGET_KINDS` to hold (``--budget-on``; None: the ones this diff
+        holds already, all by default), for example ``("planned", "pools")`` for memory alone when the
+        weights are meant to change."""
         _check_limit(limit_pct)
-        return replace(self, limit_pct=limit_pct, target_change_allowed=allow_target_change)
+        kinds = self.budget_on if on is None else tuple(dict.fromkeys(on))
+        unknown = [k for k in kinds if k not in BUDGET_KINDS]
+        if unknown or not kinds:
+            raise PteLabError(f"a budget holds one or more of {', '.join(BUDGET_KINDS)}; got "
+                              f"{', '.join(map(repr, unknown)) if unknown else 'none'}")
+        return replace(self, limit_pct=limit_pct, target_change_allowed=allow_target_change,
+                       budget_on=tuple(k for k in BUDGET_KINDS if k in kinds))
 
     def not_budgeted(self) -> tuple[PartDiff, ...]:
         """The host-dependent parts (:attr:`SizesDiff.host_dependent`) measured on both sides, most grown first:
@@ -625,7 +645,8 @@ class Diff:
         each method in both), the scratch each delegate call declares and, with sizes, the method pool and
         temp pool of every method sized in both. A method's planned buffers at run time are its planned bytes
         (ExecuTorch reads them from the file), so they are that row, not another; this host's heap figures
-        are never budgeted (:meth:`not_budgeted` lists those, for the budget to say so).
+        are never budgeted (:meth:`not_budgeted` lists those, for the budget to say so). Only the kinds in
+        :attr:`budget_on` are held (:data:`BUDGET_KINDS`; ``--budget-on``).
 
         A check is exceeded when its bytes grew by more than ``limit_pct`` percent (from 0 to
         anything counts as more). A pool of a method a side has but did not measure is a check too, one
@@ -634,7 +655,7 @@ class Diff:
         limit_pct = self.limit_pct if limit_pct is None else limit_pct
         _check_limit(limit_pct)
         names = [*self.methods, *self.removed, *self.added]
-        checks = [BudgetCheck("file bytes", self.file_size, limit_pct),
+        checks = [BudgetCheck("file bytes", self.file_size, limit_pct, kind="file"),
                   BudgetCheck(PLANNED_SUM if self.many_methods else  # else the one method's
                               f"planned bytes of {names[0]!r}" if names else "planned bytes", self.planned_bytes,
                               limit_pct)]
@@ -645,12 +666,13 @@ class Diff:
             c = x.scratch_bytes
             if c.before is not None and c.after is not None:
                 checks.append(BudgetCheck(f"scratch declared by delegate call {x.call} of {x.method!r}", c,
-                                          limit_pct))
+                                          limit_pct, kind="scratch"))
         if self.sizes is not None:
-            checks += [BudgetCheck(f"{p.part.replace('_', ' ')} of {p.method!r}", p.bytes, limit_pct, p.unmeasured)
+            checks += [BudgetCheck(f"{p.part.replace('_', ' ')} of {p.method!r}", p.bytes, limit_pct, p.unmeasured,
+                                   kind="pools")
                        for p in self.sizes.pools if p.part in BUDGETED_POOLS
                        if p.unmeasured is not None or (p.bytes.before is not None and p.bytes.after is not None)]
-        return tuple(checks)
+        return tuple(c for c in checks if c.kind in self.budget_on)
 
     # ------------------------------------------------------------------ views
     def to_dict(self) -> dict:

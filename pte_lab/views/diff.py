@@ -13,6 +13,8 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                "duplicates_gained"/"duplicates_lost": [{"region", "name", "bytes", "duplicate_of"}]},
       "planned_bytes": change,                                  # every method compared
       "added": [method], "removed": [method],
+      "only_in": {"before": {method: lone}, "after": {method: lone}},  # the removed and added methods: lone =
+                 # {"instructions", "planned_tensors", "planned_bytes", "arenas": [{"mem_id", "device", "size"}]}
       "methods": {
         name: {
           "instructions": change, "planned_tensors": change, "planned_bytes": change,
@@ -38,7 +40,8 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                        "pools": [{"method", "pool", "bytes": change, "unmeasured"}],   # unmeasured: null|first|second|both
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
-      "budget": [{"what", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
+      "budget_on": [kind],                                     # with a limit: what it holds (BUDGET_KINDS)
+      "budget": [{"what", "kind", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
       "budget_verdict": {"held", "exceeded", "unmeasured", "passes", "text"},  # with a limit: held (no check
                                                                # failed), how many exceeded / not measured,
                                                                # passes (what --fail-if-grows exits 0 for:
@@ -63,7 +66,7 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from ..model.diff import MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS
+from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
@@ -330,11 +333,16 @@ def not_budgeted_line(d) -> str | None:
 
 def _budgeted(d, limit: float | None):
     """The diff held to ``limit`` (None: to the budget it carries, :attr:`~pte_lab.model.diff.Diff.limit_pct`)."""
-    return d if limit is None else d.with_budget(limit, d.target_change_allowed)
+    return d if limit is None else d.with_budget(limit, d.target_change_allowed, d.budget_on)
 
 
-def budget_head(limit: float) -> str:
-    return f"Budget: nothing may grow more than {limit:g}% of its first size"
+def budget_head(d) -> str:
+    """The budget's heading: its limit and, when ``--budget-on`` narrowed it, what it holds and what not."""
+    head = f"Budget: nothing may grow more than {d.limit_pct:g}% of its first size"
+    left = [k for k in BUDGET_KINDS if k not in d.budget_on]
+    if left:
+        head += f" (held: {', '.join(d.budget_on)}; not held, by --budget-on: {', '.join(left)})"
+    return head
 
 
 def check_verdict(c) -> str:
@@ -388,7 +396,7 @@ def budget_text(d, limit: float | None = None) -> str:
     """The budget table (``--fail-if-grows``): its verdict, a row per figure, the parts it did not budget."""
     d = _budgeted(d, limit)
     rows = [[c.what, *_check_sides(c), growth(c.bytes.growth), check_verdict(c)] for c in d.budget()]
-    out = [budget_head(d.limit_pct), f"  {budget_verdict(d)}",
+    out = [budget_head(d), f"  {budget_verdict(d)}",
            indented(text_table(_BUDGET_HEADERS, rows))]
     line = not_budgeted_line(d)
     if line:
@@ -688,7 +696,7 @@ def budget_html(d, limit: float | None = None) -> str:
     line = not_budgeted_line(d)
     if line:
         body += f"<div class='pte-find pte-info'>{escape(line)}</div>"
-    return _section(budget_head(d.limit_pct), body, f"{failed} failed" if failed else "held", open_=True)
+    return _section(budget_head(d), body, f"{failed} failed" if failed else "held", open_=True)
 
 
 # ----------------------------------------------------------------------- JSON
@@ -719,6 +727,12 @@ def _method_record(md) -> dict:
     }
 
 
+def _lone_method_record(m) -> dict:
+    """A method only one program has: what it plans there (nothing to compare it with)."""
+    return {"instructions": len(m.instructions), "planned_tensors": len(m.planned), "planned_bytes": m.planned_bytes,
+            "arenas": [{"mem_id": a.mem_id, "device": a.device, "size": a.size} for a in m.arenas]}
+
+
 def _delegate_record(x) -> dict:
     return {"call": x.call,
             "settings": [{"what": st.what, "before": st.before, "after": st.after} for st in x.settings],
@@ -747,6 +761,8 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
         },
         "planned_bytes": change_record(d.planned_bytes),
         "added": list(d.added), "removed": list(d.removed),
+        "only_in": {"before": {n: _lone_method_record(d.before.methods[n]) for n in d.removed},
+                    "after": {n: _lone_method_record(d.after.methods[n]) for n in d.added}},
         "methods": {n: _method_record(md) for n, md in d.methods.items()},
         "load_cost": [{"loader": c.loader, "step": c.step, "device": c.device, "bytes": change_record(c.bytes)}
                       for c in d.load_cost],
@@ -766,7 +782,8 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
         checks = d.budget()
         doc["not_budgeted"] = [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes)}
                                for p in d.not_budgeted()]
-        doc["budget"] = [{"what": c.what, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
+        doc["budget_on"] = list(d.budget_on)
+        doc["budget"] = [{"what": c.what, "kind": c.kind, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in checks]
         doc["budget_verdict"] = {"held": _held(checks), "exceeded": sum(c.exceeded for c in checks),
                                  "unmeasured": sum(c.unmeasured is not None for c in checks),
