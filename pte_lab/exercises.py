@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import examples, planning
+from .cli import TARGET_CHANGED
 from .model import open_pte
 from .model.ethos_u import io_checks
 from .model.diff import diff_programs
@@ -555,6 +556,40 @@ def _backend_change_verdict_by_exir():
     return backends_a != backends_b, board, over
 
 
+#: the pair of 06.5: one model, re-exported by Vela for another board (target and memory mode)
+BOARD_PAIR = ("u55_128_shared_sram", "u85_256_sram_only")
+#: the budget of 06.5, in percent
+BOARD_BUDGET = 20
+
+
+def _board_change():
+    # the temp pool holds one delegate scratch at a time (the largest); the command's exit status, as pte-lab diff
+    # --fail-if-grows BOARD_BUDGET says it (a change of board is TARGET_CHANGED whatever the bytes do)
+    a, b = (_ethos_u(n) for n in BOARD_PAIR)
+    grow = b.methods["forward"].delegate_temp_bytes - a.methods["forward"].delegate_temp_bytes
+    d = diff_programs(a, b).with_budget(BOARD_BUDGET)
+    status = TARGET_CHANGED if d.target_changes else 1 if any(c.failed for c in d.budget()) else 0
+    return grow, status
+
+
+def _board_change_by_executorch():
+    # the scratch as ExecuTorch's own Arm script reads each blob (largest per file), against what Vela printed
+    # ("Total SRAM used", vela.json); the board from the compile specs as exir reads them: the same backend with
+    # another target or memory mode is a change no byte budget passes (exit 4); else the bytes decide (exit 1 or 0)
+    datas = [Path(examples.ethos_u_program(n)).read_bytes() for n in BOARD_PAIR]
+    scratch = [_et_scratch(data) for data in datas]
+    vela = json.loads((Path(examples.ETHOS_U_PROGRAMS) / "vela.json").read_text())["programs"]
+    printed = [round(float(vela[f"{n}.pte"]["vela"][0]["sram_used"].split()[0]) * 1024) for n in BOARD_PAIR]
+    if scratch != printed:
+        return None
+    specs = [[(d.id, sorted((c.key, bytes(c.value)) for c in d.compile_specs)) for d in _et_plans(data)["forward"].delegates]
+             for data in datas]
+    board = any(x[0] == y[0] and x[1] != y[1] for x, y in zip(*specs))
+    planned = [sum(_et_plans(data)["forward"].non_const_buffer_sizes[1:]) for data in datas]
+    over = any(y > x * (1 + BOARD_BUDGET / 100) for x, y in (tuple(map(len, datas)), planned, scratch))
+    return scratch[1] - scratch[0], TARGET_CHANGED if board else 1 if over else 0
+
+
 # ------------------------------------------------------------------- 07: a microcontroller
 #: the pair of 07.1: one model, compiled by Vela for two memory modes
 SRAM_PAIR = ("u55_128_sram_only", "u55_128_shared_sram")
@@ -786,6 +821,17 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "had the larger arena 1 in section 2?",
              _backend_change_verdict, _backend_change_verdict_by_exir,
              "ExecuTorch's own deserializer (each file's delegates, compile specs and arenas) and the file sizes"),
+    Exercise("06.5", "A vendor's CI re-exported the program for a new board: "
+                     "`examples.ethos_u_program('u55_128_shared_sram')`, then `('u85_256_sram_only')`. Your "
+                     "runner's temp pool (`ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE`) was sized for the "
+                     "first. By how many bytes must it grow to run the second, and what does "
+                     "`pte-lab diff A B --fail-if-grows 20` exit with? Answer `(temp_pool_growth, exit_status)`.",
+             "The temp pool holds one delegate scratch at a time: the largest (pte.delegate_memory()[i]."
+             "scratch_bytes of each). A budget's bytes and a change of target are two verdicts: section 6 says "
+             "which exit status a change of board gives, whatever the bytes do.",
+             _board_change, _board_change_by_executorch,
+             "ExecuTorch's own Arm script (the scratch each blob declares), Vela's printed \"Total SRAM used\" "
+             "when it compiled each file, and exir's deserializer (each delegate's compile specs, the arenas)"),
     Exercise("07.1", "`examples.ethos_u_program('u55_128_sram_only')` and `('u55_128_shared_sram')` hold one "
                      "model, compiled by Vela for two memory modes. How many bytes of SRAM does each need for "
                      "what the file fixes, as ExecuTorch's Corstone build places it: the planned buffers, a temp "
