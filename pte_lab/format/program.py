@@ -103,6 +103,9 @@ class RawPlan:
     #: for each value the index of its record: what follows from a record is worked out once per record
     records: list[RawValue] | None = None
     record_of: np.ndarray | None = None
+    #: what the analysis derives from the plan once and asks for from several places (key -> result; not a
+    #: fact of the file, and not compared: the plan is read once and never changed)
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         if self.lists is None:

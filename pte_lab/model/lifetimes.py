@@ -166,7 +166,7 @@ class Writes:
 
     def __init__(self, plan: RawPlan):
         self._plan = plan
-        self._memo: dict[int, frozenset[int]] = {}
+        self._memo: dict[int, frozenset[int]] = plan.memo.setdefault("writes", {})  # one per plan: shared
 
     def __call__(self, i: int) -> frozenset[int]:
         ins = self._plan.instructions[i]
@@ -201,9 +201,15 @@ def holds_nothing(t) -> bool:
 
 
 def holding(plan: RawPlan) -> np.ndarray:
-    """For each distinct value record (``plan.records``): a tensor planned in an arena that holds bytes."""
-    return np.fromiter((r.tensor is not None and r.tensor.mem_id is not None and not holds_nothing(r.tensor)
-                        for r in plan.records), bool, len(plan.records))
+    """For each distinct value record (``plan.records``): a tensor planned in an arena that holds bytes
+    (worked out once per plan: roles and lifetimes each ask)."""
+    got = plan.memo.get("holding")
+    if got is None:
+        got = plan.memo["holding"] = np.fromiter(
+            (r.tensor is not None and r.tensor.mem_id is not None and not holds_nothing(r.tensor)
+             for r in plan.records), bool, len(plan.records))
+        got.flags.writeable = False
+    return got
 
 
 def record_places(plan: RawPlan, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
