@@ -138,3 +138,24 @@ def test_example_help_says_what_each_example_is(capsys):
     said = {line.split()[0]: line for line in out.split("examples:\n")[1].splitlines() if line.strip()}
     assert set(said) == set(BUILDERS)
     assert "forward (MLP) and attention" in said["xnnpack"] and "three-layer MLP" in said["portable"]
+
+
+def test_json_is_printed_one_row_per_line_and_parses_to_the_document(program_path, capsys):
+    """The CLI's JSON: containers indented, each row (a tensor, an arena) on one line; the text parses to the
+    very document the views make, with strings that hold braces and the row separator too."""
+    from pte_lab.views.json_doc import document
+    from pte_lab.views.json_text import json_text
+
+    path = program_path("transformer")
+    assert main(["inspect", str(path), "--json"]) == 0
+    text = capsys.readouterr().out
+    pte = pte_lab.open(path)
+    assert json.loads(text) == json.loads(json.dumps(document(pte, list(pte.methods))))
+    rows = [ln for ln in text.splitlines() if ln.lstrip().startswith('{"mem_id": 1, "runtime_index": 0')]
+    assert len(rows) == 1 and json.loads(rows[0].strip().rstrip(","))["mem_id"] == 1  # an arena row, whole
+    tricky = {"methods": {"a}, {b": [{"name": "x}, {y", "shape": [1, 2]}, {"name": "{", "shape": []}],
+                          "ok": [{"a": 1}, {"b": {"nested": [{"c": None}]}}], "": [], "e": {}},
+              "n": [1.5, float("inf")], 3: "int key", True: "bool key"}
+    for doc in (tricky, [], {}, [[1, [2, [3]]]], "s", None):
+        assert json.loads(json_text(doc)) == json.loads(json.dumps(doc))
+        assert json_text(doc, compact=True) == json.dumps(doc)
