@@ -136,16 +136,12 @@ def _written_before(plan: RawPlan, starts: dict[int, int], candidates: np.ndarra
     """
     earliest_of = _earliest_start_per_range(plan, starts)
     span_of = {k: _range_of(plan.records[k].tensor) for k in set(plan.record_of[candidates].tolist())}
-    wanted: dict[int, set[tuple]] = {}
-    for key in span_of.values():
-        wanted.setdefault(key[0], set()).add(key)
-    by_arena: dict[int, list[tuple[int, int, int]]] = {}
-    for (mem_id, a, b), s in earliest_of.items():
-        if mem_id in wanted:
-            by_arena.setdefault(mem_id, []).append((s, a, b))
-    earliest_in: dict[tuple, int] = {}  # candidate range -> the earliest start over its bytes
-    for mem_id, keys in wanted.items():
-        earliest_in.update(_earliest_over(sorted(by_arena[mem_id]), list(keys)))
+    arenas = {key[0] for key in span_of.values()}
+    # every arena at once: a byte is (mem_id, offset), so no range reaches into another arena's bytes
+    ranges = sorted((s, (m, a), (m, b)) for (m, a, b), s in earliest_of.items() if m in arenas)
+    keys = list(dict.fromkeys(span_of.values()))
+    got = _earliest_over(ranges, [((m, a), (m, b)) for m, a, b in keys])
+    earliest_in = dict(zip(keys, got))  # candidate range -> the earliest start over its bytes
     records = plan.record_of[candidates]
     distinct, at = np.unique(records, return_inverse=True)
     earliest = np.fromiter((earliest_in[span_of[k]] for k in distinct.tolist()), np.int64, len(distinct))
@@ -177,12 +173,11 @@ def _earliest_start_per_range(plan: RawPlan, starts: dict[int, int]) -> dict[tup
 _NEVER = int(np.iinfo(np.int64).max)  # no tensor covers these bytes
 
 
-def _earliest_over(ranges: list[tuple[int, int, int]], keys: list[tuple]) -> dict[tuple, int]:
-    """For each key ``(mem_id, a, b)``: the earliest start over its bytes, from ``ranges`` ``(start, a, b)``
-    of one arena sorted by start."""
-    if len(ranges) * len(keys) <= 64:  # a few: directly (a file may list 100,000 arenas of one tensor each)
-        return {key: min((s for s, a, b in ranges if a < b and a < key[2] and key[1] < b), default=_NEVER)
-                for key in keys}
+def _earliest_over(ranges: list[tuple], keys: list[tuple]) -> list[int]:
+    """For each key ``(a, b)``: the earliest start over its bytes, from ``ranges`` ``(start, a, b)`` sorted by
+    start (``a`` and ``b`` any ordered positions: ``(mem_id, offset)`` for every arena at once)."""
+    if len(ranges) * len(keys) <= 64:  # a few: directly
+        return [min((s for s, a, b in ranges if a < b and a < hi and lo < b), default=_NEVER) for lo, hi in keys]
     cuts = sorted({x for _, a, b in ranges for x in (a, b)})
     index = {x: k for k, x in enumerate(cuts)}
     earliest = np.full(len(cuts) - 1, _NEVER, dtype=np.int64)
@@ -201,14 +196,14 @@ def _earliest_over(ranges: list[tuple[int, int, int]], keys: list[tuple]) -> dic
     while 2 ** len(table) <= len(earliest):
         prev, half = table[-1], 2 ** (len(table) - 1)
         table.append(np.minimum(prev[:-half], prev[half:]))
-    lo = np.array([index[a] for _, a, _ in keys], dtype=np.int64)
-    hi = np.array([index[b] for _, _, b in keys], dtype=np.int64)
+    lo = np.array([index[a] for a, _ in keys], dtype=np.int64)
+    hi = np.array([index[b] for _, b in keys], dtype=np.int64)
     level = np.frexp((hi - lo).astype(np.float64))[1] - 1  # floor(log2(hi - lo)), exact below 2**53
     best = np.empty(len(keys), dtype=np.int64)
     for k in np.unique(level).tolist():
         sel = level == k
         best[sel] = np.minimum(table[k][lo[sel]], table[k][hi[sel] - 2**k])
-    return dict(zip(keys, best.tolist()))
+    return best.tolist()
 
 
 def _span(t) -> int:
