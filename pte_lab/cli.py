@@ -1,6 +1,6 @@
 """``pte-lab``: inspect a ``.pte`` from the shell, or export an example program.
 
-    pte-lab inspect FILE [--data PTD] [--method M] [--json] [--layout] [--width N] [--rows N]
+    pte-lab inspect FILE [--data PTD] [--etrecord E] [--method M] [--json [--compact]] [--layout] [--width N] [--rows N]
     pte-lab example NAME OUT [--side N]
     pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
     pte-lab measure --bundle DIR [--side N]
@@ -8,16 +8,16 @@
     pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
                    [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...]
-    pte-lab diff A B [--method M] [--json | --html] [--sizes] [--fail-if-grows PCT [--budget-on KIND ...]]
+    pte-lab diff A B [--method M] [--json [--compact] | --html] [--sizes] [--fail-if-grows PCT [--budget-on KIND ...]]
                      [--allow-target-change] [--rows N]
     pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
     pte-lab what-if FILE --at-shape INPUT=D0,D1,... [--method M] [--json]
     pte-lab what-if A.pte B.pte --values 64,128 --at 256 [--method M] [--json]
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
-when a budget is exceeded (or a budgeted figure was not measured), and 4 (:data:`TARGET_CHANGED`) when a
-delegate's backend, target or memory mode changed or its bytes moved from flash to RAM (unless
-``--allow-target-change``); when both happen the status is 4 and stderr names both. Any other exception is a bug in pte_lab: one line says so and the exit
+when a budget is exceeded (or a budgeted figure was not measured), and 4 (:data:`TARGET_CHANGED`) when the
+deployment changed: a delegate's backend, target or memory mode, its bytes from flash to RAM, or a method
+gone (unless ``--allow-target-change``); when both happen the status is 4 and stderr names both. Any other exception is a bug in pte_lab: one line says so and the exit
 status is 3 (``--debug`` anywhere on the line, or ``PTE_LAB_DEBUG=1``, prints its traceback too).
 """
 
@@ -25,19 +25,16 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import os
 import sys
 import traceback
 import warnings
 
-from .errors import PteLabError
+from .errors import TARGET_CHANGED, PteLabError
+from .views.json_text import json_text
 from .progress import lines
 
 
-#: ``diff --fail-if-grows``'s exit status when a delegate's backend, target or memory mode changed, or its bytes
-#: moved from flash to RAM (a budget exceeded is 1)
-TARGET_CHANGED = 4
 
 #: the most arena pictures ``inspect`` draws per method (the largest arenas)
 MAX_PICTURES = 32
@@ -54,7 +51,7 @@ def _inspect(args) -> int:
             raise PteLabError(f"{args.file} is a .ptd data file: --data, --etrecord and --method go with a program")
         d = open_data(args.file)
         if args.json:
-            sys.stdout.write(json.dumps(data_document(d), indent=None if args.compact else 1))
+            sys.stdout.write(json_text(data_document(d), args.compact))
             sys.stdout.write("\n")
         else:
             sys.stdout.write(data_text(d) + "\n")
@@ -66,7 +63,7 @@ def _inspect(args) -> int:
             raise PteLabError(f"{args.file}: no method {args.method!r} (methods: {', '.join(names)})")
         names = [args.method]
     if args.json:
-        sys.stdout.write(json.dumps(document(pte, names), indent=None if args.compact else 1))
+        sys.stdout.write(json_text(document(pte, names), args.compact))
         sys.stdout.write("\n")
         return 0
     if args.layout:
@@ -221,7 +218,7 @@ def _target_sizes(args, pte, s):
         sys.stdout.write(c_header(board, budget=budget, regions=regions))
     elif args.json:
         doc = board.to_dict(budget, regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"]}
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        sys.stdout.write(json_text(doc) + "\n")
     else:
         from .views.run.sizes import total_line
 
@@ -262,7 +259,7 @@ def _sizes(args) -> int:
               f"{os.path.join(args.example_runner, 'runner')} {args.file}"
               + (f" --data {args.data}" if args.data else ""))
     elif args.json:
-        sys.stdout.write(json.dumps(s.to_dict(args.budget, tuple(args.region or ())), indent=1))
+        sys.stdout.write(json_text(s.to_dict(args.budget, tuple(args.region or ()))))
         sys.stdout.write("\n")
     elif args.c_header:
         sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ())))
@@ -297,7 +294,8 @@ def _diff(args) -> int:
     from .format import identify
     from .model import open_pte
     from .model.diff import diff_programs
-    from .views.diff import budget_failure_lines, diff_document, diff_html, diff_text, target_changes_line
+    from .views.diff import (budget_exit_status, budget_failure_lines, diff_document, diff_html, diff_text,
+                             target_changes_line)
 
     if args.json and args.html:
         raise PteLabError("diff prints --json or --html, not both")
@@ -315,10 +313,15 @@ def _diff(args) -> int:
     if limit is not None:
         d = d.with_budget(limit, allow_target_change=args.allow_target_change,  # text, HTML and JSON show it
                           on=args.budget_on)
-    elif args.budget_on:
-        raise PteLabError("--budget-on says what --fail-if-grows PCT holds: give --fail-if-grows too")
+        empty = d.nothing_to_hold() if args.budget_on else {}
+        if empty:  # asked for by name, and nothing to hold: a gate that would pass whatever changed
+            raise PteLabError("--budget-on " + "; --budget-on ".join(f"{k} holds nothing here: {why}"
+                                                                      for k, why in empty.items()))
+    elif args.budget_on or args.allow_target_change:
+        raise PteLabError(f"{'--budget-on' if args.budget_on else '--allow-target-change'} says what "
+                          "--fail-if-grows PCT holds: give --fail-if-grows too")
     if args.json:
-        sys.stdout.write(json.dumps(diff_document(d), indent=None if args.compact else 1))
+        sys.stdout.write(json_text(diff_document(d), args.compact))
         sys.stdout.write("\n")
     elif args.html:
         from .views.html import html_page
@@ -334,8 +337,7 @@ def _diff(args) -> int:
     targets = None if args.allow_target_change else target_changes_line(d)
     if targets:
         print(f"pte-lab: {targets} (--allow-target-change accepts this)", file=sys.stderr)
-        return TARGET_CHANGED
-    return 1 if over else 0
+    return budget_exit_status(d)
 
 
 def _percentage(text: str) -> float:
@@ -516,15 +518,17 @@ def build_parser() -> argparse.ArgumentParser:
                          "its planned buffers), a delegate's scratch or, with --sizes, the method pool or temp pool "
                          "of a method (never this host's heap, which the budget lists as not budgeted) grow by "
                          "more than PCT percent (or a pool was not measured); exit "
-                         f"{TARGET_CHANGED} when a delegate's backend, target or memory mode changes or its bytes "
-                         f"move from flash to RAM ({TARGET_CHANGED} wins over 1; stderr names both)")
+                         f"{TARGET_CHANGED} when a delegate's backend, target or memory mode changes, its bytes "
+                         f"move from flash to RAM, or a method of A is gone ({TARGET_CHANGED} wins over 1; stderr "
+                         "names both)")
     df.add_argument("--budget-on", action="append", choices=tuple(BUDGET_KINDS), metavar="KIND",
                     help="with --fail-if-grows: hold only this kind (repeatable; default all): "
                          + "; ".join(f"{k}: {v}" for k, v in BUDGET_KINDS.items())
-                         + ". For example --budget-on planned --budget-on pools when the weights are meant to change")
+                         + ". For example --budget-on planned --budget-on scratch when the weights are meant to "
+                           "change; a kind with nothing to hold in these programs is refused")
     df.add_argument("--allow-target-change", action="store_true",
                     help=f"with --fail-if-grows: do not fail (exit {TARGET_CHANGED}) when a delegate's backend, "
-                         "target or memory mode changes or its bytes move from flash to RAM")
+                         "target or memory mode changes, its bytes move from flash to RAM or a method is gone")
     df.add_argument("--rows", type=_whole(1), default=12, help="most tensors listed per table (default 12)")
     df.set_defaults(func=_diff)
     wi = sub.add_parser("what-if", help="a dynamic method as if exported at another bound, or the largest bound "
@@ -584,11 +588,11 @@ def _what_if(args) -> int:
         if args.bound or args.budget is not None:
             raise PteLabError("--at-shape runs the method at one shape: give it without --bound or --budget")
         r = usage_at(args.file, _at_shape(args), method=args.method)
-        sys.stdout.write((json.dumps(r.to_dict(), indent=1) if args.json else str(r)) + "\n")
+        sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound and args.budget is not None:  # the method's one dynamic dim (several: listed)
         r = largest_bound(args.file, args.budget, None, method=args.method)
-        sys.stdout.write((json.dumps(r.to_dict(), indent=1) if args.json else str(r)) + "\n")
+        sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound:
         raise PteLabError("what-if FILE needs --bound INPUT:AXIS=N, --bound INPUT:AXIS --budget SIZE or "
@@ -610,7 +614,7 @@ def _what_if(args) -> int:
             raise PteLabError("--bound INPUT:AXIS=N: the bound N to predict at is missing (or give --budget)")
         r = what_if(args.file, bounds, method=args.method)
     if args.json:
-        sys.stdout.write(json.dumps(r.to_dict(), indent=1) + "\n")
+        sys.stdout.write(json_text(r.to_dict()) + "\n")
     else:
         sys.stdout.write(str(r) + "\n")
     return 0
@@ -626,7 +630,7 @@ def _what_if_from(args) -> int:
     except ValueError:
         raise PteLabError(f"--values {args.values!r}: write the two exports' values as A,B, e.g. 64,128") from None
     r = what_if_from(args.file, args.other, values, args.at, method=args.method)
-    sys.stdout.write((json.dumps(r.to_dict(), indent=1) if args.json else str(r)) + "\n")
+    sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
     return 0
 
 

@@ -6,7 +6,7 @@ __all__ = [
     "PteLabError", "PteFormatError", "NativeBuildError", "RunnerLinesError", "DeviceAllocationError",
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
     "OperatorMissingError", "NotAProgramError", "InputError", "ETRecordError",
-    "NotFoundError", "UnknownDeviceError", "PteLabBug", "bug_line", "BUG_EXIT_CODE",
+    "NotFoundError", "UnknownDeviceError", "PteLabBug", "bug_line", "BUG_EXIT_CODE", "CHECK_FAILED", "TARGET_CHANGED",
 ]
 
 
@@ -27,6 +27,12 @@ class UnknownDeviceError(PteLabError, ValueError):
 
 #: the exit status of ``pte-lab`` when pte_lab itself failed (a bug), apart from bad input (2)
 BUG_EXIT_CODE = 3
+#: ``pte-lab``'s exit status when a check failed: a verification, ``diff --fail-if-grows``'s budget exceeded
+CHECK_FAILED = 1
+#: ``diff --fail-if-grows``'s exit status when the deployment changed (a delegate's backend, target or memory
+#: mode, bytes from flash to RAM, a method gone), unless ``--allow-target-change``; it wins over
+#: :data:`CHECK_FAILED`
+TARGET_CHANGED = 4
 #: where a bug in pte_lab is reported, and how to see its traceback
 BUG_REPORT = ("please report it to pte_lab's maintainers with the file that caused it "
               "(set PTE_LAB_DEBUG=1 or pass --debug for the traceback)")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import examples, planning
-from .cli import TARGET_CHANGED
+from .errors import TARGET_CHANGED
 from .model import open_pte
 from .model.ethos_u import io_checks
 from .model.diff import diff_programs

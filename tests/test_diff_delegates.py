@@ -15,7 +15,7 @@ import pte_lab
 from pte_lab import examples
 from pte_lab.cli import TARGET_CHANGED, main as cli_main
 from pte_lab.model.diff import diff_programs
-from pte_lab.units import human_bytes
+from pte_lab.units import exact_bytes, human_bytes
 
 DATA = Path(examples.ETHOS_U_PROGRAMS)
 U55_SHARED = DATA / "u55_128_shared_sram.pte"
@@ -110,7 +110,56 @@ def test_cli_budgets_the_scratch_each_delegate_declares(capsys):
                      "--allow-target-change"]) == 1
     err = capsys.readouterr().err
     assert "scratch declared by delegate call 0 of 'forward' grew" in err
-    assert f"of its {human_bytes(a)} ({human_bytes(a)} -> {human_bytes(b)})" in err
+    assert f"({a:,} B ({human_bytes(a)}) -> {b:,} B ({human_bytes(b)}), {b - a:+,} B)" in err  # to the byte
+
+
+U55_SPLIT = DATA / "u55_128_shared_sram_split.pte"
+
+
+def test_a_second_call_of_a_backend_already_linked_is_no_runner_change_and_its_scratch_is_budgeted(capsys):
+    """Shared_Sram -> the same model split in two Ethos-U calls: the runner links EthosUBackend already, so
+    no deployment change; the temp pool must hold the largest scratch of the two calls, which the budget
+    holds (the new call has no pair)."""
+    d = pte_lab.diff(U55_SHARED, U55_SPLIT)
+    assert d.target_changes == ()
+    largest = [pte_lab.open(p).methods["forward"].delegate_temp_bytes for p in (U55_SHARED, U55_SPLIT)]
+    scratch = max(x.scratch_bytes for x in pte_lab.open(U55_SPLIT).delegate_memory())
+    assert largest[1] == scratch and len(pte_lab.open(U55_SPLIT).delegate_memory()) == 2
+    (row,) = [c for c in d.with_budget(5).budget() if c.what.startswith("largest delegate scratch")]
+    assert (row.bytes.before, row.bytes.after) == tuple(largest) and row.kind == "scratch"
+    assert cli_main(["diff", str(U55_SHARED), str(U55_SPLIT), "--fail-if-grows", "5", "--budget-on",
+                     "scratch"]) == 0  # the scratch shrank; file and planned bytes grew, and are not held
+    assert "runner must" not in capsys.readouterr().err
+
+
+def test_a_method_gone_is_a_deployment_change(program_path, capsys):
+    """A runner loads a method by name: a program without it is a change no byte budget passes."""
+    three, portable = str(program_path("three_methods")), str(program_path("portable"))
+    d = pte_lab.diff(three, portable)
+    assert {(c.what, c.method, c.kind) for c in d.target_changes} == {
+        ("method gone", n, "runner") for n in ("small", "large", "on_device")}
+    assert cli_main(["diff", three, portable, "--fail-if-grows", "100000"]) == TARGET_CHANGED
+    err = capsys.readouterr().err
+    assert "the second program lacks a method the first has: method 'large' only in the first program" in err
+    assert cli_main(["diff", three, portable, "--fail-if-grows", "100000", "--json"]) == TARGET_CHANGED
+    v = json.loads(capsys.readouterr().out)["budget_verdict"]
+    assert v["exit_status"] == TARGET_CHANGED and v["passes"] is False and v["target_change_accepted"] is False
+    assert cli_main(["diff", three, portable, "--fail-if-grows", "100000", "--json", "--allow-target-change"]) == 0
+    v = json.loads(capsys.readouterr().out)["budget_verdict"]
+    assert v["exit_status"] == 0 and v["target_change_accepted"] is True
+    assert [(c.what, c.method) for c in pte_lab.diff(portable, three).target_changes] == [("method gone", "forward")]
+    assert pte_lab.diff(three, three).target_changes == ()  # the added methods of a diff are no change
+
+
+def test_a_budget_asked_to_hold_what_is_not_there_is_refused(program_path, capsys):
+    """--budget-on a kind with no figure would pass whatever changed: one line, exit 2."""
+    p = str(program_path("portable"))
+    assert cli_main(["diff", p, p, "--fail-if-grows", "5", "--budget-on", "pools"]) == 2
+    assert "--budget-on pools holds nothing here: the pools are measured only with --sizes" in capsys.readouterr().err
+    assert cli_main(["diff", p, p, "--fail-if-grows", "5", "--budget-on", "scratch"]) == 2
+    assert "no delegate call in both programs declares a scratch" in capsys.readouterr().err
+    assert cli_main(["diff", p, p, "--allow-target-change"]) == 2
+    assert "give --fail-if-grows too" in capsys.readouterr().err
 
 
 def test_inline_delegate_data_is_its_own_region_in_inspect_and_diff():
@@ -366,7 +415,7 @@ def test_the_budget_is_the_same_in_text_json_and_html(monkeypatch, capsys):
     assert [r[0] for r in rows] == [c["what"] for c in doc["budget"]] == [r[0] for r in html_rows] == whats
     assert verdict == doc["budget_verdict"]["text"] == html_verdict and doc["budget_verdict"]["unmeasured"] == 2
     assert "not held: 2 of 5 figures not measured on a side (method pool of 'forward'; temp pool" in verdict
-    assert html_rows[-1][1:3] == rows[-1][1:3] == ["not measured", human_bytes(8192)]
+    assert html_rows[-1][1:3] == rows[-1][1:3] == ["not measured", exact_bytes(8192)]
     assert html_rows[-1][-1] == rows[-1][-1] == "NOT MEASURED (first)"
     assert "not measured: 'forward' in the first program" in unescape(outs["--html"])  # said at the top, too
 

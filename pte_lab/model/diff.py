@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ..errors import PteLabError
 from .align import align
+from .bulk import paused_gc
 from .analysis import Arena, PlannedTensor, instruction_targets
 from .ethos_u import IN_BLOB, describe_io
 from .lifetimes import instruction_uses
@@ -53,7 +54,7 @@ __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "Tensor
            "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
            "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
            "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
-           "TARGET_CHANGE_KINDS", "pair_delegates"]
+           "TARGET_CHANGE_KINDS", "pair_delegates", "linked_backends"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
 MATCHED_BY = ("name", "input", "output", "source", "operators")
@@ -75,7 +76,7 @@ BUDGETED_POOLS = ("method_pool", "temp_pool")
 BUDGET_KINDS: Mapping[str, str] = MappingProxyType({
     "file": "the file's bytes",
     "planned": "the planned bytes (of each method compared, and their sum with several)",
-    "scratch": "the scratch each delegate call declares",
+    "scratch": "the scratch each delegate call declares, and the largest of a method's (its temp pool holds it)",
     "pools": "the method pool and temp pool of each method sized (with --sizes)"})
 
 #: parts of ``MethodSizes.parts()`` that are a pool less another part, not a figure measured on its own (the
@@ -404,12 +405,13 @@ class BudgetCheck:
 DELEGATE_SETTINGS = ("backend", "target", "system config", "memory mode", "stored", "command stream and weights "
                      "live", "scratch from", "scratch lives", "inputs", "outputs")
 #: the changes a memory budget does not pass (``--fail-if-grows``), in the order they are reported
-TARGET_CHANGES = ("backend", "target", "memory mode", "flash to RAM")
+TARGET_CHANGES = ("backend", "target", "memory mode", "flash to RAM", "method gone")
 #: what each of :data:`TARGET_CHANGES` changes of the deployment: "runner" (the runner must link another backend:
 #: a CPU-only one such as XNNPACK appearing is this, the board stays), "board" (the target, its memory mode, or
 #: RAM the board must give). Both are a deployment change (one exit status); the words and JSON say which.
 TARGET_CHANGE_KINDS: Mapping[str, str] = MappingProxyType({
-    "backend": "runner", "target": "board", "memory mode": "board", "flash to RAM": "board"})
+    "backend": "runner", "target": "board", "memory mode": "board", "flash to RAM": "board",
+    "method gone": "runner"})
 
 
 @dataclass(frozen=True)
@@ -463,6 +465,9 @@ class DelegateDiff:
     call: int
     before: "DelegateMemory | None" = field(repr=False)
     after: "DelegateMemory | None" = field(repr=False)
+    #: the backends each program's methods call (what its runner links): a call only in one program is no
+    #: change of backend when the other program calls that backend too
+    linked: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
     @cached_property
     def settings(self) -> tuple[Setting, ...]:
@@ -510,6 +515,8 @@ class DelegateDiff:
         out = []
         for what in ("backend", "target", "memory mode"):
             a, b = _setting(self.before, what), _setting(self.after, what)
+            if what == "backend" and (a is None and b in self.linked[0] or b is None and a in self.linked[1]):
+                continue  # another call of a backend the other program's runner links already
             if a != b and (what == "backend" or (self.before is not None and self.after is not None)):
                 out.append(TargetChange(self.method, self.call, what, a, b))
         a, b = self.before, self.after
@@ -524,11 +531,13 @@ class DelegateDiff:
 
 @dataclass(frozen=True)
 class TargetChange:
-    """A delegate change a memory budget does not pass: the program no longer runs where the first one ran, or
-    needs more RAM for bytes flash held (``what``: one of :data:`TARGET_CHANGES`)."""
+    """A change a memory budget does not pass: the program no longer runs where the first one ran, needs more
+    RAM for bytes flash held, or lacks a method a runner loads by name (``what``: one of
+    :data:`TARGET_CHANGES`)."""
 
     method: str
-    call: int
+    #: the delegate call it is of (None: of the method itself, "method gone")
+    call: int | None
     what: str
     before: str | None
     after: str | None
@@ -553,12 +562,22 @@ def _call_order(m: "Method") -> list[int]:
     return order + [i for i in range(n) if i not in seen]
 
 
-def pair_delegates(a: "Method", b: "Method") -> tuple[DelegateDiff, ...]:
-    """The delegates of two versions of a method, paired call by call (see :class:`DelegateDiff`)."""
+def pair_delegates(a: "Method", b: "Method",
+                   linked: tuple[frozenset[str], frozenset[str]] | None = None) -> tuple[DelegateDiff, ...]:
+    """The delegates of two versions of a method, paired call by call (see :class:`DelegateDiff`); ``linked``:
+    the backends each whole program calls (default: each method's own)."""
     da, db = a.delegate_memory, b.delegate_memory
     oa, ob = _call_order(a), _call_order(b)
-    return tuple(DelegateDiff(a.name, k, da[oa[k]] if k < len(oa) else None, db[ob[k]] if k < len(ob) else None)
+    if linked is None:
+        linked = (linked_backends([a]), linked_backends([b]))
+    return tuple(DelegateDiff(a.name, k, da[oa[k]] if k < len(oa) else None, db[ob[k]] if k < len(ob) else None,
+                              linked)
                  for k in range(max(len(oa), len(ob))))
+
+
+def linked_backends(methods: Iterable["Method"]) -> frozenset[str]:
+    """The backends the methods' delegates name: what a runner of them links."""
+    return frozenset(d.id for m in methods for d in m.raw.delegates)
 
 
 @dataclass(frozen=True, eq=False)
@@ -603,8 +622,10 @@ class Diff:
 
     @property
     def target_changes(self) -> tuple[TargetChange, ...]:
-        """What a memory budget does not pass, every delegate's (:attr:`DelegateDiff.target_changes`)."""
-        return tuple(c for d in self.delegates for c in d.target_changes)
+        """What a memory budget does not pass: every delegate's (:attr:`DelegateDiff.target_changes`), then
+        each method the first program has and the second lacks (a runner loads a method by name)."""
+        return (tuple(c for d in self.delegates for c in d.target_changes)
+                + tuple(TargetChange(n, None, "method gone", n, None) for n in self.removed))
 
     def with_sizes(self, before, after, host_dependent: Iterable[str] = ()) -> "Diff":
         """This diff with two ``pte_lab.sizes`` results (the first program's, then the second's);
@@ -628,6 +649,16 @@ class Diff:
                               f"{', '.join(map(repr, unknown)) if unknown else 'none'}")
         return replace(self, limit_pct=limit_pct, target_change_allowed=allow_target_change,
                        budget_on=tuple(k for k in BUDGET_KINDS if k in kinds))
+
+    def nothing_to_hold(self) -> dict[str, str]:
+        """The kinds the budget holds (:attr:`budget_on`) that have no figure here -> why: a budget of them
+        alone would pass whatever changed."""
+        have = {c.kind for c in self.budget(self.limit_pct if self.limit_pct is not None else 0)}
+        why = {"pools": "the pools are measured only with --sizes (pte_lab.diff(..., sizes=True))" if self.sizes is None else
+               "no method was sized in both programs",
+               "scratch": "no delegate call in both programs declares a scratch",
+               "planned": "no method compared", "file": "no file"}
+        return {k: why[k] for k in self.budget_on if k not in have}
 
     def not_budgeted(self) -> tuple[PartDiff, ...]:
         """The host-dependent parts (:attr:`SizesDiff.host_dependent`) measured on both sides, most grown first:
@@ -662,6 +693,12 @@ class Diff:
         if self.many_methods:
             checks += [BudgetCheck(f"planned bytes of {n!r}", m.planned_bytes, limit_pct)
                        for n, m in self.methods.items()]
+        for n in self.methods:  # one scratch at a time (the temp allocator is reset after every instruction)
+            a, b = (p.methods[n].delegate_temp_bytes for p in (self.before, self.after))
+            calls = [x for x in self.methods[n].delegates if x.scratch_bytes.before or x.scratch_bytes.after]
+            if len(calls) > 1 or any(x.before is None or x.after is None for x in calls):  # else the call's row
+                checks.append(BudgetCheck(f"largest delegate scratch of {n!r} (the temp pool holds it)",
+                                          Change(a, b), limit_pct, kind="scratch"))
         for x in self.delegates:  # the scratch each delegate call takes at every execute, as its blob declares it
             c = x.scratch_bytes
             if c.before is not None and c.after is not None:
@@ -802,7 +839,9 @@ def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tu
 
 
 # ------------------------------------------------------------------------ methods
-def method_diff(a: "Method", b: "Method") -> MethodDiff:
+def method_diff(a: "Method", b: "Method", linked: tuple[frozenset[str], frozenset[str]] | None = None) -> MethodDiff:
+    """Two versions of a method compared; ``linked``: the backends each whole program calls
+    (:func:`pair_delegates`)."""
     arenas_a = {x.mem_id: x for x in a.arenas}
     arenas_b = {x.mem_id: x for x in b.arenas}
     arenas = tuple(ArenaDiff(i, arenas_a.get(i), arenas_b.get(i)) for i in sorted(set(arenas_a) | set(arenas_b)))
@@ -813,7 +852,7 @@ def method_diff(a: "Method", b: "Method") -> MethodDiff:
         a.name, arenas, Change(a.n_instructions, b.n_instructions), Change(len(a.planned), len(b.planned)),
         Change(a.planned_bytes, b.planned_bytes), by_device,
         Change(len(a.state), len(b.state)), Change(sum(t.nbytes for t in a.state), sum(t.nbytes for t in b.state)),
-        matched, only_a, only_b, pair_delegates(a, b))
+        matched, only_a, only_b, pair_delegates(a, b, linked))
 
 
 # --------------------------------------------------------------------------- file
@@ -903,6 +942,7 @@ def _pool(m, attr: str) -> int | None:
 
 
 # ------------------------------------------------------------------------ the diff
+@paused_gc()  # the pairs and rows hold no cycles: see model.bulk
 def diff_programs(a: "Pte", b: "Pte", methods: Iterable[str] | None = None, hashes: bool = True,
                   labels: tuple[str, str] | None = None) -> Diff:
     """What changed in memory from program ``a`` to program ``b`` (two opened :class:`Pte`).
@@ -928,7 +968,8 @@ def diff_programs(a: "Pte", b: "Pte", methods: Iterable[str] | None = None, hash
     planned = Change(sum(a.methods[n].planned_bytes for n in names_a),
                      sum(b.methods[n].planned_bytes for n in names_b))
     labels = tuple(labels) if labels is not None else (a.path or "<bytes>", b.path or "<bytes>")
+    linked = (linked_backends(a.methods.values()), linked_backends(b.methods.values()))
     return Diff(a, b, labels, Change(a.file_size, b.file_size), regions,
                 gained, lost, _load_cost_diff(a, b),
-                MappingProxyType({n: method_diff(a.methods[n], b.methods[n]) for n in common}), added, removed,
+                MappingProxyType({n: method_diff(a.methods[n], b.methods[n], linked) for n in common}), added, removed,
                 planned)

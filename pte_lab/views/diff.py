@@ -42,11 +42,13 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                        "not_measured": [{"side", "method", "why"}]},
       "budget_on": [kind],                                     # with a limit: what it holds (BUDGET_KINDS)
       "budget": [{"what", "kind", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
-      "budget_verdict": {"held", "exceeded", "unmeasured", "passes", "text"},  # with a limit: held (no check
-                                                               # failed), how many exceeded / not measured,
-                                                               # passes (what --fail-if-grows exits 0 for:
-                                                               # held, and no target change unless accepted),
-                                                               # the text's line
+      "budget_verdict": {"held", "exceeded", "unmeasured", "passes", "exit_status", "target_change_accepted",
+                         "text"},                              # with a limit: held (no check failed), how many
+                                                               # exceeded / not measured, passes (what
+                                                               # --fail-if-grows exits 0 for: held, and no
+                                                               # target change unless accepted), exit_status
+                                                               # (0, 1, 4: budget_exit_status), whether a
+                                                               # target change was accepted, the text's line
       "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
                                                                # most grown first, never budgeted
     }
@@ -67,16 +69,18 @@ from collections import Counter
 from html import escape
 
 from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS
+from ..errors import CHECK_FAILED, TARGET_CHANGED
+from ..model.bulk import paused_gc
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
-from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, first_few, growth, human_bytes, ratio
+from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
 from .html import _device_badge, _section, _table as _html_table, html_repr
 from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import indented, text_table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
            "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
-           "NOT_BUDGETED", "budget_failure_lines", "budget_passes", "planned_head", "budget_head", "budget_verdict",
+           "NOT_BUDGETED", "budget_failure_lines", "budget_passes", "budget_exit_status", "planned_head", "budget_head", "budget_verdict",
            "check_verdict", "budget_html"]
 
 SCHEMA = "pte_lab.diff"
@@ -229,6 +233,8 @@ def target_change_text(c) -> str:
     without the delegate it is of."""
     if c.what == "flash to RAM":
         return f"{human_bytes(c.bytes)} (command stream and weights) must now be in RAM where flash held them"
+    if c.what == "method gone":
+        return f"method {c.method!r} only in the first program: a runner that loads it by name fails on the second"
     if c.what == "backend":
         if c.before is None:
             return f"backend {c.after} only in the second program: the runner must now link {c.after}"
@@ -244,6 +250,10 @@ _TARGET_LEADS = {"runner": "the delegates changed what the runner must link",
                  "board": "the delegates changed where the program runs"}
 
 
+#: how :func:`target_changes_line` opens for methods the second program lacks
+_GONE_LEAD = "the second program lacks a method the first has"
+
+
 #: what is said where a program's delegate does not record a setting
 NOT_SAID = "not recorded"
 
@@ -252,10 +262,13 @@ def target_changes_line(d) -> str | None:
     """All of a diff's :attr:`~pte_lab.model.diff.Diff.target_changes` in one line, delegate by delegate
     (None: none)."""
     out = []
+    gone = [c for c in d.target_changes if c.call is None]
+    if gone:
+        out.append(f"{_GONE_LEAD}: " + "; ".join(target_change_text(c) for c in gone))
     for kind, lead in _TARGET_LEADS.items():
         by: dict[tuple[str, int], list] = {}
         for c in d.target_changes:
-            if c.kind == kind:
+            if c.kind == kind and c.call is not None:
                 by.setdefault((c.method, c.call), []).append(target_change_text(c))
         calls: dict[tuple[str, str], list[int]] = {}  # delegate calls that changed alike are said once
         for (m, k), texts in by.items():
@@ -342,6 +355,9 @@ def budget_head(d) -> str:
     left = [k for k in BUDGET_KINDS if k not in d.budget_on]
     if left:
         head += f" (held: {', '.join(d.budget_on)}; not held, by --budget-on: {', '.join(left)})"
+    empty = d.nothing_to_hold() if left else {}  # narrowed to kinds by name: say which have no figure
+    if empty:
+        head += "; nothing to hold for " + "; ".join(f"{k} ({why})" for k, why in empty.items())
     return head
 
 
@@ -354,8 +370,13 @@ def _check_sides(c) -> list[str]:
     """before, after: 'not measured' on a side that did not measure it."""
     first = c.unmeasured in ("first", "both")
     second = c.unmeasured in ("second", "both")
-    return ["not measured" if first else human_bytes(c.bytes.before),
-            "not measured" if second else human_bytes(c.bytes.after)]
+    return ["not measured" if first else _exact(c.bytes.before),
+            "not measured" if second else _exact(c.bytes.after)]
+
+
+def _exact(n: int | None) -> str:
+    """A budgeted figure to the byte, as a CI log compares it (and rounded, to read)."""
+    return human_bytes(n) if n is None else exact_bytes(n)
 
 
 def budget_verdict(d, limit: float | None = None) -> str:
@@ -374,9 +395,10 @@ def budget_verdict(d, limit: float | None = None) -> str:
                     f"({first_few(unmeasured, 4, '; ', '; and {n} more')})")
     line = "budget " + ("; ".join(said) if said else
                         f"held: none of the {count(len(checks), 'figure')} grew more than {d.limit_pct:g}%")
-    kinds = dict.fromkeys(c.kind for c in d.target_changes)  # a deployment change, which no budget passes
-    if kinds:
-        line += "; and " + "; and ".join(_TARGET_LEADS[k] for k in kinds) + (
+    leads = dict.fromkeys(_GONE_LEAD if c.call is None else _TARGET_LEADS[c.kind]  # a deployment change,
+                          for c in d.target_changes)                              # which no budget passes
+    if leads:
+        line += "; and " + "; and ".join(leads) + (
             " (said at the top; accepted: --allow-target-change)" if d.target_change_allowed else " (said at the top)")
     return line
 
@@ -385,6 +407,15 @@ def budget_passes(d) -> bool:
     """What ``pte-lab diff --fail-if-grows`` exits 0 for: the budget held, and no change of target unless it
     was accepted (``budget_verdict.passes`` in the JSON, so that a script need not also read the exit status)."""
     return _held(d.budget()) and (d.target_change_allowed or not d.target_changes)
+
+
+def budget_exit_status(d) -> int:
+    """What ``pte-lab diff --fail-if-grows`` exits with (``budget_verdict.exit_status`` in the JSON): 0 when it
+    passes (:func:`budget_passes`), :data:`~pte_lab.errors.TARGET_CHANGED` on a deployment change not accepted
+    (whatever the bytes did), else :data:`~pte_lab.errors.CHECK_FAILED`."""
+    if budget_passes(d):
+        return 0
+    return TARGET_CHANGED if d.target_changes and not d.target_change_allowed else CHECK_FAILED
 
 
 def _held(checks) -> bool:
@@ -416,8 +447,8 @@ def budget_failure_lines(d, limit: float | None = None) -> list[str]:
             out.append(f"budget not held: {c.what} was not measured in the "
                        f"{'two programs' if c.unmeasured == 'both' else c.unmeasured + ' program'}")
         else:
-            out.append(f"budget exceeded: {c.what} grew {growth(c.bytes.growth)} of its "
-                       f"{human_bytes(c.bytes.before)} ({human_bytes(c.bytes.before)} -> {human_bytes(c.bytes.after)}), "
+            out.append(f"budget exceeded: {c.what} grew {growth(c.bytes.growth)} "
+                       f"({_exact(c.bytes.before)} -> {_exact(c.bytes.after)}, {c.bytes.delta:+,} B), "
                        f"more than {d.limit_pct:g}%")
     return out
 
@@ -493,6 +524,7 @@ def diff_summary(d) -> str:
 
 
 @text_view
+@paused_gc()  # many rows, no cycles (model.bulk)
 def diff_text(d, rows: int = _ROWS) -> str:
     """The diff as text: the summary, what grew and shrank, each method, the file, the loaders, sizes."""
     a, b = d.labels
@@ -618,6 +650,7 @@ def _method_html(md) -> str:
     return "".join(parts)
 
 
+@paused_gc()  # many rows, no cycles (model.bulk)
 def diff_html(d) -> str:
     a, b = d.labels
     head = (f"<div class='pte-header'>What changed: <span class='pte-path'>{escape(a)}</span> &rarr; "
@@ -745,6 +778,7 @@ def _target_record(c) -> dict:
             "after": c.after, "bytes": c.bytes, "text": target_change_text(c)}
 
 
+@paused_gc()  # many rows, no cycles (model.bulk)
 def diff_document(d, limit_pct: float | None = None) -> dict:
     """The ``pte_lab.diff`` document (version 2); with ``limit_pct`` (or a diff held to a budget,
     :meth:`~pte_lab.model.diff.Diff.with_budget`), the budget checks and verdict too."""
@@ -787,7 +821,9 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in checks]
         doc["budget_verdict"] = {"held": _held(checks), "exceeded": sum(c.exceeded for c in checks),
                                  "unmeasured": sum(c.unmeasured is not None for c in checks),
-                                 "passes": budget_passes(d), "text": budget_verdict(d)}
+                                 "passes": budget_passes(d), "exit_status": budget_exit_status(d),
+                                 "target_change_accepted": bool(d.target_changes) and d.target_change_allowed,
+                                 "text": budget_verdict(d)}
     return doc
 
 
