@@ -834,14 +834,15 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "when it compiled each file, and exir's deserializer (each delegate's compile specs, the arenas)"),
     Exercise("07.1", "`examples.ethos_u_program('u55_128_sram_only')` and `('u55_128_shared_sram')` hold one "
                      "model, compiled by Vela for two memory modes. How many bytes of SRAM does each need for "
-                     "what the file fixes, as ExecuTorch's Corstone build places it: the planned buffers, a temp "
-                     "pool that holds the largest scratch where the mode puts the scratch in SRAM, and the "
-                     "program's bytes where the mode puts them in SRAM? Leave the method pool out (it depends "
-                     "on the target's ABI). Answer `(sram_only, shared_sram)`.",
-             "Open each with pte_lab.open: m.planned_bytes, m.delegate_temp_bytes, pte.file_size. Where does "
-             "each memory mode put the scratch, and does either put the program's bytes in SRAM (the section "
-             "\"Memory modes\": in ExecuTorch's Corstone build, reading through the SRAM port is not the same "
-             "as living in SRAM)?",
+                     "what the file fixes, on a board whose CPU-side RAM is SRAM, as the table of \"A board's "
+                     "budget\" places the parts (the program where ExecuTorch's Corstone build puts it): the "
+                     "planned buffers, a temp pool that holds the largest scratch where the mode puts the scratch "
+                     "in SRAM, and the program's bytes where the mode puts them in SRAM? Leave the method pool out "
+                     "(it depends on the target's ABI). Answer `(sram_only, shared_sram)`.",
+             "Which parts does the budget table put in SRAM for each mode: the planned buffers always; the "
+             "scratch where the mode puts it in SRAM; and the program's bytes, only if the mode puts them there "
+             "(the section \"Memory modes\": in ExecuTorch's Corstone build, reading through the SRAM port is "
+             "not the same as living in SRAM). Then each part's bytes from the file.",
              _sram_by_memory_mode, _sram_by_memory_mode_by_executorch,
              "exir's deserializer (arenas, compile specs) and ExecuTorch's own Arm script "
              "(get_ethosu_scratch_from_pte.py) for the sizes, with where each part lives by pte_lab's own "

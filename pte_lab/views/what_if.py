@@ -120,13 +120,14 @@ def budget_text(b) -> str:
     if b.dim_chosen:
         out.append(f"(no --bound given: {key} is the method's one dynamic dim, so it is the one searched)")
     out += [
-           f"at {b.bound:,} ExecuTorch's greedy plans {exact_bytes(w.planned)} "
+           f"at {b.bound:,} exir's greedy (as pte_lab replans it) plans {exact_bytes(w.planned)} "
            f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
     if b.next_planned is not None:
-        out.append(f"at {b.bound + 1:,} it would plan {exact_bytes(b.next_planned)}, over the budget")
+        out.append(f"at {b.bound + 1:,} it would plan {exact_bytes(b.next_planned)}, "
+                   f"{b.next_planned - b.budget:,} B over the budget")
     # a .pte keeps no Dim's min: the smallest bound here is the first that gives whole shapes, not the export's min
     out.append(f"the smallest bound tried, {b.smallest_bound:,}, plans {exact_bytes(b.smallest)} (the file does not "
-               f"keep the export's minimum); the export's "
+               f"keep the export's minimum: it may be below it); the export's "
                f"({b.exported:,}) {exact_bytes(w.exported_planned)}")
     out += _peak_lines(w)
     out += _heap_lines(w, "the budget")
