@@ -219,3 +219,23 @@ def test_stack_traces_in_the_program_name_source_lines_without_an_etrecord(tmp_p
     data[at - 4:at] = (0x7FFFFFF0).to_bytes(4, "little")
     with pytest.raises(PteFormatError, match=r"stacktrace\[\d+\]\.items\[\d+\]\.filename"):
         pte_lab.open(bytes(data)).methods["forward"].findings()
+
+
+def test_finding_copies_hashes_only_blobs_that_share_a_size(program_path):
+    """A blob of a size no other blob has is no copy: duplicate_blobs() hashes the others only, and finds the
+    same copies as hashing every blob (a 40 MB LLM's inspect hashed all of its weights)."""
+    from collections import Counter
+
+    from pte_lab.model.layout import DUPLICATES, file_layout
+    from tests.crafting import long_offsets
+
+    unique = []
+    for pte in (pte_lab.open(program_path("transformer")), pte_lab.open(long_offsets(600))):
+        full, some = file_layout(pte, True), file_layout(pte, DUPLICATES)
+        assert list(some.duplicate_of) == list(full.duplicate_of)
+        spans = {(r.offset, r.bytes) for r in full if r.sha256 is not None}
+        shared = Counter(n for _, n in spans)
+        assert {(r.offset, r.bytes) for r in some if r.sha256 is not None} == {s for s in spans if shared[s[1]] > 1}
+        unique.append(sum(shared[n] == 1 for _, n in spans))
+    assert unique[0] > 0  # the transformer has a blob of its own size: not hashed
+    assert any(r.duplicate_of for r in file_layout(pte, DUPLICATES))  # the crafted file: 349 copies

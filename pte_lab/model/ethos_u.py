@@ -77,7 +77,9 @@ class MemoryMode:
 #: and Vela times it as SRAM; that build sets the second timing adapter to SRAM's latency to match.
 MEMORY_MODES = {mode.name: mode for mode in (
     MemoryMode("Sram_Only", "DRAM in ExecuTorch's Corstone build, read through the NPU's SRAM port: Vela times "
-               "those reads as SRAM, the program's bytes need not be in SRAM", "SRAM"),
+               "those reads as SRAM (and reports them as on-chip flash); the program's bytes need not be in SRAM "
+               "where that port reaches DRAM or flash, as on Corstone, and must be where it reaches only SRAM",
+               "SRAM"),
     MemoryMode("Shared_Sram", "flash or DRAM on the NPU's second port, read only: the program's bytes can stay in "
                "flash", "SRAM, shared with the CPU"),
     MemoryMode("Dedicated_Sram", "flash or DRAM on the NPU's second port: the program's bytes can stay there",

@@ -154,10 +154,16 @@ def _constant_names(pte: "Pte") -> dict[int, list]:
     return out
 
 
-def file_layout(pte: "Pte", hashes: bool = True) -> Layout:
-    """The file's regions in file order, gaps included as ``padding`` (``Pte.layout`` keeps them)."""
+#: ``file_layout(pte, hashes=DUPLICATES)``: hash only the blobs that may have a copy (another blob of their size)
+DUPLICATES = "duplicates"
+
+
+def file_layout(pte: "Pte", hashes: bool | str = True) -> Layout:
+    """The file's regions in file order, gaps included as ``padding`` (``Pte.layout`` keeps them). ``hashes``:
+    every blob's digest (True), none (False), or only those of blobs another blob has the size of
+    (:data:`DUPLICATES`: what finding the copies needs; a blob of a size no other has is no copy)."""
     raw, h = pte.raw, pte.header
-    read = byte_reader(pte, hashes)
+    read = byte_reader(pte, bool(hashes))
     cols: tuple[list, ...] = ([], [], [], [], [], [])  # region, name, owner, offset, bytes, backend
 
     def add(region, name, owner, offset, n, backend=""):
@@ -197,7 +203,8 @@ def file_layout(pte: "Pte", hashes: bool = True) -> Layout:
     if read is None:
         return Layout(region, name, owner, offset, nbytes, [None] * len(region), [None] * len(region), backend)
     blobs = np.flatnonzero(np.fromiter((r in _BLOBS for r in region), dtype=bool, count=len(region)))
-    digests = _digests(np.asarray(offset, dtype=np.int64)[blobs], np.asarray(nbytes, dtype=np.int64)[blobs], read)
+    digests = _digests(np.asarray(offset, dtype=np.int64)[blobs], np.asarray(nbytes, dtype=np.int64)[blobs], read,
+                       shared_sizes_only=hashes == DUPLICATES)
     sha, dup = [None] * len(region), [None] * len(region)
     first_seen: dict[str, str] = {}
     for i, digest in zip(blobs.tolist(), digests):
@@ -297,9 +304,10 @@ _MIX = np.array([0x9E3779B97F4A7C15 ^ (k * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFF
                  for k in range(_ROW_BYTES // 8)], dtype=np.uint64)
 
 
-def _digests(offs, ns, read) -> list[str | None]:
+def _digests(offs, ns, read, shared_sizes_only: bool = False) -> list[str | None]:
     """The digest of each blob span (``offs``, ``ns``: arrays in file order, a span repeated next to itself),
-    each distinct span hashed once however many rows name it.
+    each distinct span hashed once however many rows name it; with ``shared_sizes_only``, only spans whose
+    size another distinct span has (the others are None: no copy of them is stored).
 
     A blob that overlaps one already hashed is not a copy stored apart: it is not hashed (None), so the
     bytes hashed never exceed the file's however the file's tables overlap their spans. Spans are read in
@@ -318,6 +326,9 @@ def _digests(offs, ns, read) -> list[str | None]:
             hashed[k] = off >= hashed_to
             if hashed[k]:
                 hashed_to = end
+    if shared_sizes_only:
+        sizes, at, counts = np.unique(d_n[hashed], return_inverse=True, return_counts=True)
+        hashed[np.flatnonzero(hashed)[counts[at.reshape(-1)] < 2]] = False
     todo = np.flatnonzero(hashed)
     h_off, h_end = d_off[todo], d_end[todo]  # disjoint, in file order: their ends increase
     out = np.full(len(d_off), None, dtype=object)

@@ -18,7 +18,7 @@ from .bundled import Bundled
 from .ethos_u import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
 from .data import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
-from .layout import LAYOUT_COLUMNS, Layout, file_layout
+from .layout import DUPLICATES, LAYOUT_COLUMNS, Layout, file_layout
 from .load_cost import INT_COLUMNS, LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocation_columns
 from .attribution import check_etrecord
 from .method import Method
@@ -276,7 +276,7 @@ class Pte:
         layout = self.layout(hashes)
         return pd.DataFrame(list(zip(*(getattr(layout, c) for c in LAYOUT_COLUMNS))), columns=list(LAYOUT_COLUMNS))
 
-    def layout(self, hashes: bool = True) -> Layout:
+    def layout(self, hashes: bool | str = True) -> Layout:
         """The regions of :meth:`file_layout`: a sequence of :class:`~pte_lab.model.layout.LayoutRow` records
         held as columns, worked out (and with ``hashes``, the blobs read) once."""
         rows = self._layouts.get(hashes)
@@ -285,8 +285,12 @@ class Pte:
         return rows
 
     def duplicate_blobs(self) -> list[Finding]:
-        """Identical blobs stored more than once (reads and hashes the blobs; see :meth:`file_layout`)."""
-        return duplicate_blob_findings(self.layout(hashes=True))
+        """Identical blobs stored more than once (reads and hashes the blobs that another blob has the size
+        of; see :meth:`file_layout`)."""
+        layout = self._layouts.get(True)  # every blob hashed already: use it
+        if layout is None:
+            layout = self.layout(hashes=DUPLICATES)
+        return duplicate_blob_findings(layout)
 
     # --------------------------------------------------------------- findings
     def warnings(self, schemas: dict | None = None) -> list[Finding]:
