@@ -943,17 +943,16 @@ def _bounds_under_budget_by_reexport(program=None) -> tuple[int, int]:
             _last_fitting(lambda n: _profiler_peak(_program_at(program, n)) <= WHAT_IF_BUDGET, alive))
 
 
-def _plan_for_a_short_call(program=None) -> tuple[int, int, int]:
+def _plan_for_a_short_call(program=None) -> tuple[int, int]:
     w = what_if(_exported_at(program, WHAT_IF_EXPORTED), {SEQ: WHAT_IF_RUN})
-    return w.planned, w.exported_planned - w.planned, w.point[0]
+    return w.planned, w.exported_planned - w.planned
 
 
-def _plan_for_a_short_call_by_reexport(program=None) -> tuple[int, int, int]:
+def _plan_for_a_short_call_by_reexport(program=None) -> tuple[int, int]:
     # a plan made for the call's shape is what a re-export with the call's length as its bound plans; the
-    # loader allocates the plan at the export's bound whole: both as exir's deserializer reads the two files.
-    # The third figure is that re-export's bound: the answer holds only if its file plans the first figure
+    # loader allocates the plan at the export's bound whole: both as exir's deserializer reads the two files
     short, full = (_et_planned_bytes(_exported_at(program, n)) for n in (WHAT_IF_RUN, WHAT_IF_EXPORTED))
-    return short, full - short, WHAT_IF_RUN
+    return short, full - short
 
 
 EXERCISES.update({e.id: e for e in [
@@ -971,13 +970,14 @@ EXERCISES.update({e.id: e for e in [
              "re-exports at that bound and the next: ExecuTorch's own deserializer's arena sizes, and the bytes "
              "alive at once by ExecuTorch's activation memory profiler"),
     Exercise("08.2", f"A call with a sequence of {WHAT_IF_RUN} tokens, on the model exported at {WHAT_IF_EXPORTED}: "
-                     f"how many bytes would a plan made for that shape need (ExecuTorch's greedy), and how many "
-                     f"bytes does the plan at the bound, allocated whole, hold beyond it, and which bound "
-                     f"would a re-export (Dim(\"seq\", max=...)) take to plan exactly the first figure? Answer "
-                     f"`(plan_for_shape, gap, bound)`.",
-             "usage_at runs the method at a shape; a plan made for a shape is what a re-export with that length "
-             "as its bound plans (pte_lab.what_if at that bound predicts it). The gap is against the plan in "
-             "the file, the arenas the loader allocates whole.",
+                     f"predict, from what the notebook printed (the plan at the smallest bound tried; the slope "
+                     f"of the curve's straight start), how many bytes a plan made for that shape needs (exir's "
+                     f"greedy, as a re-export with Dim(\"seq\", max={WHAT_IF_RUN}) plans), and how many bytes "
+                     f"the plan at the bound, which the loader allocates whole, holds beyond it. Answer "
+                     f"`(plan_for_shape, gap)`. The check re-exports at {WHAT_IF_RUN}.",
+             f"Is {WHAT_IF_RUN} on the straight start? There the plan grows by the same bytes per token: the plan "
+             "at the smallest bound, plus that many bytes for each token more. The gap is against the plan in "
+             "the file at the export's bound (answer.curve has it), the arenas the loader allocates whole.",
              _plan_for_a_short_call, _plan_for_a_short_call_by_reexport,
              "ExecuTorch's own deserializer's arena sizes of a re-export at that bound and of the file"),
 ]})
