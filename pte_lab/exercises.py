@@ -494,10 +494,14 @@ def _extra_layer_diff_by_exir():
     return arena[1] - arena[0], planned[1] - planned[0]
 
 
+#: 06.3's program: section 4's device example at another side than the notebook's 64 (the answer is no look-up)
+DEVICE_SIDE = 32
+
+
 def _device_arena_refused(pte=None):
     # 1.5.1 with no allocator for the device: the device method's load_method asks for its device arena
     # (exact, XNNPACK's padding included) and names it by runtime buffer index, mem_id - 1
-    pte = pte or _open("device", side=64)
+    pte = pte or _open("device", side=DEVICE_SIDE)
     (arena,) = [a for m in pte.methods.values() for a in m.arenas if a.device != "cpu"]
     return arena.size, arena.mem_id - 1
 
@@ -511,7 +515,7 @@ _REFUSED = ("import sys\nfrom executorch.runtime import Runtime\nprogram = Runti
 def _device_arena_refused_by_runtime(pte=None):
     # what the runtime did: executorch's Runtime.load_program and load_method of every method, in a fresh
     # interpreter (this one, no device allocator registered), and the allocation its error names
-    side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else 64
+    side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else DEVICE_SIDE
     data = _data(pte, "device", side=side)
     if data is None:
         return None
@@ -803,13 +807,15 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "d.methods['forward'].only_after less .only_before, by nbytes.",
              _extra_layer_diff, _extra_layer_diff_by_exir,
              "ExecuTorch's own deserializer (the arena sizes, and every planned tensor's bytes, in each file)"),
-    Exercise("06.3", "Section 4's file, under executorch 1.5.1 with no allocator registered for the device "
+    Exercise("06.3", f"Section 4's program exported at side={DEVICE_SIDE} (`examples.save(\"device\", path, "
+                     f"side={DEVICE_SIDE})`), under executorch 1.5.1 with no allocator registered for the device "
                      "(none is, here): `Runtime.load_program`, then `load_method` of each method. One "
                      "`load_method` fails, and ExecuTorch's error names the bytes it could not allocate and the "
-                     "runtime's index of that buffer. Predict both. Answer `(bytes, buffer_index)`.",
-             "Which method has an arena tagged for the device, and how big is it, exir's padding included "
-             "(pte_lab.open(new).methods[...].arenas)? The runtime counts its planned buffers from zero: "
-             "runtime index = mem_id less one.",
+                     "runtime's index of that buffer. Predict both before you export it. Answer "
+                     "`(bytes, buffer_index)`.",
+             "The device arena holds what the delegate touches there: its two inputs copied to the device and "
+             "its output, side x side float32 each, and exir's padding for a method with an XNNPACK delegate "
+             "(notebook 01). The runtime counts its planned buffers from zero: runtime index = mem_id less one.",
              _device_arena_refused, _device_arena_refused_by_runtime,
              "ExecuTorch's own runtime (Runtime.load_program and load_method in a fresh interpreter: its error)"),
     Exercise("06.4", "Run the budget of section 6 the other way round: from the XNNPACK transformer back to the "
