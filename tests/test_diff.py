@@ -404,3 +404,14 @@ def test_a_diff_of_many_changed_arenas_shows_the_largest_and_says_how_many_more(
     assert f"and {n - 32} more arenas, smaller changes" in text
     assert "and 70 more lines, smaller changes" in text  # what grew: planned bytes, state, 100 arenas: 102
     assert html.count("arena ") < 3 * n and len(diff_document(d)["methods"]["forward"]["arenas"]) == n
+
+
+def test_a_method_on_two_devices_budgets_each_device(program_path):
+    """A device arena is another memory than the host's: each device's planned bytes is a check of its own."""
+    p = program_path("three_methods")
+    checks = {c.what: c for c in pte_lab.diff(p, p).with_budget(5).budget()}
+    m = pte_lab.open(p).methods["on_device"]
+    for dev in ("cpu", "cuda:0"):
+        c = checks[f"planned bytes of 'on_device' on {dev}"]
+        assert c.bytes.after == sum(a.size for a in m.arenas if a.device == dev) and c.kind == "planned"
+    assert not any(" on " in w for w in checks if "'small'" in w or "'large'" in w)  # host-only methods: none

@@ -673,7 +673,7 @@ class Diff:
     def budget(self, limit_pct: float | None = None) -> tuple[BudgetCheck, ...]:
         """What a CI job holds to a budget of ``limit_pct`` percent (default: :attr:`limit_pct`), each quantity
         once: the file's bytes, the planned bytes (of the one method compared; with several, their sum and
-        each method in both), the scratch each delegate call declares and, with sizes, the method pool and
+        each method in both; of a method that plans on several devices, each device's too), the scratch each delegate call declares and, with sizes, the method pool and
         temp pool of every method sized in both. A method's planned buffers at run time are its planned bytes
         (ExecuTorch reads them from the file), so they are that row, not another; this host's heap figures
         are never budgeted (:meth:`not_budgeted` lists those, for the budget to say so). Only the kinds in
@@ -690,9 +690,11 @@ class Diff:
                   BudgetCheck(PLANNED_SUM if self.many_methods else  # else the one method's
                               f"planned bytes of {names[0]!r}" if names else "planned bytes", self.planned_bytes,
                               limit_pct)]
-        if self.many_methods:
-            checks += [BudgetCheck(f"planned bytes of {n!r}", m.planned_bytes, limit_pct)
-                       for n, m in self.methods.items()]
+        for n, m in self.methods.items():
+            if self.many_methods:
+                checks.append(BudgetCheck(f"planned bytes of {n!r}", m.planned_bytes, limit_pct))
+            if len(m.by_device) > 1:  # a method on two devices: each device's memory is its own budget
+                checks += [BudgetCheck(f"planned bytes of {n!r} on {dev}", c, limit_pct) for dev, c in m.by_device]
         for n in self.methods:  # one scratch at a time (the temp allocator is reset after every instruction)
             a, b = (p.methods[n].delegate_temp_bytes for p in (self.before, self.after))
             calls = [x for x in self.methods[n].delegates if x.scratch_bytes.before or x.scratch_bytes.after]
