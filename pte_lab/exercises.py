@@ -964,14 +964,15 @@ def _plan_for_a_short_call_by_reexport(program=None) -> tuple[int, int]:
 EXERCISES.update({e.id: e for e in [
     Exercise("08.1", f"The model is exported with a sequence of at most {WHAT_IF_EXPORTED} tokens. The device leaves "
                      f"its planned arenas {WHAT_IF_BUDGET // 1024} KiB. What is the largest bound of the sequence "
-                     f"(input 0, axis 1) whose plan fits, as ExecuTorch's greedy would plan a re-export there, and "
-                     f"the largest that any planner, however good, could fit? Answer `(greedy_bound, "
-                     f"any_planner_bound)`. Pass program=... (bound -> exir's ExecutorchProgramManager of the model "
-                     f"exported there) to check your own model.",
-             "pte_lab.largest_bound(model, budget, (input, axis)) searches the greedy's plan (it can dip as the "
-             "bound grows); the budget is in binary kilobytes (1 KiB is 1,024 bytes). No plan is below the bytes "
-             "alive at once (the lower bound), which never dip: the answer's curve and what_if(...).lower_bound "
-             "give them. One more token must not fit, for either figure.",
+                     f"(input 0, axis 1) whose plan fits, as exir's greedy would plan a re-export there (predict "
+                     f"it from the curve's straight start before you search), and the largest that any planner, "
+                     f"however good, could fit? Answer `(greedy_bound, any_planner_bound)`. Pass program=... "
+                     f"(bound -> exir's ExecutorchProgramManager of the model exported there) to check your own "
+                     f"model.",
+             "The greedy's bound: on the straight start the plan is the smallest bound's plus the slope per token "
+             "more (1 KiB is 1,024 bytes); pte_lab.largest_bound(model, budget, (input, axis)) confirms it. Any "
+             "planner's: no plan is below the bytes alive at once (the lower bound, which never dips: the "
+             "answer's curve and what_if(...).lower_bound give it). One more token must not fit, for either.",
              _bounds_under_budget, _bounds_under_budget_by_reexport,
              "re-exports at that bound and the next: ExecuTorch's own deserializer's arena sizes, and the bytes "
              "alive at once by ExecuTorch's activation memory profiler"),
