@@ -299,6 +299,8 @@ def _diff(args) -> int:
 
     if args.json and args.html:
         raise PteLabError("diff prints --json or --html, not both")
+    if args.compact and not args.json:
+        raise PteLabError("--compact goes with --json")
     for f in (args.before, args.after):
         if identify(f) == "data":
             raise PteLabError(f"{f} is a .ptd data file: diff compares programs (.pte, .bpte)")
@@ -314,7 +316,7 @@ def _diff(args) -> int:
         d = d.with_budget(limit, allow_target_change=args.allow_target_change,  # text, HTML and JSON show it
                           on=args.budget_on)
         empty = d.nothing_to_hold() if args.budget_on else {}
-        if empty:  # asked for by name, and nothing to hold: a gate that would pass whatever changed
+        if empty and len(empty) == len(d.budget_on):  # asked for by name, nothing to hold: it would pass anything
             raise PteLabError("--budget-on " + "; --budget-on ".join(f"{k} holds nothing here: {why}"
                                                                       for k, why in empty.items()))
     elif args.budget_on or args.allow_target_change:

@@ -139,8 +139,9 @@ def test_a_method_gone_is_a_deployment_change(program_path, capsys):
     assert {(c.what, c.method, c.kind) for c in d.target_changes} == {
         ("method gone", n, "runner") for n in ("small", "large", "on_device")}
     assert cli_main(["diff", three, portable, "--fail-if-grows", "100000"]) == TARGET_CHANGED
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "the second program lacks a method the first has: method 'large' only in the first program" in err
+    assert "budget held: none of the " in out and "; but it does not pass: the second program lacks a method" in out
     assert cli_main(["diff", three, portable, "--fail-if-grows", "100000", "--json"]) == TARGET_CHANGED
     v = json.loads(capsys.readouterr().out)["budget_verdict"]
     assert v["exit_status"] == TARGET_CHANGED and v["passes"] is False and v["target_change_accepted"] is False
@@ -152,14 +153,20 @@ def test_a_method_gone_is_a_deployment_change(program_path, capsys):
 
 
 def test_a_budget_asked_to_hold_what_is_not_there_is_refused(program_path, capsys):
-    """--budget-on a kind with no figure would pass whatever changed: one line, exit 2."""
+    """--budget-on kinds with no figure at all would pass whatever changed: one line, exit 2. One gate line
+    serves programs with and without delegates: a kind with nothing to hold beside one that holds is said."""
     p = str(program_path("portable"))
     assert cli_main(["diff", p, p, "--fail-if-grows", "5", "--budget-on", "pools"]) == 2
     assert "--budget-on pools holds nothing here: the pools are measured only with --sizes" in capsys.readouterr().err
     assert cli_main(["diff", p, p, "--fail-if-grows", "5", "--budget-on", "scratch"]) == 2
-    assert "no delegate call in both programs declares a scratch" in capsys.readouterr().err
+    assert "no delegate call of either program declares a scratch" in capsys.readouterr().err
+    assert cli_main(["diff", p, p, "--fail-if-grows", "5", "--budget-on", "planned", "--budget-on", "scratch"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to hold for scratch (no delegate call of either program declares a scratch)" in out
     assert cli_main(["diff", p, p, "--allow-target-change"]) == 2
     assert "give --fail-if-grows too" in capsys.readouterr().err
+    assert cli_main(["diff", p, p, "--compact"]) == 2
+    assert "--compact goes with --json" in capsys.readouterr().err
 
 
 def test_inline_delegate_data_is_its_own_region_in_inspect_and_diff():

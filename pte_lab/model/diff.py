@@ -656,7 +656,7 @@ class Diff:
         have = {c.kind for c in self.budget(self.limit_pct if self.limit_pct is not None else 0)}
         why = {"pools": "the pools are measured only with --sizes (pte_lab.diff(..., sizes=True))" if self.sizes is None else
                "no method was sized in both programs",
-               "scratch": "no delegate call in both programs declares a scratch",
+               "scratch": "no delegate call of either program declares a scratch",
                "planned": "no method compared", "file": "no file"}
         return {k: why[k] for k in self.budget_on if k not in have}
 

@@ -34,13 +34,16 @@ thing, ``growth_pct`` null there and where it grew from 0)::
         }
       },
       "target_changes": [{"method", "call", "what", "kind", "before", "after", "bytes", "text"}],
-                      # what: TARGET_CHANGES; kind: "runner" (link another backend) | "board" (TARGET_CHANGE_KINDS)
+                      # what: TARGET_CHANGES ("backend", "target", "memory mode", "flash to RAM", "method gone";
+                      # call null for "method gone"); kind: "runner" (link another backend, or a method gone) |
+                      # "board" (another target or memory mode, RAM for bytes flash held): TARGET_CHANGE_KINDS
       "load_cost": [{"loader", "step", "device", "bytes": change}],
       "sizes": null | {"executorch": [before, after], "parts": [{"method", "part", "bytes": change, "unmeasured"}],
                        "pools": [{"method", "pool", "bytes": change, "unmeasured"}],   # unmeasured: null|first|second|both
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
-      "budget_on": [kind],                                     # with a limit: what it holds (BUDGET_KINDS)
+      "budget_on": [kind],                                     # with a limit: what it holds (BUDGET_KINDS:
+                                                               # "file", "planned", "scratch", "pools")
       "budget": [{"what", "kind", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
       "budget_verdict": {"held", "exceeded", "unmeasured", "passes", "exit_status", "target_change_accepted",
                          "text"},                              # with a limit: held (no check failed), how many
@@ -398,7 +401,7 @@ def budget_verdict(d, limit: float | None = None) -> str:
     leads = dict.fromkeys(_GONE_LEAD if c.call is None else _TARGET_LEADS[c.kind]  # a deployment change,
                           for c in d.target_changes)                              # which no budget passes
     if leads:
-        line += "; and " + "; and ".join(leads) + (
+        line += ("; and " if said or d.target_change_allowed else "; but it does not pass: ") + "; and ".join(leads) + (
             " (said at the top; accepted: --allow-target-change)" if d.target_change_allowed else " (said at the top)")
     return line
 
