@@ -586,8 +586,8 @@ def _board_change_by_executorch():
     printed = [round(float(vela[f"{n}.pte"]["vela"][0]["sram_used"].split()[0]) * 1024) for n in BOARD_PAIR]
     if scratch != printed:
         return None
-    specs = [[(d.id, sorted((c.key, bytes(c.value)) for c in d.compile_specs)) for d in _et_plans(data)["forward"].delegates]
-             for data in datas]
+    specs = [[(d.id, sorted((c.key, bytes(c.value)) for c in d.compile_specs))
+              for d in _et_plans(data)["forward"].delegates] for data in datas]
     board = any(x[0] == y[0] and x[1] != y[1] for x, y in zip(*specs))
     planned = [sum(_et_plans(data)["forward"].non_const_buffer_sizes[1:]) for data in datas]
     over = any(y > x * (1 + BOARD_BUDGET / 100) for x, y in (tuple(map(len, datas)), planned, scratch))

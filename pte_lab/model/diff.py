@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ..errors import PteLabError
 from .align import align
-from .bulk import paused_gc
 from .analysis import Arena, PlannedTensor, instruction_targets
+from .bulk import paused_gc
 from .ethos_u import IN_BLOB, describe_io
 from .lifetimes import instruction_uses
 from .load_cost import LOADERS, STEPS
@@ -53,7 +53,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
            "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
            "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
-           "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS", "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
+           "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS",
+           "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
            "TARGET_CHANGE_KINDS", "pair_delegates", "linked_backends"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
@@ -654,8 +655,8 @@ class Diff:
         """The kinds the budget holds (:attr:`budget_on`) that have no figure here -> why: a budget of them
         alone would pass whatever changed."""
         have = {c.kind for c in self.budget(self.limit_pct if self.limit_pct is not None else 0)}
-        why = {"pools": "the pools are measured only with --sizes (pte_lab.diff(..., sizes=True))" if self.sizes is None else
-               "no method was sized in both programs",
+        why = {"pools": "no method was sized in both programs" if self.sizes is not None else
+               "the pools are measured only with --sizes (pte_lab.diff(..., sizes=True))",
                "scratch": "no delegate call of either program declares a scratch",
                "planned": "no method compared", "file": "no file"}
         return {k: why[k] for k in self.budget_on if k not in have}
@@ -673,8 +674,9 @@ class Diff:
     def budget(self, limit_pct: float | None = None) -> tuple[BudgetCheck, ...]:
         """What a CI job holds to a budget of ``limit_pct`` percent (default: :attr:`limit_pct`), each quantity
         once: the file's bytes, the planned bytes (of the one method compared; with several, their sum and
-        each method in both; of a method that plans on several devices, each device's too), the scratch each delegate call declares and, with sizes, the method pool and
-        temp pool of every method sized in both. A method's planned buffers at run time are its planned bytes
+        each method in both; of a method that plans on several devices, each device's too), the scratch each
+        delegate call declares (and a method's largest, when a call has no pair) and, with sizes, the method
+        pool and temp pool of every method sized in both. A method's planned buffers at run time are its planned bytes
         (ExecuTorch reads them from the file), so they are that row, not another; this host's heap figures
         are never budgeted (:meth:`not_budgeted` lists those, for the budget to say so). Only the kinds in
         :attr:`budget_on` are held (:data:`BUDGET_KINDS`; ``--budget-on``).

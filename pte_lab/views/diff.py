@@ -83,7 +83,8 @@ from .text import indented, text_table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
            "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
-           "NOT_BUDGETED", "budget_failure_lines", "budget_passes", "budget_exit_status", "planned_head", "budget_head", "budget_verdict",
+           "NOT_BUDGETED", "budget_failure_lines", "budget_passes", "budget_exit_status", "planned_head", "budget_head",
+           "budget_verdict",
            "check_verdict", "budget_html"]
 
 SCHEMA = "pte_lab.diff"
@@ -287,11 +288,17 @@ def _delegate_name(dm) -> str:
     return "-" if dm is None else f"{dm.backend} ({dm.location})"
 
 
+def _said(value: str | None, side) -> str:
+    """A delegate setting on one side: "-" where that side has no such call, "not recorded" where its call
+    does not say."""
+    return value if value is not None else "-" if side is None else NOT_SAID
+
+
 def _delegate_text(x) -> list[str]:
     head = f"  delegate call {x.call}: {_arrow(_delegate_name(x.before), _delegate_name(x.after))}"
     if not x.changed:
         return [head + ", the same (settings and bytes)"]
-    out = [head] + [f"    {st.what}: {st.before or NOT_SAID} -> {st.after or NOT_SAID}"
+    out = [head] + [f"    {st.what}: {_said(st.before, x.before)} -> {_said(st.after, x.after)}"
                     for st in x.settings if st.changed and st.what not in ("backend", "stored")]
     rows = [[w, *_change_cells(c)] for w, c in x.byte_changes]
     if rows:
@@ -610,7 +617,7 @@ def _delegate_html(x) -> str:
     head = f"delegate call {x.call}: {_arrow(_delegate_name(x.before), _delegate_name(x.after))}"
     if not x.changed:
         return f"<div class='pte-sub'>{escape(head)}, the same (settings and bytes)</div>"
-    rows = [[escape(st.what), escape(st.before or NOT_SAID), escape(st.after or NOT_SAID), "", ""]
+    rows = [[escape(st.what), escape(_said(st.before, x.before)), escape(_said(st.after, x.after)), "", ""]
             for st in x.settings if st.changed and st.what not in ("backend", "stored")]
     rows += [[escape(w), *_html_change(c)] for w, c in x.byte_changes]
     same = [st.what for st in x.settings if not st.changed]
