@@ -527,7 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --fail-if-grows: hold only this kind (repeatable; default all): "
                          + "; ".join(f"{k}: {v}" for k, v in BUDGET_KINDS.items())
                          + ". For example --budget-on planned --budget-on scratch when the weights are meant to "
-                           "change; a kind with nothing to hold in these programs is refused")
+                           "change; a kind with nothing to hold here is said in the heading, and refused when no kind named "
+                           "holds anything")
     df.add_argument("--allow-target-change", action="store_true",
                     help=f"with --fail-if-grows: do not fail (exit {TARGET_CHANGED}) when a delegate's backend, "
                          "target or memory mode changes, its bytes move from flash to RAM or a method is gone")
