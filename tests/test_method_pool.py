@@ -128,6 +128,25 @@ def test_sizes_for_cortex_m_labels_every_figure_with_its_target(program_path, po
     assert f"#define PTE_LAB_FORWARD_METHOD_POOL_BYTES {arm.bytes}u" in capsys.readouterr().out
 
 
+def test_the_cortex_m_temp_pool_is_exact_where_run_time_use_is_measured_apart(program_path, portable_sizes):
+    """The sizing runner measures the temp allocator from the first execute on: the portable kernels take
+    nothing there, so the target's temp pool is its kernel resolution's, exact (it was a range when only the
+    peak over init and the runs was known); a method that did not run keeps the range."""
+    from dataclasses import replace
+
+    from pte_lab.views.run.target_pools import target_pools
+
+    pte = pte_lab.open(str(program_path("portable")))
+    m = portable_sizes.methods["forward"]
+    assert m.temp_run_peak == 0 and m.temp_run_padded == 0 and m.temp_peak > 0  # resolution's, at init
+    arm = method_pool(pte, "forward", "cortex-m")
+    p = target_pools(portable_sizes, pte, "cortex-m")["forward"]
+    assert p.temp_exact and p.temp_pool == max(arm.resolution_temp, arm.resolution_minimum) < m.temp_allocator
+    not_run = replace(portable_sizes, methods={"forward": replace(m, temp_run_peak=None)})
+    q = target_pools(not_run, pte, "cortex-m")["forward"]
+    assert not q.temp_exact and (q.temp_low, q.temp_pool) == (p.temp_pool, m.temp_allocator)
+
+
 @needs_arm
 def test_the_bare_metal_runner_compiles_for_cortex_m55(program_path, portable_sizes, tmp_path):
     from pte_lab.views.run.bare_metal_runner import BARE_METAL_FILES, write_bare_metal_runner

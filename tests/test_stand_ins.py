@@ -57,6 +57,7 @@ def test_an_ethos_u_program_is_sized_with_stand_ins_and_its_temp_pool_covers_the
     assert m.stand_ins == ("EthosUBackend", "cortex_m::quantize_per_tensor.out", "cortex_m::dequantize_per_tensor.out")
     assert m.delegate_scratch == 4864 == max(d.scratch_bytes for d in pte_lab.open(SPLIT).delegate_memory())
     assert m.temp_allocator >= m.delegate_scratch and m.temp_peak >= m.delegate_scratch
+    assert m.temp_run_peak == m.delegate_scratch  # at execute: the backend's scratch, measured apart from init
     v = s.verified["forward"]
     assert v.sufficient and v.tight and m.method_allocator > 0
     # the stand-in's handle, allocated with new as the real backend does: 9 words per delegate, on the heap, in

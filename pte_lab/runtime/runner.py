@@ -40,7 +40,8 @@ class _PoolUse(ctypes.Structure):
 
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "method_peak", "method_calls", "method_failed", "method_max_alignment",
-        "temp_peak", "temp_calls", "temp_failed", "temp_max_alignment")]
+        "temp_peak", "temp_calls", "temp_failed", "temp_max_alignment",
+        "temp_run_peak", "temp_run_calls", "temp_run_padded")]
 
 
 #: sizing.cpp's scalar_type for an input or output that is not a tensor
@@ -94,6 +95,11 @@ class PoolUse:
     temp_calls: int = 0
     temp_failed: int = 0
     temp_max_alignment: int = 0
+    #: the temp allocator from the first execute on (what kernels and delegates take at run time; ExecuTorch
+    #: resets it after each instruction): peak, allocations, and how many found the cursor off their alignment
+    temp_run_peak: int = 0
+    temp_run_calls: int = 0
+    temp_run_padded: int = 0
 
 
 class StepKind(Enum):

@@ -141,12 +141,17 @@ class CountedStep {
   ReadCounts read_ = nullptr;
 };
 
-// A MemoryAllocator that records its high-water mark across resets.
+// A MemoryAllocator that records its high-water mark across resets, and the
+// same from the first execute on (what kernels and delegates take at run time,
+// apart from what Method::init took): its peak, its allocations and how many
+// of them found the cursor off their alignment (padding: bytes that depend on
+// where the allocations before them ended).
 class PeakAllocator final : public MemoryAllocator {
  public:
   PeakAllocator(uint32_t size, uint8_t* base) : MemoryAllocator(size, base) {}
 
   void* allocate(size_t size, size_t alignment = kDefaultAlignment) override {
+    const uintptr_t cursor = reinterpret_cast<uintptr_t>(base_address()) + used_size();
     void* p = MemoryAllocator::allocate(size, alignment);
     if (p == nullptr) {
       failed_++;
@@ -155,10 +160,17 @@ class PeakAllocator final : public MemoryAllocator {
     calls_++;
     if (alignment > max_alignment_) max_alignment_ = alignment;
     if (used_size() > peak_) peak_ = used_size();
+    if (in_run_) {
+      run_calls_++;
+      if (alignment != 0 && cursor % alignment != 0) run_padded_++;
+      if (used_size() > run_peak_) run_peak_ = used_size();
+    }
     return p;
   }
 
   uint64_t peak_ = 0, calls_ = 0, failed_ = 0, max_alignment_ = 0;
+  bool in_run_ = false;
+  uint64_t run_peak_ = 0, run_calls_ = 0, run_padded_ = 0;
 };
 
 struct Pool {
@@ -316,6 +328,8 @@ extern "C" {
 struct PteLabPoolUse {
   uint64_t method_peak, method_calls, method_failed, method_max_alignment;
   uint64_t temp_peak, temp_calls, temp_failed, temp_max_alignment;
+  // the temp allocator from the first execute on: peak, allocations, allocations that were padded
+  uint64_t temp_run_peak, temp_run_calls, temp_run_padded;
 };
 
 // The platform layer's allocator from now on: bare_metal 0 this host's, else one
@@ -569,6 +583,7 @@ int32_t pte_lab_sizing_execute(void* h) {
   auto* s = static_cast<Sizing*>(h);
   if (!s->method || !s->inputs_set) return code(Error::InvalidState);
   s->inputs_set = false;
+  if (auto* t = s->temp_pool.allocator.get()) t->in_run_ = true;
   CountedStep step(&s->last);
   return code(s->method->execute());
 }
@@ -641,13 +656,16 @@ void pte_lab_sizing_pools(void* h, PteLabPoolUse* out) {
   auto* s = static_cast<Sizing*>(h);
   std::memset(out, 0, sizeof *out);
   if (auto* m = s->method_pool.allocator.get()) {
-    *out = PteLabPoolUse{m->peak_, m->calls_, m->failed_, m->max_alignment_, 0, 0, 0, 0};
+    *out = PteLabPoolUse{m->peak_, m->calls_, m->failed_, m->max_alignment_, 0, 0, 0, 0, 0, 0, 0};
   }
   if (auto* t = s->temp_pool.allocator.get()) {
     out->temp_peak = t->peak_;
     out->temp_calls = t->calls_;
     out->temp_failed = t->failed_;
     out->temp_max_alignment = t->max_alignment_;
+    out->temp_run_peak = t->run_peak_;
+    out->temp_run_calls = t->run_calls_;
+    out->temp_run_padded = t->run_padded_;
   }
 }
 

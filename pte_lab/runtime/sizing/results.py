@@ -346,6 +346,12 @@ class MethodSizes:
     #: pte_lab.views.run.target_pools), and why its board total is not exact there (None: it is)
     abi: str = "host"
     inexact: str | None = None
+    #: the temp allocator's peak from the first execute on (what kernels and delegates take at run time; None:
+    #: the method did not run), and how many of those allocations found the pool's cursor off their alignment
+    #: (0: the run-time bytes are the requests' own sizes, the same on a target whose default alignment is
+    #: smaller, as pte_lab.views.run.target_pools takes them)
+    temp_run_peak: int | None = None
+    temp_run_padded: int = 0
 
     def holds_on(self, configuration: str) -> dict[str, TargetRun]:
         """Target kind -> how ``configuration`` ran under its platform layer (with counting pools)."""
@@ -932,4 +938,6 @@ def _method_sizes(measured: Measurement, *, plan, runs: int, path: str | None = 
         targets=_targets(measured),
         program_in_ram=in_ram,
         program_in_ram_why=in_ram_why,
+        temp_run_peak=pools.temp_run_peak if execs and r.ok else None,
+        temp_run_padded=pools.temp_run_padded,
     )

@@ -4,10 +4,12 @@ where the same replay with this host's ABI gives the sizing runner's measurement
 
 The planned arenas are the file's, the same on every target. The temp pool holds kernel resolution's
 TensorMeta lists (ABI-dependent, modelled) and what kernels and delegates take at run time (the delegates'
-scratch; bytes that do not depend on the ABI): where this host's temp peak is more than resolution takes here,
-that peak is run time's and holds on the target too; else run time's own use could not be told apart, and
-the temp pool is given as a range (at least what the target's resolution and the delegates' scratch need, at
-most this host's pool).
+scratch, a kernel's ``allocate_temp``: bytes that do not depend on the ABI). The sizing runner measures the
+temp allocator from the first execute on apart from kernel resolution; where no run-time allocation needed
+padding on this host, its peak is the requests' own bytes and holds on the target too, and the temp pool is
+exact. Else (a method that did not run, or padding that depends on where earlier requests ended) the temp pool
+is given as a range: at least what the target's resolution and the delegates' scratch need, at most this
+host's pool.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ __all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dic
 HOW_MODELLED = ("modelled, not measured on a {target}: the method pool replayed from the program's tables with "
                 "{target}'s type layouts (read from the executorch headers compiled for it), trusted where the same "
                 "replay gives this host's measurement exactly; the temp pool from kernel resolution replayed the same "
-                "way, the delegates' scratch (the blobs') and this host's temp peak at run time")
+                "way, the delegates' scratch (the blobs') and this host's temp peak at run time (measured from the first "
+                "execute on, apart from kernel resolution)")
 
 
 @dataclass(frozen=True)
@@ -70,11 +73,17 @@ def _one(m, pte, target: str, external_data: bool) -> TargetPools:
         return TargetPools(method_pool=None, method_pool_alone=None, temp_pool=None, temp_low=None, why=why,
                            **common)
     low = max(there.resolution_temp, there.resolution_minimum, m.delegate_scratch)
-    run_time = m.temp_peak if m.temp_peak > host.resolution_temp else 0
-    high = max(low, run_time) if run_time else max(low, m.temp_allocator)
+    if m.temp_run_peak is not None and not m.temp_run_padded:
+        # measured apart from kernel resolution, each allocation at its alignment already: the requests' own
+        # bytes, which the target's kernels and delegates ask the same
+        low = high = max(low, m.temp_run_peak)
+    else:
+        run_time = m.temp_peak if m.temp_peak > host.resolution_temp else 0
+        high = max(low, run_time) if run_time else max(low, m.temp_allocator)
+        low = max(low, run_time) if run_time else low
     return TargetPools(method_pool=there.bytes,
                        method_pool_alone=there.alone if m.method_pool_alone is not None else None,
-                       temp_pool=high, temp_low=max(low, run_time) if run_time else low, **common)
+                       temp_pool=high, temp_low=low, **common)
 
 
 def _pair(p) -> str:
@@ -97,7 +106,7 @@ def on_target(sizes, pte, target: str):
             m, abi=target, method_allocator=p.method_pool, temp_allocator=p.temp_pool,
             method_pool_alone=p.method_pool_alone,
             inexact=None if p.temp_exact else (f"the temp pool on {target} is {p.temp_low:,} to {p.temp_pool:,} B "
-                                               f"(run time's use could not be told apart): the total takes the upper end"))
+                                               f"(run time's use could not be had exactly): the total takes the upper end"))
     return replace(sizes, methods=out, verified=None, verified_alone=None)
 
 
@@ -110,9 +119,9 @@ def target_pools(sizes, pte, target: str) -> dict[str, TargetPools]:
 def _temp_words(p: TargetPools) -> str:
     if p.temp_exact:
         return f"{p.temp_pool:,} B"
-    return (f"{p.temp_low:,} to {p.temp_pool:,} B (kernel resolution took the most temp memory on this host, so "
-            f"what the kernels take at run time could not be told apart: at least the {p.target} resolution's "
-            f"and the delegates' scratch, at most this host's pool)")
+    return (f"{p.temp_low:,} to {p.temp_pool:,} B (what the kernels take at run time could not be had exactly on "
+            f"this host: the method did not run, or its run-time allocations were padded to their alignment: at "
+            f"least the {p.target} resolution's and the delegates' scratch, at most this host's pool)")
 
 
 def target_pools_text(sizes, pte, target: str) -> str:
