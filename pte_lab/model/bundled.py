@@ -52,6 +52,7 @@ class Bundled:
         self._container = container
         self._by_method: dict | None = None
         self._values: dict[int, tuple] = {}
+        self._checked: dict[int, tuple[str, int]] = {}
         self._distinct: list | None = None
         self.version: int = raw.version
         #: bytes of the carried program, and of the whole bundled file
@@ -127,13 +128,17 @@ class Bundled:
         if not 0 <= index < len(s.cases):
             raise PteLabError(f"test suite of method {method!r} has {len(s.cases)} cases, not case {index}")
         c = s.cases[index]
+        checked = self._checked  # value tables named by many cases: dtype and bytes worked out once
 
         def value(v):
             if v.kind != "Tensor":
                 return v.value
-            dtype, elsize = scalar_type(v.scalar_type, f"bundled test of method {method!r}")
+            got = checked.get(id(v))
+            if got is None:
+                dtype, elsize = scalar_type(v.scalar_type, f"bundled test of method {method!r}")
+                got = checked[id(v)] = (dtype, nbytes(v.sizes, elsize))
+            dtype, need = got
             start, length = v.data
-            need = nbytes(v.sizes, elsize)
             if need != length:
                 raise PteFormatError(f"bundled test {method!r}[{index}]: a {dtype}{list(v.sizes)} tensor needs "
                                      f"{need} bytes, the file gives {length}")
