@@ -163,7 +163,12 @@ def test_the_bare_metal_runner_compiles_for_cortex_m55(program_path, portable_si
     assert f"pte_lab_input_staging[{max(io.nbytes for io in planned)}]" in main_cpp
     arm = method_pool(pte_lab.open(str(path)), "forward", "cortex-m")
     assert f"METHOD_POOL_BYTES {arm.bytes}u" in (out / "pools.h").read_text()
-    assert "libportable_ops_lib.a" in (out / "build.sh").read_text()
+    build = (out / "build.sh").read_text()
+    # the target's libraries are built with only the program's operators (all of them overflow a board's flash)
+    ops = sorted(portable_sizes.methods["forward"].operators)
+    assert f'-DEXECUTORCH_SELECT_OPS_LIST="{",".join(ops)}"' in build and "libportable_kernels.a" in build
+    # pools.h says what sets the temp pool: kernel resolution's threshold, not bytes held
+    assert "a threshold, not bytes held at once" in (out / "pools.h").read_text()
     r = subprocess.run(["sh", str(out / "build.sh"), "--compile-only"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     head = (out / "main.o").read_bytes()[:20]

@@ -116,6 +116,8 @@ class MethodPool:
     #: the least temp pool Method::init resolves kernels in (below it, it resolves them in the method pool):
     #: the largest kernel call's arguments times (sizeof(TensorMeta) + kTensorDimensionLimit dim-order bytes)
     resolution_minimum: int = 0
+    #: the arguments of the widest kernel call (``resolution_minimum`` is that many arguments' metadata)
+    widest_call_args: int = 0
 
 
 class _Bump:
@@ -211,8 +213,9 @@ def _replay(method, tables, a: Abi, *, temp: bool, external_data: bool, named_da
 TENSOR_DIMENSION_LIMIT = 16
 
 
-def _resolution(method, a: Abi) -> tuple[int, int]:
-    """(the temp allocator's peak over kernel resolution, the least temp pool resolution goes to)."""
+def _resolution(method, a: Abi) -> tuple[int, int, int]:
+    """(the temp allocator's peak over kernel resolution, the least temp pool resolution goes to, the widest
+    kernel call's arguments)."""
     values = method.raw.values
     peak = widest = 0
     for ins in method.raw.instructions:
@@ -224,7 +227,7 @@ def _resolution(method, a: Abi) -> tuple[int, int]:
             if values[x].kind == "Tensor":
                 pool.list("DimOrderType", len(values[x].tensor.sizes))
         peak, widest = max(peak, pool.cur), max(widest, len(ins.args))
-    return peak, widest * (a.size("TensorMeta") + TENSOR_DIMENSION_LIMIT * a.size("DimOrderType"))
+    return peak, widest * (a.size("TensorMeta") + TENSOR_DIMENSION_LIMIT * a.size("DimOrderType")), widest
 
 
 def method_pool(pte, name: str, target: str = "host", *, external_data: bool = False) -> MethodPool:

@@ -4,19 +4,21 @@
 
 ``main.cpp`` has no filesystem and no heap: static pools and planned buffers of the header's sizes, the
 program read through a ``BufferDataLoader``, a check that every kernel and backend the methods need is
-registered (the libraries register them when linked whole), then each method loaded, its inputs set
-(zeros), executed, and the outcome logged. ``build.sh`` compiles it with ``arm-none-eabi-g++`` for
-Cortex-M55 against ExecuTorch's headers and links it with the target's ExecuTorch libraries, which the user
-builds from source for the target and names with ``EXECUTORCH_CORTEX_M_LIB_DIR`` (``--compile-only``:
-compile, no link).
+registered, then each method loaded, its inputs set (zeros), executed twice, and what it used printed (the
+method pool's bytes, the temp pool's most at once, a few of each output's values) with ``printf``, not
+``ET_LOG``, which ExecuTorch's bare-metal platform layer drops. ``build.sh`` compiles it with
+``arm-none-eabi-g++`` for Cortex-M55 against ExecuTorch's headers and links it with the target's ExecuTorch
+libraries, which the user builds from source for the target (the command, with only the program's operators,
+is at its top) and names with ``EXECUTORCH_CORTEX_M_LIB_DIR`` (``--compile-only``: compile, no link).
 """
 
 from __future__ import annotations
 
 import os
+import textwrap
 
 from ...errors import PteLabError
-from ...runtime.native import executorch_dir
+from ...runtime.native import executorch_dir, executorch_version
 from ..c_text import c_comment, c_string
 from .sizes import c_identifiers, target_guard
 from .target_pools import target_pools
@@ -29,13 +31,17 @@ BARE_METAL_FILES = ("pools.h", "program.h", "main.cpp", "build.sh")
 #: the compiler flags that select the target
 TARGET_FLAGS = {"cortex-m": "-mcpu=cortex-m55 -mthumb -mfloat-abi=hard"}
 
-#: ExecuTorch's static libraries a bare-metal build links (its CMake targets' archives), and those a
-#: backend or an operator namespace adds: linked whole, so that their static registrations are kept
+#: ExecuTorch's static libraries a bare-metal build links, by what needs them: (linked whole, so that their
+#: static registrations are kept; linked as usual, for the code those call). An operator namespace's first
+#: whole library is the selective build's (only the program's operators, ``EXECUTORCH_SELECT_OPS_LIST``), the
+#: second, every operator's (its ``_ops_lib``), used where the selective one is not in the build
 TARGET_LIBRARIES = {
-    "runtime": ("libexecutorch.a", "libexecutorch_core.a"),
-    "aten": ("libportable_ops_lib.a", "libportable_kernels.a"),
-    "cortex_m": ("libcortex_m_ops_lib.a", "libcortex_m_kernels.a"),
-    "EthosUBackend": ("libexecutorch_delegate_ethos_u.a",),
+    "runtime": (("libexecutorch.a", "libexecutorch_core.a"), ()),
+    "aten": (("libexecutorch_selected_kernels.a|libportable_ops_lib.a",),
+             ("libportable_kernels.a", "libkernels_util_all_deps.a?")),
+    "quantized_decomposed": (("libquantized_ops_lib.a",), ("libquantized_kernels.a", "libportable_kernels.a")),
+    "cortex_m": (("libcortex_m_ops_lib.a",), ("libcortex_m_kernels.a", "libcmsis-nn.a?")),
+    "EthosUBackend": (("libexecutorch_delegate_ethos_u.a",), ()),
 }
 
 
@@ -51,15 +57,23 @@ BACKEND_BUILD_NOTES = {
 }
 
 
-def _libraries(methods) -> list[str]:
-    libs = list(TARGET_LIBRARIES["runtime"])
-    namespaces = {op.split("::")[0] for m in methods for op in m.operators}
-    for key in ("aten", "cortex_m"):
-        if key in namespaces:
-            libs += TARGET_LIBRARIES[key]
-    for b in sorted({b for m in methods for b in m.backends}):
-        libs += TARGET_LIBRARIES.get(b, (f"lib<the library registering {b}>.a",))
-    return libs
+def _libraries(methods) -> tuple[list[str], list[str]]:
+    """(the libraries linked whole, those linked as usual): each a file name, ``a|b`` (the first found), or
+    ``name?`` (linked where the build has it)."""
+    whole, usual = list(TARGET_LIBRARIES["runtime"][0]), []
+    keys = sorted({op.split("::")[0] for m in methods for op in m.operators} & set(TARGET_LIBRARIES))
+    keys += sorted({b for m in methods for b in m.backends})
+    for key in keys:
+        w, u = TARGET_LIBRARIES.get(key, ((f"lib<the library registering {key}>.a",), ()))
+        whole += [x for x in w if x not in whole]
+        usual += [x for x in u if x not in usual]
+    return whole, usual
+
+
+def _block_comment(text: str, width: int = 110) -> list[str]:
+    """``text`` as a C block comment of lines at most ``width`` long."""
+    lines = textwrap.wrap(c_comment(text), width - 3)
+    return [("/* " if i == 0 else " * ") + x for i, x in enumerate(lines)] + [" */"]
 
 
 def _pools_h(pools, ids, target: str, stem: str) -> str:
@@ -72,6 +86,7 @@ def _pools_h(pools, ids, target: str, stem: str) -> str:
         up = ids[name].upper()
         out += ["", f"/* method \"{c_comment(name)}\" on {target} */",
                 f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {p.method_pool}u",
+                *_block_comment("temp pool: " + (p.temp_set_by or f"see pte-lab sizes --target {target}")),
                 f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {p.temp_pool}u"
                 + ("" if p.temp_exact else f" /* at least {p.temp_low} B: see pte-lab sizes --target {target} */"),
                 f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {len(p.planned)}u"]
@@ -152,11 +167,11 @@ _PRELUDE = r'''// A bare-metal ExecuTorch runner written by pte_lab: no filesyst
 #include <executorch/runtime/executor/method.h>
 #include <executorch/runtime/executor/program.h>
 #include <executorch/runtime/kernel/operator_registry.h>
-#include <executorch/runtime/platform/log.h>
 #include <executorch/runtime/platform/runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #include "pools.h"
 #include "program.h"
@@ -177,7 +192,58 @@ using executorch::runtime::Method;
 using executorch::runtime::Program;
 using executorch::runtime::Span;
 
+// The runner's own lines, not ET_LOG (ExecuTorch's minimal platform layer, the bare-metal one, and Release
+// builds drop ET_LOG's output): printf by default, which reaches the host under semihosting
+// (--specs=rdimon.specs) or your UART where newlib's _write is retargeted to it; or define PTE_LAB_PRINT as your
+// own printf-like function (-DPTE_LAB_PRINT=my_uart_printf).
+#ifndef PTE_LAB_PRINT
+#define PTE_LAB_PRINT std::printf
+#endif
+
 namespace {
+
+// The temp pool, with its high-water mark: ExecuTorch resets the temp allocator after each kernel call, so its
+// used_size() after a run says nothing; this says the most it held at once.
+class PeakAllocator : public MemoryAllocator {
+ public:
+  PeakAllocator(uint32_t size, uint8_t* base) : MemoryAllocator(size, base) {}
+  void* allocate(size_t size, size_t alignment = kDefaultAlignment) override {
+    void* p = MemoryAllocator::allocate(size, alignment);
+    if (p != nullptr && used_size() > peak) peak = used_size();
+    return p;
+  }
+  size_t peak = 0;
+};
+
+// A few of an output's values, to compare with the same method run on the host (pte_lab's load, the same
+// inputs: zeros unless set_inputs says otherwise)
+void print_output(const char* method, size_t i, const EValue& v) {
+  if (!v.isTensor()) {
+    PTE_LAB_PRINT("method %%s: output %%u: not a tensor (tag %%d)\n", method, static_cast<unsigned>(i),
+                  static_cast<int>(v.tag));
+    return;
+  }
+  const Tensor& t = v.toTensor();
+  PTE_LAB_PRINT("method %%s: output %%u: scalar type %%d, %%ld elements:", method, static_cast<unsigned>(i),
+                static_cast<int>(t.scalar_type()), static_cast<long>(t.numel()));
+  const long shown = t.numel() < 8 ? static_cast<long>(t.numel()) : 8;
+  for (long k = 0; k < shown; k++) {
+    double x;
+    switch (t.scalar_type()) {
+      case ScalarType::Float: x = t.const_data_ptr<float>()[k]; break;
+      case ScalarType::Double: x = t.const_data_ptr<double>()[k]; break;
+      case ScalarType::Long: x = static_cast<double>(t.const_data_ptr<int64_t>()[k]); break;
+      case ScalarType::Int: x = t.const_data_ptr<int32_t>()[k]; break;
+      case ScalarType::Short: x = t.const_data_ptr<int16_t>()[k]; break;
+      case ScalarType::Char: x = t.const_data_ptr<int8_t>()[k]; break;
+      case ScalarType::Byte: x = t.const_data_ptr<uint8_t>()[k]; break;
+      case ScalarType::Bool: x = t.const_data_ptr<bool>()[k] ? 1 : 0; break;
+      default: PTE_LAB_PRINT(" (values of this type not shown)\n"); return;
+    }
+    PTE_LAB_PRINT(" %%g", x);
+  }
+  PTE_LAB_PRINT("%%s\n", shown < t.numel() ? " ..." : "");
+}
 
 struct MethodSetup {
   const char* name;
@@ -199,7 +265,7 @@ const char* const kBackends[] = {%(backends)s};
 
 Error run(const Program& program, const MethodSetup& s) {
   MemoryAllocator method_allocator(static_cast<uint32_t>(s.method_pool_bytes), s.method_pool);
-  MemoryAllocator temp_allocator(static_cast<uint32_t>(s.temp_pool_bytes), s.temp_pool);
+  PeakAllocator temp_allocator(static_cast<uint32_t>(s.temp_pool_bytes), s.temp_pool);
   HierarchicalAllocator planned(Span<Span<uint8_t>>(s.planned, s.num_planned));
   MemoryManager memory(&method_allocator, &planned, &temp_allocator);
   auto method = program.load_method(s.name, &memory);
@@ -208,8 +274,11 @@ Error run(const Program& program, const MethodSetup& s) {
     if (Error e = s.set_inputs(*method); e != Error::Ok) return e;
     if (Error e = method->execute(); e != Error::Ok) return e;
   }
-  ET_LOG(Info, "method %%s: loaded and executed twice, method pool %%u B used of %%u", s.name,
-         static_cast<unsigned>(method_allocator.used_size()), static_cast<unsigned>(s.method_pool_bytes));
+  PTE_LAB_PRINT("method %%s: loaded and executed twice; method pool %%u B used of %%u; temp pool: at most %%u B "
+                "held at once, of %%u\n", s.name, static_cast<unsigned>(method_allocator.used_size()),
+                static_cast<unsigned>(s.method_pool_bytes), static_cast<unsigned>(temp_allocator.peak),
+                static_cast<unsigned>(s.temp_pool_bytes));
+  for (size_t i = 0; i < method->outputs_size(); i++) print_output(s.name, i, method->get_output(i));
   return Error::Ok;
 }
 
@@ -220,13 +289,13 @@ int main() {
   int missing = 0;
   for (const char* op : kOperators) {
     if (op != nullptr && !executorch::runtime::registry_has_op_function(op)) {
-      ET_LOG(Error, "operator %%s is not registered: link its kernel library whole", op);
+      PTE_LAB_PRINT("operator %%s is not registered: build its kernel into the target's libraries (see build.sh)\n", op);
       missing++;
     }
   }
   for (const char* b : kBackends) {
     if (b != nullptr && executorch::runtime::get_backend_class(b) == nullptr) {
-      ET_LOG(Error, "backend %%s is not registered: link its library whole", b);
+      PTE_LAB_PRINT("backend %%s is not registered: link its library whole (see build.sh)\n", b);
       missing++;
     }
   }
@@ -234,41 +303,72 @@ int main() {
   BufferDataLoader loader(pte_lab_program, pte_lab_program_bytes);
   auto program = Program::load(&loader);
   if (!program.ok()) {
-    ET_LOG(Error, "Program::load: error 0x%%x", static_cast<unsigned>(program.error()));
+    PTE_LAB_PRINT("Program::load: error 0x%%x\n", static_cast<unsigned>(program.error()));
     return 1;
   }
   int failed = 0;
   for (const MethodSetup* s : kMethods) {
     Error e = run(*program, *s);
     if (e != Error::Ok) {
-      ET_LOG(Error, "method %%s: error 0x%%x", s->name, static_cast<unsigned>(e));
+      PTE_LAB_PRINT("method %%s: error 0x%%x (0x21: MemoryAllocationFailed, a pool too small)\n", s->name,
+                    static_cast<unsigned>(e));
       failed++;
     }
   }
+  PTE_LAB_PRINT(failed ? "pte_lab runner: %%d method(s) failed\n"
+                        : "pte_lab runner: ok, every method loaded and executed in the pools of pools.h\n", failed);
   return failed ? 1 : 0;
 }
 '''
 
 _BUILD = r'''#!/bin/sh
 # Builds the bare-metal runner for %(target)s with arm-none-eabi-g++ (Debian's gcc-arm-none-eabi).
-#   EXECUTORCH_INCLUDE           ExecuTorch's headers (default: the executorch wheel's, the same source)
-#   EXECUTORCH_CORTEX_M_LIB_DIR  the folder of ExecuTorch's static libraries built for the target (your build)
-#   LDFLAGS                      the board's linker script and startup code (default: newlib's nosys specs)
+#   EXECUTORCH_INCLUDE           ExecuTorch's headers (default: the executorch %(version)s wheel's)
+#   EXECUTORCH_CORTEX_M_LIB_DIR  your build of ExecuTorch's static libraries for the target (searched below)
+#   LDFLAGS                      your board's startup code and linker script (see "To boot" below)
 # ./build.sh --compile-only compiles main.cpp without linking (no target libraries needed).
-# ExecuTorch for the target is built with -DEXECUTORCH_PAL_DEFAULT=minimal (its bare-metal platform layer, not
-# posix): a method with no temp allocator then has no et_pal_allocate memory, as pools.h assumes.
+#
+# The libraries for the target: ExecuTorch %(version)s's source (the same version as the headers), configured
+# for the target and its bare-metal platform layer, with only this program's operators:
+#   cmake -S executorch -B build-%(target)s --preset arm-baremetal -DCMAKE_BUILD_TYPE=Release \
+#     -DEXECUTORCH_PAL_DEFAULT=minimal -DEXECUTORCH_SELECT_OPS_LIST="%(ops)s"
+#   cmake --build build-%(target)s -j
+# - the minimal platform layer: its et_pal_allocate returns nullptr, as pools.h assumes (posix's mallocs);
+# - -DEXECUTORCH_SELECT_OPS_LIST (or -DEXECUTORCH_SELECT_OPS_MODEL=the .pte): the operators above, %(n_ops)d of
+#   them; every portable kernel (about 180) does not fit a microcontroller's flash;
+# - the same CPU flags as below (%(flags)s) in the toolchain file, and
+#   -DC10_USING_CUSTOM_GENERATED_MACROS, as ExecuTorch's own Arm build sets them;
+# - flatc from ExecuTorch's pinned flatbuffers (its third-party/flatbuffers, v24.3.25): an older one (Debian's
+#   2.0.8) fails on its schema.
+# To boot: newlib's default, --specs=nosys.specs, links but has no vector table, startup code or memory map, so
+# the ELF does not run. Give LDFLAGS your board's (a CMSIS device's startup and linker script; Arm's
+# Corstone targets: ethos-u-core-platform), and route printf (the runner's lines) to your UART, or use
+# semihosting under a debugger or QEMU (--specs=rdimon.specs, or define PTE_LAB_PRINT: see main.cpp).
 %(notes)sset -eu
 cd "$(dirname "$0")"
 INC="${EXECUTORCH_INCLUDE:-%(include)s}"
-CXXFLAGS="%(flags)s -std=c++17 -Os -fno-exceptions -fno-rtti -DC10_USING_CUSTOM_GENERATED_MACROS"
+CXXFLAGS="%(flags)s -std=c++17 -Os -fno-exceptions -fno-rtti -DC10_USING_CUSTOM_GENERATED_MACROS ${CXXFLAGS_EXTRA:-}"
 arm-none-eabi-g++ $CXXFLAGS -I"$INC" -I"$INC/executorch/runtime/core/portable_type/c10" -c main.cpp -o main.o
 [ "${1:-}" = "--compile-only" ] && exit 0
 LIB="${EXECUTORCH_CORTEX_M_LIB_DIR:?set EXECUTORCH_CORTEX_M_LIB_DIR to your ExecuTorch build for the target}"
-# linked whole: their kernels and backends register themselves from static initialisers
-arm-none-eabi-g++ %(flags)s main.o -Wl,--whole-archive %(libs)s -Wl,--no-whole-archive \
+# find NAME: the library's path under $LIB; "a|b": the first found; "name?": optional
+find_lib() {
+  for name in $(echo "${1%%\?}" | tr '|' ' '); do
+    found=$(find "$LIB" -name "$name" -print 2>/dev/null | head -n 1)
+    [ -n "$found" ] && { echo "$found"; return 0; }
+  done
+  case "$1" in *\?) return 0 ;; esac
+  echo "build.sh: $1 is not under $LIB: build it (see the top of this file)" >&2
+  exit 1
+}
+WHOLE=""; for l in %(whole)s; do WHOLE="$WHOLE $(find_lib "$l")"; done
+USUAL=""; for l in %(usual)s; do USUAL="$USUAL $(find_lib "$l")"; done
+# the registering libraries linked whole (their kernels and backends register from static initialisers)
+arm-none-eabi-g++ %(flags)s main.o -Wl,--whole-archive $WHOLE -Wl,--no-whole-archive $USUAL \
   ${LDFLAGS:---specs=nosys.specs} -o runner.elf
-echo "built runner.elf: run it on the board (or a simulator); it logs each method's outcome, and exits 0 when every"
-echo "method loaded and executed twice in the pools of pools.h (1: a method failed, 2: a kernel or backend is missing)"
+echo "built runner.elf: run it on the board (or a simulator); it prints each method's pools used and outputs, and"
+echo "exits 0 when every method loaded and executed twice in the pools of pools.h (1: a method failed, 2: a"
+echo "kernel or backend is missing)"
 '''
 
 
@@ -311,8 +411,11 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     with open(sizes.path, "rb") as f:
         data = f.read()
     notes = "".join(f"# {line}\n" for b in backends for line in BACKEND_BUILD_NOTES.get(b, ()))
-    build = _BUILD % {"target": target, "notes": notes, "include": executorch_dir() / "include", "flags": TARGET_FLAGS[target],
-                      "libs": " ".join(f'"$LIB/{lib}"' for lib in _libraries(sized))}
+    whole, usual = _libraries(sized)
+    build = _BUILD % {"target": target, "notes": notes, "include": executorch_dir() / "include",
+                      "flags": TARGET_FLAGS[target], "version": executorch_version(), "ops": ",".join(ops),
+                      "n_ops": len(ops), "whole": " ".join(f"'{x}'" for x in whole),
+                      "usual": " ".join(f"'{x}'" for x in usual)}
     return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path)), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
             "main.cpp": main, "build.sh": build}
 

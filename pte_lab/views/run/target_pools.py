@@ -49,6 +49,8 @@ class TargetPools:
     host_model: tuple[int | None, int | None]
     #: why a figure is not given (None: every figure is the model's, checked against this host)
     why: str | None = None
+    #: what sets the temp pool, in words (a threshold of kernel resolution, a delegate's scratch, run time's use)
+    temp_set_by: str | None = None
 
     @property
     def temp_exact(self) -> bool:
@@ -73,9 +75,11 @@ def _one(m, pte, target: str, external_data: bool) -> TargetPools:
         return TargetPools(method_pool=None, method_pool_alone=None, temp_pool=None, temp_low=None, why=why,
                            **common)
     low = max(there.resolution_temp, there.resolution_minimum, m.delegate_scratch)
+    run_time = 0
     if m.temp_run_peak is not None and not m.temp_run_padded:
         # measured apart from kernel resolution, each allocation at its alignment already: the requests' own
         # bytes, which the target's kernels and delegates ask the same
+        run_time = m.temp_run_peak
         low = high = max(low, m.temp_run_peak)
     else:
         run_time = m.temp_peak if m.temp_peak > host.resolution_temp else 0
@@ -83,7 +87,24 @@ def _one(m, pte, target: str, external_data: bool) -> TargetPools:
         low = max(low, run_time) if run_time else low
     return TargetPools(method_pool=there.bytes,
                        method_pool_alone=there.alone if m.method_pool_alone is not None else None,
-                       temp_pool=high, temp_low=low, **common)
+                       temp_pool=high, temp_low=low, temp_set_by=_temp_set_by(there, m.delegate_scratch, run_time, low),
+                       **common)
+
+
+def _temp_set_by(there, scratch: int, run_time: int, low: int) -> str:
+    """What makes the temp pool's (lower) figure, in words: one home for pools.h, the text and the JSON."""
+    if low == scratch and scratch:
+        return f"the delegates' scratch ({scratch:,} B), which they take from it at run time"
+    if low == run_time and run_time > there.resolution_minimum:
+        return f"what the kernels take from it at run time (allocate_temp: {run_time:,} B at once)"
+    if low == there.resolution_minimum:
+        per = there.resolution_minimum // max(there.widest_call_args, 1)
+        return (f"a threshold, not bytes held at once: Method::init resolves kernels in the temp pool only where "
+                f"the widest kernel call's {there.widest_call_args} arguments' metadata fits ({per} B each on "
+                f"{there.abi}), else in the method pool, which then overflows (MemoryAllocationFailed at load_method); "
+                f"resolution itself holds at most {there.resolution_temp:,} B, and this method's kernels take "
+                f"{run_time:,} B at run time")
+    return f"kernel resolution's peak ({there.resolution_temp:,} B: each call's argument metadata)"
 
 
 def _pair(p) -> str:
@@ -139,7 +160,7 @@ def target_pools_text(sizes, pte, target: str) -> str:
             continue
         out.append(f"  method pool, method + temp, on {target}: {p.method_pool:,} B "
                    f"(this host: {p.host_measured[0]:,} B measured, {p.host_model[0]:,} B modelled)")
-        out.append(f"  temp pool, method + temp, on {target}: {_temp_words(p)}")
+        out.append(f"  temp pool, method + temp, on {target}: {_temp_words(p)}; set by {p.temp_set_by}")
         m = sizes.methods[p.method]
         if m.stand_ins:
             out.append(f"  this host's run used stand-ins for {', '.join(m.stand_ins)} (pte_lab's, taking from "
