@@ -96,6 +96,11 @@ def test_method_alone_is_verified_on_this_host_only_and_not_runnable_on_a_bare_m
     assert "#define PTE_LAB_FORWARD_METHOD_ALONE_RUNS_ON_BARE_METAL 0" in header
     assert "#define PTE_LAB_FORWARD_METHOD_TEMP_RUNS_ON_BARE_METAL 1" in header
     assert "/* method alone: verified on this host only" in header
+    # the cortex-m runner's header gives no method-alone pool for it, and says why
+    from pte_lab.views.run.bare_metal_runner import target_header
+    board = _flat(target_header(sram_only, pte_lab.open(str(SRAM_ONLY)), "cortex-m"))
+    assert "METHOD_POOL_ALONE_BYTES" not in board and "not runnable on a heap-less cortex-m" in board
+    assert "temp pool: the delegates' scratch (6,144 B)" in board
 
 
 def test_the_board_total_is_exact_and_holds_no_host_figure(sram_only):

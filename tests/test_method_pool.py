@@ -5,6 +5,7 @@ Cortex-M55."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -173,3 +174,8 @@ def test_the_bare_metal_runner_compiles_for_cortex_m55(program_path, portable_si
     assert r.returncode == 0, r.stderr[-2000:]
     head = (out / "main.o").read_bytes()[:20]
     assert head[:4] == b"\x7fELF" and head[4] == 1 and int.from_bytes(head[18:20], "little") == 40  # ELF32, EM_ARM
+    # "method alone" (no temp allocator) runs on a heap-less board here: its pool is given and main.cpp builds it
+    assert f"METHOD_POOL_ALONE_BYTES {arm.alone}u" in (out / "pools.h").read_text()
+    r = subprocess.run(["sh", str(out / "build.sh"), "--compile-only"], capture_output=True, text=True,
+                       env={**os.environ, "CXXFLAGS_EXTRA": "-DPTE_LAB_NO_TEMP_POOL"})
+    assert r.returncode == 0, r.stderr[-2000:]

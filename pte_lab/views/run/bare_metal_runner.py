@@ -76,7 +76,23 @@ def _block_comment(text: str, width: int = 110) -> list[str]:
     return [("/* " if i == 0 else " * ") + x for i, x in enumerate(lines)] + [" */"]
 
 
-def _pools_h(pools, ids, target: str, stem: str) -> str:
+def _alone(p, up: str, target: str, m) -> list[str]:
+    """The "method alone" pool (main.cpp built with -DPTE_LAB_NO_TEMP_POOL: no temp allocator), where it runs on
+    a heap-less target; else a comment saying why it is not given."""
+    bare = m.holds_on("method alone").get("bare-metal")
+    if p.method_pool_alone is not None and bare is not None and bare.runnable:
+        return [*_block_comment(f"method alone (main.cpp built with -DPTE_LAB_NO_TEMP_POOL: no temp allocator, "
+                                f"kernel resolution in the method pool): runs on a heap-less {target}, checked "
+                                f"on this host under a platform layer whose et_pal_allocate fails"),
+                f"#define PTE_LAB_{up}_METHOD_POOL_ALONE_BYTES {p.method_pool_alone}u"]
+    why = ("it was not possible on this host" if p.method_pool_alone is None else
+           "whether it runs under a bare-metal platform layer was not measured" if bare is None else
+           f"not runnable on a heap-less {target}: with no temp allocator, ExecuTorch takes temp memory from "
+           f"et_pal_allocate, which returns nullptr there")
+    return _block_comment(f"method alone (no temp allocator): not given: {why}")
+
+
+def _pools_h(pools, ids, target: str, stem: str, sizes) -> str:
     out = [f"/* {stem}: pools on {target} ({next(iter(pools.values())).abi}), from pte_lab's model of Method::init",
            " * checked against this host's measurement (pte-lab sizes --target " + target + "). */",
            "#ifndef PTE_LAB_BARE_METAL_POOLS_H", "#define PTE_LAB_BARE_METAL_POOLS_H", "", *target_guard(target), "",
@@ -91,6 +107,7 @@ def _pools_h(pools, ids, target: str, stem: str) -> str:
                 + ("" if p.temp_exact else f" /* at least {p.temp_low} B: see pte-lab sizes --target {target} */"),
                 f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {len(p.planned)}u"]
         out += [f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_BYTES {b}u" for i, (_, _, b) in enumerate(p.planned)]
+        out += _alone(p, up, target, sizes.methods[name])
     return "\n".join(out + ["", "#endif", ""])
 
 
@@ -120,8 +137,18 @@ def staging_bytes(methods) -> int:
 def _method_block(m, up: str, low: str) -> list[str]:
     P = f"PTE_LAB_{up}"
     out = [f"// ---- method \"{c_comment(m.method)}\": every size from pools.h",
+           "#ifdef PTE_LAB_NO_TEMP_POOL  // \"method alone\": no temp allocator",
+           f"#ifndef {P}_METHOD_POOL_ALONE_BYTES",
+           f"#error \"method {c_comment(m.method)} has no method-alone pool on this target: see pools.h\"",
+           "#endif",
+           f"alignas(PTE_LAB_POOL_ALIGNMENT) uint8_t {low}_method_pool[{P}_METHOD_POOL_ALONE_BYTES];",
+           f"uint8_t* const {low}_temp_pool = nullptr;",
+           f"const size_t {low}_temp_pool_bytes = 0;",
+           "#else",
            f"alignas(PTE_LAB_POOL_ALIGNMENT) uint8_t {low}_method_pool[{P}_METHOD_POOL_BYTES];",
-           f"alignas(PTE_LAB_POOL_ALIGNMENT) uint8_t {low}_temp_pool[{P}_TEMP_POOL_BYTES > 0 ? {P}_TEMP_POOL_BYTES : 1];"]
+           f"alignas(PTE_LAB_POOL_ALIGNMENT) uint8_t {low}_temp_pool[{P}_TEMP_POOL_BYTES > 0 ? {P}_TEMP_POOL_BYTES : 1];",
+           f"const size_t {low}_temp_pool_bytes = {P}_TEMP_POOL_BYTES;",
+           "#endif"]
     spans = []
     for i in range(len(m.planned)):
         out.append(f"alignas(PTE_LAB_PLANNED_BUFFER_ALIGNMENT) uint8_t {low}_planned_{i}[{P}_PLANNED_BUFFER_{i}_BYTES];")
@@ -152,8 +179,8 @@ def _method_block(m, up: str, low: str) -> list[str]:
                 f"{b}_dim_order, {b}_strides);"]
         setters.append(f"  if (Error e = method.set_input(EValue(Tensor(&{b}_impl)), {io.index}); e != Error::Ok) return e;")
     out += [f"Error {low}_set_inputs(Method& method) {{", *(setters or ["  (void)method;"]), "  return Error::Ok;", "}",
-            f"const MethodSetup {low}_setup = {{{c_string(m.method)}, {low}_method_pool, {P}_METHOD_POOL_BYTES, "
-            f"{low}_temp_pool, {P}_TEMP_POOL_BYTES, {low}_planned, {len(m.planned)}, {low}_set_inputs}};"]
+            f"const MethodSetup {low}_setup = {{{c_string(m.method)}, {low}_method_pool, sizeof({low}_method_pool), "
+            f"{low}_temp_pool, {low}_temp_pool_bytes, {low}_planned, {len(m.planned)}, {low}_set_inputs}};"]
     return out
 
 
@@ -267,7 +294,8 @@ Error run(const Program& program, const MethodSetup& s) {
   MemoryAllocator method_allocator(static_cast<uint32_t>(s.method_pool_bytes), s.method_pool);
   PeakAllocator temp_allocator(static_cast<uint32_t>(s.temp_pool_bytes), s.temp_pool);
   HierarchicalAllocator planned(Span<Span<uint8_t>>(s.planned, s.num_planned));
-  MemoryManager memory(&method_allocator, &planned, &temp_allocator);
+  // no temp pool (-DPTE_LAB_NO_TEMP_POOL): no temp allocator, as a runner that passes none
+  MemoryManager memory(&method_allocator, &planned, s.temp_pool != nullptr ? &temp_allocator : nullptr);
   auto method = program.load_method(s.name, &memory);
   if (!method.ok()) return method.error();
   for (int i = 0; i < 2; i++) {
@@ -326,6 +354,8 @@ _BUILD = r'''#!/bin/sh
 #   EXECUTORCH_INCLUDE           ExecuTorch's headers (default: the executorch %(version)s wheel's)
 #   EXECUTORCH_CORTEX_M_LIB_DIR  your build of ExecuTorch's static libraries for the target (searched below)
 #   LDFLAGS                      your board's startup code and linker script (see "To boot" below)
+#   CXXFLAGS_EXTRA               e.g. -DPTE_LAB_NO_TEMP_POOL: the "method alone" pools of pools.h (no temp
+#                                allocator), where the method has them
 # ./build.sh --compile-only compiles main.cpp without linking (no target libraries needed).
 #
 # The libraries for the target: ExecuTorch %(version)s's source (the same version as the headers), configured
@@ -386,7 +416,7 @@ def _given(sizes, pte, target: str, methods: list[str] | None):
 def target_header(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> str:
     """``pools.h`` alone: the pools and planned buffers of every method that has pools on ``target``."""
     pools, ids = _given(sizes, pte, target, methods)
-    return _pools_h(pools, ids, target, os.path.basename(sizes.path))
+    return _pools_h(pools, ids, target, os.path.basename(sizes.path), sizes)
 
 
 def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> dict[str, str]:
@@ -416,7 +446,7 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
                       "flags": TARGET_FLAGS[target], "version": executorch_version(), "ops": ",".join(ops),
                       "n_ops": len(ops), "whole": " ".join(f"'{x}'" for x in whole),
                       "usual": " ".join(f"'{x}'" for x in usual)}
-    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path)), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
+    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path), sizes), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
             "main.cpp": main, "build.sh": build}
 
 
