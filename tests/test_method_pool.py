@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,3 +181,32 @@ def test_the_bare_metal_runner_compiles_for_cortex_m55(program_path, portable_si
     r = subprocess.run(["sh", str(out / "build.sh"), "--compile-only"], capture_output=True, text=True,
                        env={**os.environ, "CXXFLAGS_EXTRA": "-DPTE_LAB_NO_TEMP_POOL"})
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+_QEMU_LIBS = os.environ.get("PTE_LAB_CORTEX_M_QEMU_LIBS")
+
+
+@needs_arm
+@pytest.mark.skipif(not _QEMU_LIBS or shutil.which("qemu-system-arm") is None,
+                    reason="no ExecuTorch libraries built for the Cortex-M55 (benchmarks/cortex_m_qemu/"
+                           "build_executorch.sh; PTE_LAB_CORTEX_M_QEMU_LIBS names its OUT) or no qemu-system-arm")
+def test_the_bare_metal_runner_runs_under_qemu_in_exactly_its_pools(program_path, portable_sizes, tmp_path):
+    from pte_lab.views.run.bare_metal_runner import write_bare_metal_runner
+
+    out = tmp_path / "runner"
+    write_bare_metal_runner(portable_sizes, pte_lab.open(str(program_path("portable"))), out, "cortex-m")
+    pools = (out / "pools.h").read_text()
+    method = int(pools.split("_METHOD_POOL_BYTES ")[1].split("u")[0])
+    script = Path(__file__).parents[1] / "benchmarks" / "cortex_m_qemu" / "run_runner.sh"
+
+    def run(pools_h: str) -> str:
+        (tmp_path / "pools.h").write_text(pools_h)
+        r = subprocess.run(["bash", str(script), str(out)], capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "ET": _QEMU_LIBS, "POOLS_H": str(tmp_path / "pools.h"),
+                                "WORK": str(tmp_path / "work"), "PY": sys.executable})
+        return r.stdout + r.stderr
+
+    log = run(pools)
+    assert f"method pool {method} B used of {method}" in log and "every method loaded and executed" in log, log[-3000:]
+    short = run(pools.replace(f"_METHOD_POOL_BYTES {method}u", f"_METHOD_POOL_BYTES {method - 1}u"))
+    assert "method forward: error 0x21" in short, short[-3000:]

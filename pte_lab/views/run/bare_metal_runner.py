@@ -246,12 +246,12 @@ class PeakAllocator : public MemoryAllocator {
 // inputs: zeros unless set_inputs says otherwise)
 void print_output(const char* method, size_t i, const EValue& v) {
   if (!v.isTensor()) {
-    PTE_LAB_PRINT("method %%s: output %%u: not a tensor (tag %%d)\n", method, static_cast<unsigned>(i),
+    PTE_LAB_PRINT("method %s: output %u: not a tensor (tag %d)\n", method, static_cast<unsigned>(i),
                   static_cast<int>(v.tag));
     return;
   }
   const Tensor& t = v.toTensor();
-  PTE_LAB_PRINT("method %%s: output %%u: scalar type %%d, %%ld elements:", method, static_cast<unsigned>(i),
+  PTE_LAB_PRINT("method %s: output %u: scalar type %d, %ld elements:", method, static_cast<unsigned>(i),
                 static_cast<int>(t.scalar_type()), static_cast<long>(t.numel()));
   const long shown = t.numel() < 8 ? static_cast<long>(t.numel()) : 8;
   for (long k = 0; k < shown; k++) {
@@ -267,9 +267,9 @@ void print_output(const char* method, size_t i, const EValue& v) {
       case ScalarType::Bool: x = t.const_data_ptr<bool>()[k] ? 1 : 0; break;
       default: PTE_LAB_PRINT(" (values of this type not shown)\n"); return;
     }
-    PTE_LAB_PRINT(" %%g", x);
+    PTE_LAB_PRINT(" %g", x);
   }
-  PTE_LAB_PRINT("%%s\n", shown < t.numel() ? " ..." : "");
+  PTE_LAB_PRINT("%s\n", shown < t.numel() ? " ..." : "");
 }
 
 struct MethodSetup {
@@ -286,7 +286,7 @@ struct MethodSetup {
 
 _MAIN = r'''
 const MethodSetup* const kMethods[] = {%(methods)s};
-// what the methods need registered: the kernel and backend libraries register them when linked whole
+// what the methods need registered: build.sh links the libraries that register them (only these operators)
 const char* const kOperators[] = {%(operators)s};
 const char* const kBackends[] = {%(backends)s};
 
@@ -351,7 +351,8 @@ int main() {
 
 _BUILD = r'''#!/bin/sh
 # Builds the bare-metal runner for %(target)s with arm-none-eabi-g++ (Debian's gcc-arm-none-eabi).
-#   EXECUTORCH_INCLUDE           ExecuTorch's headers (default: the executorch %(version)s wheel's)
+#   EXECUTORCH_INCLUDE           ExecuTorch's headers: those of the source you built the libraries from
+#                                (default: the executorch %(version)s wheel's, which must be that version)
 #   EXECUTORCH_CORTEX_M_LIB_DIR  your build of ExecuTorch's static libraries for the target (searched below)
 #   LDFLAGS                      your board's startup code and linker script (see "To boot" below)
 #   CXXFLAGS_EXTRA               e.g. -DPTE_LAB_NO_TEMP_POOL: the "method alone" pools of pools.h (no temp
@@ -369,11 +370,20 @@ _BUILD = r'''#!/bin/sh
 # - the same CPU flags as below (%(flags)s) in the toolchain file, and
 #   -DC10_USING_CUSTOM_GENERATED_MACROS, as ExecuTorch's own Arm build sets them;
 # - flatc from ExecuTorch's pinned flatbuffers (its third-party/flatbuffers, v24.3.25): an older one (Debian's
-#   2.0.8) fails on its schema.
+#   2.0.8) fails on its schema;
+# - ExecuTorch's CMake builds position-independent code: keep .got inside the .data your startup copies to
+#   RAM, or configure with -DCMAKE_POSITION_INDEPENDENT_CODE=OFF (a .got left out reads zeros: outputs are NaN,
+#   with no error);
+# - -DEXECUTORCH_ENABLE_LOGGING=ON keeps the runtime's own error lines (Release drops them); the runner's
+#   lines are printf's either way.
+# Placement: program.h's array, %(program_bytes)s B, is %(program_place)s; the pools and planned buffers
+# (pools.h) are zero-initialised RAM (.bss): put each where your linker script says, by section if need be.
 # To boot: newlib's default, --specs=nosys.specs, links but has no vector table, startup code or memory map, so
 # the ELF does not run. Give LDFLAGS your board's (a CMSIS device's startup and linker script; Arm's
 # Corstone targets: ethos-u-core-platform), and route printf (the runner's lines) to your UART, or use
-# semihosting under a debugger or QEMU (--specs=rdimon.specs, or define PTE_LAB_PRINT: see main.cpp).
+# semihosting under a debugger or QEMU (--specs=rdimon.specs, or define PTE_LAB_PRINT: see main.cpp). pte_lab's
+# repository has a startup and linker script for QEMU's Cortex-M55 board (mps3-an547), and a script that builds
+# these libraries and runs this runner there: benchmarks/cortex_m_qemu/.
 %(notes)sset -eu
 cd "$(dirname "$0")"
 INC="${EXECUTORCH_INCLUDE:-%(include)s}"
@@ -444,7 +454,9 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     whole, usual = _libraries(sized)
     build = _BUILD % {"target": target, "notes": notes, "include": executorch_dir() / "include",
                       "flags": TARGET_FLAGS[target], "version": executorch_version(), "ops": ",".join(ops),
-                      "n_ops": len(ops), "whole": " ".join(f"'{x}'" for x in whole),
+                      "n_ops": len(ops), "program_bytes": f"{len(data):,}",
+                      "program_place": "writable, in RAM (.data): the Ethos-U blob's scratch is a block of it"
+                      if any(m.program_in_ram for m in sized) else "const, in flash (.rodata)", "whole": " ".join(f"'{x}'" for x in whole),
                       "usual": " ".join(f"'{x}'" for x in usual)}
     return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path), sizes), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
             "main.cpp": main, "build.sh": build}
