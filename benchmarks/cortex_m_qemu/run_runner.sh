@@ -11,7 +11,7 @@
 #   POOLS_H=FILE   use FILE instead of RUNNER_DIR/pools.h (e.g. a copy with a pool one byte smaller)
 #   NO_TEMP=1      "method alone": main.cpp built with -DPTE_LAB_NO_TEMP_POOL (no temp allocator)
 #   NONZERO=1      fill every input with a fixed pattern (pte_lab_qemu_support.cpp) instead of zeros
-#   WORK=DIR       the work folder;  QEMU_TIMEOUT=s (default 300);  ET=/work/build/arm32 (build_executorch's OUT)
+#   WORK=DIR       the work folder (the kernel registration is generated once per operator list into $ET/regs/);  QEMU_TIMEOUT=s (default 300);  ET=/work/build/arm32 (build_executorch's OUT)
 #   KEEP_GOING=1   no error when main.cpp's text does not match a patch (default: stop)
 #
 # What is changed in the written main.cpp (in the work folder's copy; all by sed below, each checked to match):

@@ -229,17 +229,34 @@ using executorch::runtime::Span;
 
 namespace {
 
-// The temp pool, with its high-water mark: ExecuTorch resets the temp allocator after each kernel call, so its
-// used_size() after a run says nothing; this says the most it held at once.
-class PeakAllocator : public MemoryAllocator {
+// A pool that counts: the most it held at once (ExecuTorch resets the temp allocator after each kernel call,
+// so its used_size() after a run says nothing), and the first request it refused, with what was free then.
+class CountingAllocator : public MemoryAllocator {
  public:
-  PeakAllocator(uint32_t size, uint8_t* base) : MemoryAllocator(size, base) {}
+  CountingAllocator(const char* name, const char* hint, uint32_t size, uint8_t* base)
+      : MemoryAllocator(size, base), name(name), hint(hint) {}
   void* allocate(size_t size, size_t alignment = kDefaultAlignment) override {
+    const size_t free_before = free_size();
     void* p = MemoryAllocator::allocate(size, alignment);
     if (p != nullptr && used_size() > peak) peak = used_size();
+    if (p == nullptr && refused == 0) {
+      refused = size;
+      refused_free = free_before;
+    }
     return p;
   }
+  // said once the method is done with the pools: which pool was short, by how much at least
+  ~CountingAllocator() override {
+    if (refused != 0) {
+      PTE_LAB_PRINT("%s: refused a request of %u B with %u B free (a pool too small%s)\n", name,
+                    static_cast<unsigned>(refused), static_cast<unsigned>(refused_free), hint);
+    }
+  }
+  const char* name;
+  const char* hint;
   size_t peak = 0;
+  size_t refused = 0;
+  size_t refused_free = 0;
 };
 
 // A few of an output's values, to compare with the same method run on the host (pte_lab's load, the same
@@ -291,8 +308,10 @@ const char* const kOperators[] = {%(operators)s};
 const char* const kBackends[] = {%(backends)s};
 
 Error run(const Program& program, const MethodSetup& s) {
-  MemoryAllocator method_allocator(static_cast<uint32_t>(s.method_pool_bytes), s.method_pool);
-  PeakAllocator temp_allocator(static_cast<uint32_t>(s.temp_pool_bytes), s.temp_pool);
+  CountingAllocator method_allocator(
+      "method pool", "; or the temp pool below its threshold: kernel resolution then comes here, see pools.h",
+      static_cast<uint32_t>(s.method_pool_bytes), s.method_pool);
+  CountingAllocator temp_allocator("temp pool", "", static_cast<uint32_t>(s.temp_pool_bytes), s.temp_pool);
   HierarchicalAllocator planned(Span<Span<uint8_t>>(s.planned, s.num_planned));
   // no temp pool (-DPTE_LAB_NO_TEMP_POOL): no temp allocator, as a runner that passes none
   MemoryManager memory(&method_allocator, &planned, s.temp_pool != nullptr ? &temp_allocator : nullptr);

@@ -287,7 +287,9 @@ def total_line(t: "Total") -> str:
         exact = f"exact for {HOST_ABI} pools; a 32-bit board's pools differ: --target cortex-m"
     else:
         exact = f"exact, with {t.abi}'s modelled pools"
-    return f"total on {board_words(t)} ({t.configuration}, {kind.loader}): {exact_bytes(t.bytes)} = {parts}{left} ({exact}){note}"
+    firmware = "" if kind.host else "; the firmware's own static data and stack are beyond it"
+    return (f"total on {board_words(t)} ({t.configuration}, {kind.loader}): {exact_bytes(t.bytes)} = {parts}{left} "
+            f"({exact}{firmware}){note}")
 
 
 def fits_lines(fits: "dict[str, Fit]") -> list[str]:
@@ -421,14 +423,17 @@ def _preamble(sizes: "Sizes") -> list[str]:
         f"planned buffers (the file's); the HEAP_* figures are the highest seen over {_runs(sizes)} fresh runs: "
         f"{HOST_DEPENDENT}, so give the heap headroom and measure it again on the target.",
         "Each part of this header is labelled with where it holds: on any target (planned buffers, pools, the "
-        "delegates' scratch, inputs and outputs, alignments; the pools are this ABI's, x86-64 LP64 here), or on "
+        "delegates' scratch, inputs and outputs, alignments; the pools are "
+        + (f"this ABI's, {HOST_ABI} here" if sizes.target == "host" else f"{sizes.target}'s, modelled") + "), or on "
         "this host only (the HEAP_* figures, PTE_LAB_HEAP_ONCE_BYTES, PTE_LAB_FILE_LOADER_ALIGNMENT, the "
         "libraries and link line). Each configuration was also run under a bare-metal platform layer, whose "
         "et_pal_allocate returns nullptr as Arm's does (a method with no temp allocator takes its temp memory "
         "from et_pal_allocate): <M>_METHOD_TEMP_RUNS_ON_BARE_METAL and <M>_METHOD_ALONE_RUNS_ON_BARE_METAL say "
         "whether it runs there. <M>_TOTAL_BYTES_BARE_METAL is what a bare-metal build must have in RAM, exact: "
         "the planned buffers, the pools of a configuration that runs there, and the program's bytes where the "
-        "delegates' memory mode needs them in RAM (read from flash through a BufferDataLoader otherwise). "
+        "delegates' memory mode needs them in RAM (read from flash through a BufferDataLoader otherwise); "
+        "the firmware's own static data (ExecuTorch's kernel registry among it) and its stack are the link's, "
+        "beyond it: read them in the link map. "
         "<M>_TOTAL_BYTES_HOST is a Linux runner's instead (a FileDataLoader; its heap is a host figure).",
         "",
         "A runner, per method (<M> below stands for PTE_LAB_ and the method's name in capitals). Names are per "
@@ -568,7 +573,10 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
         lines.append(f"#define PTE_LAB_{up}_METHOD_POOL_ALONE_BYTES {m.method_pool_alone}u")
     else:
         lines.append(f"/* no temp allocator: not possible ({_comment(m.alone_error or 'unknown')}) */")
-    lines.append(f"#define PTE_LAB_{up}_TEMP_PEAK_BYTES {m.temp_peak}u /* the temp allocator's measured peak */")
+    lines.append(f"#define PTE_LAB_{up}_TEMP_PEAK_BYTES {m.temp_peak}u /* "
+                 + ("the temp allocator's measured peak" if m.abi == "host" else
+                    f"the most the temp pool holds at once on {m.abi}, modelled"
+                    if not m.inexact else f"this host's ({HOST_ABI}) measured peak: {m.abi}'s is not known") + " */")
     for label, v in (("method + temp", (sizes.verified or {}).get(m.method)),
                      ("method alone", (sizes.verified_alone or {}).get(m.method))):
         if v is not None:

@@ -51,6 +51,8 @@ class TargetPools:
     why: str | None = None
     #: what sets the temp pool, in words (a threshold of kernel resolution, a delegate's scratch, run time's use)
     temp_set_by: str | None = None
+    #: the most the temp pool holds at once there (kernel resolution's peak or run time's), where it is exact
+    temp_held: int | None = None
 
     @property
     def temp_exact(self) -> bool:
@@ -88,6 +90,7 @@ def _one(m, pte, target: str, external_data: bool) -> TargetPools:
     return TargetPools(method_pool=there.bytes,
                        method_pool_alone=there.alone if m.method_pool_alone is not None else None,
                        temp_pool=high, temp_low=low, temp_set_by=_temp_set_by(there, m.delegate_scratch, run_time, low),
+                       temp_held=max(there.resolution_temp, run_time) if low == high else None,
                        **common)
 
 
@@ -125,7 +128,7 @@ def on_target(sizes, pte, target: str):
             continue
         out[name] = replace(
             m, abi=target, method_allocator=p.method_pool, temp_allocator=p.temp_pool,
-            method_pool_alone=p.method_pool_alone,
+            method_pool_alone=p.method_pool_alone, temp_peak=p.temp_held if p.temp_held is not None else m.temp_peak,
             inexact=None if p.temp_exact else (f"the temp pool on {target} is {p.temp_low:,} to {p.temp_pool:,} B "
                                                f"(run time's use could not be had exactly): the total takes the upper end"))
     return replace(sizes, methods=out, verified=None, verified_alone=None)
@@ -150,7 +153,10 @@ def target_pools_text(sizes, pte, target: str) -> str:
     pools = target_pools(sizes, pte, target)
     abi = next((p.abi for p in pools.values()), target)
     out = [f"{os.path.basename(sizes.path)}: pools on {target} ({abi}), executorch {sizes.executorch_version}: "
-           + HOW_MODELLED.format(target=target)]
+           + HOW_MODELLED.format(target=target),
+           f"Not verified on a {target} here (--verify checks this host's pools): the runner "
+           f"--example-runner DIR --target {target} writes prints each pool's use on the board, and fails with "
+           f"0x21 where one is short."]
     for p in pools.values():
         out += ["", f"method {p.method!r}"]
         for mem_id, device, b in p.planned:
