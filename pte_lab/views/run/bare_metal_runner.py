@@ -15,12 +15,11 @@ is at its top) and names with ``EXECUTORCH_CORTEX_M_LIB_DIR`` (``--compile-only`
 from __future__ import annotations
 
 import os
-import textwrap
 
 from ...errors import PteLabError
 from ...runtime.native import executorch_dir, executorch_version
 from ..c_text import c_comment, c_string
-from .sizes import c_identifiers, target_guard
+from .sizes import block_comment, c_identifiers, target_guard
 from .target_pools import target_pools
 
 __all__ = ["bare_metal_runner", "target_header", "write_bare_metal_runner", "BARE_METAL_FILES", "TARGET_FLAGS", "TARGET_LIBRARIES"]
@@ -70,18 +69,12 @@ def _libraries(methods) -> tuple[list[str], list[str]]:
     return whole, usual
 
 
-def _block_comment(text: str, width: int = 110) -> list[str]:
-    """``text`` as a C block comment of lines at most ``width`` long."""
-    lines = textwrap.wrap(c_comment(text), width - 3)
-    return [("/* " if i == 0 else " * ") + x for i, x in enumerate(lines)] + [" */"]
-
-
 def _alone(p, up: str, target: str, m) -> list[str]:
     """The "method alone" pool (main.cpp built with -DPTE_LAB_NO_TEMP_POOL: no temp allocator), where it runs on
     a heap-less target; else a comment saying why it is not given."""
     bare = m.holds_on("method alone").get("bare-metal")
     if p.method_pool_alone is not None and bare is not None and bare.runnable:
-        return [*_block_comment(f"method alone (main.cpp built with -DPTE_LAB_NO_TEMP_POOL: no temp allocator, "
+        return [*block_comment(f"method alone (main.cpp built with -DPTE_LAB_NO_TEMP_POOL: no temp allocator, "
                                 f"kernel resolution in the method pool): runs on a heap-less {target}, checked "
                                 f"on this host under a platform layer whose et_pal_allocate fails"),
                 f"#define PTE_LAB_{up}_METHOD_POOL_ALONE_BYTES {p.method_pool_alone}u"]
@@ -89,7 +82,7 @@ def _alone(p, up: str, target: str, m) -> list[str]:
            "whether it runs under a bare-metal platform layer was not measured" if bare is None else
            f"not runnable on a heap-less {target}: with no temp allocator, ExecuTorch takes temp memory from "
            f"et_pal_allocate, which returns nullptr there")
-    return _block_comment(f"method alone (no temp allocator): not given: {why}")
+    return block_comment(f"method alone (no temp allocator): not given: {why}")
 
 
 def _pools_h(pools, ids, target: str, stem: str, sizes) -> str:
@@ -102,7 +95,7 @@ def _pools_h(pools, ids, target: str, stem: str, sizes) -> str:
         up = ids[name].upper()
         out += ["", f"/* method \"{c_comment(name)}\" on {target} */",
                 f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {p.method_pool}u",
-                *_block_comment("temp pool: " + (p.temp_set_by or f"see pte-lab sizes --target {target}")),
+                *block_comment("temp pool: " + (p.temp_set_by or f"see pte-lab sizes --target {target}")),
                 f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {p.temp_pool}u"
                 + ("" if p.temp_exact else f" /* at least {p.temp_low} B: see pte-lab sizes --target {target} */"),
                 f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {len(p.planned)}u"]

@@ -550,7 +550,7 @@ def _globals(sizes: "Sizes") -> list[str]:
     return [_label(any_target_label(sizes.target)), *lines] + ([_label(_host_label()), *host] if host else [])
 
 
-def _block(text: str) -> list[str]:
+def block_comment(text: str) -> list[str]:
     """``text`` as one wrapped C comment."""
     out = _wrap_comment(text)
     out[0] = "/* " + out[0][3:]
@@ -602,7 +602,7 @@ def _totals(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     for kind, t in m.totals().items():
         if TARGET_KINDS[kind].host:
             continue
-        lines += [*_block(total_line(t)),
+        lines += [*block_comment(total_line(t)),
                   f"#define PTE_LAB_{up}_TOTAL_BYTES_{_NOT_IDENT.sub('_', kind).upper()} {t.bytes}u"]
     return lines
 
@@ -610,12 +610,12 @@ def _totals(sizes: "Sizes", m, up: str, low: str) -> list[str]:
 def _host_total(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     """The method's total on this host (a Linux runner with a FileDataLoader: its heap is a host figure)."""
     t = m.totals()["host"]
-    return [*_block(total_line(t)), f"#define PTE_LAB_{up}_TOTAL_BYTES_HOST {t.bytes}u"]
+    return [*block_comment(total_line(t)), f"#define PTE_LAB_{up}_TOTAL_BYTES_HOST {t.bytes}u"]
 
 
 def _budget_lines(fit: "Fit", up: str) -> list[str]:
     """The budget (or regions) the board's total was checked against, and the outcome."""
-    lines = _block(fits_lines({fit.total.method: fit})[0])
+    lines = block_comment(fits_lines({fit.total.method: fit})[0])
     if fit.budget is not None:
         lines.append(f"#define PTE_LAB_{up}_BUDGET_BYTES {fit.budget}u")
     for name, b in fit.regions:
