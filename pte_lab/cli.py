@@ -33,6 +33,7 @@ import warnings
 from .errors import TARGET_CHANGED, PteLabError
 from .views.json_text import json_text
 from .progress import lines
+from .shell_text import sh_word, sh_words
 
 
 
@@ -209,7 +210,7 @@ def _target_sizes(args, pte, s):
         if staging:
             print(f"main.cpp: the planned inputs are copied (set_input) from one staging buffer of {staging:,} B, the "
                   f"runner's own, beyond the board's total (which has them in their planned buffers)")
-        print(f"build: {os.path.join(args.example_runner, 'build.sh')} (EXECUTORCH_CORTEX_M_LIB_DIR: your ExecuTorch "
+        print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))} (EXECUTORCH_CORTEX_M_LIB_DIR: your ExecuTorch "
               f"libraries for the target; --compile-only without them)")
         return None
     if args.c_header:
@@ -255,9 +256,8 @@ def _sizes(args) -> int:
             print(path)
         for name, why in left_out(s, args.method).items():
             print(f"not in the example: method {name!r}: {why}")
-        print(f"build: {os.path.join(args.example_runner, 'build.sh')}; run: "
-              f"{os.path.join(args.example_runner, 'runner')} {args.file}"
-              + (f" --data {args.data}" if args.data else ""))
+        run = [os.path.join(args.example_runner, "runner"), args.file, *(["--data", args.data] if args.data else [])]
+        print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}; run: {sh_words(run)}")
     elif args.json:
         sys.stdout.write(json_text(s.to_dict(args.budget, tuple(args.region or ()))))
         sys.stdout.write("\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -169,7 +170,7 @@ def test_the_bare_metal_runner_compiles_for_cortex_m55(program_path, portable_si
     build = (out / "build.sh").read_text()
     # the target's libraries are built with only the program's operators (all of them overflow a board's flash)
     ops = sorted(portable_sizes.methods["forward"].operators)
-    assert f'-DEXECUTORCH_SELECT_OPS_LIST="{",".join(ops)}"' in build and "libportable_kernels.a" in build
+    assert f"-DEXECUTORCH_SELECT_OPS_LIST={shlex.quote(','.join(ops))}" in build and "libportable_kernels.a" in build
     # pools.h says what sets the temp pool: kernel resolution's threshold, not bytes held
     assert "a threshold, not bytes held at once" in (out / "pools.h").read_text()
     r = subprocess.run(["sh", str(out / "build.sh"), "--compile-only"], capture_output=True, text=True)

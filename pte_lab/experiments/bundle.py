@@ -34,6 +34,7 @@ from .. import examples
 from ..errors import NativeBuildError, PteLabError
 from ..progress import reporter
 from ..runtime import native
+from ..shell_text import sh_comment, sh_word
 from ..units import count, human_bytes
 from .device_placement import PUBLISHED
 
@@ -137,12 +138,12 @@ def write_reference(folder: Path, stem: str, side: int) -> list[str]:
 def _run_sh(stem: str, side: int, device: str, et_version: str) -> str:
     return f"""#!/bin/sh
 # The before/after measurement of ExecuTorch's loader fix (PR #22058), without Python.
-# Written by `pte-lab measure --bundle` (executorch {et_version}); MANIFEST.txt lists every file.
+# Written by `pte-lab measure --bundle` (executorch {sh_comment(et_version)}); MANIFEST.txt lists every file.
 #
 #   ./run.sh [--json FILE] [--backend auto|cuda|emulated] [--device cuda:N] [--memory auto|managed|device]
 #            [--loader both|before|after] [--verbose]
 #
-# Runs programs/{stem}.pte (forward on the host, forward2 on {device}) under the pre-1.5 loader and the
+# Runs programs/{stem}.pte (forward on the host, forward2 on {sh_comment(device)}) under the pre-1.5 loader and the
 # 1.5 loader of Runtime.load_program, each in its own process, and writes the pte_lab.device_placement
 # JSON to FILE (default: before_after.json in the current folder). Backend: cuda where libcuda.so.1
 # opens and sees the device, else the emulated device; the first line printed says which.
@@ -151,7 +152,7 @@ LD_PRELOAD="$here/lib/libpte_lab_counter.so${{LD_PRELOAD:+ $LD_PRELOAD}}"
 export LD_PRELOAD
 exec "$here/bin/pte_lab_placement" --pte "$here/programs/{stem}.pte" \\
   --reference "$here/programs/{stem}.reference" --published "$here/published.json" \\
-  --side {side} --device {device} --json before_after.json "$@"
+  --side {int(side)} --device {sh_word(device)} --json before_after.json "$@"
 """
 
 

@@ -15,9 +15,11 @@ is at its top) and names with ``EXECUTORCH_CORTEX_M_LIB_DIR`` (``--compile-only`
 from __future__ import annotations
 
 import os
+import re
 
 from ...errors import PteLabError
 from ...runtime.native import executorch_dir, executorch_version
+from ...shell_text import sh_comment, sh_word, sh_words
 from ..c_text import c_comment, c_string
 from .sizes import block_comment, c_identifiers, target_guard
 from .target_pools import target_pools
@@ -56,6 +58,9 @@ BACKEND_BUILD_NOTES = {
 }
 
 
+_NOT_WORD = re.compile(r"[^0-9A-Za-z_]+")
+
+
 def _libraries(methods) -> tuple[list[str], list[str]]:
     """(the libraries linked whole, those linked as usual): each a file name, ``a|b`` (the first found), or
     ``name?`` (linked where the build has it)."""
@@ -63,7 +68,9 @@ def _libraries(methods) -> tuple[list[str], list[str]]:
     keys = sorted({op.split("::")[0] for m in methods for op in m.operators} & set(TARGET_LIBRARIES))
     keys += sorted({b for m in methods for b in m.backends})
     for key in keys:
-        w, u = TARGET_LIBRARIES.get(key, ((f"lib<the library registering {key}>.a",), ()))
+        # a backend pte_lab has no library for: a placeholder that names it in letters, digits and '_' alone (the
+        # script's find_lib splits at '|' and spaces)
+        w, u = TARGET_LIBRARIES.get(key, ((f"lib<the library registering {_NOT_WORD.sub('_', key)}>.a",), ()))
         whole += [x for x in w if x not in whole]
         usual += [x for x in u if x not in usual]
     return whole, usual
@@ -86,7 +93,7 @@ def _alone(p, up: str, target: str, m) -> list[str]:
 
 
 def _pools_h(pools, ids, target: str, stem: str, sizes) -> str:
-    out = [f"/* {stem}: pools on {target} ({next(iter(pools.values())).abi}), from pte_lab's model of Method::init",
+    out = [f"/* {c_comment(stem)}: pools on {target} ({next(iter(pools.values())).abi}), from pte_lab's model of Method::init",
            " * checked against this host's measurement (pte-lab sizes --target " + target + "). */",
            "#ifndef PTE_LAB_BARE_METAL_POOLS_H", "#define PTE_LAB_BARE_METAL_POOLS_H", "", *target_guard(target), "",
            "/* pool bases: ExecuTorch's objects ask for at most 8; planned buffers: exir plans at 16 */",
@@ -374,7 +381,7 @@ _BUILD = r'''#!/bin/sh
 # The libraries for the target: ExecuTorch %(version)s's source (the same version as the headers), configured
 # for the target and its bare-metal platform layer, with only this program's operators:
 #   cmake -S executorch -B build-%(target)s --preset arm-baremetal -DCMAKE_BUILD_TYPE=Release \
-#     -DEXECUTORCH_PAL_DEFAULT=minimal -DEXECUTORCH_SELECT_OPS_LIST="%(ops)s"
+#     -DEXECUTORCH_PAL_DEFAULT=minimal -DEXECUTORCH_SELECT_OPS_LIST=%(ops)s
 #   cmake --build build-%(target)s -j
 # - the minimal platform layer: its et_pal_allocate returns nullptr, as pools.h assumes (posix's mallocs);
 # - -DEXECUTORCH_SELECT_OPS_LIST (or -DEXECUTORCH_SELECT_OPS_MODEL=the .pte): the operators above, %(n_ops)d of
@@ -398,7 +405,8 @@ _BUILD = r'''#!/bin/sh
 # these libraries and runs this runner there: benchmarks/cortex_m_qemu/.
 %(notes)sset -eu
 cd "$(dirname "$0")"
-INC="${EXECUTORCH_INCLUDE:-%(include)s}"
+INC_DEFAULT=%(include)s
+INC="${EXECUTORCH_INCLUDE:-$INC_DEFAULT}"
 CXXFLAGS="%(flags)s -std=c++17 -Os -fno-exceptions -fno-rtti -DC10_USING_CUSTOM_GENERATED_MACROS ${CXXFLAGS_EXTRA:-}"
 arm-none-eabi-g++ $CXXFLAGS -I"$INC" -I"$INC/executorch/runtime/core/portable_type/c10" -c main.cpp -o main.o
 [ "${1:-}" = "--compile-only" ] && exit 0
@@ -464,12 +472,13 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
         data = f.read()
     notes = "".join(f"# {line}\n" for b in backends for line in BACKEND_BUILD_NOTES.get(b, ()))
     whole, usual = _libraries(sized)
-    build = _BUILD % {"target": target, "notes": notes, "include": executorch_dir() / "include",
-                      "flags": TARGET_FLAGS[target], "version": executorch_version(), "ops": ",".join(ops),
+    build = _BUILD % {"target": target, "notes": notes, "include": sh_word(executorch_dir() / "include"),
+                      "flags": TARGET_FLAGS[target], "version": sh_comment(executorch_version()),
+                      "ops": sh_comment(sh_word(",".join(ops))),
                       "n_ops": len(ops), "program_bytes": f"{len(data):,}",
                       "program_place": "writable, in RAM (.data): the Ethos-U blob's scratch is a block of it"
-                      if any(m.program_in_ram for m in sized) else "const, in flash (.rodata)", "whole": " ".join(f"'{x}'" for x in whole),
-                      "usual": " ".join(f"'{x}'" for x in usual)}
+                      if any(m.program_in_ram for m in sized) else "const, in flash (.rodata)", "whole": sh_words(whole),
+                      "usual": sh_words(usual)}
     return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path), sizes), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
             "main.cpp": main, "build.sh": build}
 

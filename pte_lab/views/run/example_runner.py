@@ -23,12 +23,12 @@ flash.
 from __future__ import annotations
 
 import os
-import shlex
 import textwrap
 from typing import TYPE_CHECKING
 
 from ...errors import PteLabError
 from ...runtime.libraries import AS_NEEDED, compile_flags, link_flags
+from ...shell_text import sh_comment, sh_echo, sh_word, sh_words
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
 from .sizes import c_header, c_identifiers
@@ -367,7 +367,7 @@ def main_cpp(sizes: "Sizes", methods: list[str] | None = None) -> str:
     """``main.cpp``: static pools and buffers from ``pools.h``'s macros, two executes per method."""
     names = [n for n in (methods or list(sizes.methods)) if n in sizes.methods]
     idents = c_identifiers(sizes.methods)
-    head = [f"// An example runner for {os.path.basename(sizes.path)}, written by pte_lab from pools.h: every size",
+    head = [f"// An example runner for {_comment(os.path.basename(sizes.path))}, written by pte_lab from pools.h: every size",
             "// is one of its macros. Each method is loaded with static pools of exactly those sizes and executed",
             "// twice, every input set (zeros) before each execute. Build: ./build.sh (against the executorch",
             "// wheel); -DPTE_LAB_NO_TEMP_POOL gives the method pool alone, with no temp allocator. On a",
@@ -395,23 +395,23 @@ def build_script(sizes: "Sizes", methods: list[str] | None = None) -> str:
             if lib.path not in seen:
                 seen.add(lib.path)
                 libs.append(lib)
-    cflags = " ".join(shlex.quote(f) for f in ["-std=c++17", "-O2", *compile_flags()])
-    lflags = " ".join(shlex.quote(f) for f in link_flags(libs))
+    cflags = sh_words(["-std=c++17", "-O2", *compile_flags()])
+    lflags = sh_words(link_flags(libs))
+    run = "./runner " + sh_word(os.path.abspath(sizes.path))
 
     why = "\n".join("# " + line for line in textwrap.wrap(AS_NEEDED[0].upper() + AS_NEEDED[1:] + ".", 100))
     return f"""#!/bin/sh
-# Builds the example runner against the executorch {sizes.executorch_version} wheel this machine has
+# Builds the example runner against the executorch {sh_comment(sizes.executorch_version)} wheel this machine has
 # (written by pte_lab). runner: method + temp pools; runner_no_temp: the method pool alone.
 # A microcontroller build compiles ExecuTorch from source instead; pools.h and main.cpp stay the same.
+# CXX picks the compiler (default c++); CXXFLAGS adds flags of your own.
 {why}
 set -e
 cd "$(dirname "$0")"
 CXX="${{CXX:-c++}}"
-CXXFLAGS={shlex.quote(cflags)}
-LDFLAGS={shlex.quote(lflags)}
-$CXX $CXXFLAGS main.cpp -o runner $LDFLAGS
-$CXX $CXXFLAGS -DPTE_LAB_NO_TEMP_POOL main.cpp -o runner_no_temp $LDFLAGS
-echo "built runner and runner_no_temp; run: ./runner {shlex.quote(os.path.abspath(sizes.path))}"
+$CXX ${{CXXFLAGS:-}} {cflags} main.cpp -o runner {lflags}
+$CXX ${{CXXFLAGS:-}} {cflags} -DPTE_LAB_NO_TEMP_POOL main.cpp -o runner_no_temp {lflags}
+{sh_echo("built runner and runner_no_temp; run: " + run)}
 """
 
 
