@@ -17,7 +17,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .arguments import BOOL, NAMES, PATH_OR_BYTES, PROGRAM, SOURCE, TWO_NAMES, arguments, either, instance, optional
 from .errors import (
+    ArgumentTypeError,
     BackendUnavailableError,
     DeviceAllocationError,
     ExecuTorchError,
@@ -40,7 +42,7 @@ __all__ = [
     "open", "load", "sizes", "diff", "explore", "what_if", "largest_bound", "usage_at", "what_if_from", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError", "InputError",
-    "NotFoundError", "UnknownDeviceError", "PteLabBug",
+    "NotFoundError", "UnknownDeviceError", "PteLabBug", "ArgumentTypeError",
     "__version__",
 ]
 
@@ -70,6 +72,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model import Arena, Method, Pte
 
 
+@arguments(source=SOURCE,
+           data=optional(either(SOURCE, instance("pte_lab.model.data", "DataFile", "a .ptd opened by pte_lab.open"))),
+           etrecord=optional(either(PATH_OR_BYTES, instance("pte_lab.format.etrecord", "ETRecord", "an ETRecord"))))
 def open(source, data=None, *, etrecord=None):  # noqa: A001 - the natural name, like io.open
     """Open a ``.pte``, a bundled ``.bpte`` or a ``.ptd`` data file (path, bytes or binary file).
 
@@ -103,6 +108,7 @@ def open(source, data=None, *, etrecord=None):  # noqa: A001 - the natural name,
     return open_pte(source, data=data, etrecord=etrecord)
 
 
+@arguments(a=PROGRAM, b=PROGRAM, sizes=BOOL, methods=optional(NAMES), labels=optional(TWO_NAMES))
 def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | None = None, progress=None):
     """What changed in memory from program ``a`` to program ``b``: a :class:`~pte_lab.model.diff.Diff`.
 

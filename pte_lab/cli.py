@@ -394,11 +394,13 @@ def _new_file(text: str) -> str:
 
 def _executable(text: str) -> str:
     """An interpreter: an executable file that is a program (ELF) or a script (#!)."""
-    try:
-        with open(text, "rb") as f:
-            magic = f.read(4)
-    except OSError:
-        magic = b""
+    magic = b""
+    if os.path.isfile(text):  # first: opening a FIFO would block
+        try:
+            with open(text, "rb") as f:
+                magic = f.read(4)
+        except OSError:
+            pass
     if not (os.path.isfile(text) and os.access(text, os.X_OK) and (magic == b"\x7fELF" or magic[:2] == b"#!")):
         raise argparse.ArgumentTypeError(f"{text!r} is not an executable Python interpreter")
     return text

@@ -21,6 +21,11 @@ class NotFoundError(PteLabError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class ArgumentTypeError(PteLabError, TypeError):
+    """Raised by a public function given an argument of a kind it does not take (``pte_lab.open(path,
+    etrecord=123)``): the message names the function, the argument, what it takes and what it got."""
+
+
 class UnknownDeviceError(PteLabError, ValueError):
     """Raised for a device name or type code that ExecuTorch does not define (``device7``, ``"tpu:0"``)."""
 
@@ -78,6 +83,12 @@ class NotAProgramError(PteFormatError):
     def __init__(self, message: str, *, kind: str):
         super().__init__(message)
         self.kind = kind
+
+
+class NotARegularFileError(PteFormatError):
+    """Raised for a path that is not a regular file (a folder, a FIFO, a device such as ``/dev/zero``, a
+    socket): pte_lab reads programs, data files and ETRecords from regular files only, and refuses anything
+    else before reading a byte of it (a FIFO would block, a device would never end)."""
 
 
 class ETRecordError(PteFormatError):

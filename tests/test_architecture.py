@@ -39,6 +39,7 @@ LAZY_MODULES = HEAVY + ("torchao", "numpy", "IPython", "PIL", "tqdm", "filelock"
 #: (module, imported module) -> why it is imported inside a function although it is neither heavy nor a hook
 LAZY_ALLOWED = {
     ("pte_lab.runtime.sizing.measure", "resource"): "POSIX only: the function answers None where it is missing",
+    ("pte_lab.arguments", "inspect"): "at a checked function's first call: ``import pte_lab`` stays light",
     ("pte_lab.planning", "pte_lab.planning.teaching"): "the lessons' helpers draw: plot loads when one is asked "
                                                        "for, not with the planners the CLI's parser lists",
     ("pte_lab.runtime.worker", "pte_lab.runtime.engine"): "after stdout goes to stderr: imports print no protocol",
@@ -225,7 +226,7 @@ def test_the_runtime_imports_only_downward():
 
 
 def test_format_reads_bytes_with_nothing_above_it():
-    allowed = ("pte_lab.format", "pte_lab.errors", "pte_lab.devices")
+    allowed = ("pte_lab.format", "pte_lab.errors", "pte_lab.devices", "pte_lab.printable")
     bad = []
     for mod, imports in GRAPH.items():
         if _within(mod, ["pte_lab.format"]):

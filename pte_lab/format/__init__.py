@@ -21,6 +21,7 @@ from .flat_tensor import RawData, decode_data, parse_data_header
 from .header import HEAD_BYTES, SUPPORTED_IDENTIFIERS, Header, parse_header
 from .mixups import MIXUPS
 from .program import RawPlan, RawProgram, RawTensor, RawValue, decode_program
+from .regular_file import open_regular
 from .schema import (
     TENSOR_ALIGNMENT,
     DataLocation,
@@ -78,10 +79,7 @@ class _Opened:
             return
         if isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
-            try:
-                self.f = open(self.path, "rb")
-            except IsADirectoryError:
-                raise PteFormatError(f"{self.path} is a directory, not a .pte file") from None
+            self.f = open_regular(self.path, "a program or data file")
             self.own = True
         elif hasattr(source, "read"):
             self.f = source

@@ -12,6 +12,7 @@ from typing import Callable
 
 from ..errors import PteLabError
 from .program import RawDelegate, RawProgram
+from .regular_file import open_regular
 
 __all__ = ["program_reader", "delegate_span", "named_data_span"]
 
@@ -31,7 +32,7 @@ def program_reader(raw: RawProgram, path: str | None) -> Reader | None:
 
     def read(off: int, n: int) -> bytes:
         try:
-            with open(path, "rb") as f:
+            with open_regular(path, "a program") as f:
                 f.seek(off)
                 return f.read(n)
         except OSError as exc:

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from ..errors import ETRecordError
+from ..errors import ETRecordError, NotARegularFileError
+from .regular_file import check_regular
 
 __all__ = ["ETRecord", "MethodRecord", "NodeInfo", "SourceLine", "read_etrecord", "EDGE_PROGRAM", "innermost_user"]
 
@@ -361,6 +362,7 @@ def read_etrecord(source) -> ETRecord:
             where, opened, size = "ETRecord", io.BytesIO(bytes(source)), len(source)
         else:
             where = opened = os.fspath(source)
+            check_regular(where, "an ETRecord")  # a FIFO or a device: refused before it is opened
             st = os.stat(where)
             size = st.st_size
             key = (where, os.path.abspath(where), st.st_ino, size, st.st_mtime_ns)
@@ -369,7 +371,7 @@ def read_etrecord(source) -> ETRecord:
                 return known
         with zipfile.ZipFile(opened) as z:
             record = _read(z, where if isinstance(opened, str) else None, where, size)
-    except ETRecordError:
+    except (ETRecordError, NotARegularFileError):
         raise
     except FileNotFoundError:
         raise

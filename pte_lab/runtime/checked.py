@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from ..errors import PteFormatError
 from ..format import RawProgram
-from ..model import Pte, open_pte
+from ..model import Pte, open_data, open_pte
 from ..model.findings import REFUSED_BY_RUNTIME, UNSAFE_TO_LOAD
 from .schemas import refuse_argument_mismatches
 
@@ -38,12 +38,16 @@ class Checked:
     suspicious: tuple[str, ...]
 
 
-def checked(path) -> Checked:
-    """The reader's model of ``path`` with every table the runtime reads checked.
+def checked(path, data_path=None) -> Checked:
+    """The reader's model of ``path`` with every table the runtime reads checked; ``data_path``, the
+    program's external data (``.ptd``) where it has one, is read by pte_lab's reader too (its header and
+    flatbuffer), so that what the runtime opens is a regular file of the right kind.
 
     Raises :class:`~pte_lab.PteFormatError` for what the runtime must never see.
     """
     path = os.fspath(path)
+    if data_path is not None:
+        open_data(data_path)
     st = os.stat(path)
     raw, suspicious = _checked_records(os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     return Checked(Pte(raw, path), suspicious)

@@ -10,6 +10,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..arguments import BOOL, PATH, arguments, optional
 from ..devices import device_name
 from ..errors import (
     BackendUnavailableError,
@@ -158,7 +159,7 @@ class LabProgram:
         self.data_path = data_path
         self.isolated = isolate
         self.force = force
-        c = checked(path)
+        c = checked(path, data_path)
         #: the reader's model of the file, and the errors it found that do not stop a load
         self.plan, self.suspicious = c.pte, list(c.suspicious)
         self._cleanup = None
@@ -480,6 +481,7 @@ class LabProgram:
         return f"<LabProgram {self.path!r}{iso}: loader {self.loader}, loaded {self.loaded_methods}>"
 
 
+@arguments(path=PATH, data_path=optional(PATH), isolate=optional(BOOL), force=BOOL)
 def load(path, *, data_path=None, isolate: bool | None = None, force: bool = False) -> LabProgram:
     """Load a ``.pte`` with ExecuTorch's ``Runtime.load_program``, accounted.
 

@@ -12,8 +12,10 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from ...arguments import BOOL, COUNT, NAMES, PATH, PROGRAM_FILE, arguments, optional
 from ...errors import MEMORY_ALLOCATION_FAILED, NotFoundError, PteLabError, RuntimeCrashedError
 from ...format import TENSOR_ALIGNMENT
+from ...format.regular_file import check_regular
 from ...printable import printable
 from ...progress import reporter
 from ..checked import checked
@@ -693,6 +695,8 @@ def _set_to(io: MethodIO) -> str:
     return INPUT_VALUES["other"] + ("" if io.value is None else f": {io.value!r}")
 
 
+@arguments(source=PROGRAM_FILE, methods=optional(NAMES), data_path=optional(PATH), runs=COUNT, verify=BOOL,
+           heap_runs=COUNT)
 def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int = 2,
           verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS) -> Sizes:
     """Size every method of a ``.pte`` (or those named): see :mod:`pte_lab.runtime.sizing`.
@@ -723,9 +727,10 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     is listed in :attr:`Sizes.skipped`, not raised. Example: ``pte_lab.sizes("model.pte").table()``.
     """
     path = getattr(source, "path", source)
-    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
+    if not isinstance(path, (str, os.PathLike)):
         raise PteLabError(f"sizes() needs a .pte file on disk; got {source!r}")
     path = os.fspath(path)
+    check_regular(path, "a program")
     if data_path is None and getattr(getattr(source, "data", None), "path", None):
         data_path = source.data.path
     data_path = None if data_path is None else os.fspath(data_path)
@@ -733,7 +738,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         raise ValueError(f"runs must be at least 1 (got {runs})")
     if heap_runs < 1:
         raise ValueError(f"heap_runs must be at least 1 (got {heap_runs})")
-    pte = checked(path).pte
+    pte = checked(path, data_path).pte
     if pte.bundled is not None:
         raise PteLabError(f"{path} is a bundled program (.bpte): size the .pte it carries")
     names = list(pte.methods) if methods is None else list(methods)

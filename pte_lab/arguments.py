@@ -1,0 +1,135 @@
+"""The public functions' arguments, checked where they enter: one home for what each kind of argument may be.
+
+A notebook passes what it has at hand; a wrong type must end in one line naming the argument and what it
+takes (:class:`~pte_lab.errors.ArgumentTypeError`), not in a ``TypeError`` from deep inside a reader or in
+an answer computed from the wrong thing. A function declares its arguments' kinds once::
+
+    @arguments(source=SOURCE, data=optional(SOURCE), etrecord=optional(PATH_OR_BYTES))
+    def open(source, data=None, *, etrecord=None): ...
+
+Each is an :class:`Accepts` (a test and the words the message uses). Pure Python, standard library only:
+``import pte_lab`` stays light, and a kind that names a class of pte_lab's (an opened program) names it by
+its module and class, so the check imports nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import reprlib
+from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING
+
+from .errors import ArgumentTypeError
+from .printable import printable
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+__all__ = ["Accepts", "arguments", "optional", "either", "instance", "SOURCE", "PATH", "PATH_OR_BYTES", "NAME",
+           "NAMES", "BOOL", "COUNT", "PTE", "PROGRAM", "PROGRAM_FILE", "TWO_NAMES"]
+
+
+class Accepts:
+    """What an argument may be: ``test(value)`` is True for those, ``words`` say it (``a path or bytes``)."""
+
+    __slots__ = ("test", "words")
+
+    def __init__(self, test: "Callable[[Any], bool]", words: str):
+        self.test, self.words = test, words
+
+
+def optional(kind: Accepts) -> Accepts:
+    """``kind``, or None."""
+    return Accepts(lambda v: v is None or kind.test(v), f"{kind.words}, or None")
+
+
+def _is_path(v) -> bool:
+    return isinstance(v, (str, os.PathLike)) and not isinstance(v, bool)
+
+
+def _is_bytes(v) -> bool:
+    return isinstance(v, (bytes, bytearray, memoryview))
+
+
+def _is_binary_file(v) -> bool:
+    return hasattr(v, "read") and hasattr(v, "seek") and not isinstance(v, (str, bytes))
+
+
+PATH = Accepts(_is_path, "a path (str or os.PathLike)")
+PATH_OR_BYTES = Accepts(lambda v: _is_path(v) or _is_bytes(v), "a path (str or os.PathLike) or bytes")
+#: what the readers open: a path, the file's bytes, or a binary file opened for reading
+SOURCE = Accepts(lambda v: _is_path(v) or _is_bytes(v) or _is_binary_file(v),
+              "a path (str or os.PathLike), bytes or a binary file")
+NAME = Accepts(lambda v: isinstance(v, str), "a name (str)")
+#: names: a collection of str (each checked), or an iterator (its items are the function's to check: reading
+#: them here would consume them)
+NAMES = Accepts(lambda v: not isinstance(v, (str, bytes, bytearray)) and (
+    isinstance(v, Iterator) or (isinstance(v, Collection) and all(isinstance(x, str) for x in v))),
+    "a list of names (str)")
+BOOL = Accepts(lambda v: isinstance(v, bool), "True or False")
+COUNT = Accepts(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
+
+
+def instance(module: str, name: str, words: str) -> Accepts:
+    """An instance of ``module.name`` (or of a subclass), tested without importing ``module``: the value's
+    class's MRO is read by name."""
+    return Accepts(lambda v: any(c.__module__ == module and c.__qualname__ == name for c in type(v).__mro__), words)
+
+
+def either(*kinds: Accepts) -> Accepts:
+    """Any of ``kinds``."""
+    return Accepts(lambda v: any(k.test(v) for k in kinds), ", or ".join(k.words for k in kinds))
+
+
+#: a program opened by pte_lab.open
+PTE = instance("pte_lab.model.pte", "Pte", "a program opened by pte_lab.open")
+#: a program: what the readers open, or one already opened
+PROGRAM = either(SOURCE, PTE)
+#: a program on disk: a path, or one opened from a path
+PROGRAM_FILE = either(PATH, PTE)
+#: two labels, one per side
+TWO_NAMES = Accepts(lambda v: isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, str) for x in v),
+                 "two names (str)")
+
+
+def _shown(value) -> str:
+    """A short repr (reprlib's: bounded work, whatever the value's size), terminal-safe."""
+    return printable(reprlib.repr(value))
+
+
+def arguments(**kinds: Accepts):
+    """Decorate a public function: each argument named in ``kinds`` is checked before the function runs, and
+    a value of another kind raises :class:`~pte_lab.errors.ArgumentTypeError` naming the function, the
+    argument, what it takes and what it got. Arguments not named are the function's own to check."""
+
+    def decorate(fn):
+        code = fn.__code__
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        unknown = set(kinds) - set(names)
+        if unknown:  # a slip in the declaration, found at import
+            raise AssertionError(f"{fn.__qualname__} has no argument {', '.join(sorted(unknown))}")
+        where = f"pte_lab.{fn.__name__}"
+
+        @functools.cache
+        def signature():
+            import inspect  # at the first call, not with ``import pte_lab``
+
+            return inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            try:
+                bound = signature().bind(*args, **kwargs)
+            except TypeError as exc:  # a missing or unexpected argument: the same words, the project's error
+                raise ArgumentTypeError(f"{where}(): {exc}") from None
+            for name, value in bound.arguments.items():
+                kind = kinds.get(name)
+                if kind is not None and not kind.test(value):
+                    raise ArgumentTypeError(f"{where}(): argument {name!r} takes {kind.words}; got "
+                                            f"{type(value).__name__} {_shown(value)}")
+            return fn(*args, **kwargs)
+
+        return checked
+
+    return decorate

@@ -1,0 +1,57 @@
+"""Opening a path from outside: regular files only, refused before anything is read.
+
+A path may name a FIFO (whose ``open`` blocks until a writer comes), a device (``/dev/zero`` never ends,
+``/dev/stdin`` waits for a terminal), a socket or a folder. Every path pte_lab reads (a program, its data
+file, an ETRecord) is opened here: without blocking, checked on the opened descriptor (no window between a
+check and the open), and refused with :class:`~pte_lab.errors.NotARegularFileError` unless it is a regular
+file. Pure Python, standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import BinaryIO
+
+from ..errors import NotARegularFileError
+from ..printable import printable
+
+__all__ = ["open_regular", "check_regular"]
+
+#: what each kind of non-regular file is called in the message
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _refuse(path: str, mode: int, what: str) -> NotARegularFileError:
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return NotARegularFileError(f"{printable(path)} is {kind}, not {what}: pte_lab reads regular files only")
+
+
+def check_regular(path, what: str = "a file") -> None:
+    """Raise :class:`~pte_lab.errors.NotARegularFileError` unless ``path`` is a regular file (following
+    links); a missing path raises :class:`FileNotFoundError` as ``open`` would."""
+    path = os.fspath(path)
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _refuse(path, mode, what)
+
+
+def open_regular(path, what: str = "a file") -> BinaryIO:
+    """``open(path, "rb")`` for a regular file; anything else is refused without blocking and unread."""
+    path = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:  # where a folder cannot be opened at all
+        raise _refuse(path, stat.S_IFDIR, what) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _refuse(path, mode, what)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)  # no effect on a regular file's reads; restores the usual mode
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -1,0 +1,75 @@
+"""The public functions given an argument of the wrong kind: one line naming the function, the argument,
+what it takes and what it got (:class:`pte_lab.ArgumentTypeError`, a PteLabError and a TypeError), before
+any work; the right kinds still work, and each function's signature still reads as written."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import pte_lab
+from pte_lab.arguments import arguments, NAMES, optional
+
+#: (function, the good arguments, the argument made wrong, the wrong value)
+CASES = [
+    ("open", {"source": "{p}"}, "source", 123),
+    ("open", {"source": "{p}"}, "etrecord", 123),
+    ("open", {"source": "{p}"}, "data", 1.5),
+    ("diff", {"a": "{p}", "b": "{p}"}, "b", None),
+    ("diff", {"a": "{p}", "b": "{p}"}, "methods", "forward"),
+    ("diff", {"a": "{p}", "b": "{p}"}, "labels", ("a",)),
+    ("diff", {"a": "{p}", "b": "{p}"}, "sizes", "yes"),
+    ("load", {"path": "{p}"}, "path", b"\x00"),
+    ("load", {"path": "{p}"}, "data_path", 7),
+    ("load", {"path": "{p}"}, "isolate", "no"),
+    ("sizes", {"source": "{p}"}, "source", 3),
+    ("sizes", {"source": "{p}"}, "methods", "forward"),
+    ("sizes", {"source": "{p}"}, "runs", "2"),
+    ("sizes", {"source": "{p}"}, "verify", 1),
+]
+
+
+@pytest.mark.parametrize("name, good, wrong, value", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
+def test_a_wrong_kind_is_named_in_one_line(program_path, name, good, wrong, value):
+    path = str(program_path("portable"))
+    kwargs = {k: v.format(p=path) if isinstance(v, str) else v for k, v in good.items()} | {wrong: value}
+    with pytest.raises(pte_lab.ArgumentTypeError) as e:
+        getattr(pte_lab, name)(**kwargs)
+    text = str(e.value)
+    assert text.startswith(f"pte_lab.{name}(): argument {wrong!r} takes ") and "\n" not in text
+    assert text.endswith(f"; got {type(value).__name__} {value!r}")
+    assert isinstance(e.value, pte_lab.PteLabError) and isinstance(e.value, TypeError)
+
+
+def test_the_right_kinds_still_work(program_path, tmp_path):
+    path = program_path("portable")
+    for source in (str(path), path, path.read_bytes(), open(path, "rb")):
+        assert list(pte_lab.open(source).methods) == ["forward"]
+    pte = pte_lab.open(path)
+    assert pte_lab.diff(pte, str(path), methods=["forward"], labels=("a", "b")).labels == ("a", "b")
+    assert pte_lab.diff(pte, pte, methods=(m for m in ["forward"])).labels  # an iterator is not consumed here
+
+
+def test_a_missing_or_unknown_argument_is_the_project_s_error_too(program_path):
+    with pytest.raises(pte_lab.ArgumentTypeError, match=r"^pte_lab\.open\(\): got an unexpected keyword argument"):
+        pte_lab.open(str(program_path("portable")), etrecod="x")
+    with pytest.raises(pte_lab.ArgumentTypeError, match=r"^pte_lab\.diff\(\): missing a required argument: 'b'"):
+        pte_lab.diff(str(program_path("portable")))
+
+
+def test_signatures_read_as_written():
+    assert str(inspect.signature(pte_lab.open)) == "(source, data=None, *, etrecord=None)"
+    assert "data_path=None" in str(inspect.signature(pte_lab.load))
+
+
+def test_a_value_shown_in_the_message_is_short_and_terminal_safe():
+    @arguments(names=optional(NAMES))
+    def f(names=None):
+        return names
+
+    with pytest.raises(pte_lab.ArgumentTypeError) as e:
+        f(names=["\x1b]0;title\x07"] * 10_000 + [1])
+    assert "\x1b" not in str(e.value) and len(str(e.value)) < 300
+    with pytest.raises(AssertionError, match="has no argument nope"):
+        arguments(nope=NAMES)(f)

@@ -1,0 +1,94 @@
+"""Paths that are not regular files (a FIFO, a character device, a folder) given wherever pte_lab reads a
+path: each is refused at once, unread, with one line naming the path and what it is (exit 2 in the CLI),
+never a hang (a FIFO's open waits for a writer) or a read that never ends (``/dev/zero``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pte_lab.cli import main
+from pte_lab.errors import NotARegularFileError, PteLabError
+from pte_lab.format.regular_file import check_regular, open_regular
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+
+
+@pytest.fixture
+def specials(tmp_path):
+    fifo = tmp_path / "model.pte"
+    os.mkfifo(fifo)
+    return {"a FIFO (named pipe)": str(fifo), "a character device": "/dev/zero", "a directory": str(tmp_path)}
+
+
+def test_the_one_home_refuses_each_kind_by_name(specials, tmp_path):
+    for kind, path in specials.items():
+        for call in (open_regular, check_regular):
+            with pytest.raises(NotARegularFileError) as e:
+                call(path, "a program")
+            assert str(e.value) == f"{path} is {kind}, not a program: pte_lab reads regular files only"
+    regular = tmp_path / "x.bin"
+    regular.write_bytes(b"abc")
+    with open_regular(regular) as f:
+        assert f.read() == b"abc"
+
+
+#: every public entry that reads a path, each given the special file where it reads one
+_API = """
+import json, sys, pte_lab
+good, bad = sys.argv[1], sys.argv[2]
+calls = {
+    "open": lambda: pte_lab.open(bad),
+    "open data=": lambda: pte_lab.open(good, data=bad),
+    "open etrecord=": lambda: pte_lab.open(good, etrecord=bad),
+    "diff": lambda: pte_lab.diff(good, bad),
+    "load": lambda: pte_lab.load(bad),
+    "load data_path=": lambda: pte_lab.load(good, data_path=bad),
+    "sizes": lambda: pte_lab.sizes(bad),
+    "sizes data_path=": lambda: pte_lab.sizes(good, data_path=bad),
+    "what_if": lambda: pte_lab.what_if(bad, {(0, 0): 2}),
+}
+out = {}
+for name, call in calls.items():
+    try:
+        call()
+        out[name] = "no error"
+    except pte_lab.PteLabError as e:
+        out[name] = [type(e).__name__, str(e)]
+print(json.dumps(out))
+"""
+
+
+def test_every_api_path_refuses_them(specials, program_path):
+    good = str(program_path("portable"))
+    for kind, path in specials.items():
+        r = subprocess.run([sys.executable, "-c", _API, good, path], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        for call, (error, message) in json.loads(r.stdout).items():
+            assert error == "NotARegularFileError", (kind, call, error, message)
+            assert message.startswith(f"{path} is {kind}, not "), (call, message)
+
+
+@pytest.mark.parametrize("argv", [
+    ["inspect", "{bad}"], ["inspect", "{good}", "--etrecord", "{bad}"], ["sizes", "{bad}"],
+    ["sizes", "{good}", "--data", "{bad}"], ["diff", "{good}", "{bad}"], ["replan", "{bad}", "{out}"],
+    ["what-if", "{bad}", "--bound", "0:0=2"]])
+def test_every_cli_path_refuses_them_in_one_line(specials, program_path, tmp_path, argv):
+    good = str(program_path("portable"))
+    for kind, path in specials.items():
+        args = [a.format(good=good, bad=path, out=tmp_path / "out.pte") for a in argv]
+        r = subprocess.run([sys.executable, "-m", "pte_lab.cli", *args], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        lines = [x for x in r.stderr.splitlines() if not x.startswith("pte-lab: [")]  # progress lines apart
+        assert lines == [f"pte-lab: error: {path} is {kind}, not " + lines[0].split(", not ", 1)[1]], lines
+        assert "regular files only" in lines[0]
+
+
+def test_an_interpreter_that_is_a_fifo_is_refused(specials, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["measure", "--legacy-python", specials["a FIFO (named pipe)"]])
+    assert e.value.code == 2 and "is not an executable Python interpreter" in capsys.readouterr().err
