@@ -25,6 +25,7 @@ import ipywidgets as W
 import numpy as np
 
 from . import plot
+from .arguments import NAME, PROGRAM, arguments, optional
 from .model import Pte, open_pte
 from .model.dtypes import short_shape
 from .runtime import run_all
@@ -349,6 +350,7 @@ def run_all_html(pte, emulate: bool = True) -> str:
                                         HOST_BYTES_NOTE]))
 
 
+@arguments(source=PROGRAM, method=optional(NAME))
 def explore(source, method: str | None = None) -> Explorer:
     """The explorer for a path, bytes or an opened :class:`~pte_lab.Pte`.
 

@@ -27,6 +27,10 @@ CASES = [
     ("sizes", {"source": "{p}"}, "methods", "forward"),
     ("sizes", {"source": "{p}"}, "runs", "2"),
     ("sizes", {"source": "{p}"}, "verify", 1),
+    ("explore", {"source": "{p}"}, "source", 2.5),
+    ("explore", {"source": "{p}"}, "method", 0),
+    ("emulate_device", {"device": "cuda:0"}, "device", 0),
+    ("emulate_device", {"device": "cuda:0"}, "capacity", "1GB"),
 ]
 
 
