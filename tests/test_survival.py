@@ -127,7 +127,9 @@ def test_names_from_the_file_reach_no_terminal_raw(tmp_path):
     pte = pte_lab.open(path)
     m = pte.methods[BAD]
     assert printable("\x1b[2J") == "\\x1b[2J"
-    texts = [repr(pte), repr(m), str(m), repr(m.arenas[0]), *map(str, pte.warnings())]
+    texts = [repr(pte), repr(m), str(m), repr(m.arenas[0]), *map(str, pte.warnings()),
+             # the records a notebook prints as they are: the tensor table's text columns, the peak's story
+             str(m.tensors), m.tensors.to_string(), repr(m.peak), str(m.instructions)]
     for argv in (["inspect", path], ["inspect", path, "--layout"], ["inspect", path, "-m", "x"],
                  ["diff", path, path]):
         rc, out, err = _cli(*argv)

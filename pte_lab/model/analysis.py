@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
+from ..printable import printable
 from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
@@ -286,7 +287,7 @@ def _record_columns(plan: RawPlan, values: np.ndarray) -> dict[str, np.ndarray]:
     for k, v in zip(records.tolist(), values[first_at].tolist()):
         t, dtype, nb = tensor_meta(plan, v)
         rows.append((t.mem_id, t.offset, nb, dtype, t.sizes, t.device,
-                     t.shape_dynamism != TensorShapeDynamism.STATIC, t.fqn))
+                     t.shape_dynamism != TensorShapeDynamism.STATIC, None if t.fqn is None else printable(t.fqn)))
     per = list(zip(*rows)) or [()] * 8
     kinds = (np.int64, np.int64, np.int64, object, object, object, bool, object)
     names = ("mem_id", "offset", "nbytes", "dtype", "shape", "device", "dynamic", "name")
@@ -315,7 +316,9 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
     made, at = made[at >= 0], at[at >= 0]
     if len(made):
         producer[made] = at
-        op[made] = np.array(instruction_targets(plan), dtype=object)[at]
+        targets = instruction_targets(plan)
+        shown = {t: printable(t) for t in set(targets)}  # a name from the file, terminal-safe: once per name
+        op[made] = np.array([shown[t] for t in targets], dtype=object)[at]
     seen = np.flatnonzero(is_view)
     starts = columns["first"][seen]
     known = columns["named"][seen] & (starts >= 0)

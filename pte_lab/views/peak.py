@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..model.dtypes import short_shape
 from ..model.peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCause, PeakCauseKind, PeakGroup, PeakStory
+from ..printable import text_view
 from ..units import count, first_few, human_bytes
 
 __all__ = ["peak_lines", "peak_head", "peak_text", "cause_line", "group_phrase"]
@@ -98,6 +99,7 @@ def safe_softmax_line(c: PeakCause, s: PeakStory) -> str:
             f"({_share(c.nbytes, s.peak_bytes)} of the peak){without}. To remove them, {SAFE_SOFTMAX_CHANGE}.")
 
 
+@text_view
 def peak_text(s: PeakStory) -> str:
     """The story as plain Python prints it: the paragraph and its causes."""
     return "\n".join(peak_lines(s))
