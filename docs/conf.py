@@ -58,15 +58,27 @@ html_sidebars = {name: [] for name in ("index", "glossary", "cli", "api", "ethos
 html_show_sourcelink = False
 
 
+#: the first cell of a notebook page in a quick build (-D pte_lab_notebooks=0)
+QUICK_NOTE = ("*This quick build (`-D pte_lab_notebooks=0`) shows the notebook's cells without running them: "
+              "the full build (`python -m sphinx -W docs docs/_build/html`) renders each with its outputs.*")
+
+
 def _notebooks(app) -> None:
-    """Put each notebook's executed run under docs/notebooks/ (generated; not committed) before reading."""
-    if not app.config.pte_lab_notebooks:  # -D pte_lab_notebooks=0: the prose alone, for a quick look
-        return
+    """Put each notebook's executed run under docs/notebooks/ (generated; not committed) before reading;
+    with ``-D pte_lab_notebooks=0`` (the prose alone, for a quick look) its cells without outputs, said so."""
     out = DOCS / "notebooks"
     out.mkdir(exist_ok=True)
     for path in sorted(notebook_cache.NOTEBOOKS.glob("*.ipynb")):
-        nb = json.loads(notebook_cache.executed(path, log=lambda m: print(f"pte_lab docs: {m}", flush=True))
-                        .read_text())
+        if app.config.pte_lab_notebooks:
+            nb = json.loads(notebook_cache.executed(path, log=lambda m: print(f"pte_lab docs: {m}", flush=True))
+                            .read_text())
+        else:
+            nb = json.loads(path.read_text())
+            for cell in nb["cells"]:
+                if cell["cell_type"] == "code":
+                    cell["outputs"], cell["execution_count"] = [], None
+            nb["cells"].insert(1, {"cell_type": "markdown", "id": "pte-lab-quick-build", "metadata": {},
+                                   "source": [QUICK_NOTE]})
         # widget views need their JavaScript from a CDN: the page shows the widget's text instead
         nb["metadata"].pop("widgets", None)
         for cell in nb["cells"]:

@@ -155,6 +155,25 @@ def site(request, tmp_path_factory):
     return html
 
 
+def test_the_quick_build_passes_under_warnings_as_errors(tmp_path):
+    """The README's quick build (the prose, the notebooks' cells without outputs) from a clean tree: -W passes,
+    every notebook has its page, each says it has no outputs here, and no link is broken."""
+    for module in ("sphinx", "myst_nb", "pydata_sphinx_theme"):
+        try:
+            __import__(module)
+        except ImportError:
+            _need(False, f"{module} is not installed (pip install -e '.[docs]')")
+    _clean_tree(tmp_path)
+    r = subprocess.run([*BUILD[:4], "-D", "pte_lab_notebooks=0", *BUILD[4:]], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=1800)
+    assert r.returncode == 0, f"the quick build failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+    html = tmp_path / "docs" / "_build" / "html"
+    pages = sorted(p.stem for p in (html / "notebooks").glob("*.html"))
+    assert pages == sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert all("This quick build" in (html / "notebooks" / f"{p}.html").read_text() for p in pages)
+    assert not broken_links(html)
+
+
 @pytest.mark.slow
 def test_no_internal_link_is_broken(site):
     assert not broken_links(site)
