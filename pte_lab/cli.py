@@ -276,7 +276,9 @@ def _sizes(args) -> int:
             by_reason.setdefault(why, []).append(repr(n))
         # the file was read and what it declares was printed: a check that failed (1), not bad input (2)
         print(_one_line(PteLabError(f"pte-lab: error: {args.file}: no method could be sized: "
-                                    + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items()))),
+                                    + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items())
+                                    + f". What the file says is above; pte-lab inspect {sh_word(args.file)} shows "
+                                      "the plan, where the file's bytes go and the delegates' blobs")),
               file=sys.stderr)
         return 1
     if verify and not s.proven:

@@ -139,14 +139,40 @@ def test_a_method_that_cannot_run_reports_what_the_file_declares(tmp_path, capsy
     assert doc["declared"]["forward"]["delegate_scratch"] == 4864
 
 
-@pytest.mark.slow
-def test_a_backend_without_a_stand_in_is_not_measured(tmp_path):
+def test_a_backend_without_a_stand_in_is_not_measured(tmp_path, monkeypatch, capsys):
+    """Known from the file and this install's registry: said before any worker starts (none is started),
+    with what the file declares, and the CLI's one line points to what can still be answered."""
+    import pte_lab.runtime.sizing.results as results
+
+    def no_worker(*a, **k):
+        raise AssertionError("a worker was started for a program that cannot run here")
+
+    monkeypatch.setattr(results, "Session", no_worker)
+    monkeypatch.setattr(results, "checked", no_worker)  # nor torch's schema registry loaded
     path = _renamed(DATA / "u55_128_shared_sram.pte", b"EthosUBackend", b"VendorBackend", tmp_path)
     s = pte_lab.sizes(str(path))
     assert "VendorBackend is not registered in this ExecuTorch build, and pte_lab has no stand-in" in s.skipped[
         "forward"]
     assert s.declared["forward"].delegate_scratch == 0  # pte_lab reads no VendorBackend blob
     assert s.declared["forward"].planned == ((1, "cpu", 10240),)
+    assert main(["sizes", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "no method could run here" in out.splitlines()[0]
+    assert err.strip().endswith(f"pte-lab inspect {path} shows the plan, where the file's bytes go and the "
+                                "delegates' blobs")
+
+
+def test_the_registry_knows_what_the_python_runtime_registers():
+    """The check before any worker trusts the registry probe: the backends it finds, and those it finds
+    unavailable here, are the Python runtime's."""
+    from executorch.runtime import Runtime
+
+    from pte_lab.runtime.libraries import registry
+
+    py = Runtime.get().backend_registry
+    names = set(py.registered_backend_names)
+    assert set(registry().backends) == names
+    assert registry().unavailable == {n for n in names if not py.is_available(n)}
 
 
 @pytest.mark.slow

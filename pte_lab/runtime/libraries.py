@@ -66,6 +66,9 @@ class Registry:
     python: frozenset[str]
     #: libraries that could not be loaded at all: path -> dlerror
     errors: dict[str, str]
+    #: backends registered but unavailable here (``is_available()`` false: their own runtime library, QNN's or
+    #: OpenVINO's, is missing): ``load_method`` of a method that calls one fails with NotFound (0x20)
+    unavailable: frozenset[str] = frozenset()
 
 
 def libpython() -> str | None:
@@ -102,7 +105,8 @@ def registry() -> Registry:
     own, companions = _candidates(et)
     base = et / "lib" / "libexecutorch.so"
     files = [base, *own, *companions]
-    key_text = "\0".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+    # the probe's own build (its source) is in the key: a probe that says more is asked again
+    key_text = "\0".join([str(native.probe_path()), *(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)])
     py = libpython()
 
     key = hashlib.sha256((key_text + f"\0{py}").encode()).hexdigest()[:20]
@@ -110,7 +114,7 @@ def registry() -> Registry:
     if cached.exists():
         doc = json.loads(cached.read_text())
     else:
-        doc = {"kernels": {}, "backends": {}, "python": [], "errors": {}}
+        doc = {"kernels": {}, "backends": {}, "python": [], "errors": {}, "unavailable": []}
 
         def take(rows, only: str | None = None) -> None:
             for row in rows:
@@ -121,6 +125,8 @@ def registry() -> Registry:
                     doc["kernels"].setdefault(row[2], lib)
                 elif row[0] == "backend":
                     doc["backends"].setdefault(row[2], lib)
+                    if len(row) > 3 and row[3] == "unavailable" and row[2] not in doc["unavailable"]:
+                        doc["unavailable"].append(row[2])
                 elif row[0] == "python":
                     doc["python"].append(lib)
                 elif row[0] == "error":
@@ -135,7 +141,8 @@ def registry() -> Registry:
         tmp = cached.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(doc))
         os.replace(tmp, cached)
-    return Registry(str(et), doc["kernels"], doc["backends"], frozenset(doc["python"]), doc["errors"])
+    return Registry(str(et), doc["kernels"], doc["backends"], frozenset(doc["python"]), doc["errors"],
+                    frozenset(doc.get("unavailable", ())))
 
 
 def needed(operators, backends) -> tuple[tuple[Library, ...], tuple[str, ...]]:

@@ -7,7 +7,8 @@
 // line in turn (RTLD_NOW | RTLD_GLOBAL) and prints what each one added:
 //
 //   kernel <library> <operator>       (tab-separated)
-//   backend <library> <backend>
+//   backend <library> <backend> <available|unavailable>   (is_available(): a backend whose own runtime
+//                                                          library is missing here says unavailable)
 //   python <library>            (it loaded only after libpython: it links ExecuTorch's Python extension)
 //   error <library> <dlerror>
 //
@@ -36,7 +37,10 @@ void report(const char* library) {
   size_t n = executorch::runtime::get_num_registered_backends();
   for (size_t i = seen_backends; i < n; i++) {
     auto name = executorch::runtime::get_backend_name(i);
-    if (name.ok()) std::printf("backend\t%s\t%s\n", library, name.get());
+    if (!name.ok()) continue;
+    const auto* backend = executorch::runtime::get_backend_class(name.get());
+    std::printf("backend\t%s\t%s\t%s\n", library, name.get(),
+                backend != nullptr && backend->is_available() ? "available" : "unavailable");
   }
   seen_backends = n;
 }

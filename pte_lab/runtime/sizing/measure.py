@@ -13,6 +13,7 @@ from ...errors import MEMORY_ALLOCATION_FAILED, error_name
 from ...units import human_bytes
 from .. import native
 from ..isolate import Worker
+from ..libraries import registry
 from ..native import executorch_version
 from ..runner import NO_TEMP, RunnerResult, StepUse
 from ..stand_ins import stand_ins_for
@@ -126,6 +127,33 @@ def _once(first: RunnerResult, again: RunnerResult) -> OnceHeap:
     return OnceHeap(-(-once // HEAP_ONCE_ROUNDING) * HEAP_ONCE_ROUNDING, seen)
 
 
+def _no_backend(names) -> str:
+    return (f"backend {', '.join(names)} is not registered in this ExecuTorch build, and pte_lab has no stand-in "
+            f"for it")
+
+
+def cannot_run_here(plan) -> str | None:
+    """Why the runtime cannot load ``plan``'s method here, known from the file and this install's registry
+    (:func:`~pte_lab.runtime.libraries.registry`, probed once per install) before any worker starts: a
+    delegate's backend that no library of the install registers, or that says it is unavailable here,
+    and for which pte_lab has no stand-in. None: nothing known stops it (the worker checks the rest)."""
+    called = {d.backend for d in plan.delegates}
+    if not called:
+        return None
+    reg = registry()
+    lacking = sorted(called - set(reg.backends))
+    unavailable = sorted(called & reg.unavailable)
+    stand_ins, _ = stand_ins_for(lacking + unavailable, [], executorch_version())
+    lacking = [b for b in lacking if b not in stand_ins]
+    unavailable = [b for b in unavailable if b not in stand_ins]
+    if lacking:
+        return _no_backend(lacking)
+    if unavailable:
+        return (f"backend {', '.join(unavailable)} is registered in this ExecuTorch build but unavailable here "
+                f"(its own runtime library is missing), and pte_lab has no stand-in for it")
+    return None
+
+
 class Session:
     """A fresh counted worker hosting an Engine (emulated devices where the file needs them and no
     real allocator is registered), for sizing and verifying one program's methods."""
@@ -162,8 +190,7 @@ class Session:
         lacking = sorted({d.backend for d in plan.delegates} - self.registered - self.stand_ins)
         backends, _ = stand_ins_for(lacking, [], version)
         if set(lacking) - set(backends):
-            return (f"backend {', '.join(b for b in lacking if b not in backends)} is not registered in this "
-                    f"ExecuTorch build, and pte_lab has no stand-in for it")
+            return _no_backend(b for b in lacking if b not in backends)
         got = self.engine.call("provide_operators", [o for o in plan.operators if o not in self.stand_ins])
         _, kernels = stand_ins_for([], list(got.missing), version)
         if set(got.missing) - set(kernels):

@@ -16,6 +16,7 @@ from ...arguments import BOOL, COUNT, NAMES, PATH, PROGRAM_FILE, arguments, opti
 from ...errors import MEMORY_ALLOCATION_FAILED, NotFoundError, PteLabError, RuntimeCrashedError
 from ...format import TENSOR_ALIGNMENT
 from ...format.regular_file import check_regular
+from ...model import open_pte
 from ...printable import printable
 from ...progress import reporter
 from ..checked import checked
@@ -23,7 +24,7 @@ from ..declared import DeclaredSizes, declared_sizes
 from ..libraries import Library, needed
 from ..native import executorch_version
 from ..runner import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse
-from .measure import HEAP_ONCE_ROUNDING, Measurement, PoolTrial, Session, failure, held
+from .measure import HEAP_ONCE_ROUNDING, Measurement, PoolTrial, Session, cannot_run_here, failure, held
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -738,7 +739,9 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         raise ValueError(f"runs must be at least 1 (got {runs})")
     if heap_runs < 1:
         raise ValueError(f"heap_runs must be at least 1 (got {heap_runs})")
-    pte = checked(path, data_path).pte
+    # the file read (light: no torch) and what the file and this install's registry already rule out, said
+    # before anything heavier; then every table the runtime reads checked, for the methods that will run
+    pte = open_pte(path, data_path)
     if pte.bundled is not None:
         raise PteLabError(f"{path} is a bundled program (.bpte): size the .pte it carries")
     names = list(pte.methods) if methods is None else list(methods)
@@ -751,6 +754,15 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     declared: dict[str, DeclaredSizes] = {}
     verified: dict[str, PoolVerification] | None = {} if verify else None
     verified_alone: dict[str, PoolVerification] | None = {} if verify else None
+    for n in names:
+        why = cannot_run_here(pte.methods[n])
+        if why is not None:
+            skipped[n] = why
+            declared[n] = declared_sizes(pte.methods[n], why)
+    names = [n for n in names if n not in skipped]
+    if not names:  # no worker: nothing here can run
+        return Sizes(path, data_path, out, skipped, False, executorch_version(), verified, verified_alone, declared)
+    pte = checked(path, data_path).pte
     report = reporter(progress, total=len(names), desc="sizing")
     report.step("starting an isolated worker (imports ExecuTorch)")
     with report, Session(path, data_path, devices) as session:

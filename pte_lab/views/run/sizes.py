@@ -152,10 +152,11 @@ def temp_verdict(v: "PoolVerification") -> str:
 @text_view
 def sizes_text(sizes: "Sizes") -> str:
     """Per method: the pools it needs, what lies beyond them, and where each figure comes from."""
+    ran = (f"each method loaded and run {next(iter(sizes.methods.values())).runs}x in an isolated worker"
+           if sizes.methods else "no method could run here: each says why below, with what its file declares")
     out = [f"{os.path.basename(sizes.path)}: run-time memory per method (executorch {sizes.executorch_version}; "
-           f"each method loaded and run {next(iter(sizes.methods.values())).runs if sizes.methods else 0}x "
-           f"in an isolated worker)"]
-    if not sizes.counted:
+           f"{ran})"]
+    if sizes.methods and not sizes.counted:
         out.append("(the allocation counter could not be preloaded here: heap and mapping figures are missing)")
     host_label = _host_label()
     for m in sizes.methods.values():
