@@ -243,7 +243,8 @@ def _sizes(args) -> int:
         if name not in pte.methods:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
     verify = args.verify or args.example_runner is not None
-    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines())
+    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
+              cache=False if args.no_cache else None)
     board = s
     if args.target != "host":
         board = _target_sizes(args, pte, s)
@@ -289,6 +290,20 @@ def _sizes(args) -> int:
         for line in fits_lines({n: f for n, f in fits.items() if not f.fits}):
             print(f"pte-lab: {line}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _cache(args) -> int:
+    from .runtime import kept
+    from .units import human_bytes
+
+    if args.action == "clear":
+        n, size = kept.clear()
+        print(f"forgot {n:,} kept measurement{'s' if n != 1 else ''} ({human_bytes(size)}) in {kept.folder()}")
+    else:
+        n, size = kept.summary()
+        off = f"; off now ({kept.NO_CACHE_ENV} is set)" if not kept.enabled() else ""
+        print(f"{n:,} kept measurement{'s' if n != 1 else ''} ({human_bytes(size)}) in {kept.folder()}{off}")
     return 0
 
 
@@ -508,6 +523,10 @@ def build_parser() -> argparse.ArgumentParser:
     sz.add_argument("--region", type=_region, action="append", metavar="NAME=SIZE",
                     help="a RAM region of the board (repeatable): the parts of each method's bare-metal total are "
                          "placed in them, largest first; exit 1 when one does not fit")
+    sz.add_argument("--no-cache", action="store_true",
+                    help="measure afresh and keep nothing (by default a program sized before, the same bytes with "
+                         "the same pte_lab, ExecuTorch and options, gives its kept figures at once and says when "
+                         "they were measured; pte-lab cache clear forgets them all)")
     sz.set_defaults(func=_sizes)
     df = sub.add_parser("diff", help="what changed in memory between two programs: arenas, tensors, the file, "
                                      "loaders; with --fail-if-grows, a memory budget for CI")
@@ -555,6 +574,10 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes, KiB, MiB, GiB)")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
     wi.set_defaults(func=_what_if)
+    ca = sub.add_parser("cache", help="the measurements pte_lab keeps (sizes, what-if): where, how many, clear them")
+    ca.add_argument("action", choices=("info", "clear"), nargs="?", default="info",
+                    help="info (the default): where they are kept and how much; clear: forget them all")
+    ca.set_defaults(func=_cache)
     return p
 
 

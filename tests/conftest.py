@@ -18,6 +18,10 @@ from filelock import FileLock  # installed with torch
 
 import pte_lab.examples as examples
 
+# Each test measures afresh: a kept measurement (pte_lab.runtime.kept) would answer a test that changes how
+# pte_lab measures with the figures of another. tests/test_kept.py turns them on where it tests them.
+os.environ["PTE_LAB_NO_CACHE"] = "1"
+
 # name -> (builder, kwargs)
 PROGRAMS = {
     "portable": ("portable", {}),

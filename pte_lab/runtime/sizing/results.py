@@ -6,6 +6,7 @@ runs (:mod:`.measure`) up into them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 from dataclasses import asdict, dataclass, field, replace
@@ -19,6 +20,7 @@ from ...format.regular_file import check_regular
 from ...model import open_pte
 from ...printable import printable
 from ...progress import reporter
+from .. import kept
 from ..checked import checked
 from ..declared import DeclaredSizes, declared_sizes
 from ..libraries import Library, needed
@@ -546,6 +548,9 @@ class Sizes:
     verified_alone: dict[str, PoolVerification] | None = None
     #: what the file declares for each method not sized (planned arenas, delegates' scratch)
     declared: dict[str, DeclaredSizes] = field(default_factory=dict)
+    #: when these figures were measured (seconds since the epoch) where they come from pte_lab's kept
+    #: measurements (:mod:`pte_lab.runtime.kept`); None: measured by this call
+    kept: float | None = None
 
     def table(self) -> "pd.DataFrame":
         """One row per method, part and device (:data:`SIZES_COLUMNS`)."""
@@ -621,7 +626,7 @@ class Sizes:
 
         return {
             "schema": "pte_lab.sizes", "version": 1, "target": self.target, "path": self.path, "executorch": self.executorch_version,
-            "counted": self.counted, "heap_runs": max((m.heap_runs for m in self.methods.values()), default=0),
+            "counted": self.counted, "kept": self.kept, "heap_runs": max((m.heap_runs for m in self.methods.values()), default=0),
             "heap_figures": HOST_DEPENDENT + "; each is the highest seen over heap_runs fresh workers, heap_low the "
                             "lowest", "pools": POOLS_EXACT,
             "parts": {p: {"source": how, "what": what} for p, (how, what) in PARTS.items()},
@@ -697,9 +702,9 @@ def _set_to(io: MethodIO) -> str:
 
 
 @arguments(source=PROGRAM_FILE, methods=optional(NAMES), data_path=optional(PATH), runs=COUNT, verify=BOOL,
-           heap_runs=COUNT)
+           heap_runs=COUNT, cache=optional(BOOL))
 def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int = 2,
-          verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS) -> Sizes:
+          verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS, cache: bool | None = None) -> Sizes:
     """Size every method of a ``.pte`` (or those named): see :mod:`pte_lab.runtime.sizing`.
 
     ``source`` is a path or an opened :class:`~pte_lab.model.Pte` (its ``.ptd``
@@ -721,6 +726,11 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     fresh workers (the first also measures the pools), and the lowest and highest seen are kept
     (:attr:`MethodSizes.heap_low`, :attr:`MethodSizes.heap_high`; the scalar fields are the highest).
 
+    The figures are kept (:mod:`pte_lab.runtime.kept`): asked again for the same bytes of the program (and
+    its ``.ptd``), the same pte_lab, ExecuTorch and options, on this machine, they come back at once, with
+    :attr:`Sizes.kept` saying when they were measured. ``cache=False`` (or ``$PTE_LAB_NO_CACHE=1``) measures
+    afresh and keeps nothing.
+
     Returns a :class:`Sizes` (``table()``, ``pools()``, ``methods``, ``verified``). Raises
     :class:`~pte_lab.PteFormatError` for a file that is not a program, :class:`~pte_lab.NotFoundError`
     for a method it lacks, ``ValueError`` for ``runs`` or ``heap_runs`` under 1, and
@@ -739,6 +749,15 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         raise ValueError(f"runs must be at least 1 (got {runs})")
     if heap_runs < 1:
         raise ValueError(f"heap_runs must be at least 1 (got {heap_runs})")
+    if data_path is not None:
+        check_regular(data_path, "a data file (.ptd)")
+    if kept.enabled(cache):  # asked before: the kept figures (the file's bytes, pte_lab, ExecuTorch, the options)
+        got = kept.kept_or("sizes", [path, data_path],
+                           {"methods": methods, "runs": runs, "verify": verify, "heap_runs": heap_runs},
+                           lambda: sizes(path, methods, data_path=data_path, runs=runs, verify=verify,
+                                         progress=progress, heap_runs=heap_runs, cache=False))
+        # the same bytes, perhaps under another name: the figures are this file's
+        return dataclasses.replace(got, path=path, data_path=data_path)
     # the file read (light: no torch) and what the file and this install's registry already rule out, said
     # before anything heavier; then every table the runtime reads checked, for the methods that will run
     pte = open_pte(path, data_path)

@@ -1,0 +1,97 @@
+"""Measurements kept on disk (pte_lab.runtime.kept): a program sized again answers at once, says when it
+was measured, and never gives a stale answer: one byte of the program changed, another pte_lab, or
+``cache=False``, and it is measured afresh."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("executorch.runtime")
+
+import pte_lab  # noqa: E402
+from pte_lab.cli import main  # noqa: E402
+from pte_lab.runtime import kept  # noqa: E402
+from pte_lab.runtime.sizing import results  # noqa: E402
+
+
+@pytest.fixture
+def kept_here(tmp_path, monkeypatch):
+    """Kept measurements on, in a folder of this test's."""
+    monkeypatch.delenv(kept.NO_CACHE_ENV, raising=False)
+    monkeypatch.setattr(kept, "folder", lambda: tmp_path / "measured")
+    workers = []
+    real = results.Session
+
+    def counted(*a, **k):
+        workers.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(results, "Session", counted)
+    return workers
+
+
+def _figures(s):
+    return {n: (m.method_allocator, m.temp_allocator, m.planned) for n, m in s.methods.items()}
+
+
+def test_asked_again_the_kept_figures_come_back_and_say_so(program_path, tmp_path, kept_here, capsys):
+    path = tmp_path / "model.pte"
+    path.write_bytes(program_path("portable").read_bytes())
+    first = pte_lab.sizes(str(path), runs=1)
+    workers = len(kept_here)
+    assert first.kept is None and workers >= 1
+    again = pte_lab.sizes(str(path), runs=1)
+    assert len(kept_here) == workers  # no worker
+    assert again.kept is not None and _figures(again) == _figures(first)
+    # the same bytes under another name: its figures, its name; the CLI says where they come from
+    other = tmp_path / "copy.pte"
+    other.write_bytes(path.read_bytes())
+    assert pte_lab.sizes(str(other), runs=1).path == str(other)
+    assert main(["sizes", str(other), "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert len(kept_here) == workers and out.startswith("copy.pte: ")
+    assert "(kept: measured here " in out and "--no-cache measures again" in out
+    assert main(["sizes", str(other), "--runs", "1", "--no-cache"]) == 0
+    assert len(kept_here) > workers and "(kept:" not in capsys.readouterr().out
+
+
+def test_one_byte_changed_is_measured_afresh(program_path, tmp_path, kept_here):
+    path = tmp_path / "model.pte"
+    data = bytearray(program_path("portable").read_bytes())
+    path.write_bytes(data)
+    pte_lab.sizes(str(path), runs=1, heap_runs=1)
+    data[-1] ^= 0x01  # the last byte of the constants: the same plan, other bytes
+    path.write_bytes(data)
+    again = pte_lab.sizes(str(path), runs=1, heap_runs=1)
+    assert again.kept is None and len(kept_here) == 2
+
+
+def test_another_pte_lab_is_measured_afresh(program_path, tmp_path, kept_here, monkeypatch):
+    path = tmp_path / "model.pte"
+    path.write_bytes(program_path("portable").read_bytes())
+    pte_lab.sizes(str(path), runs=1, heap_runs=1)
+    monkeypatch.setattr(kept, "code_digest", lambda: "an edited pte_lab")
+    assert pte_lab.sizes(str(path), runs=1, heap_runs=1).kept is None and len(kept_here) == 2
+
+
+def test_cache_false_keeps_nothing_and_clear_forgets(program_path, tmp_path, kept_here, capsys):
+    path = tmp_path / "model.pte"
+    path.write_bytes(program_path("portable").read_bytes())
+    pte_lab.sizes(str(path), runs=1, heap_runs=1, cache=False)
+    assert kept.summary() == (0, 0)
+    pte_lab.sizes(str(path), runs=1, heap_runs=1)
+    n, size = kept.summary()
+    assert n == 1 and size > 0
+    assert main(["cache"]) == 0 and capsys.readouterr().out.startswith("1 kept measurement (")
+    assert main(["cache", "clear"]) == 0 and capsys.readouterr().out.startswith("forgot 1 kept measurement (")
+    assert kept.summary() == (0, 0)
+    assert pte_lab.sizes(str(path), runs=1, heap_runs=1).kept is None and len(kept_here) == 3
+
+
+def test_an_entry_that_cannot_be_read_back_is_measured_again(program_path, tmp_path, kept_here):
+    path = tmp_path / "model.pte"
+    path.write_bytes(program_path("portable").read_bytes())
+    pte_lab.sizes(str(path), runs=1, heap_runs=1)
+    (entry,) = (tmp_path / "measured").rglob("*.pickle")
+    entry.write_bytes(entry.read_bytes()[:20])  # cut short
+    assert pte_lab.sizes(str(path), runs=1, heap_runs=1).kept is None and len(kept_here) == 2
