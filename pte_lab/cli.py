@@ -352,17 +352,28 @@ def _percentage(text: str) -> float:
     return v
 
 
-def _whole(least: int):
+def _whole(least: int | None):
+    """A count (``--runs``, ``--at``...): exact, at least ``least``, refused beyond what int64 holds."""
+    from .units import parse_whole
+
     def parse(text: str) -> int:
         try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if v < least:
-            raise argparse.ArgumentTypeError(f"must be at least {least}, not {v}")
-        return v
+            return parse_whole(text, least)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     return parse
+
+
+def _wholes(text: str, sep: str | None, option: str, arg: str, example: str) -> tuple[int, ...]:
+    """``text`` (part of ``option``'s argument ``arg``) split at ``sep`` (None: one number), each a whole number
+    (:func:`pte_lab.units.parse_whole`); else one line naming the option and how to write it."""
+    from .units import parse_whole, quoted
+
+    try:
+        return tuple(parse_whole(x) for x in (text.split(sep) if sep else [text]))
+    except ValueError as exc:
+        raise PteLabError(f"{option} {quoted(arg)}: write {example} ({exc})") from None
 
 
 def _size(text: str) -> int:
@@ -540,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("other", nargs="?", help="a second export of the same model at another value of one "
                                              "parameter (with --values and --at)")
     wi.add_argument("--values", help="with two files: the parameter's value in each, e.g. 64,128")
-    wi.add_argument("--at", type=int, help="with two files: the value to predict at")
+    wi.add_argument("--at", type=_whole(None), help="with two files: the value to predict at")
     wi.add_argument("--bound", "-b", action="append", metavar="INPUT:AXIS[=N]",
                     help="a dynamic dim and the bound to predict at (repeatable); with --budget, the dim to search")
     wi.add_argument("--at-shape", action="append", metavar="INPUT=D0,D1,...",
@@ -561,10 +572,9 @@ def _at_shape(args) -> dict:
     wanted = {}
     for a in args.at_shape:
         pos, _, dims = a.partition("=")
-        try:
-            wanted[int(pos)] = tuple(int(d) for d in dims.split(","))
-        except ValueError:
-            raise PteLabError(f"--at-shape {a!r}: write INPUT=D0,D1,..., e.g. 0=1,800,258") from None
+        example = "INPUT=D0,D1,..., e.g. 0=1,800,258"
+        (pos,) = _wholes(pos, None, "--at-shape", a, example)
+        wanted[pos] = _wholes(dims, ",", "--at-shape", a, example)
     by_pos = {s.position: s for s in _method(_program(args.file)[0], args.method).inputs}
     shape = {}
     for pos, dims in wanted.items():
@@ -582,6 +592,7 @@ def _at_shape(args) -> dict:
 
 def _what_if(args) -> int:
     from .planning.what_if import largest_bound, usage_at, what_if
+    from .units import quoted
 
     if args.other is not None or args.values is not None or args.at is not None:
         if args.at_shape:
@@ -603,11 +614,11 @@ def _what_if(args) -> int:
     bounds = {}
     for b in args.bound:
         dim, _, n = b.partition("=")
-        try:
-            pos, axis = (int(x) for x in dim.split(":"))
-            bounds[(pos, axis)] = int(n) if n else None
-        except ValueError:
-            raise PteLabError(f"--bound {b!r}: write INPUT:AXIS=N, e.g. 0:1=800") from None
+        example = "INPUT:AXIS=N, e.g. 0:1=800"
+        key = _wholes(dim, ":", "--bound", b, example)
+        if len(key) != 2:
+            raise PteLabError(f"--bound {quoted(b)}: write {example}")
+        bounds[key] = _wholes(n, None, "--bound", b, example)[0] if n else None
     if args.budget is not None:
         if len(bounds) != 1:
             raise PteLabError("--budget searches one dim: give one --bound INPUT:AXIS")
@@ -628,10 +639,7 @@ def _what_if_from(args) -> int:
 
     if args.other is None or args.values is None or args.at is None or args.bound or args.budget:
         raise PteLabError("what-if A.pte B.pte takes --values A,B and --at N (not --bound or --budget)")
-    try:
-        values = tuple(int(x) for x in args.values.split(","))
-    except ValueError:
-        raise PteLabError(f"--values {args.values!r}: write the two exports' values as A,B, e.g. 64,128") from None
+    values = _wholes(args.values, ",", "--values", args.values, "the two exports' values as A,B, e.g. 64,128")
     r = what_if_from(args.file, args.other, values, args.at, method=args.method)
     sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
     return 0

@@ -90,6 +90,18 @@ def test_budgets_read_binary_units():
     assert parse_budget("2GiB") == 2 << 30
     with pytest.raises(WhatIfError, match="not a size"):
         parse_budget("lots")
+    assert parse_budget(2 ** 63 - 1) == 2 ** 63 - 1
+    for huge in (2 ** 63, "1" + "0" * 309, 10 ** 400):  # past 1e308 a float division once raised OverflowError
+        with pytest.raises(WhatIfError, match=r"budget .* is beyond what int64 holds"):
+            parse_budget(huge)
+
+
+def test_a_budget_beyond_int64_is_one_line_exit_2(program_path, capsys):
+    from pte_lab.cli import main
+
+    assert main(["what-if", str(program_path("dynamic")), "--bound", "0:0", "--budget", "1" + "0" * 309]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(310 characters) is beyond what int64 holds" in err[0], err
 
 
 def test_a_dim_that_is_not_affine_is_refused_naming_the_tensor(program_path):
@@ -246,6 +258,9 @@ def test_the_budget_search_is_exact_though_the_plan_dips():
         def _arrays(self):  # one tensor of n bytes: the lower bound is n * 90, below every plan
             return (np.zeros((1, 1), np.int64), np.ones((1, 1, 1), np.int64), np.ones((1, 1), np.int64),
                     np.ones(1, np.int64))
+
+        def nbytes_at(self, point, round_up=False):
+            return np.array([point[0]])
 
     class Pred:
         fit = Fit()

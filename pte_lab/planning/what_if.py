@@ -33,7 +33,7 @@ from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, che
                               value_shapes)
 from ..runtime.inputs import example_inputs
 from ..runtime.isolate import RemoteError, Worker
-from ..units import exact_bytes, parse_bytes
+from ..units import check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .replan import plan_arena
 
@@ -47,14 +47,12 @@ CURVE_POINTS = 48
 
 def parse_budget(text) -> int:
     """``300MiB`` -> 314572800 (bytes, or a number with KiB, MiB or GiB: :func:`pte_lab.units.parse_bytes`, which
-    ``sizes --budget`` reads too). Raises :class:`WhatIfError` for anything else, or a budget of 0."""
-    if isinstance(text, (int, np.integer)):
-        n = int(text)
-    else:
-        try:
-            n = parse_bytes(text)
-        except ValueError as e:
-            raise WhatIfError(f"budget {e}") from None
+    ``sizes --budget`` reads too). Raises :class:`WhatIfError` for anything else, a budget of 0, or one beyond
+    what int64 holds."""
+    try:
+        n = check_int64(text, "budget") if isinstance(text, (int, np.integer)) else parse_bytes(text)
+    except ValueError as e:
+        raise WhatIfError(str(e) if isinstance(text, (int, np.integer)) else f"budget {e}") from None
     if n <= 0:
         raise WhatIfError(f"budget {text!r}: a budget is more than 0 bytes")
     return n
@@ -326,7 +324,7 @@ class Predictor:
         pte_lab's best fit (the slowest part: four orders tried), leaving ExecuTorch's plan and the bound."""
         point = tuple(int(n) for n in point)
         shapes = self.fit.shapes_at(point)
-        nbytes = shapes.prod(axis=1) * np.array(self.fit.element_sizes, np.int64)
+        nbytes = self.fit.bytes_of(shapes, point)
         problems = self.problems_for(nbytes)
         arenas, offsets = [], {}
         for p, a in zip(problems, self.method.arenas):
@@ -467,9 +465,7 @@ def _lower_bound_at(pred: Predictor, n: int) -> int:
     """The lower bound (bytes alive at once) at bound ``n``, each dim rounded up to a whole size where the fit
     gives a fraction there: a lower bound on what ExecuTorch's greedy plans at ``n``, and non-decreasing in
     ``n`` where every dim is."""
-    a, b, q, elem = pred.fit._arrays()
-    num = np.maximum(a + b[:, :, 0] * n, 0)
-    return pred.lower_bound(np.prod(-(-num // q), axis=1) * elem)
+    return pred.lower_bound(pred.fit.nbytes_at((n,), round_up=True))
 
 
 def _search(pred: Predictor, budget: int, lo: int, hi: int) -> int | None:
