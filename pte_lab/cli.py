@@ -7,11 +7,12 @@
     pte-lab legacy-env [--dir DIR]
     pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
-                   [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...]
+                   [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...] [--max-input-bytes SIZE]
     pte-lab diff A B [--method M] [--json [--compact] | --html] [--sizes] [--fail-if-grows PCT [--budget-on KIND ...]]
                      [--allow-target-change] [--rows N]
     pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
     pte-lab what-if FILE --at-shape INPUT=D0,D1,... [--method M] [--json]
+    (what-if FILE and sizes take --max-input-bytes SIZE: the most built at sizes the file declares, default 1 GiB)
     pte-lab what-if A.pte B.pte --values 64,128 --at 256 [--method M] [--json]
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
@@ -242,7 +243,8 @@ def _sizes(args) -> int:
         if name not in pte.methods:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
     verify = args.verify or args.example_runner is not None
-    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines())
+    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
+              max_input_bytes=args.max_input_bytes)
     board = s
     if args.target != "host":
         board = _target_sizes(args, pte, s)
@@ -393,6 +395,17 @@ def _region(text: str) -> tuple[str, int]:
     return name.strip(), _size(size)
 
 
+def _max_input_bytes(parser, what: str) -> None:
+    """``--max-input-bytes``: the most pte_lab builds at sizes the file declares (:func:`pte_lab.runtime.inputs.input_limit`)."""
+    from .runtime.inputs import DEFAULT_INPUT_LIMIT, INPUT_LIMIT_ENV
+    from .units import human_bytes
+
+    parser.add_argument("--max-input-bytes", type=_size, metavar="SIZE",
+                        help=f"the most bytes pte_lab builds at sizes the file declares: {what}; more is refused, "
+                             f"nothing built, exit 2 (default {human_bytes(DEFAULT_INPUT_LIMIT)}, or ${INPUT_LIMIT_ENV}; "
+                             f"never more than the memory free)")
+
+
 def _new_file(text: str) -> str:
     """A file to write: its folder must exist (checked before any work)."""
     folder = os.path.dirname(os.path.abspath(text))
@@ -515,6 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
     sz.add_argument("--region", type=_region, action="append", metavar="NAME=SIZE",
                     help="a RAM region of the board (repeatable): the parts of each method's bare-metal total are "
                          "placed in them, largest first; exit 1 when one does not fit")
+    _max_input_bytes(sz, "the runner's inputs (each at the shape the file declares, a dynamic one at its bound) "
+                         "and the buffers of its unplanned outputs")
     sz.set_defaults(func=_sizes)
     df = sub.add_parser("diff", help="what changed in memory between two programs: arenas, tensors, the file, "
                                      "loaders; with --fail-if-grows, a memory budget for CI")
@@ -561,6 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes, KiB, MiB, GiB)")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
+    _max_input_bytes(wi, "one run's inputs (at the small sizes sampled, or --at-shape's) and ETDump's buffer")
     wi.set_defaults(func=_what_if)
     return p
 
@@ -601,11 +617,11 @@ def _what_if(args) -> int:
     if args.at_shape:
         if args.bound or args.budget is not None:
             raise PteLabError("--at-shape runs the method at one shape: give it without --bound or --budget")
-        r = usage_at(args.file, _at_shape(args), method=args.method)
+        r = usage_at(args.file, _at_shape(args), method=args.method, max_input_bytes=args.max_input_bytes)
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound and args.budget is not None:  # the method's one dynamic dim (several: listed)
-        r = largest_bound(args.file, args.budget, None, method=args.method)
+        r = largest_bound(args.file, args.budget, None, method=args.method, max_input_bytes=args.max_input_bytes)
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound:
@@ -622,11 +638,12 @@ def _what_if(args) -> int:
     if args.budget is not None:
         if len(bounds) != 1:
             raise PteLabError("--budget searches one dim: give one --bound INPUT:AXIS")
-        r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method)
+        r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method,
+                          max_input_bytes=args.max_input_bytes)
     else:
         if any(n is None for n in bounds.values()):
             raise PteLabError("--bound INPUT:AXIS=N: the bound N to predict at is missing (or give --budget)")
-        r = what_if(args.file, bounds, method=args.method)
+        r = what_if(args.file, bounds, method=args.method, max_input_bytes=args.max_input_bytes)
     if args.json:
         sys.stdout.write(json_text(r.to_dict()) + "\n")
     else:

@@ -26,7 +26,7 @@ from ..units import check_int64
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 
 __all__ = ["WhatIfError", "TWO_EXPORTS", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
-           "value_shapes", "fit_shapes", "logged_values", "unrecorded", "dim_text", "dim_name", "export_change"]
+           "value_shapes", "fit_shapes", "logged_values", "unrecorded", "dim_text", "dim_name", "export_change", "point_text"]
 
 #: a dynamic dimension: (method input position, axis)
 DimKey = tuple[int, int]
@@ -277,7 +277,7 @@ def unrecorded(method, value: int, keys, point) -> WhatIfError:
            "writes it" if logs is None else
            f"instruction {logs[0]} logged it, but not as the {len(logs[1])} tensors it writes")
     return WhatIfError(f"{method.name}: no shape was recorded for {_describe(method, value)} at "
-                       f"{_point_text(keys, point)} ({why}), so how it scales is unknown; pte_lab refuses to "
+                       f"{point_text(keys, point)} ({why}), so how it scales is unknown; pte_lab refuses to "
                        f"guess: re-export at the bound you want and read its plan")
 
 
@@ -319,7 +319,7 @@ class ShapeFit:
         point = tuple(int(n) for n in point)
         if any(abs(n) >= MAX_BYTES for n in point):  # no dim that depends on it is exact in int64
             k = next(k for k, n in enumerate(point) if abs(n) >= MAX_BYTES)
-            raise WhatIfError(f"{self.method}: {_point_text(self.keys[k:k + 1], point[k:k + 1])} is 2**62 or "
+            raise WhatIfError(f"{self.method}: {point_text(self.keys[k:k + 1], point[k:k + 1])} is 2**62 or "
                               f"more: beyond what pte_lab computes exactly in int64")
         if b.shape[2]:
             with np.errstate(over="ignore"):  # an upper bound on |a + b.point|: exact arithmetic below 2**62
@@ -331,7 +331,7 @@ class ShapeFit:
                     if abs(exact[i][j]) >= MAX_BYTES:
                         raise WhatIfError(
                             f"{self.method}: {_value_name(self, i)} dim {j} would be "
-                            f"{_big(Fraction(exact[i][j], int(q[i, j])))} at {_point_text(self.keys, point)}: its "
+                            f"{_big(Fraction(exact[i][j], int(q[i, j])))} at {point_text(self.keys, point)}: its "
                             f"arithmetic reaches 2**62 or more, beyond what pte_lab computes exactly in int64; "
                             f"pte_lab refuses it rather than wrap")
                 num = np.array(exact, np.int64).reshape(a.shape)
@@ -345,7 +345,7 @@ class ShapeFit:
         if bad.any():
             i, j = map(int, np.argwhere(bad)[0])
             raise WhatIfError(f"{self.method}: {_value_name(self, i)} dim {j} would be {num[i, j]}/{q[i, j]} at "
-                              f"{_point_text(self.keys, point)}: not a whole size, so its shape there is not "
+                              f"{point_text(self.keys, point)}: not a whole size, so its shape there is not "
                               f"affine in the sizes sampled; pte_lab refuses to guess")
         return num // q
 
@@ -368,11 +368,11 @@ class ShapeFit:
             if big is not None:
                 shape = ", ".join(f"{int(x):,}" for x in dims[big][:len(self.dims[big])])
                 raise WhatIfError(f"{self.method}: {_value_name(self, big)} would be [{shape}], {_big(exact[big])} "
-                                  f"bytes, at {_point_text(self.keys, point)}: 2**62 bytes or more, beyond what "
+                                  f"bytes, at {point_text(self.keys, point)}: 2**62 bytes or more, beyond what "
                                   f"pte_lab plans exactly in int64; pte_lab refuses it rather than wrap")
             if sum(exact) >= MAX_BYTES:
                 raise WhatIfError(f"{self.method}: the planned tensors would be {_big(sum(exact))} bytes together "
-                                  f"at {_point_text(self.keys, point)}: 2**62 bytes or more, beyond what pte_lab "
+                                  f"at {point_text(self.keys, point)}: 2**62 bytes or more, beyond what pte_lab "
                                   f"plans exactly in int64; pte_lab refuses it rather than wrap")
         return dims.prod(axis=1) * elem
 
@@ -390,7 +390,7 @@ def _value_name(fit: ShapeFit, i: int) -> str:
     return f"tensor v{fit.values[i]}"
 
 
-def _point_text(keys, point) -> str:
+def point_text(keys, point) -> str:
     """``input 0 axis 1 = 800``; a static prediction's key is its parameter's name: ``max_seq_len = 256``."""
     return ", ".join(f"{k} = {n:,}" if isinstance(k, str) else f"input {k[0]} axis {k[1]} = {n:,}"
                      for k, n in zip(keys, point))
@@ -440,7 +440,7 @@ def fit_shapes(method, keys, exported, runs: list[tuple[tuple[int, ...], dict]])
                 names = [f"N{i}" for i in range(k)] if k > 1 else ["N"]
                 raise WhatIfError(
                     f"{method.name}: {_describe(method, t.value)} is not affine in the sizes sampled: "
-                    f"{short_shape(want)} at {_point_text(keys, p)} ({what}), where the fit "
+                    f"{short_shape(want)} at {point_text(keys, p)} ({what}), where the fit "
                     f"[{', '.join(dim_text(d, names) for d in row)}] gives "
                     f"{short_shape([str(g) for g in got])}; pte_lab refuses to guess")
         dims.append(row)

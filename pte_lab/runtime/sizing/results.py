@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 
 from ...errors import MEMORY_ALLOCATION_FAILED, NotFoundError, PteLabError, RuntimeCrashedError
 from ...format import TENSOR_ALIGNMENT
+from ...model import open_pte
 from ...printable import printable
 from ...progress import reporter
 from ..checked import checked
 from ..declared import DeclaredSizes, declared_sizes
+from ..inputs import check_build, input_parts
 from ..libraries import Library, needed
 from ..native import executorch_version
 from ..runner import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse
@@ -694,7 +696,7 @@ def _set_to(io: MethodIO) -> str:
 
 
 def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int = 2,
-          verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS) -> Sizes:
+          verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS, max_input_bytes=None) -> Sizes:
     """Size every method of a ``.pte`` (or those named): see :mod:`pte_lab.runtime.sizing`.
 
     ``source`` is a path or an opened :class:`~pte_lab.model.Pte` (its ``.ptd``
@@ -716,11 +718,17 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     fresh workers (the first also measures the pools), and the lowest and highest seen are kept
     (:attr:`MethodSizes.heap_low`, :attr:`MethodSizes.heap_high`; the scalar fields are the highest).
 
+    The runner builds every tensor input at the shape the file declares (a dynamic one at its bound), and a
+    buffer for each output it is given no planned memory for: before any worker starts, those bytes are checked
+    against ``max_input_bytes`` (:func:`pte_lab.runtime.inputs.input_limit`: 1 GiB unless raised) and the
+    memory free.
+
     Returns a :class:`Sizes` (``table()``, ``pools()``, ``methods``, ``verified``). Raises
     :class:`~pte_lab.PteFormatError` for a file that is not a program, :class:`~pte_lab.NotFoundError`
     for a method it lacks, ``ValueError`` for ``runs`` or ``heap_runs`` under 1, and
-    :class:`~pte_lab.PteLabError` for a source that is not a ``.pte`` on disk; a method the runtime refuses
-    is listed in :attr:`Sizes.skipped`, not raised. Example: ``pte_lab.sizes("model.pte").table()``.
+    :class:`~pte_lab.PteLabError` for a source that is not a ``.pte`` on disk,
+    :class:`~pte_lab.errors.DeclaredSizeError` for a method whose inputs would be over the limit (their bytes
+    in the message; nothing run); a method the runtime refuses is listed in :attr:`Sizes.skipped`, not raised. Example: ``pte_lab.sizes("model.pte").table()``.
     """
     path = getattr(source, "path", source)
     if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
@@ -733,6 +741,12 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         raise ValueError(f"runs must be at least 1 (got {runs})")
     if heap_runs < 1:
         raise ValueError(f"heap_runs must be at least 1 (got {heap_runs})")
+    # what the runner builds at the file's shapes is checked first: before the reader's checks (they import
+    # torch) and before any worker starts
+    opened = open_pte(path)
+    for n in opened.methods if methods is None else [n for n in methods if n in opened.methods]:
+        check_build(input_parts(opened.methods[n], unplanned_outputs=True), method=n, limit=max_input_bytes,
+                    doing="the sizing runner's inputs and unplanned outputs at the shapes the file declares")
     pte = checked(path).pte
     if pte.bundled is not None:
         raise PteLabError(f"{path} is a bundled program (.bpte): size the .pte it carries")
