@@ -360,8 +360,8 @@ class ShapeFit:
         a total of :data:`~.dtypes.MAX_BYTES` or more is refused (:class:`WhatIfError`, naming it), never
         wrapped."""
         elem = self._arrays()[3]
-        with np.errstate(over="ignore"):  # within a few ulps: exact where it is below 2**61
-            most = np.prod(dims.astype(float), axis=1) * elem
+        with np.errstate(over="ignore", invalid="ignore"):  # within a few ulps: exact where it is below 2**61
+            most = np.where((dims == 0).any(axis=1), 0.0, np.prod(dims.astype(float), axis=1) * elem)
         if most.size and (most.max() >= MAX_BYTES // 2 or most.sum() >= MAX_BYTES // 2):
             exact = [math.prod(int(x) for x in row) * int(e) for row, e in zip(dims.tolist(), elem.tolist())]
             big = next((i for i, n in enumerate(exact) if n >= MAX_BYTES), None)
