@@ -7,11 +7,12 @@
     pte-lab legacy-env [--dir DIR]
     pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
-                   [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...]
+                   [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...] [--max-input-bytes SIZE]
     pte-lab diff A B [--method M] [--json [--compact] | --html] [--sizes] [--fail-if-grows PCT [--budget-on KIND ...]]
                      [--allow-target-change] [--rows N]
     pte-lab what-if FILE --bound INPUT:AXIS=N [--method M] [--json] | --bound INPUT:AXIS --budget SIZE
     pte-lab what-if FILE --at-shape INPUT=D0,D1,... [--method M] [--json]
+    (what-if FILE and sizes take --max-input-bytes SIZE: the most built at sizes the file declares, default 1 GiB)
     pte-lab what-if A.pte B.pte --values 64,128 --at 256 [--method M] [--json]
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
@@ -244,7 +245,7 @@ def _sizes(args) -> int:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
     verify = args.verify or args.example_runner is not None
     s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
-              cache=False if args.no_cache else None)
+              max_input_bytes=args.max_input_bytes, cache=False if args.no_cache else None)
     board = s
     if args.target != "host":
         board = _target_sizes(args, pte, s)
@@ -369,17 +370,28 @@ def _percentage(text: str) -> float:
     return v
 
 
-def _whole(least: int):
+def _whole(least: int | None):
+    """A count (``--runs``, ``--at``...): exact, at least ``least``, refused beyond what int64 holds."""
+    from .units import parse_whole
+
     def parse(text: str) -> int:
         try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if v < least:
-            raise argparse.ArgumentTypeError(f"must be at least {least}, not {v}")
-        return v
+            return parse_whole(text, least)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     return parse
+
+
+def _wholes(text: str, sep: str | None, option: str, arg: str, example: str) -> tuple[int, ...]:
+    """``text`` (part of ``option``'s argument ``arg``) split at ``sep`` (None: one number), each a whole number
+    (:func:`pte_lab.units.parse_whole`); else one line naming the option and how to write it."""
+    from .units import parse_whole, quoted
+
+    try:
+        return tuple(parse_whole(x) for x in (text.split(sep) if sep else [text]))
+    except ValueError as exc:
+        raise PteLabError(f"{option} {quoted(arg)}: write {example} ({exc})") from None
 
 
 def _size(text: str) -> int:
@@ -397,6 +409,17 @@ def _region(text: str) -> tuple[str, int]:
     if not eq or not name.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME=SIZE (SRAM=256KiB)")
     return name.strip(), _size(size)
+
+
+def _max_input_bytes(parser, what: str) -> None:
+    """``--max-input-bytes``: the most pte_lab builds at sizes the file declares (:func:`pte_lab.runtime.inputs.input_limit`)."""
+    from .runtime.inputs import DEFAULT_INPUT_LIMIT, INPUT_LIMIT_ENV
+    from .units import human_bytes
+
+    parser.add_argument("--max-input-bytes", type=_size, metavar="SIZE",
+                        help=f"the most bytes pte_lab builds at sizes the file declares: {what}; more is refused, "
+                             f"nothing built, exit 2 (default {human_bytes(DEFAULT_INPUT_LIMIT)}, or ${INPUT_LIMIT_ENV}; "
+                             f"never more than the memory free)")
 
 
 def _new_file(text: str) -> str:
@@ -527,6 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="measure afresh and keep nothing (by default a program sized before, the same bytes with "
                          "the same pte_lab, ExecuTorch and options, gives its kept figures at once and says when "
                          "they were measured; pte-lab cache clear forgets them all)")
+    _max_input_bytes(sz, "the runner's inputs (each at the shape the file declares, a dynamic one at its bound) "
+                         "and the buffers of its unplanned outputs")
     sz.set_defaults(func=_sizes)
     df = sub.add_parser("diff", help="what changed in memory between two programs: arenas, tensors, the file, "
                                      "loaders; with --fail-if-grows, a memory budget for CI")
@@ -563,7 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("other", nargs="?", help="a second export of the same model at another value of one "
                                              "parameter (with --values and --at)")
     wi.add_argument("--values", help="with two files: the parameter's value in each, e.g. 64,128")
-    wi.add_argument("--at", type=int, help="with two files: the value to predict at")
+    wi.add_argument("--at", type=_whole(None), help="with two files: the value to predict at")
     wi.add_argument("--bound", "-b", action="append", metavar="INPUT:AXIS[=N]",
                     help="a dynamic dim and the bound to predict at (repeatable); with --budget, the dim to search")
     wi.add_argument("--at-shape", action="append", metavar="INPUT=D0,D1,...",
@@ -573,6 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes, KiB, MiB, GiB)")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
+    _max_input_bytes(wi, "one run's inputs (at the small sizes sampled, or --at-shape's) and ETDump's buffer")
     wi.set_defaults(func=_what_if)
     ca = sub.add_parser("cache", help="the measurements pte_lab keeps (sizes, what-if): where, how many, clear them")
     ca.add_argument("action", choices=("info", "clear"), nargs="?", default="info",
@@ -588,10 +614,9 @@ def _at_shape(args) -> dict:
     wanted = {}
     for a in args.at_shape:
         pos, _, dims = a.partition("=")
-        try:
-            wanted[int(pos)] = tuple(int(d) for d in dims.split(","))
-        except ValueError:
-            raise PteLabError(f"--at-shape {a!r}: write INPUT=D0,D1,..., e.g. 0=1,800,258") from None
+        example = "INPUT=D0,D1,..., e.g. 0=1,800,258"
+        (pos,) = _wholes(pos, None, "--at-shape", a, example)
+        wanted[pos] = _wholes(dims, ",", "--at-shape", a, example)
     by_pos = {s.position: s for s in _method(_program(args.file)[0], args.method).inputs}
     shape = {}
     for pos, dims in wanted.items():
@@ -609,6 +634,7 @@ def _at_shape(args) -> dict:
 
 def _what_if(args) -> int:
     from .planning.what_if import largest_bound, usage_at, what_if
+    from .units import quoted
 
     if args.other is not None or args.values is not None or args.at is not None:
         if args.at_shape:
@@ -617,11 +643,11 @@ def _what_if(args) -> int:
     if args.at_shape:
         if args.bound or args.budget is not None:
             raise PteLabError("--at-shape runs the method at one shape: give it without --bound or --budget")
-        r = usage_at(args.file, _at_shape(args), method=args.method)
+        r = usage_at(args.file, _at_shape(args), method=args.method, max_input_bytes=args.max_input_bytes)
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound and args.budget is not None:  # the method's one dynamic dim (several: listed)
-        r = largest_bound(args.file, args.budget, None, method=args.method)
+        r = largest_bound(args.file, args.budget, None, method=args.method, max_input_bytes=args.max_input_bytes)
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound:
@@ -630,19 +656,20 @@ def _what_if(args) -> int:
     bounds = {}
     for b in args.bound:
         dim, _, n = b.partition("=")
-        try:
-            pos, axis = (int(x) for x in dim.split(":"))
-            bounds[(pos, axis)] = int(n) if n else None
-        except ValueError:
-            raise PteLabError(f"--bound {b!r}: write INPUT:AXIS=N, e.g. 0:1=800") from None
+        example = "INPUT:AXIS=N, e.g. 0:1=800"
+        key = _wholes(dim, ":", "--bound", b, example)
+        if len(key) != 2:
+            raise PteLabError(f"--bound {quoted(b)}: write {example}")
+        bounds[key] = _wholes(n, None, "--bound", b, example)[0] if n else None
     if args.budget is not None:
         if len(bounds) != 1:
             raise PteLabError("--budget searches one dim: give one --bound INPUT:AXIS")
-        r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method)
+        r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method,
+                          max_input_bytes=args.max_input_bytes)
     else:
         if any(n is None for n in bounds.values()):
             raise PteLabError("--bound INPUT:AXIS=N: the bound N to predict at is missing (or give --budget)")
-        r = what_if(args.file, bounds, method=args.method)
+        r = what_if(args.file, bounds, method=args.method, max_input_bytes=args.max_input_bytes)
     if args.json:
         sys.stdout.write(json_text(r.to_dict()) + "\n")
     else:
@@ -655,10 +682,7 @@ def _what_if_from(args) -> int:
 
     if args.other is None or args.values is None or args.at is None or args.bound or args.budget:
         raise PteLabError("what-if A.pte B.pte takes --values A,B and --at N (not --bound or --budget)")
-    try:
-        values = tuple(int(x) for x in args.values.split(","))
-    except ValueError:
-        raise PteLabError(f"--values {args.values!r}: write the two exports' values as A,B, e.g. 64,128") from None
+    values = _wholes(args.values, ",", "--values", args.values, "the two exports' values as A,B, e.g. 64,128")
     r = what_if_from(args.file, args.other, values, args.at, method=args.method)
     sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
     return 0

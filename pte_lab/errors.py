@@ -235,3 +235,23 @@ class OperatorMissingError(PteLabError, RuntimeError):
         super().__init__(message)
         self.method = method
         self.operators = operators
+
+
+class DeclaredSizeError(MemoryBudgetError):
+    """Raised before pte_lab builds something at a size a file declares (a method's inputs at their shapes, the
+    sizing runner's input buffers, ETDump's debug buffer) when its bytes are over the limit: the most pte_lab
+    builds at a declared size (``PTE_LAB_MAX_INPUT_BYTES``, ``max_input_bytes=``, ``--max-input-bytes``), or the
+    memory free on this machine. Nothing was built; the message gives the declared bytes, exactly.
+
+    ``needed`` is those bytes, ``available`` the limit they were compared with, ``limit_source`` where it comes
+    from (``"max_input_bytes"``, ``"PTE_LAB_MAX_INPUT_BYTES"``, ``"default"`` or ``"free memory"``); ``step``
+    says what was to be built.
+    """
+
+    def __init__(self, message: str, *, step: str, method: str | None, needed: int, available: int,
+                 limit_source: str):
+        super().__init__(message, step=step, method=method, device="cpu", needed=needed, available=available)
+        self.limit_source = limit_source
+
+
+__all__ += ["DeclaredSizeError"]

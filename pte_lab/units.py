@@ -7,6 +7,8 @@
   for an arena's ``size / peak`` (1.00x: no plan with these lifetimes could be
   smaller) and for planners against the lower bound.
 * :data:`SIZE_OVER_PEAK`, :data:`PEAK_LIVE` — the words for those figures.
+* :func:`parse_bytes`, :func:`parse_whole` — a size or a count as a user types it, exact, refused beyond
+  :data:`INT64_MAX` (never wrapped).
 * :func:`count` — a number and its noun; :func:`first_few` — a long list cut to its
   first items and how many more there are (``a, b and 3 more``).
 
@@ -19,7 +21,7 @@ import re
 from fractions import Fraction
 
 __all__ = ["human_bytes", "exact_bytes", "tick_bytes", "ratio", "count", "first_few", "delta_bytes", "growth",
-           "SIZE_OVER_PEAK", "PEAK_LIVE", "parse_bytes"]
+           "SIZE_OVER_PEAK", "PEAK_LIVE", "parse_bytes", "parse_whole", "quoted", "check_int64", "INT64_MAX"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -28,35 +30,89 @@ PEAK_LIVE = "peak live"
 
 
 def human_bytes(n: int | None) -> str:
-    """1536 -> '1.5 KiB' (binary units; exact bytes below 1 KiB; ``None`` -> '-')."""
+    """1536 -> '1.5 KiB' (binary units; exact bytes below 1 KiB; ``None`` -> '-').
+
+    Exact on any int (no float division: a figure beyond what a float holds still prints)."""
     if n is None:
         return "-"
     n = int(n)
     if abs(n) < 1024:
         return f"{n} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        n /= 1024.0
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.1f} {unit}" if n < 100 else f"{n:.0f} {unit}"
+    for k, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB"), 1):
+        v = Fraction(n, 1024 ** k)
+        if abs(v) < 1024 or unit == "PiB":
+            return f"{_fixed(v, 1 if v < 100 else 0)} {unit}"
     return f"{n} B"  # pragma: no cover
+
+
+def _fixed(v: Fraction, places: int, commas: bool = False) -> str:
+    """``v`` with ``places`` decimals, rounded half to even as ``f"{x:.{places}f}"`` rounds a float's exact value
+    (the same text wherever the float is exact), for any size of ``v``."""
+    scaled = round(v * 10 ** places)
+    whole, part = divmod(abs(scaled), 10 ** places)
+    text = f"{whole:,}" if commas else str(whole)
+    return ("-" if scaled < 0 else "") + text + (f".{part:0{places}d}" if places else "")
 
 
 #: the units :func:`parse_bytes` reads (binary, as :func:`human_bytes` writes them)
 _UNITS = {"b": 1, "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3}
 
+#: the largest size or count pte_lab takes from a user or a file: what int64 holds (ExecuTorch's sizes, numpy's
+#: arithmetic); beyond it a figure is refused, never wrapped
+INT64_MAX = 2 ** 63 - 1
+
+
+def quoted(text) -> str:
+    """What a user typed, for a message: quoted (``repr``), its middle left out when long."""
+    text = str(text)
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}...{text[-8:]!r} ({len(text):,} characters)"
+
+
+def _int64(n: int, text) -> int:
+    if not -INT64_MAX - 1 <= n <= INT64_MAX:
+        raise ValueError(f"{quoted(text)} is beyond what int64 holds (at most {INT64_MAX:,})")
+    return n
+
+
+def check_int64(n: int, what: str) -> int:
+    """``n`` (an int a caller gave: a budget, a value to predict at) when int64 holds it; else ``ValueError``
+    naming ``what``, one line (a huge number said by its bits, never written out)."""
+    n = int(n)
+    if -INT64_MAX - 1 <= n <= INT64_MAX:
+        return n
+    shown = f"{n:,}" if n.bit_length() <= 128 else f"(a number of {n.bit_length():,} bits)"
+    raise ValueError(f"{what} {shown} is beyond what int64 holds (at most {INT64_MAX:,})")
+
 
 def parse_bytes(text: str) -> int:
     """A size as a user types it: ``262144``, ``256KiB``, ``1.5 MiB``, ``2GiB`` (binary units, any case) ->
     bytes. Raises ``ValueError`` naming the units it reads for anything else (``256KB``: say KiB), a negative
-    size, or a fraction of a byte."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
-    unit = (m.group(2) or "b").lower() if m else None
-    if m is None or unit not in _UNITS:
-        raise ValueError(f"{text!r} is not a size: a number of bytes, or one with KiB, MiB or GiB (256KiB)")
-    n = Fraction(m.group(1)) * _UNITS[unit]
+    size, a fraction of a byte, or a size beyond what int64 holds (:data:`INT64_MAX`)."""
+    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*([A-Za-z]*)\s*", str(text))
+    unit = (m.group(3) or "b").lower() if m else None
+    if m is None or unit not in _UNITS or len(m.group(2) or "") > 30:
+        raise ValueError(f"{quoted(text)} is not a size: a number of bytes, or one with KiB, MiB or GiB (256KiB)")
+    if len(m.group(1).lstrip("0")) > 20:  # beyond int64 in any unit: not worth converting
+        _int64(10 ** 20, text)
+    n = (int(m.group(1)) + Fraction(int(m.group(2) or "0"), 10 ** len(m.group(2) or ""))) * _UNITS[unit]
     if n.denominator != 1:
-        raise ValueError(f"{text!r} is not a whole number of bytes")
-    return int(n)
+        raise ValueError(f"{quoted(text)} is not a whole number of bytes")
+    return _int64(int(n), text)
+
+
+def parse_whole(text, least: int | None = None) -> int:
+    """A count as a user types it (``800``, ``-3``) -> int, exact. Raises ``ValueError`` (one line) for anything
+    else, a count below ``least``, or one beyond what int64 holds (:data:`INT64_MAX`): pte_lab refuses it
+    rather than wrap it."""
+    m = re.fullmatch(r"\s*([+-]?)(\d+)\s*", str(text))
+    if m is None:
+        raise ValueError(f"{quoted(text)} is not a whole number")
+    if len(m.group(2).lstrip("0")) > 20:
+        _int64(10 ** 20, text)
+    n = _int64(int(m.group(1) + m.group(2)), text)
+    if least is not None and n < least:
+        raise ValueError(f"must be at least {least}, not {n}")
+    return n
 
 
 def exact_bytes(n: int) -> str:
@@ -79,9 +135,9 @@ def tick_bytes(n: int) -> str:
     while k < len(units) - 1 and n >= 1024 ** (k + 1):
         k += 1
     for k in range(k, -1, -1):
-        v = n / 1024 ** k
-        if round(v, 3) * 1024 ** k == n:  # exact with at most three decimals
-            text = f"{v:,.3f}".rstrip("0").rstrip(".")
+        v = Fraction(n, 1024 ** k)
+        if (v * 1000).denominator == 1:  # exact with at most three decimals
+            text = _fixed(v, 3, commas=True).rstrip("0").rstrip(".")
             return f"{text} {units[k]}"
     return f"{n:,} B"  # pragma: no cover - k = 0 is always exact
 

@@ -402,3 +402,15 @@ SCALING = {
     "many suites": (many_suites, 200),
     "one suite named often": (lambda n: many_suites(n, shared=True), 1000),
 }
+
+
+def with_sizes(data: bytes, old, new) -> bytes:
+    """``data`` (a real program) with its one int32 sizes vector ``old`` (a tensor's shape, e.g. an input's
+    declared upper bound) rewritten in place to ``new``, of the same rank: what a file may declare, nothing
+    else changed."""
+    import struct
+
+    find = struct.pack(f"<{len(old) + 1}i", len(old), *old)
+    assert len(new) == len(old) and data.count(find) == 1, "the shape is not one sizes vector of this file"
+    at = data.index(find)
+    return data[:at] + struct.pack(f"<{len(new) + 1}i", len(new), *new) + data[at + len(find):]

@@ -298,6 +298,70 @@ def test_cli_sizes(program_path, capsys):
     assert "not allowed with" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("rows", [2 ** 25, 2 ** 31 - 1])
+def test_inputs_a_file_declares_are_checked_before_any_worker_starts(program_path, tmp_path, monkeypatch, capsys,
+                                                                      rows):
+    """The dynamic example declaring its input [2**25, 16] (2 GiB) or [2**31 - 1, 16] (128 GiB), a 2.4 KB file:
+    the runner would build the input at that shape (and did, 19 s and 4.4 GB); refused at once, the exact bytes
+    in one line, no worker started. Raised, the limit lets the file on to the reader's checks."""
+    from crafting import with_sizes
+
+    import pte_lab.runtime.inputs as inputs
+    import pte_lab.runtime.sizing.results as results
+    from pte_lab.errors import DeclaredSizeError, PteFormatError
+    from pte_lab.runtime.inputs import INPUT_LIMIT_ENV
+
+    path = tmp_path / "declared.pte"
+    path.write_bytes(with_sizes(program_path("dynamic").read_bytes(), [32, 16], [rows, 16]))
+    monkeypatch.setattr(results, "Session", lambda *a, **k: pytest.fail("a worker started"))
+    monkeypatch.setattr(inputs, "host_available", lambda: 1 << 50)  # not this host's: the limit decides
+    n = rows * 16 * 4
+    with pytest.raises(DeclaredSizeError) as e:
+        pte_lab.sizes(str(path))
+    assert e.value.needed == n and e.value.available == 1 << 30 and e.value.method == "forward"
+    assert f"the sizing runner's inputs and unplanned outputs at the shapes the file declares would build {n:,} B" \
+        in str(e.value) and f"input 0 float32[{rows}, 16]: {n:,} B" in str(e.value)
+    assert main(["sizes", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"input 0 float32[{rows}, 16]: {n:,} B" in err[0] and "nothing was built" in err[0]
+    assert "(the default: raise it with --max-input-bytes" in err[0] and e.value.limit_source == "default"
+    # raised past it, the check passes and the reader refuses this file (its input overflows its arena)
+    assert main(["sizes", str(path), "--max-input-bytes", "128GiB"]) == 2
+    assert "past the end of arena 1" in capsys.readouterr().err
+    monkeypatch.setenv(INPUT_LIMIT_ENV, "128GiB")
+    with pytest.raises(PteFormatError, match="past the end of arena 1"):
+        pte_lab.sizes(str(path))
+    # never more than this machine has free
+    monkeypatch.setattr(inputs, "host_available", lambda: 1 << 20)
+    with pytest.raises(DeclaredSizeError, match=r"more than the 1,048,576 B \(1.0 MiB\) free on this machine"):
+        pte_lab.sizes(str(path))
+
+
+def test_sample_inputs_are_checked_before_torch_builds_them(program_path, tmp_path, monkeypatch):
+    """example_inputs and call_sequence (run_all's, replan --verify's) build at the file's shapes: checked first,
+    all calls together; torch is never asked for the declared 2 GiB."""
+    import torch
+    from crafting import with_sizes
+
+    from pte_lab.errors import DeclaredSizeError
+    from pte_lab.runtime import call_sequence, example_inputs
+    from pte_lab.runtime.inputs import INPUT_LIMIT_ENV
+
+    asked = []
+    monkeypatch.setattr(torch, "randn", lambda size, **k: asked.append(tuple(size)) or torch.zeros(size))
+    big = pte_lab.open(with_sizes(program_path("dynamic").read_bytes(), [32, 16], [2 ** 25, 16])).methods["forward"]
+    with pytest.raises(DeclaredSizeError, match=r"its inputs at the shapes the file declares would build "
+                                                 r"2,147,483,648 B"):
+        example_inputs(big)
+    assert asked == []
+    m = pte_lab.open(program_path("dynamic")).methods["forward"]
+    assert [tuple(x.shape) for x in example_inputs(m, shapes={0: (3, 16)})] == [(3, 16)] == asked
+    monkeypatch.setenv(INPUT_LIMIT_ENV, "5KiB")  # 2 KiB a call
+    assert len(call_sequence(m, 2)) == 2
+    with pytest.raises(DeclaredSizeError, match=r"the inputs of 3 calls .* would build 6,144 B"):
+        call_sequence(m, 3)
+
+
 @pytest.mark.slow
 def test_every_example_is_sized_and_proven(program_path):
     # a delegate in each of two methods, state kept between calls, control flow, two host arenas

@@ -105,6 +105,35 @@ def test_human_bytes():
     assert human_bytes(50331648) == "48.0 MiB"
 
 
+def test_byte_figures_are_exact_however_large():
+    """No float division: a figure a float cannot hold (a budget past 1e308) still prints, and exactly."""
+    from pte_lab.units import tick_bytes
+
+    assert human_bytes(10 ** 400).startswith("8881784197001252323389053344726562") and human_bytes(10 ** 400).endswith(" PiB")
+    assert human_bytes(2 ** 62) == "4096 PiB"
+    assert human_bytes(2 ** 53 + 1) == "8.0 PiB"
+    assert tick_bytes(708_818_496_039_594) == "708,818,496,039,594 B"  # a float said 692,205,562,538.666 KiB
+    assert tick_bytes(2 ** 42 + 2 ** 39) == "4.5 TiB" and tick_bytes(10 ** 30) == "931,322,574,615,478,515,625 GiB"
+
+
+def test_sizes_and_counts_a_user_types_are_exact_or_refused_beyond_int64():
+    import pytest
+
+    from pte_lab.units import INT64_MAX, parse_bytes, parse_whole
+
+    assert parse_bytes(str(INT64_MAX)) == INT64_MAX and parse_whole(str(INT64_MAX)) == INT64_MAX
+    assert parse_bytes("8589934591 GiB") == 8589934591 << 30 and parse_whole("-3") == -3
+    for text in (str(INT64_MAX + 1), "8589934592 GiB", "1" + "0" * 309, "9" * 5000):
+        with pytest.raises(ValueError, match=r"is beyond what int64 holds \(at most 9,223,372,036,854,775,807\)$") as e:
+            parse_bytes(text)
+        assert len(str(e.value)) < 200  # the number is not written out whole
+    for text in (str(2 ** 64), str(-(2 ** 63) - 1), "9" * 5000):
+        with pytest.raises(ValueError, match=r"is beyond what int64 holds"):
+            parse_whole(text)
+    with pytest.raises(ValueError, match="must be at least 1, not 0"):
+        parse_whole("0", least=1)
+
+
 def test_byte_ticks_are_labelled_exactly():
     """A tick marks one value: 1.25 MiB is never printed '1.2 MiB' (issue 23)."""
     from pte_lab.units import tick_bytes

@@ -90,6 +90,18 @@ def test_budgets_read_binary_units():
     assert parse_budget("2GiB") == 2 << 30
     with pytest.raises(WhatIfError, match="not a size"):
         parse_budget("lots")
+    assert parse_budget(2 ** 63 - 1) == 2 ** 63 - 1
+    for huge in (2 ** 63, "1" + "0" * 309, 10 ** 400):  # past 1e308 a float division once raised OverflowError
+        with pytest.raises(WhatIfError, match=r"budget .* is beyond what int64 holds"):
+            parse_budget(huge)
+
+
+def test_a_budget_beyond_int64_is_one_line_exit_2(program_path, capsys):
+    from pte_lab.cli import main
+
+    assert main(["what-if", str(program_path("dynamic")), "--bound", "0:0", "--budget", "1" + "0" * 309]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(310 characters) is beyond what int64 holds" in err[0], err
 
 
 def test_a_dim_that_is_not_affine_is_refused_naming_the_tensor(program_path):
@@ -120,6 +132,92 @@ def test_cli_bad_input_exits_2_with_one_line(program_path, capsys):
     assert "no method of this program has a dynamic input" in capsys.readouterr().err
     assert main(["what-if", str(program_path("dynamic")), "--bound", "zero"]) == 2
     assert "INPUT:AXIS=N" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ what a file declares is never built unchecked
+def _declared(program_path, tmp_path, shape) -> str:
+    """The ``dynamic`` example with its input declared at ``shape`` (a 2.4 KB file), nothing else changed."""
+    from crafting import with_sizes
+
+    path = tmp_path / f"declared_{'x'.join(map(str, shape))}.pte"
+    path.write_bytes(with_sizes(program_path("dynamic").read_bytes(), [32, 16], shape))
+    return str(path)
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """The shapes pte_lab asks torch.randn for: recorded, and refused (never allocated) from 1 Mi elements on."""
+    import torch
+
+    shapes, real = [], torch.randn
+
+    def randn(size, **kwargs):
+        shapes.append(tuple(size))
+        assert np.prod(size, dtype=object) < 2 ** 20, f"torch.randn{tuple(size)}: built at a declared size"
+        return real(size, **kwargs)
+
+    monkeypatch.setattr(torch, "randn", randn)
+    return shapes
+
+
+@pytest.mark.parametrize("width", [2 ** 25, 2 ** 31 - 1])
+def test_inputs_over_the_limit_are_refused_before_anything_is_built(program_path, tmp_path, built, monkeypatch,
+                                                                     capsys, width):
+    """A static axis declared 2**25 (1 GiB at 8 rows) or 2**31 - 1 wide (64 GiB): the same quick refusal, the
+    exact bytes in its one line, nothing built and no worker started."""
+    import pte_lab.planning.what_if as pw
+    from pte_lab.cli import main
+    from pte_lab.errors import DeclaredSizeError
+
+    path = _declared(program_path, tmp_path, [32, width])
+    monkeypatch.setattr(pw, "Worker", lambda *a, **k: pytest.fail("a worker started"))
+    monkeypatch.setattr(pte_lab.runtime.inputs, "host_available", lambda: 1 << 50)  # the limit decides, not this host
+    n = 8 * width * 4
+    with pytest.raises(DeclaredSizeError) as e:
+        pte_lab.what_if(path, {(0, 0): 8})
+    assert e.value.needed > n and e.value.available == 1 << 30
+    assert f"a run at input 0 axis 0 = 8 would build {e.value.needed:,} B" in str(e.value)
+    assert f"input 0 float32[8, {width}]: {n:,} B" in str(e.value) and "nothing was built" in str(e.value)
+    for argv in (["--bound", "0:0=8"], ["--at-shape", f"0=8,{width}"]):
+        assert main(["what-if", path, *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"input 0 float32[8, {width}]: {n:,} B" in err[0], err
+    assert built == []
+
+
+def test_the_limit_is_the_users_to_set(program_path, monkeypatch, capsys):
+    """max_input_bytes= (--max-input-bytes) and PTE_LAB_MAX_INPUT_BYTES set it: here below one run's debug buffer."""
+    from pte_lab.cli import main
+    from pte_lab.errors import DeclaredSizeError
+    from pte_lab.runtime.inputs import INPUT_LIMIT_ENV
+
+    path = str(program_path("dynamic"))
+    with pytest.raises(DeclaredSizeError, match=r"input 0 float32\[8, 16\]: 512 B.* more than the 4,096 B \(4.0 KiB\) "
+                                                r"pte_lab builds at a size a file declares \(set by max_input_bytes\)"):
+        pte_lab.what_if(path, {(0, 0): 8}, max_input_bytes=4096)
+    assert main(["what-if", path, "--bound", "0:0=8", "--max-input-bytes", "4KiB"]) == 2
+    assert "(4.0 KiB) pte_lab builds at a size a file declares (set by max_input_bytes)" in capsys.readouterr().err
+    monkeypatch.setenv(INPUT_LIMIT_ENV, "4KiB")
+    with pytest.raises(DeclaredSizeError, match=f"\\(set by {INPUT_LIMIT_ENV}\\)"):
+        pte_lab.usage_at(path, {(0, 0): 8})
+    monkeypatch.setenv(INPUT_LIMIT_ENV, "lots")
+    assert main(["what-if", path, "--bound", "0:0=8"]) == 2
+    assert f"{INPUT_LIMIT_ENV}: 'lots' is not a size" in capsys.readouterr().err
+
+
+def test_runs_build_their_inputs_at_the_sizes_sampled_never_at_the_bound(program_path, tmp_path, built,
+                                                                         monkeypatch):
+    """The prediction comes from runs at 8, 16 and 13 rows: those are the inputs built, never the bound's 32 rows
+    (nor 2**25 where the file declares that bound)."""
+    import pte_lab.planning.what_if as pw
+
+    monkeypatch.setattr(pw, "_FITS", {})
+    w = pte_lab.what_if(str(program_path("dynamic")), {(0, 0): 8})
+    assert w.point == (8,) and built == [(8, 16), (16, 16), (13, 16)]
+    built.clear()
+    with pytest.raises(WhatIfError, match=r"did not run at \(8,\)"):  # ExecuTorch: the input overflows its arena
+        pte_lab.what_if(_declared(program_path, tmp_path, [2 ** 25, 16]), {(0, 0): 8})
+    assert built == [(8, 16)]
 
 
 # ------------------------------------------------------------------ running the method (a worker each)
@@ -220,7 +318,7 @@ def test_an_unrecorded_tensor_is_refused_alike_by_bound_and_at_shape_naming_its_
 
     path = str(program_path("dynamic"))
     monkeypatch.setattr(pw, "_FITS", {})
-    monkeypatch.setattr(pw, "_run_shapes", lambda path, m, keys, points, data_path=None: [
+    monkeypatch.setattr(pw, "_run_shapes", lambda path, m, keys, points, data_path=None, **limit: [
         (p, {t.value: tuple(p[0] if s == 32 else s for s in t.shape) for t in m.planned if t.value != 8})
         for p in points])
     says = []
@@ -246,6 +344,9 @@ def test_the_budget_search_is_exact_though_the_plan_dips():
         def _arrays(self):  # one tensor of n bytes: the lower bound is n * 90, below every plan
             return (np.zeros((1, 1), np.int64), np.ones((1, 1, 1), np.int64), np.ones((1, 1), np.int64),
                     np.ones(1, np.int64))
+
+        def nbytes_at(self, point, round_up=False):
+            return np.array([point[0]])
 
     class Pred:
         fit = Fit()

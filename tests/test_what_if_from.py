@@ -131,6 +131,37 @@ def test_cli_refusals_are_one_line_and_exit_2(pair, capsys):
         assert len(err) == 1 and needle in err[0], (argv, err)
 
 
+def test_a_value_beyond_int64_arithmetic_is_refused_never_wrapped(pair, capsys):
+    """--at 2**61 once printed float32[16, 2305843009213693952] at 0 bytes: int64 wrapped. Now the figures are
+    exact or refused in one line that gives the exact bytes."""
+    from pte_lab.cli import main
+
+    a, b = pair(_at(4), _at(8))
+    w = what_if_from(a, b, values=(4, 8), at=2 ** 56)  # 2**60 bytes a tensor, 2**61 alive at once: exact
+    assert [t.nbytes for t in w.tensors] == [2 ** 60] * 3 and w.planned == w.peak_bytes == 2 ** 61
+    for at, needle in [(2 ** 61, "tensor v0 would be [1, 2,305,843,009,213,693,952, 4], "
+                                 "36,893,488,147,419,103,232 bytes, at parameter = 2,305,843,009,213,693,952"),
+                       (2 ** 57, "the planned tensors would be 6,917,529,027,641,081,856 bytes together"),
+                       (2 ** 62, "parameter = 4,611,686,018,427,387,904 is 2**62 or more")]:
+        with pytest.raises(WhatIfError, match="beyond what pte_lab"):
+            what_if_from(a, b, values=(4, 8), at=at)
+        assert main(["what-if", a, b, "--values", "4,8", "--at", str(at)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], err
+    with pytest.raises(WhatIfError, match=r"at 18,446,744,073,709,551,616 is beyond what int64 holds"):
+        what_if_from(a, b, values=(4, 8), at=2 ** 64)
+    with pytest.raises(WhatIfError, match=r"values \(a number of 16,610 bits\) is beyond what int64 holds"):
+        what_if_from(a, b, values=(4, 10 ** 5000), at=16)
+    assert main(["what-if", a, b, "--values", f"4,{2 ** 64}", "--at", "16"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'18446744073709551616' is beyond what int64 holds" in err[0], err
+    with pytest.raises(SystemExit) as bad:  # argparse's own refusal, one line
+        main(["what-if", a, b, "--values", "4,8", "--at", str(2 ** 64)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert bad.value.code == 2 and len(err) == 1
+    assert "argument --at: '18446744073709551616' is beyond what int64 holds" in err[0], err
+
+
 # ------------------------------------------------------------------ against real export_llm programs
 #: the llm example (XNNPACK, float32, ExecuTorch's custom KV-cache ops; conftest's "llm_fp32" is it at 32)
 SEQ = (32, 64, 128)

@@ -13,6 +13,7 @@ Pure: records in, records out (no torch, no runtime). :mod:`pte_lab.planning.wha
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from math import lcm
@@ -21,10 +22,11 @@ import numpy as np
 
 from ..errors import PteLabError
 from ..format.schema import TensorShapeDynamism
-from .dtypes import scalar_type, short_shape
+from ..units import check_int64
+from .dtypes import MAX_BYTES, scalar_type, short_shape
 
 __all__ = ["WhatIfError", "TWO_EXPORTS", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
-           "value_shapes", "fit_shapes", "logged_values", "unrecorded", "dim_text", "dim_name", "export_change"]
+           "value_shapes", "fit_shapes", "logged_values", "unrecorded", "dim_text", "dim_name", "export_change", "point_text"]
 
 #: a dynamic dimension: (method input position, axis)
 DimKey = tuple[int, int]
@@ -126,7 +128,10 @@ def check_bounds(method, bounds: dict) -> tuple[tuple[DimKey, ...], tuple[int, .
                               f"{', '.join(f'{x.position} {short_shape(x.shape)}' for x in dyn)}")
         if not 0 <= axis < len(s.shape):
             raise WhatIfError(f"input {pos} has {len(s.shape)} axes ({short_shape(s.shape)}); axis {axis} is none of them")
-        n = int(n)
+        try:
+            n = check_int64(n, f"bound for input {pos} axis {axis}:")
+        except ValueError as exc:
+            raise WhatIfError(str(exc)) from None
         if n < 1:
             raise WhatIfError(f"bound {n} for input {pos} axis {axis}: a bound is at least 1")
         if n > s.shape[axis]:
@@ -272,7 +277,7 @@ def unrecorded(method, value: int, keys, point) -> WhatIfError:
            "writes it" if logs is None else
            f"instruction {logs[0]} logged it, but not as the {len(logs[1])} tensors it writes")
     return WhatIfError(f"{method.name}: no shape was recorded for {_describe(method, value)} at "
-                       f"{_point_text(keys, point)} ({why}), so how it scales is unknown; pte_lab refuses to "
+                       f"{point_text(keys, point)} ({why}), so how it scales is unknown; pte_lab refuses to "
                        f"guess: re-export at the bound you want and read its plan")
 
 
@@ -306,31 +311,89 @@ class ShapeFit:
             object.__setattr__(self, "_arr", arr)
         return arr
 
-    def shapes_at(self, point) -> np.ndarray:
-        """(tensors x max rank) dims at ``point`` (padded with 1). Raises :class:`WhatIfError` naming the first
-        tensor whose dim is not a whole non-negative number there."""
+    def shapes_at(self, point, round_up: bool = False) -> np.ndarray:
+        """(tensors x max rank) dims at ``point`` (padded with 1), exact in int64. Raises :class:`WhatIfError`
+        naming the first tensor whose dim is not a whole non-negative number there (``round_up``: such a dim is
+        rounded up, and 0 below it, instead), or is :data:`~.dtypes.MAX_BYTES` or more: refused, never wrapped."""
         a, b, q, _ = self._arrays()
-        num = a + b @ np.asarray(point, np.int64) if b.shape[2] else a.copy()
+        point = tuple(int(n) for n in point)
+        if any(abs(n) >= MAX_BYTES for n in point):  # no dim that depends on it is exact in int64
+            k = next(k for k, n in enumerate(point) if abs(n) >= MAX_BYTES)
+            raise WhatIfError(f"{self.method}: {point_text(self.keys[k:k + 1], point[k:k + 1])} is 2**62 or "
+                              f"more: beyond what pte_lab computes exactly in int64")
+        if b.shape[2]:
+            with np.errstate(over="ignore"):  # an upper bound on |a + b.point|: exact arithmetic below 2**62
+                most = np.abs(a).astype(float) + np.abs(b).astype(float) @ np.abs(np.array(point, float))
+            if (most >= MAX_BYTES).any():  # exactly, in Python ints: refused where it is that large
+                exact = [[d.const + sum(c * n for c, n in zip(d.coeffs, point)) for d in row]
+                         + [1] * (a.shape[1] - len(row)) for row in self.dims]
+                for i, j in map(tuple, np.argwhere(most >= MAX_BYTES).tolist()):
+                    if abs(exact[i][j]) >= MAX_BYTES:
+                        raise WhatIfError(
+                            f"{self.method}: {_value_name(self, i)} dim {j} would be "
+                            f"{_big(Fraction(exact[i][j], int(q[i, j])))} at {point_text(self.keys, point)}: its "
+                            f"arithmetic reaches 2**62 or more, beyond what pte_lab computes exactly in int64; "
+                            f"pte_lab refuses it rather than wrap")
+                num = np.array(exact, np.int64).reshape(a.shape)
+            else:
+                num = a + b @ np.asarray(point, np.int64)
+        else:
+            num = a.copy()
+        if round_up:
+            return -(-np.maximum(num, 0) // q)
         bad = (num % q != 0) | (num < 0)
         if bad.any():
             i, j = map(int, np.argwhere(bad)[0])
             raise WhatIfError(f"{self.method}: {_value_name(self, i)} dim {j} would be {num[i, j]}/{q[i, j]} at "
-                              f"{_point_text(self.keys, point)}: not a whole size, so its shape there is not "
+                              f"{point_text(self.keys, point)}: not a whole size, so its shape there is not "
                               f"affine in the sizes sampled; pte_lab refuses to guess")
         return num // q
 
-    def nbytes_at(self, point) -> np.ndarray:
-        """Bytes of every planned tensor (in :attr:`values` order) at ``point``."""
-        dims = self.shapes_at(point)
-        return dims.prod(axis=1) * self._arrays()[3]
+    def nbytes_at(self, point, round_up: bool = False) -> np.ndarray:
+        """Bytes of every planned tensor (in :attr:`values` order) at ``point`` (``round_up``: see
+        :meth:`shapes_at`). Raises :class:`WhatIfError` where :meth:`shapes_at` does, and naming the first tensor
+        of :data:`~.dtypes.MAX_BYTES` bytes or more, or a total that is: int64 would wrap them."""
+        return self.bytes_of(self.shapes_at(point, round_up), point)
+
+    def bytes_of(self, dims: np.ndarray, point) -> np.ndarray:
+        """Bytes of every planned tensor of ``dims`` (:meth:`shapes_at` at ``point``), exact in int64: a tensor or
+        a total of :data:`~.dtypes.MAX_BYTES` or more is refused (:class:`WhatIfError`, naming it), never
+        wrapped."""
+        elem = self._arrays()[3]
+        with np.errstate(over="ignore", invalid="ignore"):  # within a few ulps: exact where it is below 2**61
+            most = np.where((dims == 0).any(axis=1), 0.0, np.prod(dims.astype(float), axis=1) * elem)
+        if most.size and (most.max() >= MAX_BYTES // 2 or most.sum() >= MAX_BYTES // 2):
+            exact = [math.prod(int(x) for x in row) * int(e) for row, e in zip(dims.tolist(), elem.tolist())]
+            big = next((i for i, n in enumerate(exact) if n >= MAX_BYTES), None)
+            if big is not None:
+                shape = ", ".join(f"{int(x):,}" for x in dims[big][:len(self.dims[big])])
+                raise WhatIfError(f"{self.method}: {_value_name(self, big)} would be [{shape}], {_big(exact[big])} "
+                                  f"bytes, at {point_text(self.keys, point)}: 2**62 bytes or more, beyond what "
+                                  f"pte_lab plans exactly in int64; pte_lab refuses it rather than wrap")
+            if sum(exact) >= MAX_BYTES:
+                raise WhatIfError(f"{self.method}: the planned tensors would be {_big(sum(exact))} bytes together "
+                                  f"at {point_text(self.keys, point)}: 2**62 bytes or more, beyond what pte_lab "
+                                  f"plans exactly in int64; pte_lab refuses it rather than wrap")
+        return dims.prod(axis=1) * elem
+
+
+def _big(n) -> str:
+    """An exact figure for a message (``1,234``, ``3/2``), or its size in bits where it is too long to write."""
+    n = Fraction(n)
+    if n.denominator != 1:
+        return str(n) if max(n.numerator.bit_length(), n.denominator.bit_length()) <= 256 else "a fraction"
+    n = n.numerator
+    return f"{n:,}" if n.bit_length() <= 256 else f"a number of {n.bit_length():,} bits"
 
 
 def _value_name(fit: ShapeFit, i: int) -> str:
     return f"tensor v{fit.values[i]}"
 
 
-def _point_text(keys, point) -> str:
-    return ", ".join(f"input {p} axis {a} = {n:,}" for (p, a), n in zip(keys, point))
+def point_text(keys, point) -> str:
+    """``input 0 axis 1 = 800``; a static prediction's key is its parameter's name: ``max_seq_len = 256``."""
+    return ", ".join(f"{k} = {n:,}" if isinstance(k, str) else f"input {k[0]} axis {k[1]} = {n:,}"
+                     for k, n in zip(keys, point))
 
 
 def fit_shapes(method, keys, exported, runs: list[tuple[tuple[int, ...], dict]]) -> ShapeFit:
@@ -377,7 +440,7 @@ def fit_shapes(method, keys, exported, runs: list[tuple[tuple[int, ...], dict]])
                 names = [f"N{i}" for i in range(k)] if k > 1 else ["N"]
                 raise WhatIfError(
                     f"{method.name}: {_describe(method, t.value)} is not affine in the sizes sampled: "
-                    f"{short_shape(want)} at {_point_text(keys, p)} ({what}), where the fit "
+                    f"{short_shape(want)} at {point_text(keys, p)} ({what}), where the fit "
                     f"[{', '.join(dim_text(d, names) for d in row)}] gives "
                     f"{short_shape([str(g) for g in got])}; pte_lab refuses to guess")
         dims.append(row)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -29,11 +30,11 @@ from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
 from ..model.dtypes import scalar_type, short_shape
 from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs,
-                              export_change, fit_shapes, logged_values, read_axes, sample_points, unrecorded,
-                              value_shapes)
-from ..runtime.inputs import example_inputs
+                              export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
+                              unrecorded, value_shapes)
+from ..runtime.inputs import check_build, example_inputs, input_parts, shape_bytes
 from ..runtime.isolate import RemoteError, Worker
-from ..units import exact_bytes, parse_bytes
+from ..units import check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .replan import plan_arena
 
@@ -47,14 +48,12 @@ CURVE_POINTS = 48
 
 def parse_budget(text) -> int:
     """``300MiB`` -> 314572800 (bytes, or a number with KiB, MiB or GiB: :func:`pte_lab.units.parse_bytes`, which
-    ``sizes --budget`` reads too). Raises :class:`WhatIfError` for anything else, or a budget of 0."""
-    if isinstance(text, (int, np.integer)):
-        n = int(text)
-    else:
-        try:
-            n = parse_bytes(text)
-        except ValueError as e:
-            raise WhatIfError(f"budget {e}") from None
+    ``sizes --budget`` reads too). Raises :class:`WhatIfError` for anything else, a budget of 0, or one beyond
+    what int64 holds."""
+    try:
+        n = check_int64(text, "budget") if isinstance(text, (int, np.integer)) else parse_bytes(text)
+    except ValueError as e:
+        raise WhatIfError(str(e) if isinstance(text, (int, np.integer)) else f"budget {e}") from None
     if n <= 0:
         raise WhatIfError(f"budget {text!r}: a budget is more than 0 bytes")
     return n
@@ -326,7 +325,7 @@ class Predictor:
         pte_lab's best fit (the slowest part: four orders tried), leaving ExecuTorch's plan and the bound."""
         point = tuple(int(n) for n in point)
         shapes = self.fit.shapes_at(point)
-        nbytes = shapes.prod(axis=1) * np.array(self.fit.element_sizes, np.int64)
+        nbytes = self.fit.bytes_of(shapes, point)
         problems = self.problems_for(nbytes)
         arenas, offsets = [], {}
         for p, a in zip(problems, self.method.arenas):
@@ -393,8 +392,10 @@ def _method(pte: Pte, method: str | None):
     raise WhatIfError(f"methods {', '.join(m.name for m in dyn)} have dynamic inputs: name one (method=...)")
 
 
-def _debug_buffer(method, scale: float) -> int:
-    """Bytes ETDump's debug buffer needs for one run: every logged value, dynamic ones scaled by ``scale``."""
+def _debug_buffer(method, keys, point) -> int:
+    """Bytes ETDump's debug buffer needs for one run at ``point``: every logged value, a dynamic one scaled by
+    the largest ratio of ``point`` to the exported bounds (four times it, at most its bytes at the bound), exact."""
+    scale = max(Fraction(n, method.inputs[p].shape[a]) for (p, a), n in zip(keys, point))
     total = 1 << 20
     for _, values in logged_values(method):
         for v in values:
@@ -402,20 +403,30 @@ def _debug_buffer(method, scale: float) -> int:
             if t is None:
                 total += 64
                 continue
-            n = nbytes_of(t.sizes, scalar_type(t.scalar_type, "")[1])
-            total += 64 + (int(n * min(1.0, 4 * scale)) if t.shape_dynamism != TensorShapeDynamism.STATIC else n)
+            n = shape_bytes([max(0, d) for d in t.sizes], scalar_type(t.scalar_type, "")[1])
+            total += 64 + (int(n * min(1, 4 * scale)) if t.shape_dynamism != TensorShapeDynamism.STATIC else n)
     return total
 
 
-def _inputs_at(method, keys, point) -> list:
-    ins = example_inputs(method)
+def _shapes_at(method, keys, point) -> dict[int, tuple[int, ...]]:
+    """Input position -> its shape at ``point``: the declared shape, each dim of ``keys`` at its size there."""
+    shapes = {}
     for (pos, axis), n in zip(keys, point):
-        ins[pos] = ins[pos].narrow(axis, 0, n).contiguous()
-    return ins
+        shape = list(shapes.get(pos, method.inputs[pos].shape))
+        shape[axis] = n
+        shapes[pos] = tuple(shape)
+    return shapes
 
 
-def _run_shapes(path: str, method, keys, points, data_path=None) -> list[tuple[tuple[int, ...], dict]]:
-    exported = [method.inputs[p].shape[a] for p, a in keys]
+def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes=None
+                ) -> list[tuple[tuple[int, ...], dict]]:
+    # each run's inputs, built at its point (never at the bound), and its debug buffer: checked before a worker
+    # starts (the file declares both)
+    for point in points:
+        check_build(input_parts(method, _shapes_at(method, keys, point))
+                    + [("ETDump's debug buffer", _debug_buffer(method, keys, point))],
+                    method=method.name, doing=f"a run at {point_text(keys, point)}",
+                    limit=max_input_bytes)
     engine = Worker(count=False)
     try:
         engine.call("provide_operators", method.operators)
@@ -423,10 +434,10 @@ def _run_shapes(path: str, method, keys, points, data_path=None) -> list[tuple[t
         check_axes(method, keys, read_axes(method, scalars[0]))
         runs = []
         for point in points:
-            scale = max(n / b for n, b in zip(point, exported))
+            inputs = example_inputs(method, shapes=_shapes_at(method, keys, point), limit=max_input_bytes)
             try:
-                logged = engine.call("record_shapes", path, method.name, _inputs_at(method, keys, point),
-                                     _debug_buffer(method, scale), data_path)
+                logged = engine.call("record_shapes", path, method.name, inputs, _debug_buffer(method, keys, point),
+                                     data_path)
             except RemoteError as exc:
                 raise WhatIfError(f"{method.name} did not run at {point}: {exc.message.splitlines()[0]}") from None
             runs.append((tuple(point), value_shapes(method, logged, point, keys, scalars)))
@@ -435,9 +446,10 @@ def _run_shapes(path: str, method, keys, points, data_path=None) -> list[tuple[t
         engine.close()
 
 
-def learn(source, keys, method: str | None = None, data_path=None) -> ShapeFit:
+def learn(source, keys, method: str | None = None, data_path=None, max_input_bytes=None) -> ShapeFit:
     """Every planned tensor's dims as exact affine functions of the dynamic dims ``keys`` (runs the method at
-    :func:`~pte_lab.model.what_if.sample_points`; cached per file, method and keys)."""
+    :func:`~pte_lab.model.what_if.sample_points`, its inputs built at each, never at the bound; cached per file,
+    method and keys). ``max_input_bytes``: the most a run may build (:func:`pte_lab.runtime.inputs.input_limit`)."""
     pte, path = _program(source)
     m = _method(pte, method)
     keys, _, exported = check_bounds(m, {k: 1 for k in keys})
@@ -445,21 +457,27 @@ def learn(source, keys, method: str | None = None, data_path=None) -> ShapeFit:
     cache_key = (os.path.realpath(path), st.st_mtime_ns, st.st_size, m.name, keys)
     fit = _FITS.get(cache_key)
     if fit is None:
-        runs = _run_shapes(path, m, keys, sample_points(keys, exported), data_path)
+        runs = _run_shapes(path, m, keys, sample_points(keys, exported), data_path,
+                           max_input_bytes=max_input_bytes)
         fit = _FITS[cache_key] = fit_shapes(m, keys, exported, runs)
     return fit
 
 
-def what_if(source, bounds: dict, method: str | None = None, data_path=None) -> WhatIf:
+def what_if(source, bounds: dict, method: str | None = None, data_path=None, max_input_bytes=None) -> WhatIf:
     """The method as if exported with ``bounds`` ({(input, axis): N}): every planned tensor's shape and bytes,
     each arena as ExecuTorch's greedy plans it (and pte_lab's best fit, the lower bound), the peak.
 
+    The method runs at a few small sizes (:func:`learn`), its inputs built at each and checked first against
+    ``max_input_bytes`` (:func:`pte_lab.runtime.inputs.input_limit`: 1 GiB unless raised) and the memory free.
+
     Returns a :class:`WhatIf`. Raises :class:`~pte_lab.model.what_if.WhatIfError` (one line) for a bound above
-    the exported one, a method without dynamic inputs, or a tensor whose dims are not affine (named)."""
+    the exported one, a method without dynamic inputs, or a tensor whose dims are not affine (named), and
+    :class:`~pte_lab.errors.DeclaredSizeError` for a run whose inputs would be over the limit (their bytes in
+    the message)."""
     pte, path = _program(source)
     m = _method(pte, method)
     keys, point, _ = check_bounds(m, bounds)
-    fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path)
+    fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes)
     return Predictor(m, fit).predict(point, path)
 
 
@@ -467,9 +485,7 @@ def _lower_bound_at(pred: Predictor, n: int) -> int:
     """The lower bound (bytes alive at once) at bound ``n``, each dim rounded up to a whole size where the fit
     gives a fraction there: a lower bound on what ExecuTorch's greedy plans at ``n``, and non-decreasing in
     ``n`` where every dim is."""
-    a, b, q, elem = pred.fit._arrays()
-    num = np.maximum(a + b[:, :, 0] * n, 0)
-    return pred.lower_bound(np.prod(-(-num // q), axis=1) * elem)
+    return pred.lower_bound(pred.fit.nbytes_at((n,), round_up=True))
 
 
 def _search(pred: Predictor, budget: int, lo: int, hi: int) -> int | None:
@@ -514,14 +530,14 @@ def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ..
 
 
 def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: str | None = None, data_path=None,
-                  fit: ShapeFit | None = None) -> BoundUnderBudget:
+                  fit: ShapeFit | None = None, max_input_bytes=None) -> BoundUnderBudget:
     """The largest bound of dynamic dim ``dim`` ((input, axis); None: the method's one dynamic dim) whose
     planned bytes (ExecuTorch's greedy) fit ``budget`` (bytes, or ``"300MiB"``): the method at that bound, and
     the curve of planned bytes against the bound.
 
     Returns a :class:`BoundUnderBudget`. Raises :class:`~pte_lab.model.what_if.WhatIfError` for a budget
     below what any bound plans (with the smallest total), no ``dim`` where the method has several dynamic dims
-    (listed), and where :func:`what_if` does."""
+    (listed), and where :func:`what_if` does (``max_input_bytes`` as there)."""
     budget = parse_budget(budget)
     pte, path = _program(source)
     m = _method(pte, method)
@@ -540,7 +556,7 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
         dim = dims[0]
     keys, _, exported = check_bounds(m, {tuple(dim): 1})
     if fit is None:
-        fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path)
+        fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes)
     b = search_budget(Predictor(m, fit), budget, path)
     b.dim_chosen = chosen
     return b
@@ -564,17 +580,19 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
                             _pred=pred)
 
 
-def usage_at(source, shape: dict, method: str | None = None, data_path=None) -> UsageAt:
+def usage_at(source, shape: dict, method: str | None = None, data_path=None, max_input_bytes=None) -> UsageAt:
     """Run the method once at ``shape`` ({(input, axis): size}): the bytes each planned tensor uses, what a
     plan made for that shape needs (ExecuTorch's greedy and the lower bound), and the plan at the bound,
     which the runtime allocates whole whatever the shape (it explains a measured RSS).
 
     Returns a :class:`UsageAt`. Raises :class:`~pte_lab.model.what_if.WhatIfError` for a size above the
-    bound, a method without dynamic inputs, or a dynamic tensor no instruction logged."""
+    bound, a method without dynamic inputs, or a dynamic tensor no instruction logged, and
+    :class:`~pte_lab.errors.DeclaredSizeError` for inputs at ``shape`` over ``max_input_bytes`` (see
+    :func:`what_if`)."""
     pte, path = _program(source)
     m = _method(pte, method)
     keys, point, _ = check_bounds(m, shape)
-    (_, shapes), = _run_shapes(path, m, keys, [point], data_path)
+    (_, shapes), = _run_shapes(path, m, keys, [point], data_path, max_input_bytes=max_input_bytes)
     pred = Predictor(m)
     rows, nb = [], []
     for t in m.planned:

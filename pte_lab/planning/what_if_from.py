@@ -25,6 +25,7 @@ from math import lcm
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
 from ..model.what_if import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, _describe, dynamic_inputs
+from ..units import check_int64
 from .what_if import FromExports, Predictor, WhatIf
 
 __all__ = ["what_if_from", "pair_tensors", "fit_pair", "ExportsMismatch", "check_values"]
@@ -36,8 +37,8 @@ class ExportsMismatch(WhatIfError):
 
 
 def check_values(values, at) -> tuple[int, int, int]:
-    """``values`` (two distinct ints) and ``at`` (an int above 0) checked: ``(v0, v1, at)``. Raises
-    :class:`WhatIfError` (one line) otherwise."""
+    """``values`` (two distinct ints) and ``at`` (an int above 0), each within int64, checked: ``(v0, v1, at)``.
+    Raises :class:`WhatIfError` (one line) otherwise."""
     try:
         v0, v1 = values
     except (TypeError, ValueError):
@@ -50,7 +51,10 @@ def check_values(values, at) -> tuple[int, int, int]:
             operator.index(x)
         except TypeError:
             raise WhatIfError(f"{what} {x!r} is not a whole number: the parameter's values are ints") from None
-    v0, v1, at = int(v0), int(v1), int(at)
+    try:
+        v0, v1, at = check_int64(v0, "values"), check_int64(v1, "values"), check_int64(at, "at")
+    except ValueError as exc:
+        raise WhatIfError(str(exc)) from None
     if v0 == v1:
         raise WhatIfError(f"values ({v0}, {v1}): the two exports' values must differ (two points fit a line, "
                           f"one does not)")

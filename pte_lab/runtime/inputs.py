@@ -1,6 +1,113 @@
-"""Inputs for a method, made from its plan (dtype and shape, at the upper bound when dynamic)."""
+"""Inputs for a method, made from its plan (dtype and shape, at the upper bound when dynamic).
+
+A file declares its inputs' shapes, and a 5 KB file may declare an input of 64 GiB: nothing is built at a
+declared size before :func:`check_build` has compared its bytes, exact (:func:`shape_bytes`), with the limit
+(:func:`input_limit`: :data:`DEFAULT_INPUT_LIMIT`, raised with :data:`INPUT_LIMIT_ENV` or ``max_input_bytes=``,
+and never beyond the memory free here). Every path that builds inputs goes through it: :func:`example_inputs`
+(the runtime's sample inputs, what-if's runs), and the sizing runner's buffers (:func:`input_parts` with
+``unplanned_outputs``, checked by :func:`pte_lab.runtime.sizing.sizes` before any worker starts).
+"""
 
 from __future__ import annotations
+
+import os
+
+from ..errors import DeclaredSizeError, PteFormatError, PteLabError
+from ..model.dtypes import SCALAR_TYPES, short_shape
+from ..units import INT64_MAX, check_int64, exact_bytes, first_few, parse_bytes
+from .memory import host_available
+
+#: the environment variable that sets the most bytes pte_lab builds at sizes a file declares (bytes, or a size
+#: with KiB, MiB or GiB); ``max_input_bytes=`` (the CLI's ``--max-input-bytes``) wins over it
+INPUT_LIMIT_ENV = "PTE_LAB_MAX_INPUT_BYTES"
+#: the most bytes pte_lab builds at sizes a file declares (one run's inputs, with what goes with them), unless
+#: raised
+DEFAULT_INPUT_LIMIT = 1 << 30
+
+#: dtype name -> bytes per element
+_ELEMENT = {name: size for name, size in SCALAR_TYPES.values()}
+
+
+def shape_bytes(shape, element_size: int) -> int:
+    """Bytes of a tensor of ``shape`` (sizes at least 0), exact in Python ints; past :data:`~pte_lab.units.INT64_MAX`
+    the product stops and ``INT64_MAX + 1`` stands for "more than int64 holds" (a long shape is never multiplied
+    out)."""
+    shape = [int(d) for d in shape]
+    if 0 in shape:
+        return 0
+    n = int(element_size)
+    for d in shape:
+        n *= d
+        if n > INT64_MAX:
+            return INT64_MAX + 1
+    return n
+
+
+def _bytes_said(n: int) -> str:
+    return exact_bytes(n) if n <= INT64_MAX else f"more than {INT64_MAX:,} B (beyond what int64 holds)"
+
+
+def input_parts(method, shapes: dict | None = None, unplanned_outputs: bool = False) -> list[tuple[str, int]]:
+    """``(what, bytes)`` of each tensor input of ``method`` at the shape the file declares (``shapes``: input
+    position -> the shape to build instead), exact; ``unplanned_outputs``: with the outputs the caller gives
+    memory to (the sizing runner's buffers). Raises :class:`~pte_lab.PteFormatError` for a declared size
+    below 0."""
+    out = []
+    ios = [("input", s) for s in method.inputs]
+    if unplanned_outputs:
+        ios += [("output", s) for s in method.outputs if not s.planned]
+    for kind, s in ios:
+        if s.kind != "Tensor" or s.shape is None:
+            continue
+        shape = tuple((shapes or {}).get(s.position, s.shape)) if kind == "input" else tuple(s.shape)
+        if any(int(d) < 0 for d in shape):
+            raise PteFormatError(f"method {method.name!r} {kind} {s.position} has shape {short_shape(shape)}: "
+                                 f"a size below 0")
+        out.append((f"{kind} {s.position} {s.dtype}{short_shape(shape)}", shape_bytes(shape, _ELEMENT.get(s.dtype, 1))))
+    return out
+
+
+def input_limit(limit=None) -> tuple[int, str]:
+    """(the most bytes pte_lab builds at sizes a file declares, where that figure comes from: ``"max_input_bytes"``,
+    :data:`INPUT_LIMIT_ENV` or ``"default"``): ``limit`` (bytes, or a size such as ``"4GiB"``) when given, else
+    :data:`INPUT_LIMIT_ENV`, else :data:`DEFAULT_INPUT_LIMIT`. Raises :class:`~pte_lab.PteLabError` for a limit
+    that is not a size (one line naming where it was set)."""
+    if limit is not None:
+        where, text = "max_input_bytes", limit
+    elif os.environ.get(INPUT_LIMIT_ENV, "").strip():
+        where, text = INPUT_LIMIT_ENV, os.environ[INPUT_LIMIT_ENV]
+    else:
+        return DEFAULT_INPUT_LIMIT, "default"
+    try:
+        n = check_int64(text, "limit") if isinstance(text, int) and not isinstance(text, bool) else parse_bytes(text)
+    except ValueError as exc:
+        raise PteLabError(f"{where}: {exc}") from None
+    if n < 0:
+        raise PteLabError(f"{where}: a limit of {n:,} bytes: give 0 or more")
+    return n, where
+
+
+def check_build(parts: list[tuple[str, int]], *, method: str | None, doing: str, limit=None) -> int:
+    """The bytes of ``parts`` (``(what, bytes)``: :func:`input_parts`, and whatever else one run builds) when they
+    are within the limit (:func:`input_limit`) and the memory free here; else :class:`~pte_lab.errors.DeclaredSizeError`
+    before anything is built, one line giving the bytes exactly and the largest parts. ``doing`` says what would
+    build them (``"its inputs at the shapes the file declares"``)."""
+    total = sum(n for _, n in parts)
+    cap, source = input_limit(limit)
+    free = host_available()
+    if total <= cap and (free is None or total <= free):
+        return total
+    if total > cap:
+        how = (f"the default: raise it with --max-input-bytes, max_input_bytes= or {INPUT_LIMIT_ENV}"
+               if source == "default" else f"set by {source}")
+        over, available = f"the {exact_bytes(cap)} pte_lab builds at a size a file declares ({how})", cap
+    else:
+        over, available, source = f"the {exact_bytes(free)} free on this machine (MemAvailable)", free, "free memory"
+    largest = first_few((f"{what}: {_bytes_said(n)}" for what, n in sorted(parts, key=lambda p: -p[1])), 3, "; ")
+    who = f"method {method!r}: " if method else ""
+    raise DeclaredSizeError(f"{who}{doing} would build {_bytes_said(total)} ({largest}), more than {over}; "
+                            f"nothing was built", step=doing, method=method, needed=total, available=available,
+                            limit_source=source)
 
 
 #: what a scalar input gets when the file holds no value for it
@@ -64,17 +171,23 @@ def input_problem(method, inputs) -> "tuple[int | None, str] | None":
     return None
 
 
-def example_inputs(method, seed: int = 0) -> list:
-    """Seeded random tensors matching ``method``'s inputs (a :class:`pte_lab.model.Method`).
+def example_inputs(method, seed: int = 0, *, shapes: dict | None = None, limit=None) -> list:
+    """Seeded random tensors matching ``method``'s inputs (a :class:`pte_lab.model.Method`), at the shapes the
+    file declares (``shapes``: input position -> the shape to build instead, a dynamic input's smaller one).
 
     Floating point: standard normal; integers: small non-negative values (safe
     as indices); bool: random. ``Int``, ``Double`` and ``Bool`` inputs get the
     value the file holds for them, else 0, 0.0, false (:func:`scalar_default`;
     :func:`defaulted_inputs` lists them). Other inputs (strings, lists, None)
-    cannot be made up: ValueError.
+    cannot be made up: ValueError. Nothing is built before the tensors' bytes are checked
+    (:func:`check_build`; ``limit``: see :func:`input_limit`).
 
-    Returns a list with one value per input (torch tensors, Python scalars). Raises ``ValueError`` as above.
+    Returns a list with one value per input (torch tensors, Python scalars). Raises ``ValueError`` as above, and
+    :class:`~pte_lab.errors.DeclaredSizeError` for tensors over the limit or the memory free (their bytes in
+    the message).
     """
+    doing = "its inputs at the shapes " + ("asked" if shapes else "the file declares")
+    check_build(input_parts(method, shapes), method=method.name, doing=doing, limit=limit)
     import torch
 
     g = torch.Generator().manual_seed(seed)
@@ -88,7 +201,7 @@ def example_inputs(method, seed: int = 0) -> list:
         dtype = getattr(torch, s.dtype, None)
         if not isinstance(dtype, torch.dtype):
             raise ValueError(f"method {method.name!r} input {s.position}: no torch dtype {s.dtype!r}")
-        shape = tuple(s.shape)
+        shape = tuple((shapes or {}).get(s.position, s.shape))
         if dtype.is_floating_point:
             out.append(torch.randn(shape, generator=g).to(dtype))
         elif dtype == torch.bool:
@@ -114,18 +227,26 @@ def call_sequence(method, calls: int = 4, seed: int = 0, prefill: int = 8) -> li
     Any other method gets fresh seeded random inputs for every call
     (:func:`example_inputs`).
 
-    Returns a list of ``calls`` input lists. Raises ``ValueError`` where :func:`example_inputs` does.
+    Returns a list of ``calls`` input lists. Raises ``ValueError`` where :func:`example_inputs` does, and
+    :class:`~pte_lab.errors.DeclaredSizeError` for all the calls' inputs together over the limit
+    (:func:`check_build`; they are held at once).
     """
-    import torch
-
     if not is_token_position(method):
+        check_build([(f"{what}, {calls:,} calls' worth", n * calls) for what, n in input_parts(method)],
+                    method=method.name, doing=f"the inputs of {calls:,} calls at the shapes the file declares")
         return [example_inputs(method, seed=seed + k) for k in range(calls)]
     bound = method.inputs[0].shape[1]
     first = max(1, min(prefill, bound)) if method.inputs[0].dynamic else bound
+    later = 1 if method.inputs[0].dynamic else bound
+    check_build([(f"int64 tokens of {calls:,} calls", 8 * (first + max(0, calls - 1) * later)),
+                 (f"int64 positions of {calls:,} calls", 8 * calls)], method=method.name,
+                doing=f"the inputs of {calls:,} calls (a prefill of {first:,} tokens, then {later:,} a call)")
+    import torch
+
     g = torch.Generator().manual_seed(seed)
     out, pos = [], 0
     for k in range(calls):
-        n = first if k == 0 else (1 if method.inputs[0].dynamic else bound)
+        n = first if k == 0 else later
         out.append([torch.randint(0, 4, (1, n), generator=g, dtype=torch.int64), torch.tensor([pos])])
         pos += n
     return out

@@ -407,13 +407,13 @@ class LabProgram:
         return df
 
     def sizes(self, methods: list[str] | None = None, *, runs: int = 2, verify: bool = False,
-              progress=None) -> "Sizes":
+              progress=None, max_input_bytes=None) -> "Sizes":
         """Every byte each method needs at run time, measured in a fresh worker: see :func:`pte_lab.sizes`.
 
         This program's own loads are not disturbed (the sizing runner uses its own process).
         """
         return sizes(self._load_path, methods, data_path=self.data_path, runs=runs, verify=verify,
-                     progress=progress)
+                     progress=progress, max_input_bytes=max_input_bytes)
 
     def release(self) -> None:
         """Drop the runtime's program and methods; the memory they held is given back (and measured)."""

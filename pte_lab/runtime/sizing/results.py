@@ -23,6 +23,7 @@ from ...progress import reporter
 from .. import kept
 from ..checked import checked
 from ..declared import DeclaredSizes, declared_sizes
+from ..inputs import check_build, input_parts
 from ..libraries import Library, needed
 from ..native import executorch_version
 from ..runner import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse
@@ -704,7 +705,8 @@ def _set_to(io: MethodIO) -> str:
 @arguments(source=PROGRAM_FILE, methods=optional(NAMES), data_path=optional(PATH), runs=COUNT, verify=BOOL,
            heap_runs=COUNT, cache=optional(BOOL))
 def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int = 2,
-          verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS, cache: bool | None = None) -> Sizes:
+          verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS, max_input_bytes=None,
+          cache: bool | None = None) -> Sizes:
     """Size every method of a ``.pte`` (or those named): see :mod:`pte_lab.runtime.sizing`.
 
     ``source`` is a path or an opened :class:`~pte_lab.model.Pte` (its ``.ptd``
@@ -731,11 +733,17 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     :attr:`Sizes.kept` saying when they were measured. ``cache=False`` (or ``$PTE_LAB_NO_CACHE=1``) measures
     afresh and keeps nothing.
 
+    The runner builds every tensor input at the shape the file declares (a dynamic one at its bound), and a
+    buffer for each output it is given no planned memory for: before any worker starts, those bytes are checked
+    against ``max_input_bytes`` (:func:`pte_lab.runtime.inputs.input_limit`: 1 GiB unless raised) and the
+    memory free.
+
     Returns a :class:`Sizes` (``table()``, ``pools()``, ``methods``, ``verified``). Raises
     :class:`~pte_lab.PteFormatError` for a file that is not a program, :class:`~pte_lab.NotFoundError`
     for a method it lacks, ``ValueError`` for ``runs`` or ``heap_runs`` under 1, and
-    :class:`~pte_lab.PteLabError` for a source that is not a ``.pte`` on disk; a method the runtime refuses
-    is listed in :attr:`Sizes.skipped`, not raised. Example: ``pte_lab.sizes("model.pte").table()``.
+    :class:`~pte_lab.PteLabError` for a source that is not a ``.pte`` on disk,
+    :class:`~pte_lab.errors.DeclaredSizeError` for a method whose inputs would be over the limit (their bytes
+    in the message; nothing run); a method the runtime refuses is listed in :attr:`Sizes.skipped`, not raised. Example: ``pte_lab.sizes("model.pte").table()``.
     """
     path = getattr(source, "path", source)
     if not isinstance(path, (str, os.PathLike)):
@@ -755,12 +763,17 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         got = kept.kept_or("sizes", [path, data_path],
                            {"methods": methods, "runs": runs, "verify": verify, "heap_runs": heap_runs},
                            lambda: sizes(path, methods, data_path=data_path, runs=runs, verify=verify,
-                                         progress=progress, heap_runs=heap_runs, cache=False))
+                                         progress=progress, heap_runs=heap_runs, max_input_bytes=max_input_bytes,
+                                         cache=False))
         # the same bytes, perhaps under another name: the figures are this file's
         return dataclasses.replace(got, path=path, data_path=data_path)
-    # the file read (light: no torch) and what the file and this install's registry already rule out, said
-    # before anything heavier; then every table the runtime reads checked, for the methods that will run
+    # the file read (light: no torch), what the runner would build at the file's shapes checked, and what the
+    # file and this install's registry already rule out, said before anything heavier (the reader's checks
+    # import torch) and before any worker starts; then every table the runtime reads checked
     pte = open_pte(path, data_path)
+    for n in pte.methods if methods is None else [n for n in methods if n in pte.methods]:
+        check_build(input_parts(pte.methods[n], unplanned_outputs=True), method=n, limit=max_input_bytes,
+                    doing="the sizing runner's inputs and unplanned outputs at the shapes the file declares")
     if pte.bundled is not None:
         raise PteLabError(f"{path} is a bundled program (.bpte): size the .pte it carries")
     names = list(pte.methods) if methods is None else list(methods)
