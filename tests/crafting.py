@@ -402,3 +402,118 @@ SCALING = {
     "many suites": (many_suites, 200),
     "one suite named often": (lambda n: many_suites(n, shared=True), 1000),
 }
+
+
+# ------------------------------------------------------------ ETRecords (tests/test_etrecord_crafted.py and
+# benchmarks/bench_etrecord.py): ZIP archives written byte by byte, so that their directory may lie
+def zip_archive(entries) -> bytes:
+    """A ZIP archive of ``entries``: ``(name, data)`` stored, or ``(name, data, options)`` with options
+    ``deflate`` (True: the data deflated), ``pad`` (bytes of junk after the deflate stream, stored with the
+    entry but never inflated) and ``declared`` (the uncompressed size the directory claims, instead of the
+    data's). The same ``(name, data...)`` tuple given twice is written once and listed twice in the central
+    directory (two names for one stored entry)."""
+    import struct
+    import zlib
+
+    body, directory, written = bytearray(), bytearray(), {}
+    count = 0
+    for e in entries:
+        name, data, opts = (e[0], e[1], e[2] if len(e) > 2 else {})
+        key = id(e)
+        if key not in written:
+            stored = data
+            method = 0
+            if opts.get("deflate"):
+                c = zlib.compressobj(9, zlib.DEFLATED, -15)
+                stored = c.compress(data) + c.flush() + b"\0" * opts.get("pad", 0)
+                method = 8
+            crc, size = zlib.crc32(data), opts.get("declared", len(data))
+            raw = name.encode()
+            offset = len(body)
+            body += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0, crc, len(stored), size,
+                                len(raw), 0) + raw + stored
+            written[key] = (offset, method, crc, len(stored), size)
+        offset, method, crc, stored_size, size = written[key]
+        raw = name.encode()
+        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0, crc, stored_size,
+                                 size, len(raw), 0, 0, 0, 0, 0, offset) + raw
+        count += 1
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(directory), len(body), 0)
+    return bytes(body + directory + end)
+
+
+def etr_node(name: str, handle=None, target: str = "executorch.exir.dialects.edge.ops.aten.op.default",
+             module: str | None = None, trace: str | None = None, inputs=(), outputs=None, shape=None) -> dict:
+    """One node of an edge program as torch.export's JSON writes it (``outputs`` default to its own name;
+    ``shape`` names its output's sizes in the graph's ``tensor_values``, see :func:`edge_program`)."""
+    md = {}
+    if handle is not None:
+        md["debug_handle"] = str(handle)
+    if module is not None:
+        md["nn_module_stack"] = f"L__self__,,pkg.Model;L__self__{module},{module},torch.nn.modules.linear.Linear"
+    if trace is not None:
+        md["stack_trace"] = trace
+    outs = [name] if outputs is None else list(outputs)
+    node = {"name": name, "target": target,
+            "inputs": [{"name": f"a{k}", "arg": {"as_tensor": {"name": i}}} for k, i in enumerate(inputs)],
+            "outputs": [{"as_tensor": {"name": o}} for o in outs], "metadata": md}
+    if shape is not None:
+        node["_shape"] = list(shape)
+    return node
+
+
+def edge_program(nodes, outputs=(), signature=None) -> bytes:
+    """An edge program's JSON (``graph_module.graph``) holding ``nodes`` (:func:`etr_node`)."""
+    import json
+
+    values = {}
+    clean = []
+    for n in nodes:
+        n = dict(n)
+        shape = n.pop("_shape", None)
+        if shape is not None:
+            for o in n["outputs"]:
+                values[o["as_tensor"]["name"]] = {"sizes": [{"as_int": d} for d in shape]}
+        clean.append(n)
+    graph = {"inputs": [], "outputs": [{"as_tensor": {"name": o}} for o in outputs], "nodes": clean,
+             "tensor_values": values}
+    gm = {"graph": graph}
+    if signature is not None:
+        gm["signature"] = signature
+    return json.dumps({"graph_module": gm}, separators=(",", ":")).encode()
+
+
+def build_etrecord(methods, *, deflate: bool = False, extra=()) -> bytes:
+    """An ETRecord: ``methods`` maps a method name to ``{"handles": {instruction: handle or [handles]},
+    "delegates": {instruction: backend}, "program": edge program bytes or None}``; ``deflate`` deflates every
+    entry; ``extra`` are more ``zip_archive`` entries."""
+    import json
+
+    opts = {"deflate": True} if deflate else {}
+    dump = (lambda d: json.dumps(d, separators=(",", ":")).encode())
+    entries = [("ETRECORD_V0", b""),
+               ("debug_handle_map", dump({m: {str(k): v for k, v in d.get("handles", {}).items()}
+                                         for m, d in methods.items()}), opts),
+               ("delegate_map", dump({m: {str(k): {"name": b} for k, b in d.get("delegates", {}).items()}
+                                     for m, d in methods.items()}), opts)]
+    for m, d in methods.items():
+        if d.get("program") is not None:
+            entries.append((f"edge_dialect_exported_program/{m}", d["program"], opts))
+    return zip_archive(entries + list(extra))
+
+
+def program_and_etrecord(instructions: int, nodes: int, *, handle_for=lambda i: 1, shapes: bool = True):
+    """(program, ETRecord): a one-method program of ``instructions`` KernelCalls of ``aten::op.out``, each
+    writing a tensor of 4 floats, and an ETRecord whose edge program has ``nodes`` ``aten.op`` nodes; instruction
+    ``i`` carries handle ``handle_for(i)``, node ``j`` handle ``1 + j % max(handles)`` (all under handle 1 by
+    default: the issue's 600 instructions under one debug handle)."""
+    values = [("tensor", 1, 16 * i, 4) for i in range(instructions + 1)]
+    program = build_program(values, [[i, i + 1] for i in range(instructions)],
+                            sizes=(0, 16 * (instructions + 1)))
+    handles = {i: handle_for(i) for i in range(instructions)}
+    top = max(h for v in handles.values() for h in (v if isinstance(v, list) else [v]))
+    graph = [etr_node(f"n{j}", 1 + j % top, module=f"layers.{j % 7}", shape=[4] if shapes else None,
+                      inputs=[f"n{j - 1}"] if j else ())
+             for j in range(nodes)]
+    etr = build_etrecord({"forward": {"handles": handles, "program": edge_program(graph, [f"n{nodes - 1}"])}})
+    return program, etr
