@@ -410,22 +410,25 @@ def zip_archive(entries) -> bytes:
     """A ZIP archive of ``entries``: ``(name, data)`` stored, or ``(name, data, options)`` with options
     ``deflate`` (True: the data deflated), ``pad`` (bytes of junk after the deflate stream, stored with the
     entry but never inflated) and ``declared`` (the uncompressed size the directory claims, instead of the
-    data's). The same ``(name, data...)`` tuple given twice is written once and listed twice in the central
-    directory (two names for one stored entry)."""
+    data's), or ``same_as`` (another entry's tuple, given before: this name is listed in the central directory
+    for that entry's stored bytes, overlapping it). The same tuple given twice is written once and listed twice;
+    the same ``data`` object deflated twice is deflated once."""
     import struct
     import zlib
 
-    body, directory, written = bytearray(), bytearray(), {}
+    body, directory, written, deflated = bytearray(), bytearray(), {}, {}
     count = 0
     for e in entries:
         name, data, opts = (e[0], e[1], e[2] if len(e) > 2 else {})
-        key = id(e)
+        key = id(opts["same_as"]) if "same_as" in opts else id(e)
         if key not in written:
             stored = data
             method = 0
             if opts.get("deflate"):
-                c = zlib.compressobj(9, zlib.DEFLATED, -15)
-                stored = c.compress(data) + c.flush() + b"\0" * opts.get("pad", 0)
+                if id(data) not in deflated:
+                    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+                    deflated[id(data)] = c.compress(data) + c.flush()
+                stored = deflated[id(data)] + b"\0" * opts.get("pad", 0)
                 method = 8
             crc, size = zlib.crc32(data), opts.get("declared", len(data))
             raw = name.encode()
@@ -517,3 +520,53 @@ def program_and_etrecord(instructions: int, nodes: int, *, handle_for=lambda i: 
              for j in range(nodes)]
     etr = build_etrecord({"forward": {"handles": handles, "program": edge_program(graph, [f"n{nodes - 1}"])}})
     return program, etr
+
+
+# The campaign's ETRecords, each at size n (tests/test_etrecord_bounds.py at two sizes, benchmarks/bench_etrecord.py
+# near 1 MB). A deflated entry is padded to a 100x ratio, what the old per-entry bound let through.
+def _padded(data: bytes, ratio: int = 100) -> dict:
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return {"deflate": True, "pad": max(0, len(data) // ratio - len(c.compress(data) + c.flush()))}
+
+
+def etr_handle_bomb(n: int) -> bytes:
+    """One instruction listing n debug handles, deflated (2 bytes of JSON a handle: n = 50 M is 1 MB)."""
+    data = b'{"forward":{"0":[' + b"1," * (n - 1) + b"1]}}"
+    return zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", data, _padded(data))])
+
+
+def _minimal_nodes(n: int) -> bytes:
+    """An edge program of n nodes of one handle, as little JSON as a node takes (~60 bytes)."""
+    nodes = b",".join(b'{"name":"n%d","target":"aten.op.default","metadata":{"debug_handle":1}}' % j
+                      for j in range(n))
+    return b'{"graph_module":{"graph":{"nodes":[' + nodes + b"]}}}"
+
+
+def etr_node_bomb(n: int) -> bytes:
+    """n nodes in one deflated edge program (7.5 M nodes are about 1 MB)."""
+    data = _minimal_nodes(n)
+    return zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", b'{"forward":{"0":1}}'),
+                        ("edge_dialect_exported_program/forward", data, _padded(data))])
+
+
+def etr_many_entries(k: int, entry_bytes: int = 1 << 20) -> bytes:
+    """k edge programs of ``entry_bytes`` of JSON each (one node repeated), deflated: each within the old
+    per-entry 1 MiB slack, ~2 KB stored."""
+    node = b'{"name":"n","target":"aten.op.default","metadata":{"debug_handle":1}},'
+    data = b'{"graph_module":{"graph":{"nodes":[' + node * (entry_bytes // len(node) - 1) + node[:-1] + b"]}}}"
+    opts = {"deflate": True}
+    handles = b"{" + b",".join(b'"m%d":{"0":1}' % i for i in range(k)) + b"}"
+    return zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", handles)]
+                       + [(f"edge_dialect_exported_program/m{i}", data, opts) for i in range(k)])
+
+
+def etr_stored_nodes(n: int, instructions: int = 4):
+    """(program, ETRecord): the ETRecord stored (as ExecuTorch writes it) with n minimal nodes under one handle
+    that every one of the program's ``instructions`` kernel calls carries: the most nodes a file of its size holds."""
+    values = [("tensor", 1, 16 * i, 4) for i in range(instructions + 1)]
+    program = build_program(values, [[i, i + 1] for i in range(instructions)], sizes=(0, 16 * (instructions + 1)))
+    handles = b"{" + b",".join(b'"%d":1' % i for i in range(instructions)) + b"}"
+    return program, zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", b'{"forward":' + handles + b"}"),
+                                 ("edge_dialect_exported_program/forward", _minimal_nodes(n))])
