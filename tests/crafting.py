@@ -545,8 +545,8 @@ def _minimal_nodes(n: int) -> bytes:
 
 
 def etr_node_bomb(n: int) -> bytes:
-    """n nodes in one deflated edge program (7.5 M nodes are about 1 MB)."""
-    data = _minimal_nodes(n)
+    """n nodes (``{"name":"n"}``) in one deflated edge program (7.5 M nodes are about 1 MB)."""
+    data = b'{"graph_module":{"graph":{"nodes":[' + b'{"name":"n"},' * (n - 1) + b'{"name":"n"}]}}}'
     return zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", b'{"forward":{"0":1}}'),
                         ("edge_dialect_exported_program/forward", data, _padded(data))])
 
@@ -570,3 +570,15 @@ def etr_stored_nodes(n: int, instructions: int = 4):
     handles = b"{" + b",".join(b'"%d":1' % i for i in range(instructions)) + b"}"
     return program, zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", b'{"forward":' + handles + b"}"),
                                  ("edge_dialect_exported_program/forward", _minimal_nodes(n))])
+
+
+def delegates_sharing_a_handle(calls: int, nodes: int):
+    """``calls`` delegate calls, each listing handle 1 (``nodes`` nodes) and one handle of its own."""
+    values = [("tensor", 1, 16 * i, 4) for i in range(calls + 1)]
+    program = build_full(values, [("delegate", 0, [i, i + 1]) for i in range(calls)],
+                         sizes=(0, 16 * (calls + 1)), delegates=[("XnnpackBackend", 0, 0)], inline_data=[b"blob"])
+    graph = [etr_node(f"n{j}", 1, inputs=[f"n{j - 1}"] if j else ()) for j in range(nodes)]
+    graph += [etr_node(f"own{i}", 2 + i, inputs=[f"n{nodes - 1}"]) for i in range(calls)]
+    return program, build_etrecord({"forward": {
+        "handles": {i: [1, 2 + i] for i in range(calls)}, "delegates": {i: "XnnpackBackend" for i in range(calls)},
+        "program": edge_program(graph, [f"own{calls - 1}"])}})
