@@ -537,7 +537,7 @@ def etr_handle_bomb(n: int) -> bytes:
     return zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", data, _padded(data))])
 
 
-def _minimal_nodes(n: int) -> bytes:
+def etr_minimal_nodes(n: int) -> bytes:
     """An edge program of n nodes of one handle, as little JSON as a node takes (~60 bytes)."""
     nodes = b",".join(b'{"name":"n%d","target":"aten.op.default","metadata":{"debug_handle":1}}' % j
                       for j in range(n))
@@ -569,7 +569,7 @@ def etr_stored_nodes(n: int, instructions: int = 4):
     program = build_program(values, [[i, i + 1] for i in range(instructions)], sizes=(0, 16 * (instructions + 1)))
     handles = b"{" + b",".join(b'"%d":1' % i for i in range(instructions)) + b"}"
     return program, zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", b'{"forward":' + handles + b"}"),
-                                 ("edge_dialect_exported_program/forward", _minimal_nodes(n))])
+                                 ("edge_dialect_exported_program/forward", etr_minimal_nodes(n))])
 
 
 def delegates_sharing_a_handle(calls: int, nodes: int):
