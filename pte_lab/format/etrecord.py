@@ -291,12 +291,21 @@ def _per_method(raw, name: str, where: str) -> dict:
     return raw
 
 
+def _keys(raw: dict, what: str, where: str) -> list[int]:
+    """A per-instruction map's keys as instruction indices (``what``: the method's ..., named in an error)."""
+    out = []
+    for k in raw:  # JSON keys are strings: ExecuTorch's are decimal, read without a message made for each
+        out.append(int(k) if k.isascii() and k.isdigit() and len(k) < 19 else _index(k, f"{what} {k!r}", where))
+    return out
+
+
 def _handles(v, what, where) -> tuple[int, ...]:
+    """One instruction's debug handles (``what()``: what to call them in an error)."""
     if type(v) is list:
         if all(type(x) is int for x in v):  # as ExecuTorch writes them
             return tuple(v)
-        return tuple(_int(x, what, where) for x in v)
-    return (_int(v, what, where),)
+        return tuple(_int(x, what(), where) for x in v)
+    return (v,) if type(v) is int else (_int(v, what(), where),)
 
 
 def _split_meta(item: str) -> list[str]:
@@ -544,13 +553,13 @@ def _read(z: zipfile.ZipFile, path: str | None, where: str, size: int, program: 
     for name in names:
         label = printable(name)
         raw = handle_map.get(name, {})
-        keys = [_index(k, f"{name}'s instruction {k!r}", where) for k in raw]
-        delegate_keys = [_index(k, f"{name}'s delegate {k!r}", where) for k in maps["delegate_map"].get(name, {})]
+        keys = _keys(raw, f"{name}'s instruction", where)
+        delegate_keys = _keys(maps["delegate_map"].get(name, {}), f"{name}'s delegate", where)
         outs_raw = maps["instruction_id_to_num_outs_map"].get(name, {})
-        outs_keys = [_index(k, f"{name}'s instruction {k!r}", where) for k in outs_raw]
+        outs_keys = _keys(outs_raw, f"{name}'s instruction", where)
         if spelled is not None:
             check_counts(label, program[spelled[label]], keys, delegate_keys, outs_keys)
-        handles = {i: _handles(v, f"{name}'s handle of {k!r}", where) for i, (k, v) in zip(keys, raw.items())}
+        handles = {i: _handles(v, lambda: f"{name}'s handle of {k!r}", where) for i, (k, v) in zip(keys, raw.items())}
         delegates = {}
         for i, v in zip(delegate_keys, maps["delegate_map"].get(name, {}).values()):
             backend = v.get("name") if type(v) is dict else None
