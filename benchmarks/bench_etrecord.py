@@ -80,7 +80,7 @@ def crafted(scale: float) -> dict[str, tuple[bytes, bytes, str]]:
                                  f"{MAX_EXPANSION}x the file")
     many = budget // 2 - 64
     handle_list = b'{"forward":{"0":[' + b"1," * (many - 1) + b'1],"1":1,"2":1,"3":1}}'
-    one = b'{"graph_module":{"graph":{"nodes":[{"name":"n","target":"aten.op.default","metadata":{"debug_handle":1}}]}}}'
+    one = c.etr_minimal_nodes(1)
     at_bound = _padded([("ETRECORD_V0", b""), ("debug_handle_map", handle_list, deflated),
                         ("edge_dialect_exported_program/forward", one)], size)
     out["handles at the bound"] = (small, at_bound,
@@ -169,7 +169,8 @@ def scaling() -> None:
         return run
 
     def refused_sources(pair):
-        return lambda: _expect(ETRecordError, lambda: pte_lab.open(pair[0], etrecord=pair[1]).methods["forward"].sources)
+        return lambda: _expect(ETRecordError,
+                               lambda: pte_lab.open(pair[0], etrecord=pair[1]).methods["forward"].sources)
 
     cases = {
         "handle bomb (1 M, 4 M handles)": [refused(c.etr_handle_bomb(n)) for n in (1_000_000, 4_000_000)],
@@ -181,11 +182,13 @@ def scaling() -> None:
         "shared by delegates (100 x 2,000, 400 x 8,000)": [refused_sources(c.delegates_sharing_a_handle(k, n))
                                                            for k, n in ((100, 2_000), (400, 8_000))],
     }
-    print(f"{'crafted class':48} {'lines 1x':>10} {'lines 4x':>10} {'ratio':>6}  {'peak 1x':>9} {'peak 4x':>9} {'ratio':>6}")
+    print(f"{'crafted class':48} {'lines 1x':>10} {'lines 4x':>10} {'ratio':>6}  "
+          f"{'peak 1x':>9} {'peak 4x':>9} {'ratio':>6}")
     for name, (small, large) in cases.items():
         small(), large()  # the first run pays for imports and caches
         (l1, p1), (l2, p2) = _work(small), _work(large)
-        print(f"{name:48} {l1:>10,} {l2:>10,} {l2 / l1:>6.2f}  {p1 / 2**20:>7.1f}Mi {p2 / 2**20:>7.1f}Mi {p2 / p1:>6.2f}")
+        print(f"{name:48} {l1:>10,} {l2:>10,} {l2 / l1:>6.2f}  "
+              f"{p1 / 2**20:>7.1f}Mi {p2 / 2**20:>7.1f}Mi {p2 / p1:>6.2f}")
 
 
 def _expect(kind, fn) -> None:
