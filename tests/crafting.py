@@ -414,3 +414,181 @@ def with_sizes(data: bytes, old, new) -> bytes:
     assert len(new) == len(old) and data.count(find) == 1, "the shape is not one sizes vector of this file"
     at = data.index(find)
     return data[:at] + struct.pack(f"<{len(new) + 1}i", len(new), *new) + data[at + len(find):]
+# ------------------------------------------------------------ ETRecords (tests/test_etrecord_crafted.py and
+# benchmarks/bench_etrecord.py): ZIP archives written byte by byte, so that their directory may lie
+def zip_archive(entries) -> bytes:
+    """A ZIP archive of ``entries``: ``(name, data)`` stored, or ``(name, data, options)`` with options
+    ``deflate`` (True: the data deflated), ``pad`` (bytes of junk after the deflate stream, stored with the
+    entry but never inflated) and ``declared`` (the uncompressed size the directory claims, instead of the
+    data's), or ``same_as`` (another entry's tuple, given before: this name is listed in the central directory
+    for that entry's stored bytes, overlapping it). The same tuple given twice is written once and listed twice;
+    the same ``data`` object deflated twice is deflated once."""
+    import struct
+    import zlib
+
+    body, directory, written, deflated = bytearray(), bytearray(), {}, {}
+    count = 0
+    for e in entries:
+        name, data, opts = (e[0], e[1], e[2] if len(e) > 2 else {})
+        key = id(opts["same_as"]) if "same_as" in opts else id(e)
+        if key not in written:
+            stored = data
+            method = 0
+            if opts.get("deflate"):
+                if id(data) not in deflated:
+                    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+                    deflated[id(data)] = c.compress(data) + c.flush()
+                stored = deflated[id(data)] + b"\0" * opts.get("pad", 0)
+                method = 8
+            crc, size = zlib.crc32(data), opts.get("declared", len(data))
+            raw = name.encode()
+            offset = len(body)
+            body += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0, crc, len(stored), size,
+                                len(raw), 0) + raw + stored
+            written[key] = (offset, method, crc, len(stored), size)
+        offset, method, crc, stored_size, size = written[key]
+        raw = name.encode()
+        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0, crc, stored_size,
+                                 size, len(raw), 0, 0, 0, 0, 0, offset) + raw
+        count += 1
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(directory), len(body), 0)
+    return bytes(body + directory + end)
+
+
+def etr_node(name: str, handle=None, target: str = "executorch.exir.dialects.edge.ops.aten.op.default",
+             module: str | None = None, trace: str | None = None, inputs=(), outputs=None, shape=None) -> dict:
+    """One node of an edge program as torch.export's JSON writes it (``outputs`` default to its own name;
+    ``shape`` names its output's sizes in the graph's ``tensor_values``, see :func:`edge_program`)."""
+    md = {}
+    if handle is not None:
+        md["debug_handle"] = str(handle)
+    if module is not None:
+        md["nn_module_stack"] = f"L__self__,,pkg.Model;L__self__{module},{module},torch.nn.modules.linear.Linear"
+    if trace is not None:
+        md["stack_trace"] = trace
+    outs = [name] if outputs is None else list(outputs)
+    node = {"name": name, "target": target,
+            "inputs": [{"name": f"a{k}", "arg": {"as_tensor": {"name": i}}} for k, i in enumerate(inputs)],
+            "outputs": [{"as_tensor": {"name": o}} for o in outs], "metadata": md}
+    if shape is not None:
+        node["_shape"] = list(shape)
+    return node
+
+
+def edge_program(nodes, outputs=(), signature=None) -> bytes:
+    """An edge program's JSON (``graph_module.graph``) holding ``nodes`` (:func:`etr_node`)."""
+    import json
+
+    values = {}
+    clean = []
+    for n in nodes:
+        n = dict(n)
+        shape = n.pop("_shape", None)
+        if shape is not None:
+            for o in n["outputs"]:
+                values[o["as_tensor"]["name"]] = {"sizes": [{"as_int": d} for d in shape]}
+        clean.append(n)
+    graph = {"inputs": [], "outputs": [{"as_tensor": {"name": o}} for o in outputs], "nodes": clean,
+             "tensor_values": values}
+    gm = {"graph": graph}
+    if signature is not None:
+        gm["signature"] = signature
+    return json.dumps({"graph_module": gm}, separators=(",", ":")).encode()
+
+
+def build_etrecord(methods, *, deflate: bool = False, extra=()) -> bytes:
+    """An ETRecord: ``methods`` maps a method name to ``{"handles": {instruction: handle or [handles]},
+    "delegates": {instruction: backend}, "program": edge program bytes or None}``; ``deflate`` deflates every
+    entry; ``extra`` are more ``zip_archive`` entries."""
+    import json
+
+    opts = {"deflate": True} if deflate else {}
+    dump = (lambda d: json.dumps(d, separators=(",", ":")).encode())
+    entries = [("ETRECORD_V0", b""),
+               ("debug_handle_map", dump({m: {str(k): v for k, v in d.get("handles", {}).items()}
+                                         for m, d in methods.items()}), opts),
+               ("delegate_map", dump({m: {str(k): {"name": b} for k, b in d.get("delegates", {}).items()}
+                                     for m, d in methods.items()}), opts)]
+    for m, d in methods.items():
+        if d.get("program") is not None:
+            entries.append((f"edge_dialect_exported_program/{m}", d["program"], opts))
+    return zip_archive(entries + list(extra))
+
+
+def program_and_etrecord(instructions: int, nodes: int, *, handle_for=lambda i: 1, shapes: bool = True):
+    """(program, ETRecord): a one-method program of ``instructions`` KernelCalls of ``aten::op.out``, each
+    writing a tensor of 4 floats, and an ETRecord whose edge program has ``nodes`` ``aten.op`` nodes; instruction
+    ``i`` carries handle ``handle_for(i)``, node ``j`` handle ``1 + j % max(handles)`` (all under handle 1 by
+    default: the issue's 600 instructions under one debug handle)."""
+    values = [("tensor", 1, 16 * i, 4) for i in range(instructions + 1)]
+    program = build_program(values, [[i, i + 1] for i in range(instructions)],
+                            sizes=(0, 16 * (instructions + 1)))
+    handles = {i: handle_for(i) for i in range(instructions)}
+    top = max(h for v in handles.values() for h in (v if isinstance(v, list) else [v]))
+    graph = [etr_node(f"n{j}", 1 + j % top, module=f"layers.{j % 7}", shape=[4] if shapes else None,
+                      inputs=[f"n{j - 1}"] if j else ())
+             for j in range(nodes)]
+    etr = build_etrecord({"forward": {"handles": handles, "program": edge_program(graph, [f"n{nodes - 1}"])}})
+    return program, etr
+
+
+# The campaign's ETRecords, each at size n (tests/test_etrecord_bounds.py at two sizes, benchmarks/bench_etrecord.py
+# near 1 MB). A deflated entry is padded to a 100x ratio, what the old per-entry bound let through.
+def _padded(data: bytes, ratio: int = 100) -> dict:
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return {"deflate": True, "pad": max(0, len(data) // ratio - len(c.compress(data) + c.flush()))}
+
+
+def etr_handle_bomb(n: int) -> bytes:
+    """One instruction listing n debug handles, deflated (2 bytes of JSON a handle: n = 50 M is 1 MB)."""
+    data = b'{"forward":{"0":[' + b"1," * (n - 1) + b"1]}}"
+    return zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", data, _padded(data))])
+
+
+def etr_minimal_nodes(n: int) -> bytes:
+    """An edge program of n nodes of one handle, as little JSON as a node takes (~60 bytes)."""
+    nodes = b",".join(b'{"name":"n%d","target":"aten.op.default","metadata":{"debug_handle":1}}' % j
+                      for j in range(n))
+    return b'{"graph_module":{"graph":{"nodes":[' + nodes + b"]}}}"
+
+
+def etr_node_bomb(n: int) -> bytes:
+    """n nodes (``{"name":"n"}``) in one deflated edge program (7.5 M nodes are about 1 MB)."""
+    data = b'{"graph_module":{"graph":{"nodes":[' + b'{"name":"n"},' * (n - 1) + b'{"name":"n"}]}}}'
+    return zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", b'{"forward":{"0":1}}'),
+                        ("edge_dialect_exported_program/forward", data, _padded(data))])
+
+
+def etr_many_entries(k: int, entry_bytes: int = 1 << 20) -> bytes:
+    """k edge programs of ``entry_bytes`` of JSON each (one node repeated), deflated: each within the old
+    per-entry 1 MiB slack, ~2 KB stored."""
+    node = b'{"name":"n","target":"aten.op.default","metadata":{"debug_handle":1}},'
+    data = b'{"graph_module":{"graph":{"nodes":[' + node * (entry_bytes // len(node) - 1) + node[:-1] + b"]}}}"
+    opts = {"deflate": True}
+    handles = b"{" + b",".join(b'"m%d":{"0":1}' % i for i in range(k)) + b"}"
+    return zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", handles)]
+                       + [(f"edge_dialect_exported_program/m{i}", data, opts) for i in range(k)])
+
+
+def etr_stored_nodes(n: int, instructions: int = 4):
+    """(program, ETRecord): the ETRecord stored (as ExecuTorch writes it) with n minimal nodes under one handle
+    that every one of the program's ``instructions`` kernel calls carries: the most nodes a file of its size holds."""
+    values = [("tensor", 1, 16 * i, 4) for i in range(instructions + 1)]
+    program = build_program(values, [[i, i + 1] for i in range(instructions)], sizes=(0, 16 * (instructions + 1)))
+    handles = b"{" + b",".join(b'"%d":1' % i for i in range(instructions)) + b"}"
+    return program, zip_archive([("ETRECORD_V0", b""), ("debug_handle_map", b'{"forward":' + handles + b"}"),
+                                 ("edge_dialect_exported_program/forward", etr_minimal_nodes(n))])
+
+
+def delegates_sharing_a_handle(calls: int, nodes: int):
+    """``calls`` delegate calls, each listing handle 1 (``nodes`` nodes) and one handle of its own."""
+    values = [("tensor", 1, 16 * i, 4) for i in range(calls + 1)]
+    program = build_full(values, [("delegate", 0, [i, i + 1]) for i in range(calls)],
+                         sizes=(0, 16 * (calls + 1)), delegates=[("XnnpackBackend", 0, 0)], inline_data=[b"blob"])
+    graph = [etr_node(f"n{j}", 1, inputs=[f"n{j - 1}"] if j else ()) for j in range(nodes)]
+    graph += [etr_node(f"own{i}", 2 + i, inputs=[f"n{nodes - 1}"]) for i in range(calls)]
+    return program, build_etrecord({"forward": {
+        "handles": {i: [1, 2 + i] for i in range(calls)}, "delegates": {i: "XnnpackBackend" for i in range(calls)},
+        "program": edge_program(graph, [f"own{calls - 1}"])}})

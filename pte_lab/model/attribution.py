@@ -22,13 +22,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import ETRecordError
-from ..format.etrecord import ETRecord, MethodRecord, NodeInfo, SourceLine, innermost_user, op_base
+from ..format.etrecord import (ETRecord, MethodRecord, NodeInfo, SourceLine, check_counts, check_methods,
+                               innermost_user, mismatch, op_base)
+from ..printable import printable
+from ..units import first_few
 
 if TYPE_CHECKING:
     from .method import Method
 
 __all__ = ["TensorSource", "SOURCE_COLUMNS", "attribute", "attribute_program", "attribute_stacktraces",
-           "check_etrecord", "check_method"]
+           "check_etrecord", "check_method", "kernel_node"]
 
 #: the columns an ETRecord adds to a method's tensors (and the keys it adds to the JSON tensor rows)
 SOURCE_COLUMNS = ("node", "module", "module_type", "source")
@@ -60,53 +63,143 @@ class TensorSource:
         return getattr(self, name)
 
 
-def _mismatch(method: str, what: str) -> ETRecordError:
-    return ETRecordError(f"the ETRecord does not belong to this program: method {method!r}: {what}")
+#: a method's checks and attribution may visit its nodes (and their readers, and their symbolic shapes) at most
+#: this many times over plus this slack: a real export's delegate calls swallow disjoint nodes (once over), a
+#: crafted ETRecord that gives every delegate call the same 20,000 nodes is refused instead of walked 600 times
+_REVISITS, _REVISIT_SLACK = 4, 100_000
+
+
+@dataclass
+class _Index:
+    """A method record's nodes indexed once by debug handle (kept in the record's memo): what a lookup per
+    instruction asks for costs the instruction's handles, not the nodes under them."""
+
+    #: handle -> the operators of its nodes
+    ops: dict[int, frozenset[str]]
+    #: handle -> its last node; (handle, op) -> its last node running op
+    last: dict[int, NodeInfo]
+    last_op: dict[tuple[int, str], NodeInfo]
+    #: (handle, op) -> (its nodes' static output shapes, their distinct symbolic ones, its last node with shapes)
+    shaped: dict[tuple[int, str], tuple[set, list, NodeInfo]]
+    #: tensor name -> the nodes reading it; the graph's outputs
+    consumers: dict[str, set[str]]
+    graph_outputs: frozenset[str]
+    #: handle -> its nodes plus the readers of their outputs: the work of walking them
+    weight: dict[int, int]
+    #: what a method's walks may cost in all (:data:`_REVISITS`)
+    budget: int
+
+
+def _index(rec: MethodRecord) -> _Index:
+    ix = rec.memo.get("attribution")
+    if ix is not None:
+        return ix
+    consumers: dict[str, set[str]] = {}
+    for nd in rec.nodes:
+        for name in nd.inputs:
+            consumers.setdefault(name, set()).add(nd.name)
+    ops: dict[int, set[str]] = {}
+    last: dict[int, NodeInfo] = {}
+    last_op: dict[tuple[int, str], NodeInfo] = {}
+    shaped: dict[tuple[int, str], tuple[set, list, NodeInfo]] = {}
+    weight: dict[int, int] = {}
+    for h, nodes in rec.by_handle.items():
+        ops[h] = frozenset(nd.op for nd in nodes)
+        last[h] = nodes[-1]
+        w = 0
+        for nd in nodes:
+            last_op[h, nd.op] = nd
+            w += 1 + sum(len(consumers.get(o, ())) for o in nd.outputs)
+            if nd.output_shapes:
+                static, symbolic, _ = shaped.get((h, nd.op)) or (set(), [], None)
+                for o in nd.output_shapes:
+                    if None in o:
+                        if o not in symbolic:
+                            symbolic.append(o)
+                    else:
+                        static.add(o)
+                shaped[h, nd.op] = (static, symbolic, nd)
+        weight[h] = w
+    ix = rec.memo["attribution"] = _Index(ops, last, last_op, shaped, consumers, frozenset(rec.graph_outputs),
+                                          weight, _REVISITS * (sum(weight.values()) + len(rec.nodes)) + _REVISIT_SLACK)
+    return ix
+
+
+class _Work:
+    """The node visits of one method's walks, against :attr:`_Index.budget`."""
+
+    def __init__(self, method: str, ix: _Index):
+        self.method, self.left, self.limit = method, ix.budget, ix.budget
+
+    def charge(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise ETRecordError(f"the ETRecord's method {printable(self.method)!r}: its instructions name the same "
+                                f"nodes so many times over that attributing them would visit more than "
+                                f"{self.limit:,} nodes ({_REVISITS}x its graph); refusing (one debug handle listed by "
+                                f"many delegate calls?)")
+
+
+def kernel_node(rec: MethodRecord, instruction) -> NodeInfo | None:
+    """The node a kernel call (an :class:`~pte_lab.model.method.Instruction`) came from: of the nodes under its
+    handles (the ETRecord's handle order, graph order under each), the last running its operator, else the last
+    one; None without nodes. Costs the instruction's handles, not their nodes."""
+    ix = _index(rec)
+    hs = rec.handles_of(instruction.index)
+    op = _kernel_op(instruction)
+    for h in reversed(hs):
+        nd = ix.last_op.get((h, op))
+        if nd is not None:
+            return nd
+    for h in reversed(hs):
+        nd = ix.last.get(h)
+        if nd is not None:
+            return nd
+    return None
 
 
 def check_etrecord(method_names: Iterable[str], record: ETRecord, instructions=None) -> None:
     """Refuse an ETRecord whose methods are not the program's. ``instructions(name)`` (a method's instruction
     count) lets the ETRecord leave out methods that run nothing (export_llm's ``get_max_seq_len``...: constant
     methods ExecuTorch records no graph of)."""
-    ours, theirs = list(method_names), list(record.methods)
-    missing = set(ours) - set(theirs)
-    if instructions is not None and missing and set(theirs) <= set(ours):
-        missing = {n for n in missing if instructions(n)}
-    if missing or set(theirs) - set(ours):
-        raise ETRecordError(f"the ETRecord does not belong to this program: it has methods "
-                            f"{', '.join(theirs) or 'none'}, the program has {', '.join(ours) or 'none'}")
+    check_methods(record.methods, method_names, instructions)
+
+
+def _kernel_op(instruction) -> str:
+    """A kernel call's operator base name as the ETRecord's records show names."""
+    return op_base(printable(instruction.target))
 
 
 def check_method(method: "Method", rec: MethodRecord) -> None:
     """Refuse a method record from another export: instruction counts, delegate calls, handles, operators."""
     instructions = method.instructions
     n = len(instructions)
-    if rec.handles and max(rec.handles) >= n:
-        raise _mismatch(method.name, f"the ETRecord has handles for instructions up to {max(rec.handles)}, "
-                                     f"the program has {n} instructions")
-    ours = {i.index: i.target.removeprefix("delegate:") for i in instructions if i.kind == "DelegateCall"}
+    check_counts(method.name, n, rec.handles)
+    ours = {i.index: printable(i.target.removeprefix("delegate:")) for i in instructions if i.kind == "DelegateCall"}
     if set(ours) != set(rec.delegates):
-        raise _mismatch(method.name, f"delegate calls at instructions {sorted(rec.delegates)} in the ETRecord, "
-                                     f"{sorted(ours)} in the program")
+        raise mismatch(method.name, f"delegate calls at instructions [{first_few(sorted(rec.delegates), 12)}] in "
+                                    f"the ETRecord, [{first_few(sorted(ours), 12)}] in the program")
     for i, backend in rec.delegates.items():
         if backend != ours[i]:
-            raise _mismatch(method.name, f"instruction {i} calls {ours[i]} in the program, "
-                                         f"{backend} in the ETRecord")
+            raise mismatch(method.name, f"instruction {i} calls {ours[i]} in the program, "
+                                        f"{backend} in the ETRecord")
     if not rec.has_graph:
         return
     lost = sorted({h for hs in rec.handles.values() for h in hs} - set(rec.by_handle))
     if lost:
-        raise _mismatch(method.name, f"{len(lost)} debug handles are on no node of its edge graph "
-                                     f"(first: {lost[0]})")
-    kernels = [i for i in instructions if i.kind == "KernelCall" and i.index in rec.handles]
-    differ = [i for i in kernels if op_base(i.target) not in {nd.op for nd in rec.nodes_of(i.index)}]
+        raise mismatch(method.name, f"{len(lost)} debug handles are on no node of its edge graph "
+                                    f"(first: {lost[0]})")
+    ix = _index(rec)
+    kernels = [(i, _kernel_op(i)) for i in instructions if i.kind == "KernelCall" and i.index in rec.handles]
+    differ = [i for i, op in kernels if not any(op in ix.ops.get(h, ()) for h in rec.handles_of(i.index))]
     if kernels and 2 * len(differ) > len(kernels):
         first = differ[0]
-        named = sorted({nd.op for nd in rec.nodes_of(first.index)})
-        raise _mismatch(method.name, f"{len(differ)} of {len(kernels)} kernel calls run another operator than "
-                                     f"their handle's nodes (instruction {first.index} calls {first.target}, "
-                                     f"the ETRecord's nodes run {', '.join(named) or 'nothing'})")
-    _check_shapes(method, rec, kernels)
+        named = sorted({op for h in rec.handles_of(first.index) for op in ix.ops.get(h, ())})
+        raise mismatch(method.name, f"{len(differ)} of {len(kernels)} kernel calls run another operator than "
+                                    f"their handle's nodes (instruction {first.index} calls "
+                                    f"{printable(first.target)}, the ETRecord's nodes run "
+                                    f"{first_few(named, 12) or 'nothing'})")
+    _check_shapes(method, rec, kernels, _Work(method.name, ix))
 
 
 def _fits(node_shape: tuple, shape: tuple) -> bool:
@@ -114,70 +207,70 @@ def _fits(node_shape: tuple, shape: tuple) -> bool:
     return len(node_shape) == len(shape) and all(a is None or a == b for a, b in zip(node_shape, shape))
 
 
-def _check_shapes(method: "Method", rec: MethodRecord, kernels) -> None:
+def _check_shapes(method: "Method", rec: MethodRecord, kernels, work: _Work) -> None:
     """Refuse an ETRecord whose node writes another shape than the program's instruction does (the same
     graph with another layer width: operators and handles agree, shapes do not)."""
     written: dict[int, list[tuple[int, ...]]] = {}
     for t in method.planned:
         if t.producer is not None and t.role != "view":
             written.setdefault(t.producer, []).append(t.shape)
-    for ins in kernels:
+    ix = _index(rec)
+    for ins, op in kernels:
         shapes = written.get(ins.index)
-        op = op_base(ins.target)
-        nodes = [nd for nd in rec.nodes_of(ins.index) if nd.op == op and nd.output_shapes]
-        if not shapes or not nodes:
+        if not shapes:
             continue
-        if not any(_fits(o, s) for nd in nodes for o in nd.output_shapes for s in shapes):
-            nd = nodes[-1]
+        groups = [g for h in rec.handles_of(ins.index) if (g := ix.shaped.get((h, op))) is not None]
+        if not groups or any(tuple(s) in g[0] for g in groups for s in shapes):
+            continue
+        symbolic = [o for g in groups for o in g[1]]
+        work.charge(len(symbolic) * len(shapes))
+        if not any(_fits(o, s) for o in symbolic for s in shapes):
+            nd = groups[-1][2]
             theirs = ", ".join("[" + ", ".join("?" if d is None else str(d) for d in o) + "]" for o in nd.output_shapes)
-            raise _mismatch(method.name, f"instruction {ins.index} ({ins.target}) writes "
-                                         f"{', '.join(str(list(s)) for s in shapes)}, its node {nd.name} in the "
-                                         f"ETRecord writes {theirs}")
+            raise mismatch(method.name, f"instruction {ins.index} ({printable(ins.target)}) writes "
+                                        f"{', '.join(str(list(s)) for s in shapes)}, its node {nd.name} in the "
+                                        f"ETRecord writes {theirs}")
 
 
 def _modules(nodes: Iterable[NodeInfo]) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys((nd.module, nd.module_type) for nd in nodes if nd.module_stack))
 
 
-def _exits(nodes: tuple[NodeInfo, ...], consumers: dict[str, set[str]], graph_outputs: set[str]) -> list[NodeInfo]:
+def _exits(nodes: tuple[NodeInfo, ...], consumers: dict[str, set[str]], graph_outputs) -> list[NodeInfo]:
     """The nodes of a swallowed subgraph whose outputs are read outside it (or are the graph's outputs)."""
     inside = {nd.name for nd in nodes}
     return [nd for nd in nodes
-            if any(o in graph_outputs or consumers.get(o, set()) - inside for o in nd.outputs)]
-
-
-def _source_of(instruction, rec: MethodRecord, consumers, graph_outputs) -> tuple:
-    """(node, modules) for one instruction."""
-    nodes = rec.nodes_of(instruction.index)
-    if not nodes:
-        return None, ()
-    if instruction.kind == "DelegateCall":
-        exits = _exits(nodes, consumers, graph_outputs)
-        return (exits[0] if len(exits) == 1 else None), _modules(nodes)
-    op = op_base(instruction.target)
-    same = [nd for nd in nodes if nd.op == op]
-    node = (same or list(nodes))[-1]
-    return node, _modules([node])
+            if any(o in graph_outputs or not inside.issuperset(consumers.get(o, ())) for o in nd.outputs)]
 
 
 def attribute(method: "Method", rec: ETRecord | MethodRecord, *, check: bool = True) -> tuple[TensorSource, ...]:
     """Every planned tensor of ``method`` (in :attr:`Method.planned` order) with its node, module and
     source line from the ETRecord. Raises :class:`~pte_lab.errors.ETRecordError` for another export's."""
     if isinstance(rec, ETRecord):
-        if method.name not in rec.methods:
-            raise _mismatch(method.name, f"not in the ETRecord (it has {', '.join(rec.methods) or 'no methods'})")
-        rec = rec.methods[method.name]
+        found = rec.method(method.name)
+        if found is None:
+            raise mismatch(method.name, f"not in the ETRecord (it has {first_few(rec.methods, 12) or 'no methods'})")
+        rec = found
     if check:
         check_method(method, rec)
-    consumers: dict[str, set[str]] = {}
-    for nd in rec.nodes:
-        for name in nd.inputs:
-            consumers.setdefault(name, set()).add(nd.name)
-    graph_outputs = set(rec.graph_outputs)
+    ix = _index(rec)
+    work = _Work(method.name, ix)
     instructions = method.instructions
+    swallowed: dict[tuple[int, ...], tuple] = {}  # a delegate call's handles -> (node, modules)
 
     def fields(producer: int) -> tuple:
-        node, modules = _source_of(instructions[producer], rec, consumers, graph_outputs)
+        ins = instructions[producer]
+        if ins.kind == "DelegateCall":
+            hs = rec.handles_of(producer)
+            if hs not in swallowed:
+                work.charge(sum(ix.weight.get(h, 0) for h in hs))
+                nodes = rec.nodes_of(producer)
+                exits = _exits(nodes, ix.consumers, ix.graph_outputs)
+                swallowed[hs] = ((exits[0] if len(exits) == 1 else None), _modules(nodes))
+            node, modules = swallowed[hs]
+        else:
+            node = kernel_node(rec, ins)
+            modules = _modules([node]) if node is not None else ()
         if node is None:
             return None, None, None, None, None, modules
         return node.name, node.target, node.module, node.module_type, node.source, modules
@@ -205,7 +298,7 @@ def _per_tensor(method: "Method", fields) -> tuple[TensorSource, ...]:
 def attribute_program(pte, record: ETRecord) -> dict[str, tuple[TensorSource, ...]]:
     """:func:`attribute` for every method of a :class:`~pte_lab.model.Pte`, after :func:`check_etrecord`."""
     check_etrecord(pte.method_names, record, lambda n: pte.methods[n].n_instructions)
-    return {name: attribute(pte.methods[name], record) for name in pte.method_names if name in record.methods}
+    return {name: attribute(pte.methods[name], record) for name in pte.method_names if record.method(name) is not None}
 
 
 def attribute_stacktraces(method: "Method") -> tuple[TensorSource, ...] | None:

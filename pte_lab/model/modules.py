@@ -31,6 +31,7 @@ from ..errors import PteLabError
 from ..format.blobs import delegate_span
 from ..format.schema import TensorDataLocation
 from .analysis import tensor_meta
+from .attribution import kernel_node
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -142,20 +143,33 @@ def _prefixes(path: str) -> list[str]:
     return [""] + [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
 
 
+def _handle_owners(rec, h: int) -> tuple[str | None, str | None]:
+    """(the innermost module holding every module of handle ``h``'s nodes, the innermost module owning every
+    buffer they read), None where they name none; worked out once per handle (kept in the record's memo)."""
+    memo = rec.memo.setdefault("modules", {})
+    got = memo.get(h)
+    if got is None:
+        nodes = rec.by_handle.get(h, ())
+        names = rec.buffers
+        mods = dict.fromkeys(nd.module for nd in nodes if nd.module is not None)
+        owners = dict.fromkeys(names[i].rpartition(".")[0] for nd in nodes for i in nd.inputs if i in names)
+        got = memo[h] = (lowest_common(mods) if mods else None, lowest_common(owners) if owners else None)
+    return got
+
+
 def _instruction_modules(m: "Method") -> dict[int, str]:
     """Instruction -> the module it belongs to (a delegate call: the innermost module of all it swallowed)."""
     rec = m.etrecord
     out: dict[int, str] = {}
     for ins in m.instructions:
-        nodes = rec.nodes_of(ins.index)
-        if not nodes:
+        hs = [h for h in rec.handles_of(ins.index) if h in rec.by_handle]
+        if not hs:
             continue
-        if ins.kind == "DelegateCall":
-            mod = lowest_common(dict.fromkeys(nd.module for nd in nodes if nd.module is not None))
-        else:
-            op = ins.target.replace("::", ".").split(".")
-            same = [nd for nd in nodes if len(op) > 1 and nd.op == op[1]]
-            mod = (same or list(nodes))[-1].module
+        if ins.kind == "DelegateCall":  # the innermost module of all is that of each handle's innermost
+            mods = [mod for h in hs if (mod := _handle_owners(rec, h)[0]) is not None]
+            mod = lowest_common(mods) if mods else None
+        else:  # the module of the node it is attributed to
+            mod = kernel_node(rec, ins).module
         if mod is not None:
             out[ins.index] = mod
     return out
@@ -163,9 +177,8 @@ def _instruction_modules(m: "Method") -> dict[int, str]:
 
 def _buffer_owner(rec, ins) -> str | None:
     """The innermost module owning every buffer the instruction's nodes read (None: they name none)."""
-    names = rec.buffers
-    owners = [names[i].rpartition(".")[0] for nd in rec.nodes_of(ins.index) for i in nd.inputs if i in names]
-    return lowest_common(dict.fromkeys(owners)) if owners else None
+    owners = [o for h in rec.handles_of(ins.index) if (o := _handle_owners(rec, h)[1]) is not None]
+    return lowest_common(owners) if owners else None
 
 
 def _max_live(spans: list[tuple[int, int, int]]) -> int:

@@ -39,6 +39,14 @@ class Segment:
     size: int
 
 
+def _first_plans(raw: RawProgram) -> dict[str, int]:
+    """Method name -> its plan's index: ExecuTorch's lookup, the first plan with the name."""
+    index: dict[str, int] = {}
+    for i, n in enumerate(raw.plan_names):
+        index.setdefault(n, i)
+    return index
+
+
 class _Methods(Mapping):
     """``name -> Method``; each method is decoded the first time it is asked for."""
 
@@ -46,9 +54,7 @@ class _Methods(Mapping):
         self._raw = raw
         self._blobs = blobs
         self._etrecord = etrecord
-        self._index: dict[str, int] = {}
-        for i, n in enumerate(raw.plan_names):  # ExecuTorch's lookup: the first plan with the name
-            self._index.setdefault(n, i)
+        self._index = _first_plans(raw)
         self._cache: dict[str, Method] = {}
 
     def __getitem__(self, name: str) -> Method:
@@ -58,7 +64,7 @@ class _Methods(Mapping):
                 raise NotFoundError(f"no method {name!r}; the program has {list(self._index)}")
             i = self._index[name]
             with paused_gc():  # a record per value and per instruction
-                record = self._etrecord.methods.get(name) if self._etrecord is not None else None
+                record = self._etrecord.method(name) if self._etrecord is not None else None
                 m = self._cache[name] = Method(self._raw.plan(i), i, self._blobs, record)
         return m
 
@@ -70,6 +76,24 @@ class _Methods(Mapping):
 
     def __repr__(self) -> str:
         return f"<methods {list(self._index)}>"
+
+
+class _InstructionCounts(Mapping):
+    """``name -> instruction count`` of a program's methods, each plan decoded when its count is asked for: what
+    :func:`~pte_lab.format.etrecord.read_etrecord` checks an ETRecord against before reading its graphs."""
+
+    def __init__(self, raw: RawProgram):
+        self._raw = raw
+        self._index = _first_plans(raw)
+
+    def __getitem__(self, name: str) -> int:
+        return len(self._raw.plan(self._index[name]).instructions)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
 
 
 class Pte:
@@ -353,5 +377,5 @@ def open_pte(source: Source, data: "Source | DataFile | None" = None,
     if data is not None and not isinstance(data, DataFile):
         data = open_data(data)
     if etrecord is not None and not isinstance(etrecord, ETRecord):
-        etrecord = read_etrecord(etrecord)
+        etrecord = read_etrecord(etrecord, _InstructionCounts(raw))
     return Pte(raw, path, data, etrecord)
