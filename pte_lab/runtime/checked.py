@@ -46,7 +46,7 @@ def checked(path, data_path=None) -> Checked:
     Raises :class:`~pte_lab.PteFormatError` for what the runtime must never see.
     """
     path = os.fspath(path)
-    if data_path is not None:
+    if data_path is not None and os.path.exists(data_path):  # a missing one is the runtime's to refuse
         open_data(data_path)
     st = os.stat(path)
     raw, suspicious = _checked_records(os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
