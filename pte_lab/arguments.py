@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import reprlib
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from .errors import ArgumentTypeError
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 __all__ = ["Accepts", "arguments", "optional", "either", "instance", "SOURCE", "PATH", "PATH_OR_BYTES", "NAME",
-           "NAMES", "BOOL", "COUNT", "PTE", "PROGRAM", "PROGRAM_FILE", "TWO_NAMES"]
+           "NAMES", "BOOL", "COUNT", "PTE", "PROGRAM", "PROGRAM_FILE", "TWO_NAMES", "MAPPING", "DIM",
+           "SIZE"]
 
 
 class Accepts:
@@ -82,6 +83,13 @@ def either(*kinds: Accepts) -> Accepts:
     return Accepts(lambda v: any(k.test(v) for k in kinds), ", or ".join(k.words for k in kinds))
 
 
+#: a size: bytes, or a text with its unit
+SIZE = Accepts(lambda v: COUNT.test(v) or isinstance(v, str), "a number of bytes (int) or a size (str: '300MiB')")
+#: a mapping (``{(input, axis): size}``)
+MAPPING = Accepts(lambda v: isinstance(v, Mapping), "a mapping (a dict)")
+#: a dynamic dim: ``(input, axis)``
+DIM = Accepts(lambda v: isinstance(v, tuple) and len(v) == 2 and all(COUNT.test(x) for x in v),
+              "(input, axis): two integers")
 #: a program opened by pte_lab.open
 PTE = instance("pte_lab.model.pte", "Pte", "a program opened by pte_lab.open")
 #: a program: what the readers open, or one already opened

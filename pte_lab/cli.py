@@ -598,6 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes, KiB, MiB, GiB)")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
+    wi.add_argument("--no-cache", action="store_true",
+                    help="run the method again (by default the shapes learnt from runs of these same bytes, with the "
+                         "same pte_lab and ExecuTorch, are kept and used at once, said in the output)")
     _max_input_bytes(wi, "one run's inputs (at the small sizes sampled, or --at-shape's) and ETDump's buffer")
     wi.set_defaults(func=_what_if)
     ca = sub.add_parser("cache", help="the measurements pte_lab keeps (sizes, what-if): where, how many, clear them")
@@ -636,6 +639,7 @@ def _what_if(args) -> int:
     from .planning.what_if import largest_bound, usage_at, what_if
     from .units import quoted
 
+    cache = False if args.no_cache else None
     if args.other is not None or args.values is not None or args.at is not None:
         if args.at_shape:
             raise PteLabError("--at-shape runs one program at one shape: give it without a second file")
@@ -647,7 +651,8 @@ def _what_if(args) -> int:
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound and args.budget is not None:  # the method's one dynamic dim (several: listed)
-        r = largest_bound(args.file, args.budget, None, method=args.method, max_input_bytes=args.max_input_bytes)
+        r = largest_bound(args.file, args.budget, None, method=args.method, max_input_bytes=args.max_input_bytes,
+                          cache=cache)
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound:
@@ -665,11 +670,11 @@ def _what_if(args) -> int:
         if len(bounds) != 1:
             raise PteLabError("--budget searches one dim: give one --bound INPUT:AXIS")
         r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method,
-                          max_input_bytes=args.max_input_bytes)
+                          max_input_bytes=args.max_input_bytes, cache=cache)
     else:
         if any(n is None for n in bounds.values()):
             raise PteLabError("--bound INPUT:AXIS=N: the bound N to predict at is missing (or give --budget)")
-        r = what_if(args.file, bounds, method=args.method, max_input_bytes=args.max_input_bytes)
+        r = what_if(args.file, bounds, method=args.method, max_input_bytes=args.max_input_bytes, cache=cache)
     if args.json:
         sys.stdout.write(json_text(r.to_dict()) + "\n")
     else:

@@ -18,10 +18,12 @@ Pure Python, no imports beyond the standard library.
 from __future__ import annotations
 
 import re
+import time
 from fractions import Fraction
 
 __all__ = ["human_bytes", "exact_bytes", "tick_bytes", "ratio", "count", "first_few", "delta_bytes", "growth",
-           "SIZE_OVER_PEAK", "PEAK_LIVE", "parse_bytes", "parse_whole", "quoted", "check_int64", "INT64_MAX"]
+           "SIZE_OVER_PEAK", "PEAK_LIVE", "parse_bytes", "parse_whole", "quoted", "check_int64", "INT64_MAX",
+           "local_minute"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -179,3 +181,8 @@ def growth(g: float | None) -> str:
         return "0%"
     pct = abs(g) * 100
     return f"{'+' if g > 0 else '-'}{pct:.1f}%" if pct >= 0.1 else f"{'+' if g > 0 else '-'}{pct:.2g}%"
+
+
+def local_minute(seconds: float) -> str:
+    """A time (seconds since the epoch) in local time, to the minute: ``2026-12-05 07:44``."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))

@@ -95,3 +95,29 @@ def test_an_entry_that_cannot_be_read_back_is_measured_again(program_path, tmp_p
     (entry,) = (tmp_path / "measured").rglob("*.pickle")
     entry.write_bytes(entry.read_bytes()[:20])  # cut short
     assert pte_lab.sizes(str(path), runs=1, heap_runs=1).kept is None and len(kept_here) == 2
+
+
+def test_what_if_learns_once_and_says_so(program_path, tmp_path, kept_here, monkeypatch, capsys):
+    """The shapes what-if learns from runs are kept on disk too: another process (the CLI again) asks no
+    worker, says the runs were kept, and gives the same answer; --no-cache runs them again."""
+    from pte_lab.planning import what_if as planning
+
+    started = []
+    real = planning.Worker
+
+    def counted(*a, **k):
+        started.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(planning, "Worker", counted)
+    path = tmp_path / "dynamic.pte"
+    path.write_bytes(program_path("dynamic").read_bytes())
+    argv = ["what-if", str(path), "--bound", "0:0", "--budget", "100KiB"]
+    assert main(argv) == 0 and len(started) == 1
+    first = capsys.readouterr().out
+    planning._FITS.clear()  # as a new process would: only the disk remembers
+    assert main(argv) == 0 and len(started) == 1
+    again = capsys.readouterr().out
+    assert "(kept: the runs were made here " in again and "(kept:" not in first
+    assert again.splitlines()[0] == first.splitlines()[0]  # the same largest bound
+    assert main([*argv, "--no-cache"]) == 0 and len(started) == 2

@@ -294,6 +294,9 @@ class ShapeFit:
     dims: tuple[tuple[AffineDim, ...], ...]
     #: the points the method ran at
     points: tuple[tuple[int, ...], ...]
+    #: when the runs were made (seconds since the epoch) where this fit is a kept one
+    #: (:mod:`pte_lab.runtime.kept`); None: learnt by this call
+    kept: float | None = None
 
     def _arrays(self):
         arr = self.__dict__.get("_arr")

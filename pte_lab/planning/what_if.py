@@ -25,6 +25,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..arguments import BOOL, DIM, MAPPING, NAME, PATH, PROGRAM, SIZE, arguments, optional
+from ..format.regular_file import check_regular
 from ..format.schema import TensorShapeDynamism
 from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
@@ -33,7 +35,9 @@ from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, che
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
                               unrecorded, value_shapes)
 from ..runtime.inputs import check_build, example_inputs, input_parts, shape_bytes
+from ..runtime import kept
 from ..runtime.isolate import RemoteError, Worker
+from ..runtime.sizing.measure import cannot_run_here
 from ..units import check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .replan import plan_arena
@@ -420,6 +424,10 @@ def _shapes_at(method, keys, point) -> dict[int, tuple[int, ...]]:
 
 def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes=None
                 ) -> list[tuple[tuple[int, ...], dict]]:
+    why = cannot_run_here(method)  # known from the file and this install: said before any worker starts
+    if why is not None:
+        raise WhatIfError(f"{method.name} cannot run here, and what-if learns its shapes by running it: {why}. "
+                          "The plan at the file's bound is pte-lab inspect's")
     # each run's inputs, built at its point (never at the bound), and its debug buffer: checked before a worker
     # starts (the file declares both)
     for point in points:
@@ -446,24 +454,34 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
         engine.close()
 
 
-def learn(source, keys, method: str | None = None, data_path=None, max_input_bytes=None) -> ShapeFit:
+def learn(source, keys, method: str | None = None, data_path=None, max_input_bytes=None,
+          cache: bool | None = None) -> ShapeFit:
     """Every planned tensor's dims as exact affine functions of the dynamic dims ``keys`` (runs the method at
-    :func:`~pte_lab.model.what_if.sample_points`, its inputs built at each, never at the bound; cached per file,
-    method and keys). ``max_input_bytes``: the most a run may build (:func:`pte_lab.runtime.inputs.input_limit`)."""
+    :func:`~pte_lab.model.what_if.sample_points`, its inputs built at each, never at the bound). Kept: per file,
+    method and keys in this process, and on disk by the file's bytes, pte_lab, ExecuTorch and the keys
+    (:mod:`pte_lab.runtime.kept`; the fit's ``kept`` says when its runs were made); ``cache=False`` runs them
+    again. ``max_input_bytes``: the most a run may build (:func:`pte_lab.runtime.inputs.input_limit`)."""
     pte, path = _program(source)
     m = _method(pte, method)
     keys, _, exported = check_bounds(m, {k: 1 for k in keys})
     st = os.stat(path)
     cache_key = (os.path.realpath(path), st.st_mtime_ns, st.st_size, m.name, keys)
-    fit = _FITS.get(cache_key)
+    fit = _FITS.get(cache_key) if kept.enabled(cache) else None
     if fit is None:
-        runs = _run_shapes(path, m, keys, sample_points(keys, exported), data_path,
-                           max_input_bytes=max_input_bytes)
-        fit = _FITS[cache_key] = fit_shapes(m, keys, exported, runs)
+        def runs():
+            return fit_shapes(m, keys, exported, _run_shapes(path, m, keys, sample_points(keys, exported), data_path,
+                                                             max_input_bytes=max_input_bytes))
+
+        if data_path is not None:
+            check_regular(data_path, "a data file (.ptd)")
+        fit = _FITS[cache_key] = kept.kept_or("what-if", [path, data_path], {"method": m.name, "keys": keys},
+                                             runs, cache)
     return fit
 
 
-def what_if(source, bounds: dict, method: str | None = None, data_path=None, max_input_bytes=None) -> WhatIf:
+@arguments(source=PROGRAM, bounds=MAPPING, method=optional(NAME), data_path=optional(PATH), cache=optional(BOOL))
+def what_if(source, bounds: dict, method: str | None = None, data_path=None, max_input_bytes=None,
+            cache: bool | None = None) -> WhatIf:
     """The method as if exported with ``bounds`` ({(input, axis): N}): every planned tensor's shape and bytes,
     each arena as ExecuTorch's greedy plans it (and pte_lab's best fit, the lower bound), the peak.
 
@@ -477,7 +495,7 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
     pte, path = _program(source)
     m = _method(pte, method)
     keys, point, _ = check_bounds(m, bounds)
-    fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes)
+    fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache)
     return Predictor(m, fit).predict(point, path)
 
 
@@ -529,8 +547,10 @@ def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ..
     return tuple((p, a) for p in sorted(axes) for a in sorted(axes[p]))
 
 
+@arguments(source=PROGRAM, budget=SIZE, dim=optional(DIM), method=optional(NAME),
+           data_path=optional(PATH), cache=optional(BOOL))
 def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: str | None = None, data_path=None,
-                  fit: ShapeFit | None = None, max_input_bytes=None) -> BoundUnderBudget:
+                  fit: ShapeFit | None = None, max_input_bytes=None, cache: bool | None = None) -> BoundUnderBudget:
     """The largest bound of dynamic dim ``dim`` ((input, axis); None: the method's one dynamic dim) whose
     planned bytes (ExecuTorch's greedy) fit ``budget`` (bytes, or ``"300MiB"``): the method at that bound, and
     the curve of planned bytes against the bound.
@@ -556,7 +576,7 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
         dim = dims[0]
     keys, _, exported = check_bounds(m, {tuple(dim): 1})
     if fit is None:
-        fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes)
+        fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache)
     b = search_budget(Predictor(m, fit), budget, path)
     b.dim_chosen = chosen
     return b
@@ -580,6 +600,7 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
                             _pred=pred)
 
 
+@arguments(source=PROGRAM, shape=MAPPING, method=optional(NAME), data_path=optional(PATH))
 def usage_at(source, shape: dict, method: str | None = None, data_path=None, max_input_bytes=None) -> UsageAt:
     """Run the method once at ``shape`` ({(input, axis): size}): the bytes each planned tensor uses, what a
     plan made for that shape needs (ExecuTorch's greedy and the lower bound), and the plan at the bound,

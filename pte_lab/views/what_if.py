@@ -6,7 +6,7 @@ import html
 
 from ..model.dtypes import short_shape
 from ..model.what_if import dim_name, dim_text
-from ..units import exact_bytes, human_bytes
+from ..units import exact_bytes, human_bytes, local_minute
 from .rows import delegate_heap_note
 from .text import text_table
 
@@ -39,7 +39,9 @@ def _learnt_line(w) -> str:
         return (f"dims fitted tensor by tensor (paired by place in the instruction order) from the exports at "
                 f"{key} = {v0:,} and {v1:,}: each affine in {key}, whole at {w.point[0]:,}")
     pts = "; ".join(_where(w.keys, p) for p in w.fit.points)
-    return f"dims learnt from runs at {pts}, each checked at the last and at the file's bound"
+    kept = "" if w.fit.kept is None else (f" (kept: the runs were made here {local_minute(w.fit.kept)} on these same bytes "
+                                          "with this pte_lab and ExecuTorch; --no-cache runs them again)")
+    return f"dims learnt from runs at {pts}, each checked at the last and at the file's bound{kept}"
 
 
 def _peak_lines(w, limit: int = 6) -> list[str]:
@@ -105,6 +107,8 @@ def what_if_dict(w) -> dict:
                     for t in w.tensors],
         "export_change": w.export_change(),
         **({"outside_plan": delegate_heap_note(w.backends)} if w.backends else {}),
+        # when the runs the shapes were learnt from were made, where they were kept (null: made by this call)
+        **({"learnt_kept": w.fit.kept} if w.exports is None else {}),
     }
 
 
@@ -131,6 +135,7 @@ def budget_text(b) -> str:
                f"({b.exported:,}) {exact_bytes(w.exported_planned)}")
     out += _peak_lines(w)
     out += _heap_lines(w, "the budget")
+    out.append(_learnt_line(w))
     out.append(f"export change: {w.export_change()}")
     return "\n".join(out)
 

@@ -15,7 +15,6 @@ import os
 import platform
 import re
 import textwrap
-import time
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -41,7 +40,7 @@ from ...runtime.sizing.results import (
     TempShort,
     part_source,
 )
-from ...units import count, exact_bytes, human_bytes
+from ...units import count, exact_bytes, human_bytes, local_minute
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
 from .target_pools import HOW_MODELLED
@@ -150,11 +149,6 @@ def temp_verdict(v: "PoolVerification") -> str:
     return "ran: nothing failed (the temp figure is not tight)"
 
 
-def _when(seconds: float) -> str:
-    """A kept measurement's time, local, to the minute."""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
-
-
 @text_view
 def sizes_text(sizes: "Sizes") -> str:
     """Per method: the pools it needs, what lies beyond them, and where each figure comes from."""
@@ -165,7 +159,7 @@ def sizes_text(sizes: "Sizes") -> str:
     if sizes.methods and not sizes.counted:
         out.append("(the allocation counter could not be preloaded here: heap and mapping figures are missing)")
     if sizes.kept is not None:
-        out.append(f"(kept: measured here {_when(sizes.kept)} from these same bytes with this pte_lab and ExecuTorch; "
+        out.append(f"(kept: measured here {local_minute(sizes.kept)} from these same bytes with this pte_lab and ExecuTorch; "
                    "--no-cache measures again)")
     host_label = _host_label()
     for m in sizes.methods.values():
