@@ -652,7 +652,7 @@ def _what_if(args) -> int:
         return 0
     if not args.bound and args.budget is not None:  # the method's one dynamic dim (several: listed)
         r = largest_bound(args.file, args.budget, None, method=args.method, max_input_bytes=args.max_input_bytes,
-                          cache=cache)
+                          cache=cache, progress=lines())
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound:
@@ -670,11 +670,12 @@ def _what_if(args) -> int:
         if len(bounds) != 1:
             raise PteLabError("--budget searches one dim: give one --bound INPUT:AXIS")
         r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method,
-                          max_input_bytes=args.max_input_bytes, cache=cache)
+                          max_input_bytes=args.max_input_bytes, cache=cache, progress=lines())
     else:
         if any(n is None for n in bounds.values()):
             raise PteLabError("--bound INPUT:AXIS=N: the bound N to predict at is missing (or give --budget)")
-        r = what_if(args.file, bounds, method=args.method, max_input_bytes=args.max_input_bytes, cache=cache)
+        r = what_if(args.file, bounds, method=args.method, max_input_bytes=args.max_input_bytes, cache=cache,
+                    progress=lines())
     if args.json:
         sys.stdout.write(json_text(r.to_dict()) + "\n")
     else:

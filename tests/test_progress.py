@@ -49,6 +49,19 @@ def test_verify_tells_each_method(program_path):
     assert [h.split("'")[1] for h in heard[1:]] == ["attention", "forward"]
 
 
+def test_what_if_tells_the_worker_and_each_run(program_path):
+    pytest.importorskip("executorch.runtime")
+    import pte_lab
+
+    heard = []
+    w = pte_lab.what_if(program_path("dynamic"), {(0, 0): 20}, progress=heard.append, cache=False)
+    assert w.point == (20,)
+    assert heard[0] == "starting an isolated worker (imports ExecuTorch)"
+    points = [re.search(r"= (\d+) \((\d)/(\d)\)$", h).groups() for h in heard[1:]]
+    assert [p[1:] for p in points] == [("1", "3"), ("2", "3"), ("3", "3")]
+    assert [int(p[0]) for p in points] == [list(pt)[0] for pt in w.fit.points]
+
+
 def test_in_a_notebook_the_bar_is_redrawn_in_place_and_ends_finished(monkeypatch):
     """A saved notebook keeps a display's last state: the bar must end as one finished line, never
     'sizing: 0%' (what a widget's text fallback keeps)."""

@@ -35,6 +35,7 @@ from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, che
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
                               unrecorded, value_shapes)
 from ..runtime.inputs import check_build, example_inputs, input_parts, shape_bytes
+from ..progress import reporter
 from ..runtime import kept
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.sizing.measure import cannot_run_here
@@ -422,7 +423,7 @@ def _shapes_at(method, keys, point) -> dict[int, tuple[int, ...]]:
     return shapes
 
 
-def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes=None
+def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes=None, progress=None
                 ) -> list[tuple[tuple[int, ...], dict]]:
     why = cannot_run_here(method)  # known from the file and this install: said before any worker starts
     if why is not None:
@@ -435,13 +436,16 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
                     + [("ETDump's debug buffer", _debug_buffer(method, keys, point))],
                     method=method.name, doing=f"a run at {point_text(keys, point)}",
                     limit=max_input_bytes)
+    report = reporter(progress, total=len(points), desc="what-if")
+    report.step("starting an isolated worker (imports ExecuTorch)")
     engine = Worker(count=False)
     try:
         engine.call("provide_operators", method.operators)
         scalars = engine.call("program_scalars", path, method.name)
         check_axes(method, keys, read_axes(method, scalars[0]))
         runs = []
-        for point in points:
+        for k, point in enumerate(points, 1):
+            report.step(f"method {method.name!r}: a run at {point_text(keys, point)} ({k}/{len(points)})")
             inputs = example_inputs(method, shapes=_shapes_at(method, keys, point), limit=max_input_bytes)
             try:
                 logged = engine.call("record_shapes", path, method.name, inputs, _debug_buffer(method, keys, point),
@@ -449,13 +453,15 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
             except RemoteError as exc:
                 raise WhatIfError(f"{method.name} did not run at {point}: {exc.message.splitlines()[0]}") from None
             runs.append((tuple(point), value_shapes(method, logged, point, keys, scalars)))
+            report.advance()
         return runs
     finally:
         engine.close()
+        report.close()
 
 
 def learn(source, keys, method: str | None = None, data_path=None, max_input_bytes=None,
-          cache: bool | None = None) -> ShapeFit:
+          cache: bool | None = None, progress=None) -> ShapeFit:
     """Every planned tensor's dims as exact affine functions of the dynamic dims ``keys`` (runs the method at
     :func:`~pte_lab.model.what_if.sample_points`, its inputs built at each, never at the bound). Kept: per file,
     method and keys in this process, and on disk by the file's bytes, pte_lab, ExecuTorch and the keys
@@ -470,7 +476,7 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     if fit is None:
         def runs():
             return fit_shapes(m, keys, exported, _run_shapes(path, m, keys, sample_points(keys, exported), data_path,
-                                                             max_input_bytes=max_input_bytes))
+                                                             max_input_bytes=max_input_bytes, progress=progress))
 
         if data_path is not None:
             check_regular(data_path, "a data file (.ptd)")
@@ -481,12 +487,14 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
 
 @arguments(source=PROGRAM, bounds=MAPPING, method=optional(NAME), data_path=optional(PATH), cache=optional(BOOL))
 def what_if(source, bounds: dict, method: str | None = None, data_path=None, max_input_bytes=None,
-            cache: bool | None = None) -> WhatIf:
+            cache: bool | None = None, progress=None) -> WhatIf:
     """The method as if exported with ``bounds`` ({(input, axis): N}): every planned tensor's shape and bytes,
     each arena as ExecuTorch's greedy plans it (and pte_lab's best fit, the lower bound), the peak.
 
     The method runs at a few small sizes (:func:`learn`), its inputs built at each and checked first against
     ``max_input_bytes`` (:func:`pte_lab.runtime.inputs.input_limit`: 1 GiB unless raised) and the memory free.
+    The shapes learnt are kept (``cache``: see :func:`learn`); ``progress`` (None, True or a callable taking
+    a line: :mod:`pte_lab.progress`) tells each run as it starts.
 
     Returns a :class:`WhatIf`. Raises :class:`~pte_lab.model.what_if.WhatIfError` (one line) for a bound above
     the exported one, a method without dynamic inputs, or a tensor whose dims are not affine (named), and
@@ -495,7 +503,7 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
     pte, path = _program(source)
     m = _method(pte, method)
     keys, point, _ = check_bounds(m, bounds)
-    fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache)
+    fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache, progress)
     return Predictor(m, fit).predict(point, path)
 
 
@@ -550,7 +558,8 @@ def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ..
 @arguments(source=PROGRAM, budget=SIZE, dim=optional(DIM), method=optional(NAME),
            data_path=optional(PATH), cache=optional(BOOL))
 def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: str | None = None, data_path=None,
-                  fit: ShapeFit | None = None, max_input_bytes=None, cache: bool | None = None) -> BoundUnderBudget:
+                  fit: ShapeFit | None = None, max_input_bytes=None, cache: bool | None = None,
+                  progress=None) -> BoundUnderBudget:
     """The largest bound of dynamic dim ``dim`` ((input, axis); None: the method's one dynamic dim) whose
     planned bytes (ExecuTorch's greedy) fit ``budget`` (bytes, or ``"300MiB"``): the method at that bound, and
     the curve of planned bytes against the bound.
@@ -576,7 +585,7 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
         dim = dims[0]
     keys, _, exported = check_bounds(m, {tuple(dim): 1})
     if fit is None:
-        fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache)
+        fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache, progress)
     b = search_budget(Predictor(m, fit), budget, path)
     b.dim_chosen = chosen
     return b
