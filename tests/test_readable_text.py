@@ -43,3 +43,17 @@ def test_the_peak_row_names_each_tensor(program_path, capsys):
         cells = line.split()
         assert cells[1] == f"v{x.value}" and cells[2] == x.dtype
         assert f"{list(x.shape)}" in line and f"{x.nbytes:,}" in cells and x.op in line
+
+
+def test_many_delegated_methods_say_what_the_plan_leaves_out_once(program_path, capsys):
+    """A program whose every method calls the same delegate (an LLM's many methods, say): the summary names
+    the methods together and says the note once, not once per method."""
+    import pte_lab
+    from pte_lab.views.rows import delegate_heap_rows
+
+    pte = pte_lab.open(program_path("xnnpack"))
+    delegated = [n for n, m in pte.methods.items() if m.delegates]
+    assert 2 <= len(delegated) <= 3
+    ((names, note),) = delegate_heap_rows(pte)
+    assert names == f"{', '.join(delegated)} ({len(delegated)} methods)"
+    assert repr(pte).count(note) == 1

@@ -16,7 +16,7 @@ from ..model.attribution import SOURCE_COLUMNS
 from ..model.bulk import dict_maker
 from ..model.diff import PLANNED_SUM, POOL_PARTS, POOL_REMAINDERS, Change
 from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
-from ..units import PEAK_LIVE, SIZE_OVER_PEAK
+from ..units import PEAK_LIVE, SIZE_OVER_PEAK, first_few
 
 __all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows",
            "delegate_scratch_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records", "tensor_record", "DiffLine",
@@ -71,13 +71,16 @@ def delegate_heap_note(backends) -> str:
 
 
 def delegate_heap_rows(p) -> list[tuple[str, str]]:
-    """(method, :func:`delegate_heap_note`) for each method that calls a delegate."""
-    out = []
+    """(methods, :func:`delegate_heap_note`) for the methods that call delegates: one row per note, the methods
+    that share it named together (``method_0, method_1 and 13 more``), so that a program of many delegated
+    methods says it once."""
+    by_note: dict[str, list[str]] = {}
     for m in p.methods.values():
         backends = tuple(dict.fromkeys(d.backend for d in m.delegates))
         if backends:
-            out.append((m.name, delegate_heap_note(backends)))
-    return out
+            by_note.setdefault(delegate_heap_note(backends), []).append(m.name)
+    return [(names[0] if len(names) == 1 else f"{first_few(names, 3)} ({len(names)} methods)", note)
+            for note, names in by_note.items()]
 
 
 def load_cost_rows(p) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
