@@ -57,7 +57,9 @@ def _fixed(v: Fraction, places: int, commas: bool = False) -> str:
 
 
 #: the units :func:`parse_bytes` reads (binary, as :func:`human_bytes` writes them)
-_UNITS = {"b": 1, "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3}
+#: the units a size may carry (any case): binary (KiB, MiB, GiB: what pte_lab prints) and decimal (kB, MB, GB:
+#: what a phone's or a board's data sheet says)
+_UNITS = {"b": 1, "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3, "kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3}
 
 #: the largest size or count pte_lab takes from a user or a file: what int64 holds (ExecuTorch's sizes, numpy's
 #: arithmetic); beyond it a figure is refused, never wrapped
@@ -87,13 +89,15 @@ def check_int64(n: int, what: str) -> int:
 
 
 def parse_bytes(text: str) -> int:
-    """A size as a user types it: ``262144``, ``256KiB``, ``1.5 MiB``, ``2GiB`` (binary units, any case) ->
-    bytes. Raises ``ValueError`` naming the units it reads for anything else (``256KB``: say KiB), a negative
-    size, a fraction of a byte, or a size beyond what int64 holds (:data:`INT64_MAX`)."""
+    """A size as a user types it: ``262144``, ``256KiB``, ``1.5 MiB``, ``2GiB`` (binary units), ``300MB``,
+    ``256kB`` (decimal units: 300,000,000 and 256,000 bytes), any case -> bytes. Raises ``ValueError`` naming
+    the units it reads for anything else, a negative size, a fraction of a byte, or a size beyond what int64
+    holds (:data:`INT64_MAX`)."""
     m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*([A-Za-z]*)\s*", str(text))
     unit = (m.group(3) or "b").lower() if m else None
     if m is None or unit not in _UNITS or len(m.group(2) or "") > 30:
-        raise ValueError(f"{quoted(text)} is not a size: a number of bytes, or one with KiB, MiB or GiB (256KiB)")
+        raise ValueError(f"{quoted(text)} is not a size: a number of bytes, or one with KiB, MiB or GiB (256KiB) or "
+                         f"kB, MB or GB (300MB: decimal)")
     if len(m.group(1).lstrip("0")) > 20:  # beyond int64 in any unit: not worth converting
         _int64(10 ** 20, text)
     n = (int(m.group(1)) + Fraction(int(m.group(2) or "0"), 10 ** len(m.group(2) or ""))) * _UNITS[unit]

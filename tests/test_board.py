@@ -219,15 +219,18 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
             assert (done.returncode == 0) == ok, done.stderr
             assert ok or "these pools are host's (8-byte pointers)" in done.stderr
     with pytest.raises(SystemExit) as bad:
-        main(["sizes", str(SHARED), "--budget", "256KB"])
+        main(["sizes", str(SHARED), "--budget", "256K"])
     assert bad.value.code == 2
-    assert "KiB, MiB or GiB" in capsys.readouterr().err
+    assert "KiB, MiB or GiB (256KiB) or kB, MB or GB (300MB: decimal)" in capsys.readouterr().err
 
 
 def test_sizes_are_read_as_users_type_them():
     assert [parse_bytes(t) for t in ("262144", "256KiB", "256 kib", "1.5MiB", "2GiB", "0")] == [
         262144, 262144, 262144, 1572864, 2 * 1024 ** 3, 0]
-    for bad in ("256KB", "-1", "1.0000001KiB", "", "ten"):
+    # decimal units, as a data sheet or a phone's settings write them
+    assert [parse_bytes(t) for t in ("300MB", "256kB", "256KB", "1.5 GB", "2gb")] == [
+        300_000_000, 256_000, 256_000, 1_500_000_000, 2_000_000_000]
+    for bad in ("256K", "-1", "1.0000001KiB", "", "ten", "0.0001kB"):
         with pytest.raises(ValueError):
             parse_bytes(bad)
 
