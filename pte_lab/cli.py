@@ -540,7 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the pools for this target: host (this machine, measured; the default) or cortex-m "
                          "(32-bit Arm, Cortex-M55: the method pool modelled with its ABI, checked against this host)")
     sz.add_argument("--budget", type=_size, metavar="SIZE",
-                    help="the board's RAM (262144, 256KiB, 1.5MiB; or decimal: 256kB): each method's bare-metal total (planned "
+                    help="the board's RAM (262144, 256KiB, 1.5MiB; or decimal: 256kB): each method's bare-metal "
+                         "total (planned "
                          "buffers, pools, the program's bytes where they must be in RAM) is checked against it; "
                          "exit 1 when one does not fit")
     sz.add_argument("--region", type=_region, action="append", metavar="NAME=SIZE",
@@ -596,7 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "bytes each planned tensor uses there, what a plan for that shape needs, and the gap to "
                          "the plan at the bound")
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
-    wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes; KiB, MiB, GiB; or decimal kB, MB, GB: 300MB)")
+    wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes; KiB, MiB, GiB; or "
+                                     "decimal kB, MB, GB: 300MB)")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
     wi.add_argument("--no-cache", action="store_true",
                     help="run the method again (by default the shapes learnt from runs of these same bytes, with the "
