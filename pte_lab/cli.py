@@ -423,12 +423,20 @@ def _max_input_bytes(parser, what: str) -> None:
 
 
 def _new_file(text: str) -> str:
-    """A file to write: its folder must exist (checked before any work)."""
+    """A file to write: its folder must exist, and the path names a regular file or nothing (checked before any
+    work: a FIFO would block, a device or a link would be replaced)."""
+    from .errors import NotARegularFileError
+    from .format.regular_file import check_writable
+
     folder = os.path.dirname(os.path.abspath(text))
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file to write")
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"the folder {folder!r} does not exist")
+    try:
+        check_writable(text, "a file to write")
+    except NotARegularFileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 

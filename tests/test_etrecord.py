@@ -254,6 +254,16 @@ def test_an_etrecord_from_another_export_is_refused_saying_how(portable, xnnpack
     unknown = _rewrite(etr_p, {"debug_handle_map": json.dumps({"forward": {"0": 99}}).encode()})
     with pytest.raises(ETRecordError, match="on no node of its edge graph"):
         attribute_program(pte_lab.open(pte_p), read_etrecord(unknown))
+    # a smaller export of the same model (fewer layers): its handles, true as far as they go, stop before the
+    # program's kernels do
+    with zipfile.ZipFile(etr_p) as z:
+        handles = json.loads(z.read("debug_handle_map"))["forward"]
+    kernels = [i.index for i in pte_lab.open(pte_p).methods["forward"].instructions if i.kind == "KernelCall"]
+    shorter = _rewrite(etr_p, {"debug_handle_map": json.dumps(
+        {"forward": {k: v for k, v in handles.items() if int(k) < kernels[-1]}}).encode()})
+    with pytest.raises(ETRecordError, match=rf"handles end at instruction \d+, the program calls kernels up to "
+                                            rf"instruction {kernels[-1]}"):
+        attribute_program(pte_lab.open(pte_p), read_etrecord(shorter))
 
 
 def test_reading_the_layers_does_not_import_torch_or_executorch():

@@ -92,3 +92,27 @@ def test_an_interpreter_that_is_a_fifo_is_refused(specials, capsys):
     with pytest.raises(SystemExit) as e:
         main(["measure", "--legacy-python", specials["a FIFO (named pipe)"]])
     assert e.value.code == 2 and "is not an executable Python interpreter" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["replan", "{good}", "{out}"], ["example", "portable", "{out}"]])
+def test_a_file_to_write_that_is_not_a_regular_file_is_left_as_it_is(program_path, tmp_path, argv):
+    """A FIFO, a device or a symbolic link given as the file to write: refused before any work, in one line,
+    and left as it was (pte_lab writes through a file renamed into place, which would replace it)."""
+    fifo, link = tmp_path / "fifo", tmp_path / "link"
+    os.mkfifo(fifo)
+    link.symlink_to(tmp_path / "target.pte")
+    for out, kind in ((fifo, "a FIFO (named pipe)"), (link, "a symbolic link")):
+        args = [a.format(good=program_path("portable"), out=out) for a in argv]
+        r = subprocess.run([sys.executable, "-m", "pte_lab.cli", *args], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and f"{out} is {kind}, not a file to write" in r.stderr, (args, r.stderr)
+    assert fifo.is_fifo() and link.is_symlink() and not (tmp_path / "target.pte").exists()
+
+
+def test_the_api_s_replan_write_leaves_a_device_node_alone(program_path, tmp_path):
+    from pte_lab import planning
+
+    fifo = tmp_path / "out.pte"
+    os.mkfifo(fifo)
+    with pytest.raises(NotARegularFileError, match="is a FIFO"):
+        planning.replan(str(program_path("portable"))).write(fifo)
+    assert fifo.is_fifo()

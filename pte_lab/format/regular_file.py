@@ -16,7 +16,7 @@ from typing import BinaryIO
 from ..errors import NotARegularFileError
 from ..printable import printable
 
-__all__ = ["open_regular", "check_regular"]
+__all__ = ["open_regular", "check_regular", "check_writable"]
 
 #: what each kind of non-regular file is called in the message
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -55,3 +55,24 @@ def open_regular(path, what: str = "a file") -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def check_writable(path, what: str = "a file") -> None:
+    """Refuse, before any work, a path to write that names something other than a regular file or nothing:
+    a FIFO (writing would block), a device (``/dev/null``: pte_lab writes through a temporary file renamed into
+    place, which would replace the node), a socket, a folder, or a symbolic link (replaced, not followed).
+    Raises :class:`~pte_lab.errors.NotARegularFileError`."""
+    path = os.fspath(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise NotARegularFileError(f"{printable(path)}: cannot be written ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise NotARegularFileError(f"{printable(path)} is a symbolic link, not {what}: pte_lab writes regular files "
+                                   f"only (it would replace the link); give the path it points to")
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        raise NotARegularFileError(f"{printable(path)} is {kind}, not {what}: pte_lab writes regular files only "
+                                   f"(it would replace it)")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..format.regular_file import check_writable
 from ..model import Pte, open_pte
 from ..model.findings import Kind
 from ..model.validate import find_conflicts
@@ -198,6 +199,7 @@ class Replan:
             raise PlanningError(f"refusing to write {os.fspath(path)}: the re-read program failed its check: "
                                 f"{exc}") from None
         path = os.fspath(path)
+        check_writable(path, "a program to write")
         tmp = f"{path}.tmp{os.getpid()}"
         with open(tmp, "wb") as f:
             f.write(out)
