@@ -38,6 +38,10 @@ from .shell_text import sh_word, sh_words
 
 
 
+#: the widest arena picture ``inspect --width`` draws (a wider one only costs memory: a terminal shows fewer)
+MOST_COLUMNS = 10_000
+#: the largest matrix side an example is exported at (``--side``): 16,384 float32s square are 1 GiB
+MOST_SIDE = 16_384
 #: the most arena pictures ``inspect`` draws per method (the largest arenas)
 MAX_PICTURES = 32
 
@@ -370,15 +374,19 @@ def _percentage(text: str) -> float:
     return v
 
 
-def _whole(least: int | None):
-    """A count (``--runs``, ``--at``...): exact, at least ``least``, refused beyond what int64 holds."""
+def _whole(least: int | None, most: int | None = None):
+    """A count (``--runs``, ``--at``...): exact, at least ``least``, at most ``most`` (where a larger one would
+    only cost memory: a picture's columns, an example's matrix side), refused beyond what int64 holds."""
     from .units import parse_whole
 
     def parse(text: str) -> int:
         try:
-            return parse_whole(text, least)
+            n = parse_whole(text, least)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+        if most is not None and n > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most:,}, not {n:,}")
+        return n
 
     return parse
 
@@ -494,7 +502,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--method", "-m", help="only this method")
     i.add_argument("--json", action="store_true", help="emit the pte_lab.inspect JSON document (version 1)")
     i.add_argument("--compact", action="store_true", help="with --json: no indentation")
-    i.add_argument("--width", type=_whole(8), default=64, help="columns of the arena pictures (default 64)")
+    i.add_argument("--width", type=_whole(8, MOST_COLUMNS), default=64,
+                   help=f"columns of the arena pictures (default 64, at most {MOST_COLUMNS:,})")
     i.add_argument("--rows", type=_whole(3), default=48,
                    help="most rows per arena picture, or blobs with --layout (default 48)")
     i.set_defaults(func=_inspect)
@@ -502,11 +511,12 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=_examples_said(), formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("name", choices=_examples(), metavar="name", help=", ".join(_examples()))
     e.add_argument("out", type=_new_file)
-    e.add_argument("--side", type=_whole(1),
+    e.add_argument("--side", type=_whole(1, MOST_SIDE),
                    help="for 'device' and 'three_methods': matrix side (2048 plans 48 MiB on the device)")
     e.set_defaults(func=_example)
     m = sub.add_parser("measure", help="reproduce the loader fix's before/after device-memory measurements")
-    m.add_argument("--side", type=_whole(1), default=2048, help="matrix side; 2048 plans 48 MiB on the device")
+    m.add_argument("--side", type=_whole(1, MOST_SIDE), default=2048,
+                   help=f"matrix side; 2048 plans 48 MiB on the device (at most {MOST_SIDE:,})")
     m.add_argument("--legacy-python", type=_executable,
                    help="interpreter with executorch 1.4.1 (default: the `legacy-env` one)")
     m.add_argument("--json", type=_new_file, help="also write the report as JSON to this file")
@@ -742,6 +752,10 @@ def main(argv: list[str] | None = None) -> int:
     """
     from .errors import BUG_EXIT_CODE, bug_line
 
+    if sys.stdout is None or sys.stderr is None:  # started with a standard stream closed (`... >&-`)
+        if sys.stderr is not None:
+            print("pte-lab: error: standard output is closed: nowhere to write the answer", file=sys.stderr)
+        return 2
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]

@@ -159,3 +159,22 @@ def test_json_is_printed_one_row_per_line_and_parses_to_the_document(program_pat
     for doc in (tricky, [], {}, [[1, [2, [3]]]], "s", None):
         assert json.loads(json_text(doc)) == json.loads(json.dumps(doc))
         assert json_text(doc, compact=True) == json.dumps(doc)
+
+
+def test_a_closed_standard_output_is_one_line_not_a_bug(program_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run(f"{sys.executable} -m pte_lab.cli inspect {program_path('portable')} >&-", shell=True,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr == "pte-lab: error: standard output is closed: nowhere to write the answer\n"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["inspect", "{p}", "--width", "100000000"], "argument --width: must be at most 10,000, not 100,000,000"),
+    (["example", "three_methods", "{out}", "--side", "4294967296"],
+     "argument --side: must be at most 16,384, not 4,294,967,296")])
+def test_a_count_that_would_only_cost_memory_is_bounded(program_path, tmp_path, capsys, argv, said):
+    with pytest.raises(SystemExit) as e:
+        main([a.format(p=program_path("portable"), out=tmp_path / "x.pte") for a in argv])
+    assert e.value.code == 2 and said in capsys.readouterr().err
