@@ -79,7 +79,7 @@ def test_a_static_axis_is_refused_before_any_run_naming_the_dynamic_axes(tmp_pat
         check_axes(m, ((0, 2),), axes)
     capsys.readouterr()  # the export's own warnings
     assert main(["what-if", str(path), "--bound", "0:2=8"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [x for x in capsys.readouterr().err.strip().splitlines() if not x.startswith("pte-lab: [")]  # progress
     assert len(err) == 1 and "input 0 axis 2 is static" in err[0] and "did not run" not in err[0]
 
 
@@ -457,3 +457,23 @@ def test_export_llm_dynamic_prompt_prediction_equals_the_reexport(program_path, 
     caches = [t for t in w.tensors if tuple(t.shape) == (1, 32, 2, 16)]
     assert len(caches) == 4  # two layers' K and V caches, at the context length, not the bound
     assert w.export_change().startswith('Dim("seq", max=15)')
+
+
+def test_planned_arenas_beyond_the_memory_free_are_refused_before_a_worker(program_path, monkeypatch):
+    """ExecuTorch's Module allocates a method's planned arenas whole when it loads it: a file declaring more
+    than this machine has free is refused in one line giving the bytes, and no worker starts (a 2 KB file
+    declaring 96 GiB ended in std::bad_alloc)."""
+    from pte_lab.errors import DeclaredSizeError
+    from pte_lab.planning import what_if as planning
+    from pte_lab.runtime import inputs
+
+    def no_worker(*a, **k):
+        raise AssertionError("a worker was started")
+
+    monkeypatch.setattr(planning, "Worker", no_worker)
+    monkeypatch.setattr(inputs, "host_available", lambda: 1000)  # this machine, as if nearly full
+    path = program_path("dynamic")
+    arena = pte_lab.open(path).methods["forward"].raw.buffer_sizes[1]
+    assert arena > 1000
+    with pytest.raises(DeclaredSizeError, match=rf"planned arena 1: {arena:,} B.*more than the 1,000 B free"):
+        pte_lab.what_if(path, {(0, 0): 8}, cache=False)

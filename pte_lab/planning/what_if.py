@@ -39,7 +39,7 @@ from ..progress import reporter
 from ..runtime import kept
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.sizing.measure import cannot_run_here
-from ..units import check_int64, exact_bytes, parse_bytes
+from ..units import INT64_MAX, check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .replan import plan_arena
 
@@ -429,6 +429,11 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
     if why is not None:
         raise WhatIfError(f"{method.name} cannot run here, and what-if learns its shapes by running it: {why}. "
                           "The plan at the file's bound is pte-lab inspect's")
+    # ExecuTorch's Module allocates the method's planned arenas whole, at the file's bound, when it loads: a
+    # real program's own cost, checked against the memory free here (not the inputs' limit) before a worker
+    check_build([(f"planned arena {k}", n) for k, n in enumerate(method.raw.buffer_sizes[1:], 1)],
+                method=method.name, limit=INT64_MAX,
+                doing="ExecuTorch's Module (it allocates the method's planned arenas whole as it loads it)")
     # each run's inputs, built at its point (never at the bound), and its debug buffer: checked before a worker
     # starts (the file declares both)
     for point in points:
