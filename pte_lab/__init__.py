@@ -20,13 +20,16 @@ from typing import TYPE_CHECKING
 from .arguments import BOOL, NAMES, PATH_OR_BYTES, PROGRAM, SOURCE, TWO_NAMES, arguments, either, instance, optional
 from .errors import (
     ArgumentTypeError,
+    ArgumentValueError,
     BackendUnavailableError,
     DeviceAllocationError,
     ExecuTorchError,
+    FileMissingError,
     InputError,
     MemoryBudgetError,
     NativeBuildError,
     NotAProgramError,
+    NotARegularFileError,
     NotFoundError,
     OperatorMissingError,
     PteFormatError,
@@ -34,6 +37,7 @@ from .errors import (
     PteLabError,
     RuntimeCrashedError,
     UnknownDeviceError,
+    UnreadableFileError,
 )
 
 __version__ = "0.1.0"
@@ -42,7 +46,8 @@ __all__ = [
     "open", "load", "sizes", "diff", "explore", "what_if", "largest_bound", "usage_at", "what_if_from", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
     "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError", "InputError",
-    "NotFoundError", "UnknownDeviceError", "PteLabBug", "ArgumentTypeError",
+    "NotFoundError", "UnknownDeviceError", "PteLabBug", "ArgumentTypeError", "ArgumentValueError",
+    "FileMissingError", "UnreadableFileError", "NotARegularFileError",
     "__version__",
 ]
 

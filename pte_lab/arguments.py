@@ -15,12 +15,13 @@ its module and class, so the check imports nothing.
 from __future__ import annotations
 
 import functools
+import io
 import os
 import reprlib
 from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from .errors import ArgumentTypeError
+from .errors import ArgumentTypeError, ArgumentValueError
 from .printable import printable
 
 if TYPE_CHECKING:
@@ -28,21 +29,24 @@ if TYPE_CHECKING:
 
 __all__ = ["Accepts", "arguments", "optional", "either", "instance", "SOURCE", "PATH", "PATH_OR_BYTES", "NAME",
            "NAMES", "BOOL", "COUNT", "PTE", "PROGRAM", "PROGRAM_FILE", "TWO_NAMES", "MAPPING", "DIM",
-           "SIZE"]
+           "SIZE", "AT_LEAST_ONE", "BYTES", "PROGRESS", "TWO", "DIM_SIZES"]
 
 
 class Accepts:
-    """What an argument may be: ``test(value)`` is True for those, ``words`` say it (``a path or bytes``)."""
+    """What an argument may be: ``test(value)`` is True for its kind, ``words`` say it (``a path or bytes``);
+    ``valid(value)``, where given, is True for the values of that kind it takes (``valid_words``: which)."""
 
-    __slots__ = ("test", "words")
+    __slots__ = ("test", "words", "valid", "valid_words")
 
-    def __init__(self, test: "Callable[[Any], bool]", words: str):
-        self.test, self.words = test, words
+    def __init__(self, test: "Callable[[Any], bool]", words: str, valid: "Callable[[Any], bool] | None" = None,
+                 valid_words: str = ""):
+        self.test, self.words, self.valid, self.valid_words = test, words, valid, valid_words
 
 
 def optional(kind: Accepts) -> Accepts:
     """``kind``, or None."""
-    return Accepts(lambda v: v is None or kind.test(v), f"{kind.words}, or None")
+    return Accepts(lambda v: v is None or kind.test(v), f"{kind.words}, or None",
+                   None if kind.valid is None else (lambda v: v is None or kind.valid(v)), kind.valid_words)
 
 
 def _is_path(v) -> bool:
@@ -54,7 +58,7 @@ def _is_bytes(v) -> bool:
 
 
 def _is_binary_file(v) -> bool:
-    return hasattr(v, "read") and hasattr(v, "seek") and not isinstance(v, (str, bytes))
+    return hasattr(v, "read") and hasattr(v, "seek") and not isinstance(v, (str, bytes, io.TextIOBase))
 
 
 PATH = Accepts(_is_path, "a path (str or os.PathLike)")
@@ -70,6 +74,15 @@ NAMES = Accepts(lambda v: not isinstance(v, (str, bytes, bytearray)) and (
     "a list of names (str)")
 BOOL = Accepts(lambda v: isinstance(v, bool), "True or False")
 COUNT = Accepts(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
+_INT64_MAX = (1 << 63) - 1
+#: a count of runs, of calls...: from 1 (beyond int64 nothing can count it)
+AT_LEAST_ONE = Accepts(COUNT.test, "an integer", lambda v: 1 <= v <= _INT64_MAX, "from 1 to 2**63 - 1")
+#: a number of bytes: from 0
+BYTES = Accepts(COUNT.test, "an integer", lambda v: 0 <= v <= _INT64_MAX, "a number of bytes, from 0 to 2**63 - 1")
+#: what pte_lab.progress takes: None (silent), True (a bar) or a callable taking one line
+PROGRESS = Accepts(lambda v: v is None or v is True or callable(v), "None, True or a callable taking one line")
+#: two values, in order (a set has none)
+TWO = Accepts(lambda v: isinstance(v, (tuple, list)) and len(v) == 2, "two values in order (a tuple or a list)")
 
 
 def instance(module: str, name: str, words: str) -> Accepts:
@@ -87,6 +100,12 @@ def either(*kinds: Accepts) -> Accepts:
 SIZE = Accepts(lambda v: COUNT.test(v) or isinstance(v, str), "a number of bytes (int) or a size (str: '300MiB')")
 #: a mapping (``{(input, axis): size}``)
 MAPPING = Accepts(lambda v: isinstance(v, Mapping), "a mapping (a dict)")
+#: bounds or a shape: ``{(input, axis): size}``, each size a whole number (None where the function says)
+DIM_SIZES = Accepts(
+    lambda v: isinstance(v, Mapping) and all(
+        isinstance(k, tuple) and len(k) == 2 and all(COUNT.test(x) for x in k) and (n is None or COUNT.test(n))
+        for k, n in v.items()),
+    "a dict {(input, axis): size} of integers")
 #: a dynamic dim: ``(input, axis)``
 DIM = Accepts(lambda v: isinstance(v, tuple) and len(v) == 2 and all(COUNT.test(x) for x in v),
               "(input, axis): two integers")
@@ -133,9 +152,14 @@ def arguments(**kinds: Accepts):
                 raise ArgumentTypeError(f"{where}(): {exc}") from None
             for name, value in bound.arguments.items():
                 kind = kinds.get(name)
-                if kind is not None and not kind.test(value):
+                if kind is None:
+                    continue
+                if not kind.test(value):
                     raise ArgumentTypeError(f"{where}(): argument {name!r} takes {kind.words}; got "
                                             f"{type(value).__name__} {_shown(value)}")
+                if kind.valid is not None and not kind.valid(value):
+                    raise ArgumentValueError(f"{where}(): argument {name!r} takes {kind.valid_words}; got "
+                                             f"{_shown(value)}")
             return fn(*args, **kwargs)
 
         return checked

@@ -26,6 +26,12 @@ class ArgumentTypeError(PteLabError, TypeError):
     etrecord=123)``): the message names the function, the argument, what it takes and what it got."""
 
 
+class ArgumentValueError(PteLabError, ValueError):
+    """Raised by a public function given an argument of the right kind but a value it does not take
+    (``runs=0``, a loader it does not know, a method the program lacks): the message names the argument and
+    what it takes."""
+
+
 class UnknownDeviceError(PteLabError, ValueError):
     """Raised for a device name or type code that ExecuTorch does not define (``device7``, ``"tpu:0"``)."""
 
@@ -89,6 +95,25 @@ class NotARegularFileError(PteFormatError):
     """Raised for a path that is not a regular file (a folder, a FIFO, a device such as ``/dev/zero``, a
     socket): pte_lab reads programs, data files and ETRecords from regular files only, and refuses anything
     else before reading a byte of it (a FIFO would block, a device would never end)."""
+
+
+class UnreadableFileError(PteLabError, OSError):
+    """Raised for a path the system will not open for pte_lab (no permission, a name too long, a NUL byte in
+    it, a socket): an ``OSError`` with its ``errno`` and ``filename``, said in one line."""
+
+    def __str__(self) -> str:
+        from .printable import printable
+
+        if self.filename is None:
+            return super().__str__()
+        name = printable(self.filename)
+        name = name if len(name) <= 160 else f"{name[:70]}...({len(name) - 140:,} characters)...{name[-70:]}"
+        return f"{name}: {self.strerror}"
+
+
+class FileMissingError(UnreadableFileError, FileNotFoundError):
+    """Raised for a path where there is no file: a :class:`FileNotFoundError` (``except FileNotFoundError``
+    catches it) that is also a :class:`PteLabError`."""
 
 
 class ETRecordError(PteFormatError):

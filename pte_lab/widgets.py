@@ -26,11 +26,13 @@ import numpy as np
 
 from . import plot
 from .arguments import NAME, PROGRAM, arguments, optional
+from .errors import NotFoundError
 from .model import Pte, open_pte
 from .model.dtypes import short_shape
 from .runtime import run_all
+from .printable import printable
 from .runtime.program import HOST_BYTES_NOTE
-from .units import count, human_bytes
+from .units import count, first_few, human_bytes
 from .views.html import html_repr, key_values
 
 __all__ = ["explore", "Explorer"]
@@ -136,6 +138,8 @@ class Explorer(W.VBox):
         names = list(pte.methods)
         if not names:
             raise ValueError("the program has no methods")
+        if method is not None and method not in pte.methods:
+            raise NotFoundError(f"no method {printable(method)!r}; the program has {first_few(names, 12)}")
         self.method_dd = W.Dropdown(options=names, value=method or names[0], description="method")
         self.arena_dd = W.Dropdown(description="arena")
         colours = ["role", "operator", "device"] + (["module"] if pte.etrecord is not None else [])

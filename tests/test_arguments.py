@@ -5,6 +5,7 @@ any work; the right kinds still work, and each function's signature still reads 
 from __future__ import annotations
 
 import inspect
+import reprlib
 
 import pytest
 
@@ -31,7 +32,47 @@ CASES = [
     ("explore", {"source": "{p}"}, "method", 0),
     ("emulate_device", {"device": "cuda:0"}, "device", 0),
     ("emulate_device", {"device": "cuda:0"}, "capacity", "1GB"),
+    ("sizes", {"source": "{p}"}, "progress", 5),
+    ("what_if", {"source": "{p}", "bounds": {(0, 0): 8}}, "bounds", {0: 8}),
+    ("what_if", {"source": "{p}", "bounds": {(0, 0): 8}}, "bounds", {(0, 0): 8.5}),
+    ("what_if", {"source": "{p}", "bounds": {(0, 0): 8}}, "bounds", {(0, 0): True}),
+    ("largest_bound", {"source": "{p}", "budget": "1MiB"}, "budget", 1.5),
+    ("largest_bound", {"source": "{p}", "budget": "1MiB"}, "dim", (0, "a")),
+    ("usage_at", {"source": "{p}", "shape": {(0, 0): 8}}, "shape", [8]),
+    ("what_if_from", {"a": "{p}", "b": "{p}", "values": (4, 8), "at": 16}, "values", {4, 8}),
 ]
+
+#: the right kind, a value the function does not take: ArgumentValueError (a PteLabError and a ValueError)
+VALUES = [
+    ("sizes", {"source": "{p}"}, "runs", 0),
+    ("sizes", {"source": "{p}"}, "heap_runs", 2 ** 70),
+    ("emulate_device", {"device": "cuda:0"}, "capacity", -1),
+]
+
+
+@pytest.mark.parametrize("name, good, wrong, value", VALUES, ids=[f"{c[0]}-{c[2]}" for c in VALUES])
+def test_a_value_out_of_range_is_named_in_one_line(program_path, name, good, wrong, value):
+    path = str(program_path("portable"))
+    kwargs = {k: v.format(p=path) if isinstance(v, str) else v for k, v in good.items()} | {wrong: value}
+    with pytest.raises(pte_lab.ArgumentValueError) as e:
+        getattr(pte_lab, name)(**kwargs)
+    assert str(e.value).startswith(f"pte_lab.{name}(): argument {wrong!r} takes ")
+    assert str(e.value).endswith(f"; got {value!r}") and isinstance(e.value, ValueError)
+
+
+def test_a_text_file_a_missing_method_and_an_unknown_loader_are_the_project_s_errors(program_path):
+    path = program_path("portable")
+    with open(path) as text, pytest.raises(pte_lab.ArgumentTypeError, match="a binary file"):
+        pte_lab.open(text)
+    with pytest.raises(pte_lab.NotFoundError, match="no method 'nope'; the program has forward"):
+        pte_lab.explore(path, method="nope")
+    with pytest.raises(pte_lab.ArgumentValueError, match="unknown loader 5; choose one of corrected"):
+        pte_lab.open(path).load_cost(5)
+    for missing in (path.parent / "nope.pte", "a\0b"):
+        with pytest.raises(pte_lab.UnreadableFileError):
+            pte_lab.open(missing)
+    with pytest.raises(FileNotFoundError):  # what Python's open raises, and the project's error too
+        pte_lab.open(path.parent / "nope.pte")
 
 
 @pytest.mark.parametrize("name, good, wrong, value", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
@@ -42,7 +83,7 @@ def test_a_wrong_kind_is_named_in_one_line(program_path, name, good, wrong, valu
         getattr(pte_lab, name)(**kwargs)
     text = str(e.value)
     assert text.startswith(f"pte_lab.{name}(): argument {wrong!r} takes ") and "\n" not in text
-    assert text.endswith(f"; got {type(value).__name__} {value!r}")
+    assert text.endswith(f"; got {type(value).__name__} {reprlib.repr(value)}")  # bounded: reprlib's
     assert isinstance(e.value, pte_lab.PteLabError) and isinstance(e.value, TypeError)
 
 

@@ -9,11 +9,12 @@ file. Pure Python, standard library only.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import BinaryIO
 
-from ..errors import NotARegularFileError
+from ..errors import FileMissingError, NotARegularFileError, UnreadableFileError
 from ..printable import printable
 
 __all__ = ["open_regular", "check_regular", "check_writable"]
@@ -28,11 +29,23 @@ def _refuse(path: str, mode: int, what: str) -> NotARegularFileError:
     return NotARegularFileError(f"{printable(path)} is {kind}, not {what}: pte_lab reads regular files only")
 
 
+def _unreadable(path: str, exc: BaseException) -> UnreadableFileError:
+    """The project's error for a path the system refused (``exc``: what ``os.open`` or ``os.stat`` raised)."""
+    if isinstance(exc, ValueError):  # a NUL byte in the name
+        return UnreadableFileError(errno.EINVAL, "not a path: it holds a NUL byte", path.replace("\0", "\\0"))
+    cls = FileMissingError if isinstance(exc, FileNotFoundError) else UnreadableFileError
+    return cls(exc.errno, exc.strerror or str(exc), path)
+
+
 def check_regular(path, what: str = "a file") -> None:
     """Raise :class:`~pte_lab.errors.NotARegularFileError` unless ``path`` is a regular file (following
-    links); a missing path raises :class:`FileNotFoundError` as ``open`` would."""
+    links); a missing path raises :class:`~pte_lab.errors.FileMissingError` (a ``FileNotFoundError``), one the
+    system refuses :class:`~pte_lab.errors.UnreadableFileError` (an ``OSError``)."""
     path = os.fspath(path)
-    mode = os.stat(path).st_mode
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
     if not stat.S_ISREG(mode):
         raise _refuse(path, mode, what)
 
@@ -45,6 +58,8 @@ def open_regular(path, what: str = "a file") -> BinaryIO:
         fd = os.open(path, flags)
     except IsADirectoryError:  # where a folder cannot be opened at all
         raise _refuse(path, stat.S_IFDIR, what) from None
+    except (OSError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -23,7 +23,9 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Iterable, NamedTuple
 
+from ..errors import ArgumentValueError
 from ..format import runtime_index_of
+from ..printable import printable
 
 LOADERS = ("corrected", "legacy", "module")
 STEPS = ("load_program", "load_method", "first_execute")
@@ -115,5 +117,5 @@ def allocation_columns(plans: Iterable[PlanArenas], loader: str) -> dict[str, li
         for p in plans:
             _private(out, "first_execute", p, device_first=True)
     else:
-        raise ValueError(f"unknown loader {loader!r}; choose one of {LOADERS}")
+        raise ArgumentValueError(f"unknown loader {printable(repr(loader))}; choose one of {', '.join(LOADERS)}")
     return out.lists

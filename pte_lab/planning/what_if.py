@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..arguments import BOOL, DIM, MAPPING, NAME, PATH, PROGRAM, SIZE, arguments, optional
+from ..arguments import BOOL, DIM, DIM_SIZES, NAME, PATH, PROGRAM, PROGRESS, SIZE, arguments, optional
 from ..format.regular_file import check_regular
 from ..format.schema import TensorShapeDynamism
 from ..model import Pte, open_pte
@@ -490,7 +490,8 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     return fit
 
 
-@arguments(source=PROGRAM, bounds=MAPPING, method=optional(NAME), data_path=optional(PATH), cache=optional(BOOL))
+@arguments(source=PROGRAM, bounds=DIM_SIZES, method=optional(NAME), data_path=optional(PATH), cache=optional(BOOL),
+           progress=PROGRESS)
 def what_if(source, bounds: dict, method: str | None = None, data_path=None, max_input_bytes=None,
             cache: bool | None = None, progress=None) -> WhatIf:
     """The method as if exported with ``bounds`` ({(input, axis): N}): every planned tensor's shape and bytes,
@@ -561,7 +562,7 @@ def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ..
 
 
 @arguments(source=PROGRAM, budget=SIZE, dim=optional(DIM), method=optional(NAME),
-           data_path=optional(PATH), cache=optional(BOOL))
+           data_path=optional(PATH), cache=optional(BOOL), progress=PROGRESS)
 def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: str | None = None, data_path=None,
                   fit: ShapeFit | None = None, max_input_bytes=None, cache: bool | None = None,
                   progress=None) -> BoundUnderBudget:
@@ -614,7 +615,7 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
                             _pred=pred)
 
 
-@arguments(source=PROGRAM, shape=MAPPING, method=optional(NAME), data_path=optional(PATH))
+@arguments(source=PROGRAM, shape=DIM_SIZES, method=optional(NAME), data_path=optional(PATH))
 def usage_at(source, shape: dict, method: str | None = None, data_path=None, max_input_bytes=None) -> UsageAt:
     """Run the method once at ``shape`` ({(input, axis): size}): the bytes each planned tensor uses, what a
     plan made for that shape needs (ExecuTorch's greedy and the lower bound), and the plan at the bound,

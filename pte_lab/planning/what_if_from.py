@@ -22,7 +22,7 @@ import os
 from fractions import Fraction
 from math import lcm
 
-from ..arguments import COUNT, NAME, PROGRAM, arguments, optional
+from ..arguments import COUNT, NAME, PROGRAM, TWO, arguments, optional
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
 from ..model.what_if import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, _describe, dynamic_inputs
@@ -238,7 +238,7 @@ def fit_pair(ma, mb, pairs: dict[int, int], values, key: str = "parameter", at: 
     return ShapeFit(mb.name, (key,), (v1,), tuple(vals), tuple(sizes), tuple(dims), ((v0,), (v1,)))
 
 
-@arguments(a=PROGRAM, b=PROGRAM, at=COUNT, method=optional(NAME))
+@arguments(a=PROGRAM, b=PROGRAM, values=TWO, at=COUNT, method=optional(NAME))
 def what_if_from(a, b, values, at: int, method: str | None = None) -> WhatIf:
     """The method as if exported at ``at`` of the one parameter exports ``a`` (at ``values[0]``) and ``b`` (at
     ``values[1]``) differ in: every planned tensor's shape and bytes, each arena as ExecuTorch's greedy plans it

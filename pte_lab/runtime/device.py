@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from ..arguments import COUNT, NAME, arguments, optional
+from ..arguments import BYTES, NAME, arguments, optional
 from ..devices import device_name, parse_device
 from ..errors import PteLabError, UnknownDeviceError
 from . import native
@@ -103,7 +103,7 @@ class EmulatedDevice:
         return f"EmulatedDevice({self.kind!r}, emulated, outstanding_bytes={self.outstanding_bytes})"
 
 
-@arguments(device=NAME, capacity=optional(COUNT))
+@arguments(device=NAME, capacity=optional(BYTES))
 def emulate_device(device: str = "cuda:0", *, capacity: int | None = None) -> EmulatedDevice:
     """Register an emulated allocator for ``device``'s type; returns its handle.
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from ...arguments import BOOL, COUNT, NAMES, PATH, PROGRAM_FILE, arguments, optional
+from ...arguments import AT_LEAST_ONE, BOOL, NAMES, PATH, PROGRAM_FILE, PROGRESS, arguments, optional
 from ...errors import MEMORY_ALLOCATION_FAILED, NotFoundError, PteLabError, RuntimeCrashedError
 from ...format import TENSOR_ALIGNMENT
 from ...format.regular_file import check_regular
@@ -702,8 +702,8 @@ def _set_to(io: MethodIO) -> str:
     return INPUT_VALUES["other"] + ("" if io.value is None else f": {io.value!r}")
 
 
-@arguments(source=PROGRAM_FILE, methods=optional(NAMES), data_path=optional(PATH), runs=COUNT, verify=BOOL,
-           heap_runs=COUNT, cache=optional(BOOL))
+@arguments(source=PROGRAM_FILE, methods=optional(NAMES), data_path=optional(PATH), runs=AT_LEAST_ONE, verify=BOOL,
+           heap_runs=AT_LEAST_ONE, cache=optional(BOOL), progress=PROGRESS)
 def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int = 2,
           verify: bool = False, progress=None, heap_runs: int = HEAP_RUNS, max_input_bytes=None,
           cache: bool | None = None) -> Sizes:
