@@ -215,8 +215,9 @@ def _target_sizes(args, pte, s):
         if staging:
             print(f"main.cpp: the planned inputs are copied (set_input) from one staging buffer of {staging:,} B, the "
                   f"runner's own, beyond the board's total (which has them in their planned buffers)")
-        print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))} (EXECUTORCH_CORTEX_M_LIB_DIR: your ExecuTorch "
-              f"libraries for the target; --compile-only without them)")
+        print("set EXECUTORCH_CORTEX_M_LIB_DIR to your ExecuTorch libraries for the target (or build with "
+              "--compile-only without them), then")
+        print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}")
         return None
     if args.c_header:
         from .views.run.sizes import c_header
@@ -247,6 +248,9 @@ def _sizes(args) -> int:
     for name in args.method or []:
         if name not in pte.methods:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
+    if args.example_runner is not None and os.path.exists(args.example_runner) \
+            and not os.path.isdir(args.example_runner):  # said before the measurement, not after
+        raise PteLabError(f"--example-runner {args.example_runner}: exists and is not a folder")
     verify = args.verify or args.example_runner is not None
     s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
               max_input_bytes=args.max_input_bytes, cache=False if args.no_cache else None)

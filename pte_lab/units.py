@@ -93,7 +93,7 @@ def parse_bytes(text: str) -> int:
     ``256kB`` (decimal units: 300,000,000 and 256,000 bytes), any case -> bytes. Raises ``ValueError`` naming
     the units it reads for anything else, a negative size, a fraction of a byte, or a size beyond what int64
     holds (:data:`INT64_MAX`)."""
-    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*([A-Za-z]*)\s*", str(text))
+    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*([A-Za-z]*)\s*", str(text), re.ASCII)  # 0-9 only
     unit = (m.group(3) or "b").lower() if m else None
     if m is None or unit not in _UNITS or len(m.group(2) or "") > 30:
         raise ValueError(f"{quoted(text)} is not a size: a number of bytes, or one with KiB, MiB or GiB (256KiB) or "
@@ -110,7 +110,7 @@ def parse_whole(text, least: int | None = None) -> int:
     """A count as a user types it (``800``, ``-3``) -> int, exact. Raises ``ValueError`` (one line) for anything
     else, a count below ``least``, or one beyond what int64 holds (:data:`INT64_MAX`): pte_lab refuses it
     rather than wrap it."""
-    m = re.fullmatch(r"\s*([+-]?)(\d+)\s*", str(text))
+    m = re.fullmatch(r"\s*([+-]?)(\d+)\s*", str(text), re.ASCII)  # 0-9 only
     if m is None:
         raise ValueError(f"{quoted(text)} is not a whole number")
     if len(m.group(2).lstrip("0")) > 20:
