@@ -121,3 +121,15 @@ def test_what_if_learns_once_and_says_so(program_path, tmp_path, kept_here, monk
     assert "(kept: the runs were made here " in again and "(kept:" not in first
     assert again.splitlines()[0] == first.splitlines()[0]  # the same largest bound
     assert main([*argv, "--no-cache"]) == 0 and len(started) == 2
+
+
+def test_a_method_that_could_not_run_is_not_kept(tmp_path, kept_here):
+    """What cannot run here depends on what this install has (a backend installed later runs it): such an
+    answer is given, not kept."""
+    from pathlib import Path
+
+    data = (Path(pte_lab.__file__).parent / "data" / "ethos_u" / "u55_128_shared_sram.pte").read_bytes()
+    path = tmp_path / "vendor.pte"
+    path.write_bytes(data.replace(b"EthosUBackend", b"VendorBackend"))
+    assert "VendorBackend" in pte_lab.sizes(str(path)).skipped["forward"]
+    assert kept.summary() == (0, 0)

@@ -127,9 +127,12 @@ def put(kind: str, k: str, value) -> None:
         pass
 
 
-def kept_or(kind: str, files, options: dict, measure: Callable[[], T], cache: bool | None = None) -> T:
-    """The kept measurement of ``kind`` for ``files`` and ``options``, else ``measure()`` kept. A value from
-    the folder gets ``kept``, when it was measured (seconds since the epoch), where it has such a field."""
+def kept_or(kind: str, files, options: dict, measure: Callable[[], T], cache: bool | None = None,
+            keep: Callable[[T], bool] | None = None) -> T:
+    """The kept measurement of ``kind`` for ``files`` and ``options``, else ``measure()``, kept unless
+    ``keep(value)`` says not (an answer that depends on more than the key: what this install lacks, say). A
+    value from the folder gets ``kept``, when it was measured (seconds since the epoch), where it has such a
+    field."""
     if not enabled(cache):
         return measure()
     k = key(kind, files, options)
@@ -137,6 +140,8 @@ def kept_or(kind: str, files, options: dict, measure: Callable[[], T], cache: bo
     if value is not None:
         return value
     value = measure()
+    if keep is not None and not keep(value):
+        return value
     if dataclasses.is_dataclass(value) and any(f.name == "kept" for f in dataclasses.fields(value)):
         put(kind, k, dataclasses.replace(value, kept=time.time()))
     else:

@@ -764,7 +764,9 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                            {"methods": methods, "runs": runs, "verify": verify, "heap_runs": heap_runs},
                            lambda: sizes(path, methods, data_path=data_path, runs=runs, verify=verify,
                                          progress=progress, heap_runs=heap_runs, max_input_bytes=max_input_bytes,
-                                         cache=False))
+                                         cache=False),
+                           # a method not sized here may be sized once a backend or kernel is installed
+                           keep=lambda s: not s.skipped)
         # the same bytes, perhaps under another name: the figures are this file's
         return dataclasses.replace(got, path=path, data_path=data_path)
     # the file read (light: no torch), what the runner would build at the file's shapes checked, and what the
