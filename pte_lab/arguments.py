@@ -81,8 +81,8 @@ AT_LEAST_ONE = Accepts(COUNT.test, "an integer", lambda v: 1 <= v <= _INT64_MAX,
 BYTES = Accepts(COUNT.test, "an integer", lambda v: 0 <= v <= _INT64_MAX, "a number of bytes, from 0 to 2**63 - 1")
 #: what pte_lab.progress takes: None (silent), True (a bar) or a callable taking one line
 PROGRESS = Accepts(lambda v: v is None or v is True or callable(v), "None, True or a callable taking one line")
-#: two values, in order (a set has none)
-TWO = Accepts(lambda v: isinstance(v, (tuple, list)) and len(v) == 2, "two values in order (a tuple or a list)")
+#: values in order (a set has none; how many, the function says)
+TWO = Accepts(lambda v: isinstance(v, (tuple, list)), "values in order (a tuple or a list)")
 
 
 def instance(module: str, name: str, words: str) -> Accepts:
