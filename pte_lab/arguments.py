@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 __all__ = ["Accepts", "arguments", "optional", "either", "instance", "SOURCE", "PATH", "PATH_OR_BYTES", "NAME",
-           "NAMES", "BOOL", "COUNT", "PTE", "PROGRAM", "PROGRAM_FILE", "TWO_NAMES", "MAPPING", "DIM",
+           "NAMES", "BOOL", "COUNT", "PTE", "PROGRAM", "PROGRAM_FILE", "TWO_NAMES", "DIM",
            "SIZE", "AT_LEAST_ONE", "BYTES", "PROGRESS", "TWO", "DIM_SIZES"]
 
 
@@ -65,7 +65,7 @@ PATH = Accepts(_is_path, "a path (str or os.PathLike)")
 PATH_OR_BYTES = Accepts(lambda v: _is_path(v) or _is_bytes(v), "a path (str or os.PathLike) or bytes")
 #: what the readers open: a path, the file's bytes, or a binary file opened for reading
 SOURCE = Accepts(lambda v: _is_path(v) or _is_bytes(v) or _is_binary_file(v),
-              "a path (str or os.PathLike), bytes or a binary file")
+                 "a path (str or os.PathLike), bytes or a binary file")
 NAME = Accepts(lambda v: isinstance(v, str), "a name (str)")
 #: names: a collection of str (each checked), or an iterator (its items are the function's to check: reading
 #: them here would consume them)
@@ -74,11 +74,11 @@ NAMES = Accepts(lambda v: not isinstance(v, (str, bytes, bytearray)) and (
     "a list of names (str)")
 BOOL = Accepts(lambda v: isinstance(v, bool), "True or False")
 COUNT = Accepts(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
-_INT64_MAX = (1 << 63) - 1
 #: a count of runs, of calls...: from 1 (beyond int64 nothing can count it)
-AT_LEAST_ONE = Accepts(COUNT.test, "an integer", lambda v: 1 <= v <= _INT64_MAX, "from 1 to 2**63 - 1")
+AT_LEAST_ONE = Accepts(COUNT.test, "an integer", lambda v: v >= 1 and v.bit_length() < 64, "from 1 to 2**63 - 1")
 #: a number of bytes: from 0
-BYTES = Accepts(COUNT.test, "an integer", lambda v: 0 <= v <= _INT64_MAX, "a number of bytes, from 0 to 2**63 - 1")
+BYTES = Accepts(COUNT.test, "an integer", lambda v: v >= 0 and v.bit_length() < 64,
+                "a number of bytes, from 0 to 2**63 - 1")
 #: what pte_lab.progress takes: None (silent), True (a bar) or a callable taking one line
 PROGRESS = Accepts(lambda v: v is None or v is True or callable(v), "None, True or a callable taking one line")
 #: values in order (a set has none; how many, the function says)
@@ -98,8 +98,6 @@ def either(*kinds: Accepts) -> Accepts:
 
 #: a size: bytes, or a text with its unit
 SIZE = Accepts(lambda v: COUNT.test(v) or isinstance(v, str), "a number of bytes (int) or a size (str: '300MiB')")
-#: a mapping (``{(input, axis): size}``)
-MAPPING = Accepts(lambda v: isinstance(v, Mapping), "a mapping (a dict)")
 #: bounds or a shape: ``{(input, axis): size}``, each size a whole number (None where the function says)
 DIM_SIZES = Accepts(
     lambda v: isinstance(v, Mapping) and all(
