@@ -50,12 +50,18 @@ VALUES = [
 ]
 
 
-@pytest.mark.parametrize("name, good, wrong, value", VALUES, ids=[f"{c[0]}-{c[2]}" for c in VALUES])
-def test_a_value_out_of_range_is_named_in_one_line(program_path, name, good, wrong, value):
+def _refused(error, program_path, name, good, wrong, value):
+    """What ``pte_lab.<name>(**good, wrong=value)`` raised (``{p}`` in ``good`` is the portable example)."""
     path = str(program_path("portable"))
     kwargs = {k: v.format(p=path) if isinstance(v, str) else v for k, v in good.items()} | {wrong: value}
-    with pytest.raises(pte_lab.ArgumentValueError) as e:
+    with pytest.raises(error) as e:
         getattr(pte_lab, name)(**kwargs)
+    return e
+
+
+@pytest.mark.parametrize("name, good, wrong, value", VALUES, ids=[f"{c[0]}-{c[2]}" for c in VALUES])
+def test_a_value_out_of_range_is_named_in_one_line(program_path, name, good, wrong, value):
+    e = _refused(pte_lab.ArgumentValueError, program_path, name, good, wrong, value)
     assert str(e.value).startswith(f"pte_lab.{name}(): argument {wrong!r} takes ")
     assert str(e.value).endswith(f"; got {value!r}") and isinstance(e.value, ValueError)
 
@@ -77,10 +83,7 @@ def test_a_text_file_a_missing_method_and_an_unknown_loader_are_the_project_s_er
 
 @pytest.mark.parametrize("name, good, wrong, value", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
 def test_a_wrong_kind_is_named_in_one_line(program_path, name, good, wrong, value):
-    path = str(program_path("portable"))
-    kwargs = {k: v.format(p=path) if isinstance(v, str) else v for k, v in good.items()} | {wrong: value}
-    with pytest.raises(pte_lab.ArgumentTypeError) as e:
-        getattr(pte_lab, name)(**kwargs)
+    e = _refused(pte_lab.ArgumentTypeError, program_path, name, good, wrong, value)
     text = str(e.value)
     assert text.startswith(f"pte_lab.{name}(): argument {wrong!r} takes ") and "\n" not in text
     assert text.endswith(f"; got {type(value).__name__} {reprlib.repr(value)}")  # bounded: reprlib's
