@@ -98,10 +98,10 @@ def either(*kinds: Accepts) -> Accepts:
 
 #: a size: bytes, or a text with its unit
 SIZE = Accepts(lambda v: COUNT.test(v) or isinstance(v, str), "a number of bytes (int) or a size (str: '300MiB')")
-#: bounds or a shape: ``{(input, axis): size}``, each size a whole number (None where the function says)
+#: bounds or a shape: ``{(input, axis): size}``, each size a whole number
 DIM_SIZES = Accepts(
     lambda v: isinstance(v, Mapping) and all(
-        isinstance(k, tuple) and len(k) == 2 and all(COUNT.test(x) for x in k) and (n is None or COUNT.test(n))
+        isinstance(k, tuple) and len(k) == 2 and all(COUNT.test(x) for x in k) and COUNT.test(n)
         for k, n in v.items()),
     "a dict {(input, axis): size} of integers")
 #: a dynamic dim: ``(input, axis)``

@@ -249,9 +249,15 @@ def _sizes(args) -> int:
     for name in args.method or []:
         if name not in pte.methods:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
-    if args.example_runner is not None and os.path.exists(args.example_runner) \
-            and not os.path.isdir(args.example_runner):  # said before the measurement, not after
-        raise PteLabError(f"--example-runner {args.example_runner}: exists and is not a folder")
+    if args.example_runner is not None:  # said before the measurement, not after
+        from .format.regular_file import check_writable
+        from .views.run.bare_metal_runner import BARE_METAL_FILES
+        from .views.run.example_runner import FILES
+
+        if os.path.exists(args.example_runner) and not os.path.isdir(args.example_runner):
+            raise PteLabError(f"--example-runner {args.example_runner}: exists and is not a folder")
+        for name in BARE_METAL_FILES if args.target != "host" else FILES:
+            check_writable(os.path.join(args.example_runner, name), "a file to write")
     verify = args.verify or args.example_runner is not None
     s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
               max_input_bytes=args.max_input_bytes, cache=False if args.no_cache else None)
@@ -558,7 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
     sz.add_argument("--verify", action="store_true",
                     help="run each method again with pools of exactly these sizes, and with a method pool one "
                          "byte smaller (which must be refused); exit 1 if a figure is not tight")
-    sz.add_argument("--runs", type=_whole(1), default=2, help="runs per method (default 2)")
+    sz.add_argument("--runs", type=_whole(1, 100), default=2, help="runs per method (default 2, at most 100)")
     sz.add_argument("--target", choices=("host", "cortex-m"), default="host",
                     help="the pools for this target: host (this machine, measured; the default) or cortex-m "
                          "(32-bit Arm, Cortex-M55: the method pool modelled with its ABI, checked against this host)")

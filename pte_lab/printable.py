@@ -18,7 +18,9 @@ import re
 __all__ = ["printable", "printable_text"]
 
 # C0 and C1 controls, DEL, and the invisible or direction-changing format characters
-_UNSAFE = "\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb"
+# (and lone surrogates: a file name's bytes that are not UTF-8, which no UTF-8 stream can write)
+_UNSAFE = ("\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff"
+           "\ufff9-\ufffb")
 _NAME = re.compile(f"[{_UNSAFE}]")
 _TEXT = re.compile(f"[{_UNSAFE.replace(chr(0) + '-' + chr(0x1f), chr(0) + '-' + chr(8) + chr(11) + '-' + chr(0x1f))}]")
 

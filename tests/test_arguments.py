@@ -74,6 +74,10 @@ def test_a_text_file_a_missing_method_and_an_unknown_loader_are_the_project_s_er
         pte_lab.explore(path, method="nope")
     with pytest.raises(pte_lab.ArgumentValueError, match="unknown loader 5; choose one of corrected"):
         pte_lab.open(path).load_cost(5)
+    with pytest.raises(pte_lab.ArgumentValueError, match=r"unknown loader \['module'\]"):
+        pte_lab.open(path).load_cost(["module"])
+    with pytest.raises(pte_lab.ArgumentTypeError, match="takes a dict"):
+        pte_lab.what_if(path, {(0, 0): None})
     for missing in (path.parent / "nope.pte", "a\0b"):
         with pytest.raises(pte_lab.UnreadableFileError):
             pte_lab.open(missing)

@@ -264,6 +264,9 @@ def test_an_etrecord_from_another_export_is_refused_saying_how(portable, xnnpack
     with pytest.raises(ETRecordError, match=rf"handles end at instruction \d+, the program calls kernels up to "
                                             rf"instruction {kernels[-1]}"):
         attribute_program(pte_lab.open(pte_p), read_etrecord(shorter))
+    empty = _rewrite(etr_p, {"debug_handle_map": json.dumps({"forward": {}}).encode()})
+    with pytest.raises(ETRecordError, match=r"the ETRecord has no debug handles for it, the program calls \d+ kernels"):
+        attribute_program(pte_lab.open(pte_p), read_etrecord(empty))
 
 
 def test_reading_the_layers_does_not_import_torch_or_executorch():

@@ -57,3 +57,12 @@ def test_many_delegated_methods_say_what_the_plan_leaves_out_once(program_path, 
     ((names, note),) = delegate_heap_rows(pte)
     assert names == f"{', '.join(delegated)} ({len(delegated)} methods)"
     assert repr(pte).count(note) == 1
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_escaped():
+    """A name's bytes that are not UTF-8 reach Python as lone surrogates, which no UTF-8 stream (a terminal,
+    a C file) can write: shown escaped, as a control character is."""
+    from pte_lab.printable import printable, printable_text
+
+    assert printable("a\udcff.pte") == "a\\udcff.pte" and printable_text("a\udcff\nb") == "a\\udcff\nb"
+    printable("a\udcff.pte").encode("utf-8")  # writable

@@ -116,3 +116,19 @@ def test_the_api_s_replan_write_leaves_a_device_node_alone(program_path, tmp_pat
     with pytest.raises(NotARegularFileError, match="is a FIFO"):
         planning.replan(str(program_path("portable"))).write(fifo)
     assert fifo.is_fifo()
+
+
+def test_the_runner_s_files_inside_its_folder_are_checked_before_measuring(program_path, tmp_path, capsys):
+    """`sizes --example-runner DIR` where DIR already holds a FIFO, a device or a link under a name it writes:
+    refused before anything is measured or written (a FIFO hung it; a device node or a link was written into)."""
+    target = tmp_path / "target.txt"
+    target.write_text("mine")
+    for k, make in enumerate((os.mkfifo, lambda p: os.symlink(target, p))):
+        folder = tmp_path / f"runner{k}"
+        folder.mkdir()
+        make(folder / "pools.h")
+        assert main(["sizes", str(program_path("portable")), "--example-runner", str(folder)]) == 2
+        err = capsys.readouterr().err
+        assert f"{folder / 'pools.h'} is " in err and "not a file to write" in err and "[" not in err  # no progress
+        assert sorted(p.name for p in folder.iterdir()) == ["pools.h"]
+    assert target.read_text() == "mine"

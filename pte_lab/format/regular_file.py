@@ -89,5 +89,4 @@ def check_writable(path, what: str = "a file") -> None:
                                    f"only (it would replace the link); give the path it points to")
     if not stat.S_ISREG(st.st_mode):
         kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-        raise NotARegularFileError(f"{printable(path)} is {kind}, not {what}: pte_lab writes regular files only "
-                                   f"(it would replace it)")
+        raise NotARegularFileError(f"{printable(path)} is {kind}, not {what}: pte_lab writes regular files only")

@@ -191,7 +191,10 @@ def check_method(method: "Method", rec: MethodRecord) -> None:
     # an ETRecord of a smaller export of the same kind of model: its handles stop before the program's kernels do
     last = max(rec.handles, default=-1)
     past = [i.index for i in instructions if i.kind == "KernelCall" and i.index > last]
-    if rec.handles and past:
+    if past and not rec.handles:
+        raise mismatch(method.name, f"the ETRecord has no debug handles for it, the program calls {len(past)} "
+                                    f"kernels")
+    if past:
         raise mismatch(method.name, f"the ETRecord's debug handles end at instruction {last}, the program calls "
                                     f"kernels up to instruction {past[-1]} ({len(past)} past the ETRecord's)")
     if not rec.has_graph:

@@ -116,6 +116,6 @@ def allocation_columns(plans: Iterable[PlanArenas], loader: str) -> dict[str, li
     elif loader == "module":
         for p in plans:
             _private(out, "first_execute", p, device_first=True)
-    else:
+    else:  # (a loader that is no str, too)
         raise ArgumentValueError(f"unknown loader {printable(repr(loader))}; choose one of {', '.join(LOADERS)}")
     return out.lists

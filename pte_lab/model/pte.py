@@ -269,7 +269,7 @@ class Pte:
     def allocation_columns(self, loader: str = "corrected") -> dict[str, list]:
         """:meth:`allocations` as one list per column of :data:`~pte_lab.model.LOAD_COST_COLUMNS` (worked out
         once per loader; the lists are the program's: do not change them)."""
-        if loader not in self._allocated:
+        if not isinstance(loader, str) or loader not in self._allocated:
             with paused_gc():
                 self._allocated[loader] = allocation_columns(self._plan_arenas(), loader)
         return self._allocated[loader]

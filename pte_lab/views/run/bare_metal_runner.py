@@ -18,6 +18,7 @@ import os
 import re
 
 from ...errors import PteLabError
+from ...format.regular_file import check_writable
 from ...runtime.native import executorch_dir, executorch_version
 from ...shell_text import sh_comment, sh_word, sh_words
 from ..c_text import c_comment, c_string
@@ -486,6 +487,8 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
 def write_bare_metal_runner(sizes, pte, folder, target: str = "cortex-m", methods: list[str] | None = None) -> list[str]:
     """Write :func:`bare_metal_runner`'s files into ``folder`` (made if missing); returns their paths."""
     files = bare_metal_runner(sizes, pte, target, methods)
+    for name in BARE_METAL_FILES:  # before any is written: none may be a FIFO, a device or a link
+        check_writable(os.path.join(folder, name), "a file to write")
     os.makedirs(folder, exist_ok=True)
     paths = []
     for name in BARE_METAL_FILES:

@@ -27,6 +27,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from ...errors import PteLabError
+from ...format.regular_file import check_writable
 from ...runtime.libraries import AS_NEEDED, compile_flags, link_flags
 from ...shell_text import sh_comment, sh_echo, sh_word, sh_words
 from ..c_text import c_comment as _comment
@@ -440,9 +441,12 @@ def write_example_runner(sizes: "Sizes", folder, methods: list[str] | None = Non
             + "; ".join(f"method {n!r}: {why}" for n, why in out.items())
             + "). No file was written; the C header alone (pte-lab sizes --c-header) still gives the pools")
     folder = os.fspath(folder)
+    files = example_runner(sizes, methods)
+    for name in files:  # before any is written: none may be a FIFO, a device or a link
+        check_writable(os.path.join(folder, name), "a file to write")
     os.makedirs(folder, exist_ok=True)
     paths = []
-    for name, text in example_runner(sizes, methods).items():
+    for name, text in files.items():
         path = os.path.join(folder, name)
         with open(path, "w") as f:
             f.write(text)
