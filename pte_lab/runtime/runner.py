@@ -14,6 +14,7 @@ which crosses the worker's pipe to the caller's front
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
@@ -303,7 +304,7 @@ def _run(lib, out: RunnerResult, path: str, bname: bytes, *, method_pool, temp_p
         return rc
 
     err = ctypes.c_int32(0)
-    handle = lib.pte_lab_sizing_open(path.encode(), (data_path or "").encode(), file_loader, ctypes.byref(err))
+    handle = lib.pte_lab_sizing_open(os.fsencode(path), os.fsencode(data_path or ""), file_loader, ctypes.byref(err))
     if not handle:
         return out.fail(err.value, Step(StepKind.LOAD_PROGRAM))
     try:
