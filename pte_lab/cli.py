@@ -725,12 +725,21 @@ def _what_if_from(args) -> int:
     return 0
 
 
+#: the longest error line the CLI prints: a name from a file can be any length, a line should be read
+MOST_ERROR_CHARACTERS = 2_000
+
+
 def _one_line(exc: BaseException) -> str:
-    """A PteLabError as one line (its first), every name from the file in it shown escaped."""
+    """A PteLabError as one line (its first), every name from the file in it shown escaped, its middle left out
+    past :data:`MOST_ERROR_CHARACTERS`."""
     from .printable import printable
 
     text = str(exc).strip()
-    return printable(text.split("\n")[0] if text else type(exc).__name__)
+    line = printable(text.split("\n")[0] if text else type(exc).__name__)
+    if len(line) <= MOST_ERROR_CHARACTERS:
+        return line
+    half = MOST_ERROR_CHARACTERS // 2
+    return f"{line[:half]} ...({len(line) - 2 * half:,} characters left out)... {line[-half:]}"
 
 
 class _Printable:
