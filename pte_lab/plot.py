@@ -198,7 +198,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     ax.axhline(a.size, color="#333333", lw=1.2, label=f"arena size {human_bytes(a.size)}")
     if a.peak_bytes:
         ax.axhline(a.peak_bytes, color="#333333", lw=1.0, ls="--",
-                   label=f"{PEAK_LIVE} {human_bytes(a.peak_bytes)}: no plan is smaller")
+                   label=f"{PEAK_LIVE} {human_bytes(a.peak_bytes)}: no plan can be smaller")
     n = method.n_instructions
     right = n + 0.5
     top = max(a.size, a.peak_bytes, 1)
@@ -291,7 +291,7 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
                    label=f"arena {a.mem_id} size {human_bytes(a.size)}")
         if a.peak_bytes:
             ax.axhline(a.peak_bytes, color=color, lw=0.9, ls=(0, (5, 4)), alpha=0.8, zorder=2,
-                       label=f"arena {a.mem_id} {PEAK_LIVE} {human_bytes(a.peak_bytes)} (no plan is smaller)")
+                       label=f"arena {a.mem_id} {PEAK_LIVE} {human_bytes(a.peak_bytes)} (no plan can be smaller)")
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
     _bytes_axis(ax.yaxis, top)

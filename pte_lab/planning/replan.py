@@ -49,7 +49,7 @@ class ArenaPlan:
 
     @property
     def before_over_bound(self) -> float | None:
-        """The original size over the lower bound (1.0: no plan is smaller); None without a bound."""
+        """The original size over the lower bound (1.0: no plan can be smaller); None without a bound."""
         return self.before / self.lower_bound if self.lower_bound else None
 
     @property

@@ -156,7 +156,7 @@ def usage_text(u) -> str:
         f"used: {exact_bytes(u.used)}, the sum of every planned tensor's bytes over the whole call at these "
         f"shapes (each storage once; per tensor: .tensors): not all are alive at once, so it is more than a plan "
         f"needs",
-        f"at most at once (lower_bound, no plan is smaller): {exact_bytes(u.lower_bound)}",
+        f"at most at once (lower_bound, no plan can be smaller): {exact_bytes(u.lower_bound)}",
         f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}",
         f"the plan at the bound, allocated whole whatever the shape: {exact_bytes(u.planned_at_bound)}, "
         f"{human_bytes(u.gap)} more than this shape needs",
