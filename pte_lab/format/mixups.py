@@ -34,7 +34,7 @@ _EXPORT = "export the PyTorch model with torch.export + ExecuTorch (to_edge_tran
 @dataclass(frozen=True)
 class Mixup:
     #: a short name: "torchscript", "etrecord", "pt2", "checkpoint", "zip", "ptd", "etdump", "tflite", "onnx",
-    #: "lfs_pointer", "html", "gguf"
+    #: "lfs_pointer", "html", "gguf", "ptn" (1.5.1's native package), "ptg" (its graph)
     kind: str
     #: what the file is
     what: str
@@ -60,6 +60,15 @@ MIXUPS = {m.kind: m for m in (
           "then save its buffer as a .pte"),
     Mixup("checkpoint", "a ZIP archive written by torch.save (weights or a pickled PyTorch object), "
           "not an ExecuTorch program", f"load it in PyTorch, then {_EXPORT}"),
+    Mixup("ptn", "an ExecuTorch native program package (.ptn, written by executorch.exir.native.to_native(...)"
+          ".save): a native graph (program.ptg, b'NPTG') and its constants (program.safetensors); the native "
+          "runtime plans memory when it loads one, so the file holds no memory plan",
+          "for the plan pte_lab reads, export a .pte: to_edge_transform_and_lower(exported_program)"
+          ".to_executorch(), then save its buffer"),
+    Mixup("ptg", "an ExecuTorch native graph (flatbuffer b'NPTG', the program.ptg of a .ptn package), which holds "
+          "no memory plan: the native runtime plans at load",
+          "for the plan pte_lab reads, export a .pte: to_edge_transform_and_lower(exported_program)"
+          ".to_executorch(), then save its buffer"),
     Mixup("zip", "a ZIP archive, not an ExecuTorch program (a .pte is a flatbuffer with b'ET12' at bytes 4..8)",
           "unpack it and open the .pte inside, if it holds one"),
     Mixup("ptd", "a .ptd data file (ExecuTorch's FlatTensor, b'FT01'): named tensors for a program, not a program",
@@ -78,7 +87,7 @@ MIXUPS = {m.kind: m for m in (
           "export the model with ExecuTorch's LLM flow (executorch.extension.llm.export, export_llm)"),
 )}
 
-_FLATBUFFER_IDS = {b"FT01": "ptd", b"ED00": "etdump", b"TFL3": "tflite"}
+_FLATBUFFER_IDS = {b"FT01": "ptd", b"ED00": "etdump", b"TFL3": "tflite", b"NPTG": "ptg"}
 
 
 def _zip_kind(names: list[str]) -> str:
@@ -92,6 +101,8 @@ def _zip_kind(names: list[str]) -> str:
         return "pt2"
     if "data.pkl" in tails:
         return "checkpoint"
+    if "program.ptg" in tails:
+        return "ptn"
     return "zip"
 
 
