@@ -132,3 +132,15 @@ def test_the_runner_s_files_inside_its_folder_are_checked_before_measuring(progr
         assert f"{folder / 'pools.h'} is " in err and "not a file to write" in err and "[" not in err  # no progress
         assert sorted(p.name for p in folder.iterdir()) == ["pools.h"]
     assert target.read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_a_program_whose_name_is_not_utf8_is_sized(program_path, tmp_path, capsys):
+    """A file name's bytes that are not UTF-8 (Python's surrogate escapes): the program is sized (the mapped
+    file found in /proc/self/smaps by its bytes), and the name is shown escaped."""
+    path = os.path.join(str(tmp_path), os.fsdecode(b"a\xff.pte"))
+    with open(path, "wb") as f:
+        f.write(program_path("portable").read_bytes())
+    assert main(["sizes", path, "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("a\\udcff.pte: run-time memory per method") and "method 'forward'" in out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -78,7 +79,9 @@ def file_rss(path: str) -> int | None:
     target = os.path.realpath(path)
     total, inside = 0, False
     try:
-        with open("/proc/self/smaps") as f:
+        # the paths there are the file system's bytes: decoded as os.fsdecode does, so that a name that is not
+        # UTF-8 still compares equal to realpath's
+        with open("/proc/self/smaps", encoding=sys.getfilesystemencoding(), errors="surrogateescape") as f:
             for line in f:
                 head = line.split(None, 5)
                 if head and "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
