@@ -36,6 +36,7 @@ from .errors import TARGET_CHANGED, PteLabError
 from .views.json_text import json_text
 from .progress import lines
 from .shell_text import sh_word, sh_words
+from .vocabulary import BUDGET_KINDS, DEFAULT_INPUT_LIMIT, INPUT_LIMIT_ENV, PLANNER_NAMES
 
 
 
@@ -432,7 +433,6 @@ def _region(text: str) -> tuple[str, int]:
 
 def _max_input_bytes(parser, what: str) -> None:
     """``--max-input-bytes``: the most pte_lab builds at sizes the file declares (:func:`pte_lab.runtime.inputs.input_limit`)."""
-    from .runtime.inputs import DEFAULT_INPUT_LIMIT, INPUT_LIMIT_ENV
     from .units import human_bytes
 
     parser.add_argument("--max-input-bytes", type=_size, metavar="SIZE",
@@ -494,9 +494,6 @@ def _examples_said() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .model.diff import BUDGET_KINDS
-    from .planning import PLANNERS
-
     p = _Parser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p.commands = sub.choices  # name -> its parser, for usage on an unknown option
@@ -542,7 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replan", help="replan every arena, write a new .pte, optionally verify it")
     rp.add_argument("input")
     rp.add_argument("output", type=_new_file)
-    rp.add_argument("--algorithm", "-a", default="best_fit", choices=sorted(PLANNERS))
+    rp.add_argument("--algorithm", "-a", default="best_fit", choices=sorted(PLANNER_NAMES))
     rp.add_argument("--verify", action="store_true",
                     help="run both with ExecuTorch, each method called --runs times in a row with its state "
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")
@@ -763,6 +760,21 @@ class _Printable:
 DEBUG_ENV = "PTE_LAB_DEBUG"
 
 
+def _numpy_one_thread() -> None:
+    """Load numpy with its BLAS on one thread: pte_lab's arrays are integer bookkeeping, and OpenBLAS's threads,
+    started at import, cost a short command a tenth of a second of CPU spinning. The setting is this process's
+    alone: the environment the workers inherit is given back as it was."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401 - loaded now, with the setting
+    except ImportError:  # pragma: no cover - numpy is a dependency; the command says what is missing
+        pass
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
@@ -776,6 +788,7 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stderr is not None:
             print("pte-lab: error: standard output is closed: nowhere to write the answer", file=sys.stderr)
         return 2
+    _numpy_one_thread()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]

@@ -43,6 +43,10 @@ LAZY_ALLOWED = {
     ("pte_lab.planning", "pte_lab.planning.teaching"): "the lessons' helpers draw: plot loads when one is asked "
                                                        "for, not with the planners the CLI's parser lists",
     ("pte_lab.runtime.worker", "pte_lab.runtime.engine"): "after stdout goes to stderr: imports print no protocol",
+    ("pte_lab.runtime.worker", "pte_lab.runtime.native_engine"): "after stdout goes to stderr, and only the engine "
+                                                                 "asked for: the native one never imports torch",
+    ("pte_lab.runtime.runner", "pte_lab.model.dtypes"): "the native worker makes these records and never imports "
+                                                         "the model: the caller reads the dtype's name",
     ("pte_lab.data.ethos_u.export", "pte_lab.examples"): "a script: pte_lab imports once its checkout is on sys.path",
     ("pte_lab.data.ethos_u.export", "pte_lab.quiet"): "a script: pte_lab imports once its checkout is on sys.path",
     # examples.py's bytes key the tests' cache of exported programs (tests/conftest.py ``_key``): moving its
@@ -197,13 +201,15 @@ def test_the_cycle_check_sees_a_cycle_through_a_function_level_import():
 
 
 #: the runtime's tiers, top down: its fronts start from a checked program and reach ExecuTorch through an
-#: engine (in this process or a worker), which drives the native runner, the device and the counters
+#: engine (in this process or a worker; the native engine, which never imports ExecuTorch's Python package, under
+#: the Python runtime's), which drives the native runner, the device and the counters
 RUNTIME_TIERS = [
     {"pte_lab.runtime", "pte_lab.runtime.program", "pte_lab.runtime.sizing", "pte_lab.runtime.run_all"},
     {"pte_lab.runtime.sizing.results"},
     {"pte_lab.runtime.sizing.measure"},
     {"pte_lab.runtime.checked", "pte_lab.runtime.isolate", "pte_lab.runtime.worker"},
     {"pte_lab.runtime.engine"},
+    {"pte_lab.runtime.native_engine"},
     {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
      "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
      "pte_lab.runtime.schemas", "pte_lab.runtime.stand_ins", "pte_lab.runtime.declared",
@@ -362,6 +368,7 @@ def _function(mod: str, qualname: str) -> ast.FunctionDef:
     ("pte_lab.runtime.engine", "Engine.release", "StepMeasure"),
     ("pte_lab.runtime.operators", "provide", "Provision"),
     ("pte_lab.runtime.engine", "Engine.provide_operators", "Provision"),
+    ("pte_lab.runtime.native_engine", "NativeEngine.provide_operators", "Provision"),
 ])
 def test_the_runtime_hands_records_across_the_worker_boundary(mod, qualname, record):
     """What a step measured and what registering operators did cross the worker's pipe as frozen records,
@@ -385,7 +392,7 @@ def test_the_runtime_hands_records_across_the_worker_boundary(mod, qualname, rec
     ("pte_lab.runtime.sizing.results", "_method_sizes", ["measured"]),
     ("pte_lab.runtime.sizing.results", "_heap_round", ["path", "data_path"]),
     ("pte_lab.runtime.runner", "run_method", ["path", "name"]),
-    ("pte_lab.runtime.engine", "Engine.size_method", ["self", "path", "name"]),
+    ("pte_lab.runtime.native_engine", "NativeOps.size_method", ["self", "path", "name"]),
 ])
 def test_sizing_calls_name_their_pools(mod, qualname, positional):
     """``session.run(n, None, None, 4096, runs)`` said nothing of which pool is which: these take keywords."""
@@ -433,7 +440,7 @@ def _literal_homes(is_fact) -> set[str]:
     ("ledger fields", lambda c: {"device_type", "alignment", "time_ns"} <= c, None),
     ("run-time parts", lambda c: {"planned arenas", "method allocator", "temp allocator"} <= c, "pte_lab.runtime.sizing.results"),
     ("counter fields", lambda c: {"heap_live", "anon_mapped"} <= c, None),
-    ("planner names", lambda c: {"best_fit", "greedy", "naive"} <= c, "pte_lab.planning.algorithms"),
+    ("planner names", lambda c: {"best_fit", "greedy", "naive"} <= c, "pte_lab.vocabulary"),
     ("arena columns", lambda c: {"mem_id", "runtime_index", "peak_bytes"} <= c, None),
 ])
 def test_facts_are_written_once(what, is_fact, home):

@@ -3,18 +3,51 @@
 :class:`Pte` (a program), :class:`Method`, :class:`Arena`, planned-tensor
 tables, lifetimes, occupancy and the lower bound, plan validation, device
 findings and load-cost predictions for ExecuTorch's three loaders.
+
+Its names are loaded when first used: a submodule (``pte_lab.model.dtypes``, say) is imported without the
+whole analysis.
 """
 
-from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse
-from .bundled import Bundled, BundledValue, TestSuite
-from .data import DataFile, NamedTensor, open_data
-from .findings import Finding, Kind
-from .load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
-from .method import Delegate, Instruction, IOSpec, Method
-from .pte import Pte, Segment, open_pte
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+#: each public name -> the submodule that defines it
+_LAZY = {
+    "TENSOR_COLUMNS": "analysis", "Analysis": "analysis", "Arena": "analysis", "PlannedTensor": "analysis",
+    "analyse": "analysis",
+    "Bundled": "bundled", "BundledValue": "bundled", "TestSuite": "bundled",
+    "DataFile": "data", "NamedTensor": "data", "open_data": "data",
+    "Finding": "findings", "Kind": "findings",
+    "LOAD_COST_COLUMNS": "load_cost", "LOADERS": "load_cost", "STEPS": "load_cost",
+    "Delegate": "method", "Instruction": "method", "IOSpec": "method", "Method": "method",
+    "Pte": "pte", "Segment": "pte", "open_pte": "pte",
+}
 
 __all__ = [
     "Pte", "Method", "Arena", "PlannedTensor", "IOSpec", "Instruction", "Delegate", "Segment",
     "Finding", "Kind", "Analysis", "analyse", "LOADERS", "STEPS", "LOAD_COST_COLUMNS", "TENSOR_COLUMNS",
     "open_pte", "open_data", "DataFile", "NamedTensor", "Bundled", "BundledValue", "TestSuite",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse
+    from .bundled import Bundled, BundledValue, TestSuite
+    from .data import DataFile, NamedTensor, open_data
+    from .findings import Finding, Kind
+    from .load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
+    from .method import Delegate, Instruction, IOSpec, Method
+    from .pte import Pte, Segment, open_pte
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

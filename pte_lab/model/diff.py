@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ..errors import PteLabError
+from ..vocabulary import BUDGET_KINDS
 from .align import align
 from .analysis import Arena, PlannedTensor, instruction_targets
 from .bulk import paused_gc
@@ -72,14 +73,6 @@ POOL_ATTRIBUTES: Mapping[str, str] = MappingProxyType({
 #: the pools a budget holds (:meth:`Diff.budget`): ``planned_buffers`` are the method's planned bytes, read
 #: from the file, so the planned bytes' check is theirs
 BUDGETED_POOLS = ("method_pool", "temp_pool")
-#: what a budget can hold (``pte-lab diff --fail-if-grows PCT --budget-on KIND``), each kind -> what it checks:
-#: the default holds them all
-BUDGET_KINDS: Mapping[str, str] = MappingProxyType({
-    "file": "the file's bytes",
-    "planned": "the planned bytes (of each method compared, and their sum with several)",
-    "scratch": "the scratch each delegate call declares, and the largest of a method's (its temp pool holds it)",
-    "pools": "the method pool and temp pool of each method sized (with --sizes)"})
-
 #: parts of ``MethodSizes.parts()`` that are a pool less another part, not a figure measured on its own (the
 #: temp allocator's peak less the delegates' scratch): part -> the pool (a diff compares the pool instead)
 POOL_REMAINDERS: Mapping[str, str] = MappingProxyType({"temp allocator": "temp_pool"})

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..vocabulary import PLANNER_NAMES
 from .exact import optimal as search
 from .problem import Problem, align_up
 
@@ -179,8 +180,8 @@ def optimal(p: Problem) -> dict[int, int]:
     return search(p)[0]
 
 
-#: the heuristics: they plan arenas of any size
-ALGORITHMS = {"greedy": greedy, "best_fit": best_fit, "first_fit": first_fit, "naive": naive}
-#: every planner :func:`~.replan.plan_arena` and :func:`~.replan.replan` take: the heuristics and the
-#: exhaustive search (tiny arenas only)
-PLANNERS = {**ALGORITHMS, "optimal": optimal}
+#: every planner :func:`~.replan.plan_arena` and :func:`~.replan.replan` take, by its name
+#: (:data:`pte_lab.vocabulary.PLANNER_NAMES`, the names' one home): each is the function of that name here
+PLANNERS = {name: globals()[name] for name in PLANNER_NAMES}
+#: the heuristics: they plan arenas of any size (all but the exhaustive search, which plans tiny arenas only)
+ALGORITHMS = {name: fn for name, fn in PLANNERS.items() if fn is not optimal}

@@ -1,18 +1,45 @@
 """Load and run programs with ExecuTorch, memory accounted; the emulated device.
 
-Importing this package imports nothing heavy; ExecuTorch is imported by the
-first call that needs it.
+Importing this package imports nothing heavy: its names are loaded when first used (so that the isolated
+worker, ``python -m pte_lab.runtime.worker``, starts in a fraction of a second), and ExecuTorch is imported by
+the first call that needs it.
 """
 
 from __future__ import annotations
 
-from .device import EmulatedDevice, emulate_device
-from .info import RuntimeInfo, runtime_info
-from .inputs import call_sequence, example_inputs
-from .program import LabMethod, LabProgram, OperatorLibraryWarning, SharedArenasWarning, load
-from .run_all import MethodRun, RunAll, run_all
-from .sizing import MethodSizes, Sizes, SizingError, PoolVerification, sizes
+import importlib
+from typing import TYPE_CHECKING
 
-__all__ = ["load", "LabProgram", "LabMethod", "SharedArenasWarning", "emulate_device", "EmulatedDevice",
-           "runtime_info", "RuntimeInfo", "example_inputs", "call_sequence", "run_all", "RunAll", "MethodRun",
-           "OperatorLibraryWarning", "sizes", "Sizes", "MethodSizes", "PoolVerification", "SizingError"]
+#: each public name -> the submodule that defines it
+_LAZY = {
+    "load": "program", "LabProgram": "program", "LabMethod": "program", "SharedArenasWarning": "program",
+    "OperatorLibraryWarning": "program",
+    "emulate_device": "device", "EmulatedDevice": "device",
+    "runtime_info": "info", "RuntimeInfo": "info",
+    "example_inputs": "inputs", "call_sequence": "inputs",
+    "run_all": "run_all", "RunAll": "run_all", "MethodRun": "run_all",
+    "sizes": "sizing", "Sizes": "sizing", "MethodSizes": "sizing", "SizingError": "sizing",
+    "PoolVerification": "sizing",
+}
+
+__all__ = list(_LAZY)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .device import EmulatedDevice, emulate_device
+    from .info import RuntimeInfo, runtime_info
+    from .inputs import call_sequence, example_inputs
+    from .program import LabMethod, LabProgram, OperatorLibraryWarning, SharedArenasWarning, load
+    from .run_all import MethodRun, RunAll, run_all
+    from .sizing import MethodSizes, PoolVerification, Sizes, SizingError, sizes
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

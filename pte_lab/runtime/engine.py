@@ -15,11 +15,10 @@ from ..devices import parse_device
 from ..quiet import quiet_import
 from . import device as devmod
 from . import memory
+from .native_engine import NativeOps
 from .operators import provide
 from .raw import to_raw, to_torch
-from .runner import file_loader_default_alignment, run_method
 from .shapes import program_scalars, record_shapes
-from .stand_ins import register, stats
 
 if TYPE_CHECKING:  # pragma: no cover
     from .operators import Provision
@@ -49,7 +48,10 @@ class MethodMeta:
     text: str
 
 
-class Engine:
+class Engine(NativeOps):
+    """The Python runtime's engine: programs loaded as ``Runtime.load_program`` loads them, torch tensors in and
+    out, and the native operations of :class:`~pte_lab.runtime.native_engine.NativeOps`."""
+
     def __init__(self, devices: list[str] = (), emulate: list[str] = ()):
         Runtime = quiet_import("executorch.runtime").Runtime
         for d in emulate:  # a device with a real allocator registered is used as it is
@@ -131,11 +133,6 @@ class Engine:
 
         return self._step(go)[1]
 
-    def size_method(self, path: str, name: str, **pools) -> "RunnerResult":
-        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`; ``pools``: its
-        keyword arguments)."""
-        return run_method(path, name, **pools)
-
     def record_shapes(self, path: str, name: str, inputs: list, debug_buffer: int, data_path: str | None = None):
         """Run ``name`` once with ETDump on: the values its instructions wrote (see :mod:`.shapes`)."""
         return record_shapes(path, name, inputs, debug_buffer, data_path)
@@ -144,22 +141,10 @@ class Engine:
         """``name``'s Int values and IntList items (see :func:`.shapes.program_scalars`)."""
         return program_scalars(path, name)
 
-    def file_loader_default_alignment(self) -> int:
-        """FileDataLoader's default alignment in this build (alignof(std::max_align_t))."""
-        return file_loader_default_alignment()
-
     # ---------------------------------------------------------------- facts
     def provide_operators(self, operators: list[str]) -> "Provision":
         """Register ExecuTorch's own libraries for missing operators; what is still missing."""
         return provide(operators)
-
-    def register_stand_ins(self, backends: list[str], operators: list[str]) -> list[str]:
-        """Register pte_lab's stand-ins for a backend or kernels the wheel lacks (sizing workers only; see
-        :mod:`pte_lab.runtime.stand_ins`); what was registered."""
-        return register(backends, operators)
-
-    def stand_in_stats(self) -> dict:
-        return stats()
 
     def registered_backends(self) -> list[str]:
         """The backends this runtime can use: registered, and available when asked (``is_available``).
@@ -195,22 +180,6 @@ class Engine:
             return memory.CudaProbe.free(index)
         return None
 
-    def allocator_registered(self, device: str) -> bool | None:
-        return devmod.allocator_registered(device)
-
     def meta(self, name: str) -> MethodMeta:
         m = self.program.metadata(name)
         return MethodMeta(m.name(), m.num_inputs(), m.num_outputs(), str(m))
-
-    def ledger_events(self, since: int = 0) -> list:
-        """The emulated device's ledger events (``native.LedgerEvent``) from position ``since``."""
-        try:
-            return devmod.native.read_events(since)
-        except Exception:  # noqa: BLE001 - no helper built: no ledger
-            return []
-
-    def ledger_mark(self) -> int:
-        try:
-            return int(devmod.native.library().pte_lab_event_count())
-        except Exception:  # noqa: BLE001
-            return 0

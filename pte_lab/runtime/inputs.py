@@ -15,14 +15,9 @@ import os
 from ..errors import DeclaredSizeError, PteFormatError, PteLabError
 from ..model.dtypes import SCALAR_TYPES, short_shape
 from ..units import INT64_MAX, check_int64, exact_bytes, first_few, parse_bytes
+from ..vocabulary import DEFAULT_INPUT_LIMIT, INPUT_LIMIT_ENV
 from .memory import host_available
 
-#: the environment variable that sets the most bytes pte_lab builds at sizes a file declares (bytes, or a size
-#: with KiB, MiB or GiB); ``max_input_bytes=`` (the CLI's ``--max-input-bytes``) wins over it
-INPUT_LIMIT_ENV = "PTE_LAB_MAX_INPUT_BYTES"
-#: the most bytes pte_lab builds at sizes a file declares (one run's inputs, with what goes with them), unless
-#: raised
-DEFAULT_INPUT_LIMIT = 1 << 30
 
 #: dtype name -> bytes per element
 _ELEMENT = {name: size for name, size in SCALAR_TYPES.values()}

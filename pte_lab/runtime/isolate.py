@@ -43,12 +43,14 @@ _METHOD_OPS = ("load_method", "execute", "meta")
 class Worker:
     """A worker process hosting an :class:`~pte_lab.runtime.engine.Engine`.
 
-    ``worker.call(op, *args)`` runs ``Engine.op`` there. If the process dies,
+    ``worker.call(op, *args)`` runs ``Engine.op`` there (``native``: a
+    :class:`~pte_lab.runtime.native_engine.NativeEngine`, which runs the sizing runner without importing
+    ExecuTorch's Python package). If the process dies,
     :class:`RuntimeCrashedError` carries the signal and the last lines of its
     stderr; the worker is then gone and every later call raises the same.
     """
 
-    def __init__(self, *engine_args, count: bool = True, **engine_kwargs):
+    def __init__(self, *engine_args, count: bool = True, native: bool = False, **engine_kwargs):
         self._stderr = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.counted = False
@@ -63,7 +65,7 @@ class Worker:
         self._lock = threading.Lock()
         self._dead: RuntimeCrashedError | None = None
         try:
-            self.call("init", *engine_args, **engine_kwargs)
+            self.call("init_native" if native else "init", *engine_args, **engine_kwargs)
         except BaseException:
             self.close()  # a worker that could not start is not left running
             raise

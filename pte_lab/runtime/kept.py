@@ -37,7 +37,7 @@ from typing import Callable, TypeVar
 from ..cache import cache_dir
 
 __all__ = ["enabled", "file_digest", "code_digest", "key", "get", "put", "kept_or", "clear", "folder",
-           "NO_CACHE_ENV"]
+           "NO_CACHE_ENV", "dist_version"]
 
 #: set to 1 to measure afresh and keep nothing
 NO_CACHE_ENV = "PTE_LAB_NO_CACHE"
@@ -81,7 +81,8 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def _version(dist: str) -> str:
+def dist_version(dist: str) -> str:
+    """An installed distribution's version ("-" where it is not installed)."""
     try:
         return md.version(dist)
     except md.PackageNotFoundError:
@@ -92,7 +93,7 @@ def key(kind: str, files, options: dict) -> str:
     """The key of a measurement of ``kind`` over ``files`` (paths; None entries skipped) with ``options`` (a
     JSON-able dict of what else changes it)."""
     doc = {"kind": kind, "files": [file_digest(f) for f in files if f is not None], "options": options,
-           "pte_lab": code_digest(), "executorch": _version("executorch"), "torch": _version("torch"),
+           "pte_lab": code_digest(), "executorch": dist_version("executorch"), "torch": dist_version("torch"),
            "machine": [platform.machine(), platform.processor(), platform.python_version()]}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:32]
 

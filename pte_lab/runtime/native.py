@@ -331,12 +331,28 @@ def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[st
             os.replace(tmp_out, out)  # atomic: concurrent builders agree
 
 
+#: False in a process that never imports ExecuTorch's Python extension (the native engine's worker): the helper
+#: is loaded on its own, and ExecuTorch's libraries with it (:func:`without_python_extension`)
+_WITH_EXTENSION = True
+
+
+def without_python_extension() -> None:
+    """Load the helper without ExecuTorch's Python extension in this process from now on: for a worker that runs
+    programs through the native runner alone (:mod:`pte_lab.runtime.native_engine`), where importing the
+    extension (torch with it) would cost seconds and measure nothing. Call it before anything loads the helper."""
+    global _WITH_EXTENSION
+    if library.cache_info().currsize and _WITH_EXTENSION:
+        raise NativeBuildError("the native helper was loaded with ExecuTorch's Python extension already")
+    _WITH_EXTENSION = False
+
+
 @lru_cache(maxsize=1)
 def library() -> ctypes.CDLL:
     """The loaded helper, sharing ExecuTorch's device-allocator registry."""
-    # Load ExecuTorch's own extension first so that the helper binds to the same libexecutorch.so.
-
-    quiet_import("executorch.extension.pybindings.portable_lib")
+    # Load ExecuTorch's own extension first so that the helper binds to the same libexecutorch.so (a process that
+    # never imports it loads libexecutorch.so through the helper's own link).
+    if _WITH_EXTENSION:
+        quiet_import("executorch.extension.pybindings.portable_lib")
 
     lib = ctypes.CDLL(str(library_path()))
     lib.pte_lab_event_size.restype = ctypes.c_int32

@@ -21,7 +21,6 @@ from functools import lru_cache
 
 from ..devices import device_name
 from ..errors import PteLabError
-from ..model.dtypes import SCALAR_TYPES
 from . import memory, native
 
 __all__ = ["run_method", "RunnerResult", "Step", "StepKind", "StepUse", "PoolUse", "MethodIO", "COUNTING", "NO_TEMP",
@@ -81,6 +80,8 @@ class MethodIO:
 
     @property
     def dtype(self) -> str | None:
+        from ..model.dtypes import SCALAR_TYPES  # here: the worker that makes these never imports the model
+
         return None if self.scalar_type is None else SCALAR_TYPES.get(self.scalar_type, (f"scalar type {self.scalar_type}",))[0]
 
 

@@ -15,12 +15,17 @@ applies the rule.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
+import os
 from typing import TYPE_CHECKING, Iterable
 
+from ..cache import cache_dir
 from ..errors import PteFormatError
 from ..model.findings import REFUSED_BEFORE_LOADING, Kind, operator_findings
 from ..quiet import quiet
+from . import kept
 from .operators import PROVIDERS, import_provider
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,9 +71,53 @@ def _register(namespaces: Iterable[str]) -> None:
             pass
 
 
-def operator_schemas(operators: Iterable[str]) -> dict[str, dict | None]:
-    """``{"ns::name.overload": {"arguments": ((name, type), ...), "returns": (type, ...)} or None}``."""
+def operator_schemas(operators: Iterable[str], cache: bool | None = None) -> dict[str, dict | None]:
+    """``{"ns::name.overload": {"arguments": ((name, type), ...), "returns": (type, ...)} or None}``.
+
+    The schemas torch knows are kept per install (:func:`_kept_path`: by torch's and ExecuTorch's versions and
+    pte_lab's code), so that checking a program whose operators were all seen before never imports torch (over
+    a second); an operator torch does not know is looked up each time (this process may register it:
+    ``torch.library``). ``cache=False`` (or ``$PTE_LAB_NO_CACHE=1``) looks every one up."""
     operators = sorted(set(operators))
+    if not kept.enabled(cache):
+        return _look_up(operators)
+    path = _kept_path()
+    known = _read_kept(path)
+    if all(op in known for op in operators):
+        return {op: known[op] for op in operators}
+    found = _look_up(operators)
+    new = {op: s for op, s in found.items() if s is not None and op not in known}
+    if new:
+        _write_kept(path, {**known, **new})
+    return found
+
+
+def _kept_path():
+    doc = json.dumps([kept.code_digest(), kept.dist_version("torch"), kept.dist_version("executorch")])
+    return cache_dir("schemas", hashlib.sha256(doc.encode()).hexdigest()[:20] + ".json")
+
+
+def _read_kept(path) -> dict[str, dict]:
+    """The schemas kept at ``path`` (none where it cannot be read back whole)."""
+    try:
+        doc = json.loads(path.read_text())
+        return {op: {"arguments": tuple((str(n), str(t)) for n, t in s["arguments"]),
+                     "returns": tuple(str(t) for t in s["returns"])} for op, s in doc.items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def _write_kept(path, schemas: dict[str, dict]) -> None:
+    try:  # through a temporary file renamed into place: a reader sees all of it or none
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(schemas, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache folder: looked up again next time
+        pass
+
+
+def _look_up(operators: list[str]) -> dict[str, dict | None]:
     with quiet():  # torch, exir and the custom-op libraries print as they load
         import torch
 

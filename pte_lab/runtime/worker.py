@@ -1,5 +1,7 @@
 """The isolated worker: an Engine in its own process, driven over stdin/stdout.
 
+The first request is ``init`` (the Python runtime's :class:`~pte_lab.runtime.engine.Engine`) or ``init_native``
+(:class:`~pte_lab.runtime.native_engine.NativeEngine`, which never imports ExecuTorch's Python package).
 Messages are length-prefixed pickles: requests ``(op, args, kwargs)``, replies
 ``("ok", value)`` or ``("error", type name, message)``. A native crash ends
 the process; the parent sees the pipe close and reports the signal.
@@ -19,8 +21,6 @@ def main() -> int:
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    from .engine import Engine  # after the redirect: nothing an import prints reaches the protocol
-
     engine = None
     while True:
         msg = read_msg(proto_in)
@@ -28,8 +28,17 @@ def main() -> int:
             return 0
         op, args, kwargs = msg
         try:
+            # imported after the redirect (nothing an import prints reaches the protocol), and only the engine
+            # asked for: the native one never imports ExecuTorch's Python package
             if op == "init":
+                from .engine import Engine
+
                 engine = Engine(*args, **kwargs)
+                result = None
+            elif op == "init_native":
+                from .native_engine import NativeEngine
+
+                engine = NativeEngine(*args, **kwargs)
                 result = None
             elif op == "exit":
                 write_msg(proto_out, ("ok", None))

@@ -155,8 +155,9 @@ def cannot_run_here(plan) -> str | None:
 
 
 class Session:
-    """A fresh counted worker hosting an Engine (emulated devices where the file needs them and no
-    real allocator is registered), for sizing and verifying one program's methods."""
+    """A fresh counted worker hosting a :class:`~pte_lab.runtime.native_engine.NativeEngine` (emulated devices
+    where the file needs them and no real allocator is registered), for sizing and verifying one program's
+    methods: ExecuTorch's libraries loaded directly, its Python package never imported."""
 
     def __init__(self, path: str, data_path: str | None, devices: list[str]):
         self.path, self.data_path, self.devices = path, data_path, devices
@@ -167,7 +168,7 @@ class Session:
         return self
 
     def _start(self) -> None:
-        self.engine = Worker(self.devices, self.devices)
+        self.engine = Worker(self.devices, self.devices, native=True)
         self.registered = set(self.engine.call("registered_backends"))
         #: FileDataLoader::from(path)'s default alignment: what the file-loader runs and the verification use
         self.file_loader = int(self.engine.call("file_loader_default_alignment"))

@@ -798,7 +798,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         return Sizes(path, data_path, out, skipped, False, executorch_version(), verified, verified_alone, declared)
     pte = checked(path, data_path).pte
     report = reporter(progress, total=len(names), desc="sizing")
-    report.step("starting an isolated worker (imports ExecuTorch)")
+    report.step("starting an isolated worker")
     with report, Session(path, data_path, devices) as session:
         for k, n in enumerate(names, 1):
             if k > 1:

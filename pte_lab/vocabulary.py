@@ -1,0 +1,32 @@
+"""Names that cross modules and reach the command line: the one home of each list, importable without numpy.
+
+The command-line parser offers these as choices before anything heavy is imported (``pte-lab --help`` and a
+kept answer stay fast); the modules that act on them import them from here.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Mapping
+
+__all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT"]
+
+#: the planners :func:`pte_lab.planning.replan` takes (``pte-lab replan --algorithm``): ExecuTorch's greedy and
+#: three heuristics, which plan arenas of any size, then the exhaustive search (tiny arenas only);
+#: :data:`pte_lab.planning.PLANNERS` maps each to its function
+PLANNER_NAMES = ("greedy", "best_fit", "first_fit", "naive", "optimal")
+
+#: what a budget can hold (``pte-lab diff --fail-if-grows PCT --budget-on KIND``), each kind -> what it checks:
+#: the default holds them all
+BUDGET_KINDS: Mapping[str, str] = MappingProxyType({
+    "file": "the file's bytes",
+    "planned": "the planned bytes (of each method compared, and their sum with several)",
+    "scratch": "the scratch each delegate call declares, and the largest of a method's (its temp pool holds it)",
+    "pools": "the method pool and temp pool of each method sized (with --sizes)"})
+
+#: the environment variable that sets the most bytes pte_lab builds at sizes a file declares (bytes, or a size
+#: with KiB, MiB or GiB); ``max_input_bytes=`` (the CLI's ``--max-input-bytes``) wins over it
+INPUT_LIMIT_ENV = "PTE_LAB_MAX_INPUT_BYTES"
+#: the most bytes pte_lab builds at sizes a file declares (one run's inputs, with what goes with them), unless
+#: raised
+DEFAULT_INPUT_LIMIT = 1 << 30
