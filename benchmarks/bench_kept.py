@@ -1,7 +1,10 @@
 """Answers that run the program, asked once and asked again (issue 45's targets): the CLI in a fresh process,
 CPU of the whole process tree (the workers included), best of N.
 
-    python benchmarks/bench_kept.py [--repeat 5] [--cold-repeat 3]
+    python benchmarks/bench_kept.py [--repeat 5] [--cold-repeat 3] [--base REV]
+
+``--base REV`` runs each question with pte_lab at git revision REV as well (an archive of it on PYTHONPATH, its
+native parts built once before the timing), and prints it beside this tree: the baseline in the same run.
 
 - ``sizes FILE`` on the small portable example: measured (``--no-cache``, what a first question costs: the
   native parts already built) beside kept (the same question again);
@@ -32,28 +35,50 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "pte_lab" / "data" / "ethos_u"
 
 
-def _cli(*argv: str) -> tuple[float, float, int]:
-    """(CPU seconds of the process and its children, wall seconds, exit status) of one CLI call."""
+#: targets of issue 45, CPU seconds: (measured, kept)
+TARGETS = {"sizes (small program)": (3.0, 0.3), "sizes --target cortex-m": (6.0, 0.6), "sizes --verify": (6.0, 0.6),
+           "what-if --budget (dynamic)": (2.0, 0.3)}
+#: pte_lab's tree on PYTHONPATH (None: this checkout's, as installed)
+TREE: str | None = None
+
+
+def _cli(*argv: str, tree: str | None = None) -> tuple[float, float, int]:
+    """(CPU seconds of the process and its children, wall seconds, exit status) of one CLI call, with pte_lab's
+    tree ``tree`` first on PYTHONPATH (None: this checkout's)."""
     env = {k: v for k, v in os.environ.items() if k != "PTE_LAB_NO_CACHE"}
+    if tree is not None:
+        env["PYTHONPATH"] = tree
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "pte_lab.cli", *argv], capture_output=True, text=True, env=env)
+    # run from a folder of no pte_lab: ``-m`` puts the working folder first on sys.path, before PYTHONPATH
+    r = subprocess.run([sys.executable, "-m", "pte_lab.cli", *argv], capture_output=True, text=True, env=env,
+                       cwd=tempfile.gettempdir())
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, wall, r.returncode
 
 
-def _best(n: int, *argv: str) -> tuple[float, float, int]:
-    runs = [_cli(*argv) for _ in range(n)]
+def _best(n: int, *argv: str, tree: str | None = None) -> tuple[float, float, int]:
+    runs = [_cli(*argv, tree=tree) for _ in range(n)]
     return min(runs)
+
+
+def _archive(rev: str) -> str:
+    """pte_lab at git revision ``rev``, unpacked in a temporary folder (its path)."""
+    out = tempfile.mkdtemp(prefix="bench_kept_base_")
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "pte_lab"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", out], input=archive.stdout, check=True)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs of each kept question (best kept)")
     ap.add_argument("--cold-repeat", type=int, default=3, help="runs of each measured question (best kept)")
+    ap.add_argument("--base", metavar="REV", help="also run pte_lab at this git revision, printed beside")
     a = ap.parse_args()
+    base = _archive(a.base) if a.base else None
     work = Path(tempfile.mkdtemp(prefix="bench_kept_"))
     portable = work / "portable.pte"
     portable.write_bytes(Path(program("portable")).read_bytes())
@@ -67,13 +92,20 @@ def main() -> None:
         ("sizes --verify", ["sizes", str(portable), "--verify"]),
         ("what-if --budget (dynamic)", ["what-if", str(dynamic), "--bound", "0:0", "--budget", "100KiB"]),
     ]
-    print(f"{'question':30} {'measured CPU':>13} {'kept CPU':>9} {'ratio':>7}   (wall: measured, kept; exit)")
+    trees = [("this tree", None)] + ([(a.base, base)] if base else [])
+    for _, tree in trees:  # native parts built (and operator schemas looked up) before any timing
+        for _, argv in questions:
+            _cli(*argv, "--no-cache", tree=tree)
+    print(f"{'question':30} {'tree':>10} {'measured CPU':>13} {'kept CPU':>9} {'ratio':>7} {'target':>12}"
+          f"   (wall: measured, kept; exit)")
     for label, argv in questions:
-        cold = _best(a.cold_repeat, *argv, "--no-cache")
-        _cli(*argv)  # keeps it
-        warm = _best(a.repeat, *argv)
-        print(f"{label:30} {cold[0]:12.2f}s {warm[0]:8.2f}s {cold[0] / warm[0]:6.1f}x   "
-              f"({cold[1]:.2f} s, {warm[1]:.2f} s; {cold[2]}, {warm[2]})")
+        for name, tree in trees:
+            cold = _best(a.cold_repeat, *argv, "--no-cache", tree=tree)
+            _cli(*argv, tree=tree)  # keeps it
+            warm = _best(a.repeat, *argv, tree=tree)
+            target = "" if tree else "{:.1f}s, {:.1f}s".format(*TARGETS[label])
+            print(f"{label:30} {name[:10]:>10} {cold[0]:12.2f}s {warm[0]:8.2f}s {cold[0] / warm[0]:6.1f}x "
+                  f"{target:>12}   ({cold[1]:.2f} s, {warm[1]:.2f} s; {cold[2]}, {warm[2]})")
     no_run = _best(a.repeat, "sizes", str(foreign))
     measured = _best(a.cold_repeat, "sizes", str(portable), "--no-cache")
     print(f"{'cannot run here: the message':30} {no_run[0]:12.2f}s   (wall {no_run[1]:.2f} s, exit {no_run[2]}); "
