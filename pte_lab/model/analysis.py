@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
+from .arrays import isin
 from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
@@ -218,7 +219,7 @@ class Analysis:
         if not self.n_planned:
             return {}
         ids, counts = np.unique(c["mem_id"], return_counts=True)
-        lone = np.isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
+        lone = isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
         first, last, nb = c["first"][lone], c["last"][lone], c["nbytes"][lone]
         alive = (first <= last) & (nb > 0) & (first <= n) & (last >= -1)
         return dict(zip(c["mem_id"][lone].tolist(), np.where(alive, nb, 0).tolist()))
@@ -234,7 +235,7 @@ class Analysis:
         c = self.columns
         if not self.n_planned:
             return ()
-        keep = ~np.isin(c["value"], np.fromiter(self.views, np.int64, len(self.views)))
+        keep = ~isin(c["value"], np.fromiter(self.views, np.int64, len(self.views)))
         return tuple(find_conflicts(*(c[k][keep] for k in ("value", "mem_id", "offset", "nbytes", "first", "last")),
                                     storage=c["value"][keep]))
 
@@ -310,7 +311,7 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
     n = len(values)
     producer = np.full(n, -1, dtype=np.int64)
     op = np.full(n, None, dtype=object)
-    is_view = np.isin(values, np.fromiter(views, np.int64, len(views)))
+    is_view = isin(values, np.fromiter(views, np.int64, len(views)))
     made = np.flatnonzero(((role == "intermediate") | (role == "output")) & ~is_view)
     at = np.fromiter(map(first_use.get, values[made].tolist(), repeat(-1)), np.int64, len(made))
     made, at = made[at >= 0], at[at >= 0]

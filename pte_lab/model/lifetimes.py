@@ -44,6 +44,7 @@ from itertools import chain
 import numpy as np
 
 from ..format import RawPlan
+from .arrays import isin
 from .dtypes import nbytes as _nbytes
 
 
@@ -229,7 +230,7 @@ def named_in(plan: RawPlan, values: np.ndarray, steps: np.ndarray, sets) -> np.n
     answers = [sets(i) for i in asked.tolist()]
     sizes = np.fromiter(map(len, answers), np.int64, len(answers))
     pairs = np.repeat(asked * width, sizes) + np.fromiter(chain.from_iterable(answers), np.int64, int(sizes.sum()))
-    return np.isin(steps * width + values, pairs)
+    return isin(steps * width + values, pairs)
 
 
 def _same_bytes(a, b) -> bool:
@@ -286,7 +287,7 @@ def _read_first(plan: RawPlan, v: np.ndarray, f: np.ndarray, held: set[int]) -> 
     """Which values are read where they are first named: not held before the call, first named by an
     instruction that does not write them."""
     n = len(plan.instructions)
-    ask = np.flatnonzero((f >= 0) & (f < n) & ~np.isin(v, np.fromiter(held, np.int64, len(held))))
+    ask = np.flatnonzero((f >= 0) & (f < n) & ~isin(v, np.fromiter(held, np.int64, len(held))))
     out = np.zeros(len(v), dtype=bool)
     out[ask] = ~named_in(plan, v[ask], f[ask], Writes(plan))
     return out

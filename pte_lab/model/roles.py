@@ -24,6 +24,7 @@ from itertools import repeat
 import numpy as np
 
 from ..format import RawPlan
+from .arrays import isin
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
 from .lifetimes import _expanded, holding, holds_nothing, named_in, named_twice
@@ -101,7 +102,7 @@ def found_state(plan: RawPlan, first_use: dict[int, int], starts: dict[int, int]
     tensors are never state.
     """
     candidates = np.flatnonzero(holding(plan)[plan.record_of])
-    candidates = candidates[~np.isin(candidates, np.fromiter(set(plan.inputs) | declared, np.int64))]
+    candidates = candidates[~isin(candidates, np.fromiter(set(plan.inputs) | declared, np.int64))]
     at = np.fromiter(map(first_use.get, candidates.tolist(), repeat(-1)), np.int64, len(candidates))
     candidates, at = candidates[at >= 0], at[at >= 0]
     read = named_in(plan, candidates, at, lambda i: reads_at(plan, i))
@@ -215,7 +216,7 @@ def roles_of(values, *, inputs, outputs, state, named, views) -> np.ndarray:
     """The role of each planned value (an object array of :data:`ROLES`): ``values`` an int array,
     ``named`` whether some instruction names each (it has a lifetime), ``views`` view -> base."""
     def among(chosen):
-        return np.isin(values, np.fromiter(chosen, np.int64))
+        return isin(values, np.fromiter(chosen, np.int64))
 
     is_in, is_out = among(inputs), among(outputs)
     return np.select([among(state), is_in & is_out, is_in, is_out, ~named, among(views)],
