@@ -271,14 +271,19 @@ def test_occupancy_matches_peak(program_path):
         assert occ[0] > 0  # inputs are alive before the first instruction
 
 
-def test_validator_and_occupancy_match_brute_force(monkeypatch):
+@pytest.mark.parametrize("few", ["as shipped", "never"])
+def test_validator_and_occupancy_match_brute_force(monkeypatch, few):
     """Random plans: the vectorised checks agree with byte-by-byte counting (tensors never alive, with
-    first > last, and tensors of no bytes hold nothing)."""
+    first > last, and tensors of no bytes hold nothing); so do the plain-Python ways for a few tensors, and
+    with ``few="never"`` the array ways take every plan, however few its tensors."""
     import numpy as np
 
     import pte_lab.model.occupancy as occupancy_mod
     import pte_lab.model.validate as validate
 
+    if few == "never":
+        monkeypatch.setattr(validate, "_FEW", 0)
+        monkeypatch.setattr(occupancy_mod, "_FEW", 0)
     monkeypatch.setattr(validate, "_CHUNK", 7)  # exercise the chunked walk
     monkeypatch.setattr(validate, "_FIRST_CHUNK", 2)
     monkeypatch.setattr(validate, "_ASKED", 5)  # ... and the questions asked in parts

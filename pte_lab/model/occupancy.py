@@ -43,7 +43,31 @@ def occupancy(offsets, nbytes, first, last, n_instructions: int) -> np.ndarray:
     times = n_instructions + 2
     if len(s) == 0:
         return np.zeros(times, dtype=np.int64)
+    if len(s) <= _FEW:
+        return _few(s, e, first, last, n_instructions)
     return _by_parts(s, e, first, last, n_instructions)
+
+
+_FEW = 8  # alive tensors measured in plain Python at each time the live set changes
+
+
+def _few(s, e, first, last, n_instructions):
+    """:func:`occupancy` of a few alive tensors (lifetimes clipped to the method): the union measured in plain
+    Python where the live set changes (a lifetime starts, or one ended just before), held until the next change."""
+    rows = list(zip(s.tolist(), e.tolist(), first.tolist(), last.tolist()))
+    changes = sorted({f for _, _, f, _ in rows} | {k + 1 for _, _, _, k in rows if k < n_instructions})
+    out = np.zeros(n_instructions + 2, dtype=np.int64)
+    for t, t_next in zip(changes, changes[1:] + [n_instructions + 1]):
+        covered, reach = 0, None
+        for a, b in sorted((a, b) for a, b, f, k in rows if f <= t <= k):
+            if reach is None or a >= reach:
+                covered += b - a
+                reach = b
+            elif b > reach:
+                covered += b - reach
+                reach = b
+        out[t + 1 : t_next + 1] = covered
+    return out
 
 
 def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> int:
