@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
-from .arrays import isin
+from .arrays import isin, unique
 from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
@@ -180,7 +180,7 @@ class Analysis:
         if not len(ids):
             return {}
         order = np.argsort(ids, kind="stable")
-        keys, starts = np.unique(ids[order], return_index=True)
+        keys, starts = unique(ids[order], return_index=True)
         return dict(zip(keys.tolist(), np.split(order, starts[1:])))
 
     def _arena_columns(self, mem_id: int):
@@ -218,7 +218,7 @@ class Analysis:
         c, n = self.columns, self.n_instructions
         if not self.n_planned:
             return {}
-        ids, counts = np.unique(c["mem_id"], return_counts=True)
+        ids, counts = unique(c["mem_id"], return_counts=True)
         lone = isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
         first, last, nb = c["first"][lone], c["last"][lone], c["nbytes"][lone]
         alive = (first <= last) & (nb > 0) & (first <= n) & (last >= -1)
@@ -283,7 +283,7 @@ def planned_values(plan: RawPlan) -> np.ndarray:
 def _record_columns(plan: RawPlan, values: np.ndarray) -> dict[str, np.ndarray]:
     """What each planned value's tensor record says (worked out once per record, in order of first use:
     absurd sizes or offsets are refused naming the first value with them)."""
-    records, first_at, which = np.unique(plan.record_of[values], return_index=True, return_inverse=True)
+    records, first_at, which = unique(plan.record_of[values], return_index=True, return_inverse=True)
     rows = []
     for k, v in zip(records.tolist(), values[first_at].tolist()):
         t, dtype, nb = tensor_meta(plan, v)

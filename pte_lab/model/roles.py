@@ -24,7 +24,7 @@ from itertools import repeat
 import numpy as np
 
 from ..format import RawPlan
-from .arrays import isin
+from .arrays import isin, unique
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
 from .lifetimes import _expanded, holding, holds_nothing, named_in, named_twice
@@ -144,7 +144,7 @@ def _written_before(plan: RawPlan, starts: dict[int, int], candidates: np.ndarra
     got = _earliest_over(ranges, [((m, a), (m, b)) for m, a, b in keys])
     earliest_in = dict(zip(keys, got))  # candidate range -> the earliest start over its bytes
     records = plan.record_of[candidates]
-    distinct, at = np.unique(records, return_inverse=True)
+    distinct, at = unique(records, return_inverse=True)
     earliest = np.fromiter((earliest_in[span_of[k]] for k in distinct.tolist()), np.int64, len(distinct))
     return earliest[at.reshape(-1)] < first_use
 
@@ -219,6 +219,9 @@ def roles_of(values, *, inputs, outputs, state, named, views) -> np.ndarray:
         return isin(values, np.fromiter(chosen, np.int64))
 
     is_in, is_out = among(inputs), among(outputs)
-    return np.select([among(state), is_in & is_out, is_in, is_out, ~named, among(views)],
-                     ["mutable_buffer", "input_output", "input", "output", "unused", "view"],
-                     "intermediate").astype(object)
+    out = np.full(len(values), "intermediate", dtype=object)
+    # the first rule that holds names the role (np.select's order): the rules set from the last to the first
+    for holds, role in ((among(views), "view"), (~named, "unused"), (is_out, "output"), (is_in, "input"),
+                        (is_in & is_out, "input_output"), (among(state), "mutable_buffer")):
+        out[holds] = role
+    return out
