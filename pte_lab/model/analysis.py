@@ -320,6 +320,8 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
         targets = instruction_targets(plan)
         shown = {t: printable(t) for t in set(targets)}  # a name from the file, terminal-safe: once per name
         op[made] = np.array([shown[t] for t in targets], dtype=object)[at]
+    if not views:
+        return {"producer": producer, "op": op}
     seen = np.flatnonzero(is_view)
     starts = columns["first"][seen]
     known = columns["named"][seen] & (starts >= 0)

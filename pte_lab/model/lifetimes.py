@@ -222,9 +222,21 @@ def record_places(plan: RawPlan, records: np.ndarray) -> tuple[np.ndarray, np.nd
             np.fromiter((t.offset for t in ts), np.int64, len(ts))[at])
 
 
+_FEW = 16  # values below which named_in asks each one in plain Python
+
+
 def named_in(plan: RawPlan, values: np.ndarray, steps: np.ndarray, sets) -> np.ndarray:
     """Whether each ``values[k]`` is in ``sets(steps[k])`` (a set of values per instruction), each
     instruction's set asked for once."""
+    if len(values) <= _FEW:  # a few: each asked in plain Python
+        answers: dict[int, object] = {}
+        out = []
+        for v, i in zip(values.tolist(), steps.tolist()):
+            got = answers.get(i)
+            if got is None:
+                got = answers[i] = sets(i)
+            out.append(v in got)
+        return np.array(out, dtype=bool)
     width = len(plan.values) + 1
     asked = unique(steps)
     answers = [sets(i) for i in asked.tolist()]
