@@ -179,6 +179,11 @@ class Analysis:
         ids = self.columns["mem_id"]
         if not len(ids):
             return {}
+        if len(ids) <= _FEW:  # a few tensors: grouped in plain Python (the same groups, in the same order)
+            groups: dict[int, list[int]] = {}
+            for i, m in enumerate(ids.tolist()):
+                groups.setdefault(m, []).append(i)
+            return {m: np.array(groups[m], dtype=np.intp) for m in sorted(groups)}
         order = np.argsort(ids, kind="stable")
         keys, starts = unique(ids[order], return_index=True)
         return dict(zip(keys.tolist(), np.split(order, starts[1:])))
@@ -218,6 +223,13 @@ class Analysis:
         c, n = self.columns, self.n_instructions
         if not self.n_planned:
             return {}
+        if self.n_planned <= _FEW:  # a few tensors: in plain Python
+            rows = list(zip(*(c[k].tolist() for k in ("mem_id", "first", "last", "nbytes"))))
+            held: dict[int, int] = {}
+            for m, *_ in rows:
+                held[m] = held.get(m, 0) + 1
+            return {m: (nb if f <= k and nb > 0 and f <= n and k >= -1 else 0) for m, f, k, nb in rows
+                    if held[m] == 1 and 1 <= m < len(self.buffer_sizes)}
         ids, counts = unique(c["mem_id"], return_counts=True)
         lone = isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
         first, last, nb = c["first"][lone], c["last"][lone], c["nbytes"][lone]
@@ -261,6 +273,9 @@ def analyse(plan: RawPlan) -> Analysis:
     columns.update(_producer_columns(plan, values, columns["role"], uses[0], columns, views))
     return _analysis(plan, views, columns)
 
+
+#: planned tensors below which a method's arenas are grouped and measured in plain Python
+_FEW = 16
 
 #: the columns' kinds (see :attr:`Analysis.columns`), for a method with no planned tensor
 _EMPTY = {**dict.fromkeys(("value", "mem_id", "offset", "nbytes", "first", "last", "producer"), np.int64),

@@ -38,6 +38,8 @@ def _misplaced(m: "Method"):
     """Rows of the planned tensors tagged for a device in host arenas, and of host tensors in device arenas
     (tensors in arenas the method lacks are neither)."""
     c = m.analysis.columns
+    if not m.raw.buffer_devices and all(d == "cpu" for d in c["device"].tolist()):  # host tensors, host arenas
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     arenas, row = unique(c["mem_id"], return_inverse=True)  # a few arenas, however many tensors
     arena_dev = {a.mem_id: a.device for a in m.arenas}
     dev = np.array([arena_dev.get(k) for k in arenas.tolist()], dtype=object)[row]
