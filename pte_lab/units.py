@@ -41,9 +41,16 @@ def human_bytes(n: int | None) -> str:
     if abs(n) < 1024:
         return f"{n} B"
     for k, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB"), 1):
-        v = Fraction(n, 1024 ** k)
-        if abs(v) < 1024 or unit == "PiB":
-            return f"{_fixed(v, 1 if v < 100 else 0)} {unit}"
+        den = 1 << (10 * k)  # 1024 ** k
+        if abs(n) < den << 10 or unit == "PiB":
+            # n / den with one decimal below 100 (none from 100), rounded half to even as _fixed rounds: in
+            # integers (a figure is made for every row of every table)
+            places = 1 if n < 100 * den else 0
+            scaled, rest = divmod(abs(n) * 10 ** places, den)
+            if 2 * rest > den or (2 * rest == den and scaled & 1):
+                scaled += 1
+            whole, part = divmod(scaled, 10 ** places)
+            return ("-" if n < 0 and scaled else "") + str(whole) + (f".{part}" if places else "") + f" {unit}"
     return f"{n} B"  # pragma: no cover
 
 

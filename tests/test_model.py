@@ -271,14 +271,19 @@ def test_occupancy_matches_peak(program_path):
         assert occ[0] > 0  # inputs are alive before the first instruction
 
 
-def test_validator_and_occupancy_match_brute_force(monkeypatch):
+@pytest.mark.parametrize("few", ["as shipped", "never"])
+def test_validator_and_occupancy_match_brute_force(monkeypatch, few):
     """Random plans: the vectorised checks agree with byte-by-byte counting (tensors never alive, with
-    first > last, and tensors of no bytes hold nothing)."""
+    first > last, and tensors of no bytes hold nothing); so do the plain-Python ways for a few tensors, and
+    with ``few="never"`` the array ways take every plan, however few its tensors."""
     import numpy as np
 
     import pte_lab.model.occupancy as occupancy_mod
     import pte_lab.model.validate as validate
 
+    if few == "never":
+        monkeypatch.setattr(validate, "_FEW", 0)
+        monkeypatch.setattr(occupancy_mod, "_FEW", 0)
     monkeypatch.setattr(validate, "_CHUNK", 7)  # exercise the chunked walk
     monkeypatch.setattr(validate, "_FIRST_CHUNK", 2)
     monkeypatch.setattr(validate, "_ASKED", 5)  # ... and the questions asked in parts
@@ -419,3 +424,28 @@ def test_many_arenas_do_not_cost_arenas_times_instructions():
     assert kept < 16 * curve  # of 100 arenas' curves, a few are kept
     assert len(m.occupancy(1)) == n + 2 and m.occupancy(1).max() == arenas[0].peak_bytes
     assert m.occupancy(1) is m.occupancy(1)  # a curve asked for again is not recomputed
+
+
+@pytest.mark.parametrize("name", ["xnnpack", "three_methods", "kv_cache", "cond", "dynamic", "device", "gpt"])
+def test_the_ways_for_a_few_values_say_what_the_array_ways_say(program_path, monkeypatch, name):
+    """A method of a few values (a delegated method has a handful) is read and analysed in plain Python where
+    numpy's set-up would cost more than the work; with every such threshold at 0 the array ways take every
+    method, and the program reads the same: summary, methods, JSON document."""
+    import json
+
+    import pte_lab.format.program as program_mod
+    import pte_lab.model.analysis as analysis_mod
+    import pte_lab.model.arrays as arrays_mod
+    import pte_lab.model.lifetimes as lifetimes_mod
+    import pte_lab.model.occupancy as occupancy_mod
+    import pte_lab.model.validate as validate_mod
+
+    def look():
+        p = pte_lab.open(program_path(name))
+        return repr(p), [repr(m) for m in p.methods.values()], json.dumps(p.to_dict(), default=str)
+
+    few = look()
+    for mod, attr in ((program_mod, "FEW"), (analysis_mod, "_FEW"), (arrays_mod, "_FEW"), (arrays_mod, "_PAIRS"),
+                      (lifetimes_mod, "_FEW"), (occupancy_mod, "_FEW"), (validate_mod, "_FEW")):
+        monkeypatch.setattr(mod, attr, 0)
+    assert look() == few

@@ -105,6 +105,28 @@ def test_human_bytes():
     assert human_bytes(50331648) == "48.0 MiB"
 
 
+def test_human_bytes_rounds_as_the_exact_fraction_does():
+    """human_bytes works in integers (it is asked for every figure of every table): the same text as the exact
+    fraction rounded half to even, halves and negative sizes included."""
+    import random
+    from fractions import Fraction
+
+    from pte_lab.units import _fixed
+
+    def exact(n: int) -> str:
+        for k, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB"), 1):
+            v = Fraction(n, 1024 ** k)
+            if abs(v) < 1024 or unit == "PiB":
+                return f"{_fixed(v, 1 if v < 100 else 0)} {unit}"
+
+    rng = random.Random(0)
+    sizes = [rng.randrange(1024, 2 ** 70) for _ in range(3000)]
+    sizes += [q * 1024 ** k // 20 + d for k in range(1, 6) for q in range(20, 41000, 37) for d in (-1, 0, 1)]  # halves
+    for n in sizes + [-n for n in sizes]:
+        if abs(n) >= 1024:
+            assert human_bytes(n) == exact(n), n
+
+
 def test_byte_figures_are_exact_however_large():
     """No float division: a figure a float cannot hold (a budget past 1e308) still prints, and exactly."""
     from pte_lab.units import tick_bytes

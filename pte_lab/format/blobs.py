@@ -8,13 +8,14 @@ buffer for bytes, never more than asked for.
 
 from __future__ import annotations
 
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from ..errors import PteLabError
 from .program import RawDelegate, RawProgram
 from .regular_file import open_regular
 
-__all__ = ["program_reader", "delegate_span", "named_data_span"]
+__all__ = ["program_reader", "held_open", "delegate_span", "named_data_span"]
 
 Reader = Callable[[int, int], bytes]
 
@@ -29,16 +30,50 @@ def program_reader(raw: RawProgram, path: str | None) -> Reader | None:
         return lambda off, n: bytes(mv[base + off : base + off + n])
     if path is None:
         return None
+    return _FileReader(path)
 
-    def read(off: int, n: int) -> bytes:
+
+class _FileReader:
+    """``read(offset, n)`` of a program file: opened for each read, or once for all the reads inside
+    :func:`held_open`."""
+
+    __slots__ = ("path", "file")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.file = None
+
+    def __call__(self, off: int, n: int) -> bytes:
         try:
-            with open_regular(path, "a program") as f:
+            if self.file is not None:
+                self.file.seek(off)
+                return self.file.read(n)
+            with open_regular(self.path, "a program") as f:
                 f.seek(off)
                 return f.read(n)
         except OSError as exc:
-            raise PteLabError(f"{path}: cannot read its blobs again ({exc.strerror or exc})") from None
+            raise PteLabError(f"{self.path}: cannot read its blobs again ({exc.strerror or exc})") from None
 
-    return read
+
+@contextmanager
+def held_open(read: Reader | None) -> Iterator[Reader | None]:
+    """``read`` (from :func:`program_reader`), its file opened once for every read inside the block (a check of
+    each of many blobs' first bytes would open it for each); a file that does not open is left to each read, which
+    says why as it did."""
+    if not isinstance(read, _FileReader) or read.file is not None:
+        yield read
+        return
+    try:
+        f = open_regular(read.path, "a program")
+    except (OSError, PteLabError):
+        yield read
+        return
+    read.file = f
+    try:
+        yield read
+    finally:
+        read.file = None
+        f.close()
 
 
 def delegate_span(raw: RawProgram, d: RawDelegate) -> tuple[int, int]:

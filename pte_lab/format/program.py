@@ -16,7 +16,7 @@ import numpy as np
 from ..devices import device_name
 from ..errors import PteFormatError
 from ._flat import Table, TableVector, root_table
-from ._values_fast import read_values
+from ._values_fast import FEW, read_values
 from .bundled import RawBundled
 from .etrecord import SourceLine
 from .header import Header
@@ -158,6 +158,8 @@ class RawProgram:
     _root: Table = field(repr=False, default=None)
     _inline_sizes: list[int] = field(repr=False, default_factory=list)
     _plans: dict[int, RawPlan] = field(repr=False, default_factory=dict)
+    #: each plan's delegates, decoded once with the program (their blobs' sizes are the program's) and kept
+    _delegates: dict[int, list[RawDelegate]] = field(repr=False, default_factory=dict)
     #: the constant segment's index and its sub-segment offsets (one per constant buffer index)
     constant_segment: int | None = None
     constant_offsets: tuple[int, ...] = ()
@@ -183,7 +185,7 @@ class RawProgram:
         rec = self._plans.get(i)
         if rec is None:
             plans = self._root.tables(1, "execution_plan")
-            rec = self._plans[i] = _decode_plan(plans[i], self)
+            rec = self._plans[i] = _decode_plan(plans[i], self, self._delegates.get(i))
         return rec
 
 
@@ -262,7 +264,8 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
     prog.inline_delegate_bytes = covered_bytes(prog.inline_delegate_spans)
     # Delegate blobs by backend, over every plan (delegate tables are small).
     for p_i, p in enumerate(plans):
-        for d in _decode_delegates(p, prog, f"program.execution_plan[{p_i}]"):
+        prog._delegates[p_i] = _decode_delegates(p, prog, f"program.execution_plan[{p_i}]")
+        for d in prog._delegates[p_i]:
             prog.delegate_bytes[d.id] = prog.delegate_bytes.get(d.id, 0) + d.size
     return prog
 
@@ -350,12 +353,23 @@ def _decode_value(v: Table, n_values: int) -> RawValue:
 def _decode_values(values_vec: TableVector) -> tuple[list[RawValue], list[RawValue], np.ndarray]:
     """(values, records, record_of): values sharing one table share one record, decoded once, in order of
     first use (so a bad table is named where it is first used)."""
+    n = len(values_vec)
+    if n < FEW:  # a few values (a delegated method has a handful): each by the checked reader, in plain Python
+        index: dict[int, int] = {}
+        records, which = [], []
+        for i in range(n):
+            pos = values_vec.position(i)
+            k = index.get(pos)
+            if k is None:
+                k = index[pos] = len(records)
+                records.append(_decode_value(values_vec.table_at(i, pos), n))
+            which.append(k)
+        return list(map(records.__getitem__, which)), records, np.array(which, dtype=np.intp)
     positions = values_vec.positions()
     tables, first_at, record_of = np.unique(positions, return_index=True, return_inverse=True)
     order = np.argsort(first_at)
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    n = len(values_vec)
     # the common values all at once; any other (and every error's wording) by the checked reader, in order
     records = read_values(values_vec.buffer, tables[order], values_vec.budget, VALUE_KINDS, RawValue, RawTensor)
     for k, (i, pos) in enumerate(zip(first_at[order].tolist(), tables[order].tolist())):
@@ -378,18 +392,20 @@ def _stacktraces(chains: TableVector) -> tuple[tuple[SourceLine, ...], ...]:
     return tuple(out)
 
 
-def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
+def _decode_plan(plan: Table, prog: RawProgram, delegates: list[RawDelegate] | None = None) -> RawPlan:
+    """Plan ``plan`` of ``prog``; ``delegates``: its delegates as :func:`decode_program` decoded them (else
+    decoded again)."""
     where = plan.where
     values_vec = plan.tables(2, "values")
     n_values = len(values_vec)
     values, records, record_of = _decode_values(values_vec)
 
     def indices(slot: int, what: str) -> tuple[int, ...]:
-        arr = plan.scalars(slot, "int32", what)
-        if len(arr) and (arr.min() < 0 or arr.max() >= n_values):
-            bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
+        got = plan.int_tuple(slot, "int32", what)
+        if got and (min(got) < 0 or max(got) >= n_values):
+            bad = min(got) if min(got) < 0 else max(got)
             raise PteFormatError(f"{where}.{what}: value index {bad} out of range ({n_values} values)")
-        return _ints(arr)
+        return got
 
     inputs = indices(3, "inputs")
     outputs = indices(4, "outputs")
@@ -401,14 +417,19 @@ def _decode_plan(plan: Table, prog: RawProgram) -> RawPlan:
             val = values_vec[i].table(1, "val")
             values[i].scalar = val.scalar(0, kind, {"bool": False, "float64": 0.0}.get(kind, 0))
     operators = [(o.string(0, "name", ""), o.string(1, "overload", "")) for o in plan.tables(6, "operators")]
-    delegates = _decode_delegates(plan, prog, where)
+    if delegates is None:
+        delegates = _decode_delegates(plan, prog, where)
 
     instructions: list[RawInstruction] = []
     chains = plan.tables(5, "chains")
     has_stack = False
-    counts = np.fromiter((len(r.items) for r in records), np.int64, len(records))[record_of]
-    item_counts = counts.tolist()
-    lists = frozenset(np.flatnonzero(counts).tolist())
+    if n_values < FEW:
+        item_counts = [len(v.items) for v in values]
+        lists = frozenset(i for i, k in enumerate(item_counts) if k)
+    else:
+        counts = np.fromiter((len(r.items) for r in records), np.int64, len(records))[record_of]
+        item_counts = counts.tolist()
+        lists = frozenset(np.flatnonzero(counts).tolist())
     seen: dict[int, tuple[RawInstruction, int]] = {}  # by table position: the record, and its list items
     for chains_i, c in enumerate(chains):
         has_stack = has_stack or c.vector_len(3, "stacktrace") > 0

@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
+from .arrays import isin, unique
 from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
@@ -178,8 +179,13 @@ class Analysis:
         ids = self.columns["mem_id"]
         if not len(ids):
             return {}
+        if len(ids) <= _FEW:  # a few tensors: grouped in plain Python (the same groups, in the same order)
+            groups: dict[int, list[int]] = {}
+            for i, m in enumerate(ids.tolist()):
+                groups.setdefault(m, []).append(i)
+            return {m: np.array(groups[m], dtype=np.intp) for m in sorted(groups)}
         order = np.argsort(ids, kind="stable")
-        keys, starts = np.unique(ids[order], return_index=True)
+        keys, starts = unique(ids[order], return_index=True)
         return dict(zip(keys.tolist(), np.split(order, starts[1:])))
 
     def _arena_columns(self, mem_id: int):
@@ -217,8 +223,15 @@ class Analysis:
         c, n = self.columns, self.n_instructions
         if not self.n_planned:
             return {}
-        ids, counts = np.unique(c["mem_id"], return_counts=True)
-        lone = np.isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
+        if self.n_planned <= _FEW:  # a few tensors: in plain Python
+            rows = list(zip(*(c[k].tolist() for k in ("mem_id", "first", "last", "nbytes"))))
+            held: dict[int, int] = {}
+            for m, *_ in rows:
+                held[m] = held.get(m, 0) + 1
+            return {m: (nb if f <= k and nb > 0 and f <= n and k >= -1 else 0) for m, f, k, nb in rows
+                    if held[m] == 1 and 1 <= m < len(self.buffer_sizes)}
+        ids, counts = unique(c["mem_id"], return_counts=True)
+        lone = isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
         first, last, nb = c["first"][lone], c["last"][lone], c["nbytes"][lone]
         alive = (first <= last) & (nb > 0) & (first <= n) & (last >= -1)
         return dict(zip(c["mem_id"][lone].tolist(), np.where(alive, nb, 0).tolist()))
@@ -234,7 +247,7 @@ class Analysis:
         c = self.columns
         if not self.n_planned:
             return ()
-        keep = ~np.isin(c["value"], np.fromiter(self.views, np.int64, len(self.views)))
+        keep = ~isin(c["value"], np.fromiter(self.views, np.int64, len(self.views)))
         return tuple(find_conflicts(*(c[k][keep] for k in ("value", "mem_id", "offset", "nbytes", "first", "last")),
                                     storage=c["value"][keep]))
 
@@ -261,6 +274,9 @@ def analyse(plan: RawPlan) -> Analysis:
     return _analysis(plan, views, columns)
 
 
+#: planned tensors below which a method's arenas are grouped and measured in plain Python
+_FEW = 16
+
 #: the columns' kinds (see :attr:`Analysis.columns`), for a method with no planned tensor
 _EMPTY = {**dict.fromkeys(("value", "mem_id", "offset", "nbytes", "first", "last", "producer"), np.int64),
           **dict.fromkeys(("dynamic", "named"), bool),
@@ -282,7 +298,7 @@ def planned_values(plan: RawPlan) -> np.ndarray:
 def _record_columns(plan: RawPlan, values: np.ndarray) -> dict[str, np.ndarray]:
     """What each planned value's tensor record says (worked out once per record, in order of first use:
     absurd sizes or offsets are refused naming the first value with them)."""
-    records, first_at, which = np.unique(plan.record_of[values], return_index=True, return_inverse=True)
+    records, first_at, which = unique(plan.record_of[values], return_index=True, return_inverse=True)
     rows = []
     for k, v in zip(records.tolist(), values[first_at].tolist()):
         t, dtype, nb = tensor_meta(plan, v)
@@ -310,7 +326,7 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
     n = len(values)
     producer = np.full(n, -1, dtype=np.int64)
     op = np.full(n, None, dtype=object)
-    is_view = np.isin(values, np.fromiter(views, np.int64, len(views)))
+    is_view = isin(values, np.fromiter(views, np.int64, len(views)))
     made = np.flatnonzero(((role == "intermediate") | (role == "output")) & ~is_view)
     at = np.fromiter(map(first_use.get, values[made].tolist(), repeat(-1)), np.int64, len(made))
     made, at = made[at >= 0], at[at >= 0]
@@ -319,6 +335,8 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
         targets = instruction_targets(plan)
         shown = {t: printable(t) for t in set(targets)}  # a name from the file, terminal-safe: once per name
         op[made] = np.array([shown[t] for t in targets], dtype=object)[at]
+    if not views:
+        return {"producer": producer, "op": op}
     seen = np.flatnonzero(is_view)
     starts = columns["first"][seen]
     known = columns["named"][seen] & (starts >= 0)

@@ -44,11 +44,17 @@ def dict_maker(fields: tuple[str, ...], keys: tuple[str, ...] | None = None) -> 
     return eval(f"lambda {', '.join(fields)}: {{{shown}}}")
 
 
-def frozen_records(cls, *columns) -> list:
-    """``[cls(*fields) for fields in zip(*columns)]`` for a dataclass without ``__post_init__``."""
+@lru_cache(maxsize=64)
+def _fields_of(cls) -> Callable[..., dict]:
+    """:func:`dict_maker` of a record type's fields (looked up once per type, not once per method)."""
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} has a __post_init__: make its records with {cls.__name__}(...)")
-    values_of = dict_maker(tuple(f.name for f in dataclasses.fields(cls)))
+    return dict_maker(tuple(f.name for f in dataclasses.fields(cls)))
+
+
+def frozen_records(cls, *columns) -> list:
+    """``[cls(*fields) for fields in zip(*columns)]`` for a dataclass without ``__post_init__``."""
+    values_of = _fields_of(cls)
     new, set_ = object.__new__, object.__setattr__
     out = []
     for values in map(values_of, *columns):

@@ -20,6 +20,7 @@ from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
 from ..units import human_bytes
+from .arrays import unique
 from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -140,7 +141,7 @@ def _constant_names(pte: "Pte") -> dict[int, list]:
         if not raw.records:
             continue
         uses = np.bincount(raw.record_of, minlength=len(raw.records))
-        firsts = np.unique(raw.record_of, return_index=True)[1]  # records are numbered 0.. in order of first use
+        firsts = unique(raw.record_of, return_index=True)[1]  # records are numbered 0.. in order of first use
         for r, rec in enumerate(raw.records):
             t = rec.tensor
             if t is not None and t.data_buffer_idx > 0 and t.location != TensorDataLocation.EXTERNAL:

@@ -44,6 +44,7 @@ from itertools import chain
 import numpy as np
 
 from ..format import RawPlan
+from .arrays import isin, unique
 from .dtypes import nbytes as _nbytes
 
 
@@ -214,22 +215,34 @@ def holding(plan: RawPlan) -> np.ndarray:
 
 def record_places(plan: RawPlan, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(mem_id, offset) arrays of the given (planned) tensor records (looked up once per distinct record)."""
-    distinct, at = np.unique(records, return_inverse=True)
+    distinct, at = unique(records, return_inverse=True)
     ts = [plan.records[k].tensor for k in distinct.tolist()]
     at = at.reshape(-1)
     return (np.fromiter((t.mem_id for t in ts), np.int64, len(ts))[at],
             np.fromiter((t.offset for t in ts), np.int64, len(ts))[at])
 
 
+_FEW = 16  # values below which named_in asks each one in plain Python
+
+
 def named_in(plan: RawPlan, values: np.ndarray, steps: np.ndarray, sets) -> np.ndarray:
     """Whether each ``values[k]`` is in ``sets(steps[k])`` (a set of values per instruction), each
     instruction's set asked for once."""
+    if len(values) <= _FEW:  # a few: each asked in plain Python
+        answers: dict[int, object] = {}
+        out = []
+        for v, i in zip(values.tolist(), steps.tolist()):
+            got = answers.get(i)
+            if got is None:
+                got = answers[i] = sets(i)
+            out.append(v in got)
+        return np.array(out, dtype=bool)
     width = len(plan.values) + 1
-    asked = np.unique(steps)
+    asked = unique(steps)
     answers = [sets(i) for i in asked.tolist()]
     sizes = np.fromiter(map(len, answers), np.int64, len(answers))
     pairs = np.repeat(asked * width, sizes) + np.fromiter(chain.from_iterable(answers), np.int64, int(sizes.sum()))
-    return np.isin(steps * width + values, pairs)
+    return isin(steps * width + values, pairs)
 
 
 def _same_bytes(a, b) -> bool:
@@ -249,8 +262,11 @@ def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], he
     dtype and byte count. One sort of every tensor by (arena, offset, start);
     each instruction's written values are worked out once.
     """
-    v, f, rec, place = _placed_starts(plan, first)
+    v, f, rec = _started(plan, first)
     reader = _read_first(plan, v, f, held)
+    if not reader.any():  # every tensor is written or held where it is first named: no view, nothing to place
+        return {}
+    v, f, rec, place, reader = _placed(plan, v, f, rec, reader)
     when = place * (len(plan.instructions) + 2) + f + 1  # (place, start) in one increasing key
     holders = np.flatnonzero(~reader)
     holders = holders[_changes(when[holders])]  # the first holder (lowest value) at each place and time
@@ -269,24 +285,29 @@ def resolve_views(plan: RawPlan, first: dict[int, int], last: dict[int, int], he
     return views
 
 
-def _placed_starts(plan: RawPlan, first: dict[int, int]):
-    """(value, start, record, place) of every planned tensor holding bytes that has a lifetime, sorted by
-    (arena, offset, start, value); ``place`` numbers the (arena, offset) pairs in that order."""
+def _started(plan: RawPlan, first: dict[int, int]):
+    """(value, start, record) of every planned tensor holding bytes that has a lifetime."""
     v = np.fromiter(first.keys(), np.int64, len(first))
     f = np.fromiter(first.values(), np.int64, len(first))
     rec = plan.record_of[v]
     keep = holding(plan)[rec]
-    v, f, rec = v[keep], f[keep], rec[keep]
+    return v[keep], f[keep], rec[keep]
+
+
+def _placed(plan: RawPlan, v, f, rec, *more):
+    """``v, f, rec`` (from :func:`_started`) and any ``more`` columns sorted by (arena, offset, start, value),
+    with ``place`` after ``rec``: the (arena, offset) pairs numbered in that order."""
     mem_id, offset = record_places(plan, rec)
     order = np.lexsort((v, f, offset, mem_id))
-    return v[order], f[order], rec[order], np.cumsum(_changes(mem_id[order], offset[order]))
+    return (v[order], f[order], rec[order], np.cumsum(_changes(mem_id[order], offset[order])),
+            *(x[order] for x in more))
 
 
 def _read_first(plan: RawPlan, v: np.ndarray, f: np.ndarray, held: set[int]) -> np.ndarray:
     """Which values are read where they are first named: not held before the call, first named by an
     instruction that does not write them."""
     n = len(plan.instructions)
-    ask = np.flatnonzero((f >= 0) & (f < n) & ~np.isin(v, np.fromiter(held, np.int64, len(held))))
+    ask = np.flatnonzero((f >= 0) & (f < n) & ~isin(v, np.fromiter(held, np.int64, len(held))))
     out = np.zeros(len(v), dtype=bool)
     out[ask] = ~named_in(plan, v[ask], f[ask], Writes(plan))
     return out

@@ -33,6 +33,8 @@ def occupancy(offsets, nbytes, first, last, n_instructions: int) -> np.ndarray:
 
     All arguments are equal-length integer arrays of the tensors of one arena.
     """
+    if len(offsets) <= _FEW:
+        return _few(*(np.asarray(x).tolist() for x in (offsets, nbytes, first, last)), n_instructions)
     s = np.asarray(offsets, dtype=np.int64)
     e = s + np.asarray(nbytes, dtype=np.int64)
     first = np.asarray(first, dtype=np.int64)
@@ -44,6 +46,31 @@ def occupancy(offsets, nbytes, first, last, n_instructions: int) -> np.ndarray:
     if len(s) == 0:
         return np.zeros(times, dtype=np.int64)
     return _by_parts(s, e, first, last, n_instructions)
+
+
+_FEW = 8  # tensors measured in plain Python at each time the live set changes
+
+
+def _few(offsets, nbytes, first, last, n_instructions):
+    """:func:`occupancy` of a few tensors (lists): those alive, lifetimes clipped to the method, the union
+    measured in plain Python where the live set changes (a lifetime starts, or one ended just before), held until
+    the next change."""
+    rows = [(s, s + n, max(-1, min(f, n_instructions)), max(-1, min(k, n_instructions)))
+            for s, n, f, k in zip(offsets, nbytes, first, last)
+            if f <= k and n > 0 and f <= n_instructions and k >= -1]
+    changes = sorted({f for _, _, f, _ in rows} | {k + 1 for _, _, _, k in rows if k < n_instructions})
+    out = np.zeros(n_instructions + 2, dtype=np.int64)
+    for t, t_next in zip(changes, changes[1:] + [n_instructions + 1]):
+        covered, reach = 0, None
+        for a, b in sorted((a, b) for a, b, f, k in rows if f <= t <= k):
+            if reach is None or a >= reach:
+                covered += b - a
+                reach = b
+            elif b > reach:
+                covered += b - reach
+                reach = b
+        out[t + 1 : t_next + 1] = covered
+    return out
 
 
 def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> int:

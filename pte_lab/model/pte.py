@@ -13,6 +13,7 @@ from ..errors import NotFoundError, PteFormatError, PteLabError
 from ..format import RawProgram, Source, TensorDataLocation, read
 from ..format.etrecord import ETRecord, read_etrecord
 from ..units import count
+from .arrays import isin
 from .bulk import paused_gc
 from .bundled import Bundled
 from .ethos_u import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
@@ -195,7 +196,7 @@ class Pte:
             external = [k for k, r in enumerate(raw.records)  # one look per record, however many values share it
                         if r.tensor is not None and r.tensor.location == TensorDataLocation.EXTERNAL
                         and r.tensor.mem_id is None]
-            for i in np.flatnonzero(np.isin(raw.record_of, external)).tolist():
+            for i in np.flatnonzero(isin(raw.record_of, external)).tolist():
                 users = uses.setdefault(raw.values[i].tensor.fqn or f"{m.name}:value{i}", [])
                 if m.name not in users:
                     users.append(m.name)

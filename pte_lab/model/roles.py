@@ -24,6 +24,7 @@ from itertools import repeat
 import numpy as np
 
 from ..format import RawPlan
+from .arrays import isin, unique
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
 from .lifetimes import _expanded, holding, holds_nothing, named_in, named_twice
@@ -101,7 +102,7 @@ def found_state(plan: RawPlan, first_use: dict[int, int], starts: dict[int, int]
     tensors are never state.
     """
     candidates = np.flatnonzero(holding(plan)[plan.record_of])
-    candidates = candidates[~np.isin(candidates, np.fromiter(set(plan.inputs) | declared, np.int64))]
+    candidates = candidates[~isin(candidates, np.fromiter(set(plan.inputs) | declared, np.int64))]
     at = np.fromiter(map(first_use.get, candidates.tolist(), repeat(-1)), np.int64, len(candidates))
     candidates, at = candidates[at >= 0], at[at >= 0]
     read = named_in(plan, candidates, at, lambda i: reads_at(plan, i))
@@ -143,7 +144,7 @@ def _written_before(plan: RawPlan, starts: dict[int, int], candidates: np.ndarra
     got = _earliest_over(ranges, [((m, a), (m, b)) for m, a, b in keys])
     earliest_in = dict(zip(keys, got))  # candidate range -> the earliest start over its bytes
     records = plan.record_of[candidates]
-    distinct, at = np.unique(records, return_inverse=True)
+    distinct, at = unique(records, return_inverse=True)
     earliest = np.fromiter((earliest_in[span_of[k]] for k in distinct.tolist()), np.int64, len(distinct))
     return earliest[at.reshape(-1)] < first_use
 
@@ -215,9 +216,12 @@ def roles_of(values, *, inputs, outputs, state, named, views) -> np.ndarray:
     """The role of each planned value (an object array of :data:`ROLES`): ``values`` an int array,
     ``named`` whether some instruction names each (it has a lifetime), ``views`` view -> base."""
     def among(chosen):
-        return np.isin(values, np.fromiter(chosen, np.int64))
+        return isin(values, np.fromiter(chosen, np.int64))
 
     is_in, is_out = among(inputs), among(outputs)
-    return np.select([among(state), is_in & is_out, is_in, is_out, ~named, among(views)],
-                     ["mutable_buffer", "input_output", "input", "output", "unused", "view"],
-                     "intermediate").astype(object)
+    out = np.full(len(values), "intermediate", dtype=object)
+    # the first rule that holds names the role (np.select's order): the rules set from the last to the first
+    for holds, role in ((among(views), "view"), (~named, "unused"), (is_out, "output"), (is_in, "input"),
+                        (is_in & is_out, "input_output"), (among(state), "mutable_buffer")):
+        out[holds] = role
+    return out

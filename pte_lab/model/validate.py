@@ -28,6 +28,7 @@ import numpy as np
 _CHUNK = 1 << 20  # candidate pairs examined at once (tests lower it)
 _FIRST_CHUNK = 1 << 12  # ... the first time (callers stop at a limit: it doubles up to _CHUNK)
 _ASKED = 1 << 18  # (tensor, tree node) questions asked at once
+_FEW = 16  # tensors whose pairs are looked at one by one (at most 120 pairs)
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,25 @@ def overlapping_pairs(mem_ids, offsets, ends, first, last):
     their start (:func:`_starting_together`); for the others, the later one
     finds the earlier one alive when it starts (:func:`_alive_before`).
     """
+    if len(offsets) <= _FEW:
+        yield from _few_pairs(mem_ids, offsets, ends, first, last)
+        return
     lo, hi = _byte_ranks(mem_ids, offsets, ends)
     yield from _starting_together(lo, hi, first)
     yield from _alive_before(lo, hi, first, last)
+
+
+def _few_pairs(mem_ids, offsets, ends, first, last):
+    """The same pairs for a few tensors, each pair looked at in plain Python (a method of a few tensors, where
+    the sweep's dozens of array steps cost more than the pairs): ``a`` the one that starts first, the lower
+    index of two that start together."""
+    rows = list(zip(*(np.asarray(x).tolist() for x in (mem_ids, offsets, ends, first, last))))
+    pairs = [(i, j) if f <= g else (j, i)
+             for i, (m, o, e, f, l) in enumerate(rows) for j, (n, p, q, g, k) in enumerate(rows[i + 1:], i + 1)
+             if m == n and o < q and p < e and o < e and p < q and f <= k and g <= l and f <= l and g <= k]
+    if pairs:
+        a, b = np.array(pairs, dtype=np.int64).T
+        yield a, b
 
 
 def _starting_together(lo, hi, first):

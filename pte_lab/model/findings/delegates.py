@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...errors import ETRecordError, PteLabError
+from ...format.blobs import held_open
 from ...units import count, first_few, human_bytes
 from ..delegates import blob_problem, blob_uses
 from ..ethos_u import io_checks
@@ -78,18 +79,19 @@ def delegate_findings(p: "Pte") -> list[Finding]:
     except PteLabError:  # bytes not available (an opened file object): blobs are not checked
         read = None
     if read is not None:
-        for users in by_blob.values():
-            u = users[0]
-            try:
-                problem = blob_problem(u, read)
-            except OSError:  # the file went away or changed since it was opened: nothing to check
-                continue
-            if problem:
-                out.append(Finding(
-                    Kind.DELEGATE_BLOB_FORMAT, u.method,
-                    f"delegate {u.delegate} ({u.backend}, {u.blob}, {human_bytes(u.size)}) is not what its backend "
-                    f"reads: {problem}; the backend refuses or misreads it at load_method (pte_lab.load runs "
-                    f"such a program in a worker)", DelegateBlobFormatDetails(u.delegate, u.blob)))
+        with held_open(read):  # one open for every blob's first bytes
+            for users in by_blob.values():
+                u = users[0]
+                try:
+                    problem = blob_problem(u, read)
+                except OSError:  # the file went away or changed since it was opened: nothing to check
+                    continue
+                if problem:
+                    out.append(Finding(
+                        Kind.DELEGATE_BLOB_FORMAT, u.method,
+                        f"delegate {u.delegate} ({u.backend}, {u.blob}, {human_bytes(u.size)}) is not what its "
+                        f"backend reads: {problem}; the backend refuses or misreads it at load_method (pte_lab.load "
+                        f"runs such a program in a worker)", DelegateBlobFormatDetails(u.delegate, u.blob)))
     return out
 
 

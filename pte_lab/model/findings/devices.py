@@ -10,6 +10,7 @@ import numpy as np
 
 from ...devices import device_problem
 from ...units import count
+from ..arrays import unique
 from .base import Details, Finding, Kind, ValuesDetails
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +38,9 @@ def _misplaced(m: "Method"):
     """Rows of the planned tensors tagged for a device in host arenas, and of host tensors in device arenas
     (tensors in arenas the method lacks are neither)."""
     c = m.analysis.columns
-    arenas, row = np.unique(c["mem_id"], return_inverse=True)  # a few arenas, however many tensors
+    if not m.raw.buffer_devices and all(d == "cpu" for d in c["device"].tolist()):  # host tensors, host arenas
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    arenas, row = unique(c["mem_id"], return_inverse=True)  # a few arenas, however many tensors
     arena_dev = {a.mem_id: a.device for a in m.arenas}
     dev = np.array([arena_dev.get(k) for k in arenas.tolist()], dtype=object)[row]
     host_tensor = c["device"] == "cpu"

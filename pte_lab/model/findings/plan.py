@@ -10,6 +10,7 @@ import numpy as np
 
 from ...format import TENSOR_ALIGNMENT, ScalarType, TensorDataLocation, TensorShapeDynamism
 from ...units import count, first_few, human_bytes
+from ..arrays import unique
 from ..lifetimes import Writes
 from ..dtypes import short_shape
 from ..peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCauseKind
@@ -271,7 +272,7 @@ def _arena_bound_findings(m: "Method") -> list[Finding]:
         return []
     cols, out = m.analysis.columns, []
     # each arena's furthest tensor end, for all arenas at once (one mask per arena would be arenas x tensors)
-    ids, at = np.unique(cols["mem_id"], return_inverse=True)
+    ids, at = unique(cols["mem_id"], return_inverse=True)
     ends = np.zeros(len(ids), dtype=np.int64)
     np.maximum.at(ends, at.reshape(-1), (cols["offset"] + cols["nbytes"]).astype(np.int64))
     furthest = dict(zip(ids.tolist(), ends.tolist()))
