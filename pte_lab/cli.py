@@ -242,11 +242,16 @@ def _target_sizes(args, pte, s):
 
 
 def _sizes(args) -> int:
-    from .model import open_pte
     from .runtime.sizing import sizes
     from .views.run.sizes import c_header, sizes_text
 
-    pte = open_pte(args.file)
+    # the program read here only where its model is needed before or beside the figures (a kept answer on this
+    # host needs none: the figures hold what the views show)
+    pte = None
+    if args.method or args.target != "host":
+        from .model import open_pte
+
+        pte = open_pte(args.file)
     for name in args.method or []:
         if name not in pte.methods:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
