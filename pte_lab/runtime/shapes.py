@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ..format import read
 from ..quiet import quiet, quiet_import
 
 __all__ = ["record_shapes", "program_scalars", "plain_inputs", "LoggedValue"]
@@ -73,8 +74,6 @@ def program_scalars(path: str, method: str) -> tuple[dict[int, int], dict[int, t
     ``executorch_prim::mul.Scalar``...) start from. The runtime logs neither: those instructions are prim ops,
     which ETDump does not trace. Raises ``ValueError`` for a method the program does not have, and
     :class:`~pte_lab.errors.PteFormatError` for a file that is not a valid program."""
-    from ..format import read
-
     raw, _ = read(path)
     if method not in raw.plan_names:
         raise ValueError(f"no method {method!r}")
