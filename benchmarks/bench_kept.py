@@ -1,7 +1,7 @@
 """Answers that run the program, asked once and asked again (issue 45's targets): the CLI in a fresh process,
 CPU of the whole process tree (the workers included), best of N.
 
-    python benchmarks/bench_kept.py [--repeat 5] [--cold-repeat 3] [--base REV]
+    python benchmarks/bench_kept.py [--repeat 5] [--cold-repeat 3] [--base REV] [--only-what-if]
 
 ``--base REV`` runs each question with pte_lab at git revision REV as well (an archive of it on PYTHONPATH, its
 native parts built once before the timing), and prints it beside this tree: the baseline in the same run.
@@ -77,6 +77,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="runs of each kept question (best kept)")
     ap.add_argument("--cold-repeat", type=int, default=3, help="runs of each measured question (best kept)")
     ap.add_argument("--base", metavar="REV", help="also run pte_lab at this git revision, printed beside")
+    ap.add_argument("--only-what-if", action="store_true", help="the what-if question alone")
     a = ap.parse_args()
     base = _archive(a.base) if a.base else None
     work = Path(tempfile.mkdtemp(prefix="bench_kept_"))
@@ -92,6 +93,8 @@ def main() -> None:
         ("sizes --verify", ["sizes", str(portable), "--verify"]),
         ("what-if --budget (dynamic)", ["what-if", str(dynamic), "--bound", "0:0", "--budget", "100KiB"]),
     ]
+    if a.only_what_if:
+        questions = [q for q in questions if q[1][0] == "what-if"]
     trees = [("this tree", None)] + ([(a.base, base)] if base else [])
     for _, tree in trees:  # native parts built (and operator schemas looked up) before any timing
         for _, argv in questions:
@@ -106,6 +109,8 @@ def main() -> None:
             target = "" if tree else "{:.1f}s, {:.1f}s".format(*TARGETS[label])
             print(f"{label:30} {name[:10]:>10} {cold[0]:12.2f}s {warm[0]:8.2f}s {cold[0] / warm[0]:6.1f}x "
                   f"{target:>12}   ({cold[1]:.2f} s, {warm[1]:.2f} s; {cold[2]}, {warm[2]})")
+    if a.only_what_if:
+        return
     no_run = _best(a.repeat, "sizes", str(foreign))
     measured = _best(a.cold_repeat, "sizes", str(portable), "--no-cache")
     print(f"{'cannot run here: the message':30} {no_run[0]:12.2f}s   (wall {no_run[1]:.2f} s, exit {no_run[2]}); "

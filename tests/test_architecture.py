@@ -214,7 +214,7 @@ RUNTIME_TIERS = [
      "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
      "pte_lab.runtime.schemas", "pte_lab.runtime.stand_ins", "pte_lab.runtime.declared",
      "pte_lab.runtime.libraries", "pte_lab.runtime.raw", "pte_lab.runtime.abi_probe",
-     "pte_lab.runtime.shapes", "pte_lab.runtime.kept"},
+     "pte_lab.runtime.shapes", "pte_lab.runtime.kept", "pte_lab.runtime.recorder"},
 ]
 
 

@@ -188,6 +188,30 @@ class RawProgram:
             rec = self._plans[i] = _decode_plan(plans[i], self, self._delegates.get(i))
         return rec
 
+    def plan_scalars(self, i: int) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
+        """(value -> its int for every ``Int`` value, value -> its items for every ``IntList``) of execution plan
+        ``i``, read from their tables (the plan's decoding reads only their kinds): what a view's size list and
+        the size arithmetic between kernels start from. Values sharing one table are read once."""
+        plan = self.plan(i)
+        values_vec = self._root.tables(1, "execution_plan")[i].tables(2, "values")
+        ints: dict[int, int] = {}
+        lists: dict[int, tuple[int, ...]] = {}
+        seen: dict[int, int | tuple[int, ...]] = {}  # by table position
+        for v, rec in enumerate(plan.values):
+            if rec.kind not in ("Int", "IntList"):
+                continue
+            pos = values_vec.position(v)
+            got = seen.get(pos)
+            if got is None:
+                val = values_vec.table_at(v, pos).table(1, "val")
+                got = seen[pos] = (val.scalar(0, "int64") if rec.kind == "Int"
+                                   else val.int_tuple(0, "int64", "items"))
+            if rec.kind == "Int":
+                ints[v] = got
+            else:
+                lists[v] = got
+        return ints, lists
+
 
 def _ints(a: np.ndarray) -> tuple[int, ...]:
     return tuple(a.tolist())

@@ -38,6 +38,7 @@ from ..runtime.inputs import check_build, example_inputs, input_parts, shape_byt
 from ..progress import reporter
 from ..runtime import kept
 from ..runtime.isolate import RemoteError, Worker
+from ..runtime.shapes import plain_inputs, program_scalars
 from ..runtime.sizing.measure import cannot_run_here
 from ..units import INT64_MAX, check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
@@ -441,20 +442,23 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
                     + [("ETDump's debug buffer", _debug_buffer(method, keys, point))],
                     method=method.name, doing=f"a run at {point_text(keys, point)}",
                     limit=max_input_bytes)
+    # the Int values, read here with pte_lab's own reader: a static axis is refused before a worker starts
+    scalars = program_scalars(path, method.name)
+    check_axes(method, keys, read_axes(method, scalars[0]))
     report = reporter(progress, total=len(points), desc="what-if")
-    report.step("starting an isolated worker (imports ExecuTorch)")
-    engine = Worker(count=False)
+    report.step("starting an isolated worker")
+    # the native engine: ExecuTorch's libraries loaded directly and pte_lab's own shape recorder, never its Python
+    # package
+    engine = Worker(count=False, native=True)
     try:
         engine.call("provide_operators", method.operators)
-        scalars = engine.call("program_scalars", path, method.name)
-        check_axes(method, keys, read_axes(method, scalars[0]))
         runs = []
         for k, point in enumerate(points, 1):
             report.step(f"method {method.name!r}: a run at {point_text(keys, point)} ({k}/{len(points)})")
             inputs = example_inputs(method, shapes=_shapes_at(method, keys, point), limit=max_input_bytes)
             try:
-                logged = engine.call("record_shapes", path, method.name, inputs, _debug_buffer(method, keys, point),
-                                     data_path)
+                logged = engine.call("record_shapes", path, method.name, plain_inputs(method, inputs),
+                                     _debug_buffer(method, keys, point), data_path)
             except RemoteError as exc:
                 raise WhatIfError(f"{method.name} did not run at {point}: {exc.message.splitlines()[0]}") from None
             runs.append((tuple(point), value_shapes(method, logged, point, keys, scalars)))
@@ -548,15 +552,11 @@ def _fits(pred: Predictor, n: int) -> bool:
 
 
 def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ...]:
-    """The (input, axis) pairs the method reads as sizes: its dynamic dims (reads the program's Int values in
-    an isolated worker; nothing runs)."""
+    """The (input, axis) pairs the method reads as sizes: its dynamic dims (reads the program's Int values with
+    pte_lab's own reader; nothing runs)."""
     pte, path = _program(source)
     m = _method(pte, method)
-    engine = Worker(count=False)
-    try:
-        ints, _ = engine.call("program_scalars", path, m.name)
-    finally:
-        engine.close()
+    ints, _ = pte.raw.plan_scalars(m.index)
     axes = read_axes(m, ints)
     return tuple((p, a) for p in sorted(axes) for a in sorted(axes[p]))
 

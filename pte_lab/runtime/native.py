@@ -2,9 +2,9 @@
 
 Two libraries and a program, compiled on first use with the system C++ compiler and cached:
 
-- the helper (``native/emulated_device.cpp``, ``native/sizing.cpp`` and
-  ``native/stand_ins.cpp``: the emulated device, the sizing runner and the
-  stand-ins it registers for a backend or kernels the wheel lacks), built against the headers and
+- the helper (``native/emulated_device.cpp``, ``native/sizing.cpp``,
+  ``native/stand_ins.cpp`` and ``native/shape_recorder.cpp``: the emulated device, the sizing runner, the
+  stand-ins it registers for a backend or kernels the wheel lacks, and what-if's shape recorder), built against the headers and
   ``libexecutorch.so`` that the executorch wheel ships, cached per executorch
   install (keyed by the library's path, size and mtime and the sources), so
   the first use costs about two seconds and later ones nothing. Loading it
@@ -82,7 +82,7 @@ def executorch_dir() -> Path:
 
 
 #: the helper's sources, compiled into one library
-HELPER_SOURCES = ("emulated_device.cpp", "sizing.cpp", "stand_ins.cpp")
+HELPER_SOURCES = ("emulated_device.cpp", "sizing.cpp", "stand_ins.cpp", "shape_recorder.cpp")
 #: headers the sources include, copied beside them for every build
 HEADERS = ("pte_lab_counts.h", "device_ledger.h", "arena_users.h", "cuda_device.h", "glibc_compat.h")
 #: the standalone before/after runner's sources, compiled into one executable

@@ -9,8 +9,9 @@ library at the start (a backend is asked whether it is available, as the Python 
 library when a method first calls one of its operators. The runs, their pools and their counts are the same
 as under the Python runtime: the same runner over the same libraries.
 
-It lives in an isolated worker (``Worker(native=True)``); :class:`~pte_lab.runtime.engine.Engine` adds what
-needs the Python runtime (loading programs as ``Runtime.load_program`` does, torch tensors in and out).
+It also records a method's shapes for what-if (:meth:`NativeEngine.record_shapes`: pte_lab's own event tracer,
+:mod:`pte_lab.runtime.recorder`). It lives in an isolated worker (``Worker(native=True)``);
+:class:`~pte_lab.runtime.engine.Engine` adds what needs the Python runtime (loading programs as ``Runtime.load_program`` does, torch tensors in and out).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from . import device as devmod
 from . import native
 from .libraries import registry
 from .operators import Provision
+from .recorder import record
 from .runner import file_loader_default_alignment, run_method
 from .stand_ins import register, stats
 
@@ -103,6 +105,11 @@ class NativeEngine(NativeOps):
             return False
         self._loaded.add(path)
         return True
+
+    def record_shapes(self, path: str, name: str, inputs: list, debug_buffer: int, data_path: str | None = None):
+        """Run ``name`` once with pte_lab's shape recorder: the values its instructions wrote, as ETDump logs them
+        (:func:`pte_lab.runtime.recorder.record`; ``inputs``: plain data, :func:`.shapes.plain_inputs`)."""
+        return record(path, name, inputs, debug_buffer, data_path)
 
     def registered_backends(self) -> list[str]:
         """The backends this runtime can use: their library loaded, and available (the registry probe asked)."""

@@ -1,15 +1,22 @@
-"""Each instruction's output shapes, as ExecuTorch's runtime computed them for one call (via ETDump).
+"""Each instruction's output shapes, as ExecuTorch's runtime computed them for one call (via its event tracer).
 
 A dynamic method's tensors are planned at the export's upper bound, but each call resizes them to the
 shapes the inputs imply. ExecuTorch's event tracer (ETDump, with a debug buffer) logs every value an
 instruction writes: a kernel call's returned value (a tensor list as its tensors, in order), and a
 delegate call's arguments (its inputs, then its outputs). :func:`record_shapes` runs one method once with
-the tracer on and hands back what it logged, as ``(instruction, sizes)`` pairs in order (sizes None: a
+ETDump on and hands back what it logged, as ``(instruction, sizes)`` pairs in order (sizes None: a
 value that is not a tensor); the method's own outputs, logged again at the end, are left out.
 :func:`pte_lab.model.what_if.value_shapes` maps them to the program's values.
 
-It runs where the runtime runs: in an isolated worker, through
-:meth:`~pte_lab.runtime.engine.Engine.record_shapes`.
+What-if records the same sequence without ExecuTorch's Python package: pte_lab's own event tracer in the native
+helper (:mod:`pte_lab.runtime.recorder`, through
+:meth:`~pte_lab.runtime.native_engine.NativeEngine.record_shapes`), its inputs made plain data by
+:func:`plain_inputs`. :func:`record_shapes` is the Python runtime's way
+(:meth:`~pte_lab.runtime.engine.Engine.record_shapes`), kept as the reference the native recorder is checked
+against. Both run where the runtime runs: in an isolated worker.
+
+:func:`program_scalars` reads the method's Int values and IntList items with pte_lab's own reader, in the
+caller's process.
 """
 
 from __future__ import annotations
@@ -17,9 +24,10 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ..format import read
 from ..quiet import quiet, quiet_import
 
-__all__ = ["record_shapes", "program_scalars", "LoggedValue"]
+__all__ = ["record_shapes", "program_scalars", "plain_inputs", "LoggedValue"]
 
 #: one logged value: (instruction index, sizes or None when it is not a tensor)
 LoggedValue = tuple[int, "tuple[int, ...] | None"]
@@ -60,23 +68,32 @@ def record_shapes(path: str, method: str, inputs: list, debug_buffer: int,
 
 
 def program_scalars(path: str, method: str) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
-    """(value -> int for every ``Int`` value, value -> items for every ``IntList``) of ``method``, as
-    ExecuTorch's deserializer reads them: what a view's size list and the size arithmetic between kernels
-    (``sym_size``, ``executorch_prim::mul.Scalar``...) start from. The runtime logs neither: those
-    instructions are prim ops, which ETDump does not trace."""
-    with quiet():
-        from executorch.exir._serialize._program import deserialize_pte_binary
-    with open(path, "rb") as f:
-        program = deserialize_pte_binary(f.read()).program
-    plan = next((p for p in program.execution_plan if p.name == method), None)
-    if plan is None:
+    """(value -> int for every ``Int`` value, value -> items for every ``IntList``) of ``method``, read with
+    pte_lab's own reader (:meth:`pte_lab.format.RawProgram.plan_scalars`; the same as ExecuTorch's deserializer
+    reads them): what a view's size list and the size arithmetic between kernels (``sym_size``,
+    ``executorch_prim::mul.Scalar``...) start from. The runtime logs neither: those instructions are prim ops,
+    which ETDump does not trace. Raises ``ValueError`` for a method the program does not have, and
+    :class:`~pte_lab.errors.PteFormatError` for a file that is not a valid program."""
+    raw, _ = read(path)
+    if method not in raw.plan_names:
         raise ValueError(f"no method {method!r}")
-    ints, lists = {}, {}
-    for i, v in enumerate(plan.values):
-        val = v.val
-        name = type(val).__name__
-        if name == "Int":
-            ints[i] = int(val.int_val)
-        elif name == "IntList":
-            lists[i] = tuple(int(x) for x in val.items)
-    return ints, lists
+    return raw.plan_scalars(raw.plan_names.index(method))
+
+
+def plain_inputs(method, inputs: list) -> list:
+    """``inputs`` for ``method`` (a :class:`pte_lab.model.Method`; torch tensors and Python scalars, as
+    :func:`~pte_lab.runtime.inputs.example_inputs` makes them) as plain data for the native shape recorder
+    (:func:`pte_lab.runtime.recorder.record`): a tensor as ``(ScalarType code of the method's input, shape, its
+    contiguous bytes)``, a scalar as it is."""
+    out = []
+    for spec, v in zip(method.inputs, inputs):
+        if hasattr(v, "shape") and hasattr(v, "dtype"):
+            import torch
+
+            code = method.raw.values[spec.value].tensor.scalar_type
+            flat = v.detach().contiguous().reshape(-1)
+            data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+            out.append((int(code), tuple(int(d) for d in v.shape), data))
+        else:
+            out.append(v)
+    return out
