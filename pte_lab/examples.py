@@ -57,12 +57,16 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from pathlib import Path
 from typing import Callable
 
+from . import examples_kept
 from .cache import cache_dir
+from .examples_kept import key
+from .format.regular_file import check_writable
 
 __all__ = ["build", "save", "manager", "llm_records", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow",
-           "ARM_EXTRA", "ETHOS_U_PROGRAMS", "ethos_u_program"]
+           "ARM_EXTRA", "ETHOS_U_PROGRAMS", "ethos_u_program", "key", "kept_path"]
 
 #: while :func:`manager` runs, ``_lower`` keeps each ExecutorchProgramManager it makes here
 _MANAGERS: list | None = None
@@ -823,7 +827,7 @@ def build(name: str, **kwargs) -> bytes:
     try:
         fn = BUILDERS[name]
     except KeyError:
-        raise ValueError(f"unknown example {name!r}; choose one of {sorted(BUILDERS)}") from None
+        raise examples_kept.unknown_example(name, BUILDERS) from None
     from .quiet import quiet
 
     with quiet():  # the exporter's import-time warnings are kept in pte_lab.quiet.LOG, not printed
@@ -850,19 +854,50 @@ def manager(name: str, **kwargs):
     return kept[0]
 
 
-def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None = None, **kwargs) -> str:
+def kept_path(name: str, **kwargs) -> Path:
+    """The program ``build(name, **kwargs)`` makes, exported once on this machine and kept: its path, in
+    pte_lab's cache folder (``examples/``; :mod:`pte_lab.examples_kept` says where, how it is keyed and how
+    to clear it), with what :func:`save` writes beside it (``external``'s ``.ptd``, ``llm``'s records).
+
+    Exports it the first time (one process at a time; the others wait and share it). Do not write to the
+    path: copy it (:func:`save` does). Raises ``ValueError`` for an unknown example, ``TypeError`` for an
+    argument that is not JSON, what the export raises, and ``OSError`` where the cache folder cannot be
+    written."""
+    if name not in BUILDERS:
+        raise examples_kept.unknown_example(name, BUILDERS)
+    return examples_kept.kept(name, kwargs, lambda path: save(name, path, cache=False, **kwargs))
+
+
+def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None = None, cache: bool = True,
+         **kwargs) -> str:
     """Export the example called ``name`` and write it to ``path``; returns the path.
 
     For ``external``, the ``.ptd`` data file is written beside the program; for ``llm`` with
-    ``records=True``, its ETRecord and ExecuTorch's memory trace (:func:`llm_records`). ``python``
-    exports with another interpreter that has torch and executorch (the executorch 1.4.1
-    environment of ``pte-lab legacy-env``, say), in a fresh process with this pte_lab on its
-    path: the same module, seed and options, another exporter. The arguments then travel as
-    JSON (numbers, strings, booleans).
+    ``records=True``, its ETRecord and ExecuTorch's memory trace (:func:`llm_records`). The export is
+    kept on this machine and copied from there the next time (:func:`kept_path`), for any caller with the
+    same example code, arguments, torch and ExecuTorch: the tests, the notebooks and the docs share it.
+    ``cache=False`` exports afresh (and keeps nothing). ``python`` exports with another interpreter that has
+    torch and executorch (the executorch 1.4.1 environment of ``pte-lab legacy-env``, say), in a fresh
+    process with this pte_lab on its path: the same module, seed and options, another exporter, never kept.
+    The arguments then travel as JSON (numbers, strings, booleans).
+
+    Raises ``ValueError`` for an unknown example, :class:`~pte_lab.errors.NotARegularFileError` for a path
+    that names a link, a folder or a device, and what the export raises.
     """
     path = os.fspath(path)
     if python is not None:
         return _save_with(os.fspath(python), name, path, kwargs)
+    check_writable(path, "a program to write")
+    if cache and _keepable(name, kwargs):
+        examples_kept.copy_out(kept_path(name, **kwargs), path, lambda p: check_writable(p, "a file to write"))
+        if name == "llm" and kwargs.get("records"):  # where build() leaves them, for what reads them there
+            with open(path, "rb") as f:
+                kept = _records_dir(f.read())
+            if not all((kept / n).exists() for n in _RECORDS):
+                kept.mkdir(parents=True, exist_ok=True)
+                for n, there in zip(_RECORDS, llm_records(path)):
+                    shutil.copyfile(there, kept / n)
+        return path
     if name == "external":
         from .quiet import quiet
 
@@ -880,6 +915,18 @@ def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None
     return path
 
 
+def _keepable(name: str, kwargs: dict) -> bool:
+    """Whether ``save`` can keep this export: a known example, JSON arguments, a cache folder it can write."""
+    if name not in BUILDERS:
+        raise examples_kept.unknown_example(name, BUILDERS)
+    try:
+        examples_kept.key(name, **kwargs)
+        examples_kept.folder().mkdir(parents=True, exist_ok=True)
+    except (TypeError, OSError):
+        return False
+    return os.access(examples_kept.folder(), os.W_OK)
+
+
 def _save_with(python: str, name: str, path: str, kwargs: dict) -> str:
     import json
     import subprocess
@@ -887,10 +934,10 @@ def _save_with(python: str, name: str, path: str, kwargs: dict) -> str:
     from .errors import PteLabError
 
     if name not in BUILDERS:
-        raise ValueError(f"unknown example {name!r}; choose one of {sorted(BUILDERS)}")
+        raise examples_kept.unknown_example(name, BUILDERS)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from pte_lab import examples; "
-            "examples.save(sys.argv[2], sys.argv[3], **json.loads(sys.argv[4]))")
+            "examples.save(sys.argv[2], sys.argv[3], cache=False, **json.loads(sys.argv[4]))")
     try:
         r = subprocess.run([python, "-c", code, root, name, os.path.abspath(path), json.dumps(kwargs)],
                            capture_output=True, text=True, timeout=3600)

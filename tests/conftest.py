@@ -1,8 +1,10 @@
-"""Shared fixtures: real programs exported once per session and cached on disk.
+"""Shared fixtures: real programs exported once per machine and kept on disk.
 
 Programs are exported with torch.export + executorch (pte_lab.examples) the
-first time and cached in pytest's cache directory, keyed by the example
-source and the torch/executorch versions, so later runs start instantly.
+first time and kept in pte_lab's cache folder (``examples.kept_path``), keyed
+per builder (its code, examples.py's shared code, the arguments, the
+torch/executorch versions): the notebooks and the docs share them, and
+editing one builder exports only its programs again.
 """
 
 from __future__ import annotations
@@ -56,25 +58,18 @@ def _key() -> str:
 
 @pytest.fixture(scope="session")
 def program_dir(request) -> Path:
+    """A folder of pytest's cache for what tests derive from the programs (keyed by examples.py's bytes)."""
     return Path(request.config.cache.mkdir(f"pte_lab_programs_{_key()}"))
 
 
 @pytest.fixture(scope="session")
-def program_path(program_dir):
+def program_path():
     """program_path(name) -> path of the exported program, exporting it once."""
 
     def get(name: str) -> Path:
         builder, kwargs = PROGRAMS[name]
-        path = program_dir / f"{name}.pte"
-        if not path.exists():
-            # one exporter per program across parallel workers; the rename is atomic
-            with FileLock(str(path) + ".lock"):
-                if not path.exists():
-                    data = examples.build(builder, **kwargs)
-                    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                    tmp.write_bytes(data)
-                    os.replace(tmp, path)
-        return path
+        # one exporter per program across parallel workers and processes; read back only whole
+        return examples.kept_path(builder, **kwargs)
 
     return get
 
