@@ -38,8 +38,6 @@ DATA = ROOT / "pte_lab" / "data" / "ethos_u"
 #: targets of issue 45, CPU seconds: (measured, kept)
 TARGETS = {"sizes (small program)": (3.0, 0.3), "sizes --target cortex-m": (6.0, 0.6), "sizes --verify": (6.0, 0.6),
            "what-if --budget (dynamic)": (2.0, 0.3)}
-#: pte_lab's tree on PYTHONPATH (None: this checkout's, as installed)
-TREE: str | None = None
 
 
 def _cli(*argv: str, tree: str | None = None) -> tuple[float, float, int]:
