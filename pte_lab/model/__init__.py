@@ -10,8 +10,9 @@ whole analysis.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ..lazy_names import lazy_names
 
 #: each public name -> the submodule that defines it
 _LAZY = {
@@ -41,13 +42,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte, Segment, open_pte
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

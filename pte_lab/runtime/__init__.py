@@ -7,8 +7,9 @@ the first call that needs it.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ..lazy_names import lazy_names
 
 #: each public name -> the submodule that defines it
 _LAZY = {
@@ -33,13 +34,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .sizing import MethodSizes, PoolVerification, Sizes, SizingError, sizes
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
