@@ -55,9 +55,10 @@ LAZY_ALLOWED = {
         "warnings", "json", "subprocess", "sys", "tempfile", "importlib.util", "contextlib", "io",
         "pte_lab.errors", "pte_lab.quiet")},
 }
-#: the fronts, which nothing in pte_lab imports: a package function or a command imports the layer it drives
-#: when called, so that ``import pte_lab`` and ``pte-lab --help`` or ``inspect`` load only what they use
-FRONTS = ("pte_lab", "pte_lab.cli")
+#: the fronts, which nothing else in pte_lab imports: a package function or a command imports the layer it drives
+#: when called, so that ``import pte_lab`` and ``pte-lab --help`` or ``inspect`` load only what they use; the CLI
+#: is a package of fronts, one module per command (``pte_lab.cli.*``)
+FRONTS = ("pte_lab", "pte_lab.cli", "pte_lab.cli.*")
 #: the "function" an import under ``if TYPE_CHECKING:`` is recorded in
 TYPE_ONLY = "TYPE_CHECKING"
 
@@ -326,7 +327,7 @@ def _calls(attr: str) -> set[str]:
 def test_a_diff_is_sized_in_one_place():
     """``pte_lab.diff(sizes=True)`` and ``pte-lab diff --sizes`` size both programs through one function."""
     assert _calls("with_sizes") == {"pte_lab.runtime.sizing.results"}
-    assert {"pte_lab", "pte_lab.cli"} <= _calls("sized_diff")
+    assert {"pte_lab", "pte_lab.cli.diff"} <= _calls("sized_diff")
 
 
 def _string_constants(mod_prefix: str):
@@ -598,6 +599,16 @@ def _heavy_at_import() -> set[str]:
     return found
 
 
+def _is_front(mod: str) -> bool:
+    return any(mod == f or (f.endswith(".*") and mod.startswith(f[:-1])) for f in FRONTS)
+
+
+def test_nothing_but_a_front_imports_a_front():
+    bad = [f"{mod} imports {t}" for mod, targets in _edges().items() if not _is_front(mod)
+           for t in targets if _is_front(t)]
+    assert not bad, "\n".join(bad)
+
+
 def _hidden_imports() -> list[str]:
     heavy_here = _heavy_at_import()
     bad = []
@@ -607,7 +618,7 @@ def _hidden_imports() -> list[str]:
                 continue
             targets = _targets(imported, names)
             if all(_within(t, LAZY_MODULES) or t in heavy_here or (mod, t) in LAZY_ALLOWED
-                   or (mod in FRONTS and _within(t, ["pte_lab"])) for t in targets):
+                   or (_is_front(mod) and _within(t, ["pte_lab"])) for t in targets):
                 continue
             bad.append(f"{mod}: {func}() imports {imported}")
     return bad

@@ -140,6 +140,43 @@ def test_example_help_says_what_each_example_is(capsys):
     assert "forward (MLP) and attention" in said["xnnpack"] and "three-layer MLP" in said["portable"]
 
 
+def test_each_command_is_a_module_that_registers_its_parser_and_runs():
+    import pkgutil
+
+    import pte_lab.cli as cli
+
+    modules = {m.name for m in pkgutil.iter_modules(cli.__path__)} - {"__main__", "common"}
+    assert {c.__name__.rsplit(".", 1)[1] for c in cli.COMMANDS} == modules
+    parser = cli.build_parser()
+    assert list(parser.commands) == [c.__name__.rsplit(".", 1)[1].replace("_", "-") for c in cli.COMMANDS]
+    for command in cli.COMMANDS:
+        assert parser.commands[command.__name__.rsplit(".", 1)[1].replace("_", "-")].get_default("func") is command.run
+
+
+def test_help_loads_no_reader_model_runtime_or_exporter():
+    """``pte-lab --help`` and each command's ``--help`` take a tenth of a second: the command modules import the
+    layer they drive when they run, never at their top."""
+    code = """
+import contextlib, io, sys
+from pte_lab.cli import build_parser, main
+for argv in [["--help"], *[[name, "--help"] for name in build_parser().commands]]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+print(" ".join(sorted(sys.modules)))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    loaded = r.stdout.split()
+    assert "pte_lab.cli.what_if" in loaded
+    heavy = [m for m in loaded if m.split(".")[0] in ("torch", "executorch", "pandas", "matplotlib", "flatbuffers")
+             or m.split(".")[:2] in [["pte_lab", layer] for layer in ("format", "model", "runtime", "planning",
+                                                                     "experiments", "plot", "widgets")]]
+    assert heavy == []
+
+
 def test_json_is_printed_one_row_per_line_and_parses_to_the_document(program_path, capsys):
     """The CLI's JSON: containers indented, each row (a tensor, an arena) on one line; the text parses to the
     very document the views make, with strings that hold braces and the row separator too."""

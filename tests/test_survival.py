@@ -141,7 +141,7 @@ def test_names_from_the_file_reach_no_terminal_raw(tmp_path):
 
 
 def test_a_bug_is_one_line_that_says_so_with_its_own_exit_status(tmp_path, monkeypatch):
-    import pte_lab.cli as cli
+    from pte_lab.cli import inspect as command
 
     path = tmp_path / "p.pte"
     path.write_bytes(build_program([("tensor", 1, 0, 4), ("tensor", 1, 16, 4)], [[0, 1]]))
@@ -149,7 +149,7 @@ def test_a_bug_is_one_line_that_says_so_with_its_own_exit_status(tmp_path, monke
     def broken(*a, **k):
         raise TypeError("object of type 'NoneType' has no len()")
 
-    monkeypatch.setattr(cli, "_inspect", broken)  # a bug anywhere under the command
+    monkeypatch.setattr(command, "run", broken)  # a bug anywhere under the command
     rc, out, err = _cli("inspect", path)
     assert rc == BUG_EXIT_CODE == 3 and out == ""
     (line,) = err.splitlines()

@@ -1,0 +1,54 @@
+"""``pte-lab example``: export one of pte_lab's example programs (torch.export and ExecuTorch)."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+
+from .. import examples
+from ..errors import PteLabError
+from ..examples import BUILDERS
+from ..progress import lines
+from .common import MOST_SIDE, _new_file, _whole
+
+
+def register(subparsers) -> None:
+    e = subparsers.add_parser("example", help="export one of pte_lab's example programs (needs torch + "
+                                              "executorch)",
+                              epilog=_examples_said(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("name", choices=_examples(), metavar="name", help=", ".join(_examples()))
+    e.add_argument("out", type=_new_file)
+    e.add_argument("--side", type=_whole(1, MOST_SIDE),
+                   help="for 'device' and 'three_methods': matrix side (2048 plans 48 MiB on the device)")
+    e.set_defaults(func=run)
+
+
+def run(args) -> int:
+    kwargs = {}
+    if args.side is not None:
+        if "side" not in inspect.signature(BUILDERS[args.name]).parameters:
+            raise PteLabError(f"argument --side: the {args.name!r} example has no side "
+                              f"(it goes with device and three_methods)")
+        kwargs["side"] = args.side
+    say = lines()
+    say(f"exporting {args.name!r} with torch.export and ExecuTorch (importing them takes a few seconds)")
+    path = examples.save(args.name, args.out, **kwargs)
+    say("done")
+    print(path)
+    return 0
+
+
+def _examples() -> list[str]:
+    return sorted(BUILDERS)
+
+
+def _examples_said() -> str:
+    """One line per example: its name and the first sentence of its builder's docstring (``example --help``)."""
+    out = ["examples:"]
+    for name in sorted(BUILDERS):
+        para = " ".join((BUILDERS[name].__doc__ or "").strip().split("\n\n")[0].split())
+        first = para.split(". ")[0].rstrip(".").replace("``", "")
+        if len(first) > 100:  # the builder's options follow: the docstring says them
+            first = first[:max(first.rfind(",", 0, 100), first.rfind(":", 0, 100), 40)] + " (...)"
+        out.append(f"  {name:14s} {first}")
+    return "\n".join(out)

@@ -1,0 +1,174 @@
+"""``pte-lab sizes``: every byte each method needs at run time (the pools of a bare-metal build), measured on this
+host or modelled for a target; the JSON, a C header or a runner built with exactly those pools; a board's budget."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import PteLabError
+from ..progress import lines
+from ..shell_text import sh_word, sh_words
+from ..views.json_text import json_text
+from .common import _max_input_bytes, _no_cache, _one_line, _size, _whole
+
+
+def register(subparsers) -> None:
+    sz = subparsers.add_parser("sizes", help="every byte each method needs at run time: pools for a "
+                                             "bare-metal build, and what lies beyond the plan (loads and runs the "
+                                             "methods)")
+    sz.add_argument("file", help="the program (.pte) to size")
+    sz.add_argument("--method", "-m", action="append", help="only this method (repeatable)")
+    sz.add_argument("--data", help="the program's external data file (.ptd)")
+    out = sz.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="emit the pte_lab.sizes JSON document (version 1)")
+    out.add_argument("--c-header", action="store_true",
+                     help="emit a C/C++ header: pools, planned buffers, inputs and outputs, heap, libraries")
+    out.add_argument("--example-runner", metavar="DIR",
+                     help="write DIR/pools.h, DIR/main.cpp and DIR/build.sh: a C++ runner built against the installed "
+                          "executorch wheel, with static pools of exactly the verified sizes (implies --verify)")
+    sz.add_argument("--verify", action="store_true",
+                    help="run each method again with pools of exactly these sizes, and with a method pool one "
+                         "byte smaller (which must be refused); exit 1 if a figure is not tight")
+    sz.add_argument("--runs", type=_whole(1, 100), default=2, help="runs per method (default 2, at most 100)")
+    sz.add_argument("--target", choices=("host", "cortex-m"), default="host",
+                    help="the pools for this target: host (this machine, measured; the default) or cortex-m "
+                         "(32-bit Arm, Cortex-M55: the method pool modelled with its ABI, checked against this host)")
+    sz.add_argument("--budget", type=_size, metavar="SIZE",
+                    help="the board's RAM (262144, 256KiB, 1.5MiB; or decimal: 256kB): each method's bare-metal "
+                         "total (planned "
+                         "buffers, pools, the program's bytes where they must be in RAM) is checked against it; "
+                         "exit 1 when one does not fit")
+    sz.add_argument("--region", type=_region, action="append", metavar="NAME=SIZE",
+                    help="a RAM region of the board (repeatable): the parts of each method's bare-metal total are "
+                         "placed in them, largest first; exit 1 when one does not fit")
+    _no_cache(sz, "measure afresh and keep nothing (by default a program sized before, the same bytes with the same "
+                  "pte_lab, ExecuTorch and options, gives its kept figures at once and says when they were "
+                  "measured; pte-lab cache clear forgets them all)")
+    _max_input_bytes(sz, "the runner's inputs (each at the shape the file declares, a dynamic one at its bound) "
+                         "and the buffers of its unplanned outputs")
+    sz.set_defaults(func=run)
+
+
+def _region(text: str) -> tuple[str, int]:
+    """``NAME=SIZE`` (``SRAM=256KiB``)."""
+    name, eq, size = text.partition("=")
+    if not eq or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=SIZE (SRAM=256KiB)")
+    return name.strip(), _size(size)
+
+
+def run(args) -> int:
+    from ..runtime.sizing import sizes
+    from ..views.run.sizes import c_header, sizes_text
+
+    # the program read here only where its model is needed before or beside the figures (a kept answer on this
+    # host needs none: the figures hold what the views show)
+    pte = None
+    if args.method or args.target != "host":
+        from ..model import open_pte
+
+        pte = open_pte(args.file)
+    for name in args.method or []:
+        if name not in pte.methods:
+            raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
+    if args.example_runner is not None:  # said before the measurement, not after
+        from ..format.regular_file import check_writable
+        from ..views.run.bare_metal_runner import BARE_METAL_FILES
+        from ..views.run.example_runner import FILES
+
+        if os.path.exists(args.example_runner) and not os.path.isdir(args.example_runner):
+            raise PteLabError(f"--example-runner {args.example_runner}: exists and is not a folder")
+        for name in BARE_METAL_FILES if args.target != "host" else FILES:
+            check_writable(os.path.join(args.example_runner, name), "a file to write")
+    verify = args.verify or args.example_runner is not None
+    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
+              max_input_bytes=args.max_input_bytes, cache=False if args.no_cache else None)
+    board = s
+    if args.target != "host":
+        board = _target_sizes(args, pte, s)
+        if board is None:
+            return 0
+    elif args.example_runner is not None:
+        from ..views.run.example_runner import left_out, write_example_runner
+
+        for path in write_example_runner(s, args.example_runner, args.method):
+            print(path)
+        for name, why in left_out(s, args.method).items():
+            print(f"not in the example: method {name!r}: {why}")
+        command = [os.path.join(args.example_runner, "runner"), args.file,
+                   *(["--data", args.data] if args.data else [])]
+        print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}; run: {sh_words(command)}")
+    elif args.json:
+        sys.stdout.write(json_text(s.to_dict(args.budget, tuple(args.region or ()))))
+        sys.stdout.write("\n")
+    elif args.c_header:
+        sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ())))
+    elif args.target == "host":
+        sys.stdout.write(sizes_text(s) + "\n")
+    fits = board.fits(args.budget, tuple(args.region or ())) if (args.budget is not None or args.region) and s.methods else {}
+    if fits and not args.json and not args.c_header:
+        from ..views.run.sizes import fits_lines
+
+        sys.stdout.write("\n" + "\n".join(fits_lines(fits)) + "\n")
+    if not s.methods:  # nothing sized: say why, per method, in one line
+        by_reason: dict[str, list[str]] = {}
+        for n, why in s.skipped.items():
+            by_reason.setdefault(why, []).append(repr(n))
+        # the file was read and what it declares was printed: a check that failed (1), not bad input (2)
+        print(_one_line(PteLabError(f"pte-lab: error: {args.file}: no method could be sized: "
+                                    + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items())
+                                    + f". What the file says is above; pte-lab inspect {sh_word(args.file)} shows "
+                                      "the plan, where the file's bytes go and the delegates' blobs")),
+              file=sys.stderr)
+        return 1
+    if verify and not s.proven:
+        return 1
+    if any(not f.fits for f in fits.values()):
+        from ..views.run.sizes import fits_lines
+
+        for line in fits_lines({n: f for n, f in fits.items() if not f.fits}):
+            print(f"pte-lab: {line}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _target_sizes(args, pte, s):
+    """``sizes --target`` another than this host: the bare-metal runner (returns 0), or the text, --json or
+    --c-header of the modelled pools with the board's totals (returns the sizes to check the budget with)."""
+    from ..views.run.target_pools import on_target, target_pools_dict, target_pools_text
+
+    budget, regions = args.budget, tuple(args.region or ())
+    board = on_target(s, pte, args.target)
+    if args.example_runner is not None:
+        from ..views.run.bare_metal_runner import staging_bytes, write_bare_metal_runner
+
+        for path in write_bare_metal_runner(s, pte, args.example_runner, args.target, args.method):
+            print(path)
+        staging = staging_bytes(m for n, m in s.methods.items() if not args.method or n in args.method)
+        if staging:
+            print(f"main.cpp: the planned inputs are copied (set_input) from one staging buffer of {staging:,} B, the "
+                  f"runner's own, beyond the board's total (which has them in their planned buffers)")
+        print("set EXECUTORCH_CORTEX_M_LIB_DIR to your ExecuTorch libraries for the target (or build with "
+              "--compile-only without them), then")
+        print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}")
+        return None
+    if args.c_header:
+        from ..views.run.sizes import c_header
+
+        sys.stdout.write(c_header(board, budget=budget, regions=regions))
+    elif args.json:
+        doc = board.to_dict(budget, regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"]}
+        sys.stdout.write(json_text(doc) + "\n")
+    else:
+        from ..views.run.sizes import total_line
+
+        text = target_pools_text(s, pte, args.target).split("\n")
+        for m in board.methods.values():  # each method's board total after its pools
+            at = text.index(f"method {m.method!r}") + 1
+            while at < len(text) and text[at].startswith("  "):
+                at += 1
+            text[at:at] = ["  " + total_line(t) for t in m.totals().values()]
+        sys.stdout.write("\n".join(text) + "\n")
+    return board
