@@ -7,10 +7,11 @@ else ``~/.cache/pte_lab``.
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir"]
+__all__ = ["cache_dir", "dist_version"]
 
 
 def cache_dir(*parts: str) -> Path:
@@ -18,3 +19,11 @@ def cache_dir(*parts: str) -> Path:
     base = os.environ.get("PTE_LAB_CACHE_DIR") or os.environ.get("PTE_LAB_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pte_lab")
     return Path(base).joinpath(*parts)
+
+
+def dist_version(dist: str) -> str:
+    """An installed distribution's version ("-" where it is not installed)."""
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return "-"

@@ -63,7 +63,6 @@ from typing import Callable
 from . import examples_kept
 from .cache import cache_dir
 from .examples_kept import key
-from .format.regular_file import check_writable
 
 __all__ = ["build", "save", "manager", "llm_records", "BUILDERS", "device_reference", "ethos_u_export", "has_arm_flow",
            "ARM_EXTRA", "ETHOS_U_PROGRAMS", "ethos_u_program", "key", "kept_path"]
@@ -887,6 +886,8 @@ def save(name: str, path: str | os.PathLike, *, python: str | os.PathLike | None
     path = os.fspath(path)
     if python is not None:
         return _save_with(os.fspath(python), name, path, kwargs)
+    from .format.regular_file import check_writable  # here: `pte-lab --help` lists the examples, no reader
+
     check_writable(path, "a program to write")
     if cache and _keepable(name, kwargs):
         examples_kept.copy_out(kept_path(name, **kwargs), path, lambda p: check_writable(p, "a file to write"))

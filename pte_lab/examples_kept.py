@@ -39,8 +39,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .cache import cache_dir
-from .runtime.kept import dist_version
+from .cache import cache_dir, dist_version
 
 __all__ = ["key", "key_in", "folder", "kept", "copy_out", "clear", "summary", "unknown_example", "SOURCE"]
 
@@ -199,6 +198,14 @@ def key(name: str, /, **kwargs) -> str:
 def _sha256(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def is_kept(name: str, kwargs: dict) -> bool:
+    """Whether the program ``name`` with ``kwargs`` is kept whole on this machine (no export needed)."""
+    try:
+        return _whole(folder() / name / key(name, **kwargs), f"{name}.pte")
+    except TypeError:  # an argument that is not JSON: never kept
+        return False
 
 
 def _whole(entry: Path, program: str) -> bool:

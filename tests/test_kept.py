@@ -133,3 +133,18 @@ def test_a_method_that_could_not_run_is_not_kept(tmp_path, kept_here):
     path.write_bytes(data.replace(b"EthosUBackend", b"VendorBackend"))
     assert "VendorBackend" in pte_lab.sizes(str(path)).skipped["forward"]
     assert kept.summary() == (0, 0)
+
+
+def test_cache_counts_the_kept_exports_and_forgets_them_only_when_asked(tmp_path, kept_here, monkeypatch, capsys):
+    from pte_lab import examples_kept
+
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    examples_kept.kept("portable", {}, lambda path: open(path, "wb").write(b"not a real program, 32 bytes..."))
+    assert main(["cache"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("1 kept example export (") and str(tmp_path / "examples") in out[1]
+    assert main(["cache", "clear"]) == 0 and len(capsys.readouterr().out.splitlines()) == 1
+    assert examples_kept.summary()[0] == 1  # measurements only: an export costs minutes to make again
+    assert main(["cache", "clear", "--exports"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("forgot 1 kept example export (")
+    assert examples_kept.summary() == (0, 0)

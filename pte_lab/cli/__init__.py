@@ -14,7 +14,7 @@
     pte-lab what-if FILE --at-shape INPUT=D0,D1,... [--method M] [--json]
     (what-if FILE and sizes take --max-input-bytes SIZE: the most built at sizes the file declares, default 1 GiB)
     pte-lab what-if A.pte B.pte --values 64,128 --at 256 [--method M] [--json]
-    pte-lab cache [info | clear]      (what sizes and what-if keep; both take --no-cache)
+    pte-lab cache [info | clear [--exports]]  (what sizes and what-if keep, and the example exports)
 
 Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
 when a budget is exceeded (or a budgeted figure was not measured), and 4 (:data:`TARGET_CHANGED`) when the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 
-from .. import examples
+from .. import examples, examples_kept
 from ..errors import PteLabError
 from ..examples import BUILDERS
 from ..progress import lines
@@ -31,7 +31,10 @@ def run(args) -> int:
                               f"(it goes with device and three_methods)")
         kwargs["side"] = args.side
     say = lines()
-    say(f"exporting {args.name!r} with torch.export and ExecuTorch (importing them takes a few seconds)")
+    if examples_kept.is_kept(args.name, kwargs):
+        say(f"copying {args.name!r} as exported before on this machine (pte-lab cache counts the exports)")
+    else:
+        say(f"exporting {args.name!r} with torch.export and ExecuTorch (importing them takes a few seconds)")
     path = examples.save(args.name, args.out, **kwargs)
     say("done")
     print(path)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import importlib.metadata as md
 import json
 import os
 import pickle
@@ -34,10 +33,10 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from ..cache import cache_dir
+from ..cache import cache_dir, dist_version
 
 __all__ = ["enabled", "file_digest", "code_digest", "key", "get", "put", "kept_or", "clear", "folder",
-           "NO_CACHE_ENV", "dist_version"]
+           "NO_CACHE_ENV"]
 
 #: set to 1 to measure afresh and keep nothing
 NO_CACHE_ENV = "PTE_LAB_NO_CACHE"
@@ -79,14 +78,6 @@ def code_digest() -> str:
         for p in sorted(root.rglob(pattern)):
             h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
-
-
-def dist_version(dist: str) -> str:
-    """An installed distribution's version ("-" where it is not installed)."""
-    try:
-        return md.version(dist)
-    except md.PackageNotFoundError:
-        return "-"
 
 
 def key(kind: str, files, options: dict) -> str:

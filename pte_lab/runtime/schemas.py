@@ -21,7 +21,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Iterable
 
-from ..cache import cache_dir
+from ..cache import cache_dir, dist_version
 from ..errors import PteFormatError
 from ..model.findings import REFUSED_BEFORE_LOADING, Kind, operator_findings
 from ..quiet import quiet
@@ -93,7 +93,7 @@ def operator_schemas(operators: Iterable[str], cache: bool | None = None) -> dic
 
 
 def _kept_path():
-    doc = json.dumps([kept.code_digest(), kept.dist_version("torch"), kept.dist_version("executorch")])
+    doc = json.dumps([kept.code_digest(), dist_version("torch"), dist_version("executorch")])
     return cache_dir("schemas", hashlib.sha256(doc.encode()).hexdigest()[:20] + ".json")
 
 
