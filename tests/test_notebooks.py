@@ -128,3 +128,24 @@ def test_each_run_reuses_the_exports_of_the_first(tmp_path):
         examples.build = real
     run = _with_reuse(nbformat.read(NOTEBOOKS[0], as_version=4), tmp_path)
     assert [c.source for c in run.cells[1:]] == [c.source for c in nbformat.read(NOTEBOOKS[0], as_version=4).cells]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_an_exercise_answer_never_reuses_a_name_the_lesson_binds(path):
+    """Each exercise cell starts ``answer = None``: a lesson cell that also binds ``answer`` (08 held
+    ``largest_bound``'s result there) fails when run again after an exercise cell."""
+    import ast
+    import json
+
+    cells = json.loads(path.read_text())["cells"]
+    start = next(i for i, c in enumerate(cells)
+                 if c["cell_type"] == "markdown" and "".join(c["source"]).lstrip().startswith("## Exercises"))
+    bound = set()
+    for c in cells[:start]:
+        if c["cell_type"] != "code":
+            continue
+        code = "\n".join(line for line in "".join(c["source"]).splitlines() if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+    assert "answer" not in bound
