@@ -217,8 +217,9 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     elif waste > 0:
         notes.append(f"+ waste {human_bytes(waste)} above {PEAK_LIVE}")
     if padding:
-        who = "XNNPACK's" if any(d.backend == "XnnpackBackend" for d in method.delegates) else "a backend's"
-        notes.append(f"+ {human_bytes(padding)} past the last tensor:\n   {who} arena padding (required, not waste)")
+        who = "an XNNPACK delegate" if any(d.backend == "XnnpackBackend" for d in method.delegates) else "a delegate"
+        notes.append(f"+ {human_bytes(padding)} past the last tensor:\n   exir's padding of every arena of a method\n"
+                     f"   with {who} (the planner's, not the plan's waste)")
     ax.set_xlim(-1.5, right)
     ax.set_ylim(0, top * 1.04)
     _bytes_axis(ax.yaxis, top)
@@ -253,7 +254,8 @@ def _delegates_not_shown(ax, method: "Method") -> None:
 
 def _tail_padding(method: "Method", a) -> int:
     """Bytes of arena ``a`` past its last tensor (that end rounded up to exir's :data:`TENSOR_ALIGNMENT`):
-    what a backend asks for past the end of every arena it uses (XNNPACK: 64), not room the plan wastes."""
+    what exir adds past the end of every arena of a method with a delegate (an XNNPACK one: 64, its source
+    giving no reason), not room the plan wastes."""
     end = max((t.offset + t.nbytes for t in method.planned if t.mem_id == a.mem_id), default=0)
     return max(0, a.size - -(-end // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT)
 

@@ -182,8 +182,9 @@ def test_arena_layout_marks_the_waste(program_path):
 
 
 def test_xnnpack_padding_is_not_called_waste(program_path):
-    """XNNPACK asks for 64 bytes past the end of every arena it uses: required, so not 'waste'; and a
-    sliver that thin is said in the legend, not drawn as a bracket collapsed into an X."""
+    """exir adds 64 bytes past the end of every arena of a method with an XNNPACK delegate (the host arena XNNPACK
+    never touches included): the planner's padding, not the plan's 'waste', and never said to be required (exir
+    gives no reason); a sliver that thin is said in the legend, not drawn as a bracket collapsed into an X."""
     m = pte_lab.open(program_path("device")).methods["forward2"]
     for a in m.arenas:
         assert a.size - a.peak_bytes == 64
@@ -191,7 +192,8 @@ def test_xnnpack_padding_is_not_called_waste(program_path):
         ax = plot.arena_layout(m, a.mem_id)
         assert not [t for t in ax.texts if "waste" in t.get_text()]
         legend = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert "+ 64 B past the last tensor:\n   XNNPACK's arena padding (required, not waste)" in legend
+        assert ("+ 64 B past the last tensor:\n   exir's padding of every arena of a method\n"
+                "   with an XNNPACK delegate (the planner's, not the plan's waste)") in legend
     tr = pte_lab.open(program_path("transformer")).methods["forward"]  # no padding: none said
     plt.close("all")
     legend = [t.get_text() for t in plot.arena_layout(tr).get_legend().get_texts()]
