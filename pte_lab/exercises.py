@@ -733,8 +733,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "export it and compare.", _greedy_and_best_fit, _greedy_and_best_fit_by_exir,
              "ExecuTorch's own deserializer (the arena exir wrote) and its activation memory profiler "
              "(best fit reaches the most bytes alive at once)"),
-    Exercise("02.2", "Plan the `Odd` program's arena with 64-byte alignment "
-                     "(`planning.build_problem(odd, 1, alignment=64)`). What is its lower bound?",
+    Exercise("02.2", "Work out the `Odd` arena's lower bound at 64-byte alignment before computing it: which "
+                     "bytes does the bound add up, and where does the alignment enter? Then answer the number "
+                     "(`planning.build_problem(odd, 1, alignment=64)` checks it after).",
              "The bound takes the true bytes of the tensors alive at each instruction (52 each, not rounded), "
              "the most of them at any instruction, and rounds that sum up to the alignment once. "
              "Pass odd=... to check() to reuse your program.", _aligned_lower_bound, _aligned_lower_bound_by_profiler,
