@@ -296,6 +296,7 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
                        label=f"arena {a.mem_id} {PEAK_LIVE} {human_bytes(a.peak_bytes)} (no plan can be smaller)")
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
+    ax.set_xlim(-1.5, method.n_instructions + 0.5)  # from the inputs written (-1) to the outputs read (N), no further
     _bytes_axis(ax.yaxis, top)
     from matplotlib.ticker import MaxNLocator
 
@@ -725,12 +726,14 @@ def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **k
             note = f" {delta_bytes(c.delta)} ({growth(c.growth)}{of})"
         else:
             note = " unchanged"
-        ax.annotate(note, (max(c.before or 0, c.after or 0), i), va="center", fontsize=8,
-                    color="#D55E00" if c.delta > 0 and c.before is not None else "#333333")
+        # right-aligned at the axes' right edge: however narrow a figure-level layout makes the axes, the label
+        # stays inside it (to the right of the bars, which end by 60% of the width)
+        ax.annotate(note.strip(), (0.995, i), xycoords=("axes fraction", "data"), ha="right", va="center",
+                    fontsize=8, color="#D55E00" if c.delta > 0 and c.before is not None else "#333333")
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlim(0, top * 1.4)
-    _bytes_axis(ax.xaxis, top * 1.4, ticks=5)
+    ax.set_xlim(0, top * 1.65)
+    _bytes_axis(ax.xaxis, top * 1.65, ticks=5)
     ax.set_xlabel({"arenas": "planned bytes", "sizes": "bytes at run time", "file": "bytes in the file"}[parts])
     a, b = _short_labels(d)
     what = {"arenas": "planned arenas", "sizes": "run-time memory", "file": "the file"}[parts]
@@ -742,9 +745,22 @@ def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **k
 
 
 def _short_labels(d: "Diff") -> tuple[str, str]:
-    """The two programs' file names (whole paths where the names are the same)."""
-    a, b = (lbl.rsplit("/", 1)[-1] for lbl in d.labels)
-    return (a, b) if a != b else d.labels
+    """The two programs' file names; where the names are the same, each with as few of its folders as tell the
+    two apart (``old/model.pte``, ``new/model.pte``), a long folder name cut to its start."""
+    pa, pb = (lbl.split("/") for lbl in d.labels)
+    for k in range(1, max(len(pa), len(pb)) + 1):
+        a, b = "/".join(pa[-k:]), "/".join(pb[-k:])
+        if a != b:
+            break
+    else:
+        return d.labels
+    if k == 1:
+        return a, b
+
+    def cut(parts):
+        return "/".join((p if len(p) <= 12 else p[:8] + "…") for p in parts[:-1]) + "/" + parts[-1]
+
+    return cut(pa[-k:]), cut(pb[-k:])
 
 
 def _chosen(d: "Diff", method: str | None, mem_id: int | None):
