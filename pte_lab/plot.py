@@ -602,10 +602,11 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
         plan = int(rows[rows.part == "planned arenas"].bytes.sum())
         mapped = int(rows[rows.part == "program file resident"].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
-        file_note = f"\n (of it the file's pages in this host's page cache: {human_bytes(mapped)})" if mapped else ""
+        # short lines: the note stays inside the axes, left of the legend (a long one ran over it)
+        file_note = f"\n (of it {human_bytes(mapped)}: the file's pages, cached)" if mapped else ""
         board = sizes.methods[name].totals()["bare-metal"] if name in getattr(sizes, "methods", {}) else None
-        board_note = (f"\n a bare-metal board: {human_bytes(board.bytes)} ({board.configuration}; no page cache, "
-                      f"no host heap)" if board is not None else "")
+        board_note = (f"\n a bare-metal board: {human_bytes(board.bytes)}\n ({board.configuration}; no page cache,\n"
+                      f"  no host heap)" if board is not None else "")
         ax.annotate(f" {human_bytes(left)} on this host{times}{file_note}{board_note}", (left, y), va="center",
                     fontsize=8)
         top = max(top, left)
@@ -613,8 +614,8 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
               else (f"{n}\n(not measured)" if n in getattr(sizes, "declared", {}) else n) for n in names]
     ax.set_yticks(range(len(names)), labels, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, top * 1.6)  # room for the totals
-    _bytes_axis(ax.xaxis, top * 1.6, ticks=5)
+    ax.set_xlim(0, top * 1.8)  # room for the totals
+    _bytes_axis(ax.xaxis, top * 1.8, ticks=5)
     ax.set_xlabel("bytes at run time (after the runs)")
     ax.set_title(f"{sizes.path.rsplit('/', 1)[-1]}: the plan and what lies beyond it", fontsize=10)
     order = list(colors)
