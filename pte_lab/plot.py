@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
     from .model import Method, Pte
-    from .model.diff import Change, Diff
+    from .model.diff import Diff
 
 #: Okabe & Ito's colour-blind-safe palette (black left out)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
