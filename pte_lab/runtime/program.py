@@ -369,8 +369,8 @@ class LabProgram:
             raise PteLabError(f"{os.fspath(self.path)} is not a bundled program: it carries no test cases")
         rows = []
         for k, suite in enumerate(self.plan.bundled.suites):
-            def fail(i, why):
-                rows.append((suite.method, k, i, False, None, why))
+            def fail(i, why):  # B023: called only within this suite's iteration
+                rows.append((suite.method, k, i, False, None, why))  # noqa: B023
 
             if suite.method not in self.plan.methods:
                 why = (f"the program has no method {suite.method!r} (methods: "
