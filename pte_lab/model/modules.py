@@ -341,8 +341,11 @@ def _ordered(rows: list[ModuleRow]) -> tuple[ModuleRow, ...]:
     children: dict[str | None, list[ModuleRow]] = {}
     for r in rows:
         children.setdefault(r.parent, []).append(r)
-    key = (lambda r: (r.module in (INPUTS, NO_MODULE), r.module != "", -r.peak_bytes, -max(r.max_live, default=0),
-                      -r.constant_bytes, r.module))
+
+    def key(r):
+        return (r.module in (INPUTS, NO_MODULE), r.module != "", -r.peak_bytes, -max(r.max_live, default=0),
+                -r.constant_bytes, r.module)
+
     out: list[ModuleRow] = []
     stack = sorted(children.get(None, []), key=key)[::-1]
     while stack:
