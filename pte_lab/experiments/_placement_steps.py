@@ -38,7 +38,7 @@ def main(args):
 
     try:
         et_version = md.version("executorch")
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - no distribution metadata (a source build): the module's own version
         et_version = getattr(executorch, "__version__", "unknown")
     rt = Runtime.get()
     device = args.get("device", "cuda:0")
@@ -147,6 +147,6 @@ def main(args):
 if __name__ == "__main__":
     try:
         result = main(json.loads(sys.argv[1]))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a child process: any failure goes back to the parent as its traceback
         result = {"fatal": traceback.format_exc()}
     sys.stdout.write("RESULT " + json.dumps(result) + "\n")

@@ -171,7 +171,8 @@ class Replan:
         span = self.original.raw.program_span if self.original.raw.bundled is not None else None
         try:
             pf = deserialize_pte_binary(data[span[0]:span[0] + span[1]] if span else data)
-        except Exception as exc:  # a file pte_lab reads but ExecuTorch's serializer cannot: say so, in one line
+        # a file pte_lab reads but ExecuTorch's serializer cannot: say so, in one line
+        except Exception as exc:  # noqa: BLE001 - whatever the serializer raises becomes one PlanningError
             raise PlanningError(f"cannot write {os.fspath(path)}: ExecuTorch's serializer cannot read the "
                                 f"program back ({_one_line(exc)}); nothing was written") from None
         by_method = {}
@@ -190,7 +191,7 @@ class Replan:
             out = _serialize(pf, layout)
             if span:  # the program goes back into its bundled program, the test suites as they were
                 out = _rebundle(data, out)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever the serializer raises becomes one PlanningError
             raise PlanningError(f"cannot write {os.fspath(path)}: ExecuTorch's serializer failed "
                                 f"({_one_line(exc)}); nothing was written") from None
         try:
