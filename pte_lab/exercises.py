@@ -31,7 +31,8 @@ import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from . import examples, planning
 from .errors import TARGET_CHANGED

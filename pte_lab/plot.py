@@ -16,7 +16,8 @@ binary units.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -308,7 +308,7 @@ def test_each_fact_has_one_home(name, home):
     assert _definitions(name) == [home]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tree(p: Path) -> ast.AST:
     return ast.parse(p.read_text(), str(p))
 

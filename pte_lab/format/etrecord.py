@@ -34,7 +34,7 @@ import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..errors import ETRecordError, NotARegularFileError
 from ..printable import printable, printable_text

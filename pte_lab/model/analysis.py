@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import repeat
 from types import MappingProxyType
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

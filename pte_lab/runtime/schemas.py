@@ -19,7 +19,8 @@ import hashlib
 import importlib
 import json
 import os
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from ..cache import cache_dir, dist_version
 from ..errors import PteFormatError

@@ -13,7 +13,7 @@ checkbox (no JavaScript).
 from __future__ import annotations
 
 import uuid
-from functools import lru_cache
+from functools import cache
 from html import escape
 from importlib.resources import files
 
@@ -27,7 +27,7 @@ from .text import arena_text, data_text, flatbuffer_phrase, method_text, pte_tex
 _MAX_TENSOR_ROWS = 200
 
 
-@lru_cache(maxsize=None)
+@cache
 def _css() -> str:
     return files("pte_lab.views").joinpath("static/pte_lab.css").read_text(encoding="utf-8")
 
