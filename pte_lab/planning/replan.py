@@ -176,7 +176,7 @@ class Replan:
         except Exception as exc:  # noqa: BLE001 - whatever the serializer raises becomes one PlanningError
             raise PlanningError(f"cannot write {os.fspath(path)}: ExecuTorch's serializer cannot read the "
                                 f"program back ({_one_line(exc)}); nothing was written") from None
-        by_method = {}
+        by_method: dict[str, list[ArenaPlan]] = {}
         for a in self.arenas:
             by_method.setdefault(a.method, []).append(a)
         for plan in pf.program.execution_plan:

@@ -142,7 +142,7 @@ def _look_up(operators: list[str]) -> dict[str, dict | None]:
 
 def program_schemas(pte: "Pte") -> dict[str, dict | None]:
     """The schemas of every operator a KernelCall of any method calls."""
-    ops = set()
+    ops: set[str] = set()
     for m in pte.methods.values():
         names = m.operators
         ops.update(names[ins.target] for ins in m.raw.instructions if ins.kind == "KernelCall")

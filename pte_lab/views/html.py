@@ -60,7 +60,7 @@ def _section(title: str, body: str, count: str = "", open_: bool = False) -> str
             f"<label for='{sid}'>{escape(title)}{cnt}</label><div class='pte-body'>{body}</div></div>")
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+def _table(headers: list[str], rows: list[list[str]], numeric: frozenset[int] | set[int] = frozenset()) -> str:
     th = "".join(f"<th class='{'pte-num' if i in numeric else ''}'>{escape(h)}</th>" for i, h in enumerate(headers))
     trs = "".join(
         "<tr>" + "".join(f"<td class='{'pte-num' if i in numeric else ''}'>{c}</td>" for i, c in enumerate(r)) + "</tr>"
