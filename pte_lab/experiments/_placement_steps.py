@@ -46,7 +46,7 @@ def main(args):
     helper = None
     measured_by = "none"
     if args.get("helper"):
-        import executorch.extension.pybindings.portable_lib
+        import executorch.extension.pybindings.portable_lib  # load the registry first
 
         helper = ctypes.CDLL(args["helper"])
         helper.pte_lab_outstanding.restype = ctypes.c_uint64
