@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.crafting import build_program  # noqa: E402
+from tests.crafting import build_program
 
 TARGET_S = 2.0
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_open import LAUNCH, OUT, program  # noqa: E402
+from bench_open import LAUNCH, OUT, program
 
 TARGET_S = 0.5
 

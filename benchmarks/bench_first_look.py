@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_open import LLM, OUT, program  # noqa: E402
+from bench_open import LLM, OUT, program
 
 
 def with_etrecord(layers: int) -> tuple[Path, Path]:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_open import program  # noqa: E402
+from bench_open import program
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "pte_lab" / "data" / "ethos_u"

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_open import program  # noqa: E402
+from bench_open import program
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_open import LLM, program  # noqa: E402
+from bench_open import LLM, program
 
 
 def main() -> int:

@@ -80,7 +80,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @arguments(source=SOURCE,
            data=optional(either(SOURCE, instance("pte_lab.model.data", "DataFile", "a .ptd opened by pte_lab.open"))),
            etrecord=optional(either(PATH_OR_BYTES, instance("pte_lab.format.etrecord", "ETRecord", "an ETRecord"))))
-def open(source, data=None, *, etrecord=None):  # noqa: A001 - the natural name, like io.open
+def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
     """Open a ``.pte``, a bundled ``.bpte`` or a ``.ptd`` data file (path, bytes or binary file).
 
     Nothing is loaded: only the tables are read. A program opens as a

@@ -25,7 +25,8 @@ from .errors import ArgumentTypeError, ArgumentValueError
 from .printable import printable
 
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any
+    from collections.abc import Callable
 
 __all__ = ["Accepts", "arguments", "optional", "either", "instance", "SOURCE", "PATH", "PATH_OR_BYTES", "NAME",
            "NAMES", "BOOL", "COUNT", "PTE", "PROGRAM", "PROGRAM_FILE", "TWO_NAMES", "DIM",

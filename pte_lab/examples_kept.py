@@ -37,7 +37,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .cache import cache_dir, dist_version
 

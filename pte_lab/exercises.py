@@ -31,7 +31,8 @@ import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from . import examples, planning
 from .errors import TARGET_CHANGED
@@ -167,7 +168,8 @@ def _load_program_host_bytes(pte, loader: str) -> int:
 def _et_plans(data: bytes) -> dict:
     """method -> ExecutionPlan, as ExecuTorch's own deserializer (exir) reads the file: not pte_lab's reader."""
     with quiet():
-        from executorch.exir._serialize._program import deserialize_pte_binary
+        # ExecuTorch's .pte (de)serializer is public only under exir._serialize
+        from executorch.exir._serialize._program import deserialize_pte_binary  # noqa: PLC2701
 
         program = deserialize_pte_binary(data).program
     return {plan.name: plan for plan in program.execution_plan}
@@ -632,7 +634,8 @@ def _arm_script():
 def _et_blobs(data: bytes) -> list[bytes]:
     """The forward's Ethos-U delegate blobs, in call order, as exir's deserializer reads them."""
     with quiet():
-        from executorch.exir._serialize._program import deserialize_pte_binary
+        # ExecuTorch's .pte (de)serializer is public only under exir._serialize
+        from executorch.exir._serialize._program import deserialize_pte_binary  # noqa: PLC2701
 
         program = deserialize_pte_binary(data).program
     plan = next(p for p in program.execution_plan if p.name == "forward")

@@ -4,7 +4,7 @@ heavy: the one home of the pattern :mod:`pte_lab.model` and :mod:`pte_lab.runtim
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 __all__ = ["lazy_names"]
 

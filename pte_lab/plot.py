@@ -16,7 +16,8 @@ binary units.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
     from .model import Method, Pte
-    from .model.diff import Change, Diff
+    from .model.diff import Diff
 
 #: Okabe & Ito's colour-blind-safe palette (black left out)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 from html import escape
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["Reporter", "reporter", "lines"]
 

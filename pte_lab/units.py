@@ -144,10 +144,10 @@ def tick_bytes(n: int) -> str:
     if 1024 < n < 16384 and n % 1024:  # 1,280 B reads better than 1.25 KiB
         return f"{n:,} B"
     units = ("B", "KiB", "MiB", "GiB", "TiB")
-    k = 0
-    while k < len(units) - 1 and n >= 1024 ** (k + 1):
-        k += 1
-    for k in range(k, -1, -1):
+    top = 0
+    while top < len(units) - 1 and n >= 1024 ** (top + 1):
+        top += 1
+    for k in range(top, -1, -1):
         v = Fraction(n, 1024 ** k)
         if (v * 1000).denominator == 1:  # exact with at most three decimals
             text = _fixed(v, 3, commas=True).rstrip("0").rstrip(".")

@@ -7,7 +7,7 @@ kept answer stay fast); the modules that act on them import them from here.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT"]
 

@@ -503,7 +503,9 @@ def build_etrecord(methods, *, deflate: bool = False, extra=()) -> bytes:
     import json
 
     opts = {"deflate": True} if deflate else {}
-    dump = (lambda d: json.dumps(d, separators=(",", ":")).encode())
+    def dump(d):
+        return json.dumps(d, separators=(",", ":")).encode()
+
     entries = [("ETRECORD_V0", b""),
                ("debug_handle_map", dump({m: {str(k): v for k, v in d.get("handles", {}).items()}
                                          for m, d in methods.items()}), opts),

@@ -241,7 +241,7 @@ def test_format_reads_bytes_with_nothing_above_it():
     bad = []
     for mod, imports in GRAPH.items():
         if _within(mod, ["pte_lab.format"]):
-            for imported, func, names in imports:
+            for imported, _func, names in imports:
                 for t in _targets(imported, names):
                     if (t.startswith("pte_lab") and not _within(t, allowed)) or _within(t, HEAVY):
                         bad.append(f"{mod} imports {t}")
@@ -308,7 +308,7 @@ def test_each_fact_has_one_home(name, home):
     assert _definitions(name) == [home]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tree(p: Path) -> ast.AST:
     return ast.parse(p.read_text(), str(p))
 

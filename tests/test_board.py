@@ -19,13 +19,13 @@ import pytest
 
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab import examples  # noqa: E402
-from pte_lab.cli import main  # noqa: E402
-from pte_lab.units import parse_bytes  # noqa: E402
-from pte_lab.runtime.sizing import HOST_ABI  # noqa: E402
-from pte_lab.views.run.sizes import c_header, sizes_text  # noqa: E402
-from pte_lab.views.run.target_pools import on_target  # noqa: E402
+import pte_lab
+from pte_lab import examples
+from pte_lab.cli import main
+from pte_lab.units import parse_bytes
+from pte_lab.runtime.sizing import HOST_ABI
+from pte_lab.views.run.sizes import c_header, sizes_text
+from pte_lab.views.run.target_pools import on_target
 
 DATA = Path(examples.ETHOS_U_PROGRAMS)
 SRAM_ONLY = DATA / "u55_128_sram_only.pte"

@@ -22,10 +22,10 @@ import pytest
 
 pytest.importorskip("executorch.runtime")
 
-from pte_lab.errors import RunnerLinesError  # noqa: E402
-from pte_lab.experiments import bundle as bundle_mod  # noqa: E402
-from pte_lab.experiments import device_placement as dp  # noqa: E402
-from pte_lab.experiments import placement_lines as pl  # noqa: E402
+from pte_lab.errors import RunnerLinesError
+from pte_lab.experiments import bundle as bundle_mod
+from pte_lab.experiments import device_placement as dp
+from pte_lab.experiments import placement_lines as pl
 
 SIDE = 64
 PLANNED = 3 * SIDE * SIDE * 4 + 64  # forward2's device arena: three side x side float32 tensors + XNNPACK padding

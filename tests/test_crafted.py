@@ -288,7 +288,7 @@ def test_no_crafted_file_kills_the_process_in_the_default_mode(program_bytes, tm
              "retargeted": (_delegate_retargeted(program_bytes("xnnpack"), "forward", 0, 6), [torch.randn(4, 32)])}
     child = ("import sys, torch\nfrom executorch.runtime import Runtime\n"
              "m = Runtime.get().load_program(sys.argv[1]).load_method('forward')\nm.execute([torch.randn(4, 32)])\n")
-    for name, (blob, inputs) in cases.items():
+    for name, (blob, _inputs) in cases.items():
         path = tmp_path / f"{name}.pte"
         path.write_bytes(blob)
         rc = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, timeout=300).returncode

@@ -14,11 +14,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch.exir")
 
-import pte_lab  # noqa: E402
-from pte_lab import examples, planning  # noqa: E402
-from pte_lab.model.diff import Change, match_tensors  # noqa: E402
-from pte_lab.units import human_bytes  # noqa: E402
-from pte_lab.views.rows import diff_lines  # noqa: E402
+import pte_lab
+from pte_lab import examples, planning
+from pte_lab.model.diff import Change, match_tensors
+from pte_lab.units import human_bytes
+from pte_lab.views.rows import diff_lines
 
 
 def _cli(*args, timeout=300):

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("executorch.exir")
 
-from pte_lab.exercises import EXERCISES, check, solution  # noqa: E402
+from pte_lab.exercises import EXERCISES, check, solution
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 # the exercises whose reference solution exports an LLM take a minute: run with the slow tests

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("executorch.runtime")
 
-from pte_lab.experiments import device_placement as dp  # noqa: E402
+from pte_lab.experiments import device_placement as dp
 
 SIDE = 64
 

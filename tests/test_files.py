@@ -12,12 +12,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab import ExecuTorchError, PteFormatError  # noqa: E402
-from pte_lab.cli import main  # noqa: E402
-from pte_lab.format import read  # noqa: E402
-from pte_lab.model.dtypes import SCALAR_TYPES  # noqa: E402
-from tests.test_against_executorch import check_against_executorch  # noqa: E402
+import pte_lab
+from pte_lab import ExecuTorchError, PteFormatError
+from pte_lab.cli import main
+from pte_lab.format import read
+from pte_lab.model.dtypes import SCALAR_TYPES
+from tests.test_against_executorch import check_against_executorch
 
 deser = pytest.importorskip("executorch.exir._serialize._program")
 

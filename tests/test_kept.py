@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab.cli import main  # noqa: E402
-from pte_lab.runtime import kept  # noqa: E402
-from pte_lab.runtime.sizing import results  # noqa: E402
+import pte_lab
+from pte_lab.cli import main
+from pte_lab.runtime import kept
+from pte_lab.runtime.sizing import results
 
 
 @pytest.fixture

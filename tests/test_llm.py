@@ -16,9 +16,9 @@ pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab import planning  # noqa: E402
-from pte_lab.runtime import OperatorLibraryWarning, call_sequence  # noqa: E402
+import pte_lab
+from pte_lab import planning
+from pte_lab.runtime import OperatorLibraryWarning, call_sequence
 
 LAYERS, KV_HEADS, HEAD_DIM, SEQ = 2, 2, 64 // 4, 32
 CACHE_BYTES = SEQ * KV_HEADS * HEAD_DIM * 4  # one float32 K or V cache of one layer

@@ -17,10 +17,10 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab.cli import main  # noqa: E402
-from pte_lab.model.method_pool import BACKEND_INIT, abis, method_pool  # noqa: E402
-from pte_lab.runtime import abi_probe  # noqa: E402
+import pte_lab
+from pte_lab.cli import main
+from pte_lab.model.method_pool import BACKEND_INIT, abis, method_pool
+from pte_lab.runtime import abi_probe
 
 ETHOS_U = Path(pte_lab.__file__).parent / "data" / "ethos_u"
 

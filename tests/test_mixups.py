@@ -11,10 +11,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab import NotAProgramError, PteFormatError  # noqa: E402
-from pte_lab.cli import main  # noqa: E402
-from pte_lab.format import read, read_data  # noqa: E402
+import pte_lab
+from pte_lab import NotAProgramError, PteFormatError
+from pte_lab.cli import main
+from pte_lab.format import read, read_data
 
 
 class _Tiny(torch.nn.Module):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
-import notebook_cache  # noqa: E402  (the documentation build renders the run this test keeps)
+import notebook_cache  # the documentation build renders the run this test keeps
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("executorch.runtime")
 
-from pte_lab.cli import main  # noqa: E402
+from pte_lab.cli import main
 
 ETHOS_U = Path(__file__).resolve().parent.parent / "pte_lab" / "data" / "ethos_u" / "u55_128_sram_only.pte"
 

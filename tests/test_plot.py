@@ -8,12 +8,12 @@ import pytest
 
 mpl = pytest.importorskip("matplotlib")
 mpl.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.collections import PolyCollection  # noqa: E402
-from matplotlib.testing.compare import compare_images  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.collections import PolyCollection
+from matplotlib.testing.compare import compare_images
 
-import pte_lab  # noqa: E402
-from pte_lab import plot  # noqa: E402
+import pte_lab
+from pte_lab import plot
 
 BASELINE = Path(__file__).parent / "baseline"
 

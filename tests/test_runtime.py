@@ -21,8 +21,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab import (  # noqa: E402
+import pte_lab
+from pte_lab import (
     BackendUnavailableError,
     DeviceAllocationError,
     ExecuTorchError,
@@ -31,7 +31,7 @@ from pte_lab import (  # noqa: E402
     PteFormatError,
     RuntimeCrashedError,
 )
-from pte_lab.runtime import SharedArenasWarning  # noqa: E402
+from pte_lab.runtime import SharedArenasWarning
 
 SIDE = 64
 

@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab.runtime import example_inputs, run_all  # noqa: E402
+import pte_lab
+from pte_lab.runtime import example_inputs, run_all
 
 
 class _Scalars(torch.nn.Module):

@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import notebook_cache  # noqa: E402
+import notebook_cache
 
 CHROMIUM = "/usr/bin/chromium"
 #: the README's command for the site

@@ -24,11 +24,11 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab.cli import main  # noqa: E402
-from pte_lab.runtime import native  # noqa: E402
-from pte_lab.runtime.sizing import TempShort  # noqa: E402
-from pte_lab.views.run.sizes import c_header, c_identifiers, sizes_text  # noqa: E402
+import pte_lab
+from pte_lab.cli import main
+from pte_lab.runtime import native
+from pte_lab.runtime.sizing import TempShort
+from pte_lab.views.run.sizes import c_header, c_identifiers, sizes_text
 
 
 def _planned_by_reader(pte, name):

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from pte_lab.cli import main
-from pte_lab.errors import NotARegularFileError, PteLabError
+from pte_lab.errors import NotARegularFileError
 from pte_lab.format.regular_file import check_regular, open_regular
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")

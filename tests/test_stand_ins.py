@@ -15,13 +15,13 @@ import pytest
 
 pytest.importorskip("executorch.runtime")
 
-import pte_lab  # noqa: E402
-from pte_lab import examples  # noqa: E402
-from pte_lab.cli import main  # noqa: E402
-from pte_lab.runtime import stand_ins  # noqa: E402
-from pte_lab.runtime.runner import Step, StepKind  # noqa: E402
-from pte_lab.runtime.sizing import MethodSizes, Session, Sizes  # noqa: E402
-from pte_lab.views.run.sizes import c_header, sizes_text  # noqa: E402
+import pte_lab
+from pte_lab import examples
+from pte_lab.cli import main
+from pte_lab.runtime import stand_ins
+from pte_lab.runtime.runner import Step, StepKind
+from pte_lab.runtime.sizing import MethodSizes, Session, Sizes
+from pte_lab.views.run.sizes import c_header, sizes_text
 
 DATA = Path(examples.ETHOS_U_PROGRAMS)
 SPLIT = DATA / "u55_128_shared_sram_split.pte"

@@ -80,7 +80,9 @@ def carried(program_path):
         warnings.simplefilter("ignore")
         with pte_lab.load(path) as prog:
             (y,) = prog.load_method("forward")(x)
-    value = lambda t: ("tensor", FLOAT, list(t.shape), t.numpy().tobytes())  # noqa: E731
+    def value(t):
+        return ("tensor", FLOAT, list(t.shape), t.numpy().tobytes())
+
     return path.read_bytes(), value(x), value(y)
 
 

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-import pte_lab  # noqa: E402
-from pte_lab.units import count  # noqa: E402
+import pte_lab
+from pte_lab.units import count
 
 
 def _live(method, mem_id, t):

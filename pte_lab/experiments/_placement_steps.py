@@ -38,7 +38,7 @@ def main(args):
 
     try:
         et_version = md.version("executorch")
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - no distribution metadata (a source build): the module's own version
         et_version = getattr(executorch, "__version__", "unknown")
     rt = Runtime.get()
     device = args.get("device", "cuda:0")
@@ -46,7 +46,7 @@ def main(args):
     helper = None
     measured_by = "none"
     if args.get("helper"):
-        import executorch.extension.pybindings.portable_lib  # noqa: F401 - load the registry first
+        import executorch.extension.pybindings.portable_lib  # load the registry first
 
         helper = ctypes.CDLL(args["helper"])
         helper.pte_lab_outstanding.restype = ctypes.c_uint64
@@ -147,6 +147,6 @@ def main(args):
 if __name__ == "__main__":
     try:
         result = main(json.loads(sys.argv[1]))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a child process: any failure goes back to the parent as its traceback
         result = {"fatal": traceback.format_exc()}
     sys.stdout.write("RESULT " + json.dumps(result) + "\n")

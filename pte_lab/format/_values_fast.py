@@ -12,6 +12,8 @@ reader, which words the error: every message keeps one home.
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ..devices import device_name
@@ -57,7 +59,7 @@ class _Reader:
         ok &= k < _MAX_FIELDS
         return vt, np.where(ok, k, 0)
 
-    def field(self, pos, vt, k, slot: int, size: int, ok) -> np.ndarray:
+    def field(self, pos, vt, k, slot: builtins.int, size: builtins.int, ok) -> np.ndarray:
         """Absolute position of field ``slot`` (0 where absent), checked to lie in the buffer."""
         present = ok & (slot < k)
         off = np.zeros(len(pos), dtype=np.int64)
@@ -74,7 +76,7 @@ class _Reader:
         ok &= ~has | (target + 4 <= self.n)
         return np.where(ok & has, target, 0)
 
-    def vector(self, at: np.ndarray, elem: int, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def vector(self, at: np.ndarray, elem: builtins.int, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(first element's position, length) of the vectors at ``at`` (length 0 where absent)."""
         start = self.ref(at, ok)
         has = start > 0
@@ -83,7 +85,7 @@ class _Reader:
         ok &= ~has | (start + 4 + length * elem <= self.n)
         return np.where(ok & has, start + 4, 0), np.where(ok & has, length, 0)
 
-    def elements(self, start: np.ndarray, length: np.ndarray, elem: int, signed: bool) -> np.ndarray:
+    def elements(self, start: np.ndarray, length: np.ndarray, elem: builtins.int, signed: bool) -> np.ndarray:
         """Every vector's elements, one after the other."""
         total = int(length.sum())
         begin = np.repeat(start, length)

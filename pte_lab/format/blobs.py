@@ -9,7 +9,7 @@ buffer for bytes, never more than asked for.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import PteLabError
 from .program import RawDelegate, RawProgram

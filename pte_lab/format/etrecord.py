@@ -34,7 +34,7 @@ import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..errors import ETRecordError, NotARegularFileError
 from ..printable import printable, printable_text
@@ -561,7 +561,9 @@ def _read(z: zipfile.ZipFile, path: str | None, where: str, size: int, program: 
         outs_keys = _keys(outs_raw, f"{name}'s instruction", where)
         if spelled is not None:
             check_counts(label, program[spelled[label]], keys, delegate_keys, outs_keys)
-        handles = {i: _handles(v, lambda: f"{name}'s handle of {k!r}", where) for i, (k, v) in zip(keys, raw.items())}
+        # B023: _handles calls ``what`` at once, inside this iteration, to word an error
+        handles = {i: _handles(v, lambda: f"{name}'s handle of {k!r}", where)  # noqa: B023
+                   for i, (k, v) in zip(keys, raw.items())}
         delegates = {}
         for i, v in zip(delegate_keys, maps["delegate_map"].get(name, {}).values()):
             backend = v.get("name") if type(v) is dict else None

@@ -503,7 +503,7 @@ def _decode_plan(plan: Table, prog: RawProgram, delegates: list[RawDelegate] | N
     if len(sizes) and sizes.min() < 0:
         raise PteFormatError(f"{where}.non_const_buffer_sizes: negative size {int(sizes.min())}")
     devices: dict[int, str] = {}
-    for i, d in enumerate(plan.tables(9, "non_const_buffer_device")):
+    for d in plan.tables(9, "non_const_buffer_device"):
         idx = d.scalar(0, "int32")
         if not 1 <= idx < len(sizes):
             raise PteFormatError(

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["read_vela", "VelaStream", "VelaBlock", "VelaIO", "VelaReader", "READERS", "BACKEND", "LEGACY_BACKEND",
            "BACKENDS", "BLOCK_HEADER_BYTES", "STREAM_ALIGNMENT", "SHAPE_DIMS", "LEGACY_SHAPE_DIMS", "IO_BYTES",

@@ -19,7 +19,7 @@ machine words.
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 __all__ = ["align", "MAX_CELLS"]
 

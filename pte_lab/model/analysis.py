@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import repeat
 from types import MappingProxyType
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -300,7 +300,7 @@ def _record_columns(plan: RawPlan, values: np.ndarray) -> dict[str, np.ndarray]:
     absurd sizes or offsets are refused naming the first value with them)."""
     records, first_at, which = unique(plan.record_of[values], return_index=True, return_inverse=True)
     rows = []
-    for k, v in zip(records.tolist(), values[first_at].tolist()):
+    for _record, v in zip(records.tolist(), values[first_at].tolist()):
         t, dtype, nb = tensor_meta(plan, v)
         rows.append((t.mem_id, t.offset, nb, dtype, t.sizes, t.device,
                      t.shape_dynamism != TensorShapeDynamism.STATIC, None if t.fqn is None else printable(t.fqn)))

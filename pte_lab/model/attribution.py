@@ -19,7 +19,8 @@ refuses ``emit_stacktrace``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from ..errors import ETRecordError
 from ..format.etrecord import (ETRecord, MethodRecord, NodeInfo, SourceLine, check_counts, check_methods,

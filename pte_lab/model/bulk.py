@@ -20,7 +20,7 @@ import dataclasses
 import gc
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 
 @contextmanager

@@ -25,7 +25,8 @@ What a blob declares about memory (Ethos-U) is :mod:`pte_lab.model.ethos_u`.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from ..format.vela import BACKEND, LEGACY_BACKEND, read_vela
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import attrgetter
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
 
 from ..errors import PteLabError
 from ..vocabulary import BUDGET_KINDS

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 

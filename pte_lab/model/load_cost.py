@@ -21,7 +21,8 @@ Arena sizes are the file's ``non_const_buffer_sizes``; runtime index = mem_id - 
 from __future__ import annotations
 
 from itertools import repeat
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Iterable
 
 from ..errors import ArgumentValueError
 from ..format import runtime_index_of

@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from ..errors import PteLabError
 from ..format.blobs import delegate_span
@@ -341,8 +342,11 @@ def _ordered(rows: list[ModuleRow]) -> tuple[ModuleRow, ...]:
     children: dict[str | None, list[ModuleRow]] = {}
     for r in rows:
         children.setdefault(r.parent, []).append(r)
-    key = (lambda r: (r.module in (INPUTS, NO_MODULE), r.module != "", -r.peak_bytes, -max(r.max_live, default=0),
-                      -r.constant_bytes, r.module))
+
+    def key(r):
+        return (r.module in (INPUTS, NO_MODULE), r.module != "", -r.peak_bytes, -max(r.max_live, default=0),
+                -r.constant_bytes, r.module)
+
     out: list[ModuleRow] = []
     stack = sorted(children.get(None, []), key=key)[::-1]
     while stack:

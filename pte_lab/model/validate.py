@@ -70,9 +70,9 @@ def find_conflicts(values, mem_ids, offsets, nbytes, first, last, limit: int = 1
     sel = np.flatnonzero((ends > offsets) & (first <= last))
     out: list[Conflict] = []
     for x, y in overlapping_pairs(mem_ids[sel], offsets[sel], ends[sel], first[sel], last[sel]):
-        a, b = sel[x], sel[y]
-        keep = np.flatnonzero(same[a] != same[b])[: limit - len(out)]
-        for a, b in zip(a[keep].tolist(), b[keep].tolist()):
+        xs, ys = sel[x], sel[y]
+        keep = np.flatnonzero(same[xs] != same[ys])[: limit - len(out)]
+        for a, b in zip(xs[keep].tolist(), ys[keep].tolist()):
             out.append(Conflict(int(mem_ids[a]), int(values[a]), int(values[b]),
                                 (int(offsets[a]), int(ends[a])), (int(offsets[b]), int(ends[b])),
                                 (int(first[a]), int(last[a])), (int(first[b]), int(last[b]))))

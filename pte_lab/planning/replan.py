@@ -158,7 +158,8 @@ class Replan:
         never a program to deploy. Everything else is still checked.
         """
         with quiet():  # importing the serializer imports torch and torchao, which print as they load
-            from executorch.exir._serialize._program import deserialize_pte_binary
+            # ExecuTorch's .pte (de)serializer is public only under exir._serialize
+            from executorch.exir._serialize._program import deserialize_pte_binary  # noqa: PLC2701
 
         conflicts = self.conflicts()
         if conflicts and not allow_overlaps:
@@ -171,10 +172,11 @@ class Replan:
         span = self.original.raw.program_span if self.original.raw.bundled is not None else None
         try:
             pf = deserialize_pte_binary(data[span[0]:span[0] + span[1]] if span else data)
-        except Exception as exc:  # a file pte_lab reads but ExecuTorch's serializer cannot: say so, in one line
+        # a file pte_lab reads but ExecuTorch's serializer cannot: say so, in one line
+        except Exception as exc:  # noqa: BLE001 - whatever the serializer raises becomes one PlanningError
             raise PlanningError(f"cannot write {os.fspath(path)}: ExecuTorch's serializer cannot read the "
                                 f"program back ({_one_line(exc)}); nothing was written") from None
-        by_method = {}
+        by_method: dict[str, list[ArenaPlan]] = {}
         for a in self.arenas:
             by_method.setdefault(a.method, []).append(a)
         for plan in pf.program.execution_plan:
@@ -190,7 +192,7 @@ class Replan:
             out = _serialize(pf, layout)
             if span:  # the program goes back into its bundled program, the test suites as they were
                 out = _rebundle(data, out)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever the serializer raises becomes one PlanningError
             raise PlanningError(f"cannot write {os.fspath(path)}: ExecuTorch's serializer failed "
                                 f"({_one_line(exc)}); nothing was written") from None
         try:
@@ -331,7 +333,8 @@ def written_layout(pte: Pte) -> WrittenLayout:
 
 def _serialize(pf, layout: WrittenLayout) -> bytes:
     """The program in ``pf`` (ExecuTorch's PTEFile), written in ``layout``."""
-    from executorch.exir._serialize._program import _program_to_flatbuffer, serialize_pte_binary
+    # ExecuTorch's .pte (de)serializer is public only under exir._serialize
+    from executorch.exir._serialize._program import _program_to_flatbuffer, serialize_pte_binary  # noqa: PLC2701
 
     if layout.flat:  # everything inline: the flatbuffer alone, as the original was
         return bytes(_program_to_flatbuffer(pf.program, constant_tensor_alignment=layout.constant_alignment,
@@ -344,8 +347,10 @@ def _serialize(pf, layout: WrittenLayout) -> bytes:
 
 def _rebundle(bundled: bytes, program: bytes) -> bytes:
     """The bundled program ``bundled`` with ``program`` in place of its own (ExecuTorch's devtools serializer)."""
-    from executorch.devtools.bundled_program.serialize import (_bundled_program_schema_to_flatbuffer,
-                                                               deserialize_from_flatbuffer_to_bundled_program)
+    # the bundled program's schema-to-flatbuffer step has no public name in ExecuTorch's devtools
+    from executorch.devtools.bundled_program.serialize import (
+        _bundled_program_schema_to_flatbuffer,  # noqa: PLC2701
+        deserialize_from_flatbuffer_to_bundled_program)
 
     bp = deserialize_from_flatbuffer_to_bundled_program(bundled)
     bp.program = program

@@ -288,7 +288,7 @@ class Predictor:
     def problems_for(self, nbytes: np.ndarray) -> list[Problem]:
         """Each arena's problem with the tensors at ``nbytes`` (in the fit's value order)."""
         out = []
-        for p, (gid, rows, rel, idle) in zip(self.problems, self._members):
+        for p, (gid, rows, rel, _idle) in zip(self.problems, self._members):
             ext = np.zeros(len(p.groups), np.int64)
             if len(gid):
                 np.maximum.at(ext, gid, rel + nbytes[rows])

@@ -73,7 +73,7 @@ def _validate_everything(pte: Pte) -> tuple[str, ...]:
         if f.severity == "error" and f.kind not in REFUSED_BY_RUNTIME:
             suspicious.append(f.message)
     for m in pte.methods.values():
-        m.instructions, m.delegates, m.inputs, m.outputs
+        m.instructions, m.delegates, m.inputs, m.outputs  # noqa: B018 - reading each table decodes and checks it
 
     refuse_argument_mismatches(pte)  # a kernel unboxing a value of the wrong kind aborts the process
     return tuple(suspicious)

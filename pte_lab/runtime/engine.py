@@ -22,7 +22,6 @@ from .shapes import program_scalars, record_shapes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .operators import Provision
-    from .runner import RunnerResult
 
 
 @dataclass(frozen=True)

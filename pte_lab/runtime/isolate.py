@@ -128,7 +128,7 @@ class Worker:
         try:
             if self._proc.poll() is None:
                 self._proc.kill()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a finalizer never raises (the process may be gone, or half-made)
             pass
 
 

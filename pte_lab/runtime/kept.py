@@ -31,7 +31,8 @@ import platform
 import shutil
 import time
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
+from collections.abc import Callable
 
 from ..cache import cache_dir, dist_version
 

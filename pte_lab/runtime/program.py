@@ -183,7 +183,7 @@ class LabProgram:
             self._ledger_start = self._engine.call("ledger_mark")
             self._check_budget("load_program", None, self._predicted("load_program", None))
             measured = self._engine.call("load_program", load_path, data_path, "internal")
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - a failed load (Ctrl-C too) leaves no engine; raised translated
             if self._engine is not None:
                 self._engine.close()  # nothing of a failed load stays behind (no worker, no engine)
             raise self._translate(exc, "load_program", None) from None
@@ -253,7 +253,7 @@ class LabProgram:
         self._check_budget("load_method", name, predicted)
         try:
             measured = self._engine.call("load_method", name)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - raised again, as its named pte_lab error
             raise self._translate(exc, "load_method", name) from None
         self._records.append(_Record("load_method", name, predicted, measured))
         lm = self._methods[name] = LabMethod(self, name)
@@ -297,7 +297,7 @@ class LabProgram:
     def _execute(self, method: LabMethod, inputs: list, op: str = "execute") -> list:
         try:
             outputs, measured = self._engine.call(op, method.name, inputs, not method._executed)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - raised again, as its named pte_lab error
             raise self._translate(exc, "execute", method.name) from None
         if not method._executed:
             method._executed = True
@@ -369,8 +369,8 @@ class LabProgram:
             raise PteLabError(f"{os.fspath(self.path)} is not a bundled program: it carries no test cases")
         rows = []
         for k, suite in enumerate(self.plan.bundled.suites):
-            def fail(i, why):
-                rows.append((suite.method, k, i, False, None, why))
+            def fail(i, why):  # B023: called only within this suite's iteration
+                rows.append((suite.method, k, i, False, None, why))  # noqa: B023
 
             if suite.method not in self.plan.methods:
                 why = (f"the program has no method {suite.method!r} (methods: "

@@ -61,7 +61,7 @@ def run_all(path, emulate: bool = True) -> RunAll:
         return _run_all(path, emulate)
     except PteLabError:
         raise
-    except Exception as exc:  # noqa: BLE001 - not meant: a bug, said so in one line
+    except Exception as exc:  # not meant: a bug, said so in one line
         raise PteLabBug(exc) from exc
 
 

@@ -19,7 +19,8 @@ import hashlib
 import importlib
 import json
 import os
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from ..cache import cache_dir, dist_version
 from ..errors import PteFormatError
@@ -141,7 +142,7 @@ def _look_up(operators: list[str]) -> dict[str, dict | None]:
 
 def program_schemas(pte: "Pte") -> dict[str, dict | None]:
     """The schemas of every operator a KernelCall of any method calls."""
-    ops = set()
+    ops: set[str] = set()
     for m in pte.methods.values():
         names = m.operators
         ops.update(names[ins.target] for ins in m.raw.instructions if ins.kind == "KernelCall")

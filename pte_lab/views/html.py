@@ -13,7 +13,7 @@ checkbox (no JavaScript).
 from __future__ import annotations
 
 import uuid
-from functools import lru_cache
+from functools import cache
 from html import escape
 from importlib.resources import files
 
@@ -27,7 +27,7 @@ from .text import arena_text, data_text, flatbuffer_phrase, method_text, pte_tex
 _MAX_TENSOR_ROWS = 200
 
 
-@lru_cache(maxsize=None)
+@cache
 def _css() -> str:
     return files("pte_lab.views").joinpath("static/pte_lab.css").read_text(encoding="utf-8")
 
@@ -60,7 +60,7 @@ def _section(title: str, body: str, count: str = "", open_: bool = False) -> str
             f"<label for='{sid}'>{escape(title)}{cnt}</label><div class='pte-body'>{body}</div></div>")
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+def _table(headers: list[str], rows: list[list[str]], numeric: frozenset[int] | set[int] = frozenset()) -> str:
     th = "".join(f"<th class='{'pte-num' if i in numeric else ''}'>{escape(h)}</th>" for i, h in enumerate(headers))
     trs = "".join(
         "<tr>" + "".join(f"<td class='{'pte-num' if i in numeric else ''}'>{c}</td>" for i, c in enumerate(r)) + "</tr>"

@@ -5,7 +5,8 @@ twice."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
 
 from ...units import count, first_few, human_bytes
 from ..layout import Layout, LayoutRow

@@ -4,7 +4,8 @@ inputs and outputs, writes with no memory, control operands and kernel arguments
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 import numpy as np
 

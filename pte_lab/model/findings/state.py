@@ -5,7 +5,8 @@ the state (a KV cache) several methods plan at one place. The runtime's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 import numpy as np
 

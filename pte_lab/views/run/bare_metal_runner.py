@@ -170,7 +170,10 @@ def _method_block(m, up: str, low: str) -> list[str]:
         strides, acc = [0] * dims, 1
         for d in reversed(io.dim_order):
             strides[d], acc = acc, acc * io.shape[d]
-        arr = lambda xs: "{" + ", ".join(map(str, xs or [0])) + "}"  # noqa: E731 - a one-line formatter
+
+        def arr(xs):
+            return "{" + ", ".join(map(str, xs or [0])) + "}"
+
         # a planned input: set_input copies it into its planned buffer, so one staging buffer serves them all
         data = STAGING if io.planned else b
         out += ([] if io.planned else [f"alignas(16) uint8_t {b}[{max(io.nbytes, 1)}];"]) + [
