@@ -604,7 +604,7 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
         mapped = int(rows[rows.part == "program file resident"].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
         # short lines: the note stays inside the axes, left of the legend (a long one ran over it)
-        file_note = f"\n (of it {human_bytes(mapped)}: the file's pages, cached)" if mapped else ""
+        file_note = f"\n (of it {human_bytes(mapped)}: the file's pages\n  in this host's page cache)" if mapped else ""
         board = sizes.methods[name].totals()["bare-metal"] if name in getattr(sizes, "methods", {}) else None
         board_note = (f"\n a bare-metal board: {human_bytes(board.bytes)}\n ({board.configuration}; no page cache,\n"
                       f"  no host heap)" if board is not None else "")

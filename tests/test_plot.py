@@ -217,4 +217,4 @@ def test_run_memory_says_what_the_total_holds(program_path):
     plan = s.methods["forward"].parts()["planned arenas"]
     mapped = s.methods["forward"].file_resident
     assert note.startswith(f" {pte_lab.units.human_bytes(total)} on this host, {total / plan:.1f}x the plan")
-    assert f"(of it the file's pages in this host's page cache: {pte_lab.units.human_bytes(mapped)})" in note
+    assert f"(of it {pte_lab.units.human_bytes(mapped)}: the file's pages\n  in this host's page cache)" in note
