@@ -813,12 +813,14 @@ def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, *, par
 
 def what_if_curve(b, *, ax: "Axes | None" = None, **kwargs) -> "Axes":
     """Planned bytes against the export bound (a :class:`~pte_lab.planning.what_if.BoundUnderBudget`):
-    ExecuTorch's greedy and the lower bound, the budget dashed, the answer marked. Other keywords go to the
-    greedy curve (``Axes.plot``). Returns the Axes. Raises nothing of its own."""
+    ExecuTorch's greedy as pte_lab predicts it and the lower bound, the budget dashed, the answer marked. Every
+    point is a prediction from the shapes learnt at a few small sizes (no bound is re-exported here), and the
+    legend says so. Other keywords go to the greedy curve (``Axes.plot``). Returns the Axes. Raises nothing of
+    its own."""
     ax = _axes(ax, (7, 3.2))
     xs = [c[0] for c in b.curve]
     ax.plot(xs, [c[1] for c in b.curve], **{"color": PALETTE[0], "lw": 1.8,
-                                            "label": "planned (ExecuTorch's greedy)", **kwargs})
+                                            "label": "planned, predicted (ExecuTorch's greedy replayed)", **kwargs})
     ax.plot(xs, [c[2] for c in b.curve], color=PALETTE[1], lw=1.2, ls=(0, (5, 4)),
             label="lower bound (bytes alive at once)")
     ax.axhline(b.budget, color=MISPLACED, lw=0.9, ls=":", label=f"budget {human_bytes(b.budget)}")
