@@ -196,6 +196,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
                                     "linewidths": 0.3 if len(ts) < 500 else 0.0, "alpha": 0.9, **kwargs})
     coll.set_gid("tensors")
     ax.add_collection(coll)
+    _label_tensors(ax, ts, verts, max(a.size, a.peak_bytes, 1))
     ax.axhline(a.size, color="#333333", lw=1.2, label=f"arena size {human_bytes(a.size)}")
     if a.peak_bytes:
         ax.axhline(a.peak_bytes, color="#333333", lw=1.0, ls="--",
@@ -251,6 +252,23 @@ def _delegates_not_shown(ax, method: "Method") -> None:
     if backends:
         ax.text(0.99, 0.02, f"not shown: the delegates' own memory ({', '.join(backends)}; outside the plan)",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="#555555", gid="not-shown")
+
+
+#: a tensor is named on its rectangle when the arena has at most this many and the rectangle is at least this
+#: tall (a share of the arena) and this wide (instructions): two tensors of one colour side by side (two inputs)
+#: read as two, and a crowded arena is not covered in text
+MAX_NAMED, NAMED_HEIGHT, NAMED_WIDTH = 40, 0.07, 0.9
+
+
+def _label_tensors(ax, ts, verts, top: int) -> None:
+    """Each rectangle big enough for it gets its value's number (``v3``: the ``value`` column of the tables)."""
+    if len(ts) > MAX_NAMED:
+        return
+    for t, v in zip(ts, verts):
+        (x0, y0), (x1, _), (_, y1) = v[0], v[1], v[2]
+        if y1 - y0 >= NAMED_HEIGHT * top and x1 - x0 >= NAMED_WIDTH:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"v{t.value}", ha="center", va="center", fontsize=7,
+                    color="white", clip_on=True, gid="tensor name")
 
 
 def _tail_padding(method: "Method", a) -> int:
