@@ -218,3 +218,17 @@ def test_run_memory_says_what_the_total_holds(program_path):
     mapped = s.methods["forward"].file_resident
     assert note.startswith(f" {pte_lab.units.human_bytes(total)} on this host, {total / plan:.1f}x the plan")
     assert f"(of it {pte_lab.units.human_bytes(mapped)}: the file's pages\n  in this host's page cache)" in note
+
+
+def test_two_tensors_side_by_side_are_named_apart(program_path):
+    """forward2's two inputs share one colour and touch: each rectangle carries its value's number (issue 49.7);
+    a crowded arena (the transformer's) is not covered in text."""
+    m = pte_lab.open(program_path("device")).methods["forward2"]
+    ax = plot.arena_layout(m, m.arenas[0].mem_id)
+    names = {t.get_text() for t in ax.texts if t.get_gid() == "tensor name"}
+    inputs = {f"v{t.value}" for t in m.planned if t.role == "input" and t.mem_id == m.arenas[0].mem_id}
+    assert len(inputs) == 2 and inputs <= names
+    plt.close("all")
+    tr = pte_lab.open(program_path("transformer")).methods["forward"]
+    assert not [t for t in plot.arena_layout(tr).texts if t.get_gid() == "tensor name"]
+    plt.close("all")
