@@ -607,17 +607,22 @@ def _ethos_u(name: str):
     return open_pte(examples.ethos_u_program(name))
 
 
+#: 07.1's board, the one layout the exercise states: the CPU's RAM is SRAM, and the NPU reaches SRAM only
+#: through its SRAM port (AXI0) and flash only through its second port (AXI1). The memory mode that reads the
+#: command stream and the weights through the SRAM port then needs the program's bytes in SRAM.
+SRAM_PORT_MODES = ("Sram_Only",)
+
+
 def _sram_fixed_bytes(name: str) -> int:
-    """SRAM the file fixes for ``name`` (the method pool left out): the planned buffers, a temp pool of the
-    largest scratch where the memory mode puts the scratch in SRAM, and the program's bytes where a delegate
-    needs them in RAM (pte_lab's rule, after ExecuTorch's Corstone build, which keeps the program in DRAM in
-    every mode: ``MEMORY_MODES``)."""
+    """SRAM the file fixes for ``name`` on 07.1's board (the method pool left out): the planned buffers, a temp
+    pool of the largest scratch where the memory mode puts the scratch in SRAM, and the program's bytes where
+    the NPU reads them through its SRAM port (:data:`SRAM_PORT_MODES`) or a delegate writes in them."""
     pte = _ethos_u(name)
     m = pte.methods["forward"]
     (mode,) = {d.placement for d in m.delegate_memory}
-    in_ram = any(d.program_in_ram for d in m.delegate_memory)
+    in_sram = mode.name in SRAM_PORT_MODES or any(d.program_in_ram for d in m.delegate_memory)
     return (m.planned_bytes + (m.delegate_temp_bytes if mode.scratch.startswith("SRAM") else 0)
-            + (pte.file_size if in_ram else 0))
+            + (pte.file_size if in_sram else 0))
 
 
 def _sram_by_memory_mode() -> tuple[int, int]:
@@ -651,9 +656,9 @@ def _et_scratch(data: bytes) -> int:
 
 def _sram_by_memory_mode_by_executorch() -> tuple[int, int]:
     # the arenas as exir reads them, the scratch as ExecuTorch's Arm script reads it, the memory mode from the
-    # compile specs as exir reads them, and where ExecuTorch's Corstone build puts each part
-    # (backends/arm/scripts/corstone_utils.cmake: the model in DRAM in every mode; the scratch in SRAM for
-    # Shared_Sram and Sram_Only, in DRAM for Dedicated_Sram)
+    # compile specs as exir reads them, and 07.1's board: the scratch in SRAM for Shared_Sram and Sram_Only, in
+    # DRAM for Dedicated_Sram (as ExecuTorch's corstone_utils.cmake places it); the program's bytes in SRAM
+    # where the mode reads them through the SRAM port (Sram_Only), else in flash
     out = []
     for name in SRAM_PAIR:
         with open(examples.ethos_u_program(name), "rb") as f:
@@ -661,7 +666,9 @@ def _sram_by_memory_mode_by_executorch() -> tuple[int, int]:
         plan = _et_plans(data)["forward"]
         specs = b" ".join(bytes(c.value) for d in plan.delegates for c in d.compile_specs)
         scratch_in_sram = b"Dedicated_Sram" not in specs
-        out.append(sum(plan.non_const_buffer_sizes[1:]) + (_et_scratch(data) if scratch_in_sram else 0))
+        program_in_sram = any(m.encode() in specs for m in SRAM_PORT_MODES)
+        out.append(sum(plan.non_const_buffer_sizes[1:]) + (_et_scratch(data) if scratch_in_sram else 0)
+                   + (len(data) if program_in_sram else 0))
     return tuple(out)
 
 
@@ -843,21 +850,21 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "ExecuTorch's own Arm script (the scratch each blob declares), Vela's printed \"Total SRAM used\" "
              "when it compiled each file, and exir's deserializer (each delegate's compile specs, the arenas)"),
     Exercise("07.1", "`examples.ethos_u_program('u55_128_sram_only')` and `('u55_128_shared_sram')` hold one "
-                     "model, compiled by Vela for two memory modes. How many bytes of SRAM does each need for "
-                     "what the file fixes, on a board whose CPU-side RAM is SRAM, as the table of \"A board's "
-                     "budget\" places the parts (the program where ExecuTorch's Corstone build puts it): the "
-                     "planned buffers, a temp pool that holds the largest scratch where the mode puts the scratch "
-                     "in SRAM, and the program's bytes where the mode puts them in SRAM? Leave the method pool out "
-                     "(it depends on the target's ABI). Answer `(sram_only, shared_sram)`.",
-             "Which parts does the budget table put in SRAM for each mode: the planned buffers always; the "
-             "scratch where the mode puts it in SRAM; and the program's bytes, only if the mode puts them there "
-             "(the section \"Memory modes\": in ExecuTorch's Corstone build, reading through the SRAM port is "
-             "not the same as living in SRAM). Then each part's bytes from the file.",
+                     "model, compiled by Vela for two memory modes. The board: its CPU's RAM is SRAM, and its NPU "
+                     "reaches SRAM only through the SRAM port (AXI0) and flash only through the second port "
+                     "(AXI1). How many bytes of SRAM does each program need for what the file fixes: the planned "
+                     "buffers, a temp pool that holds the largest scratch where the mode puts the scratch in "
+                     "SRAM, and the program's bytes where the NPU must read them from SRAM? Leave the method pool "
+                     "out (it depends on the target's ABI). Answer `(sram_only, shared_sram)`.",
+             "On this board a part the NPU reads through its SRAM port must sit in SRAM. Which port does each "
+             "mode read the command stream and the weights through (the section \"Memory modes\")? The "
+             "planned buffers are always in SRAM here, the scratch where the mode puts it; then each part's "
+             "bytes: the modes table prints them.",
              _sram_by_memory_mode, _sram_by_memory_mode_by_executorch,
              "exir's deserializer (arenas, compile specs) and ExecuTorch's own Arm script "
-             "(get_ethosu_scratch_from_pte.py) for the sizes, with where each part lives by pte_lab's own "
-             "placement rule, not ExecuTorch's code (after ExecuTorch's Corstone build, corstone_utils.cmake: "
-             "the model in DRAM, the scratch in SRAM unless Dedicated_Sram)"),
+             "(get_ethosu_scratch_from_pte.py) for the sizes, with where each part lives on the board the "
+             "exercise states (the scratch in SRAM unless Dedicated_Sram, as corstone_utils.cmake places it; "
+             "the program in SRAM where the mode reads it through the SRAM port), not ExecuTorch's code"),
     Exercise("07.2", "In the split program, while the first Ethos-U delegate (delegate 0) runs, its input and "
                      "its output are held in two places: the planned arena, where the CPU's kernels read and "
                      "write them, and its scratch, where the NPU does. How many distinct bytes hold them in "

@@ -135,8 +135,9 @@ def test_each_check_is_named_for_what_it_checks():
 
 
 def test_the_ethos_u_answers_count_what_the_board_holds():
-    """07.1: in ExecuTorch's Corstone build no memory mode puts the program's bytes in SRAM (the model stays in
-    DRAM under Sram_Only too), so adding the file is wrong. 07.2: the first delegate's input and output, in
+    """07.1, on the one board it states (the NPU reaches SRAM only through its SRAM port): Sram_Only reads the
+    command stream and weights through that port, so its program's bytes are in SRAM and leaving the file out is
+    wrong; Shared_Sram reads them from flash, so adding its file is wrong. 07.2: the first delegate's input and output, in
     the arena and in its scratch, each place counted apart: they share bytes of its scratch (one base), so
     counting every copy is wrong; and the printed scratch (4,864, the second delegate's), the old answer of
     both places together (also 4,864) and the second delegate's pair are wrong, each with a hint."""
@@ -146,7 +147,11 @@ def test_the_ethos_u_answers_count_what_the_board_holds():
 
     sram_only, shared = solution("07.1")
     pte = pte_lab.open(examples.ethos_u_program("u55_128_sram_only"))
-    assert check("07.1", (sram_only + pte.file_size, shared)).ok is False
+    m = pte.methods["forward"]
+    assert sram_only == m.planned_bytes + m.delegate_temp_bytes + pte.file_size
+    assert check("07.1", (sram_only - pte.file_size, shared)).ok is False
+    shared_file = pte_lab.open(examples.ethos_u_program("u55_128_shared_sram")).file_size
+    assert check("07.1", (sram_only, shared + shared_file)).ok is False
     assert check("07.1", (sram_only, shared)).ok is True
     m = pte_lab.open(examples.ethos_u_program("u55_128_shared_sram_split")).methods["forward"]
     checks = io_checks(m.raw, m.delegate_memory[0])
