@@ -120,7 +120,7 @@ def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | N
     ``a`` and ``b`` are ``.pte`` or ``.bpte`` files (paths, bytes, binary files) or opened
     :class:`~pte_lab.model.Pte` objects. Per method (matched by name): arenas, peak live,
     size/peak, planned bytes, instructions, tensors, state, and the planned tensors matched
-    across the two (:func:`pte_lab.model.diff.match_tensors`: what changed, what could not be
+    across the two (``pte_lab.model.diff.match_tensors``: what changed, what could not be
     matched); the file's regions and duplicate blobs; what each loader allocates. ``methods``
     limits the per-method part to those names. ``sizes=True`` also sizes both programs with
     :func:`pte_lab.sizes` (loads and runs every method in a worker: seconds; files on disk only)

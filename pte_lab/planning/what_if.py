@@ -475,7 +475,7 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     :func:`~pte_lab.model.what_if.sample_points`, its inputs built at each, never at the bound). Kept: per file,
     method and keys in this process, and on disk by the file's bytes, pte_lab, ExecuTorch and the keys
     (:mod:`pte_lab.runtime.kept`; the fit's ``kept`` says when its runs were made); ``cache=False`` runs them
-    again. ``max_input_bytes``: the most a run may build (:func:`pte_lab.runtime.inputs.input_limit`)."""
+    again. ``max_input_bytes``: the most a run may build (``pte_lab.runtime.inputs.input_limit``)."""
     pte, path = _program(source)
     m = _method(pte, method)
     keys, _, exported = check_bounds(m, {k: 1 for k in keys})
@@ -501,9 +501,9 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
     """The method as if exported with ``bounds`` ({(input, axis): N}): every planned tensor's shape and bytes,
     each arena as ExecuTorch's greedy plans it (and pte_lab's best fit, the lower bound), the peak.
 
-    The method runs at a few small sizes (:func:`learn`), its inputs built at each and checked first against
-    ``max_input_bytes`` (:func:`pte_lab.runtime.inputs.input_limit`: 1 GiB unless raised) and the memory free.
-    The shapes learnt are kept (``cache``: see :func:`learn`); ``progress`` (None, True or a callable taking
+    The method runs at a few small sizes (``learn``), its inputs built at each and checked first against
+    ``max_input_bytes`` (``pte_lab.runtime.inputs.input_limit``: 1 GiB unless raised) and the memory free.
+    The shapes learnt are kept (``cache``: see ``learn``); ``progress`` (None, True or a callable taking
     a line: :mod:`pte_lab.progress`) tells each run as it starts.
 
     Returns a :class:`WhatIf`. Raises :class:`~pte_lab.model.what_if.WhatIfError` (one line) for a bound above

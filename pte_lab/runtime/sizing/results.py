@@ -595,7 +595,7 @@ class Sizes:
 
     @property
     def target(self) -> str:
-        """The target whose ABI the pools are for ("host" unless :func:`pte_lab.views.run.target_pools.on_target`
+        """The target whose ABI the pools are for ("host" unless ``pte_lab.views.run.target_pools.on_target``
         made these sizes for another)."""
         return next((m.abi for m in self.methods.values()), "host")
 
@@ -735,7 +735,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
 
     The runner builds every tensor input at the shape the file declares (a dynamic one at its bound), and a
     buffer for each output it is given no planned memory for: before any worker starts, those bytes are checked
-    against ``max_input_bytes`` (:func:`pte_lab.runtime.inputs.input_limit`: 1 GiB unless raised) and the
+    against ``max_input_bytes`` (``pte_lab.runtime.inputs.input_limit``: 1 GiB unless raised) and the
     memory free.
 
     Returns a :class:`Sizes` (``table()``, ``pools()``, ``methods``, ``verified``). Raises
