@@ -21,7 +21,7 @@ author = "pte_lab contributors"
 copyright = "pte_lab contributors"
 release = version = "0.1.0"
 
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx", "api_refs"]
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx", "api_refs", "cli_reference"]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
@@ -73,6 +73,8 @@ napoleon_preprocess_types = True
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# curly quotes and ellipses, but "--" stays two hyphens: the pages name options (--verify) in running text
+smartquotes_action = "qe"
 default_role = "code"  # the docstrings write `name` for code, as the README does
 
 html_theme = "pydata_sphinx_theme"
