@@ -21,7 +21,7 @@ author = "pte_lab contributors"
 copyright = "pte_lab contributors"
 release = version = "0.1.0"
 
-extensions = ["myst_nb", "sphinx.ext.autodoc"]
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx", "api_refs", "cli_reference"]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
@@ -35,9 +35,46 @@ myst_heading_anchors = 3
 nb_execution_mode = "off"
 nb_merge_streams = True
 
+# every cross-reference must resolve: under -W an unresolved one fails the build. A reference to a documented
+# object by another of its names (``pte_lab.model.Pte`` for ``pte_lab.Pte``, ``pd.DataFrame``) is resolved by
+# _ext/api_refs.py; what is left is a broken reference.
+nitpicky = True
+#: each entry names something documented nowhere, and says why it is referenced all the same
+nitpick_ignore = [
+    # the enums flatc generates from ExecuTorch's program.fbs (pte_lab.format.schema): a raw tensor's fields
+    # hold them; ExecuTorch documents them in the schema itself, not in any Sphinx inventory
+    ("py:class", "schema.ScalarType"),
+    ("py:class", "schema.TensorShapeDynamism"),
+    ("py:class", "schema.TensorDataLocation"),
+    # Explorer's base class: ipywidgets documents its widgets in prose, not as Python objects of an inventory
+    ("py:class", "ipywidgets.widgets.widget_box.VBox"),
+]
+
+# The other projects' inventories are kept in the repository (_intersphinx/), not fetched: the build needs no
+# network (a user's machine, CI) and gives the same links everywhere. python.inv (Python 3.11) and pandas.inv
+# (pandas 1.5.3) are the projects' own inventories, as Debian ships them (python3.11-doc, python-pandas-doc);
+# numpy.inv and matplotlib.inv hold the names these pages link to, written by _intersphinx/partial.py (no
+# release of either ships its inventory where this project can fetch it). The links go to the current docs.
+# `python docs/_intersphinx/partial.py` rewrites the two partial ones; a name missing from them fails the build.
+INVENTORIES = DOCS / "_intersphinx"
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3/", str(INVENTORIES / "python.inv")),
+    "numpy": ("https://numpy.org/doc/stable/", str(INVENTORIES / "numpy.inv")),
+    "pandas": ("https://pandas.pydata.org/docs/", str(INVENTORIES / "pandas.inv")),
+    "matplotlib": ("https://matplotlib.org/stable/", str(INVENTORIES / "matplotlib.inv")),
+}
+
+# numpydoc or Google sections in the docstrings (Parameters, Returns, Raises), read by napoleon
+napoleon_numpy_docstring = True
+napoleon_google_docstring = True
+napoleon_use_rtype = False
+napoleon_preprocess_types = True
+
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# curly quotes and ellipses, but "--" stays two hyphens: the pages name options (--verify) in running text
+smartquotes_action = "qe"
 default_role = "code"  # the docstrings write `name` for code, as the README does
 
 html_theme = "pydata_sphinx_theme"
@@ -90,7 +127,25 @@ def _notebooks(app) -> None:
             target.write_text(text)
 
 
+def _napoleon_not_for_attributes(app) -> None:
+    """Napoleon reads the docstrings of functions and classes only. An attribute's ``#:`` comment is prose
+    (``bytes alive at once at the worst instruction (aliases once): the lower bound``), not Google's
+    ``type: description`` line napoleon would read its first line as: its type is the annotation's."""
+    from sphinx.ext.napoleon import _process_docstring
+
+    for listener in list(app.events.listeners["autodoc-process-docstring"]):
+        if listener.handler is _process_docstring:
+            app.disconnect(listener.id)
+
+    def process(app, what, name, obj, options, lines):
+        if what not in ("attribute", "data", "property"):
+            _process_docstring(app, what, name, obj, options, lines)
+
+    app.connect("autodoc-process-docstring", process)
+
+
 def setup(app):
     app.add_config_value("pte_lab_notebooks", True, "env", [bool, int])
+    _napoleon_not_for_attributes(app)
     app.connect("builder-inited", _notebooks)
     return {"parallel_read_safe": True}

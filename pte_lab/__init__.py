@@ -88,12 +88,34 @@ def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
     suites in ``pte.bundled``); ``data`` is the program's external ``.ptd``; ``etrecord`` the
     ETRecord ExecuTorch wrote beside it (path or bytes), so that each planned tensor names its FX
     node, module and source line (``Method.sources``, and columns of ``Method.tensors``).
-    A ``.ptd`` alone opens as a :class:`~pte_lab.model.DataFile`. Raises
-    :class:`PteFormatError` for anything else.
+    A ``.ptd`` alone opens as a :class:`~pte_lab.model.DataFile`.
 
-    Returns the :class:`~pte_lab.model.Pte` or :class:`~pte_lab.model.DataFile`. Raises
-    :class:`PteFormatError` (:class:`NotAProgramError` for another kind of file, which it names).
-    Example: ``pte_lab.open("model.pte").methods["forward"].arenas``.
+    Parameters
+    ----------
+    source : str or os.PathLike or bytes or typing.BinaryIO
+        The file: a path, its bytes, or a binary file open for reading (read from where it stands).
+    data : str or os.PathLike or bytes or typing.BinaryIO or pte_lab.DataFile, optional
+        The program's external ``.ptd`` (its named data), as a source or already opened; a program only.
+    etrecord : str or os.PathLike or bytes or pte_lab.format.etrecord.ETRecord, optional
+        The ETRecord exported with the program (``generate_etrecord=True``); nothing in it is unpickled.
+
+    Returns
+    -------
+    pte_lab.Pte or pte_lab.DataFile
+        The program (a :class:`~pte_lab.model.Pte`), or the data file (a :class:`~pte_lab.model.DataFile`) when
+        ``source`` is a ``.ptd``.
+
+    Raises
+    ------
+    PteFormatError
+        For a file that is not a program or data file (:class:`NotAProgramError` for another kind of file,
+        which it names), or one whose tables do not hold together.
+    ValueError
+        For ``data`` or ``etrecord`` given with a ``.ptd`` source.
+
+    Examples
+    --------
+    ``pte_lab.open("model.pte").methods["forward"].arenas``
     """
     from .format import identify
     from .model import open_data, open_pte
@@ -117,18 +139,42 @@ def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
 def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | None = None, progress=None):
     """What changed in memory from program ``a`` to program ``b``: a :class:`~pte_lab.model.diff.Diff`.
 
-    ``a`` and ``b`` are ``.pte`` or ``.bpte`` files (paths, bytes, binary files) or opened
-    :class:`~pte_lab.model.Pte` objects. Per method (matched by name): arenas, peak live,
-    size/peak, planned bytes, instructions, tensors, state, and the planned tensors matched
-    across the two (:func:`pte_lab.model.diff.match_tensors`: what changed, what could not be
-    matched); the file's regions and duplicate blobs; what each loader allocates. ``methods``
-    limits the per-method part to those names. ``sizes=True`` also sizes both programs with
-    :func:`pte_lab.sizes` (loads and runs every method in a worker: seconds; files on disk only)
-    and sets the parts side by side. ``labels`` names the two sides (default: their paths).
+    Per method (matched by name): arenas, peak live, size/peak, planned bytes, instructions, tensors, state,
+    and the planned tensors matched across the two (``pte_lab.model.diff.match_tensors``: what changed, what
+    could not be matched); the file's regions and duplicate blobs; what each loader allocates.
 
-    Returns the :class:`~pte_lab.model.diff.Diff`. Raises :class:`PteFormatError` for a file that is not
-    a program, :class:`PteLabError` for a name in ``methods`` that neither has, and with ``sizes=True``
-    what :func:`pte_lab.sizes` raises. Example: ``pte_lab.diff("old.pte", "new.pte").budget(5)``.
+    Parameters
+    ----------
+    a, b : str or os.PathLike or bytes or typing.BinaryIO or pte_lab.Pte
+        The two programs: ``.pte`` or ``.bpte`` files (paths, bytes, binary files) or opened
+        :class:`~pte_lab.model.Pte` objects.
+    sizes : bool
+        Also size both programs with :func:`pte_lab.sizes` (loads and runs every method in a worker: seconds;
+        files on disk only) and set the parts side by side.
+    methods : list of str, optional
+        Limits the per-method part to those names.
+    labels : tuple of str, optional
+        Names the two sides (default: their paths).
+    progress : bool or collections.abc.Callable, optional
+        With ``sizes=True``: None (silent), True (a bar) or a callable taking one line per step
+        (:mod:`pte_lab.progress`).
+
+    Returns
+    -------
+    pte_lab.model.diff.Diff
+        The comparison: ``methods``, ``regions``, ``load_cost``, ``budget(pct)``, ``to_dict()``.
+
+    Raises
+    ------
+    PteFormatError
+        For a file that is not a program.
+    PteLabError
+        For a name in ``methods`` that neither has, a ``.ptd`` given as a program, and with ``sizes=True``
+        bytes rather than paths, or what :func:`pte_lab.sizes` raises.
+
+    Examples
+    --------
+    ``pte_lab.diff("old.pte", "new.pte").budget(5)``
     """
     from .model import Pte
     from .model.diff import diff_programs

@@ -8,7 +8,7 @@ Functions that take long (exporting, sizing, verifying, measuring) accept
   notebook it is one output that is redrawn in place (an HTML ``<progress>`` with
   a text line for saved notebooks and plain viewers) and ends as one finished
   line, ``sizing: done, 1/1 in 12.3 s``; elsewhere it is a tqdm text bar;
-* a callable: called with one line per step (the CLI passes :func:`lines`).
+* a callable: called with one line per step (the CLI passes ``lines``).
 """
 
 from __future__ import annotations

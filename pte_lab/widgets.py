@@ -358,8 +358,28 @@ def run_all_html(pte, emulate: bool = True) -> str:
 def explore(source, method: str | None = None) -> Explorer:
     """The explorer for a path, bytes or an opened :class:`~pte_lab.Pte`.
 
-    Returns the :class:`Explorer` widget (display it as a cell's last value). Raises
-    :class:`~pte_lab.PteFormatError` for a file that is not a program, ``ValueError`` for one without
-    methods. Example: ``pte_lab.explore("model.pte")``."""
+    Parameters
+    ----------
+    source : str or os.PathLike or bytes or pte_lab.Pte
+        The program.
+    method : str, optional
+        The method shown first (default: the program's first).
+
+    Returns
+    -------
+    Explorer
+        The widget (display it as a cell's last value).
+
+    Raises
+    ------
+    PteFormatError
+        For a file that is not a program.
+    ValueError
+        For a program without methods.
+
+    Examples
+    --------
+    ``pte_lab.explore("model.pte")``
+    """
     pte = source if isinstance(source, Pte) else open_pte(source)
     return Explorer(pte, method)

@@ -19,7 +19,7 @@ MAX_PICTURES = 32
 def register(subparsers) -> None:
     i = subparsers.add_parser("inspect", help="the memory story of a .pte (or .bpte): methods, arenas, "
                                               "tensors, load costs; or the named tensors of a .ptd")
-    i.add_argument("file")
+    i.add_argument("file", help="the program (.pte, .bpte) or data file (.ptd) to read")
     i.add_argument("--data", help="the program's external data file (.ptd): are all its keys there?")
     i.add_argument("--etrecord", help="the ETRecord exported with the program (generate_etrecord=True): each "
                                       "tensor's FX node, module and source line")

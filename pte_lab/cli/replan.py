@@ -12,9 +12,12 @@ from .common import _new_file, _whole
 
 def register(subparsers) -> None:
     rp = subparsers.add_parser("replan", help="replan every arena, write a new .pte, optionally verify it")
-    rp.add_argument("input")
-    rp.add_argument("output", type=_new_file)
-    rp.add_argument("--algorithm", "-a", default="best_fit", choices=sorted(PLANNER_NAMES))
+    rp.add_argument("input", help="the program (.pte) to replan")
+    rp.add_argument("output", type=_new_file, help="the replanned .pte to write (its folder must exist)")
+    rp.add_argument("--algorithm", "-a", default="best_fit", choices=sorted(PLANNER_NAMES),
+                    help="the planner of every arena (default best_fit): ExecuTorch's greedy, best_fit, first_fit "
+                         "(TFLite Micro's), naive (one after another, nothing shared), or optimal (exhaustive: tiny "
+                         "arenas only)")
     rp.add_argument("--verify", action="store_true",
                     help="run both with ExecuTorch, each method called --runs times in a row with its state "
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")

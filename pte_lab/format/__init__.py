@@ -1,6 +1,6 @@
 """Bytes to records: the ``.pte`` header and flatbuffer, read lazily and checked.
 
-This layer imports neither torch nor executorch. :func:`read` reads the
+This layer imports neither torch nor executorch. ``read`` reads the
 header and then only the flatbuffer region of the file (``program_size``
 bytes); segment data (constants, delegate blobs, named data) is located and
 sized but never read, so a 400 MB file costs what a 4 MB one does.

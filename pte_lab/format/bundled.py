@@ -28,6 +28,8 @@ __all__ = ["IDENTIFIER", "RawBundled", "RawSuite", "RawCase", "RawBundledValue",
 
 @dataclass(slots=True)
 class RawBundledValue:
+    """One input or expected output of a bundled test case: a tensor's type, sizes and bytes, or a scalar's
+    value."""
     kind: str
     scalar_type: int | None = None
     sizes: tuple[int, ...] | None = None
@@ -39,18 +41,22 @@ class RawBundledValue:
 
 @dataclass(slots=True)
 class RawCase:
+    """One test case of a bundled program: its inputs and expected outputs."""
     inputs: list[RawBundledValue]
     expected_outputs: list[RawBundledValue]
 
 
 @dataclass(slots=True)
 class RawSuite:
+    """One test suite of a bundled program: the method it tests and its cases."""
     method: str
     cases: list[RawCase]
 
 
 @dataclass(slots=True)
 class RawBundled:
+    """A bundled program (``.bpte``) as it stores its tables: the version, the test suites, where the program's
+    bytes are."""
     version: int
     suites: list[RawSuite]
     #: (offset, length) of the carried program's bytes in the bundled file

@@ -3,23 +3,26 @@
 An ETRecord is a ZIP archive (``to_edge_transform_and_lower(..., generate_etrecord=True)`` then
 ``get_etrecord().save(path)``). What is read here is JSON:
 
-``debug_handle_map``                 per method, instruction index -> debug handle(s)
-``delegate_map``                     per method, delegate-call instruction -> backend name
-``instruction_id_to_num_outs_map``   per method, delegate-call instruction -> number of outputs
-``edge_dialect_exported_program/M``  torch.export's serialized graph (JSON) of method ``M``'s edge
-                                     program: each node's name, target and metadata (``debug_handle``,
-                                     ``nn_module_stack``, ``stack_trace``)
+``debug_handle_map``
+    per method, instruction index -> debug handle(s)
+``delegate_map``
+    per method, delegate-call instruction -> backend name
+``instruction_id_to_num_outs_map``
+    per method, delegate-call instruction -> number of outputs
+``edge_dialect_exported_program/M``
+    torch.export's serialized graph (JSON) of method ``M``'s edge program: each node's name, target and
+    metadata (``debug_handle``, ``nn_module_stack``, ``stack_trace``)
 
 Never read: ``*_state_dict``, ``*_constants`` and ``*_example_inputs`` (torch-serialized, i.e.
 pickled; listed in :attr:`ETRecord.unread`), and the pre-edge ``exported_program`` (not needed).
 Nothing is unpickled, torch and executorch are not imported.
 
 What a file makes the reader do is bounded by the file: the entries read together may hold at most
-:data:`MAX_EXPANSION` times the file's own size (plus :data:`EXPANSION_SLACK`), counted both as the archive's
+``MAX_EXPANSION`` times the file's own size (plus ``EXPANSION_SLACK``), counted both as the archive's
 directory declares them and as they inflate; given the program (``read_etrecord(path, program=...)``), an
 ETRecord naming other methods, or instructions the program does not have, is refused before any handle list
 or edge program is built, and only the program's methods are read. Every string a record holds went through
-:func:`pte_lab.printable.printable` (``printable_text`` for a whole stack trace): an escape sequence in the file
+``pte_lab.printable.printable`` (``printable_text`` for a whole stack trace): an escape sequence in the file
 never reaches a terminal through a record.
 """
 
@@ -165,7 +168,7 @@ class MethodRecord:
 
 @dataclass(frozen=True)
 class ETRecord:
-    """An ETRecord's graph metadata, by method (names as :func:`~pte_lab.printable.printable` shows them)."""
+    """An ETRecord's graph metadata, by method (names as ``printable`` shows them)."""
 
     path: str | None
     methods: Mapping[str, MethodRecord]
@@ -215,7 +218,7 @@ def check_counts(method: str, n: int, handles: Iterable[int], delegates: Iterabl
 
 
 class _Budget:
-    """The bytes the entries of one archive may still hold (:data:`MAX_EXPANSION`)."""
+    """The bytes the entries of one archive may still hold (``MAX_EXPANSION``)."""
 
     def __init__(self, where: str, size: int):
         self.where, self.size = where, size
@@ -339,7 +342,7 @@ def _module_stack(text) -> tuple[tuple[str, str], ...]:
 
 def user_frame(trace) -> SourceLine | None:
     """The innermost frame of a stack trace outside torch/executorch (the innermost one if all are); its file,
-    function and code as :func:`~pte_lab.printable.printable` shows them."""
+    function and code as ``printable`` shows them."""
     if not isinstance(trace, str) or not trace:
         return None
     lines = trace.splitlines()

@@ -34,6 +34,7 @@ __all__ = ["IDENTIFIER", "DataHeader", "RawNamedTensor", "RawData", "parse_data_
 
 @dataclass(frozen=True)
 class DataHeader:
+    """A ``.ptd`` file's header: its size, the flatbuffer's end, where the segments start and their bytes."""
     file_size: int
     #: bytes of the flatbuffer (from the start of the file)
     flatbuffer_end: int
@@ -43,6 +44,8 @@ class DataHeader:
 
 @dataclass(slots=True)
 class RawNamedTensor:
+    """A named tensor as a ``.ptd`` stores it: its key, segment, file offset, bytes, scalar type, sizes and dim
+    order."""
     key: str
     segment: int
     #: absolute file offset and bytes of the segment holding it
@@ -55,6 +58,7 @@ class RawNamedTensor:
 
 @dataclass(slots=True)
 class RawData:
+    """A ``.ptd`` data file as it stores its tables: the header, the version and the named tensors."""
     header: DataHeader
     version: int
     #: one per ``named_data`` entry; entries naming one table share one record (the same object)

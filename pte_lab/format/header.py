@@ -33,6 +33,7 @@ _EH_MIN_LEN = 24
 
 @dataclass(frozen=True)
 class Header:
+    """The file's header: its size, identifier, the flatbuffer's bytes and where the segments start."""
     file_size: int
     identifier: str
     #: True when the file has ExecuTorch's extended header (all current files do)

@@ -49,6 +49,7 @@ class Mixup:
         return NotAProgramError(self.message(expected), kind=self.kind)
 
 
+#: each kind of file taken for a program (its ``kind``) -> what it is and what to do instead
 MIXUPS = {m.kind: m for m in (
     Mixup("torchscript", "a ZIP archive: a TorchScript or PyTorch Mobile model, which ExecuTorch cannot load",
           "export with torch.export + ExecuTorch (to_edge_transform_and_lower, to_executorch)"),

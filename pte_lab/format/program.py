@@ -33,6 +33,7 @@ INSTRUCTION_KINDS = {1: "KernelCall", 2: "DelegateCall", 3: "MoveCall", 4: "Jump
 
 @dataclass(slots=True)
 class RawTensor:
+    """A tensor value as the file stores it: scalar type, sizes, dim order, its arena and offset when planned."""
     #: a :class:`~.schema.ScalarType` code (kept as read: an unknown one stays visible)
     scalar_type: int
     sizes: tuple[int, ...]
@@ -51,6 +52,8 @@ class RawTensor:
 
 @dataclass(slots=True)
 class RawValue:
+    """One value of an execution plan as the file stores it: its kind, its tensor, the items of a list, a
+    scalar's value."""
     kind: str
     tensor: RawTensor | None = None
     #: value indices for TensorList / OptionalTensorList (-1: none)
@@ -62,6 +65,7 @@ class RawValue:
 
 @dataclass(slots=True)
 class RawInstruction:
+    """One instruction as the file stores it: its kind, its operator or delegate index, the values it names."""
     kind: str
     #: operator index (KernelCall) or delegate index (DelegateCall), else -1
     target: int
@@ -73,6 +77,7 @@ class RawInstruction:
 
 @dataclass(slots=True)
 class RawDelegate:
+    """One delegate as the file stores it: its backend id, where its blob is, its compile specs and bytes."""
     id: str
     location: str  # "inline" | "segment"
     index: int
@@ -82,6 +87,8 @@ class RawDelegate:
 
 @dataclass(slots=True)
 class RawPlan:
+    """One execution plan as the file stores it: values, inputs, outputs, instructions, operators, delegates and
+    the arenas' sizes."""
     name: str
     values: list[RawValue]
     inputs: tuple[int, ...]
@@ -119,6 +126,7 @@ class RawPlan:
 
 @dataclass(slots=True)
 class RawSegment:
+    """One segment as the file declares it: its file offset, bytes, and what the program uses it for."""
     index: int
     offset: int  # absolute file offset
     size: int
@@ -147,6 +155,8 @@ def covered_bytes(spans) -> int:
 
 @dataclass
 class RawProgram:
+    """The program's tables as the file stores them (:attr:`Pte.raw`): the header, the execution plans (decoded
+    when first asked for), the segments, constant and delegate bytes, named data."""
     header: Header
     version: int
     plan_names: list[str]
@@ -166,7 +176,7 @@ class RawProgram:
     #: (offset, length) in the flatbuffer of inline constant buffers and inline delegate blobs
     inline_constant_spans: list[tuple[int, int]] = field(repr=False, default_factory=list)
     inline_delegate_spans: list[tuple[int, int]] = field(repr=False, default_factory=list)
-    #: bytes the inline delegate blobs take in the file (:func:`covered_bytes`: a blob named twice counts once)
+    #: bytes the inline delegate blobs take in the file (``covered_bytes``: a blob named twice counts once)
     inline_delegate_bytes: int = 0
     #: the test suites when the program came inside a bundled program (``.bpte``)
     bundled: "RawBundled | None" = None

@@ -112,6 +112,8 @@ READERS = {
 
 @dataclass(frozen=True)
 class VelaBlock:
+    """One block of an Ethos-U (Vela) delegate blob: its name, offset and declared bytes, or the named-data key
+    it points to."""
     #: the name as stored, up to its first NUL
     name: str
     #: where its header starts in the blob

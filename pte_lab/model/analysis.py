@@ -1,4 +1,4 @@
-"""What a method's instruction stream says about its planned memory: :func:`analyse`.
+"""What a method's instruction stream says about its planned memory: ``analyse``.
 
 ``analyse(plan)`` takes a decoded :class:`~pte_lab.format.RawPlan` and returns
 an :class:`Analysis`: the planned tensors (role, lifetime, producer), the
@@ -8,8 +8,8 @@ of any plan) and the plan's conflicts. It is a pure function of the plan: the
 result is immutable and depends on nothing else; the later stages are cached
 on it, never written anywhere else.
 
-Rules live in their own modules: roles in :mod:`.roles`, lifetimes and views
-in :mod:`.lifetimes`, occupancy in :mod:`.occupancy`, overlaps in
+Rules live in their own modules: roles in ``roles``, lifetimes and views
+in :mod:`.lifetimes`, occupancy in ``occupancy``, overlaps in
 :mod:`.validate`.
 """
 
@@ -133,7 +133,7 @@ def tensor_meta(plan: RawPlan, v: int):
 
 @dataclass(frozen=True, eq=False)
 class Analysis:
-    """The planned memory of one method; make one with :func:`analyse`."""
+    """The planned memory of one method; make one with ``analyse``."""
 
     method: str
     n_instructions: int
@@ -193,7 +193,7 @@ class Analysis:
         return c["offset"][sel], c["nbytes"][sel], c["first"][sel], c["last"][sel]
 
     def occupancy(self, mem_id: int) -> np.ndarray:
-        """Bytes occupied in arena ``mem_id`` at times -1..N (index = time + 1); see :mod:`.occupancy`.
+        """Bytes occupied in arena ``mem_id`` at times -1..N (index = time + 1); see ``occupancy``.
 
         Built on demand, one arena at a time: memory stays proportional to the
         instructions, not to arenas x instructions.

@@ -6,11 +6,11 @@ that instruction -> the edge program's nodes carrying those handles -> their ``n
 ``stack_trace``. A delegate call carries the handles of every node it swallowed: its outputs name the
 node that leaves the delegated subgraph and every module it swallowed.
 
-:func:`check_etrecord` refuses an ETRecord from another export (methods, instruction counts, delegate
+``check_etrecord`` refuses an ETRecord from another export (methods, instruction counts, delegate
 calls, handles, operators) with an :class:`~pte_lab.errors.ETRecordError` that says how they differ.
 
 Without an ETRecord, a program exported with ``ExecutorchBackendConfig(emit_stacktrace=True)`` carries a stack
-trace per instruction (:attr:`RawPlan.stacktraces <pte_lab.format.RawPlan>`): :func:`attribute_stacktraces`
+trace per instruction (:attr:`RawPlan.stacktraces <pte_lab.format.RawPlan>`): ``attribute_stacktraces``
 gives each tensor its producing instruction's innermost user frame (no node and no module: the file names
 neither). ExecuTorch 1.5.1 writes them for programs without delegates only (with a delegate call its emitter
 refuses ``emit_stacktrace``).
@@ -307,7 +307,7 @@ def _per_tensor(method: "Method", fields) -> tuple[TensorSource, ...]:
 
 
 def attribute_program(pte, record: ETRecord) -> dict[str, tuple[TensorSource, ...]]:
-    """:func:`attribute` for every method of a :class:`~pte_lab.model.Pte`, after :func:`check_etrecord`."""
+    """:func:`attribute` for every method of a :class:`~pte_lab.model.Pte`, after ``check_etrecord``."""
     check_etrecord(pte.method_names, record, lambda n: pte.methods[n].n_instructions)
     return {name: attribute(pte.methods[name], record) for name in pte.method_names if record.method(name) is not None}
 

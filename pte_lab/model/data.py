@@ -18,6 +18,8 @@ DATA_COLUMNS = ("key", "dtype", "shape", "nbytes", "segment", "offset")
 
 @dataclass(frozen=True)
 class NamedTensor:
+    """A tensor a ``.ptd`` data file stores by name (:attr:`DataFile.tensors`): its key, dtype, shape and where
+    its bytes are."""
     key: str
     dtype: str | None
     shape: tuple[int, ...] | None

@@ -192,7 +192,7 @@ class MethodDiff:
     matched: tuple[TensorMatch, ...] = field(repr=False)
     only_before: tuple[PlannedTensor, ...] = field(repr=False)
     only_after: tuple[PlannedTensor, ...] = field(repr=False)
-    #: its delegate calls, paired (:func:`pair_delegates`)
+    #: its delegate calls, paired (``pair_delegates``)
     delegates: tuple["DelegateDiff", ...] = field(default=(), repr=False)
 
     @property
@@ -612,7 +612,7 @@ class Diff:
 
     @property
     def delegates(self) -> tuple["DelegateDiff", ...]:
-        """Every delegate call of every method in both programs, paired (:func:`pair_delegates`)."""
+        """Every delegate call of every method in both programs, paired (``pair_delegates``)."""
         return tuple(x for md in self.methods.values() for x in md.delegates)
 
     @property
@@ -839,7 +839,7 @@ def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tu
 # ------------------------------------------------------------------------ methods
 def method_diff(a: "Method", b: "Method", linked: tuple[frozenset[str], frozenset[str]] | None = None) -> MethodDiff:
     """Two versions of a method compared; ``linked``: the backends each whole program calls
-    (:func:`pair_delegates`)."""
+    (``pair_delegates``)."""
     arenas_a = {x.mem_id: x for x in a.arenas}
     arenas_b = {x.mem_id: x for x in b.arenas}
     arenas = tuple(ArenaDiff(i, arenas_a.get(i), arenas_b.get(i)) for i in sorted(set(arenas_a) | set(arenas_b)))

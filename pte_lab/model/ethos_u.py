@@ -9,13 +9,13 @@ copies the outputs out. With ``Dedicated_Sram`` the NPU also uses a fast
 scratch the firmware provides (``ethosu_fast_scratch``, ``_size``); the blob
 does not say how much.
 
-:func:`delegate_memory` gives, per delegate, a :class:`DelegateMemory`: the
+``delegate_memory`` gives, per delegate, a :class:`DelegateMemory`: the
 blob's bytes, the command stream, weights and scratch and where each comes
 from, the memory mode Vela compiled for (from the compile specs), where each
 part must live in that mode (:data:`MEMORY_MODES`), and Vela's input/output
-descriptors. :func:`io_checks` pairs the descriptors with the tensors each
+descriptors. ``io_checks`` pairs the descriptors with the tensors each
 delegate call passes, with what ExecuTorch's backend refuses at execute
-(:func:`io_refusal`). Blobs of other backends are sized, not read.
+(``io_refusal``). Blobs of other backends are sized, not read.
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ def memory_mode_of(compile_specs: dict) -> tuple[str | None, str | None, str | N
 
 
 class Blobs:
-    """Reads a program's delegate blobs and named data on demand (see :mod:`pte_lab.format.blobs`)."""
+    """Reads a program's delegate blobs and named data on demand (see ``pte_lab.format.blobs``)."""
 
     def __init__(self, raw: RawProgram, path: str | None, data: "DataFile | None" = None):
         self.raw, self.path, self.data = raw, path, data

@@ -1,6 +1,6 @@
 """Where a file's bytes go: header, tables, each constant, delegate blobs, named data, padding.
 
-:func:`file_layout` lists regions in file order; their ``bytes`` add up to the
+``file_layout`` lists regions in file order; their ``bytes`` add up to the
 file size. Blobs (each constant buffer, delegate blob, named-data and
 mutable-data segment) are hashed so that identical ones stored twice are found
 (an XNNPACK export whose identical weights stopped being shared grows by their
@@ -64,7 +64,7 @@ class LayoutRow:
 
 
 class Layout(Sequence[LayoutRow]):
-    """The file's regions (:func:`file_layout`) as columns: a :class:`LayoutRow` is made when a row is read.
+    """The file's regions (``file_layout``) as columns: a :class:`LayoutRow` is made when a row is read.
 
     A file may hold 110,000 constants: totals, duplicates and diffs read the columns (``region``, ``bytes``,
     ...: lists, one item a row) and make records of the rows they show only.
@@ -286,7 +286,7 @@ def _table_spans(raw, h) -> list[tuple[int, int]]:
 
 def flatbuffer_regions(pte: "Pte") -> dict[str, int]:
     """Bytes of each of :data:`PREFIX_REGIONS` (those present) in the program's bytes before its segments,
-    as :func:`file_layout` counts them (no bytes read): what ``inspect`` and ``diff`` call the flatbuffer (the
+    as ``file_layout`` counts them (no bytes read): what ``inspect`` and ``diff`` call the flatbuffer (the
     tables) and the inline data beside it."""
     raw, h = pte.raw, pte.header
     got = {"header": h.header_end, "flatbuffer": sum(n for _, n in _table_spans(raw, h)),

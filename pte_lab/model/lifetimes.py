@@ -10,7 +10,7 @@ Convention (the one pte_lab uses everywhere):
   instruction); method outputs end at ``N``, the instruction count (they are
   read after the last one).
 * State that persists between calls (mutable buffers, KV caches: see
-  :mod:`pte_lab.model.roles`) spans ``[-1, N]``.
+  ``pte_lab.model.roles``) spans ``[-1, N]``.
 * Loops: when an instruction jumps backwards from ``j`` to ``d``, any value
   alive before ``d`` and used inside ``[d, j]`` must survive every iteration,
   so its ``last`` is extended to ``j``.
@@ -22,7 +22,7 @@ Convention (the one pte_lab uses everywhere):
   instruction does not write it, sitting where a tensor of the same dtype and
   size was written earlier, is such a view: its lifetime starts when its base
   is written, and the base stays alive as long as the view is used
-  (:func:`resolve_views`). An instruction writes its out arguments, which a
+  (``resolve_views``). An instruction writes its out arguments, which a
   KernelCall names twice (as the ``out`` argument and as the returned value);
   a MoveCall writes its destination; a DelegateCall may write any argument.
   Anything else read at its first use (a kernel's scratch buffer, planned by

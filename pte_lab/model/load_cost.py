@@ -33,6 +33,8 @@ STEPS = ("load_program", "load_method", "first_execute")
 
 
 class Allocation(NamedTuple):
+    """One allocation a loader makes while loading the program (:meth:`Pte.load_cost`): the step, the method,
+    shared or private, the arena, its device and its bytes."""
     loader: str
     step: str
     method: str | None  # None: shared by every method that uses it

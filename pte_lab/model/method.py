@@ -60,6 +60,8 @@ class IOSpec:
 
 @dataclass(frozen=True)
 class Instruction:
+    """One instruction of a method's execution plan: its kind (KernelCall, DelegateCall, MoveCall,
+    JumpFalseCall, FreeCall), what it calls and the values it names."""
     index: int
     kind: str  # KernelCall | DelegateCall | MoveCall | JumpFalseCall | FreeCall
     #: operator name ("aten::add.out"), "delegate:<backend>", or the kind for control flow
@@ -70,6 +72,8 @@ class Instruction:
 
 @dataclass(frozen=True)
 class Delegate:
+    """A delegate of a method (:attr:`Method.delegates`): its backend, compile specs, target device, and where
+    its blob is stored (inline or in a segment) and its bytes."""
     index: int
     backend: str
     compile_specs: dict
@@ -321,7 +325,7 @@ class Method:
         """Device findings and plan validation for this method.
 
         ``schemas`` (operator -> its schema, or None when unknown: see
-        :func:`pte_lab.runtime.schemas.operator_schemas`, which needs torch)
+        ``pte_lab.runtime.schemas.operator_schemas``, which needs torch)
         adds each KernelCall's arguments against its operator's schema.
         """
         if schemas is None:

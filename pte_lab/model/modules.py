@@ -1,7 +1,7 @@
 """A method's memory by module: the bytes each level of the model's module hierarchy holds.
 
 With an ETRecord (``pte_lab.open(path, etrecord=...)``) every planned tensor has the module whose node
-writes it (:mod:`pte_lab.model.attribution`). :func:`module_memory` adds each tensor's bytes to that
+writes it (:mod:`pte_lab.model.attribution`). ``module_memory`` adds each tensor's bytes to that
 module and to every module above it (``layers``, ``layers.0``, ``layers.0.attention``...):
 
 - ``peak_bytes``: bytes alive at the method's peak (the instruction and arena :attr:`Method.peak` explains);
@@ -44,6 +44,7 @@ __all__ = ["ModuleRow", "ModuleMemory", "module_memory", "NoModulesError", "INPU
 
 #: the rows of tensors that belong to no module: the method's inputs, and tensors nothing attributes
 INPUTS = "(method inputs)"
+#: the row of the tensors nothing attributes to a module
 NO_MODULE = "(no module)"
 #: XNNPACK names each weight it reads from named data by its key: a SHA-256 in hex, maybe after a prefix
 #: (``scale_`` for a quantized weight's scales)

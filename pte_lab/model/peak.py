@@ -1,6 +1,6 @@
 """What makes a method's peak: the tensors alive there, grouped, and the export choices behind them.
 
-:func:`explain_peak` looks at a method's largest arena at the instruction where its live bytes peak
+``explain_peak`` looks at a method's largest arena at the instruction where its live bytes peak
 (the arena's lower bound: no plan with these lifetimes is smaller). The tensors alive there are
 grouped by dtype and shape, largest group first, each with the operators that write it (in
 instruction order), the modules that call them when an ETRecord is given, and the group's share of
@@ -21,7 +21,7 @@ the peak. Then the causes a model author can act on, each with the bytes at stak
 - ``outside_delegate``: tensors written by the operators left outside the delegates (kernels the runtime
   links: portable, optimized or custom, such as ``llama::update_cache``) in a method that has delegate calls.
 
-The record holds facts; :mod:`pte_lab.views.text` words them (the one home of each cause's prose).
+The record holds facts; ``pte_lab.views.text`` words them (the one home of each cause's prose).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ __all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "SafeSoftmax"
 
 
 class PeakCauseKind(str, Enum):
-    """The export choices :func:`explain_peak` recognises behind a peak (each worded in ``views/peak.py``).
+    """The export choices ``explain_peak`` recognises behind a peak (each worded in ``views/peak.py``).
     A ``str`` enum: a kind equals its value, and JSON writes the value."""
 
     ATTENTION_SCORES = "attention_scores"  # decomposed attention: [L, L] score planes alive together
@@ -61,7 +61,7 @@ FUSED_ATTENTION_CHANGE = ("a fused attention computes them in tiles instead: Exe
                           "torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as "
                           "[B, S, H, D], with ExecuTorch's LLM custom-ops library linked into the app)")
 
-#: the causes :func:`explain_peak` recognises, in the order a reader gets them
+#: the causes ``explain_peak`` recognises, in the order a reader gets them
 CAUSES = tuple(PeakCauseKind)
 
 #: a group smaller than this share of the peak is left out of the story's groups (the table has it)

@@ -33,6 +33,7 @@ __all__ = ["Pte", "Segment", "open_pte"]
 
 @dataclass(frozen=True)
 class Segment:
+    """A segment of the file (:attr:`Pte.segments`): what it holds, its file offset and its bytes."""
     index: int
     #: constants | delegate:<backend> | named_data | mutable_data | unused
     kind: str
@@ -136,7 +137,7 @@ class Pte:
     def flatbuffer_size(self) -> int:
         """Bytes of the program before its segments (the extended header's ``program_size``): the header, the
         flatbuffer's tables, inline constants and inline delegate data, together. Not what the views call the
-        "flatbuffer" (the tables alone): :func:`~pte_lab.model.layout.flatbuffer_regions` splits this into those
+        "flatbuffer" (the tables alone): ``flatbuffer_regions`` splits this into those
         four regions (``inspect --json``'s ``flatbuffer_size_regions``), and they sum to it."""
         return self._raw.header.program_size
 

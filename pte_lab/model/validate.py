@@ -33,6 +33,8 @@ _FEW = 16  # tensors whose pairs are looked at one by one (at most 120 pairs)
 
 @dataclass(frozen=True)
 class Conflict:
+    """Two planned tensors of one arena whose bytes overlap while both are alive: their value indices, byte
+    ranges ``[offset, end)`` and lifetimes."""
     mem_id: int
     a: int  # value index
     b: int

@@ -1,7 +1,7 @@
 """Check a replanned program against its original with ExecuTorch: outputs must be bit-identical.
 
 Bit for bit means bytes: two outputs are the same when their dtype, shape and
-raw bytes are (:func:`same_bits`), so NaN equals NaN with the same bits and
+raw bytes are (``same_bits``), so NaN equals NaN with the same bits and
 -0.0 differs from 0.0, where ``torch.equal`` says the opposite of both. Outputs
 that are not finite are reported (an ``export_llm`` program exported without a
 checkpoint computes NaN: its norm weights are uninitialised memory).
@@ -78,7 +78,7 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None, dat
     state carried from call to call, on the same inputs for both programs
     (:func:`pte_lab.runtime.call_sequence`: for an LLM, a prefill and then
     decode steps at increasing positions). Every output of every call is
-    compared bit for bit (:func:`same_bits`: dtype, shape and raw bytes), so a
+    compared bit for bit (``same_bits``: dtype, shape and raw bytes), so a
     plan that lets an intermediate overwrite a KV cache fails on the first
     decode step; outputs that are not finite are named in ``not_finite``. Device
     methods run on the emulated device when no real allocator is registered.

@@ -475,7 +475,7 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     :func:`~pte_lab.model.what_if.sample_points`, its inputs built at each, never at the bound). Kept: per file,
     method and keys in this process, and on disk by the file's bytes, pte_lab, ExecuTorch and the keys
     (:mod:`pte_lab.runtime.kept`; the fit's ``kept`` says when its runs were made); ``cache=False`` runs them
-    again. ``max_input_bytes``: the most a run may build (:func:`pte_lab.runtime.inputs.input_limit`)."""
+    again. ``max_input_bytes``: the most a run may build (``pte_lab.runtime.inputs.input_limit``)."""
     pte, path = _program(source)
     m = _method(pte, method)
     keys, _, exported = check_bounds(m, {k: 1 for k in keys})
@@ -501,15 +501,40 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
     """The method as if exported with ``bounds`` ({(input, axis): N}): every planned tensor's shape and bytes,
     each arena as ExecuTorch's greedy plans it (and pte_lab's best fit, the lower bound), the peak.
 
-    The method runs at a few small sizes (:func:`learn`), its inputs built at each and checked first against
-    ``max_input_bytes`` (:func:`pte_lab.runtime.inputs.input_limit`: 1 GiB unless raised) and the memory free.
-    The shapes learnt are kept (``cache``: see :func:`learn`); ``progress`` (None, True or a callable taking
-    a line: :mod:`pte_lab.progress`) tells each run as it starts.
+    The method runs at a few small sizes (``learn``), its inputs built at each and checked first against
+    ``max_input_bytes`` (``pte_lab.runtime.inputs.input_limit``: 1 GiB unless raised) and the memory free.
+    The shapes learnt are kept (``cache``: see ``learn``); ``progress`` tells each run as it starts.
 
-    Returns a :class:`WhatIf`. Raises :class:`~pte_lab.model.what_if.WhatIfError` (one line) for a bound above
-    the exported one, a method without dynamic inputs, or a tensor whose dims are not affine (named), and
-    :class:`~pte_lab.errors.DeclaredSizeError` for a run whose inputs would be over the limit (their bytes in
-    the message)."""
+    Parameters
+    ----------
+    source : str or os.PathLike or pte_lab.Pte
+        The program on disk (a path, or an opened :class:`~pte_lab.model.Pte`).
+    bounds : dict
+        ``{(input, axis): N}``: the bound of each dynamic dim to plan for (at most the exported one).
+    method : str, optional
+        The method (default: the program's one method with dynamic inputs).
+    data_path : str or os.PathLike, optional
+        The program's external ``.ptd``, when it has one.
+    max_input_bytes : int or str, optional
+        The most bytes built for one run's inputs (default 1 GiB, or ``$PTE_LAB_MAX_INPUT_BYTES``).
+    cache : bool, optional
+        ``False`` learns afresh and keeps nothing; default: use and keep the shapes learnt.
+    progress : bool or collections.abc.Callable, optional
+        None (silent), True (a bar) or a callable taking one line per step (:mod:`pte_lab.progress`).
+
+    Returns
+    -------
+    WhatIf
+        The prediction: each tensor's shape and bytes, each arena's plans, the peak.
+
+    Raises
+    ------
+    pte_lab.model.what_if.WhatIfError
+        (One line) for a bound above the exported one, a method without dynamic inputs, or a tensor whose dims
+        are not affine (named).
+    pte_lab.errors.DeclaredSizeError
+        For a run whose inputs would be over the limit (their bytes in the message).
+    """
     pte, path = _program(source)
     m = _method(pte, method)
     keys, point, _ = check_bounds(m, bounds)
@@ -566,13 +591,43 @@ def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ..
 def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: str | None = None, data_path=None,
                   fit: ShapeFit | None = None, max_input_bytes=None, cache: bool | None = None,
                   progress=None) -> BoundUnderBudget:
-    """The largest bound of dynamic dim ``dim`` ((input, axis); None: the method's one dynamic dim) whose
-    planned bytes (ExecuTorch's greedy) fit ``budget`` (bytes, or ``"300MiB"``): the method at that bound, and
-    the curve of planned bytes against the bound.
+    """The largest bound of dynamic dim ``dim`` whose planned bytes (ExecuTorch's greedy) fit ``budget``: the
+    method at that bound, and the curve of planned bytes against the bound.
 
-    Returns a :class:`BoundUnderBudget`. Raises :class:`~pte_lab.model.what_if.WhatIfError` for a budget
-    below what any bound plans (with the smallest total), no ``dim`` where the method has several dynamic dims
-    (listed), and where :func:`what_if` does (``max_input_bytes`` as there)."""
+    Parameters
+    ----------
+    source : str or os.PathLike or pte_lab.Pte
+        The program on disk (a path, or an opened :class:`~pte_lab.model.Pte`).
+    budget : int or str
+        Bytes, or a size (``"300MiB"``; decimal ``"300MB"``).
+    dim : tuple of int, optional
+        ``(input, axis)``; None: the method's one dynamic dim.
+    method : str, optional
+        The method (default: the program's one method with dynamic inputs).
+    data_path : str or os.PathLike, optional
+        The program's external ``.ptd``, when it has one.
+    max_input_bytes : int or str, optional
+        The most bytes built for one run's inputs (default 1 GiB, or ``$PTE_LAB_MAX_INPUT_BYTES``).
+    fit : pte_lab.model.what_if.ShapeFit, optional
+        Shapes already learnt (a :class:`WhatIf`'s ``fit``): no run again.
+    cache : bool, optional
+        As for :func:`what_if`.
+    progress : bool or collections.abc.Callable, optional
+        None (silent), True (a bar) or a callable taking one line per step (:mod:`pte_lab.progress`).
+
+    Returns
+    -------
+    BoundUnderBudget
+        The bound, the method at that bound, and the curve.
+
+    Raises
+    ------
+    pte_lab.model.what_if.WhatIfError
+        For a budget below what any bound plans (with the smallest total), no ``dim`` where the method has
+        several dynamic dims (listed), and where :func:`what_if` does (``max_input_bytes`` as there).
+    pte_lab.errors.DeclaredSizeError
+        As :func:`what_if`.
+    """
     budget = parse_budget(budget)
     pte, path = _program(source)
     m = _method(pte, method)
@@ -621,10 +676,31 @@ def usage_at(source, shape: dict, method: str | None = None, data_path=None, max
     plan made for that shape needs (ExecuTorch's greedy and the lower bound), and the plan at the bound,
     which the runtime allocates whole whatever the shape (it explains a measured RSS).
 
-    Returns a :class:`UsageAt`. Raises :class:`~pte_lab.model.what_if.WhatIfError` for a size above the
-    bound, a method without dynamic inputs, or a dynamic tensor no instruction logged, and
-    :class:`~pte_lab.errors.DeclaredSizeError` for inputs at ``shape`` over ``max_input_bytes`` (see
-    :func:`what_if`)."""
+    Parameters
+    ----------
+    source : str or os.PathLike or pte_lab.Pte
+        The program on disk (a path, or an opened :class:`~pte_lab.model.Pte`).
+    shape : dict
+        ``{(input, axis): size}``: the size of each dynamic dim for this run (at most its bound).
+    method : str, optional
+        The method (default: the program's one method with dynamic inputs).
+    data_path : str or os.PathLike, optional
+        The program's external ``.ptd``, when it has one.
+    max_input_bytes : int or str, optional
+        The most bytes built for one run's inputs (default 1 GiB, or ``$PTE_LAB_MAX_INPUT_BYTES``).
+
+    Returns
+    -------
+    UsageAt
+        Each tensor's bytes at ``shape``, the plan for that shape, the plan at the bound, the gap.
+
+    Raises
+    ------
+    pte_lab.model.what_if.WhatIfError
+        For a size above the bound, a method without dynamic inputs, or a dynamic tensor no instruction logged.
+    pte_lab.errors.DeclaredSizeError
+        For inputs at ``shape`` over ``max_input_bytes`` (see :func:`what_if`).
+    """
     pte, path = _program(source)
     m = _method(pte, method)
     keys, point, _ = check_bounds(m, shape)

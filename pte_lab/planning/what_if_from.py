@@ -242,12 +242,31 @@ def fit_pair(ma, mb, pairs: dict[int, int], values, key: str = "parameter", at: 
 def what_if_from(a, b, values, at: int, method: str | None = None) -> WhatIf:
     """The method as if exported at ``at`` of the one parameter exports ``a`` (at ``values[0]``) and ``b`` (at
     ``values[1]``) differ in: every planned tensor's shape and bytes, each arena as ExecuTorch's greedy plans it
-    (and pte_lab's best fit, the lower bound), the peak (see the module).
+    (and pte_lab's best fit, the lower bound), the peak (see the module). Nothing is run.
 
-    Returns a :class:`~pte_lab.planning.what_if.WhatIf` (its ``exports`` says where it comes from). Raises
-    :class:`ExportsMismatch` for a pair that is not one model at two values of one parameter (naming the first
-    mismatch), and :class:`~pte_lab.model.what_if.WhatIfError` for values that are not two distinct ints, ``at``
-    not above 0, or a dim not whole at ``at``."""
+    Parameters
+    ----------
+    a, b : str or os.PathLike or bytes or pte_lab.Pte
+        One model exported at two values of one parameter.
+    values : tuple of int
+        The parameter's value in ``a`` and in ``b`` (two distinct ints).
+    at : int
+        The value to predict the method at (above 0).
+    method : str, optional
+        The method (default: their one method with planned tensors).
+
+    Returns
+    -------
+    pte_lab.planning.what_if.WhatIf
+        The prediction (its ``exports`` says where it comes from).
+
+    Raises
+    ------
+    ExportsMismatch
+        For a pair that is not one model at two values of one parameter (naming the first mismatch).
+    pte_lab.model.what_if.WhatIfError
+        For values that are not two distinct ints, ``at`` not above 0, or a dim not whole at ``at``.
+    """
     v0, v1, at = check_values(values, at)
     (pa, path_a), (pb, path_b) = _open(a), _open(b)
     name = _pick_method(pa, pb, method)

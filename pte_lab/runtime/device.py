@@ -108,10 +108,31 @@ class EmulatedDevice:
 def emulate_device(device: str = "cuda:0", *, capacity: int | None = None) -> EmulatedDevice:
     """Register an emulated allocator for ``device``'s type; returns its handle.
 
-    Calling it again for an already emulated type returns a new handle (no
-    second registration). Raises :class:`PteLabError` if a real allocator for
-    that type is registered, :class:`~pte_lab.errors.NativeBuildError` if the
-    helper cannot be built (no C++ compiler).
+    Calling it again for an already emulated type returns a new handle (no second registration).
+
+    Parameters
+    ----------
+    device : str
+        The device whose type is emulated (``"cuda:0"``: every ``cuda`` arena).
+    capacity : int, optional
+        The bytes the emulated device holds; an allocation beyond them fails as on a real device
+        (default: no limit).
+
+    Returns
+    -------
+    EmulatedDevice
+        The handle: what was allocated on the device, and when.
+
+    Raises
+    ------
+    PteLabError
+        If a real allocator for that type is registered.
+    UnknownDeviceError
+        For a device type this ExecuTorch does not know.
+    ValueError
+        For ``"cpu"``: host arenas need no emulation.
+    pte_lab.errors.NativeBuildError
+        If the helper cannot be built (no C++ compiler).
     """
     kind, code, _ = parse_device(device)
     if code == 0:

@@ -63,8 +63,17 @@ class RuntimeInfo:
 def runtime_info() -> RuntimeInfo:
     """Version, device-plan support, backends, device allocators, CUDA visibility.
 
-    Returns a :class:`RuntimeInfo` (its HTML and text views are a table). Raises ``ImportError`` when
-    ExecuTorch is not installed (the ``runtime`` extra); what it cannot find out is a note, not an error."""
+    Returns
+    -------
+    RuntimeInfo
+        What this ExecuTorch can do (its HTML and text views are a table); what it cannot find out is a note,
+        not an error.
+
+    Raises
+    ------
+    ImportError
+        When ExecuTorch is not installed (the ``runtime`` extra).
+    """
     Runtime = quiet_import("executorch.runtime").Runtime
     rt = Runtime.get()
     try:

@@ -1,8 +1,8 @@
 """Inputs for a method, made from its plan (dtype and shape, at the upper bound when dynamic).
 
 A file declares its inputs' shapes, and a 5 KB file may declare an input of 64 GiB: nothing is built at a
-declared size before :func:`check_build` has compared its bytes, exact (:func:`shape_bytes`), with the limit
-(:func:`input_limit`: :data:`DEFAULT_INPUT_LIMIT`, raised with :data:`INPUT_LIMIT_ENV` or ``max_input_bytes=``,
+declared size before ``check_build`` has compared its bytes, exact (:func:`shape_bytes`), with the limit
+(``input_limit``: :data:`DEFAULT_INPUT_LIMIT`, raised with :data:`INPUT_LIMIT_ENV` or ``max_input_bytes=``,
 and never beyond the memory free here). Every path that builds inputs goes through it: :func:`example_inputs`
 (the runtime's sample inputs, what-if's runs), and the sizing runner's buffers (:func:`input_parts` with
 ``unplanned_outputs``, checked by :func:`pte_lab.runtime.sizing.sizes` before any worker starts).
@@ -84,7 +84,7 @@ def input_limit(limit=None) -> tuple[int, str]:
 
 def check_build(parts: list[tuple[str, int]], *, method: str | None, doing: str, limit=None) -> int:
     """The bytes of ``parts`` (``(what, bytes)``: :func:`input_parts`, and whatever else one run builds) when they
-    are within the limit (:func:`input_limit`) and the memory free here; else :class:`~pte_lab.errors.DeclaredSizeError`
+    are within the limit (``input_limit``) and the memory free here; else :class:`~pte_lab.errors.DeclaredSizeError`
     before anything is built, one line giving the bytes exactly and the largest parts. ``doing`` says what would
     build them (``"its inputs at the shapes the file declares"``)."""
     total = sum(n for _, n in parts)
@@ -172,10 +172,10 @@ def example_inputs(method, seed: int = 0, *, shapes: dict | None = None, limit=N
 
     Floating point: standard normal; integers: small non-negative values (safe
     as indices); bool: random. ``Int``, ``Double`` and ``Bool`` inputs get the
-    value the file holds for them, else 0, 0.0, false (:func:`scalar_default`;
-    :func:`defaulted_inputs` lists them). Other inputs (strings, lists, None)
+    value the file holds for them, else 0, 0.0, false (``scalar_default``;
+    ``defaulted_inputs`` lists them). Other inputs (strings, lists, None)
     cannot be made up: ValueError. Nothing is built before the tensors' bytes are checked
-    (:func:`check_build`; ``limit``: see :func:`input_limit`).
+    (``check_build``; ``limit``: see ``input_limit``).
 
     Returns a list with one value per input (torch tensors, Python scalars). Raises ``ValueError`` as above, and
     :class:`~pte_lab.errors.DeclaredSizeError` for tensors over the limit or the memory free (their bytes in
@@ -216,7 +216,7 @@ def is_token_position(method) -> bool:
 def call_sequence(method, calls: int = 4, seed: int = 0, prefill: int = 8) -> list[list]:
     """Inputs for ``calls`` successive calls of ``method``, for running with its state carried over.
 
-    An LLM forward (:func:`is_token_position`) gets a prefill of ``prefill``
+    An LLM forward (``is_token_position``) gets a prefill of ``prefill``
     tokens at position 0 (fewer when its token dimension is smaller; one
     token when it is static), then one token per call at the next positions.
     Any other method gets fresh seeded random inputs for every call
@@ -224,7 +224,7 @@ def call_sequence(method, calls: int = 4, seed: int = 0, prefill: int = 8) -> li
 
     Returns a list of ``calls`` input lists. Raises ``ValueError`` where :func:`example_inputs` does, and
     :class:`~pte_lab.errors.DeclaredSizeError` for all the calls' inputs together over the limit
-    (:func:`check_build`; they are held at once).
+    (``check_build``; they are held at once).
     """
     if not is_token_position(method):
         check_build([(f"{what}, {calls:,} calls' worth", n * calls) for what, n in input_parts(method)],

@@ -1,7 +1,7 @@
 """Measurements kept on disk, so that a question asked again costs a file read, and never a stale answer.
 
 A measurement (a :class:`~pte_lab.runtime.sizing.Sizes`, a what-if's learned shapes) is kept under the user's
-cache folder (:func:`pte_lab.cache.cache_dir`: ``$PTE_LAB_CACHE``, else ``$XDG_CACHE_HOME/pte_lab``, else
+cache folder (``pte_lab.cache.cache_dir``: ``$PTE_LAB_CACHE``, else ``$XDG_CACHE_HOME/pte_lab``, else
 ``~/.cache/pte_lab``), in ``measured/``, by a key made of everything that can change it:
 
 - the bytes of every file it read (SHA-256 of the program and of its ``.ptd``), not their names or times:

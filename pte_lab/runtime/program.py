@@ -496,18 +496,37 @@ def load(path, *, data_path=None, isolate: bool | None = None, force: bool = Fal
     cannot check is an argument's shape or what a delegate makes of its blob:
     a file crafted against those can still crash the runtime. For files you do
     not trust, pass ``isolate=True``: a crash then ends a worker process, not
-    your session. The default, ``isolate=None``, runs in this process unless
-    the reader found an error it does not refuse outright (overlapping live
-    tensors, a blob read by delegates called differently, a blob that is not
-    its backend's); such a file runs in a worker. ``isolate=True`` runs the
-    runtime in a worker process: a native crash there raises
-    :class:`~pte_lab.errors.RuntimeCrashedError` here. ``force=True`` skips
-    the check that planned bytes fit in free memory.
+    your session.
 
-    Returns a :class:`LabProgram` (``load_method``, ``memory_report``, ``sizes``). Raises
-    :class:`~pte_lab.PteFormatError`, :class:`~pte_lab.MemoryBudgetError`,
-    :class:`~pte_lab.ExecuTorchError` (the runtime refused the program) or, isolated,
-    :class:`~pte_lab.RuntimeCrashedError`; every one a :class:`~pte_lab.PteLabError`.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The program (``.pte`` or ``.bpte``) on disk.
+    data_path : str or os.PathLike, optional
+        The program's external ``.ptd`` (its named data), when it has one.
+    isolate : bool, optional
+        ``True`` runs the runtime in a worker process: a native crash there raises
+        :class:`~pte_lab.errors.RuntimeCrashedError` here. The default, ``None``, runs in this process unless
+        the reader found an error it does not refuse outright (overlapping live tensors, a blob read by
+        delegates called differently, a blob that is not its backend's); such a file runs in a worker.
+    force : bool
+        Skip the check that planned bytes fit in free memory.
+
+    Returns
+    -------
+    LabProgram
+        The loaded program: ``load_method``, ``memory_report``, ``sizes``.
+
+    Raises
+    ------
+    PteFormatError
+        For a file the reader refuses.
+    MemoryBudgetError
+        When the planned bytes do not fit in free memory (unless ``force``).
+    ExecuTorchError
+        When the runtime refused the program.
+    RuntimeCrashedError
+        Isolated, when the runtime crashed in the worker. Every one a :class:`~pte_lab.PteLabError`.
     """
     path = os.fspath(path)
     if isolate is None:

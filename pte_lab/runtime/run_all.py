@@ -28,7 +28,7 @@ class MethodRun:
     #: "ErrorName: message" when loading or running it failed
     error: str | None = None
     #: the scalar inputs given a value of pte_lab's own ("input 1 (Double) = 0.0"; see
-    #: :func:`~pte_lab.runtime.inputs.defaulted_inputs`)
+    #: ``defaulted_inputs``)
     defaulted: tuple[str, ...] = ()
 
 

@@ -6,10 +6,10 @@ The file does not carry schemas; torch's operator registry has them for
 ``aten``, for ExecuTorch's own libraries (``llama``, ``quantized_decomposed``,
 ``dim_order_ops``, ``executorch_prim``, ``et_copy``: registered when their
 Python module is imported) and for anything registered through
-``torch.library`` in this process. :func:`operator_schemas` returns, per
+``torch.library`` in this process. ``operator_schemas`` returns, per
 operator, ``{"arguments": ((name, type), ...), "returns": (type, ...)}`` with
 types in schema notation (``Tensor``, ``Tensor?``, ``int[]``, ``Scalar``...),
-or None when no schema is known; :func:`pte_lab.model.findings.operator_findings`
+or None when no schema is known; ``pte_lab.model.findings.operator_findings``
 applies the rule.
 """
 

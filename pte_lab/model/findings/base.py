@@ -127,6 +127,8 @@ class ValuesDetails(Details):
 
 @dataclass(frozen=True)
 class Finding:
+    """Something pte_lab found in a program (:attr:`Method.findings`, :attr:`Pte.findings`): its kind, the
+    method it is about, the message, and the kind's record."""
     kind: Kind
     #: the method it is about; None for the whole program
     method: str | None

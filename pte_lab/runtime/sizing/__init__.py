@@ -43,8 +43,8 @@ from one run to the next. Each method's heap is therefore measured in
 seen are kept (:attr:`MethodSizes.heap_low`, :attr:`MethodSizes.heap_high`);
 the scalar heap fields and the C header's ``HEAP_*`` macros are the highest.
 
-The package has one job per module: :mod:`.measure` runs the methods in a fresh worker and hands back the raw
-runs; :mod:`.results` sums them up into the records a user reads (:class:`MethodSizes`,
+The package has one job per module: ``measure`` runs the methods in a fresh worker and hands back the raw
+runs; ``results`` sums them up into the records a user reads (:class:`MethodSizes`,
 :class:`PoolVerification`, :class:`Sizes` with its table, pools and JSON). Their views are in
 :mod:`pte_lab.views.run.sizes`.
 """

@@ -595,7 +595,7 @@ class Sizes:
 
     @property
     def target(self) -> str:
-        """The target whose ABI the pools are for ("host" unless :func:`pte_lab.views.run.target_pools.on_target`
+        """The target whose ABI the pools are for ("host" unless ``pte_lab.views.run.target_pools.on_target``
         made these sizes for another)."""
         return next((m.abi for m in self.methods.values()), "host")
 
@@ -709,9 +709,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
           cache: bool | None = None) -> Sizes:
     """Size every method of a ``.pte`` (or those named): see :mod:`pte_lab.runtime.sizing`.
 
-    ``source`` is a path or an opened :class:`~pte_lab.model.Pte` (its ``.ptd``
-    is used when it was opened with one; else pass ``data_path``). Each method
-    is loaded and run ``runs`` times, every input set before every execute
+    Each method is loaded and run ``runs`` times, every input set before every execute
     (:data:`INPUT_VALUES`: tensors zeros at their planned shapes), in each of the
     :data:`CONFIGURATIONS`, in a fresh isolated worker; ``verify=True`` then
     proves the figures in the same worker (see :meth:`Sizes.verify`). Methods
@@ -721,8 +719,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
     What the process allocates once (a kernel's first call creating its
     state, say) is measured on the first method sized (its first run less a
     repeat) and added to every method's heap figures, so that each bounds a
-    process that runs that method alone (:attr:`MethodSizes.heap_once`). ``progress``: None (silent), True (a bar over the
-    methods) or a callable taking one line per step (see :mod:`pte_lab.progress`).
+    process that runs that method alone (:attr:`MethodSizes.heap_once`).
 
     The heap figures depend on the CPU and vary between runs: each method's are measured in ``heap_runs``
     fresh workers (the first also measures the pools), and the lowest and highest seen are kept
@@ -730,20 +727,58 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
 
     The figures are kept (:mod:`pte_lab.runtime.kept`): asked again for the same bytes of the program (and
     its ``.ptd``), the same pte_lab, ExecuTorch and options, on this machine, they come back at once, with
-    :attr:`Sizes.kept` saying when they were measured. ``cache=False`` (or ``$PTE_LAB_NO_CACHE=1``) measures
-    afresh and keeps nothing.
+    :attr:`Sizes.kept` saying when they were measured.
 
     The runner builds every tensor input at the shape the file declares (a dynamic one at its bound), and a
     buffer for each output it is given no planned memory for: before any worker starts, those bytes are checked
-    against ``max_input_bytes`` (:func:`pte_lab.runtime.inputs.input_limit`: 1 GiB unless raised) and the
-    memory free.
+    against ``max_input_bytes`` and the memory free.
 
-    Returns a :class:`Sizes` (``table()``, ``pools()``, ``methods``, ``verified``). Raises
-    :class:`~pte_lab.PteFormatError` for a file that is not a program, :class:`~pte_lab.NotFoundError`
-    for a method it lacks, ``ValueError`` for ``runs`` or ``heap_runs`` under 1, and
-    :class:`~pte_lab.PteLabError` for a source that is not a ``.pte`` on disk,
-    :class:`~pte_lab.errors.DeclaredSizeError` for a method whose inputs would be over the limit (their bytes
-    in the message; nothing run); a method the runtime refuses is listed in :attr:`Sizes.skipped`, not raised. Example: ``pte_lab.sizes("model.pte").table()``.
+    Parameters
+    ----------
+    source : str or os.PathLike or pte_lab.Pte
+        The program on disk: a path, or an opened :class:`~pte_lab.model.Pte` (its ``.ptd`` is used when it
+        was opened with one).
+    methods : list of str, optional
+        Only these methods (default: every method).
+    data_path : str or os.PathLike, optional
+        The program's external ``.ptd``, when ``source`` is a path.
+    runs : int
+        Runs of each method per configuration (at least 1).
+    verify : bool
+        Prove the figures: run each method again with pools of exactly these sizes, and with pools one byte
+        smaller, which must be refused.
+    progress : bool or collections.abc.Callable, optional
+        None (silent), True (a bar) or a callable taking one line per step (:mod:`pte_lab.progress`).
+    heap_runs : int
+        Fresh workers each method's heap is measured in (at least 1).
+    max_input_bytes : int or str, optional
+        The most bytes built at sizes the file declares (``"2GiB"``; default 1 GiB, or
+        ``$PTE_LAB_MAX_INPUT_BYTES``; ``pte_lab.runtime.inputs.input_limit``).
+    cache : bool, optional
+        ``False`` (or ``$PTE_LAB_NO_CACHE=1``) measures afresh and keeps nothing; default: use and keep.
+
+    Returns
+    -------
+    Sizes
+        ``table()``, ``pools()``, ``methods``, ``verified``, ``skipped``, ``kept``.
+
+    Raises
+    ------
+    PteFormatError
+        For a file that is not a program.
+    NotFoundError
+        For a method it lacks.
+    ValueError
+        For ``runs`` or ``heap_runs`` under 1.
+    PteLabError
+        For a source that is not a ``.pte`` on disk.
+    pte_lab.errors.DeclaredSizeError
+        For a method whose inputs would be over the limit (their bytes in the message; nothing run). A method
+        the runtime refuses is listed in :attr:`Sizes.skipped`, not raised.
+
+    Examples
+    --------
+    ``pte_lab.sizes("model.pte").table()``
     """
     path = getattr(source, "path", source)
     if not isinstance(path, (str, os.PathLike)):

@@ -6,7 +6,7 @@ the pools in two configurations (method + temp, method alone), one macro per
 planned buffer, the inputs and outputs, the heap taken outside the pools and
 the libraries that register its backends and kernels, and the alignment every
 pool's and buffer's base must have for the figures to hold. Each section is
-one small function (:data:`METHOD_SECTIONS`).
+one small function (``METHOD_SECTIONS``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,93 @@
+"""The API and command-line references (issue 50): the quick build (``-D pte_lab_notebooks=0``) from a clean tree
+passes with every cross-reference resolved (``nitpicky``, set in docs/conf.py, under ``-W``), the API page gives
+``pte_lab.open``'s parameters and the fields of the records the functions return, and the CLI page, read from
+the parser, explains every option of every command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from test_site import _clean_tree, _need
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+def _entry(html: str, anchor: str, chars: int = 20000) -> str:
+    """The text of the entry whose id is ``anchor``, up to the next entry of the same kind."""
+    start = html.index(f'id="{anchor}"')
+    return _text(html[start:start + chars])
+
+
+@pytest.fixture(scope="module")
+def quick_site(tmp_path_factory):
+    for module in ("sphinx", "myst_nb", "pydata_sphinx_theme"):
+        try:
+            __import__(module)
+        except ImportError:
+            _need(False, f"{module} is not installed (pip install -e '.[docs]')")
+    tree = tmp_path_factory.mktemp("clean-tree")
+    _clean_tree(tree)
+    # -n as well as the configuration's nitpicky: a build that lost the setting still fails here
+    r = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-n", "-D", "pte_lab_notebooks=0", "docs",
+                        "docs/_build/html"], cwd=tree, capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, f"the quick build failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+    assert "reference target not found" not in r.stderr
+    return tree / "docs" / "_build" / "html"
+
+
+def test_the_configuration_fails_on_an_unresolved_reference():
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert re.search(r"^nitpicky = True$", conf, re.M)
+    assert "sphinx.ext.napoleon" in conf and "sphinx.ext.intersphinx" in conf
+    for name in ("python", "numpy", "pandas", "matplotlib"):  # kept inventories: no network at build time
+        assert (ROOT / "docs" / "_intersphinx" / f"{name}.inv").is_file()
+
+
+def test_the_api_page_gives_open_parameters_and_the_records_fields(quick_site):
+    html = (quick_site / "api.html").read_text(encoding="utf-8")
+    opened = _entry(html, "pte_lab.open", 8000)
+    assert "Parameters" in opened and "Returns" in opened and "Raises" in opened
+    for param in ("source", "data", "etrecord"):
+        assert re.search(rf"\b{param} \(", opened), f"open's parameter {param} is not listed"
+    loaded = _entry(html, "pte_lab.load", 8000)
+    assert "path (" in loaded and "data_path (" in loaded
+    assert "source (" in _entry(html, "pte_lab.what_if", 8000)
+    assert "Returns" in _entry(html, "pte_lab.diff", 20000)
+    for record in ("WhatIf", "BoundUnderBudget", "UsageAt"):
+        assert f'id="pte_lab.planning.what_if.{record}"' in html, f"{record} is not documented"
+    assert 'id="pte_lab.widgets.Explorer"' in html and 'id="pte_lab.model.diff.Diff"' in html
+    from pte_lab.planning.what_if import WhatIf
+
+    fields = [f for f in WhatIf.__dataclass_fields__ if not f.startswith("_")]
+    documented = [f for f in fields if f'id="pte_lab.planning.what_if.WhatIf.{f}"' in html]
+    assert documented == fields, f"WhatIf's fields not on the page: {sorted(set(fields) - set(documented))}"
+    # a returned type links to its record, not to nothing
+    assert 'href="#pte_lab.model.diff.Diff"' in html
+
+
+def test_the_cli_page_explains_every_option_from_the_parser(quick_site):
+    html = (quick_site / "cli.html").read_text(encoding="utf-8")
+    from pte_lab.cli import build_parser
+
+    parser = build_parser()
+    for name, sub in parser.commands.items():
+        for action in sub._actions:
+            if not action.option_strings or action.help == "==SUPPRESS==" or "-h" in action.option_strings:
+                continue
+            anchor = f"cmdoption-pte-lab-{name}-{action.option_strings[0].lstrip('-')}"
+            assert f'id="{anchor}"' in html, f"pte-lab {name} {action.option_strings[0]} is not on the page"
+    region = _entry(html, "cmdoption-pte-lab-sizes-region", 1500)
+    assert "A RAM region of the board" in region
+    budget_on = _entry(html, "cmdoption-pte-lab-diff-budget-on", 1500)
+    assert "--budget-on" in budget_on and len(budget_on) > 60
+    assert "--verify" in _text(html)  # two hyphens, not a typographic dash
