@@ -36,7 +36,7 @@ from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, che
                               unrecorded, value_shapes)
 from ..runtime.inputs import check_build, example_inputs, input_parts, shape_bytes
 from ..progress import reporter
-from ..runtime import kept
+from ..runtime import kept, native
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.shapes import plain_inputs, program_scalars
 from ..runtime.sizing.measure import cannot_run_here
@@ -469,6 +469,10 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
         report.close()
 
 
+def _silent(_: str) -> None:
+    pass
+
+
 def learn(source, keys, method: str | None = None, data_path=None, max_input_bytes=None,
           cache: bool | None = None, progress=None) -> ShapeFit:
     """Every planned tensor's dims as exact affine functions of the dynamic dims ``keys`` (runs the method at
@@ -484,8 +488,11 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     fit = _FITS.get(cache_key) if kept.enabled(cache) else None
     if fit is None:
         def runs():
-            return fit_shapes(m, keys, exported, _run_shapes(path, m, keys, sample_points(keys, exported), data_path,
-                                                             max_input_bytes=max_input_bytes, progress=progress))
+            # a native part built on first use (seconds) is said as it starts, where progress is a callable
+            with native.telling_builds(progress if callable(progress) else _silent):
+                return fit_shapes(m, keys, exported, _run_shapes(path, m, keys, sample_points(keys, exported),
+                                                                 data_path, max_input_bytes=max_input_bytes,
+                                                                 progress=progress))
 
         if data_path is not None:
             check_regular(data_path, "a data file (.ptd)")

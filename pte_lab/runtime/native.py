@@ -26,6 +26,7 @@ library of the install registers which kernels and backends
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import hashlib
 import importlib.util
@@ -37,6 +38,8 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
+from contextlib import contextmanager
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
@@ -305,11 +308,29 @@ def placement_runner_path() -> Path:
     return out
 
 
+#: who is told of a build as it starts (:func:`telling_builds`): a front's progress report, or nobody
+_TELL: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar("pte_lab_native_tell", default=None)
+
+
+@contextmanager
+def telling_builds(tell: Callable[[str], None]):
+    """Inside the block, each native part built (the first use on an install: seconds each, about 10 s for all)
+    is said to ``tell`` as it starts, so that a first answer's wait is not silent."""
+    token = _TELL.set(tell)
+    try:
+        yield
+    finally:
+        _TELL.reset(token)
+
+
 def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[str], out: Path,
            headers: dict[str, bytes] | None = None) -> None:
     with _LOCK:
         if out.exists():
             return
+        tell = _TELL.get()
+        if tell is not None:
+            tell(f"building {what} (once per install, seconds)")
         cxx = _compiler()
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=out.parent) as tmp:

@@ -20,7 +20,7 @@ from ...format.regular_file import check_regular
 from ...model import open_pte
 from ...printable import printable
 from ...progress import reporter
-from .. import kept
+from .. import kept, native
 from ..checked import checked
 from ..declared import DeclaredSizes, declared_sizes
 from ..inputs import check_build, input_parts
@@ -804,6 +804,19 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                            keep=lambda s: not s.skipped)
         # the same bytes, perhaps under another name: the figures are this file's
         return dataclasses.replace(got, path=path, data_path=data_path)
+    # a native part built on first use (seconds) is said as it starts, where progress is a callable (the CLI's)
+    with native.telling_builds(progress if callable(progress) else _silent):
+        return _measured(path, methods, data_path=data_path, runs=runs, verify=verify, progress=progress,
+                         heap_runs=heap_runs, max_input_bytes=max_input_bytes)
+
+
+def _silent(_: str) -> None:
+    pass
+
+
+def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progress, heap_runs: int,
+              max_input_bytes) -> Sizes:
+    """:func:`sizes` of a checked path, measured (never from the kept figures)."""
     # the file read (light: no torch), what the runner would build at the file's shapes checked, and what the
     # file and this install's registry already rule out, said before anything heavier (the reader's checks
     # import torch) and before any worker starts; then every table the runtime reads checked
@@ -878,7 +891,9 @@ def sized_diff(d, before, after, *, progress=None, announce=None):
     for label, p in (("first", before), ("second", after)):
         if announce is not None:
             announce(f"sizing the {label} program ({p.path}): each method loaded and run in a fresh worker")
-        measured.append(sizes(p, [n for n in names if n in p.methods], progress=progress))
+        asked = [n for n in names if n in p.methods]
+        # every method: asked as `sizes FILE` asks, so that the figures kept by one answer the other
+        measured.append(sizes(p, None if set(asked) == set(p.methods) else asked, progress=progress))
     return d.with_sizes(*measured, host_dependent=MEASURED_PARTS)
 
 

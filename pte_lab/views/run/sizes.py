@@ -40,10 +40,10 @@ from ...runtime.sizing.results import (
     TempShort,
     part_source,
 )
-from ...units import count, exact_bytes, human_bytes, local_minute
+from ...units import count, exact_bytes, human_bytes
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
-from .target_pools import HOW_MODELLED
+from .target_pools import HOW_MODELLED, kept_line
 from ..html import html_repr
 from ..text import text_table
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
@@ -158,9 +158,7 @@ def sizes_text(sizes: "Sizes") -> str:
            f"{ran})"]
     if sizes.methods and not sizes.counted:
         out.append("(the allocation counter could not be preloaded here: heap and mapping figures are missing)")
-    if sizes.kept is not None:
-        out.append(f"(kept: measured here {local_minute(sizes.kept)} from these same bytes with this pte_lab and ExecuTorch; "
-                   "--no-cache measures again)")
+    out += kept_line(sizes)
     host_label = _host_label()
     for m in sizes.methods.values():
         anywhere, here = [], []

@@ -18,7 +18,7 @@ import os
 from dataclasses import asdict, dataclass, replace
 
 from ...model.method_pool import method_pool
-from ...units import human_bytes
+from ...units import human_bytes, local_minute
 
 __all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dict", "on_target", "HOW_MODELLED"]
 
@@ -148,6 +148,15 @@ def _temp_words(p: TargetPools) -> str:
             f"least the {p.target} resolution's and the delegates' scratch, at most this host's pool)")
 
 
+def kept_line(sizes) -> list[str]:
+    """The line that says a sizing's figures were kept (when they were measured), or none: every view of a
+    :class:`~pte_lab.runtime.sizing.Sizes` says it."""
+    if sizes.kept is None:
+        return []
+    return [f"(kept: measured here {local_minute(sizes.kept)} from these same bytes with this pte_lab and ExecuTorch; "
+            "--no-cache measures again)"]
+
+
 def target_pools_text(sizes, pte, target: str) -> str:
     """The pools each method needs on ``target``, every figure labelled with its target."""
     pools = target_pools(sizes, pte, target)
@@ -156,7 +165,7 @@ def target_pools_text(sizes, pte, target: str) -> str:
            + HOW_MODELLED.format(target=target),
            f"Not verified on a {target} here (--verify checks this host's pools): the runner "
            f"--example-runner DIR --target {target} writes prints each pool's use on the board, and fails with "
-           f"0x21 where one is short."]
+           f"0x21 where one is short.", *kept_line(sizes)]
     for p in pools.values():
         out += ["", f"method {p.method!r}"]
         for mem_id, device, b in p.planned:
