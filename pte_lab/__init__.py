@@ -124,8 +124,13 @@ def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
         start = source.tell()
         kind = identify(source)
         source.seek(start)
-    else:
-        kind = identify(source)
+    else:  # a path or bytes: read as a program (one open of the file), a .ptd refused there is told apart below
+        try:
+            return open_pte(source, data=data, etrecord=etrecord)
+        except NotAProgramError as exc:
+            if exc.kind != "ptd" or identify(source) != "data":
+                raise
+        kind = "data"
     if kind == "data":
         if data is not None:
             raise ValueError("data= goes with a program (.pte/.bpte); this source is itself a .ptd file")

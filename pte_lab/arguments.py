@@ -124,6 +124,11 @@ def _shown(value) -> str:
     return printable(reprlib.repr(value))
 
 
+#: ``inspect.CO_VARARGS | inspect.CO_VARKEYWORDS`` (a function taking ``*args`` or ``**kwargs``), without importing
+#: inspect with pte_lab
+_STAR_ARGUMENTS = 0x04 | 0x08
+
+
 def arguments(**kinds: Accepts):
     """Decorate a public function: each argument named in ``kinds`` is checked before the function runs, and
     a value of another kind raises :class:`~pte_lab.errors.ArgumentTypeError` naming the function, the
@@ -143,13 +148,23 @@ def arguments(**kinds: Accepts):
 
             return inspect.signature(fn)
 
+        positional = code.co_varnames[: code.co_argcount]
+        required = code.co_argcount - len(fn.__defaults__ or ())
+        # positional arguments alone need no binding where the function takes no *args, **kwargs or keyword-only
+        # argument without a default: each is the parameter at its place (what bind would give, and no more)
+        simple = (not code.co_flags & _STAR_ARGUMENTS
+                  and set(names[code.co_argcount:]) <= set(fn.__kwdefaults__ or ()))
+
         @functools.wraps(fn)
         def checked(*args, **kwargs):
-            try:
-                bound = signature().bind(*args, **kwargs)
-            except TypeError as exc:  # a missing or unexpected argument: the same words, the project's error
-                raise ArgumentTypeError(f"{where}(): {exc}") from None
-            for name, value in bound.arguments.items():
+            if simple and not kwargs and required <= len(args) <= len(positional):
+                given = zip(positional, args)
+            else:
+                try:
+                    given = signature().bind(*args, **kwargs).arguments.items()
+                except TypeError as exc:  # a missing or unexpected argument: the same words, the project's error
+                    raise ArgumentTypeError(f"{where}(): {exc}") from None
+            for name, value in given:
                 kind = kinds.get(name)
                 if kind is None:
                     continue

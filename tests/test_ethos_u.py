@@ -313,3 +313,24 @@ def test_the_shipped_programs_are_the_ones_the_export_script_names():
     assert sorted(script["PROGRAMS"]) == FILES == sorted(p.name for p in DATA.glob("*.pte"))
     with pytest.raises(ValueError, match="choose one of"):
         examples.ethos_u_program("u65")
+
+
+def test_a_first_look_reads_each_blob_once_in_one_open(monkeypatch):
+    """The format check and the delegate's memory share one read of each Vela stream, and the look opens the file
+    once for all its blobs (a small blob is one read)."""
+    from pte_lab.format import blobs, vela
+
+    parsed, opens = [], []
+    read_vela, open_regular = vela.read_vela, blobs.open_regular
+    monkeypatch.setattr("pte_lab.model.ethos_u.read_vela",
+                        lambda read, size, *rest: parsed.append(size) or read_vela(read, size, *rest))
+    monkeypatch.setattr(blobs, "open_regular", lambda *a: opens.append(a) or open_regular(*a))
+    for path in sorted(DATA.glob("*.pte")):
+        parsed.clear()
+        opens.clear()
+        pte = pte_lab.open(path)
+        text = repr(pte)
+        memory = pte.delegate_memory()
+        assert "scratch" in text and all(d.stream is not None for d in memory), path.name
+        assert len(parsed) == len({(d.offset, d.blob_bytes, d.backend) for d in memory}), path.name
+        assert len(opens) == 1, path.name

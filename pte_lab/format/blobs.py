@@ -15,9 +15,12 @@ from ..errors import PteLabError
 from .program import RawDelegate, RawProgram
 from .regular_file import open_regular
 
-__all__ = ["program_reader", "held_open", "delegate_span", "named_data_span"]
+__all__ = ["program_reader", "held_open", "blob_reader", "WHOLE_BLOB_BYTES", "delegate_span", "named_data_span"]
 
 Reader = Callable[[int, int], bytes]
+
+#: a blob up to this size is read whole, in one read, by :func:`blob_reader` (a larger one a span at a time)
+WHOLE_BLOB_BYTES = 1 << 16
 
 
 def program_reader(raw: RawProgram, path: str | None) -> Reader | None:
@@ -35,45 +38,64 @@ def program_reader(raw: RawProgram, path: str | None) -> Reader | None:
 
 class _FileReader:
     """``read(offset, n)`` of a program file: opened for each read, or once for all the reads inside
-    :func:`held_open`."""
+    :func:`held_open` (at the first of them)."""
 
-    __slots__ = ("path", "file")
+    __slots__ = ("path", "file", "held")
 
     def __init__(self, path: str):
         self.path = path
         self.file = None
+        self.held = False
 
     def __call__(self, off: int, n: int) -> bytes:
         try:
-            if self.file is not None:
-                self.file.seek(off)
-                return self.file.read(n)
-            with open_regular(self.path, "a program") as f:
-                f.seek(off)
-                return f.read(n)
+            f = self.file
+            if f is None:
+                if not self.held:
+                    with open_regular(self.path, "a program") as f:
+                        f.seek(off)
+                        return f.read(n)
+                f = self.file = open_regular(self.path, "a program")
+            f.seek(off)
+            return f.read(n)
         except OSError as exc:
             raise PteLabError(f"{self.path}: cannot read its blobs again ({exc.strerror or exc})") from None
 
 
 @contextmanager
 def held_open(read: Reader | None) -> Iterator[Reader | None]:
-    """``read`` (from :func:`program_reader`), its file opened once for every read inside the block (a check of
-    each of many blobs' first bytes would open it for each); a file that does not open is left to each read, which
-    says why as it did."""
-    if not isinstance(read, _FileReader) or read.file is not None:
+    """``read`` (from :func:`program_reader`), its file opened once for every read inside the block, at the first
+    read (a check of each of many blobs' first bytes would open it for each; a block that reads nothing opens
+    nothing); a file that does not open is left to each read, which says why as it did. Blocks nest: the
+    outermost closes the file."""
+    if not isinstance(read, _FileReader) or read.held:
         yield read
         return
-    try:
-        f = open_regular(read.path, "a program")
-    except (OSError, PteLabError):
-        yield read
-        return
-    read.file = f
+    read.held = True
     try:
         yield read
     finally:
-        read.file = None
-        f.close()
+        read.held = False
+        f, read.file = read.file, None
+        if f is not None:
+            f.close()
+
+
+def blob_reader(read: Reader, offset: int, size: int) -> Reader:
+    """``read(off, n)`` within the ``size``-byte blob at ``offset`` of the program (``read`` from
+    :func:`program_reader`): a blob of up to :data:`WHOLE_BLOB_BYTES` is read whole at the first read, in one read,
+    and the later reads are slices of it; a larger one is read a span at a time. A read past the file's end gives
+    the bytes there are, as ``read`` does."""
+    if size > WHOLE_BLOB_BYTES:
+        return lambda off, n: read(offset + off, n)
+    whole: list[bytes] = []
+
+    def get(off: int, n: int) -> bytes:
+        if not whole:
+            whole.append(read(offset, size))
+        return whole[0][off : off + n]
+
+    return get
 
 
 def delegate_span(raw: RawProgram, d: RawDelegate) -> tuple[int, int]:

@@ -168,6 +168,8 @@ class RawProgram:
     _root: Table = field(repr=False, default=None)
     _inline_sizes: list[int] = field(repr=False, default_factory=list)
     _plans: dict[int, RawPlan] = field(repr=False, default_factory=dict)
+    #: each plan's table, read (and checked) once with the program
+    _plan_tables: list[Table] = field(repr=False, default_factory=list)
     #: each plan's delegates, decoded once with the program (their blobs' sizes are the program's) and kept
     _delegates: dict[int, list[RawDelegate]] = field(repr=False, default_factory=dict)
     #: the constant segment's index and its sub-segment offsets (one per constant buffer index)
@@ -194,7 +196,7 @@ class RawProgram:
         """
         rec = self._plans.get(i)
         if rec is None:
-            plans = self._root.tables(1, "execution_plan")
+            plans = self._plan_tables or self._root.tables(1, "execution_plan")
             rec = self._plans[i] = _decode_plan(plans[i], self, self._delegates.get(i))
         return rec
 
@@ -203,7 +205,7 @@ class RawProgram:
         ``i``, read from their tables (the plan's decoding reads only their kinds): what a view's size list and
         the size arithmetic between kernels start from. Values sharing one table are read once."""
         plan = self.plan(i)
-        values_vec = self._root.tables(1, "execution_plan")[i].tables(2, "values")
+        values_vec = (self._plan_tables or self._root.tables(1, "execution_plan"))[i].tables(2, "values")
         ints: dict[int, int] = {}
         lists: dict[int, tuple[int, ...]] = {}
         seen: dict[int, int | tuple[int, ...]] = {}  # by table position
@@ -231,8 +233,10 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
     """Decode the program-level tables and check every segment against the file."""
     root = root_table(flatbuffer)
     version = root.scalar(0, "uint32")
-    plans = root.tables(1, "execution_plan")
-    names = [p.string(0, "name", "") for p in plans]
+    plans, names = [], []  # each plan's table read once, for its name, its delegates and the plan
+    for p in root.tables(1, "execution_plan"):
+        plans.append(p)
+        names.append(p.string(0, "name", ""))
 
     # Segments: offsets are relative to segment_base_offset.
     segments: list[RawSegment] = []
@@ -290,7 +294,7 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
 
     prog = RawProgram(header, version, names, segments, constant_bytes, inline_constant_bytes,
                       {}, named, _root=root, constant_segment=constant_index, constant_offsets=constant_offsets,
-                      inline_constant_spans=inline_spans)
+                      inline_constant_spans=inline_spans, _plan_tables=plans)
     inline = root.tables(3, "backend_delegate_data")
     prog.inline_delegate_spans = [d.bytes_vector_span(0, f"backend_delegate_data[{i}].data")
                                   for i, d in enumerate(inline)]

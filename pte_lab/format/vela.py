@@ -300,7 +300,8 @@ def read_vela(read: Callable[[int, int], bytes], size: int, file_offset: int | N
                 problems.append(f"external block {name!r} at byte {pos} holds a {bsize}-byte key, not "
                                 f"{EXTERNAL_KEY_BYTES}: the runtime refuses it")
         blocks.append(VelaBlock(name, pos, bsize, ext == EXTERNAL_REFERENCE, key))
-        kind = next((k for k in reader.blocks if name.startswith(k)), None)
+        # a name the reader takes exactly is that block (no name it takes starts another), else the first it starts
+        kind = name if name in reader.blocks else next((k for k in reader.blocks if name.startswith(k)), None)
         if key is not None and kind is not None:
             external[kind] = key
         if kind == START:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import struct
 from typing import TYPE_CHECKING
-from collections.abc import Callable
 
-from ..format.vela import BACKEND, LEGACY_BACKEND, read_vela
+from ..format.vela import BACKEND, LEGACY_BACKEND
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .ethos_u import Blobs
     from .pte import Pte
 
 __all__ = ["BlobUse", "blob_uses", "blob_problem", "BLOB_CHECKS"]
@@ -39,7 +39,10 @@ XNNPACK_HEADER_MAGIC = b"XH00"
 XNNPACK_GRAPH_IDENTIFIERS = (b"XN01",)
 
 
-def _xnnpack_problem(read: Callable[[int, int], bytes], offset: int, size: int) -> str | None:
+def _xnnpack_problem(blobs: "Blobs", offset: int, size: int) -> str | None:
+    read = blobs.read
+    if read is None:  # opened from a stream that is gone: the bytes cannot be checked
+        return None
     head = read(offset, min(size, 30))
     if head[4:8] == XNNPACK_HEADER_MAGIC and len(head) >= 14:
         fb = struct.unpack_from("<I", head, 10)[0]
@@ -55,17 +58,18 @@ def _xnnpack_problem(read: Callable[[int, int], bytes], offset: int, size: int) 
             f"nor an XNNPACK graph ({XNNPACK_GRAPH_IDENTIFIERS[0]!r})")
 
 
-def _vela_problem(read: Callable[[int, int], bytes], offset: int, size: int, backend: str = BACKEND) -> str | None:
-    stream = read_vela(lambda off, n: read(offset + off, n), size, offset, backend)
+def _vela_problem(blobs: "Blobs", offset: int, size: int, backend: str = BACKEND) -> str | None:
+    stream = blobs.vela(offset, size, backend)  # read once, for this check and for the delegate's memory
     if stream.ok:
         return None
     more = len(stream.problems) - 1
     return stream.problems[0] + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
 
 
-#: backend id -> the check of a blob's first bytes (backends not listed are not checked)
+#: backend id -> the check of a blob's first bytes, ``check(blobs, offset, size)`` (``blobs``: the program's
+#: :class:`~pte_lab.model.ethos_u.Blobs`; backends not listed are not checked)
 BLOB_CHECKS = {"XnnpackBackend": _xnnpack_problem, BACKEND: _vela_problem,
-               LEGACY_BACKEND: lambda read, offset, size: _vela_problem(read, offset, size, LEGACY_BACKEND)}
+               LEGACY_BACKEND: lambda blobs, offset, size: _vela_problem(blobs, offset, size, LEGACY_BACKEND)}
 
 
 class BlobUse:
@@ -112,12 +116,13 @@ def blob_uses(p: "Pte") -> list[BlobUse]:
     return out
 
 
-def blob_problem(use: BlobUse, read: Callable[[int, int], bytes]) -> str | None:
-    """Why ``use``'s blob is not what its backend reads, or None (also for backends pte_lab cannot check)."""
+def blob_problem(use: BlobUse, blobs: "Blobs") -> str | None:
+    """Why ``use``'s blob is not what its backend reads, or None (also for backends pte_lab cannot check).
+    ``blobs``: the program's :class:`~pte_lab.model.ethos_u.Blobs`, whose bytes are available (``blobs.read``)."""
     check = BLOB_CHECKS.get(use.backend)
     if check is None or use.size == 0:
         return None
-    return check(read, use.offset, use.size)
+    return check(blobs, use.offset, use.size)
 
 
 # What a blob declares about memory moved to .ethos_u; its names stay importable from here for code (and

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from ..errors import PteLabError
 from ..format import RawPlan, RawProgram, ScalarType
-from ..format.blobs import delegate_span, named_data_span, program_reader
+from ..format.blobs import blob_reader, delegate_span, held_open, named_data_span, program_reader
 from ..format.vela import BACKENDS, VelaIO, VelaStream, read_vela
 from ..units import count as plural
 from .analysis import tensor_meta
@@ -286,11 +286,37 @@ def memory_mode_of(compile_specs: dict) -> tuple[str | None, str | None, str | N
 
 
 class Blobs:
-    """Reads a program's delegate blobs and named data on demand (see ``pte_lab.format.blobs``)."""
+    """Reads a program's delegate blobs and named data on demand (see ``pte_lab.format.blobs``); each Vela
+    stream is read once (:meth:`vela`), for the check of its format and for what it declares about memory alike."""
 
     def __init__(self, raw: RawProgram, path: str | None, data: "DataFile | None" = None):
         self.raw, self.path, self.data = raw, path, data
         self._read: Callable[[int, int], bytes] | None = program_reader(raw, path)
+        #: (offset, bytes, backend) -> the stream read there: one read per distinct blob, however many ask
+        self._streams: dict[tuple[int, int, str], VelaStream] = {}
+
+    @property
+    def read(self) -> Callable[[int, int], bytes] | None:
+        """``read(offset, n)`` of the program's bytes (``pte_lab.format.blobs.program_reader``); None when
+        they are not available (opened from a stream that is gone)."""
+        return self._read
+
+    def held(self):
+        """A block inside which the program's file is opened once, at its first read (see
+        ``pte_lab.format.blobs.held_open``)."""
+        return held_open(self._read)
+
+    def vela(self, offset: int, size: int, backend: str) -> VelaStream:
+        """The Vela stream of the ``size``-byte blob at ``offset`` (checked with ``backend``'s rules), read the
+        first time it is asked for (a small blob in one read). Raises :class:`~pte_lab.errors.PteLabError` when the
+        bytes cannot be read (nothing is kept then), and when the program's bytes are not available."""
+        key = (offset, size, backend)
+        stream = self._streams.get(key)
+        if stream is None:
+            if self._read is None:
+                raise PteLabError("the program's bytes are not available: open it from a path or bytes")
+            stream = self._streams[key] = read_vela(blob_reader(self._read, offset, size), size, offset, backend)
+        return stream
 
     def named_bytes(self, key: str) -> int | None:
         """Bytes of named data ``key``: the program's own, else the attached ``.ptd``'s (None: nowhere)."""
@@ -312,9 +338,8 @@ class Blobs:
         if self._read is None:
             return replace(base, unread="the blob was not read: the program was opened from a stream that is "
                                          "gone (open it from a path or bytes)")
-        read = self._read
         try:
-            stream = read_vela(lambda off, n: read(offset + off, n), size, offset, d.id)
+            stream = self.vela(offset, size, d.id)
         except PteLabError as exc:
             return replace(base, unread=f"the blob was not read: {exc}")
         ext = tuple((block, key, self.named_bytes(key)) for block, key in stream.external.items())
@@ -323,15 +348,15 @@ class Blobs:
 
 def delegate_memory(plan: RawPlan, blobs: Blobs | None, specs: list[dict]) -> list[DelegateMemory]:
     """One :class:`DelegateMemory` per delegate of ``plan`` (``specs``: each delegate's decoded compile specs)."""
+    if blobs is not None:
+        with blobs.held():  # one open for every blob read here
+            return [blobs.delegate(plan, i, specs[i]) for i in range(len(plan.delegates))]
     out = []
     for i, d in enumerate(plan.delegates):
-        if blobs is None:
-            target, system, mode = memory_mode_of(specs[i]) if d.id in BACKENDS else (None, None, None)
-            out.append(DelegateMemory(plan.name, i, d.id, d.location, -1, d.size, target, system, mode,
-                                      unread=None if d.id not in BACKENDS else "the blob was not read: no program "
-                                      "bytes were given"))
-        else:
-            out.append(blobs.delegate(plan, i, specs[i]))
+        target, system, mode = memory_mode_of(specs[i]) if d.id in BACKENDS else (None, None, None)
+        out.append(DelegateMemory(plan.name, i, d.id, d.location, -1, d.size, target, system, mode,
+                                  unread=None if d.id not in BACKENDS else "the blob was not read: no program "
+                                  "bytes were given"))
     return out
 
 

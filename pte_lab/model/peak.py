@@ -31,8 +31,8 @@ from enum import Enum
 
 import numpy as np
 
-__all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "SafeSoftmax", "explain_peak", "safe_softmaxes",
-           "CAUSES", "SAFE_SOFTMAX_CHANGE", "FUSED_ATTENTION_CHANGE"]
+__all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "SafeSoftmax", "explain_peak", "may_hold_scores",
+           "safe_softmaxes", "CAUSES", "SAFE_SOFTMAX_CHANGE", "FUSED_ATTENTION_CHANGE"]
 
 
 class PeakCauseKind(str, Enum):
@@ -252,6 +252,16 @@ def _without_safe_softmax(m, mem_id: int, safes: tuple[SafeSoftmax, ...]) -> int
     before = _live_peak([(t.nbytes, t.first, t.last) for t in rows], n)
     after = _live_peak([(t.nbytes, t.first, last.get(t.value, t.last)) for t in rows if t.value not in gone], n)
     return max(0, before - after)
+
+
+def may_hold_scores(m) -> bool:
+    """Whether a peak of ``m`` can have attention score planes (:attr:`PeakCauseKind.ATTENTION_SCORES`) at all,
+    without telling its story: a square [L, L] plane (L > 1) that a softmax writes, or a ``where`` kernel (a safe
+    softmax, whose scores' planes count too). False means no story of ``m`` names that cause."""
+    if any(i.kind == "KernelCall" and i.target.startswith("aten::where") for i in m.instructions):
+        return True
+    return any(t.op is not None and len(t.shape) >= 2 and t.shape[-1] == t.shape[-2] > 1
+               and any(s in t.op for s in _SOFTMAX) for t in m.planned)
 
 
 def _causes(m, groups: list[PeakGroup], live: dict, mem_id: int) -> tuple[PeakCause, ...]:

@@ -117,7 +117,9 @@ class Pte:
         self.file_size: int = h.file_size
         self.schema_version: int = raw.version
         self.identifier: str = h.identifier
-        self.methods: Mapping[str, Method] = _Methods(raw, Blobs(raw, path, data), etrecord)
+        #: the program's delegate blobs and named data, read on demand (each Vela stream once)
+        self._blobs = Blobs(raw, path, data)
+        self.methods: Mapping[str, Method] = _Methods(raw, self._blobs, etrecord)
         if etrecord is not None:
             check_etrecord(self.method_names, etrecord, lambda n: self.methods[n].n_instructions)
         self._allocated: dict[str, dict[str, list]] = {}

@@ -6,12 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...errors import ETRecordError, PteLabError
-from ...format.blobs import held_open
+from ...errors import ETRecordError
 from ...units import count, first_few, human_bytes
 from ..delegates import blob_problem, blob_uses
-from ..ethos_u import io_checks
-from ..layout import byte_reader
+from ..ethos_u import Blobs, io_checks
 from .base import Details, Finding, Kind, Prescription
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,16 +72,15 @@ def delegate_findings(p: "Pte") -> list[Finding]:
                 f"another's blob and its backend would compile the wrong graph (XNNPACK aborts the process in "
                 f"load_method); pte_lab.load runs such a program in a worker",
                 SharedDelegateBlobDetails(users[0].blob, tuple((u.method, u.delegate) for u in users))))
-    try:
-        read = byte_reader(p)
-    except PteLabError:  # bytes not available (an opened file object): blobs are not checked
-        read = None
-    if read is not None:
-        with held_open(read):  # one open for every blob's first bytes
+    blobs = getattr(p, "_blobs", None)  # the program's own: each blob read once, for this and its memory
+    if blobs is None:
+        blobs = Blobs(p.raw, p.path)
+    if blobs.read is not None:  # else the bytes are not available (an opened file object): blobs are not checked
+        with blobs.held():  # one open for every blob's first bytes
             for users in by_blob.values():
                 u = users[0]
                 try:
-                    problem = blob_problem(u, read)
+                    problem = blob_problem(u, blobs)
                 except OSError:  # the file went away or changed since it was opened: nothing to check
                     continue
                 if problem:

@@ -14,7 +14,7 @@ from ...units import count, first_few, human_bytes
 from ..arrays import unique
 from ..lifetimes import Writes
 from ..dtypes import short_shape
-from ..peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCauseKind
+from ..peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCauseKind, may_hold_scores
 from .base import Details, Finding, Kind, Prescription, ValuesDetails
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -359,6 +359,8 @@ _SCORES_SHARE = 0.25
 
 
 def _attention_findings(m: "Method") -> list[Finding]:
+    if not may_hold_scores(m):  # no softmax writes a square plane: the peak's story is not needed to say so
+        return []
     story = m.peak
     if story is None or not story.peak_bytes:
         return []
