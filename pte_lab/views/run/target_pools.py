@@ -19,15 +19,9 @@ from dataclasses import asdict, dataclass, replace
 
 from ...model.method_pool import method_pool
 from ...units import human_bytes
+from .sizes import HOW_MODELLED
 
 __all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dict", "on_target", "HOW_MODELLED"]
-
-#: how a target's pools were had (one home: the text, the header and the docs say it so)
-HOW_MODELLED = ("modelled, not measured on a {target}: the method pool replayed from the program's tables with "
-                "{target}'s type layouts (read from the executorch headers compiled for it), trusted where the same "
-                "replay gives this host's measurement exactly; the temp pool from kernel resolution replayed the same "
-                "way, the delegates' scratch (the blobs') and this host's temp peak at run time (measured from the first "
-                "execute on, apart from kernel resolution)")
 
 
 @dataclass(frozen=True)
