@@ -1,6 +1,7 @@
 """What every view frames its content in, importing nothing of the model or the runtime (a kept answer is shown
 with these alone): :func:`text_table`, the plain-text table, and :func:`html_repr`, the one way HTML leaves
-pte_lab (:mod:`pte_lab.views.html` says how its rich view and its text fallback take turns)."""
+pte_lab (:mod:`pte_lab.views.html` says how its rich view and its text fallback take turns); and the words
+views of the file and of a what-if share (:func:`delegate_heap_note`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from importlib.resources import files
 
 from ..printable import printable
 
-__all__ = ["text_table", "html_repr"]
+__all__ = ["text_table", "html_repr", "delegate_heap_note"]
 
 
 def _numeric(cell: str) -> bool:
@@ -40,3 +41,14 @@ def html_repr(body: str, fallback: str) -> str:
     return (f"<div><style>{_css()}</style>"
             f"<pre class='pte-text-fallback'>{escape(fallback)}</pre>"
             f"<div class='pte-wrap' style='display:none'>{body}</div></div>")
+
+
+def delegate_heap_note(backends) -> str:
+    """What the plan leaves out for a method that calls ``backends``: their own memory, in the heap."""
+    xnn = "XnnpackBackend" in backends
+    others = [b for b in backends if b != "XnnpackBackend"]
+    parts = (["XNNPACK's packed weights and workspaces (made at load_method and the first execute)"] if xnn else []) + \
+        [f"what {b} allocates for itself" for b in others]
+    verb = "live" if xnn or len(parts) > 1 else "lives"
+    return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap, outside "
+            f"the planned arenas; `pte-lab sizes FILE` measures them")
