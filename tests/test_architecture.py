@@ -45,8 +45,11 @@ LAZY_ALLOWED = {
     ("pte_lab.runtime.worker", "pte_lab.runtime.engine"): "after stdout goes to stderr: imports print no protocol",
     ("pte_lab.runtime.worker", "pte_lab.runtime.native_engine"): "after stdout goes to stderr, and only the engine "
                                                                  "asked for: the native one never imports torch",
-    ("pte_lab.runtime.runner", "pte_lab.model.dtypes"): "the native worker makes these records and never imports "
-                                                         "the model: the caller reads the dtype's name",
+    ("pte_lab.runtime.runner_records", "pte_lab.model.dtypes"): "the native worker makes these records and never "
+                                                                 "imports the model: the caller reads the dtype's name",
+    **{("pte_lab.runtime.sizing.records", m): "Sizes.verify runs the program: a kept sizing, these records read "
+                                                "back, loads none of the measuring machinery"
+       for m in ("pte_lab.runtime.checked", "pte_lab.runtime.sizing.measure")},
     ("pte_lab.examples", "pte_lab.format.regular_file"): "pte-lab --help lists the examples: the format package "
                                                          "(its reader, flatbuffers) loads when a program is written",
     ("pte_lab.data.ethos_u.export", "pte_lab.examples"): "a script: pte_lab imports once its checkout is on sys.path",
@@ -209,6 +212,8 @@ def test_the_cycle_check_sees_a_cycle_through_a_function_level_import():
 RUNTIME_TIERS = [
     {"pte_lab.runtime", "pte_lab.runtime.program", "pte_lab.runtime.sizing", "pte_lab.runtime.run_all"},
     {"pte_lab.runtime.sizing.results"},
+    {"pte_lab.runtime.sizing.kept_sizes"},
+    {"pte_lab.runtime.sizing.records"},
     {"pte_lab.runtime.sizing.measure"},
     {"pte_lab.runtime.checked", "pte_lab.runtime.isolate", "pte_lab.runtime.worker"},
     {"pte_lab.runtime.engine"},
@@ -217,7 +222,7 @@ RUNTIME_TIERS = [
      "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
      "pte_lab.runtime.schemas", "pte_lab.runtime.stand_ins", "pte_lab.runtime.declared",
      "pte_lab.runtime.libraries", "pte_lab.runtime.raw", "pte_lab.runtime.abi_probe",
-     "pte_lab.runtime.shapes", "pte_lab.runtime.kept", "pte_lab.runtime.recorder"},
+     "pte_lab.runtime.shapes", "pte_lab.runtime.kept", "pte_lab.runtime.recorder", "pte_lab.runtime.runner_records"},
 ]
 
 
@@ -236,8 +241,10 @@ def test_the_runtime_imports_only_downward():
 
 def test_format_reads_bytes_with_nothing_above_it():
     # beside the errors, the leaves of the standard library only: device names, how a name from a file is shown
-    # (a record from the file holds it shown so: pte_lab.format.etrecord), and the few words a message uses
-    allowed = ("pte_lab.format", "pte_lab.errors", "pte_lab.devices", "pte_lab.printable", "pte_lab.units")
+    # (a record from the file holds it shown so: pte_lab.format.etrecord), the few words a message uses, and
+    # how the package loads its names when first used (importlib alone)
+    allowed = ("pte_lab.format", "pte_lab.errors", "pte_lab.devices", "pte_lab.printable", "pte_lab.units",
+               "pte_lab.lazy_names")
     bad = []
     for mod, imports in GRAPH.items():
         if _within(mod, ["pte_lab.format"]):
@@ -290,10 +297,10 @@ def _definitions(name: str) -> list[str]:
     ("LayoutRow", "pte_lab.model.layout"), ("MemoryMode", "pte_lab.model.ethos_u"),
     ("MEMORY_MODES", "pte_lab.model.ethos_u"), ("DelegateMemory", "pte_lab.model.ethos_u"),
     ("BlobUse", "pte_lab.model.delegates"), ("BLOB_CHECKS", "pte_lab.model.delegates"),
-    ("text_table", "pte_lab.views.text"), ("indented", "pte_lab.views.text"),
+    ("text_table", "pte_lab.views.base"), ("indented", "pte_lab.views.text"),
     ("LedgerEvent", "pte_lab.runtime.native"), ("ledger_frame", "pte_lab.runtime.device"),
-    ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing.results"),
-    ("PoolVerification", "pte_lab.runtime.sizing.results"), ("counts_fields", "pte_lab.runtime.native"),
+    ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing.records"),
+    ("PoolVerification", "pte_lab.runtime.sizing.records"), ("counts_fields", "pte_lab.runtime.native"),
     ("verdict", "pte_lab.views.run.sizes"), ("Checked", "pte_lab.runtime.checked"),
     ("ScalarType", "pte_lab.format.schema"), ("TensorShapeDynamism", "pte_lab.format.schema"),
     ("TensorDataLocation", "pte_lab.format.schema"), ("DataLocation", "pte_lab.format.schema"),
@@ -347,7 +354,7 @@ def test_the_temp_probe_is_decided_in_one_file_and_worded_in_one_view():
     results; its words ("refused: ...", "silent: ...") are written in one view and parsed nowhere."""
     worded = {mod for mod, text in _string_constants("pte_lab") if text.startswith(("refused:", "silent:"))}
     assert worded == {"pte_lab.views.run.sizes"}
-    assert _definitions("TempShort") == ["pte_lab.runtime.sizing.results"]
+    assert _definitions("TempShort") == ["pte_lab.runtime.sizing.records"]
     parsed = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES for node in ast.walk(_tree(p))
               if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("startswith", "endswith")
               and node.args and isinstance(node.args[0], ast.Constant)
@@ -441,7 +448,7 @@ def _literal_homes(is_fact) -> set[str]:
     ("loader steps", lambda c: {"load_program", "load_method", "first_execute"} <= c, "pte_lab.model.load_cost"),
     ("tensor columns", lambda c: {"producer", "dynamic", "first", "last"} <= c, None),
     ("ledger fields", lambda c: {"device_type", "alignment", "time_ns"} <= c, None),
-    ("run-time parts", lambda c: {"planned arenas", "method allocator", "temp allocator"} <= c, "pte_lab.runtime.sizing.results"),
+    ("run-time parts", lambda c: {"planned arenas", "method allocator", "temp allocator"} <= c, "pte_lab.runtime.sizing.records"),
     ("counter fields", lambda c: {"heap_live", "anon_mapped"} <= c, None),
     ("planner names", lambda c: {"best_fit", "greedy", "naive"} <= c, "pte_lab.vocabulary"),
     ("arena columns", lambda c: {"mem_id", "runtime_index", "peak_bytes"} <= c, None),

@@ -60,7 +60,7 @@ def _region(text: str) -> tuple[str, int]:
 
 
 def run(args) -> int:
-    from ..runtime.sizing import sizes
+    from ..runtime.sizing.kept_sizes import kept_sizes
     from ..views.run.sizes import c_header, sizes_text
 
     # the program read here only where its model is needed before or beside the figures (a kept answer on this
@@ -83,8 +83,14 @@ def run(args) -> int:
         for name in BARE_METAL_FILES if args.target != "host" else FILES:
             check_writable(os.path.join(args.example_runner, name), "a file to write")
     verify = args.verify or args.example_runner is not None
-    s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
-              max_input_bytes=args.max_input_bytes, cache=False if args.no_cache else None)
+    # asked before: the kept figures, read without the measuring machinery, which is imported only to measure
+    s = kept_sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify,
+                   cache=False if args.no_cache else None)
+    if s is None:
+        from ..runtime.sizing import sizes
+
+        s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
+                  max_input_bytes=args.max_input_bytes, cache=False if args.no_cache else None)
     board = s
     if args.target != "host":
         board = _target_sizes(args, pte, s)

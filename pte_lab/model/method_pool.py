@@ -13,64 +13,21 @@ argument pointers, then (without a temp allocator, which is where kernel resolut
 per argument and a dim order per tensor argument. The allocator is a bump allocator: each allocation is
 placed at the next multiple of its alignment.
 
-The ABI of each target (``pte_lab/data/abi.json``) was read from the executorch wheel's headers compiled
-for it (:mod:`pte_lab.runtime.abi_probe`).
+The ABI of each target (:mod:`pte_lab.model.abi`, ``pte_lab/data/abi.json``) was read from the executorch
+wheel's headers compiled for it (:mod:`pte_lab.runtime.abi_probe`).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
-from ..errors import PteLabError
 from ..format import TensorDataLocation, TensorShapeDynamism
 from ..format.method_tables import method_tables
+from .abi import TARGETS, Abi, UnknownTargetError, abi, abis
 
 
 __all__ = ["Abi", "abis", "TARGETS", "MethodPool", "PoolPart", "method_pool", "UnknownTargetError",
            "BACKEND_INIT"]
-
-_RESOURCE = Path(__file__).resolve().parents[1] / "data" / "abi.json"
-
-#: the targets a pool can be modelled for, in the order the CLI lists them
-TARGETS = ("host", "cortex-m")
-
-
-class UnknownTargetError(PteLabError):
-    """A target the ABI resource does not describe."""
-
-
-@dataclass(frozen=True)
-class Abi:
-    """One target's layout of ExecuTorch's runtime objects: type name -> (sizeof, alignof)."""
-
-    target: str
-    name: str
-    types: dict[str, tuple[int, int]]
-
-    def size(self, t: str) -> int:
-        return self.types[t][0]
-
-    def align(self, t: str) -> int:
-        return self.types[t][1]
-
-
-@lru_cache(maxsize=1)
-def abis() -> dict[str, Abi]:
-    """Every target's ABI, as the probe found it (pte_lab/data/abi.json)."""
-    doc = json.loads(_RESOURCE.read_text())
-    return {name: Abi(name, t["abi"], {k: (int(v[0]), int(v[1])) for k, v in t["types"].items()})
-            for name, t in doc["targets"].items()}
-
-
-def abi(target: str) -> Abi:
-    try:
-        return abis()[target]
-    except KeyError:
-        raise UnknownTargetError(f"unknown target {target!r}: pte_lab knows {', '.join(TARGETS)}") from None
-
 
 #: what a backend's init() takes from the method allocator, per target: backend id -> target ->
 #: ((what, bytes, alignment), ...); a target missing: not known there (the pool is not modelled).

@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ..progress import reporter
-from ..runtime import call_sequence, emulate_device, load
+from .. import runtime
 from ..runtime.device import allocator_registered
 from ..units import count
 
@@ -91,18 +91,18 @@ def verify(original, replanned, runs: int = 3, seed: int = 0, progress=None, dat
     with ExitStack() as stack:  # whatever fails, both programs are released
         report = stack.enter_context(reporter(progress, desc="verifying"))
         report.step("loading both programs with ExecuTorch")
-        a = stack.enter_context(load(original, data_path=data_path))
-        b = stack.enter_context(load(replanned, data_path=data_path))
+        a = stack.enter_context(runtime.load(original, data_path=data_path))
+        b = stack.enter_context(runtime.load(replanned, data_path=data_path))
         for d in sorted({d for m in a.plan.methods.values() for d in m.devices}):
             if not allocator_registered(d):
-                emulate_device(d)
+                runtime.emulate_device(d)
         report.set_total(len(a.method_names))
         for k, name in enumerate(a.method_names, 1):
             report.step(f"method {name!r} ({k}/{len(a.method_names)}): {runs} calls in a row on both programs")
             plan = a.plan.methods[name]
             ma, mb = a.load_method(name), b.load_method(name)
             identical, detail, odd, failed = True, "", "", None
-            for r, inputs in enumerate(call_sequence(plan, runs, seed=seed)):
+            for r, inputs in enumerate(runtime.call_sequence(plan, runs, seed=seed)):
                 oa = ma(*[x.clone() for x in inputs])
                 ob = mb(*[x.clone() for x in inputs])
                 why = (f"{count(len(oa), 'output')} against {len(ob):,}" if len(oa) != len(ob) else

@@ -13,31 +13,17 @@ checkbox (no JavaScript).
 from __future__ import annotations
 
 import uuid
-from functools import cache
 from html import escape
-from importlib.resources import files
 
 from ..model.ethos_u import describe_io
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
+from .base import html_repr
 from .peak import cause_line, peak_head
 from .rows import (ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_heap_rows, delegate_scratch_rows, load_cost_rows,
                    method_rows, summary_findings)
 from .text import arena_text, data_text, flatbuffer_phrase, method_text, pte_text
 
 _MAX_TENSOR_ROWS = 200
-
-
-@cache
-def _css() -> str:
-    return files("pte_lab.views").joinpath("static/pte_lab.css").read_text(encoding="utf-8")
-
-
-def html_repr(body: str, fallback: str) -> str:
-    """The one way HTML leaves pte_lab: ``body`` (rich HTML) and ``fallback`` (its plain text), of which
-    exactly one shows, with styles or without them (the module's docstring says how)."""
-    return (f"<div><style>{_css()}</style>"
-            f"<pre class='pte-text-fallback'>{escape(fallback)}</pre>"
-            f"<div class='pte-wrap' style='display:none'>{body}</div></div>")
 
 
 def html_page(fragment: str, title: str) -> str:

@@ -17,6 +17,7 @@ from ..model.bulk import dict_maker
 from ..model.diff import PLANNED_SUM, POOL_PARTS, POOL_REMAINDERS, Change
 from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, first_few
+from .base import delegate_heap_note
 
 __all__ = ["state_summary", "bundled_record", "data_tensor_records", "MethodRow", "METHOD_HEADERS", "method_rows",
            "delegate_scratch_rows", "load_cost_rows", "TENSOR_TABLE", "tensor_records", "tensor_record", "DiffLine",
@@ -57,17 +58,6 @@ def summary_findings(p) -> list:
     """The findings a program's summary lists: the program's own and every warning or error; a method's info
     findings are listed under that method (once)."""
     return [w for w in p.warnings() if w.method is None or w.severity != "info"]
-
-
-def delegate_heap_note(backends) -> str:
-    """What the plan leaves out for a method that calls ``backends``: their own memory, in the heap."""
-    xnn = "XnnpackBackend" in backends
-    others = [b for b in backends if b != "XnnpackBackend"]
-    parts = (["XNNPACK's packed weights and workspaces (made at load_method and the first execute)"] if xnn else []) + \
-        [f"what {b} allocates for itself" for b in others]
-    verb = "live" if xnn or len(parts) > 1 else "lives"
-    return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap, outside "
-            f"the planned arenas; `pte-lab sizes FILE` measures them")
 
 
 def delegate_heap_rows(p) -> list[tuple[str, str]]:

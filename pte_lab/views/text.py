@@ -22,7 +22,8 @@ from ..model.ethos_u import describe_io
 from ..model.dtypes import short_shape
 from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
-from ..printable import printable, printable_text, text_view
+from ..printable import printable_text, text_view
+from .base import text_table
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .peak import peak_lines
 from .rows import (ARENA_ROW, METHOD_HEADERS, delegate_heap_rows, delegate_scratch_rows, load_cost_rows, method_rows,
@@ -32,22 +33,6 @@ __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text"
            "text_table", "indented"]
 
 _GLYPHS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
-
-def _numeric(cell: str) -> bool:
-    """Right-aligned: a number, signed or not (``4,096``, ``+36 KiB``, ``-12.5%``)."""
-    return cell[:1].isdigit() or (cell[:1] in "+-" and cell[1:2].isdigit())
-
-
-def text_table(headers: list[str], rows: list[list[str]]) -> str:
-    """A plain-text table: a header, a rule, and the rows (numbers right-aligned, every cell on one line)."""
-    rows = [[printable(c) for c in r] for r in rows]  # a name from the file is one cell on one line
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
-    out = [line, "  ".join("-" * w for w in widths)]
-    for r in rows:
-        out.append("  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths)))
-    return "\n".join(out)
 
 
 #: how text shows a column of :data:`ARENA_ROW` when not as ``str`` under the row's header: (header or None

@@ -7,8 +7,7 @@ import html
 from ..model.dtypes import short_shape
 from ..model.what_if import dim_name, dim_text
 from ..units import exact_bytes, human_bytes, local_minute
-from .rows import delegate_heap_note
-from .text import text_table
+from .base import delegate_heap_note, text_table
 
 __all__ = ["what_if_text", "what_if_dict", "what_if_html", "budget_text", "budget_dict", "usage_text",
            "usage_dict", "TOP_TENSORS"]

@@ -44,50 +44,59 @@ seen are kept (:attr:`MethodSizes.heap_low`, :attr:`MethodSizes.heap_high`);
 the scalar heap fields and the C header's ``HEAP_*`` macros are the highest.
 
 The package has one job per module: ``measure`` runs the methods in a fresh worker and hands back the raw
-runs; ``results`` sums them up into the records a user reads (:class:`MethodSizes`,
-:class:`PoolVerification`, :class:`Sizes` with its table, pools and JSON). Their views are in
-:mod:`pte_lab.views.run.sizes`.
+runs; ``results`` sums them up into the records a user reads, which ``records`` defines (:class:`MethodSizes`,
+:class:`PoolVerification`, :class:`Sizes` with its table, pools and JSON) and a kept sizing holds: they import
+none of the measuring machinery. Their views are in :mod:`pte_lab.views.run.sizes`. Importing the package
+imports none of its modules: each name is loaded when first used (``pte_lab.lazy_names``).
 """
 
 from __future__ import annotations
 
-from .measure import COUNTING_RESERVATION, HEAP_ONCE_ROUNDING, Session, address_space_limit
-from .results import (
-    ANY_TARGET,
-    CONFIGURATIONS,
-    HEAP_FIELDS,
-    HEAP_RUNS,
-    HOST_ABI,
-    HOST_DEPENDENT,
-    HOST_ONLY,
-    HOST_POOLS,
-    INPUT_VALUES,
-    MEASURED_PARTS,
-    MIN_POOL_ALIGNMENT,
-    PARTS,
-    PLANNED_ALIGNMENT,
-    POOLS,
-    POOLS_EXACT,
-    SIZES_COLUMNS,
-    TARGET_KINDS,
-    TARGET_POOLS,
-    Fit,
-    HeapFigures,
-    Library,
-    MethodIO,
-    MethodSizes,
-    PoolVerification,
-    Sizes,
-    SizingError,
-    TargetKind,
-    TargetRun,
-    TempProbe,
-    TempShort,
-    Total,
-    part_source,
-    sized_diff,
-    sizes,
-)
+from typing import TYPE_CHECKING
+
+from ...lazy_names import lazy_names
+
+#: each public name -> the submodule that defines it (or, for the runner's records, re-exports it)
+_LAZY = {
+    "COUNTING_RESERVATION": "measure",
+    "HEAP_ONCE_ROUNDING": "measure",
+    "Session": "measure",
+    "address_space_limit": "measure",
+    "sized_diff": "results",
+    "sizes": "results",
+    "ANY_TARGET": "records",
+    "CONFIGURATIONS": "records",
+    "HEAP_FIELDS": "records",
+    "HEAP_RUNS": "records",
+    "HOST_ABI": "records",
+    "HOST_DEPENDENT": "records",
+    "HOST_ONLY": "records",
+    "HOST_POOLS": "records",
+    "INPUT_VALUES": "records",
+    "MEASURED_PARTS": "records",
+    "MIN_POOL_ALIGNMENT": "records",
+    "PARTS": "records",
+    "PLANNED_ALIGNMENT": "records",
+    "POOLS": "records",
+    "POOLS_EXACT": "records",
+    "SIZES_COLUMNS": "records",
+    "TARGET_KINDS": "records",
+    "TARGET_POOLS": "records",
+    "Fit": "records",
+    "HeapFigures": "records",
+    "Library": "records",
+    "MethodIO": "records",
+    "MethodSizes": "records",
+    "PoolVerification": "records",
+    "Sizes": "records",
+    "SizingError": "records",
+    "TargetKind": "records",
+    "TargetRun": "records",
+    "TempProbe": "records",
+    "TempShort": "records",
+    "Total": "records",
+    "part_source": "records",
+}
 
 __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort", "SIZES_COLUMNS", "PARTS",
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
@@ -95,3 +104,15 @@ __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "Te
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff", "Session", "COUNTING_RESERVATION",
            "address_space_limit", "TargetKind", "TARGET_KINDS", "TargetRun", "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS",
            "TARGET_POOLS"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .measure import COUNTING_RESERVATION, HEAP_ONCE_ROUNDING, Session, address_space_limit
+    from .records import (ANY_TARGET, CONFIGURATIONS, HEAP_FIELDS, HEAP_RUNS, HOST_ABI, HOST_DEPENDENT, HOST_ONLY,
+                          HOST_POOLS, INPUT_VALUES, MEASURED_PARTS, MIN_POOL_ALIGNMENT, PARTS, PLANNED_ALIGNMENT,
+                          POOLS, POOLS_EXACT, SIZES_COLUMNS, TARGET_KINDS, TARGET_POOLS, Fit, HeapFigures, Library,
+                          MethodIO, MethodSizes, PoolVerification, Sizes, SizingError, TargetKind, TargetRun,
+                          TempProbe, TempShort, Total, part_source)
+    from .results import sized_diff, sizes
+
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

@@ -15,7 +15,8 @@ from .. import native
 from ..isolate import Worker
 from ..libraries import registry
 from ..native import executorch_version
-from ..runner import NO_TEMP, RunnerResult, StepUse
+from ..runner import NO_TEMP
+from ..runner_records import RunnerResult, StepUse, failure
 from ..stand_ins import stand_ins_for
 
 __all__ = ["Session", "Measurement", "PoolTrial", "OnceHeap", "HEAP_ONCE_ROUNDING", "COUNTING_RESERVATION",
@@ -74,11 +75,6 @@ class PoolTrial:
     file_loader: int
     #: the exact pools again under a bare-metal platform layer (et_pal_allocate refuses), the program mapped
     bare: RunnerResult | None = None
-
-
-def failure(r: RunnerResult) -> str:
-    """What ExecuTorch said to a run, and at which step."""
-    return f"{error_name(r.error)} at {r.step}"
 
 
 def address_space_limit() -> int | None:

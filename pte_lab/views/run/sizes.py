@@ -19,10 +19,10 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from ...devices import DEVICE_TYPES, parse_device
-from ...model.method_pool import abi
+from ...model.abi import abi
 from ...printable import text_view
 from ...runtime.libraries import AS_NEEDED, libpython, link_flags
-from ...runtime.sizing.results import (
+from ...runtime.sizing.records import (
     ABI_POOLS,
     ANY_TARGET,
     HOST_ABI,
@@ -40,20 +40,25 @@ from ...runtime.sizing.results import (
     TempShort,
     part_source,
 )
-from ...units import count, exact_bytes, human_bytes
+from ...units import count, exact_bytes, human_bytes, local_minute
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
-from .target_pools import HOW_MODELLED, kept_line
-from ..html import html_repr
-from ..text import text_table
+from ..base import html_repr, text_table
 from .declared import declared_lines, header_declared_lines, header_stand_in_lines, stand_in_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.sizing import PoolVerification, Sizes
-    from ...runtime.sizing.results import Fit, TargetRun, Total
+    from ...runtime.sizing.records import Fit, TargetRun, Total
 
 __all__ = ["sizes_text", "sizes_html", "verdict", "temp_verdict", "temp_probe_words", "c_header", "c_identifiers",
-           "METHOD_SECTIONS", "holds_on", "not_runnable", "part_label", "total_line", "fits_lines"]
+           "METHOD_SECTIONS", "holds_on", "not_runnable", "part_label", "total_line", "fits_lines", "HOW_MODELLED"]
+
+#: how a target's pools were had (one home: the text, the header and the docs say it so)
+HOW_MODELLED = ("modelled, not measured on a {target}: the method pool replayed from the program's tables with "
+                "{target}'s type layouts (read from the executorch headers compiled for it), trusted where the same "
+                "replay gives this host's measurement exactly; the temp pool from kernel resolution replayed the same "
+                "way, the delegates' scratch (the blobs') and this host's temp peak at run time (measured from the first "
+                "execute on, apart from kernel resolution)")
 
 
 def _runs(sizes: "Sizes") -> int:
@@ -147,6 +152,15 @@ def temp_verdict(v: "PoolVerification") -> str:
     if p.outcome is TempShort.REFUSED:
         return f"refused ({p.error})"
     return "ran: nothing failed (the temp figure is not tight)"
+
+
+def kept_line(sizes) -> list[str]:
+    """The line that says a sizing's figures were kept (when they were measured), or none: every view of a
+    :class:`~pte_lab.runtime.sizing.Sizes` says it."""
+    if sizes.kept is None:
+        return []
+    return [f"(kept: measured here {local_minute(sizes.kept)} from these same bytes with this pte_lab and ExecuTorch; "
+            "--no-cache measures again)"]
 
 
 @text_view

@@ -18,16 +18,10 @@ import os
 from dataclasses import asdict, dataclass, replace
 
 from ...model.method_pool import method_pool
-from ...units import human_bytes, local_minute
+from ...units import human_bytes
+from .sizes import HOW_MODELLED, kept_line
 
 __all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dict", "on_target", "HOW_MODELLED"]
-
-#: how a target's pools were had (one home: the text, the header and the docs say it so)
-HOW_MODELLED = ("modelled, not measured on a {target}: the method pool replayed from the program's tables with "
-                "{target}'s type layouts (read from the executorch headers compiled for it), trusted where the same "
-                "replay gives this host's measurement exactly; the temp pool from kernel resolution replayed the same "
-                "way, the delegates' scratch (the blobs') and this host's temp peak at run time (measured from the first "
-                "execute on, apart from kernel resolution)")
 
 
 @dataclass(frozen=True)
@@ -146,15 +140,6 @@ def _temp_words(p: TargetPools) -> str:
     return (f"{p.temp_low:,} to {p.temp_pool:,} B (what the kernels take at run time could not be had exactly on "
             f"this host: the method did not run, or its run-time allocations were padded to their alignment: at "
             f"least the {p.target} resolution's and the delegates' scratch, at most this host's pool)")
-
-
-def kept_line(sizes) -> list[str]:
-    """The line that says a sizing's figures were kept (when they were measured), or none: every view of a
-    :class:`~pte_lab.runtime.sizing.Sizes` says it."""
-    if sizes.kept is None:
-        return []
-    return [f"(kept: measured here {local_minute(sizes.kept)} from these same bytes with this pte_lab and ExecuTorch; "
-            "--no-cache measures again)"]
 
 
 def target_pools_text(sizes, pte, target: str) -> str:

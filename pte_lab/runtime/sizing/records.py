@@ -1,0 +1,712 @@
+"""What a sizing says (see :mod:`pte_lab.runtime.sizing`), as records: per method the pools and the heap
+(:class:`MethodSizes`), what a verification proved (:class:`PoolVerification`, :class:`TempProbe`: the temp-pool
+verdict is decided here), the whole program's (:class:`Sizes`: its table, pools, JSON), and the facts every view
+of them names (:data:`PARTS`, :data:`TARGET_KINDS`...).
+
+A kept sizing (:mod:`pte_lab.runtime.kept`) is these records, read back and shown by
+:mod:`pte_lab.views.run.sizes`: this module imports nothing of the measuring machinery (the worker, the engines,
+the native library, the program's model), which :mod:`.results` holds with :func:`~.results.sizes`, the function
+that measures and sums up into them.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from ...errors import MEMORY_ALLOCATION_FAILED, PteLabError
+from ...format import TENSOR_ALIGNMENT
+from ...printable import printable
+from ..declared import DeclaredSizes
+from ..libraries import Library
+from ..runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse, failure
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from .measure import PoolTrial, Session
+
+__all__ = ["Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort", "SIZES_COLUMNS", "PARTS",
+           "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
+           "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
+           "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
+           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS"]
+
+#: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
+#: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
+SIZES_COLUMNS = ["method", "part", "device", "bytes", "lowest", "source"]
+
+#: the parts of a method's run-time memory, in the order a stacked bar draws them: part ->
+#: (who measured it: "file", "runner", "counter" or "kernel"; what it is)
+PARTS = {
+    "planned arenas": ("file", "non_const_buffer_sizes, as ExecuTorch's MethodMeta reads them; "
+                               "the runner allocates exactly these"),
+    "method allocator": ("runner", "high-water mark of the method allocator during load_method"),
+    "delegate scratch": ("delegate blob", "the largest scratch one delegate call takes from the temp allocator, "
+                                          "as the delegates' blobs declare it (Ethos-U: scratch_size); part of "
+                                          "the temp pool"),
+    "temp allocator": ("runner", "peak of the temp allocator over load_method and the runs, at least what "
+                                 "kernel resolution needs, beyond the delegates' scratch"),
+    "heap kept by load_program": ("counter", "malloc'd by Program::load and still held"),
+    "heap kept by load_method": ("counter", "malloc'd during load_method and still held (delegates' state, "
+                                            "packed weights, kernels)"),
+    "heap kept by execute": ("counter", "malloc'd during the runs and still held (workspaces, thread pools)"),
+    "anonymous mappings": ("counter", "mmap'd outside malloc during the steps and still held"),
+    "program file resident": ("kernel", "pages of the program file (and .ptd) mapped in and resident "
+                                        "(Rss in /proc/self/smaps); the loader mlocks them where the "
+                                        "memlock limit allows, as Runtime.load_program does"),
+}
+
+#: the least base alignment a pool is reported with: ExecuTorch's planned tensors are 16-byte aligned
+#: (exir's TENSOR_ALIGNMENT), and pool bases aligned to 16 were seen to suffice where 4 mod 16 failed
+MIN_POOL_ALIGNMENT = TENSOR_ALIGNMENT
+
+#: the base alignment planned buffers are given (and verified with, to exactly this): exir plans every
+#: tensor at an offset that is a multiple of it
+PLANNED_ALIGNMENT = TENSOR_ALIGNMENT
+
+#: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
+POOLS = ("planned arenas", "method allocator", "temp allocator")
+#: the pools whose size depends on the ABI (their allocations hold pointers and vectors of them); the planned
+#: arenas are the file's
+ABI_POOLS = ("method allocator", "temp allocator")
+
+#: how many fresh workers measure each method's heap (the lowest and highest seen are kept)
+HEAP_RUNS = 3
+
+#: what every view says of the heap figures, and of the pools (one home for the wording)
+HOST_DEPENDENT = ("the heap figures can change with the CPU (a kernel library or backend may pick its code and "
+                  "workspaces per instruction set, as XNNPACK does), the allocator and the run")
+POOLS_EXACT = "the pools are exact: ExecuTorch's own allocators, the same on every run"
+
+#: MethodSizes' heap fields -> the HeapFigures field that holds the same figure
+HEAP_FIELDS = {"heap_load_program": "load_program", "heap_load_method": "load_method", "heap_execute": "execute",
+               "heap_execute_peak": "execute_peak", "anonymous_mapped": "anonymous_mapped",
+               "file_resident": "file_resident", "heap_peak": "peak", "heap_kept": "kept",
+               "file_heap_peak": "file_peak", "file_heap_kept": "file_kept", "heap_once": "once"}
+
+#: parts (:data:`PARTS`) that are host-dependent measurements -> their MethodSizes field
+MEASURED_PARTS = {"heap kept by load_program": "heap_load_program", "heap kept by load_method": "heap_load_method",
+                  "heap kept by execute": "heap_execute", "anonymous mappings": "anonymous_mapped",
+                  "program file resident": "file_resident"}
+
+#: the pool configurations every method is sized and verified in: name -> what it is
+CONFIGURATIONS = {
+    "method + temp": "a method pool and a temp pool (the temp figure is tight only together with this method "
+                     "pool: with a smaller temp pool, Method::init resolves kernels in the method pool)",
+    "method alone": "a method pool and no temp allocator (MemoryManager's temp_allocator nullptr, as many runners "
+                    "pass): kernel resolution then takes the method pool",
+}
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    """A kind of target the figures are said to hold on: what its platform layer's allocator does, and whether
+    what was measured on this machine beyond the pools (heap, mappings, link line) holds there. A target of
+    another ABI (a 32-bit Cortex-M) is a target of one of these kinds with pools of its own."""
+
+    name: str
+    #: its platform layer (et_pal_allocate: where a method with no temp allocator takes its temp memory)
+    platform: str
+    #: et_pal_allocate serves requests there
+    platform_allocates: bool
+    #: the heap, mapping and library figures measured here hold there
+    host: bool
+    #: the data loader its total assumes, and whether the program's bytes are in RAM with it
+    loader: str
+    program_in_ram: bool
+
+
+#: the target kinds every configuration is run under (the first is this host)
+TARGET_KINDS = {k.name: k for k in (
+    TargetKind("host", "this host's platform layer (ExecuTorch's POSIX one: et_pal_allocate is malloc)", True,
+               True, "FileDataLoader (it mallocs the program's bytes it reads)", True),
+    TargetKind("bare-metal", "a bare-metal platform layer whose et_pal_allocate returns nullptr (as Arm's does)",
+               False, False, "BufferDataLoader over the program in flash", False),
+)}
+
+#: what a header or report says holds on any target, and what holds on this host only (one home for the labels)
+ANY_TARGET = ("holds on any target: planned buffers, delegates' scratch, inputs and outputs, alignments; "
+              "the pools are {pools}")
+#: this machine's ABI, as the figures name it
+HOST_ABI = "x86-64 LP64" if platform.machine() in ("x86_64", "AMD64") else f"{platform.machine()}"
+#: how the pools of ANY_TARGET are said for this host's ABI, and for another target's
+HOST_POOLS = f"this ABI's ({HOST_ABI}): for a 32-bit board, see --target cortex-m"
+TARGET_POOLS = "{target}'s (modelled: see the note on how)"
+HOST_ONLY = ("holds on this host only ({host}: its C library's malloc, ExecuTorch's POSIX platform layer): heap, "
+             "mappings, what the process allocates once, the thread pool, the libraries and link line")
+
+
+class SizingError(PteLabError):
+    """A method could not be sized (the runtime refused it at some step); raised inside the sizing
+    worker, and recorded as the method's reason in :attr:`Sizes.skipped`."""
+
+
+# ------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class TargetRun:
+    """One pool configuration (:data:`CONFIGURATIONS`) run under one target kind's platform layer
+    (:data:`TARGET_KINDS`): whether it ran, and what it asked of the platform layer's allocator."""
+
+    configuration: str
+    target: str
+    #: every step worked (else ``error``: what ExecuTorch said, and at which step)
+    ran: bool
+    error: str | None = None
+    #: requests to et_pal_allocate (the largest in bytes, PlatformMemoryAllocator's node and padding included),
+    #: and those refused; temp allocations refused during execute (ExecuTorch logs them)
+    platform_calls: int = 0
+    platform_largest: int = 0
+    platform_refused: int = 0
+    temp_failures: int = 0
+    #: pools of exactly the reported sizes (a verification); False: counting pools (the sizing)
+    exact: bool = False
+
+    @property
+    def runnable(self) -> bool:
+        """It ran with nothing refused: the configuration holds on this kind of target."""
+        return self.ran and not self.platform_refused and not self.temp_failures
+
+    @classmethod
+    def of(cls, r: RunnerResult, configuration: str, *, exact: bool = False) -> "TargetRun":
+        return cls(configuration, "bare-metal" if r.bare_metal else "host", r.ok, None if r.ok else failure(r),
+                   r.platform_calls, r.platform_largest, r.platform_refused,
+                   r.pools.temp_failed if r.pools else 0, exact)
+
+
+@dataclass(frozen=True)
+class Total:
+    """What one method must have in RAM on one kind of target (:data:`TARGET_KINDS`), in one configuration:
+    ``parts`` (name, bytes) and their sum. ``exact``: every part is exact (no host heap figure in it)."""
+
+    method: str
+    target: str
+    configuration: str
+    parts: tuple[tuple[str, int], ...]
+    exact: bool
+    #: the configuration holds on that target (False: the total is of one that is not runnable there)
+    runnable: bool = True
+    #: planned buffers on a device (not in RAM), left out: (name, bytes)
+    left_out: tuple[tuple[str, int], ...] = ()
+    #: whose pools the total holds ("host": this machine's ABI, x86-64 LP64 here; "cortex-m": modelled), and
+    #: why it is not exact (None: it is, or it holds a host heap figure)
+    abi: str = "host"
+    inexact: str | None = None
+
+    @property
+    def bytes(self) -> int:
+        return sum(b for _, b in self.parts)
+
+    def largest(self, n: int = 3) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted(self.parts, key=lambda p: -p[1])[:n])
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A board total (:class:`Total`) checked against a budget, or placed in named regions (first fit,
+    largest part first; a part is never split)."""
+
+    total: Total
+    #: the budget (bytes; None: regions), or the regions (name, bytes)
+    budget: int | None
+    regions: tuple[tuple[str, int], ...] = ()
+    #: region -> the parts placed there; the parts that fit nowhere
+    placed: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    unplaced: tuple[str, ...] = ()
+
+    @property
+    def fits(self) -> bool:
+        if self.budget is not None:
+            return self.total.bytes <= self.budget
+        return not self.unplaced
+
+    @classmethod
+    def check(cls, total: Total, budget: int | None = None, regions: tuple[tuple[str, int], ...] = ()) -> "Fit":
+        if not regions:
+            return cls(total, budget)
+        free = {name: size for name, size in regions}
+        placed: dict[str, list[str]] = {name: [] for name, _ in regions}
+        unplaced = []
+        for part, b in sorted(total.parts, key=lambda p: -p[1]):
+            where = next((name for name, _ in regions if free[name] >= b), None)
+            if where is None:
+                unplaced.append(part)
+            else:
+                free[where] -= b
+                placed[where].append(part)
+        return cls(total, None, tuple(regions), tuple((n, tuple(p)) for n, p in placed.items()), tuple(unplaced))
+
+    def to_dict(self) -> dict:
+        return {"method": self.total.method, "target": self.total.target,
+                "configuration": self.total.configuration, "total": self.total.bytes, "budget": self.budget,
+                "regions": dict(self.regions), "placed": {n: list(p) for n, p in self.placed},
+                "unplaced": list(self.unplaced), "fits": self.fits, "abi": self.total.abi,
+                "exact": self.total.exact, "inexact": self.total.inexact,
+                "largest": [list(p) for p in self.total.largest()]}
+
+
+@dataclass(frozen=True)
+class HeapFigures:
+    """One method's heap figures (bytes; None: not counted), as :class:`MethodSizes` names them: the lowest or
+    the highest seen over the fresh runs that measured them."""
+
+    load_program: int | None = None
+    load_method: int | None = None
+    execute: int | None = None
+    execute_peak: int | None = None
+    anonymous_mapped: int | None = None
+    file_resident: int | None = None
+    peak: int | None = None
+    kept: int | None = None
+    file_peak: int | None = None
+    file_kept: int | None = None
+    once: int | None = None
+
+    @classmethod
+    def of(cls, m: "MethodSizes") -> "HeapFigures":
+        return cls(**{short: getattr(m, name) for name, short in HEAP_FIELDS.items()})
+
+
+@dataclass(frozen=True)
+class MethodSizes:
+    """What one method needs at run time (bytes), and how each figure was had."""
+
+    method: str
+    #: (mem_id, device, bytes) of every planned arena, as ExecuTorch's MethodMeta reads them
+    planned: tuple[tuple[int, str, int], ...]
+    #: the method-allocator pool: high-water mark of load_method (measured)
+    method_allocator: int
+    method_allocations: int
+    #: the temp-allocator pool to give: max(temp_peak, resolution_minimum)
+    temp_allocator: int
+    #: the temp allocator's measured peak over load_method and the runs
+    temp_peak: int
+    #: bytes Method::init needs in the temp pool to resolve its largest kernel call there (from the file)
+    resolution_minimum: int
+    #: the pools' base alignment the figures hold for: the largest alignment any allocation asked
+    alignment: int
+    #: measured by the allocation counter (None where it is not available)
+    heap_load_method: int | None
+    heap_execute: int | None
+    heap_execute_peak: int | None
+    anonymous_mapped: int | None
+    file_resident: int | None
+    heap_load_program: int | None
+    runs: int
+    #: the raw per-step measurements (None: the counter was not preloaded)
+    steps: dict[Step, StepUse | None] = field(default_factory=dict, compare=False, repr=False)
+    #: the backends and kernels pte_lab's stand-ins replaced while measuring (see runtime.stand_ins)
+    stand_ins: tuple[str, ...] = ()
+    #: the largest scratch one delegate call takes from the temp allocator, from the blobs (the temp pool covers it)
+    delegate_scratch: int = 0
+    #: "method alone": the method pool with no temp allocator (None: the method cannot run without one,
+    #: see ``alone_error``); ``alignment`` covers its allocations too
+    method_pool_alone: int | None = None
+    alone_error: str | None = None
+    #: the planned buffers' base alignment (verified to exactly this)
+    planned_alignment: int = PLANNED_ALIGNMENT
+    #: the most heap held at once from load_program through the runs, above what was held before
+    #: (the counter: XNNPACK's packed weights, workspaces; None without the counter), and what is still
+    #: held after the runs, with the program mapped (MmapDataLoader: the file is not in the heap)
+    heap_peak: int | None = None
+    heap_kept: int | None = None
+    #: the same with a FileDataLoader of alignment ``file_loader_alignment`` (it mallocs the program's
+    #: flatbuffer at Program::load, the constant segment, delegate blobs while load_method reads them),
+    #: the larger of the two configurations: the heap a runner that reads the file needs
+    file_heap_peak: int | None = None
+    file_heap_kept: int | None = None
+    file_loader_alignment: int = 0
+    #: what the process allocates once, on the first load and execute of any method (ExecuTorch's thread
+    #: pool and cpuinfo's tables, a backend's process-wide state): the larger of the first method's first
+    #: run less a repeat (in the worker) and a fresh native process's first parallel_for (the probe: the
+    #: worker may hold part of it already), rounded up to :data:`HEAP_ONCE_ROUNDING`; part of every method's
+    #: heap_peak/heap_kept and file_heap_peak/file_heap_kept (a process that runs only this method pays it
+    #: too), not of the per-step parts
+    heap_once: int | None = None
+    #: inputs and outputs as ExecuTorch's MethodMeta reads them; every input was set before every
+    #: execute (:data:`INPUT_VALUES`)
+    inputs: tuple[MethodIO, ...] = ()
+    outputs: tuple[MethodIO, ...] = ()
+    #: the heap figures over ``heap_runs`` fresh workers: the lowest and the highest seen (the scalar heap
+    #: fields above are the highest); None where the heap was not counted
+    heap_runs: int = 1
+    heap_low: HeapFigures | None = None
+    heap_high: HeapFigures | None = None
+    #: the backends the method delegates to, and the libraries of the executorch install that register
+    #: its backends and operators (libexecutorch.so first)
+    backends: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
+    libraries: tuple[Library, ...] = ()
+    #: each configuration run under each target kind's platform layer, with counting pools (the sizing)
+    targets: tuple[TargetRun, ...] = ()
+    #: the program's bytes where a board must hold them in RAM (0: they may stay in flash), and why
+    program_in_ram: int = 0
+    program_in_ram_why: str | None = None
+    #: the target whose ABI the pools are for ("host": measured here; "cortex-m": modelled, see
+    #: pte_lab.views.run.target_pools), and why its board total is not exact there (None: it is)
+    abi: str = "host"
+    inexact: str | None = None
+    #: the temp allocator's peak from the first execute on (what kernels and delegates take at run time; None:
+    #: the method did not run), and how many of those allocations found the pool's cursor off their alignment
+    #: (0: the run-time bytes are the requests' own sizes, the same on a target whose default alignment is
+    #: smaller, as pte_lab.views.run.target_pools takes them)
+    temp_run_peak: int | None = None
+    temp_run_padded: int = 0
+
+    def holds_on(self, configuration: str) -> dict[str, TargetRun]:
+        """Target kind -> how ``configuration`` ran under its platform layer (with counting pools)."""
+        return {t.target: t for t in self.targets if t.configuration == configuration}
+
+    def totals(self) -> dict[str, Total]:
+        """Target kind -> what the method must have in RAM there (:class:`Total`): the planned buffers, the
+        pools of the configuration it holds in (the smaller where both do), and the program's bytes where that
+        target's loader or the delegates' memory mode needs them in RAM; on this host, the heap a runner with
+        a FileDataLoader needs (the highest seen; it holds the loader's copy of the program)."""
+        host_planned = tuple((f"planned buffer {mem_id}", b) for mem_id, dev, b in self.planned if dev == "cpu")
+        devices = tuple((f"planned buffer {mem_id} ({dev})", b) for mem_id, dev, b in self.planned if dev != "cpu")
+        pools = {"method + temp": (("method pool", self.method_allocator),
+                                   (f"temp pool (covers the delegates' scratch, {self.delegate_scratch:,} B)"
+                                    if self.delegate_scratch else "temp pool", self.temp_allocator))}
+        if self.method_pool_alone is not None:
+            pools["method alone"] = (("method pool", self.method_pool_alone),)
+        out = {}
+        for kind in TARGET_KINDS.values():
+            if kind.host and self.abi != "host":  # another ABI's pools with this host's heap: no one's total
+                continue
+            runs = {c: self.holds_on(c).get(kind.name) for c in pools}
+            holding = [c for c in pools if runs[c] is not None and runs[c].runnable]
+            if kind.host:  # a Linux runner: the pools with a temp allocator, and the heap it needs beyond them
+                config = "method + temp"
+            else:
+                config = min(holding or ["method + temp"], key=lambda c: sum(b for _, b in pools[c]))
+            parts = list(host_planned) + list(pools[config])
+            if kind.host:
+                if self.file_heap_peak is not None:
+                    parts.append((f"heap peak, FileDataLoader({self.file_loader_alignment}) (this host, the highest "
+                                  f"seen; holds the loader's copy of the program)", self.file_heap_peak))
+            elif self.program_in_ram:
+                parts.append((f"the program's bytes ({self.program_in_ram_why})", self.program_in_ram))
+            out[kind.name] = Total(self.method, kind.name, config, tuple(parts),
+                                   exact=not kind.host and self.inexact is None, abi=self.abi, inexact=self.inexact,
+                                   runnable=config in holding or not self.targets, left_out=devices)
+        return out
+
+    def planned_by_device(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for _, dev, b in self.planned:
+            out[dev] = out.get(dev, 0) + b
+        return out
+
+    def seen(self, field_name: str) -> tuple[int, int] | None:
+        """(lowest, highest) seen over the fresh runs of a heap field (:data:`HEAP_FIELDS`, or a part of
+        :data:`MEASURED_PARTS`); None: not measured."""
+        field_name = MEASURED_PARTS.get(field_name, field_name)
+        short = HEAP_FIELDS[field_name]
+        low = None if self.heap_low is None else getattr(self.heap_low, short)
+        high = getattr(self, field_name)
+        if high is None:
+            return None
+        return (high if low is None else low), high
+
+    def parts(self) -> dict[str, int | None]:
+        """The run-time bytes by part (:data:`PARTS`); planned arenas summed over devices; the measured parts
+        (:data:`MEASURED_PARTS`) are the highest seen (:meth:`seen` has the lowest)."""
+        return {
+            "planned arenas": sum(b for _, _, b in self.planned),
+            "heap kept by load_program": self.heap_load_program,
+            "method allocator": self.method_allocator,
+            "delegate scratch": self.delegate_scratch,
+            "temp allocator": self.temp_allocator - self.delegate_scratch,
+            "heap kept by load_method": self.heap_load_method,
+            "heap kept by execute": self.heap_execute,
+            "anonymous mappings": self.anonymous_mapped,
+            "program file resident": self.file_resident,
+        }
+
+
+class TempShort(Enum):
+    """What a temp pool one byte smaller than reported did, with exactly the reported method pool."""
+
+    #: ExecuTorch refused it: a step failed (load_method, or an execute returning an error)
+    REFUSED = "refused"
+    #: temp allocations failed during execute, which still returned Ok (ExecuTorch only logs them)
+    SILENT = "silent"
+    #: nothing failed: the temp figure is not tight
+    RAN = "ran"
+
+
+@dataclass(frozen=True)
+class TempProbe:
+    """A temp pool one byte short, tried: the verdict (decided here, by :meth:`of`; worded by
+    :mod:`pte_lab.views.run.sizes`) and its detail."""
+
+    outcome: TempShort
+    #: REFUSED: what ExecuTorch said, and at which step
+    error: str | None = None
+    #: SILENT: the temp allocations that failed during execute
+    failed: int = 0
+
+    @classmethod
+    def of(cls, run: RunnerResult) -> "TempProbe":
+        failed = run.pools.temp_failed if run.pools else 0
+        if not run.ok:
+            return cls(TempShort.REFUSED, error=failure(run))
+        return cls(TempShort.SILENT, failed=failed) if failed else cls(TempShort.RAN)
+
+
+@dataclass(frozen=True)
+class PoolVerification:
+    """One method run with pools of exactly its reported sizes, then with a method pool one byte smaller."""
+
+    #: the pools tried (bytes; temp None: no temp allocator) and their bases' alignment
+    method_pool: int
+    temp_pool: int | None
+    alignment: int
+    #: the method loaded and ran with exactly these pools; else what ExecuTorch said, and at which step
+    sufficient: bool
+    sufficient_error: str | None
+    #: ExecuTorch refused a method pool one byte smaller at load_method (MemoryAllocationFailed)
+    tight: bool
+    #: what ExecuTorch said to the smaller pool (None: nothing, or not tried)
+    smaller_error: str | None
+    #: the configuration (:data:`CONFIGURATIONS`), executes run, the planned buffers' base alignment
+    configuration: str = "method + temp"
+    runs: int = 1
+    planned_alignment: int = PLANNED_ALIGNMENT
+    #: the data loader the runs used ("FileDataLoader(16)", "MmapDataLoader")
+    loader: str = "MmapDataLoader"
+    #: temp allocations refused during the runs with exactly these pools (a kernel's execute-time temp
+    #: allocation failing is logged by ExecuTorch, and execute may still return Ok): any makes it insufficient
+    temp_failures: int = 0
+    #: what a temp pool one byte smaller did (method + temp, temp pool > 0; None: not tried)
+    smaller_temp: TempProbe | None = None
+    #: the exact pools' run on this host (``host``: what it asked of et_pal_allocate, malloc here) and again
+    #: under a bare-metal platform layer whose et_pal_allocate refuses (``bare_metal``; None: not run)
+    host: TargetRun | None = None
+    bare_metal: TargetRun | None = None
+
+    def holds_on(self) -> dict[str, TargetRun]:
+        """Target kind -> how exactly these pools ran under its platform layer."""
+        return {t.target: t for t in (self.host, self.bare_metal) if t is not None}
+
+    @property
+    def temp_short_is_silent(self) -> bool:
+        """A temp pool one byte short is not refused: a kernel's temp allocation fails during execute, which
+        still returns Ok (ExecuTorch only logs "Failed to allocate temp memory")."""
+        return self.smaller_temp is not None and self.smaller_temp.outcome is TempShort.SILENT
+
+    @classmethod
+    def of(cls, trial: PoolTrial, m: "MethodSizes") -> "PoolVerification":
+        """What ``trial``'s runs proved of ``m``'s pools."""
+        ok, smaller = trial.exact, trial.smaller
+        configuration = "method + temp" if trial.temp_pool is not None else "method alone"
+        temp_failures = ok.pools.temp_failed if ok.pools else 0
+        sufficient = ok.ok and not temp_failures
+        why = None if sufficient else failure(ok) if not ok.ok else (
+            f"{temp_failures} temp allocations refused during execute (ExecuTorch logged them; execute "
+            f"returned Ok)")
+        return cls(
+            trial.method_pool, trial.temp_pool, m.alignment,
+            sufficient=sufficient, sufficient_error=why,
+            tight=smaller is not None and smaller.error == MEMORY_ALLOCATION_FAILED
+            and smaller.step is not None and smaller.step.kind is StepKind.LOAD_METHOD,
+            smaller_error=None if smaller is None or smaller.ok else failure(smaller),
+            configuration=configuration, runs=m.runs,
+            planned_alignment=m.planned_alignment, loader=f"FileDataLoader({trial.file_loader})",
+            temp_failures=temp_failures,
+            smaller_temp=None if trial.smaller_temp is None else TempProbe.of(trial.smaller_temp),
+            host=TargetRun.of(ok, configuration, exact=True),
+            bare_metal=None if trial.bare is None else TargetRun.of(trial.bare, configuration, exact=True))
+
+    def to_dict(self) -> dict:
+        from ...views.run.sizes import temp_probe_words
+
+        return asdict(self) | {"smaller_temp": None if self.smaller_temp is None
+                               else temp_probe_words(self.smaller_temp)}
+
+
+@dataclass
+class Sizes:
+    """Per method: the pools it needs and what it takes beyond them (see :data:`PARTS`)."""
+
+    path: str
+    data_path: str | None
+    methods: dict[str, MethodSizes]
+    #: methods that could not be sized: name -> why
+    skipped: dict[str, str]
+    counted: bool
+    executorch_version: str
+    #: per method: the verification's outcome, method + temp pools (None until :meth:`verify` ran)
+    verified: dict[str, PoolVerification] | None = None
+    #: per method: the verification's outcome with the method pool alone (no temp allocator); absent for
+    #: methods that cannot run without one
+    verified_alone: dict[str, PoolVerification] | None = None
+    #: what the file declares for each method not sized (planned arenas, delegates' scratch)
+    declared: dict[str, DeclaredSizes] = field(default_factory=dict)
+    #: when these figures were measured (seconds since the epoch) where they come from pte_lab's kept
+    #: measurements (:mod:`pte_lab.runtime.kept`); None: measured by this call
+    kept: float | None = None
+
+    def table(self) -> "pd.DataFrame":
+        """One row per method, part and device (:data:`SIZES_COLUMNS`)."""
+        import pandas as pd
+
+        rows = []
+        for m in self.methods.values():
+            for mem_dev, b in sorted(m.planned_by_device().items(), key=lambda kv: (kv[0] != "cpu", kv[0])):
+                rows.append((m.method, "planned arenas", mem_dev, b, b, PARTS["planned arenas"][0]))
+            for part, b in m.parts().items():
+                if part == "planned arenas" or b is None or (part == "delegate scratch" and not b):
+                    continue
+                low = m.seen(part)[0] if part in MEASURED_PARTS else b
+                rows.append((m.method, part, "cpu", b, low, part_source(part, m)))
+        for d in self.declared.values():
+            for _, dev, b in d.planned:
+                rows.append((d.method, "planned arenas", dev, b, b, PARTS["planned arenas"][0]))
+            if d.delegate_scratch:
+                rows.append((d.method, "delegate scratch", "cpu", d.delegate_scratch, d.delegate_scratch,
+                             PARTS["delegate scratch"][0]))
+        df = pd.DataFrame(rows, columns=SIZES_COLUMNS)
+        df.attrs.update(path=self.path, counted=self.counted, executorch=self.executorch_version,
+                        heap_runs=max((m.heap_runs for m in self.methods.values()), default=0))
+        return df
+
+    def pools(self) -> "pd.DataFrame":
+        """One row per method: the pool sizes a bare-metal build gives it (method + temp pools, or the method
+        pool alone with no temp allocator), their bases' alignment, and the planned buffers'."""
+        import pandas as pd
+
+        rows = [(m.method, m.method_allocator, m.temp_allocator, m.method_pool_alone, m.alignment,
+                 tuple(b for _, _, b in m.planned), tuple(d for _, d, _ in m.planned), m.planned_alignment)
+                for m in self.methods.values()]
+        return pd.DataFrame(rows, columns=["method", "method_pool", "temp_pool", "method_pool_alone", "alignment",
+                                           "planned_buffers", "planned_devices", "planned_alignment"])
+
+    def totals(self) -> dict[str, dict[str, Total]]:
+        """Method -> target kind (:data:`TARGET_KINDS`) -> what it must have in RAM there
+        (:meth:`MethodSizes.totals`)."""
+        return {n: m.totals() for n, m in self.methods.items()}
+
+    @property
+    def target(self) -> str:
+        """The target whose ABI the pools are for ("host" unless ``pte_lab.views.run.target_pools.on_target``
+        made these sizes for another)."""
+        return next((m.abi for m in self.methods.values()), "host")
+
+    def fits(self, budget: int | None = None, regions: tuple[tuple[str, int], ...] = (),
+             target: str = "bare-metal") -> dict[str, Fit]:
+        """Method -> its ``target`` total checked against ``budget`` bytes, or placed in ``regions`` ((name,
+        bytes), first fit, largest part first). Raises ``ValueError`` with neither."""
+        if budget is None and not regions:
+            raise ValueError("fits() needs a budget or regions")
+        return {n: Fit.check(t[target], budget, tuple(regions)) for n, t in self.totals().items()}
+
+    @property
+    def proven(self) -> bool:
+        """Every sized method verified in both configurations: sufficient, and its method pool tight."""
+        checks = [*(self.verified or {}).values(), *(self.verified_alone or {}).values()]
+        return bool(self.verified) and all(v.sufficient and v.tight for v in checks)
+
+    def to_dict(self, budget: int | None = None, regions: tuple[tuple[str, int], ...] = ()) -> dict:
+        """The pte_lab.sizes document; ``totals`` per method and target kind, ``fits`` (None without a
+        ``budget`` or ``regions``) the board's totals checked against them (:meth:`fits`)."""
+        def method(m: MethodSizes) -> dict:
+            # the steps (keyed by Step records) are not in the document
+            d = {k: v for k, v in asdict(replace(m, steps={})).items()
+                 if k not in ("steps", "inputs", "outputs", "libraries")}
+            return d | {"parts": m.parts(),
+                        "inputs": [asdict(i) | {"dtype": i.dtype, "set_to": _set_to(i)} for i in m.inputs],
+                        "outputs": [asdict(o) | {"dtype": o.dtype} for o in m.outputs],
+                        "libraries": [asdict(lib) for lib in m.libraries]}
+
+        return {
+            "schema": "pte_lab.sizes", "version": 1, "target": self.target, "path": self.path, "executorch": self.executorch_version,
+            "counted": self.counted, "kept": self.kept, "heap_runs": max((m.heap_runs for m in self.methods.values()), default=0),
+            "heap_figures": HOST_DEPENDENT + "; each is the highest seen over heap_runs fresh workers, heap_low the "
+                            "lowest", "pools": POOLS_EXACT,
+            "parts": {p: {"source": how, "what": what} for p, (how, what) in PARTS.items()},
+            "configurations": CONFIGURATIONS, "inputs_set_to": INPUT_VALUES,
+            "methods": {n: method(m) for n, m in self.methods.items()},
+            "skipped": self.skipped,
+            "declared": {n: asdict(d) for n, d in self.declared.items()},
+            "verified": None if self.verified is None else {n: v.to_dict() for n, v in self.verified.items()},
+            "verified_alone": None if self.verified_alone is None else {
+                n: v.to_dict() for n, v in self.verified_alone.items()},
+            "targets": {k: asdict(t) for k, t in TARGET_KINDS.items()},
+            "totals": {n: {k: asdict(t) | {"bytes": t.bytes} for k, t in ts.items()}
+                       for n, ts in self.totals().items()},
+            "fits": None if budget is None and not regions else {
+                n: f.to_dict() for n, f in self.fits(budget, regions).items()},
+        }
+
+    def verify(self) -> dict[str, PoolVerification]:
+        """Load and run each method with pools of exactly the reported sizes, then with a method pool
+        one byte smaller; the first must work and the second be refused (MemoryAllocationFailed).
+
+        Returns (and keeps in :attr:`verified`) per method a :class:`PoolVerification`. Raises
+        :class:`SizingError` when a figure is not sufficient.
+        """
+        # the measuring machinery, imported when a sizing is verified: a kept one is read without it
+        from ..checked import checked
+        from .measure import Session
+
+        pte = checked(self.path).pte
+        with Session(self.path, self.data_path, sorted(
+                {d for m in self.methods.values() for _, d, _ in m.planned if d != "cpu"})) as session:
+            self.verified, self.verified_alone = {}, {}
+            for m in self.methods.values():
+                why = session.cannot_run(pte.methods[m.method])  # registers the operators it needs
+                if why is None:
+                    self.verified[m.method], alone = _verify(session, m)
+                    if alone is not None:
+                        self.verified_alone[m.method] = alone
+                else:
+                    self.verified[m.method] = PoolVerification(
+                        m.method_allocator, m.temp_allocator, m.alignment, sufficient=False, sufficient_error=why,
+                        tight=False, smaller_error=None)
+        _raise_if_insufficient(self.verified, self.verified_alone)
+        return self.verified
+
+    def _repr_html_(self) -> str:
+        from ...views.run.sizes import sizes_html
+
+        return sizes_html(self)
+
+    def __repr__(self) -> str:
+        return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(map(printable, self.methods))}>"
+
+
+def part_source(part: str, m: MethodSizes) -> str:
+    """Who measured ``part`` (:data:`PARTS`), and "with stand-ins" where stand-ins ran in the measurement."""
+    how = PARTS[part][0]
+    return f"{how}, with stand-ins" if m.stand_ins and how in ("runner", "counter") else how
+
+
+def _set_to(io: MethodIO) -> str:
+    """What the sizing runner set an input to before every execute."""
+    if io.kind == "Tensor":
+        return INPUT_VALUES["Tensor"]
+    return INPUT_VALUES["other"] + ("" if io.value is None else f": {io.value!r}")
+
+
+def _verify(session: "Session", m: MethodSizes) -> tuple[PoolVerification, PoolVerification | None]:
+    """Both configurations (the second None where the method cannot run without a temp allocator)."""
+    def check(method_pool: int, temp_pool: int | None) -> PoolVerification:
+        return PoolVerification.of(session.trial(m.method, method_pool=method_pool, temp_pool=temp_pool,
+                                                 alignment=m.alignment, runs=m.runs,
+                                                 planned_alignment=m.planned_alignment), m)
+
+    both = check(m.method_allocator, m.temp_allocator)
+    return both, None if m.method_pool_alone is None else check(m.method_pool_alone, None)
+
+
+def _raise_if_insufficient(verified: dict[str, PoolVerification],
+                           alone: dict[str, PoolVerification] | None = None) -> None:
+    bad = [(n, v) for n, v in verified.items() if not v.sufficient]
+    bad += [(n, v) for n, v in (alone or {}).items() if not v.sufficient]
+    if bad:
+        raise SizingError("pools of the reported sizes did not suffice for "
+                          + ", ".join(f"{n!r} ({v.configuration}: {v.sufficient_error})" for n, v in bad))

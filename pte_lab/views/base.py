@@ -1,0 +1,54 @@
+"""What every view frames its content in, importing nothing of the model or the runtime (a kept answer is shown
+with these alone): :func:`text_table`, the plain-text table, and :func:`html_repr`, the one way HTML leaves
+pte_lab (:mod:`pte_lab.views.html` says how its rich view and its text fallback take turns); and the words
+views of the file and of a what-if share (:func:`delegate_heap_note`)."""
+
+from __future__ import annotations
+
+from functools import cache
+from html import escape
+from importlib.resources import files
+
+from ..printable import printable
+
+__all__ = ["text_table", "html_repr", "delegate_heap_note"]
+
+
+def _numeric(cell: str) -> bool:
+    """Right-aligned: a number, signed or not (``4,096``, ``+36 KiB``, ``-12.5%``)."""
+    return cell[:1].isdigit() or (cell[:1] in "+-" and cell[1:2].isdigit())
+
+
+def text_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table: a header, a rule, and the rows (numbers right-aligned, every cell on one line)."""
+    rows = [[printable(c) for c in r] for r in rows]  # a name from the file is one cell on one line
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    for r in rows:
+        out.append("  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths)))
+    return "\n".join(out)
+
+
+@cache
+def _css() -> str:
+    return files("pte_lab.views").joinpath("static/pte_lab.css").read_text(encoding="utf-8")
+
+
+def html_repr(body: str, fallback: str) -> str:
+    """The one way HTML leaves pte_lab: ``body`` (rich HTML) and ``fallback`` (its plain text), of which
+    exactly one shows, with styles or without them (:mod:`pte_lab.views.html`'s docstring says how)."""
+    return (f"<div><style>{_css()}</style>"
+            f"<pre class='pte-text-fallback'>{escape(fallback)}</pre>"
+            f"<div class='pte-wrap' style='display:none'>{body}</div></div>")
+
+
+def delegate_heap_note(backends) -> str:
+    """What the plan leaves out for a method that calls ``backends``: their own memory, in the heap."""
+    xnn = "XnnpackBackend" in backends
+    others = [b for b in backends if b != "XnnpackBackend"]
+    parts = (["XNNPACK's packed weights and workspaces (made at load_method and the first execute)"] if xnn else []) + \
+        [f"what {b} allocates for itself" for b in others]
+    verb = "live" if xnn or len(parts) > 1 else "lives"
+    return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap, outside "
+            f"the planned arenas; `pte-lab sizes FILE` measures them")
