@@ -22,7 +22,7 @@ import numpy as np
 
 from ..vocabulary import PLANNER_NAMES
 from .exact import optimal as search
-from .problem import Problem, align_up
+from .problem import PlanningError, Problem, align_up
 
 
 def _by_size(p: Problem):
@@ -180,8 +180,33 @@ def optimal(p: Problem) -> dict[int, int]:
     return search(p)[0]
 
 
-#: every planner :func:`~.replan.plan_arena` and :func:`~.replan.replan` take, by its name
+#: every planner :func:`plan_arena` and :func:`~.replan.replan` take, by its name
 #: (:data:`pte_lab.vocabulary.PLANNER_NAMES`, the names' one home): each is the function of that name here
 PLANNERS = {name: globals()[name] for name in PLANNER_NAMES}
 #: the heuristics: they plan arenas of any size (all but the exhaustive search, which plans tiny arenas only)
 ALGORITHMS = {name: fn for name, fn in PLANNERS.items() if fn is not optimal}
+
+
+def plan_arena(problem: Problem, algorithm: str = "best_fit") -> tuple[dict[int, int], int]:
+    """(value -> offset, arena size) for one arena's problem.
+
+    Returns the new offset of every planned value and the arena's new size. Raises ``ValueError`` for an
+    unknown ``algorithm`` (see :data:`PLANNERS`), :class:`PlanningError` if a planner misplaces a group."""
+    try:
+        fn = PLANNERS[algorithm]
+    except KeyError:
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {sorted(PLANNERS)}") from None
+    starts = fn(problem)
+    offsets: dict[int, int] = {}
+    end = 0
+    for g in problem.groups:
+        base = starts[g.id]
+        if base % problem.alignment:
+            raise PlanningError(f"{algorithm} placed group {g.id} at unaligned offset {base}")
+        for value, rel, _ in g.members:
+            offsets[value] = base + rel
+        end = max(end, base + g.size)
+    for value, nbytes in problem.idle:  # never alive: any in-bounds offset will do
+        offsets[value] = 0
+        end = max(end, align_up(nbytes, problem.alignment))
+    return offsets, align_up(end, problem.alignment) + problem.padding

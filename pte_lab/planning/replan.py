@@ -14,8 +14,8 @@ from ..model.findings import Kind
 from ..model.validate import find_conflicts
 from ..quiet import quiet
 from ..units import count
-from .algorithms import PLANNERS
-from .problem import PlanningError, Problem, align_up, build_problem
+from .algorithms import plan_arena
+from .problem import PlanningError, build_problem
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -63,31 +63,6 @@ REPLAN_TABLE = (("method", "method"), ("mem_id", "mem_id"), ("device", "device")
                 ("after", "after"), ("lower_bound", "lower_bound"), ("before/bound", "before_over_bound"),
                 ("after/bound", "after_over_bound"), ("saved", "saved"), ("kept_original", "kept"),
                 ("seconds", "seconds"))
-
-
-def plan_arena(problem: Problem, algorithm: str = "best_fit") -> tuple[dict[int, int], int]:
-    """(value -> offset, arena size) for one arena's problem.
-
-    Returns the new offset of every planned value and the arena's new size. Raises ``ValueError`` for an
-    unknown ``algorithm`` (see :data:`PLANNERS`), :class:`PlanningError` if a planner misplaces a group."""
-    try:
-        fn = PLANNERS[algorithm]
-    except KeyError:
-        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {sorted(PLANNERS)}") from None
-    starts = fn(problem)
-    offsets: dict[int, int] = {}
-    end = 0
-    for g in problem.groups:
-        base = starts[g.id]
-        if base % problem.alignment:
-            raise PlanningError(f"{algorithm} placed group {g.id} at unaligned offset {base}")
-        for value, rel, _ in g.members:
-            offsets[value] = base + rel
-        end = max(end, base + g.size)
-    for value, nbytes in problem.idle:  # never alive: any in-bounds offset will do
-        offsets[value] = 0
-        end = max(end, align_up(nbytes, problem.alignment))
-    return offsets, align_up(end, problem.alignment) + problem.padding
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..model import Pte, open_pte
 from ..plot import layout_pair
 from .problem import build_problem
-from .replan import plan_arena
+from .algorithms import plan_arena
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

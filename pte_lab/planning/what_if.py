@@ -42,7 +42,7 @@ from ..runtime.shapes import plain_inputs, program_scalars
 from ..runtime.sizing.measure import cannot_run_here
 from ..units import INT64_MAX, check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
-from .replan import plan_arena
+from .algorithms import plan_arena
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
            "BoundUnderBudget", "UsageAt", "search_budget", "dynamic_dims", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
@@ -303,7 +303,7 @@ class Predictor:
 
     @staticmethod
     def size(problem: Problem, algorithm: str = "greedy") -> tuple[dict[int, int], int]:
-        """(offsets, arena size) of ``problem`` with ``algorithm`` (:func:`~.replan.plan_arena`)."""
+        """(offsets, arena size) of ``problem`` with ``algorithm`` (:func:`~.algorithms.plan_arena`)."""
         return plan_arena(problem, algorithm)
 
     def planned(self, nbytes: np.ndarray) -> int:
