@@ -243,3 +243,16 @@ def test_heap_parts_say_what_they_hold_where_the_backend_is_known(sram_only):
     assert "heap kept by load_method (of it XNNPACK's packed weights)" in here
     assert "heap kept by execute (of it XNNPACK's workspace)" in here
     assert "heap kept by load_method (of it" not in sizes_text(sram_only)
+
+
+def test_a_delegate_that_allocates_itself_is_in_the_board_total_and_the_budget_sees_it(program_path, capsys):
+    """XNNPACK mallocs its packed weights and workspaces outside ExecuTorch's pools: a board total of the pools
+    alone said an XNNPACK program 'fits' a budget its heap alone exceeds (the outside check of issue 45)."""
+    s = pte_lab.sizes(str(program_path("xnnpack")), heap_runs=1)
+    m = s.methods["forward"]
+    board = m.totals()["bare-metal"]
+    assert m.delegates_own_heap == ("XnnpackBackend",) and not board.exact
+    pools = sum(b for _, _, b in m.planned) + m.method_allocator + m.temp_allocator
+    assert board.bytes == pools + m.heap_peak > pools
+    fit = s.fits(budget=pools)["forward"]
+    assert not fit.fits  # the pools alone would fit; with XNNPACK's heap the method does not

@@ -93,6 +93,15 @@ MEASURED_PARTS = {"heap kept by load_program": "heap_load_program", "heap kept b
                   "heap kept by execute": "heap_execute", "anonymous mappings": "anonymous_mapped",
                   "program file resident": "file_resident"}
 
+#: backends that allocate their own memory with malloc, outside ExecuTorch's allocators -> what the heap they need
+#: holds (a board's total counts it: without a heap that size they do not run)
+SELF_ALLOCATING = {"XnnpackBackend": "XNNPACK allocates itself (packed weights at load_method, workspaces at execute)"}
+
+
+def _its(backends) -> str:
+    return "its" if len(backends) == 1 else "their"
+
+
 #: the pool configurations every method is sized and verified in: name -> what it is
 CONFIGURATIONS = {
     "method + temp": "a method pool and a temp pool (the temp figure is tight only together with this method "
@@ -389,10 +398,26 @@ class MethodSizes:
                                   f"seen; holds the loader's copy of the program)", self.file_heap_peak))
             elif self.program_in_ram:
                 parts.append((f"the program's bytes ({self.program_in_ram_why})", self.program_in_ram))
+            inexact = self.inexact
+            own = self.delegates_own_heap
+            if not kind.host and own:  # a board runs them only with a heap of this much, beyond every pool
+                parts.append((f"heap {' and '.join(SELF_ALLOCATING[b] for b in own)} (this host's figure, the "
+                              f"program mapped)", self.heap_peak))
+                inexact = inexact or (f"{', '.join(own)} allocate{'s' if len(own) == 1 else ''} {_its(own)} own "
+                                      f"memory with malloc, outside ExecuTorch's pools: a board needs a heap of "
+                                      f"that much, measured on this host")
             out[kind.name] = Total(self.method, kind.name, config, tuple(parts),
-                                   exact=not kind.host and self.inexact is None, abi=self.abi, inexact=self.inexact,
+                                   exact=not kind.host and inexact is None, abi=self.abi, inexact=inexact,
                                    runnable=config in holding or not self.targets, left_out=devices)
         return out
+
+    @property
+    def delegates_own_heap(self) -> tuple[str, ...]:
+        """The backends of this method that allocate their own memory with malloc, outside ExecuTorch's pools
+        (``SELF_ALLOCATING``), where the heap was measured; () where none does or nothing was counted."""
+        if self.heap_peak is None:
+            return ()
+        return tuple(b for b in self.backends if b in SELF_ALLOCATING)
 
     def planned_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}
