@@ -437,3 +437,27 @@ def test_a_diff_held_to_a_budget_shows_it_in_a_notebook():
     assert [c.what for c in held.budget()] == [c.what for c in d.budget(5)]
     with pytest.raises(ValueError, match="no budget"):
         d.budget()
+
+
+def test_diff_with_sizes_gives_each_sides_total_per_target(program_path, capsys):
+    """Which of two exports needs less: one total per side and target, the figure ``pte-lab sizes`` gives,
+    not a sum the user makes from the parts (the outside check of issue 45, Q3)."""
+    a, b = str(program_path("portable")), str(program_path("xnnpack"))
+    d = pte_lab.diff(a, b, sizes=True)
+    sa, sb = pte_lab.sizes(a), pte_lab.sizes(b)
+    totals = {(p.method, p.part): (p.bytes.before, p.bytes.after) for p in d.sizes.totals}
+    for target in ("host", "bare-metal"):
+        want_a = sa.methods["forward"].totals()[target].bytes
+        want_b = sb.methods["forward"].totals()[target].bytes
+        got = totals[("forward", f"total ({target})")]
+        if target == "bare-metal":  # the portable side exact; the XNNPACK side its pools and XNNPACK's own heap,
+            mb = sb.methods["forward"]  # this host's figure (it moves from run to run: never asserted as a band)
+            assert got[0] == want_a
+            assert got[1] > sum(x for _, _, x in mb.planned) + mb.method_allocator + mb.temp_allocator
+        else:  # this host's heap moves from run to run
+            assert all(g > 0 for g in got) and want_a > 0 and want_b > 0
+    assert cli_main(["diff", a, b, "--sizes"]) == 0
+    assert "Totals (each method's, per target, as pte-lab sizes gives them)" in capsys.readouterr().out
+    assert cli_main(["diff", a, b, "--sizes", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {t["total"] for t in doc["sizes"]["totals"]} == {"total (host)", "total (bare-metal)"}

@@ -362,6 +362,9 @@ class SizesDiff:
     #: the parts that are this host's measurements (heap, mappings, resident pages: they move with the CPU, the
     #: allocator and the run), never budgeted (:meth:`Diff.not_budgeted`)
     host_dependent: tuple[str, ...] = ()
+    #: each method's total per kind of target (``MethodSizes.totals()``: this host's, a bare-metal board's), as
+    #: ``pte-lab sizes`` gives them: the one figure per side to decide on (part: ``"total (<target>)"``)
+    totals: tuple[PartDiff, ...] = ()
 
     @property
     def not_measured(self) -> tuple[tuple[str, str, str], ...]:
@@ -899,11 +902,12 @@ def _load_cost_diff(a: "Pte", b: "Pte") -> tuple[LoadCostDiff, ...]:
 # ---------------------------------------------------------------------- run time
 def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterable[str] = ()) -> SizesDiff:
     """Two ``pte_lab.sizes`` results side by side (read through ``methods``, ``skipped`` and each
-    ``MethodSizes``' ``parts()`` and the :data:`POOL_ATTRIBUTES`; nothing is imported from the runtime)."""
+    ``MethodSizes``' ``parts()``, ``totals()`` and the :data:`POOL_ATTRIBUTES`; nothing is imported from the
+    runtime)."""
     ma, mb = before.methods, after.methods
     sa, sb = before.skipped, after.skipped
     names = [n for n in dict.fromkeys([*order, *ma, *mb, *sa, *sb]) if n in ma or n in mb or n in sa or n in sb]
-    parts, pools = [], []
+    parts, pools, totals = [], [], []
 
     def unmeasured(n, va, vb):
         first = n in sa or (n in ma and va is None)
@@ -920,9 +924,16 @@ def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterabl
         for pool, attr in POOL_ATTRIBUTES.items():
             va, vb = _pool(xa, attr), _pool(xb, attr)
             pools.append(PartDiff(n, pool, Change(va, vb), unmeasured(n, va, vb)))
+        # the totals where the records give them (a sizing read back from elsewhere may hold the parts alone)
+        ta = xa.totals() if hasattr(xa, "totals") else {}
+        tb = xb.totals() if hasattr(xb, "totals") else {}
+        for target in dict.fromkeys([*ta, *tb]):
+            va = ta[target].bytes if target in ta else None
+            vb = tb[target].bytes if target in tb else None
+            totals.append(PartDiff(n, f"total ({target})", Change(va, vb), unmeasured(n, va, vb)))
     return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
                      MappingProxyType(dict(after.skipped)),
-                     (before.executorch_version, after.executorch_version), tuple(host_dependent))
+                     (before.executorch_version, after.executorch_version), tuple(host_dependent), tuple(totals))
 
 
 def _check_limit(limit_pct) -> None:

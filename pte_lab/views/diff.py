@@ -578,6 +578,10 @@ def diff_text(d, rows: int = _ROWS) -> str:
         out += ["", f"Run-time sizes (pte_lab.sizes; executorch {_arrow(*s.executorch)})",
                 indented(text_table(["method", "part", "before", "after", "change", "growth"],
                                [[p.method, _part_label(p), *_part_cells(p)] for p in s.parts]))]
+        if s.totals:  # the one figure per side and target to decide on, as pte-lab sizes totals them
+            out += ["Totals (each method's, per target, as pte-lab sizes gives them)",
+                    indented(text_table(["method", "total", "before", "after", "change", "growth"],
+                                        [[p.method, p.part, *_part_cells(p)] for p in s.totals]))]
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 out.append(f"  {n!r} not sized in the {side}: {why}")
@@ -706,7 +710,7 @@ def diff_html(d) -> str:
         body = _html_table(["method", "part", "before", "after", "change", "growth"],
                            [[escape(p.method), escape(_part_label(p)),
                              *(_html_change(p.bytes) if p.unmeasured is None else map(escape, _part_cells(p)))]
-                            for p in s.parts], numeric={2, 3, 4, 5})
+                            for p in (*s.parts, *s.totals)], numeric={2, 3, 4, 5})
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 body += f"<div class='pte-find pte-info'>{escape(n)} not sized in the {side}: {escape(why)}</div>"
@@ -816,6 +820,8 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
                        "unmeasured": p.unmeasured} for p in d.sizes.parts],
             "pools": [{"method": p.method, "pool": p.part, "bytes": change_record(p.bytes),
                        "unmeasured": p.unmeasured} for p in d.sizes.pools],
+            "totals": [{"method": p.method, "total": p.part, "bytes": change_record(p.bytes),
+                        "unmeasured": p.unmeasured} for p in d.sizes.totals],
             "skipped_before": dict(d.sizes.skipped_before), "skipped_after": dict(d.sizes.skipped_after),
             "not_measured": [{"side": side, "method": n, "why": why} for side, n, why in d.sizes.not_measured],
         },
