@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 
-from .. import examples, examples_kept
+from .. import examples
 from ..errors import PteLabError
 from ..examples import BUILDERS
 from ..progress import lines
@@ -31,6 +31,8 @@ def run(args) -> int:
                               f"(it goes with device and three_methods)")
         kwargs["side"] = args.side
     say = lines()
+    from .. import examples_kept  # here: the kept exports' keys read importlib.metadata, which --help never needs
+
     if examples_kept.is_kept(args.name, kwargs):
         say(f"copying {args.name!r} as exported before on this machine (pte-lab cache counts the exports)")
     else:
