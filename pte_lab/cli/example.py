@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import shutil
 
-from .. import examples
+from .. import examples, shipped
 from ..errors import PteLabError
 from ..examples import BUILDERS
 from ..progress import lines
@@ -31,6 +32,16 @@ def run(args) -> int:
                               f"(it goes with device and three_methods)")
         kwargs["side"] = args.side
     say = lines()
+    if not shipped.can_export():  # the light install: the copies pte_lab ships, or what to install
+        if args.name in shipped.SHIPPED and {**shipped.SHIPPED[args.name], **kwargs} == shipped.SHIPPED[args.name]:
+            shutil.copyfile(shipped.shipped_path(args.name), args.out)
+            say(f"torch and executorch are not installed: writing the copy of {args.name!r} pte_lab ships "
+                f"(exported by executorch 1.5.1 from the same builder)")
+            print(args.out)
+            return 0
+        ready = ", ".join(f"{n}" + "".join(f" --{k} {v}" for k, v in a.items()) for n, a in shipped.SHIPPED.items())
+        raise PteLabError(f"exporting {args.name!r} needs torch and executorch (pip install \"pte_lab[runtime]\"); "
+                          f"without them pte_lab writes the programs it ships: {ready}")
     from .. import examples_kept  # here: the kept exports' keys read importlib.metadata, which --help never needs
 
     if examples_kept.is_kept(args.name, kwargs):
