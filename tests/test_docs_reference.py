@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from test_site import _clean_tree, _need
+from test_site import _clean_tree, need_sphinx
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,11 +30,7 @@ def _entry(html: str, anchor: str, chars: int = 20000) -> str:
 
 @pytest.fixture(scope="module")
 def quick_site(tmp_path_factory):
-    for module in ("sphinx", "myst_nb", "pydata_sphinx_theme"):
-        try:
-            __import__(module)
-        except ImportError:
-            _need(False, f"{module} is not installed (pip install -e '.[docs]')")
+    need_sphinx()
     tree = tmp_path_factory.mktemp("clean-tree")
     _clean_tree(tree)
     # -n as well as the configuration's nitpicky: a build that lost the setting still fails here

@@ -42,6 +42,15 @@ def _need(cond: bool, why: str):
         pytest.skip(why)
 
 
+def need_sphinx() -> None:
+    """Skip (fail under CI) where the documentation's tools are not installed."""
+    for module in ("sphinx", "myst_nb", "pydata_sphinx_theme"):
+        try:
+            __import__(module)
+        except ImportError:
+            _need(False, f"{module} is not installed (pip install -e '.[docs]')")
+
+
 def _clean_tree(dst: Path) -> None:
     """The files a clean clone has: tracked ones and new ones git does not ignore (no build folders)."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
@@ -133,11 +142,7 @@ def test_a_kept_run_is_found_by_content(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def site(request, tmp_path_factory):
-    for module in ("sphinx", "myst_nb", "pydata_sphinx_theme"):
-        try:
-            __import__(module)
-        except ImportError:
-            _need(False, f"{module} is not installed (pip install -e '.[docs]')")
+    need_sphinx()
     tree = tmp_path_factory.mktemp("clean-tree")
     _clean_tree(tree)
     assert not (tree / "docs" / "_build").exists() and not (tree / "docs" / "notebooks").exists()
@@ -158,11 +163,7 @@ def site(request, tmp_path_factory):
 def test_the_quick_build_passes_under_warnings_as_errors(tmp_path):
     """The README's quick build (the prose, the notebooks' cells without outputs) from a clean tree: -W passes,
     every notebook has its page, each says it has no outputs here, and no link is broken."""
-    for module in ("sphinx", "myst_nb", "pydata_sphinx_theme"):
-        try:
-            __import__(module)
-        except ImportError:
-            _need(False, f"{module} is not installed (pip install -e '.[docs]')")
+    need_sphinx()
     _clean_tree(tmp_path)
     r = subprocess.run([*BUILD[:4], "-D", "pte_lab_notebooks=0", *BUILD[4:]], cwd=tmp_path, capture_output=True,
                        text=True, timeout=1800)
