@@ -469,10 +469,6 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
         report.close()
 
 
-def _silent(_: str) -> None:
-    pass
-
-
 def learn(source, keys, method: str | None = None, data_path=None, max_input_bytes=None,
           cache: bool | None = None, progress=None) -> ShapeFit:
     """Every planned tensor's dims as exact affine functions of the dynamic dims ``keys`` (runs the method at
@@ -489,7 +485,7 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     if fit is None:
         def runs():
             # a native part built on first use (seconds) is said as it starts, where progress is a callable
-            with native.telling_builds(progress if callable(progress) else _silent):
+            with native.telling_builds(progress):
                 return fit_shapes(m, keys, exported, _run_shapes(path, m, keys, sample_points(keys, exported),
                                                                  data_path, max_input_bytes=max_input_bytes,
                                                                  progress=progress))

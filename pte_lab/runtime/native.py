@@ -313,9 +313,11 @@ _TELL: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.Contex
 
 
 @contextmanager
-def telling_builds(tell: Callable[[str], None]):
+def telling_builds(tell: Callable[[str], None] | None):
     """Inside the block, each native part built (the first use on an install: seconds each, about 10 s for all)
-    is said to ``tell`` as it starts, so that a first answer's wait is not silent."""
+    is said to ``tell`` as it starts, so that a first answer's wait is not silent; a progress that is not a
+    callable (None, or True: a bar) hears nothing of it."""
+    tell = tell if callable(tell) else None
     token = _TELL.set(tell)
     try:
         yield

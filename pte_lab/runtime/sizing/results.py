@@ -138,13 +138,9 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
         # the same bytes, perhaps under another name: the figures are this file's
         return dataclasses.replace(got, path=path, data_path=data_path)
     # a native part built on first use (seconds) is said as it starts, where progress is a callable (the CLI's)
-    with native.telling_builds(progress if callable(progress) else _silent):
+    with native.telling_builds(progress):
         return _measured(path, methods, data_path=data_path, runs=runs, verify=verify, progress=progress,
                          heap_runs=heap_runs, max_input_bytes=max_input_bytes)
-
-
-def _silent(_: str) -> None:
-    pass
 
 
 def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progress, heap_runs: int,
