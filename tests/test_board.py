@@ -11,6 +11,7 @@ Pools and totals are exact; heap figures are never checked against a band.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -180,13 +181,14 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     # --target cortex-m: the board's total with cortex-m's pools, checked the same way, in the same keys and macros
     board = on_target(s, pte_lab.open(str(SHARED)), "cortex-m").methods["forward"].totals()["bare-metal"]
     assert board.abi == "cortex-m" and board.exact and board.bytes < total.bytes
+    assert board.basis == "modelled"  # its method pool and EthosUBackend's handle: one word, as the text says
     assert main(["sizes", str(SHARED), "--target", "cortex-m", "--budget", "256KiB"]) == 0
     out = capsys.readouterr().out
-    assert f"total on a cortex-m board (bare-metal) (method + temp, BufferDataLoader over the program in flash): " \
-           f"{board.bytes:,} B" in out
-    assert "(exact, with cortex-m's modelled pools; the firmware's own static data and stack are beyond it)" in out
-    assert f"method 'forward' on a cortex-m board (bare-metal) (method + temp): {board.bytes:,} B against a budget " \
-           f"of 262,144 B (256 KiB): fits" in out
+    # one block, "set these", one total against the budget with what is left; no "exact" beside "modelled"
+    total = next(line for line in out.splitlines() if line.lstrip().startswith("total "))
+    assert total.split()[1:3] == [f"{board.bytes:,}", "modelled"]
+    assert f"against a budget of 262,144 B (256 KiB): fits, {262144 - board.bytes:,} B" in total
+    assert not re.search(r"\bexact\b", out.split("this host (")[0])
     assert main(["sizes", str(SHARED), "--target", "cortex-m", "--region", f"SRAM={board.bytes - 1}"]) == 1
     assert "DOES NOT FIT" in capsys.readouterr().err
     assert main(["sizes", str(SHARED), "--target", "cortex-m", "--json", "--budget", "256KiB"]) == 0
