@@ -43,7 +43,9 @@ class TempSetBy(str, Enum):
     RESOLUTION_PEAK = "resolution peak"
 
     __str__ = str.__str__
-    __format__ = str.__format__
+
+    def __format__(self, spec: str) -> str:  # the value, as str formats it (not Enum's Class.NAME)
+        return str.__format__(self, spec)
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,7 @@ def on_target(sizes: Sizes, pte, target: str) -> Sizes:
                                 inexact=f"the {target} pools are not known ({p.why}); this host's "
                                         f"(x86-64 LP64) pools stand in for them")
             continue
+        assert p.method_pool is not None and p.temp_pool is not None  # known where why is None
         out[name] = replace(
             m, abi=target, method_allocator=p.method_pool, temp_allocator=p.temp_pool, delegate_heap=heap,
             method_pool_alone=p.method_pool_alone, temp_peak=p.temp_held if p.temp_held is not None else m.temp_peak,
@@ -203,7 +206,9 @@ class PoolKind(str, Enum):
     FAST_SCRATCH = "NPU fast scratch"
 
     __str__ = str.__str__
-    __format__ = str.__format__
+
+    def __format__(self, spec: str) -> str:  # the value, as str formats it (not Enum's Class.NAME)
+        return str.__format__(self, spec)
 
 
 class Lives(str, Enum):
@@ -223,7 +228,9 @@ class Lives(str, Enum):
     NPU_DEDICATED = "NPU-dedicated SRAM"
 
     __str__ = str.__str__
-    __format__ = str.__format__
+
+    def __format__(self, spec: str) -> str:  # the value, as str formats it (not Enum's Class.NAME)
+        return str.__format__(self, spec)
 
 
 @dataclass(frozen=True)

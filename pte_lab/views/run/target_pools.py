@@ -67,7 +67,8 @@ def _name(r: TargetPool) -> str:
 
 def _lives(r: TargetPool) -> str:
     """Where a pool must live, in a phrase: the memory mode's place where the NPU reaches it."""
-    mode = MEMORY_MODES.get(_family(r.memory_mode)) if r.memory_mode else None
+    family = _family(r.memory_mode)
+    mode = MEMORY_MODES.get(family) if family is not None else None
     if r.lives is Lives.NPU and mode is not None:
         return f"memory the NPU reaches: {mode.scratch} ({r.memory_mode})"
     if r.lives is Lives.FLASH:
@@ -113,7 +114,7 @@ def _note(r: TargetPool, p: TargetPools) -> str | None:
 
 
 def _budget_words(b: SetThese) -> str:
-    if b.budget is None:
+    if b.budget is None or b.left is None:
         return "no budget given (--budget 256KiB checks it)"
     if b.fits:
         return f"against a budget of {exact_bytes(b.budget)}: fits, {exact_bytes(b.left)} left"
