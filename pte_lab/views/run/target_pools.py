@@ -73,7 +73,7 @@ def _lives(r: TargetPool) -> str:
         return f"memory the NPU reaches: {mode.scratch} ({r.memory_mode})"
     if r.lives is Lives.FLASH:
         return f"flash (read in place): {mode.program} ({r.memory_mode})" if mode is not None else \
-            "flash (read in place through a BufferDataLoader)"
+            "flash (read in place)"
     if r.lives is Lives.NPU_DEDICATED and mode is not None:
         return f"{mode.fast_scratch}, {mode.fast_scratch_from} ({r.memory_mode})"
     if r.lives is Lives.HEAP:
@@ -94,7 +94,7 @@ def _note(r: TargetPool, p: TargetPools) -> str | None:
         rng = (f"somewhere in {r.low:,} to {r.bytes:,} B: what the kernels take at run time could not be had exactly "
                f"on this host (the method did not run, or its run-time allocations were padded), so the total takes "
                f"the upper end; " if r.low is not None else "")
-        return f"{held}{rng}set by {temp_set_by_words(p)}"
+        return f"{held}{rng}set by {temp_set_by_words(p)}" if p.temp_set_by is not None else (held.rstrip("; ") or None)
     if r.kind is PoolKind.HEAP and r.heap is not None:
         h = r.heap
         return (f"{h.backend}'s {h.what}, {h.count} x {h.each} B ({h.how} at load_method, one per delegate), as "
@@ -135,7 +135,8 @@ def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bo
         p = pools[b.method]
         out += ["", f"method {b.method!r}: set these ({b.configuration}; the program read by a {b.loader})"]
         if b.why is not None:
-            out.append(f"  the {target} pools are not known ({b.why}): this host's ({HOST_ABI}) stand in below")
+            out.append(f"  the {target} pools are not known ({b.why}): this host's ({HOST_ABI}) pools stand in for "
+                       f"them, basis measured-here")
         rows, notes = [], []
         for r in b.pools:
             if not r.in_total:
