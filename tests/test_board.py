@@ -11,6 +11,7 @@ Pools and totals are exact; heap figures are never checked against a band.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -180,13 +181,14 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     # --target cortex-m: the board's total with cortex-m's pools, checked the same way, in the same keys and macros
     board = on_target(s, pte_lab.open(str(SHARED)), "cortex-m").methods["forward"].totals()["bare-metal"]
     assert board.abi == "cortex-m" and board.exact and board.bytes < total.bytes
+    assert board.basis == "modelled"  # its method pool and EthosUBackend's handle: one word, as the text says
     assert main(["sizes", str(SHARED), "--target", "cortex-m", "--budget", "256KiB"]) == 0
     out = capsys.readouterr().out
-    assert f"total on a cortex-m board (bare-metal) (method + temp, BufferDataLoader over the program in flash): " \
-           f"{board.bytes:,} B" in out
-    assert "(exact, with cortex-m's modelled pools; the firmware's own static data and stack are beyond it)" in out
-    assert f"method 'forward' on a cortex-m board (bare-metal) (method + temp): {board.bytes:,} B against a budget " \
-           f"of 262,144 B (256 KiB): fits" in out
+    # one block, "set these", one total against the budget with what is left; no "exact" beside "modelled"
+    total = next(line for line in out.splitlines() if line.lstrip().startswith("total "))
+    assert total.split()[1:3] == [f"{board.bytes:,}", "modelled"]
+    assert f"against a budget of 262,144 B (256 KiB): fits, {262144 - board.bytes:,} B" in total
+    assert not re.search(r"\bexact\b", out.split("this host (")[0])
     assert main(["sizes", str(SHARED), "--target", "cortex-m", "--region", f"SRAM={board.bytes - 1}"]) == 1
     assert "DOES NOT FIT" in capsys.readouterr().err
     assert main(["sizes", str(SHARED), "--target", "cortex-m", "--json", "--budget", "256KiB"]) == 0
@@ -256,3 +258,48 @@ def test_a_delegate_that_allocates_itself_is_in_the_board_total_and_the_budget_s
     assert board.bytes == pools + m.heap_peak > pools
     fit = s.fits(budget=pools)["forward"]
     assert not fit.fits  # the pools alone would fit; with XNNPACK's heap the method does not
+
+
+def test_set_these_gives_each_pool_its_basis_and_place_and_says_what_was_verified_where(sram_only):
+    """The embedded engineer's block: each pool with bytes, one basis word and where it lives (the temp pool, which
+    holds the NPU's scratch, in memory the NPU reaches), EthosUBackend's handle on the heap (operator new, per the
+    source read), one total against the budget with what is left; --verify says it checked this host with
+    stand-ins, not the board."""
+    from pte_lab.model.method_pool import BACKEND_SOURCES_READ
+    from pte_lab.views.run.target_pools import set_these, set_these_text
+
+    pte = pte_lab.open(str(SRAM_ONLY))
+    board = on_target(sram_only, pte, "cortex-m")
+    block = set_these(sram_only, board, pte, "cortex-m", budget=256 * 1024)["forward"]
+    rows = {r.kind: r for r in block.pools}
+    temp, heap = rows["temp pool"], rows["heap"]
+    assert temp.lives == "NPU-reachable RAM" and temp.scratch == sram_only.methods["forward"].delegate_scratch
+    assert temp.basis == "file"  # the blob's scratch sets it
+    assert rows["method pool"].basis == "modelled" and rows["planned buffer"].basis == "file"
+    # 1.5.1's EthosUBackend takes its ExecutionHandle with new: 9 words of 4 B on a Cortex-M, not the method pool
+    assert (heap.bytes, heap.lives, heap.heap.how) == (36, "heap", "operator new")
+    assert block.total == board.methods["forward"].totals()["bare-metal"].bytes and block.basis == "modelled"
+    assert block.left == 256 * 1024 - block.total and block.fits
+    text = set_these_text(sram_only, board, {"forward": block}, pte, verify=True)
+    target, here = text.split("\nthis host (")
+    assert "memory the NPU reaches: SRAM (Sram_Only)" in target and "1 x 36 B (operator new" in target
+    assert BACKEND_SOURCES_READ in target and "2026-08-22" in BACKEND_SOURCES_READ
+    assert f"fits, {block.left:,} B" in target
+    assert "verified on this host, with pte_lab's stand-ins for EthosUBackend" in target
+    assert "not verified: the cortex-m pools above" in target
+    assert "verified: nothing" in set_these_text(sram_only, board, {"forward": block}, pte, verify=False)
+    # no advice for other backends or loaders on an Ethos-U program read from flash
+    for foreign in ("XNNPACK", "export_llm", "FileDataLoader"):
+        assert foreign not in target
+
+
+def test_advice_on_an_ethos_u_program_names_no_other_backend():
+    """An Ethos-U program split around CPU operators: the peak's and the finding's advice speak of Ethos-U's
+    scratch, not XNNPACK's workspace or export_llm's options."""
+    split = pte_lab.open(str(DATA / "u55_128_shared_sram_split.pte"))
+    story = split.methods["forward"].peak
+    assert story.backends == ("EthosUBackend",)
+    words = repr(story) + " ".join(f.message for f in split.findings())
+    assert "outside the delegate" in words and "scratch it takes from the temp allocator" in words
+    for foreign in ("xnnpack", "export_llm", "on the heap"):
+        assert foreign not in words.lower()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -121,11 +122,26 @@ def test_sizes_for_cortex_m_labels_every_figure_with_its_target(program_path, po
     assert main(["sizes", path, "--target", "cortex-m"]) == 0
     text = capsys.readouterr().out
     arm = method_pool(pte_lab.open(path), "forward", "cortex-m")
-    assert f"method pool, method + temp, on cortex-m: {arm.bytes:,} B" in text
-    assert f"this host: {portable_sizes.methods['forward'].method_allocator:,} B measured" in text
+    row = next(line.split() for line in text.splitlines() if line.lstrip().startswith("method pool "))
+    assert row[2:4] == [f"{arm.bytes:,}", "modelled"]  # the set-these block's row: bytes, basis
+    # this host's figures sit apart, under "this host", never in the target's block
+    block, here = text.split("\nthis host (")
+    assert f"method pool {portable_sizes.methods['forward'].method_allocator:,} B measured" in here
+    assert "measured" not in block.split("\nbasis:")[0]
     assert "Arm AAPCS (ILP32)" in text
     assert main(["sizes", path, "--target", "cortex-m", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    # the JSON's block says what the text says: the same pools, bytes and basis words, one total and its basis
+    cells = [re.split(r"\s{2,}", line.strip()) for line in block.splitlines() if line.startswith("  ")]
+    shown = {c[0]: c[1:3] for c in cells if len(c) >= 3 and c[1].replace(",", "").isdigit()}
+    got = doc["set_these"]["forward"]
+    for pool in (p for p in got["pools"] if p["in_total"]):
+        assert shown[pool["pool"]] == [f"{pool['bytes']:,}", pool["basis"]]
+    assert shown["total"] == [f"{got['total']:,}", got["basis"]]
+    assert got["total"] == doc["totals"]["forward"]["bare-metal"]["bytes"]
+    assert got["basis"] == doc["totals"]["forward"]["bare-metal"]["basis"] == "modelled"
+    assert all("exact" not in run for run in doc["methods"]["forward"]["targets"])  # one word: pools
+    assert {run["pools"] for run in doc["methods"]["forward"]["targets"]} == {"counting"}
     assert doc["target"] == "cortex-m" and doc["target_pools"]["forward"]["method_pool"] == arm.bytes
     assert doc["methods"]["forward"]["method_allocator"] == arm.bytes  # the host document's keys, cortex-m's pools
     assert main(["sizes", path, "--target", "cortex-m", "--c-header"]) == 0

@@ -114,7 +114,8 @@ def run(args) -> int:
     elif args.target == "host":
         sys.stdout.write(sizes_text(s) + "\n")
     fits = board.fits(args.budget, tuple(args.region or ())) if (args.budget is not None or args.region) and s.methods else {}
-    if fits and not args.json and not args.c_header:
+    # another target's text says its total against the budget in its block; regions are placed here
+    if fits and not args.json and not args.c_header and (args.target == "host" or args.region):
         from ..views.run.sizes import fits_lines
 
         sys.stdout.write("\n" + "\n".join(fits_lines(fits)) + "\n")
@@ -143,7 +144,7 @@ def run(args) -> int:
 def _target_sizes(args, pte, s):
     """``sizes --target`` another than this host: the bare-metal runner (returns 0), or the text, --json or
     --c-header of the modelled pools with the board's totals (returns the sizes to check the budget with)."""
-    from ..views.run.target_pools import on_target, target_pools_dict, target_pools_text
+    from ..views.run.target_pools import on_target, set_these, set_these_dict, set_these_text, target_pools_dict
 
     budget, regions = args.budget, tuple(args.region or ())
     board = on_target(s, pte, args.target)
@@ -164,17 +165,12 @@ def _target_sizes(args, pte, s):
         from ..views.run.sizes import c_header
 
         sys.stdout.write(c_header(board, budget=budget, regions=regions))
-    elif args.json:
-        doc = board.to_dict(budget, regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"]}
+        return board
+    blocks = set_these(s, board, pte, args.target, budget)
+    if args.json:
+        doc = board.to_dict(budget, regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"],
+                                                "set_these": set_these_dict(blocks)}
         sys.stdout.write(json_text(doc) + "\n")
     else:
-        from ..views.run.sizes import total_line
-
-        text = target_pools_text(s, pte, args.target).split("\n")
-        for m in board.methods.values():  # each method's board total after its pools
-            at = text.index(f"method {m.method!r}") + 1
-            while at < len(text) and text[at].startswith("  "):
-                at += 1
-            text[at:at] = ["  " + total_line(t) for t in m.totals().values()]
-        sys.stdout.write("\n".join(text) + "\n")
+        sys.stdout.write(set_these_text(s, board, blocks, pte, verify=args.verify) + "\n")
     return board

@@ -27,19 +27,34 @@ from .abi import TARGETS, Abi, UnknownTargetError, abi, abis
 
 
 __all__ = ["Abi", "abis", "TARGETS", "MethodPool", "PoolPart", "method_pool", "UnknownTargetError",
-           "BACKEND_INIT"]
+           "BACKEND_INIT", "BACKEND_HEAP", "BACKEND_SOURCES_READ"]
 
 #: what a backend's init() takes from the method allocator, per target: backend id -> target ->
 #: ((what, bytes, alignment), ...); a target missing: not known there (the pool is not modelled).
 #: XnnpackBackend: allocateInstance<XNNExecutor> (backends/xnnpack/runtime/XNNPACKBackend.cpp); XNNExecutor's
 #: header is not in the wheel, so its x86-64 size is the one the sizing runner measured (xnnpack.pte; the other
 #: XNNPACK programs check it); XNNPACK has no Cortex-M build. EthosUBackend: its handle comes from new and
-#: platform_init returns nullptr on Cortex-M (backends/arm/runtime/EthosUBackend.cpp, 1.2.0 to 1.4.1 and main): nothing;
-#: pte_lab's host stand-in takes the same.
+#: platform_init returns nullptr on Cortex-M (:data:`BACKEND_SOURCES_READ`): nothing; pte_lab's host stand-in takes
+#: the same (ExecuTorch 1.0 took the handle from the method allocator, allocateInstance<ExecutionHandle>: a
+#: program run by 1.0 needs it there instead).
 BACKEND_INIT: dict[str, dict[str, tuple[tuple[str, int, int], ...]]] = {
     "XnnpackBackend": {"host": (("XNNExecutor", 272, 8),)},
     "EthosUBackend": {"host": (), "cortex-m": ()},
 }
+#: what a backend's init() allocates itself on the heap, outside ExecuTorch's allocators, one per delegate:
+#: backend id -> (the type, how, its size in pointer-sized words). EthosUBackend: ``new (std::nothrow)
+#: ExecutionHandle()`` (a PlatformState pointer and VelaHandles' eight pointer-sized fields), freed by destroy();
+#: init fails with MemoryAllocationFailed where new returns null (a heap-less board).
+BACKEND_HEAP: dict[str, tuple[str, str, int]] = {
+    "EthosUBackend": ("ExecutionHandle", "operator new", 9),
+}
+#: the ExecuTorch source BACKEND_INIT and BACKEND_HEAP (and the stand-ins, pte_lab.runtime.stand_ins) follow for
+#: EthosUBackend (backends/arm/runtime/EthosUBackend.cpp, EthosUBackend_Cortex_M.cpp, VelaBinStream.h). The 1.5.1
+#: wheel ships no Arm runtime source and names its commit (3b60683923...), which no mirror read here holds; the
+#: newest source read is main of 2026-08-22 (cff6f4dd32, version 1.5.0, a day after the 2026-08-21 nightly), the
+#: same in every line read since 1.2.0
+BACKEND_SOURCES_READ = ("ExecuTorch v1.2.0 to v1.4.1 and main of 2026-08-22 (cff6f4dd32, version 1.5.0: the "
+                        "nearest to the 1.5.1 wheel, whose commit 3b60683923 no mirror read here holds)")
 
 
 @dataclass(frozen=True)

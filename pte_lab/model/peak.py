@@ -141,6 +141,8 @@ class PeakStory:
     causes: tuple[PeakCause, ...]
     #: the method's dynamic inputs: ``(position, shape as exported)``
     dynamic_inputs: tuple[tuple[int, tuple[int, ...]], ...]
+    #: the backends the method delegates to (advice about a delegate names only these)
+    backends: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         from ..views.peak import peak_text
@@ -187,7 +189,8 @@ def explain_peak(m) -> PeakStory | None:
     target = ("the inputs written" if at == -1 else "the outputs read" if at >= n else m.instructions[at].target)
     dyn_inputs = tuple((s.position, s.shape) for s in m.inputs if s.dynamic and s.shape is not None)
     return PeakStory(m.name, arena.mem_id, arena.device, arena.size, arena.peak_bytes, at, target, n,
-                     tuple(groups), _causes(m, groups, {t.value: t for t in live}, arena.mem_id), dyn_inputs)
+                     tuple(groups), _causes(m, groups, {t.value: t for t in live}, arena.mem_id), dyn_inputs,
+                     tuple(dict.fromkeys(d.id for d in m.raw.delegates)))
 
 
 def safe_softmaxes(m) -> tuple[SafeSoftmax, ...]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 from functools import lru_cache
 
+from ..model.method_pool import BACKEND_SOURCES_READ
 from . import native
 
 __all__ = ["STAND_INS", "KERNEL_NAMESPACES", "stand_ins_for", "register", "stats", "follows"]
@@ -31,8 +32,8 @@ STAND_INS = {
                                    "argument); the stand-in leaves its output as it is"),
 }
 #: the sources the stand-ins were read from (the versions above are those they are used under: 1.5.1's wheel
-#: ships no Arm runtime source, and its Arm runtime is taken to be main's)
-SOURCES_READ = "ExecuTorch 1.2.0 to 1.4.1 and main of 2026-08-22"
+#: ships no Arm runtime source, and its Arm runtime is taken to be that of main of 2026-08-22: one home, the model's)
+SOURCES_READ = BACKEND_SOURCES_READ
 #: operator namespaces whose kernels get stand-ins
 KERNEL_NAMESPACES = tuple(k[:-2] for k in STAND_INS if k.endswith("::"))
 

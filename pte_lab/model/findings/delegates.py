@@ -139,6 +139,14 @@ _INLINE_BYTES = 1024
 _RUNTIME_OPS = ("et_copy::", "executorch_prim::")
 
 
+#: where a backend holds what is alive inside one of its calls (a delegate split's advice says it per backend)
+CALL_WORKSPACE = {
+    "XnnpackBackend": "its own workspace on the heap (`pte-lab sizes FILE` measures it)",
+    "EthosUBackend": "the scratch it takes from the temp allocator at every execute (the blob's scratch_size: "
+                     "`pte-lab inspect FILE` shows it)",
+}
+
+
 @dataclass(frozen=True)
 class InlineDelegateDetails(Prescription):
     """``inline_delegate_data``: ``at_stake`` is the inline blobs' bytes, kept in the heap with the program."""
@@ -240,7 +248,7 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
               f"with operators {backend} takes (or give {backend} a kernel for "
               f"{'it' if len(ops) == 1 else 'them'}); lowered together, the graph is one delegate call and these "
               f"tensors leave the plan, but not the process: inside the call {backend} still holds what is alive at "
-              f"once in its own workspace on the heap (`pte-lab sizes FILE` measures it), so the plan shrinks by up "
+              f"once in {CALL_WORKSPACE.get(backend, 'memory of its own')}, so the plan shrinks by up "
               f"to this and the process by less")
     if custom:
         it = "it" if len(custom) == 1 else "them"

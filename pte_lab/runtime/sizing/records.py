@@ -33,7 +33,8 @@ __all__ = ["Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort",
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS"]
+           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
+           "RunPools", "DelegateHeap"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
 #: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
@@ -149,6 +150,43 @@ HOST_ONLY = ("holds on this host only ({host}: its C library's malloc, ExecuTorc
              "mappings, what the process allocates once, the thread pool, the libraries and link line")
 
 
+class Basis(str, Enum):
+    """How a figure was had, one word everywhere (the text, the HTML, the JSON and the header say it so). A
+    ``str`` enum: a basis equals its value, and JSON writes the value. In the order of :meth:`weakest`: a figure
+    read from the file is the firmest; one measured on this host and taken to hold on another target the least
+    sure."""
+
+    #: read from the program's bytes (its tables, the delegates' blobs): the same on every target
+    FILE = "file"
+    #: measured on the target itself (a runner on the board)
+    MEASURED_ON_TARGET = "measured-on-target"
+    #: computed for the target from the file and ExecuTorch's source (its ABI's type sizes, checked where the same
+    #: computation gives this host's measurement)
+    MODELLED = "modelled"
+    #: measured on this host (ExecuTorch's allocators or the allocation counter)
+    MEASURED_HERE = "measured-here"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @classmethod
+    def weakest(cls, bases) -> "Basis":
+        """The least sure of ``bases`` (a total's basis is its least sure part's); FILE for none."""
+        order = list(cls)
+        return max(bases, key=order.index, default=cls.FILE)
+
+
+class RunPools(str, Enum):
+    """The pools a configuration was run with (:class:`TargetRun`): counting ones (the sizing measures with
+    them), or exactly the reported sizes (a verification)."""
+
+    COUNTING = "counting"
+    REPORTED = "reported"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
 class SizingError(PteLabError):
     """A method could not be sized (the runtime refused it at some step); raised inside the sizing
     worker, and recorded as the method's reason in :attr:`Sizes.skipped`."""
@@ -179,11 +217,36 @@ class TargetRun:
         """It ran with nothing refused: the configuration holds on this kind of target."""
         return self.ran and not self.platform_refused and not self.temp_failures
 
+    def to_dict(self) -> dict:
+        """As the JSON document gives it: the pools it ran with in one word (``pools``: counting or reported)."""
+        return ({f: v for f, v in asdict(self).items() if f != "exact"}
+                | {"pools": RunPools.REPORTED if self.exact else RunPools.COUNTING})
+
     @classmethod
     def of(cls, r: RunnerResult, configuration: str, *, exact: bool = False) -> "TargetRun":
         return cls(configuration, "bare-metal" if r.bare_metal else "host", r.ok, None if r.ok else failure(r),
                    r.platform_calls, r.platform_largest, r.platform_refused,
                    r.pools.temp_failed if r.pools else 0, exact)
+
+
+@dataclass(frozen=True)
+class DelegateHeap:
+    """What one backend allocates itself on a target's heap at load_method, outside ExecuTorch's pools (EthosUBackend:
+    its ExecutionHandle, with operator new), as its source reads: ``count`` blocks of ``each`` bytes there."""
+
+    backend: str
+    #: the C++ type it allocates, and how (``operator new``)
+    what: str
+    how: str
+    #: one per delegate of the method (each init allocates one); bytes of one on the target's ABI
+    count: int
+    each: int
+    #: the ExecuTorch source read for it (a version and file)
+    source: str
+
+    @property
+    def bytes(self) -> int:
+        return self.count * self.each
 
 
 @dataclass(frozen=True)
@@ -204,6 +267,8 @@ class Total:
     #: why it is not exact (None: it is, or it holds a host heap figure)
     abi: str = "host"
     inexact: str | None = None
+    #: how its least sure part was had (:class:`Basis`): the total is no surer than that
+    basis: Basis = Basis.MEASURED_HERE
 
     @property
     def bytes(self) -> int:
@@ -232,6 +297,11 @@ class Fit:
             return self.total.bytes <= self.budget
         return not self.unplaced
 
+    @property
+    def left(self) -> int | None:
+        """What the budget has left beyond the total (negative: over it); None with regions."""
+        return None if self.budget is None else self.budget - self.total.bytes
+
     @classmethod
     def check(cls, total: Total, budget: int | None = None, regions: tuple[tuple[str, int], ...] = ()) -> "Fit":
         if not regions:
@@ -253,7 +323,7 @@ class Fit:
                 "configuration": self.total.configuration, "total": self.total.bytes, "budget": self.budget,
                 "regions": dict(self.regions), "placed": {n: list(p) for n, p in self.placed},
                 "unplaced": list(self.unplaced), "fits": self.fits, "abi": self.total.abi,
-                "exact": self.total.exact, "inexact": self.total.inexact,
+                "basis": self.total.basis, "inexact": self.total.inexact, "left": self.left,
                 "largest": [list(p) for p in self.total.largest()]}
 
 
@@ -364,6 +434,9 @@ class MethodSizes:
     #: smaller, as pte_lab.views.run.target_pools takes them)
     temp_run_peak: int | None = None
     temp_run_padded: int = 0
+    #: what the delegates allocate themselves on the target's heap (operator new), per their source; set for
+    #: another target's pools (pte_lab.runtime.sizing.target.on_target), where the stand-ins' heap is this host's
+    delegate_heap: tuple["DelegateHeap", ...] = ()
 
     def holds_on(self, configuration: str) -> dict[str, TargetRun]:
         """Target kind -> how ``configuration`` ran under its platform layer (with counting pools)."""
@@ -400,15 +473,22 @@ class MethodSizes:
                 parts.append((f"the program's bytes ({self.program_in_ram_why})", self.program_in_ram))
             inexact = self.inexact
             own = self.delegates_own_heap
+            bases = [Basis.FILE, Basis.MEASURED_HERE if kind.host or self.abi == "host" else Basis.MODELLED]
+            if not kind.host:
+                for h in self.delegate_heap:  # what the delegates take with operator new there (their source's)
+                    parts.append((f"heap: {h.backend}'s {h.what} x{h.count} ({h.how})", h.bytes))
+                    bases.append(Basis.MODELLED)
             if not kind.host and own:  # a board runs them only with a heap of this much, beyond every pool
                 parts.append((f"heap {' and '.join(SELF_ALLOCATING[b] for b in own)} (this host's figure, the "
                               f"program mapped)", self.heap_peak))
+                bases.append(Basis.MEASURED_HERE)
                 inexact = inexact or (f"{', '.join(own)} allocate{'s' if len(own) == 1 else ''} {_its(own)} own "
                                       f"memory with malloc, outside ExecuTorch's pools: a board needs a heap of "
                                       f"that much, measured on this host")
             out[kind.name] = Total(self.method, kind.name, config, tuple(parts),
                                    exact=not kind.host and inexact is None, abi=self.abi, inexact=inexact,
-                                   runnable=config in holding or not self.targets, left_out=devices)
+                                   runnable=config in holding or not self.targets, left_out=devices,
+                                   basis=Basis.weakest(bases))
         return out
 
     @property
@@ -550,7 +630,9 @@ class PoolVerification:
         from ...views.run.sizes import temp_probe_words
 
         return asdict(self) | {"smaller_temp": None if self.smaller_temp is None
-                               else temp_probe_words(self.smaller_temp)}
+                               else temp_probe_words(self.smaller_temp),
+                               **{k: None if r is None else r.to_dict()
+                                  for k, r in (("host", self.host), ("bare_metal", self.bare_metal))}}
 
 
 @dataclass
@@ -641,11 +723,13 @@ class Sizes:
         def method(m: MethodSizes) -> dict:
             # the steps (keyed by Step records) are not in the document
             d = {k: v for k, v in asdict(replace(m, steps={})).items()
-                 if k not in ("steps", "inputs", "outputs", "libraries")}
+                 if k not in ("steps", "inputs", "outputs", "libraries", "targets")}
             return d | {"parts": m.parts(),
                         "inputs": [asdict(i) | {"dtype": i.dtype, "set_to": _set_to(i)} for i in m.inputs],
                         "outputs": [asdict(o) | {"dtype": o.dtype} for o in m.outputs],
-                        "libraries": [asdict(lib) for lib in m.libraries]}
+                        "libraries": [asdict(lib) for lib in m.libraries],
+                        # each run's pools: counting ones (the sizing) or the reported sizes (a verification)
+                        "targets": [t.to_dict() for t in m.targets]}
 
         return {
             "schema": "pte_lab.sizes", "version": 1, "target": self.target, "path": self.path, "executorch": self.executorch_version,
@@ -661,8 +745,9 @@ class Sizes:
             "verified_alone": None if self.verified_alone is None else {
                 n: v.to_dict() for n, v in self.verified_alone.items()},
             "targets": {k: asdict(t) for k, t in TARGET_KINDS.items()},
-            "totals": {n: {k: asdict(t) | {"bytes": t.bytes} for k, t in ts.items()}
-                       for n, ts in self.totals().items()},
+            # one word per basis: a total says how its least sure part was had (``basis``), not "exact"
+            "totals": {n: {k: {f: v for f, v in asdict(t).items() if f != "exact"} | {"bytes": t.bytes}
+                           for k, t in ts.items()} for n, ts in self.totals().items()},
             "fits": None if budget is None and not regions else {
                 n: f.to_dict() for n, f in self.fits(budget, regions).items()},
         }

@@ -23,7 +23,7 @@ from ...runtime.native import executorch_dir, executorch_version
 from ...shell_text import sh_comment, sh_word, sh_words
 from ..c_text import c_comment, c_string
 from .sizes import block_comment, c_identifiers, target_guard
-from .target_pools import target_pools
+from .target_pools import target_pools, temp_set_by_words
 
 __all__ = ["bare_metal_runner", "target_header", "write_bare_metal_runner", "BARE_METAL_FILES", "TARGET_FLAGS", "TARGET_LIBRARIES"]
 
@@ -103,7 +103,7 @@ def _pools_h(pools, ids, target: str, stem: str, sizes) -> str:
         up = ids[name].upper()
         out += ["", f"/* method \"{c_comment(name)}\" on {target} */",
                 f"#define PTE_LAB_{up}_METHOD_POOL_BYTES {p.method_pool}u",
-                *block_comment("temp pool: " + (p.temp_set_by or f"see pte-lab sizes --target {target}")),
+                *block_comment("temp pool: " + temp_set_by_words(p)),
                 f"#define PTE_LAB_{up}_TEMP_POOL_BYTES {p.temp_pool}u"
                 + ("" if p.temp_exact else f" /* at least {p.temp_low} B: see pte-lab sizes --target {target} */"),
                 f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {len(p.planned)}u"]

@@ -301,8 +301,8 @@ def total_line(t: "Total") -> str:
         exact = f"NOT EXACT: {t.inexact}"
     elif t.abi == "host":
         exact = f"exact for {HOST_ABI} pools; a 32-bit board's pools differ: --target cortex-m"
-    else:
-        exact = f"exact, with {t.abi}'s modelled pools"
+    else:  # another target's: one word for how it was had, as its set-these block says
+        exact = f"basis: {t.basis}, {t.abi}'s pools"
     firmware = "" if kind.host else "; the firmware's own static data and stack are beyond it"
     return (f"total on {board_words(t)} ({t.configuration}, {kind.loader}): {exact_bytes(t.bytes)} = {parts}{left} "
             f"({exact}{firmware}){note}")

@@ -1,190 +1,246 @@
-"""Pools for another target than this host (``pte-lab sizes FILE --target cortex-m``): the method pool
-replayed from the program's tables with the target's ABI (:mod:`pte_lab.model.method_pool`), trusted only
-where the same replay with this host's ABI gives the sizing runner's measurement exactly.
-
-The planned arenas are the file's, the same on every target. The temp pool holds kernel resolution's
-TensorMeta lists (ABI-dependent, modelled) and what kernels and delegates take at run time (the delegates'
-scratch, a kernel's ``allocate_temp``: bytes that do not depend on the ABI). The sizing runner measures the
-temp allocator from the first execute on apart from kernel resolution; where no run-time allocation needed
-padding on this host, its peak is the requests' own bytes and holds on the target too, and the temp pool is
-exact. Else (a method that did not run, or padding that depends on where earlier requests ended) the temp pool
-is given as a range: at least what the target's resolution and the delegates' scratch need, at most this
-host's pool.
-"""
+"""Views of another target's pools (``pte-lab sizes FILE --target cortex-m``): per method one block, "set these",
+each pool with its bytes, its basis and where it must live, then one total against the budget; this host's figures
+apart, under "this host". The records and their computation are :mod:`pte_lab.runtime.sizing.target`'s: these
+functions only render them (text, HTML, the JSON document's ``set_these``)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
+from html import escape
 
-from ...model.method_pool import method_pool
-from ...units import human_bytes
-from .sizes import HOW_MODELLED, kept_line
+from ...model.ethos_u import MEMORY_MODES
+from ...runtime.sizing.records import HOST_ABI, Basis
+from ...runtime.sizing.target import (
+    Lives,
+    PoolKind,
+    SetThese,
+    TargetPool,
+    TargetPools,
+    TempSetBy,
+    on_target,
+    set_these,
+    target_pools,
+)
+from ...units import exact_bytes, human_bytes
+from ..base import html_repr, text_table
+from .declared import stand_in_line
+from .sizes import HOW_MODELLED, kept_line, not_runnable, verdict
 
-__all__ = ["TargetPools", "target_pools", "target_pools_text", "target_pools_dict", "on_target", "HOW_MODELLED"]
+__all__ = ["TargetPools", "target_pools", "on_target", "set_these", "target_pools_text", "target_pools_dict",
+           "set_these_text", "set_these_html", "set_these_dict", "temp_set_by_words", "BASIS_WORDS", "HOW_MODELLED"]
 
-
-@dataclass(frozen=True)
-class TargetPools:
-    """One method's pools on ``target`` (bytes; None: not known there, see ``why``)."""
-
-    method: str
-    target: str
-    abi: str
-    #: (mem_id, device, bytes) of every planned arena: the file's, the same on every target
-    planned: tuple[tuple[int, str, int], ...]
-    method_pool: int | None
-    method_pool_alone: int | None
-    #: the temp pool: exactly ``temp_pool`` when ``temp_low`` equals it, else somewhere in [temp_low, temp_pool]
-    temp_pool: int | None
-    temp_low: int | None
-    #: this host's measured method pools (method + temp, alone) and the same replay with this host's ABI
-    host_measured: tuple[int, int | None]
-    host_model: tuple[int | None, int | None]
-    #: why a figure is not given (None: every figure is the model's, checked against this host)
-    why: str | None = None
-    #: what sets the temp pool, in words (a threshold of kernel resolution, a delegate's scratch, run time's use)
-    temp_set_by: str | None = None
-    #: the most the temp pool holds at once there (kernel resolution's peak or run time's), where it is exact
-    temp_held: int | None = None
-
-    @property
-    def temp_exact(self) -> bool:
-        return self.temp_pool is not None and self.temp_low == self.temp_pool
+#: what each basis means, as every view says it (the legend under a block)
+BASIS_WORDS = {
+    Basis.FILE: "read from the program's bytes (its tables, the delegates' blobs): the same on every target",
+    Basis.MEASURED_ON_TARGET: "measured on the board itself",
+    Basis.MODELLED: "computed for the target from the program's tables with its type layouts (read from the "
+                    "executorch headers compiled for it) and from ExecuTorch's source; the same computation for this "
+                    "host gives this host's measured pools exactly",
+    Basis.MEASURED_HERE: "measured on this host and taken to hold there (bytes the requests ask, not an ABI's)",
+}
 
 
-def _one(m, pte, target: str, external_data: bool) -> TargetPools:
-    host = method_pool(pte, m.method, "host", external_data=external_data)
-    there = method_pool(pte, m.method, target, external_data=external_data) if target != "host" else host
-    measured = (m.method_allocator, m.method_pool_alone)
-    modelled = (host.bytes, host.alone if m.method_pool_alone is not None else None)
-    common = dict(method=m.method, target=target, abi=there.abi, planned=m.planned, host_measured=measured,
-                  host_model=modelled)
-    if target == "host":
-        return TargetPools(method_pool=m.method_allocator, method_pool_alone=m.method_pool_alone,
-                           temp_pool=m.temp_allocator, temp_low=m.temp_allocator, **common)
-    why = there.unknown or host.unknown
-    if why is None and modelled != measured:
-        why = (f"the model gives this host {_pair(modelled)} where the sizing runner measured {_pair(measured)}: "
-               f"it does not know everything this method takes, so its {target} figure is not given")
-    if why is not None:
-        return TargetPools(method_pool=None, method_pool_alone=None, temp_pool=None, temp_low=None, why=why,
-                           **common)
-    low = max(there.resolution_temp, there.resolution_minimum, m.delegate_scratch)
-    run_time = 0
-    if m.temp_run_peak is not None and not m.temp_run_padded:
-        # measured apart from kernel resolution, each allocation at its alignment already: the requests' own
-        # bytes, which the target's kernels and delegates ask the same
-        run_time = m.temp_run_peak
-        low = high = max(low, m.temp_run_peak)
-    else:
-        run_time = m.temp_peak if m.temp_peak > host.resolution_temp else 0
-        high = max(low, run_time) if run_time else max(low, m.temp_allocator)
-        low = max(low, run_time) if run_time else low
-    return TargetPools(method_pool=there.bytes,
-                       method_pool_alone=there.alone if m.method_pool_alone is not None else None,
-                       temp_pool=high, temp_low=low, temp_set_by=_temp_set_by(there, m.delegate_scratch, run_time, low),
-                       temp_held=max(there.resolution_temp, run_time) if low == high else None,
-                       **common)
-
-
-def _temp_set_by(there, scratch: int, run_time: int, low: int) -> str:
-    """What makes the temp pool's (lower) figure, in words: one home for pools.h, the text and the JSON."""
-    if low == scratch and scratch:
-        return f"the delegates' scratch ({scratch:,} B), which they take from it at run time"
-    if low == run_time and run_time > there.resolution_minimum:
-        return f"what the kernels take from it at run time (allocate_temp: {run_time:,} B at once)"
-    if low == there.resolution_minimum:
-        per = there.resolution_minimum // max(there.widest_call_args, 1)
+def temp_set_by_words(p: TargetPools) -> str:
+    """What makes the temp pool's (lower) figure, in words (the text and pools.h say it so)."""
+    if p.temp_set_by is TempSetBy.SCRATCH:
+        return f"the delegates' scratch ({p.scratch:,} B), which they take from it at run time"
+    if p.temp_set_by is TempSetBy.RUN_TIME:
+        return f"what the kernels take from it at run time (allocate_temp: {p.run_time:,} B at once)"
+    if p.temp_set_by is TempSetBy.RESOLUTION_THRESHOLD:
+        per = p.resolution_minimum // max(p.widest_call_args, 1)
         return (f"a threshold, not bytes held at once: Method::init resolves kernels in the temp pool only where "
-                f"the widest kernel call's {there.widest_call_args} arguments' metadata fits ({per} B each on "
-                f"{there.abi}), else in the method pool, which then overflows (MemoryAllocationFailed at load_method); "
-                f"resolution itself holds at most {there.resolution_temp:,} B, and this method's kernels take "
-                f"{run_time:,} B at run time")
-    return f"kernel resolution's peak ({there.resolution_temp:,} B: each call's argument metadata)"
+                f"the widest kernel call's {p.widest_call_args} arguments' metadata fits ({per} B each on "
+                f"{p.abi}), else in the method pool, which then overflows (MemoryAllocationFailed at load_method); "
+                f"resolution itself holds at most {p.resolution_temp:,} B, and this method's kernels take "
+                f"{p.run_time:,} B at run time")
+    if p.temp_set_by is TempSetBy.RESOLUTION_PEAK:
+        return f"kernel resolution's peak ({p.resolution_temp:,} B: each call's argument metadata)"
+    return f"see pte-lab sizes --target {p.target}"
 
 
-def _pair(p) -> str:
-    return f"{p[0]:,} B" + (f" (alone: {p[1]:,} B)" if p[1] is not None else "")
+def _name(r: TargetPool) -> str:
+    if r.kind is PoolKind.PLANNED:
+        return f"planned buffer {r.mem_id}" + ("" if r.device == "cpu" else f" ({r.device})")
+    return str(r.kind)
 
 
-def on_target(sizes, pte, target: str):
-    """``sizes`` (this host's) with every method's pools replaced by ``target``'s (:func:`target_pools`), so that
-    its totals, fits, JSON document and header are the board's; a method whose ``target`` pools are not trusted
-    keeps this host's (x86-64 LP64) pools and its total says it is not exact, and so does one whose temp pool is
-    a range (the total takes its upper end). The verification (of this host's pools) is not carried over."""
-    out = {}
-    for name, p in target_pools(sizes, pte, target).items():
-        m = sizes.methods[name]
-        if p.why is not None:
-            out[name] = replace(m, abi=target, inexact=f"the {target} pools are not known ({p.why}); this host's "
-                                                       f"(x86-64 LP64) pools stand in for them")
-            continue
-        out[name] = replace(
-            m, abi=target, method_allocator=p.method_pool, temp_allocator=p.temp_pool,
-            method_pool_alone=p.method_pool_alone, temp_peak=p.temp_held if p.temp_held is not None else m.temp_peak,
-            inexact=None if p.temp_exact else (f"the temp pool on {target} is {p.temp_low:,} to {p.temp_pool:,} B "
-                                               f"(run time's use could not be had exactly): the total takes the upper end"))
-    return replace(sizes, methods=out, verified=None, verified_alone=None)
+def _lives(r: TargetPool) -> str:
+    """Where a pool must live, in a phrase: the memory mode's place where the NPU reaches it."""
+    family = _family(r.memory_mode)
+    mode = MEMORY_MODES.get(family) if family is not None else None
+    if r.lives is Lives.NPU and mode is not None:
+        return f"memory the NPU reaches: {mode.scratch} ({r.memory_mode})"
+    if r.lives is Lives.FLASH:
+        return f"flash (read in place): {mode.program} ({r.memory_mode})" if mode is not None else \
+            "flash (read in place)"
+    if r.lives is Lives.NPU_DEDICATED and mode is not None:
+        return f"{mode.fast_scratch}, {mode.fast_scratch_from} ({r.memory_mode})"
+    if r.lives is Lives.HEAP:
+        return "the heap"
+    if r.lives is Lives.DEVICE:
+        return f"{r.device}'s memory (not in the RAM total)"
+    return "RAM"
 
 
-def target_pools(sizes, pte, target: str) -> dict[str, TargetPools]:
-    """Every sized method's pools on ``target``, from ``sizes`` (this host's sizing of ``pte``)."""
-    external = sizes.data_path is not None
-    return {name: _one(m, pte, target, external) for name, m in sizes.methods.items()}
+def _family(mode: str | None) -> str | None:
+    return None if mode is None else next((k for k in MEMORY_MODES if mode.startswith(k)), None)
 
 
-def _temp_words(p: TargetPools) -> str:
-    if p.temp_exact:
-        return f"{p.temp_pool:,} B"
-    return (f"{p.temp_low:,} to {p.temp_pool:,} B (what the kernels take at run time could not be had exactly on "
-            f"this host: the method did not run, or its run-time allocations were padded to their alignment: at "
-            f"least the {p.target} resolution's and the delegates' scratch, at most this host's pool)")
+def _note(r: TargetPool, p: TargetPools) -> str | None:
+    """What a row holds or why, in a sentence (None: nothing to add)."""
+    if r.kind is PoolKind.TEMP:
+        held = f"it holds the NPU's scratch ({r.scratch:,} B, the blob's); " if r.scratch else ""
+        rng = (f"somewhere in {r.low:,} to {r.bytes:,} B: what the kernels take at run time could not be had exactly "
+               f"on this host (the method did not run, or its run-time allocations were padded), so the total takes "
+               f"the upper end; " if r.low is not None else "")
+        return f"{held}{rng}set by {temp_set_by_words(p)}" if p.temp_set_by is not None else (held.rstrip("; ") or None)
+    if r.kind is PoolKind.HEAP and r.heap is not None:
+        h = r.heap
+        return (f"{h.backend}'s {h.what}, {h.count} x {h.each} B ({h.how} at load_method, one per delegate), as "
+                f"read in {h.source}: a board without a heap fails load_method with MemoryAllocationFailed")
+    if r.kind is PoolKind.HEAP:
+        return (f"{', '.join(r.backends)} allocate their own memory with malloc (this host's figure, the program "
+                f"mapped): a board needs a heap of that much")
+    if r.kind is PoolKind.PROGRAM_IN_RAM:
+        return "the program's bytes, in RAM: the NPU writes its scratch inside them"
+    if r.kind is PoolKind.PROGRAM:
+        return "the .pte itself, read in place by a BufferDataLoader: not in the RAM total"
+    if r.kind is PoolKind.FAST_SCRATCH:
+        return ("the most Vela may use (its memory mode's name); the firmware provides it (ethosu_fast_scratch): "
+                "not in the RAM total" if r.bytes is not None else
+                "its size is not in the file (Vela prints it): not in the RAM total")
+    return None
 
 
-def target_pools_text(sizes, pte, target: str) -> str:
-    """The pools each method needs on ``target``, every figure labelled with its target."""
+def _budget_words(b: SetThese) -> str:
+    if b.budget is None or b.left is None:
+        return "no budget given (--budget 256KiB checks it)"
+    if b.fits:
+        return f"against a budget of {exact_bytes(b.budget)}: fits, {exact_bytes(b.left)} left"
+    return f"against a budget of {exact_bytes(b.budget)}: DOES NOT FIT, over by {exact_bytes(-b.left)}"
+
+
+def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bool = False) -> str:
+    """One block per method on the target, "set these"; the basis legend; what was verified and where; then this
+    host's figures apart."""
+    first = next(iter(blocks.values()), None)
+    target = first.target if first else board.target
+    head = (f"{os.path.basename(sizes.path)} on {target} ({first.abi if first else target}, {first.kind if first else ''}"
+            f"), executorch {sizes.executorch_version}")
+    out = [head, *kept_line(sizes)]
     pools = target_pools(sizes, pte, target)
-    abi = next((p.abi for p in pools.values()), target)
-    out = [f"{os.path.basename(sizes.path)}: pools on {target} ({abi}), executorch {sizes.executorch_version}: "
-           + HOW_MODELLED.format(target=target),
-           f"Not verified on a {target} here (--verify checks this host's pools): the runner "
-           f"--example-runner DIR --target {target} writes prints each pool's use on the board, and fails with "
-           f"0x21 where one is short.", *kept_line(sizes)]
-    for p in pools.values():
-        out += ["", f"method {p.method!r}"]
-        for mem_id, device, b in p.planned:
-            out.append(f"  planned arena {mem_id} ({device}): {b:,} B ({human_bytes(b)}), any target (the file's)")
-        if p.why is not None:
-            out.append(f"  pools on {target}: not given: {p.why}")
-            continue
-        out.append(f"  method pool, method + temp, on {target}: {p.method_pool:,} B "
-                   f"(this host: {p.host_measured[0]:,} B measured, {p.host_model[0]:,} B modelled)")
-        out.append(f"  temp pool, method + temp, on {target}: {_temp_words(p)}; set by {p.temp_set_by}")
-        m = sizes.methods[p.method]
-        if m.stand_ins:
-            out.append(f"  this host's run used stand-ins for {', '.join(m.stand_ins)} (pte_lab's, taking from "
-                       f"ExecuTorch's allocators what the real ones take): the pools checked against it are theirs")
-        if p.method_pool_alone is not None:
+    used: set[Basis] = set()
+    for b in blocks.values():
+        p = pools[b.method]
+        out += ["", f"method {b.method!r}: set these ({b.configuration}; the program read by a {b.loader})"]
+        if b.why is not None:
+            out.append(f"  the {target} pools are not known ({b.why}): this host's ({HOST_ABI}) pools stand in for "
+                       f"them, basis measured-here")
+        rows, notes = [], []
+        for r in b.pools:
+            if not r.in_total:
+                continue
+            rows.append([_name(r), f"{r.bytes:,}", str(r.basis), _lives(r)])
+            used.add(r.basis)
+            note = _note(r, p)
+            if note:
+                notes.append(f"  {_name(r)}: {note}")
+        rows.append(["total", f"{b.total:,}", str(b.basis), _budget_words(b)])
+        table = text_table(["pool", "bytes", "basis", "lives in"], rows)
+        out += ["  " + line for line in table.split("\n")]
+        out += notes
+        for r in b.pools:
+            if not r.in_total:
+                size = "size not in the file" if r.bytes is None else f"{r.bytes:,} B ({human_bytes(r.bytes)})"
+                out.append(f"  beside the total: {_name(r)}, {size}, {r.basis}, {_lives(r)}; {_note(r, p)}")
+                used.add(r.basis)
+        if not b.runnable:
+            out.append(f"  NOT RUNNABLE on a bare-metal {target}: no pool configuration ran there")
+        m = sizes.methods[b.method]
+        if p.method_pool_alone is not None and b.configuration == "method + temp":
             bare = m.holds_on("method alone").get("bare-metal")
-            there = ("whether it runs there was not measured" if bare is None else
-                     "runs there: run on this host under a platform layer whose et_pal_allocate fails, nothing was "
-                     "refused" if bare.runnable else
-                     f"not runnable on a heap-less {target}: run on this host under a platform layer whose "
-                     f"et_pal_allocate fails, {bare.platform_refused or bare.temp_failures} request(s) were refused"
-                     + (f" (the delegates' {m.delegate_scratch:,} B of scratch would come from there)"
-                        if m.delegate_scratch else ""))
-            out.append(f"  method pool, method alone (no temp allocator), on {target}: {p.method_pool_alone:,} B "
-                       f"(this host: {p.host_measured[1]:,} B measured, {p.host_model[1]:,} B modelled); temp "
-                       f"memory then comes from et_pal_allocate, which returns nullptr on a bare-metal platform "
-                       f"layer: {there}")
-        else:
-            out.append("  method pool, method alone: not possible (it was not possible on this host)")
+            there = ("" if bare is None else "; it runs on a heap-less board" if bare.runnable else
+                     f"; not on a heap-less {target}: {not_runnable(bare)}")
+            out.append(f"  (or: a method pool alone of {p.method_pool_alone:,} B and no temp allocator: temp memory then "
+                       f"comes from et_pal_allocate{there})")
+    out += ["", "basis: " + "; ".join(f"{k} = {BASIS_WORDS[k]}" for k in Basis if k in used)]
+    out += ["", *_verified_lines(sizes, target, verify)]
+    out += ["", f"this host ({HOST_ABI}, measured here; not the board's figures):"]
+    for b in blocks.values():
+        p, m = pools[b.method], sizes.methods[b.method]
+        measured, modelled = p.host_measured, p.host_model
+        out.append(f"  method {b.method!r}: method pool {measured[0]:,} B measured ({modelled[0]:,} B by the same "
+                   f"model), temp pool {m.temp_allocator:,} B"
+                   + (f", method pool alone {measured[1]:,} B" if measured[1] is not None else ""))
+        line = stand_in_line(m)
+        if line:
+            out.append(f"  {line}")
+        if m.heap_peak is not None:
+            out.append(f"  heap outside the pools here: {m.heap_peak:,} B at the peak with the program mapped "
+                       f"(`pte-lab sizes FILE` without --target gives this host's figures)")
     return "\n".join(out)
 
 
+def _verified_lines(sizes, target: str, verify: bool) -> list[str]:
+    """What was verified, where, and what was not."""
+    if not verify or not sizes.verified:
+        return [f"verified: nothing. --verify runs each method on this host again in pools of exactly this host's "
+                f"sizes (and one byte less); the {target} pools above only a runner on the board checks (pte-lab "
+                f"sizes FILE --target {target} --example-runner DIR writes one; it fails with 0x21 where a pool is "
+                f"short)."]
+    out = []
+    for name, v in sizes.verified.items():
+        m = sizes.methods[name]
+        where = (f"on this host, with pte_lab's stand-ins for {', '.join(m.stand_ins)}" if m.stand_ins
+                 else "on this host")
+        out.append(f"verified {where}: method {name!r}, this host's pools ({v.method_pool:,} B method, "
+                   f"{v.temp_pool:,} B temp): {verdict(v)}")
+    out.append(f"not verified: the {target} pools above (basis modelled or file: no {target} ran them). A runner on "
+               f"the board checks them: pte-lab sizes FILE --target {target} --example-runner DIR writes one, which "
+               f"prints each pool's use there and fails with 0x21 where one is short.")
+    return out
+
+
+def set_these_dict(blocks: dict[str, SetThese]) -> dict:
+    """The blocks as the JSON document's ``set_these``: per method each pool (kind, bytes, basis, lives, in_total),
+    the total, its basis, the budget and what is left: the same words as the text."""
+    def pool(r: TargetPool) -> dict:
+        return {"pool": _name(r), "kind": r.kind, "bytes": r.bytes, "basis": r.basis, "lives": r.lives,
+                "lives_in": _lives(r), "in_total": r.in_total, "memory_mode": r.memory_mode,
+                **({"scratch": r.scratch, "set_by": r.set_by, "low": r.low} if r.kind is PoolKind.TEMP else {}),
+                **({"backend": r.heap.backend, "what": r.heap.what, "count": r.heap.count, "each": r.heap.each,
+                    "source": r.heap.source} if r.heap is not None else {})}
+
+    return {n: {"target": b.target, "abi": b.abi, "kind": b.kind, "loader": b.loader, "configuration": b.configuration,
+                "pools": [pool(r) for r in b.pools], "total": b.total, "basis": b.basis, "budget": b.budget,
+                "left": b.left, "fits": b.fits, "runnable": b.runnable, "why": b.why}
+            for n, b in blocks.items()}
+
+
+def set_these_html(blocks: dict[str, SetThese], text: str) -> str:
+    """The blocks as HTML tables (the same rows and basis words as the text)."""
+    parts = []
+    for b in blocks.values():
+        rows = "".join(f"<tr><td>{escape(_name(r))}</td><td>{'' if r.bytes is None else f'{r.bytes:,}'}</td>"
+                       f"<td>{escape(str(r.basis))}</td><td>{escape(_lives(r))}</td>"
+                       f"<td>{'' if r.in_total else 'beside the total'}</td></tr>" for r in b.pools)
+        rows += (f"<tr><td><b>total</b></td><td><b>{b.total:,}</b></td><td>{escape(str(b.basis))}</td>"
+                 f"<td>{escape(_budget_words(b))}</td><td></td></tr>")
+        parts.append(f"<div><b>Set these</b>: method {escape(b.method)!s} on {escape(b.target)} ({escape(b.abi)}), "
+                     f"{escape(b.configuration)}</div><table><tr><th>pool</th><th>bytes</th><th>basis</th>"
+                     f"<th>lives in</th><th></th></tr>{rows}</table>")
+    return html_repr("".join(parts), text)
+
+
+def target_pools_text(sizes, pte, target: str, *, budget: int | None = None, verify: bool = False) -> str:
+    """The pools each method needs on ``target`` ("set these"), then this host's figures apart."""
+    board = on_target(sizes, pte, target)
+    return set_these_text(sizes, board, set_these(sizes, board, pte, target, budget), pte, verify=verify)
+
+
 def target_pools_dict(sizes, pte, target: str) -> dict:
-    """The same as a JSON-ready document."""
+    """The modelled pools per method as a JSON-ready document (the ``target_pools`` key of ``sizes --json``)."""
     return {"target": target, "path": sizes.path, "executorch": sizes.executorch_version,
-            "methods": {n: {**asdict(p), "temp_exact": p.temp_exact}
+            "methods": {n: {**asdict(p), "temp_exact": p.temp_exact, "temp_basis": p.temp_basis}
                         for n, p in target_pools(sizes, pte, target).items()}}
