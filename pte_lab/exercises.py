@@ -239,25 +239,16 @@ def _peak_without_inputs_by_profiler(pte=None):
     return len(peak), sum(a.size_bytes for a in peak)
 
 
-def _arenas_shrunk_by_half_side(pte=None):
-    # each arena of the side-64 program minus the same arena of the side-32 export: the tensors shrink four
-    # times, exir's 64 bytes of XNNPACK padding do not
-    big, small = pte or _open("device", side=64), _open("device", side=32)
-    return tuple(big.methods[name].arena(mem_id).size - small.methods[name].arena(mem_id).size
-                 for name, mem_id in HALF_SIDE_ARENAS)
+def _arena_and_file_at_side_32():
+    # forward's arena holds the matrices alive at its peak, a quarter as many bytes each at side 32; the file
+    # holds the plan (shapes and offsets as numbers), not the arenas, so its size does not follow the matrices
+    small = _open("device", side=32)
+    return small.methods["forward"].arena(1).size, small.file_size
 
 
-def _arenas_shrunk_by_half_side_by_exir(pte=None):
-    data = _data(pte, "device", side=64)
-    if data is None:
-        return None
-    big, small = _et_plans(data), _et_plans(_bytes("device", side=32))
-    return tuple(big[name].non_const_buffer_sizes[mem_id] - small[name].non_const_buffer_sizes[mem_id]
-                 for name, mem_id in HALF_SIDE_ARENAS)
-
-
-#: the arenas of 01.2, in the order of its answer
-HALF_SIDE_ARENAS = (("forward", 1), ("forward2", 1), ("forward2", 2))
+def _arena_and_file_at_side_32_by_exir():
+    data = _bytes("device", side=32)
+    return _et_plans(data)["forward"].non_const_buffer_sizes[1], len(data)
 
 
 # ------------------------------------------------------------- 02: planning
@@ -290,6 +281,27 @@ def _arena_by_layers_by_exir():
 
 
 # --------------------------------------------------------------- 03: devices
+def _arenas_shrunk_to_side_64(pte=None):
+    # each arena of notebook 03's side-256 program minus the same arena of the side-64 export (notebook 01's):
+    # the tensors shrink sixteen times, exir's 64 bytes of XNNPACK padding do not
+    big, small = pte or _open("device", side=256), _open("device", side=64)
+    return tuple(big.methods[name].arena(mem_id).size - small.methods[name].arena(mem_id).size
+                 for name, mem_id in SHRUNK_ARENAS)
+
+
+def _arenas_shrunk_to_side_64_by_exir(pte=None):
+    data = _data(pte, "device", side=256)
+    if data is None:
+        return None
+    big, small = _et_plans(data), _et_plans(_bytes("device", side=64))
+    return tuple(big[name].non_const_buffer_sizes[mem_id] - small[name].non_const_buffer_sizes[mem_id]
+                 for name, mem_id in SHRUNK_ARENAS)
+
+
+#: the arenas of 03.1, in the order of its answer
+SHRUNK_ARENAS = (("forward", 1), ("forward2", 1), ("forward2", 2))
+
+
 def _corrected_host_bytes(pte=None):
     return _load_program_host_bytes(pte or _open("three_methods", side=64), "corrected")
 
@@ -725,14 +737,14 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
              "last one that reads it.", _peak_without_inputs, _peak_without_inputs_by_profiler,
              "ExecuTorch's activation memory profiler (exir's own lifetimes, the graph's inputs left out)"),
     Exercise("01.2", "Predict, without exporting it: the same program with 32 x 32 matrices "
-                     "(`examples.build('device', side=32)`): by how many bytes is each arena smaller than at "
-                     "`side=64`? Answer `(forward arena 1, forward2 arena 1, forward2 arena 2)`. The check exports "
-                     "it and compares your prediction.",
-             "Which part of each arena scales with the matrices, and which does not? A 32 x 32 float32 matrix "
-             "holds a quarter of the bytes of a 64 x 64 one; count the matrices each arena holds at its peak "
-             "(the tensor tables of both methods), and mind exir's 64 bytes of XNNPACK padding. Pass pte=... "
-             "(the side-64 program) to reuse it.",
-             _arenas_shrunk_by_half_side, _arenas_shrunk_by_half_side_by_exir, DESERIALIZER),
+                     "(`examples.build('device', side=32)`). How many bytes is forward's arena 1, and how many "
+                     "bytes is the whole file? Answer `(arena, file)`. The check exports it and compares your "
+                     "prediction.",
+             "Count the matrices alive at arena 1's peak (the tensor table: first <= instruction <= last); a "
+             "32 x 32 float32 matrix holds a quarter of the bytes of a 64 x 64 one. Then the file: which of its "
+             "regions holds a matrix's bytes? The plan stores each tensor's shape and offset as numbers.",
+             _arena_and_file_at_side_32, _arena_and_file_at_side_32_by_exir,
+             "ExecuTorch's own deserializer (the arena exir wrote) and the exported program's length"),
     Exercise("02.1", "Return `torch.sigmoid(e)` from the hand-sized module instead of `e` "
                      "(`examples.build('hand_sized', extra=True)`): an eighth planned tensor. "
                      "What arena does ExecuTorch's greedy plan give, and what does pte_lab's best_fit give "
@@ -754,16 +766,24 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "each? Answer `(one_layer, six_layers)`.",
              "examples.build('transformer', layers=L); the arena's size. Which tensors are alive at the peak: "
              "those of one layer, or of all of them?", _arena_by_layers, _arena_by_layers_by_exir, DESERIALIZER),
-    Exercise("03.1", "How many bytes of planned arenas does `Runtime.load_program` (the corrected loader) allocate "
+    Exercise("03.1", "Predict, without exporting it: the same program with 64 x 64 matrices (notebook 01's) "
+                     "instead of 256 x 256: by how many bytes is each arena smaller? Answer `(forward arena 1, "
+                     "forward2 arena 1, forward2 arena 2)`. The check exports it and compares your prediction.",
+             "Which part of each arena scales with the matrices, and which does not? A 64 x 64 float32 matrix "
+             "holds a sixteenth of the bytes of a 256 x 256 one; count the matrices each arena holds at its peak "
+             "(the tensor tables of both methods), and mind exir's 64 bytes of XNNPACK padding. Pass pte=... "
+             "(the side-256 program) to reuse it.",
+             _arenas_shrunk_to_side_64, _arenas_shrunk_to_side_64_by_exir, DESERIALIZER),
+    Exercise("03.2", "Export the device program with `side=128`. How many bytes does each method plan on "
+                     "cuda:0? Answer `(forward2, forward)`: the bytes in arenas tagged cuda:0, for each method.",
+             "Three side x side float32 tensors, plus XNNPACK's 64 bytes of arena padding; and which arenas "
+             "does forward have?", _cuda_bytes_per_method, _cuda_bytes_per_method_by_exir, DESERIALIZER),
+    Exercise("03.3", "How many bytes of planned arenas does `Runtime.load_program` (the corrected loader) allocate "
                      "on the host, at load_program, for the three-method program? (Planned arenas only, not what "
                      "ExecuTorch keeps of the program itself.)",
              "Host-only methods share arenas sized by the largest per index; the device method's arenas "
              "wait for load_method. pte.load_cost('corrected').", _corrected_host_bytes, _corrected_host_bytes_by_exir,
              "the same rule on ExecuTorch's own deserializer's arena sizes"),
-    Exercise("03.2", "Export the device program with `side=128`. How many bytes does each method plan on "
-                     "cuda:0? Answer `(forward2, forward)`: the bytes in arenas tagged cuda:0, for each method.",
-             "Three side x side float32 tensors, plus XNNPACK's 64 bytes of arena padding; and which arenas "
-             "does forward have?", _cuda_bytes_per_method, _cuda_bytes_per_method_by_exir, DESERIALIZER),
     Exercise("04.1", "For the published experiment (`side=2048`), how many more bytes of planned arenas does the "
                      "legacy loader allocate on the host at load_program than the corrected one?",
              "The legacy loader puts every arena, the device one too, on the host at load_program: count the "
@@ -826,7 +846,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                      "`(bytes, buffer_index)`.",
              "The device arena holds what the delegate touches there: its two inputs copied to the device and "
              "its output, side x side float32 each, and exir's padding for a method with an XNNPACK delegate "
-             "(notebook 01). The runtime counts its planned buffers from zero: runtime index = mem_id less one.",
+             "(notebook 03). The runtime counts its planned buffers from zero: runtime index = mem_id less one.",
              _device_arena_refused, _device_arena_refused_by_runtime,
              "ExecuTorch's own runtime (Runtime.load_program and load_method in a fresh interpreter: its error)"),
     Exercise("06.4", "Run the budget of section 6 the other way round: from the XNNPACK transformer back to the "
