@@ -524,7 +524,7 @@ def _method(m: Table) -> RawNativeMethod:
         raise PteFormatError(f"{m.where}: no graph (the schema requires one)")
     nodes = []
     for n in g.tables(0, "nodes"):
-        outs = []
+        outs: list[tuple[str, str]] = []
         for o in n.tables(4, "outputs"):
             alias = _string(o, 1, "alias_of")
             names = o.strings(3, "names")
