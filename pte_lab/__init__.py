@@ -190,12 +190,16 @@ def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | N
     --------
     ``pte_lab.diff("old.pte", "new.pte").budget(5)``
     """
-    from .model import Pte
+    from .model import NativePackage, Pte
     from .model.diff import diff_programs
 
     sides = []
     for x in (a, b):
         p = x if isinstance(x, Pte) else open(x)
+        if isinstance(p, NativePackage):  # no plan to compare: said as where any command needs one
+            from .format.mixups import MIXUPS
+
+            raise MIXUPS["ptn"].error()
         if not isinstance(p, Pte):
             raise PteLabError(f"{p.path or 'that source'} is a .ptd data file: diff compares programs "
                               f"(.pte, .bpte)")

@@ -9,6 +9,7 @@ zero-initialised at load; persistent buffers, their initial bytes stored). No me
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
@@ -227,7 +228,7 @@ class NativeMethod:
         return f"NativeMethod({self.name!r}, {len(self.inputs)} inputs, {len(self.tensors)} tensors)"
 
 
-_KIND_NAMES = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant_tensor",
+_KIND_NAMES: dict[int, str] = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant_tensor",
                InputKind.USER_INPUT: "user_input"}
 
 
@@ -341,8 +342,6 @@ class NativePackage:
 def open_package(source) -> NativePackage:
     """Open a ``.ptn`` package (or a bare ``program.ptg``) from a path, bytes or a seekable binary file; the
     constants' bytes are never read. Raises :class:`~pte_lab.errors.PackageError` for one that cannot be read."""
-    import os
-
     raw = read_package(source)
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "name", None)
     return NativePackage(raw, path if isinstance(path, str) else None)
