@@ -278,3 +278,25 @@ def test_a_zip_bomb_is_never_inflated(tmp_path):
         z.writestr("program.ptg", b"\x00" * (64 << 20))
     (tmp_path / "bomb.ptn").write_bytes(buf.getvalue())
     _refused(tmp_path / "bomb.ptn", PackageError, "compressed", "inflates nothing")
+
+
+def test_mutated_packages_open_or_are_refused_in_one_line(packages):
+    """Bytes of real packages changed at random (seeded): each opens, or raises a PteFormatError (PackageError
+    included) of one line; nothing else escapes."""
+    import random
+
+    rng = random.Random(48)
+    for name in ("repeated", "kv_cache"):
+        data = packages[name][0].read_bytes()
+        for _ in range(150):
+            b = bytearray(data)
+            for _ in range(rng.choice((1, 2, 8))):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            if rng.random() < 0.2:
+                b = b[: rng.randrange(len(b))]
+            try:
+                p = pte_lab.open(bytes(b))
+            except PteFormatError as e:
+                assert "\n" not in str(e)
+                continue
+            repr(p), p._repr_html_(), p.to_dict()  # what opens renders
