@@ -218,7 +218,7 @@ class NativeMethod:
         return total
 
     def table(self) -> "pd.DataFrame":
-        """Every graph tensor as a table (:data:`NATIVE_TENSOR_COLUMNS`)."""
+        """Every graph tensor as a table (columns: ``NATIVE_TENSOR_COLUMNS``)."""
         import pandas as pd
 
         return pd.DataFrame([(t.name, t.role.value, t.dtype, t.shape, t.min_shape, t.dynamic, t.nbytes, t.alias_of,
