@@ -31,6 +31,27 @@ def packages(tmp_path_factory):
     return {name: ptn_packages.build(name, d) for name in ptn_packages.NAMES}
 
 
+def test_the_reader_follows_the_installed_native_schema():
+    """Each table pte_lab reads lists, in ExecuTorch's own native_graph.fbs, the fields the reader's slots assume, in
+    that order (a schema that moved a field would be read wrong), and the dtype and kind enums have its values."""
+    import re
+    from importlib.resources import files
+
+    from pte_lab.format import ptn
+
+    fbs = (files("executorch") / "backends/native/serialization/native_graph.fbs").read_text()
+    fbs = re.sub(r"//[^\n]*", "", fbs)
+    tables = {m[1]: [f.split(":")[0].strip() for f in m[2].split(";") if ":" in f]
+              for m in re.finditer(r"table\s+(\w+)\s*\{([^}]*)\}", fbs)}
+    for table, fields in ptn.FIELDS.items():
+        assert tuple(tables[table][: len(fields)]) == fields, table
+    for enum in (ptn.NativeScalarType, ptn.OpKind, ptn.InputKind, ptn.OutputKind):
+        body = re.search(rf"enum\s+{enum.__name__.removeprefix('Native')}\s*:\s*byte\s*\{{([^}}]*)\}}", fbs)[1]
+        declared = dict(re.findall(r"(\w+)\s*=\s*(\d+)", body))
+        assert {k: int(v) for k, v in declared.items()} == {e.name: e.value for e in enum}, enum.__name__
+    assert re.search(r'file_identifier\s+"NPTG"', fbs)
+
+
 def _executorch_view(path):
     """ExecuTorch's own reader of the native program (its graph serializer's deserialize_program)."""
     from executorch.backends.native.serialization.graph_serialize import deserialize_program

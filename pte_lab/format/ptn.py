@@ -24,7 +24,25 @@ ExecuTorch writes it), lie inside the file and apart from the others, and be nam
 (no ``..``, no leading ``/``, no ``\\``): a package that breaks one of these is refused with
 :class:`~pte_lab.errors.PackageError`, one line. No decompression is done, so no ZIP bomb can inflate.
 
-Slot numbers follow ``native_graph.fbs`` (a union takes two slots: its type, then its value). Torch and
+Slot numbers follow ``native_graph.fbs`` (a union takes two slots: its type, then its value); :data:`FIELDS`
+lists, per table read, its fields in the schema's order (``tests/test_ptn.py`` checks them against the installed
+ExecuTorch's schema)::
+
+    Program { version: string; methods: [Method] }
+    Method { name: string; graph: Graph; constants: [NamedTensorRef]; output_specs: [OutputSpec];
+             mutable_buffers: [MutableBufferSpec] }
+    Graph { nodes: [Node]; inputs: [string]; outputs: [string]; tensor_values: [TensorValue] }
+    Node { name: string; op_kind: OpKind; target: string; inputs: [NamedArgument]; outputs: [Output]; ... }
+    Output { name: string; alias_of: string; kind: OutputValueKind; names: [string] }
+    TensorValue { name: string; meta: TensorMeta }
+    TensorMeta { dtype: ScalarType; sizes: [Dim]; dim_order: [int]; quant: QuantSpec }
+    Dim { min: long; max: long = -1 }          // max < 0: unbounded
+    QuantSpec { scheme: QuantScheme }          // union: AffineGroup = 1, PackedQuant = 2
+    NamedTensorRef { name: string; data_key: string; meta: TensorMeta; kind: InputKind; mutated: bool }
+    OutputSpec { name: string; kind: OutputKind; target: string }
+    MutableBufferSpec { name: string; fqn: string }
+
+Node inputs (the arguments, and the subgraphs of higher-order operators they may hold) are not read. Torch and
 executorch are not imported.
 """
 
@@ -46,7 +64,7 @@ from ._flat import Table, root_table
 from .regular_file import open_regular
 from .schema import ScalarType
 
-__all__ = ["IDENTIFIER", "PTG_ENTRY", "SAFETENSORS_ENTRY", "ALIASES_ENTRY", "NativeScalarType", "InputKind",
+__all__ = ["IDENTIFIER", "FIELDS", "PTG_ENTRY", "SAFETENSORS_ENTRY", "ALIASES_ENTRY", "NativeScalarType", "InputKind",
            "OutputKind", "OpKind", "RawPackage", "RawMember", "RawNativeProgram", "RawNativeMethod", "RawMeta",
            "RawQuant", "RawNode", "RawConstantRef", "RawOutputSpec", "RawMutableBuffer", "RawStored",
            "read_package", "decode_native_program", "is_package_names", "SAFETENSORS_DTYPES",
@@ -134,6 +152,25 @@ class OutputKind(IntEnum):
     USER_OUTPUT = 0
     BUFFER_MUTATION = 1
     USER_INPUT_MUTATION = 2
+
+
+#: per table read, its fields in ``native_graph.fbs``'s order (the slots the reader uses; a union takes two)
+FIELDS = {
+    "Program": ("version", "methods"),
+    "Method": ("name", "graph", "constants", "output_specs", "mutable_buffers"),
+    "Graph": ("nodes", "inputs", "outputs", "tensor_values"),
+    "Node": ("name", "op_kind", "target", "inputs", "outputs"),
+    "Output": ("name", "alias_of", "kind", "names"),
+    "TensorValue": ("name", "meta"),
+    "TensorMeta": ("dtype", "sizes", "dim_order", "quant"),
+    "Dim": ("min", "max"),
+    "QuantSpec": ("scheme",),
+    "AffineGroup": ("scale_data_key", "scale_dtype", "quant_min", "quant_max", "group_size", "zero_point_data_key"),
+    "PackedQuant": ("codec",),
+    "NamedTensorRef": ("name", "data_key", "meta", "kind", "mutated"),
+    "OutputSpec": ("name", "kind", "target"),
+    "MutableBufferSpec": ("name", "fqn"),
+}
 
 
 # -- records ----------------------------------------------------------------------------------------------------
