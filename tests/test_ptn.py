@@ -173,6 +173,7 @@ def test_bytes_a_file_object_and_a_bare_program_ptg_open_too(packages, tmp_path)
         (tmp_path / "program.ptg").write_bytes(z.read("program.ptg"))
     bare = pte_lab.open(tmp_path / "program.ptg")
     assert bare.graph_only and bare.stored_bytes is None and bare.missing == []
+    assert bare.constants[0].nbytes == 16 * 8 * 4  # from its meta: the bytes are in the package, not here
     assert bare.methods["forward"].inputs[0].shape == (2, 8)
 
 

@@ -330,8 +330,9 @@ def _read_at(f: BinaryIO, offset: int, n: int, where: str, what: str) -> bytes:
     return data
 
 
-def _members(f: BinaryIO, size: int, where: str) -> dict[str, RawMember]:
-    """The archive's members, each checked: stored, inside the file, apart from the others, plainly named."""
+def _members(f: BinaryIO, size: int, where: str) -> tuple[dict[str, RawMember], dict[str, int]]:
+    """The archive's members, each checked: stored, inside the file, apart from the others, plainly named; and
+    each one's CRC."""
     try:
         with zipfile.ZipFile(f) as z:
             infos = z.infolist()
@@ -382,7 +383,7 @@ def _members(f: BinaryIO, size: int, where: str) -> dict[str, RawMember]:
     for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
         if start < end:
             raise _fail(where, f"members {printable(a)!r} and {printable(b)!r} overlap (a ZIP bomb's trick)")
-    return members
+    return members, {i.filename: i.CRC for i in infos}
 
 
 def _json(data: bytes, where: str, what: str):
@@ -493,15 +494,13 @@ def read_package(source, where: str | None = None) -> RawPackage:
             f.seek(0)
             program = decode_native_program(memoryview(_read_at(f, 0, size, where, PTG_ENTRY)), where)
             return RawPackage(size, [], program, None, {}, {}, graph_only=True)
-        members = _members(f, size, where)
+        members, crcs = _members(f, size, where)
         if PTG_ENTRY not in members:
             inside = [n for n in members if n.endswith("/" + PTG_ENTRY)]
             if inside:
                 raise _fail(where, f"{printable(inside[0])} is inside a folder: ExecuTorch reads a .ptn's members "
                                    f"at its root (zip the files themselves, not their folder)")
             raise _fail(where, f"a ZIP archive without {PTG_ENTRY}: not a .ptn package")
-        with zipfile.ZipFile(f) as z:
-            crcs = {i.filename: i.CRC for i in z.infolist()}
         ptg = _member_bytes(f, members[PTG_ENTRY], crcs[PTG_ENTRY], where)
         program = decode_native_program(memoryview(ptg), where)
         stored, metadata = (_safetensors(f, members[SAFETENSORS_ENTRY], where)

@@ -266,7 +266,8 @@ class NativePackage:
                 dtype, _ = SCALAR_TYPES[SAFETENSORS_DTYPES[st.dtype]]
                 shape, size = st.shape, st.nbytes
             else:
-                dtype, shape, size = _dtype(c.meta.dtype)[0], c.meta.maxs, (st.nbytes if st else None)
+                dtype, shape = _dtype(c.meta.dtype)[0], c.meta.maxs
+                size = st.nbytes if st else _bytes_at_bound(c.meta)  # not stored: as its meta says
             constants.append(NativeConstant(key, dtype, shape, size, owner if st is not None else None,
                                             _KIND_NAMES.get(c.kind, str(c.kind)), c.mutated,
                                             tuple(dict.fromkeys(users[key]))))
