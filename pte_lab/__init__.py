@@ -32,6 +32,7 @@ from .errors import (
     NotARegularFileError,
     NotFoundError,
     OperatorMissingError,
+    PackageError,
     PteFormatError,
     PteLabBug,
     PteLabError,
@@ -45,7 +46,7 @@ __version__ = "0.1.0"
 __all__ = [
     "open", "load", "sizes", "diff", "explore", "what_if", "largest_bound", "usage_at", "what_if_from", "DataFile", "emulate_device", "runtime_info", "Pte", "Method", "Arena", "LabProgram", "LabMethod",
     "PteLabError", "PteFormatError", "DeviceAllocationError", "BackendUnavailableError", "MemoryBudgetError",
-    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError", "InputError",
+    "RuntimeCrashedError", "NativeBuildError", "ExecuTorchError", "OperatorMissingError", "NotAProgramError", "PackageError", "InputError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug", "ArgumentTypeError", "ArgumentValueError",
     "FileMissingError", "UnreadableFileError", "NotARegularFileError",
     "__version__",
@@ -81,14 +82,16 @@ if TYPE_CHECKING:  # pragma: no cover
            data=optional(either(SOURCE, instance("pte_lab.model.data", "DataFile", "a .ptd opened by pte_lab.open"))),
            etrecord=optional(either(PATH_OR_BYTES, instance("pte_lab.format.etrecord", "ETRecord", "an ETRecord"))))
 def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
-    """Open a ``.pte``, a bundled ``.bpte`` or a ``.ptd`` data file (path, bytes or binary file).
+    """Open a ``.pte``, a bundled ``.bpte``, a ``.ptd`` data file or a ``.ptn`` package (path, bytes or binary file).
 
     Nothing is loaded: only the tables are read. A program opens as a
     :class:`~pte_lab.model.Pte` (a ``.bpte`` as the program it carries, its test
     suites in ``pte.bundled``); ``data`` is the program's external ``.ptd``; ``etrecord`` the
     ETRecord ExecuTorch wrote beside it (path or bytes), so that each planned tensor names its FX
     node, module and source line (``Method.sources``, and columns of ``Method.tensors``).
-    A ``.ptd`` alone opens as a :class:`~pte_lab.model.DataFile`.
+    A ``.ptd`` alone opens as a :class:`~pte_lab.model.DataFile`; a ``.ptn`` (ExecuTorch 1.5.1's native program
+    package, ``to_native(...).save``, or the ``program.ptg`` inside one) as a :class:`~pte_lab.model.NativePackage`:
+    its methods, each graph tensor at its upper bound, its constants and state (it holds no memory plan).
 
     Parameters
     ----------
@@ -101,43 +104,49 @@ def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
 
     Returns
     -------
-    pte_lab.Pte or pte_lab.DataFile
-        The program (a :class:`~pte_lab.model.Pte`), or the data file (a :class:`~pte_lab.model.DataFile`) when
-        ``source`` is a ``.ptd``.
+    pte_lab.Pte or pte_lab.DataFile or pte_lab.model.NativePackage
+        The program (a :class:`~pte_lab.model.Pte`), the data file (a :class:`~pte_lab.model.DataFile`) when
+        ``source`` is a ``.ptd``, or the package (a :class:`~pte_lab.model.NativePackage`) when it is a ``.ptn``.
 
     Raises
     ------
     PteFormatError
         For a file that is not a program or data file (:class:`NotAProgramError` for another kind of file,
-        which it names), or one whose tables do not hold together.
+        which it names), or one whose tables do not hold together; :class:`PackageError` for a ``.ptn`` that
+        cannot be read (truncated, compressed or crafted members).
     ValueError
-        For ``data`` or ``etrecord`` given with a ``.ptd`` source.
+        For ``data`` or ``etrecord`` given with a ``.ptd`` or ``.ptn`` source.
 
     Examples
     --------
     ``pte_lab.open("model.pte").methods["forward"].arenas``
     """
     from .format import identify
-    from .model import open_data, open_pte
+    from .model import open_data, open_package, open_pte
 
-    if hasattr(source, "read") and hasattr(source, "seek"):
-        start = source.tell()
-        kind = identify(source)
+    seekable = hasattr(source, "read") and hasattr(source, "seek")
+    start = source.tell() if seekable else 0
+    kind = identify(source) if seekable else "program"
+    if seekable:
         source.seek(start)
-    else:  # a path or bytes: read as a program (one open of the file), a .ptd refused there is told apart below
+    if kind == "program":  # read as a program (one open of the file); a .ptd or .ptn refused there is told apart
         try:
             return open_pte(source, data=data, etrecord=etrecord)
         except NotAProgramError as exc:
-            if exc.kind != "ptd" or identify(source) != "data":
+            if exc.kind in ("ptn", "ptg"):
+                kind = "package"
+            elif exc.kind == "ptd" and identify(source) == "data":
+                kind = "data"
+            else:
                 raise
-        kind = "data"
-    if kind == "data":
-        if data is not None:
-            raise ValueError("data= goes with a program (.pte/.bpte); this source is itself a .ptd file")
-        if etrecord is not None:
-            raise ValueError("etrecord= goes with a program (.pte/.bpte); this source is itself a .ptd file")
-        return open_data(source)
-    return open_pte(source, data=data, etrecord=etrecord)
+        if seekable:
+            source.seek(start)
+    what = {"data": "a .ptd file", "package": "a .ptn package (ExecuTorch's native program package)"}[kind]
+    if data is not None:
+        raise ValueError(f"data= goes with a program (.pte/.bpte); this source is itself {what}")
+    if etrecord is not None:
+        raise ValueError(f"etrecord= goes with a program (.pte/.bpte); this source is itself {what}")
+    return open_data(source) if kind == "data" else open_package(source)
 
 
 @arguments(a=PROGRAM, b=PROGRAM, sizes=BOOL, methods=optional(NAMES), labels=optional(TWO_NAMES))
@@ -181,12 +190,16 @@ def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | N
     --------
     ``pte_lab.diff("old.pte", "new.pte").budget(5)``
     """
-    from .model import Pte
+    from .model import NativePackage, Pte
     from .model.diff import diff_programs
 
     sides = []
     for x in (a, b):
         p = x if isinstance(x, Pte) else open(x)
+        if isinstance(p, NativePackage):  # no plan to compare: said as where any command needs one
+            from .format.mixups import MIXUPS
+
+            raise MIXUPS["ptn"].error()
         if not isinstance(p, Pte):
             raise PteLabError(f"{p.path or 'that source'} is a .ptd data file: diff compares programs "
                               f"(.pte, .bpte)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "PteLabError", "PteFormatError", "NativeBuildError", "RunnerLinesError", "DeviceAllocationError",
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
-    "OperatorMissingError", "NotAProgramError", "InputError", "ETRecordError",
+    "OperatorMissingError", "NotAProgramError", "PackageError", "InputError", "ETRecordError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug", "bug_line", "BUG_EXIT_CODE", "CHECK_FAILED", "TARGET_CHANGED",
 ]
 
@@ -89,6 +89,13 @@ class NotAProgramError(PteFormatError):
     def __init__(self, message: str, *, kind: str):
         super().__init__(message)
         self.kind = kind
+
+
+class PackageError(PteFormatError):
+    """Raised for a ``.ptn`` package (ExecuTorch's native program package) that cannot be read: not a complete
+    ZIP archive, a member compressed, encrypted, outside the file, overlapping another or named with a path
+    (``..``, ``/``, ``\\``), no ``program.ptg``, or a safetensors header or ``aliases.json`` that does not hold
+    together. The message is one line naming the file and what is wrong."""
 
 
 class NotARegularFileError(PteFormatError):

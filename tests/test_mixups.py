@@ -154,9 +154,13 @@ def test_load_diff_and_the_cli_say_the_same(files, capsys):
 
 
 def test_a_native_package_of_1_5_1_is_named_as_such(tmp_path):
-    """ExecuTorch 1.5.1's .ptn (to_native(...).save) and the native graph inside it: named for what they are,
-    with how to get a planned .pte, by the API and the CLI (before: 'a ZIP archive ... open the .pte inside')."""
+    """ExecuTorch 1.5.1's .ptn (to_native(...).save) and the native graph inside it: pte_lab.open reads them (a
+    NativePackage, tests/test_ptn.py); where a plan is needed (load, diff, read as a .pte) each is named for what it
+    is, holding no plan, with where to look instead and how to get a planned .pte (before: 'a ZIP archive ... open
+    the .pte inside')."""
     from executorch.exir.native import to_native
+
+    from pte_lab.model import NativePackage
 
     ptn = tmp_path / "m.ptn"
     to_native(torch.export.export(_Tiny().eval(), (torch.randn(1, 4),))).save(str(ptn))
@@ -164,8 +168,11 @@ def test_a_native_package_of_1_5_1_is_named_as_such(tmp_path):
         assert "program.ptg" in z.namelist()
         (tmp_path / "program.ptg").write_bytes(z.read("program.ptg"))
     for path, kind, said in ((ptn, "ptn", "an ExecuTorch native program package (.ptn"),
-                             (tmp_path / "program.ptg", "ptg", "an ExecuTorch native graph (flatbuffer b'NPTG'")):
-        with pytest.raises(NotAProgramError) as e:
-            pte_lab.open(path)
-        assert e.value.kind == kind and said in str(e.value) and "holds no memory plan" in str(e.value)
-        assert "to_edge_transform_and_lower" in str(e.value)
+                             (tmp_path / "program.ptg", "ptg", "the native program of an ExecuTorch native program "
+                                                               "package (.ptn")):
+        assert isinstance(pte_lab.open(path), NativePackage)
+        for call in (read, pte_lab.load):
+            with pytest.raises(NotAProgramError) as e:
+                call(path)
+            assert e.value.kind == kind and said in str(e.value) and "carries no memory plan" in str(e.value)
+            assert "pte-lab inspect" in str(e.value) and "to_edge_transform_and_lower" in str(e.value)

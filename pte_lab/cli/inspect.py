@@ -1,12 +1,13 @@
 """``pte-lab inspect``: the memory story of a program (methods, arenas, tensors, load costs), its file's layout,
-or the named tensors of a ``.ptd``."""
+the named tensors of a ``.ptd``, or what a ``.ptn`` package holds (methods, tensors at their bounds, constants,
+state; no plan)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..errors import PteLabError
+from ..errors import NotAProgramError, PteLabError
 from ..views.json_text import json_text
 from .common import _Deprecated, _whole
 
@@ -18,8 +19,9 @@ MAX_PICTURES = 32
 
 def register(subparsers) -> None:
     i = subparsers.add_parser("inspect", help="the memory story of a .pte (or .bpte): methods, arenas, "
-                                              "tensors, load costs; or the named tensors of a .ptd")
-    i.add_argument("file", help="the program (.pte, .bpte) or data file (.ptd) to read")
+                                              "tensors, load costs; the named tensors of a .ptd; what a .ptn "
+                                              "package holds")
+    i.add_argument("file", help="the program (.pte, .bpte), data file (.ptd) or native package (.ptn) to read")
     i.add_argument("--data", help="the program's external data file (.ptd): are all its keys there?")
     i.add_argument("--etrecord", help="the ETRecord exported with the program (generate_etrecord=True): each "
                                       "tensor's FX node, module and source line")
@@ -35,6 +37,27 @@ def register(subparsers) -> None:
     i.add_argument("--rows", type=_whole(3), default=48,
                    help="most rows per arena picture, or blobs with --layout (default 48)")
     i.set_defaults(func=run)
+
+
+def _package(args) -> int:
+    """A .ptn package (or a bare program.ptg): what it holds; it has no plan to picture or lay out."""
+    from ..model import open_package
+    from ..views.package import package_document, package_text
+
+    if args.data or args.etrecord or args.layout:
+        raise PteLabError(f"{args.file} is a .ptn package: --data, --etrecord and --layout go with a .pte program "
+                          f"(the package holds its own constants and no plan)")
+    p = open_package(args.file)
+    names = list(p.methods)
+    if args.method is not None:
+        if args.method not in p.methods:
+            raise PteLabError(f"{args.file}: no method {args.method!r} (methods: {', '.join(names)})")
+        names = [args.method]
+    if args.json:
+        sys.stdout.write(json_text(package_document(p, names), args.compact) + "\n")
+    else:
+        sys.stdout.write(package_text(p, names) + "\n")
+    return 0
 
 
 def run(args) -> int:
@@ -53,7 +76,12 @@ def run(args) -> int:
         else:
             sys.stdout.write(data_text(d) + "\n")
         return 0
-    pte = open_pte(args.file, data=args.data, etrecord=args.etrecord)
+    try:
+        pte = open_pte(args.file, data=args.data, etrecord=args.etrecord)
+    except NotAProgramError as exc:
+        if exc.kind not in ("ptn", "ptg"):
+            raise
+        return _package(args)
     names = list(pte.methods)
     if args.method is not None:
         if args.method not in pte.methods:

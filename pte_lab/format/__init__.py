@@ -1,4 +1,5 @@
-"""Bytes to records: the ``.pte`` header and flatbuffer, read lazily and checked.
+"""Bytes to records: the ``.pte`` header and flatbuffer, read lazily and checked (and a ``.ptn`` package's
+members, :mod:`pte_lab.format.ptn`).
 
 This layer imports neither torch nor executorch. Importing the package imports none of its modules: each
 public name is loaded when first used (``pte_lab.lazy_names``), so that a module that needs one fact of the
@@ -19,14 +20,14 @@ _LAZY = {
     "read": "reader", "read_data": "reader", "identify": "reader", "Source": "reader", "KINDS": "reader",
     "Header": "header",
     "RawProgram": "program", "RawPlan": "program", "RawTensor": "program", "RawValue": "program",
-    "RawBundled": "bundled", "RawData": "flat_tensor",
+    "RawBundled": "bundled", "RawData": "flat_tensor", "RawPackage": "ptn", "read_package": "ptn",
     "ScalarType": "schema", "TensorShapeDynamism": "schema", "TensorDataLocation": "schema", "DataLocation": "schema",
     "TENSOR_ALIGNMENT": "schema", "mem_id_of": "schema", "runtime_index_of": "schema",
 }
 
 __all__ = [
     "read", "read_data", "identify", "Header", "RawProgram", "RawPlan", "RawTensor", "RawValue", "RawBundled",
-    "RawData", "Source", "ScalarType", "TensorShapeDynamism", "TensorDataLocation", "DataLocation", "TENSOR_ALIGNMENT",
+    "RawData", "RawPackage", "read_package", "Source", "ScalarType", "TensorShapeDynamism", "TensorDataLocation", "DataLocation", "TENSOR_ALIGNMENT",
     "mem_id_of", "runtime_index_of",
 ]
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .bundled import RawBundled
     from .flat_tensor import RawData
     from .header import Header
+    from .ptn import RawPackage, read_package
     from .program import RawPlan, RawProgram, RawTensor, RawValue
     from .reader import Source, identify, read, read_data
     from .schema import (TENSOR_ALIGNMENT, DataLocation, ScalarType, TensorDataLocation, TensorShapeDynamism,

@@ -148,6 +148,30 @@ class Table:
             raise PteFormatError(f"{self.where}.{what}: string is not valid UTF-8 ({exc.reason} "
                                  f"at byte {exc.start})") from None
 
+    def strings(self, slot: int, what: str) -> tuple[str, ...]:
+        """A vector of strings (empty when absent); each string's bytes count against the budget."""
+        at = self._field(slot, 4)
+        if not at:
+            return ()
+        start, length = self._vector_at(at, 4, what)
+        buf, n, out = self._buf, self._n, []
+        for i in range(length):
+            pos = start + 4 * i
+            target = pos + _U32.unpack_from(buf, pos)[0]
+            if target + 4 > n:
+                raise PteFormatError(f"{self.where}.{what}[{i}]: reference to offset {target} is outside the "
+                                     f"flatbuffer")
+            size = _U32.unpack_from(buf, target)[0]
+            if target + 4 + size > n:
+                raise PteFormatError(f"{self.where}.{what}[{i}]: string of {size} bytes runs past the flatbuffer")
+            self.charge(size, f".{what}[{i}]")
+            try:
+                out.append(bytes(buf[target + 4 : target + 4 + size]).decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise PteFormatError(f"{self.where}.{what}[{i}]: string is not valid UTF-8 ({exc.reason} "
+                                     f"at byte {exc.start})") from None
+        return tuple(out)
+
     def _vector_at(self, at: int, elem_size: int, what: str, charge: bool = True) -> tuple[int, int]:
         start = self._deref(at, what)
         length = _U32.unpack_from(self._buf, start)[0]

@@ -7,7 +7,9 @@ its central directory (member names, through :mod:`zipfile`; nothing is unpickle
 
 - ZIP archives (``PK\\x03\\x04``), told apart by their member names: TorchScript / PyTorch Mobile
   (``*/code/``, ``*/bytecode.pkl``, ``*/constants.pkl``), ExecuTorch's ETRecord (``ETRECORD_V0``),
-  ``torch.export.save`` (``*/archive_format``, ``*/models/``), ``torch.save`` (``*/data.pkl``).
+  ``torch.export.save`` (``*/archive_format``, ``*/models/``), ``torch.save`` (``*/data.pkl``), ExecuTorch's
+  native program package (``.ptn``: ``program.ptg``; named from its first member's local header where the
+  directory cannot be read, so that a truncated one is read as a package and said to be truncated).
 - Flatbuffers by identifier: ``FT01`` (ExecuTorch's FlatTensor ``.ptd``), ``ED00`` (an ETDump, written
   by flatcc with a size prefix: the identifier at bytes 8..12, or 4..8 without the prefix),
   ``TFL3`` (TensorFlow Lite).
@@ -28,6 +30,15 @@ from ..errors import NotAProgramError
 #: bytes of the start of a file read to recognise it
 HEAD_BYTES = 4096
 
+#: what a .ptn is called, wherever pte_lab names it
+PTN_NAME = "an ExecuTorch native program package (.ptn, written by executorch.exir.native.to_native(...).save)"
+#: why a .ptn has no arenas, offsets or peak
+NO_PLAN = ("carries no memory plan: ExecuTorch's native runtime plans memory when it loads the package, from each "
+           "dimension's upper bound")
+#: what to do with a .ptn where a planned program is needed
+_PTN_ADVICE = ("pte-lab inspect FILE (pte_lab.open) shows what it holds: its methods, each tensor's bytes at its "
+               "bound, its constants and state; for a plan to size, what-if, replan or diff, export a .pte: "
+               "to_edge_transform_and_lower(exported_program).to_executorch(), then save its buffer")
 _EXPORT = "export the PyTorch model with torch.export + ExecuTorch (to_edge_transform_and_lower, to_executorch)"
 
 
@@ -61,15 +72,9 @@ MIXUPS = {m.kind: m for m in (
           "then save its buffer as a .pte"),
     Mixup("checkpoint", "a ZIP archive written by torch.save (weights or a pickled PyTorch object), "
           "not an ExecuTorch program", f"load it in PyTorch, then {_EXPORT}"),
-    Mixup("ptn", "an ExecuTorch native program package (.ptn, written by executorch.exir.native.to_native(...)"
-          ".save): a native graph (program.ptg, b'NPTG') and its constants (program.safetensors); the native "
-          "runtime plans memory when it loads one, so the file holds no memory plan",
-          "for the plan pte_lab reads, export a .pte: to_edge_transform_and_lower(exported_program)"
-          ".to_executorch(), then save its buffer"),
-    Mixup("ptg", "an ExecuTorch native graph (flatbuffer b'NPTG', the program.ptg of a .ptn package), which holds "
-          "no memory plan: the native runtime plans at load",
-          "for the plan pte_lab reads, export a .pte: to_edge_transform_and_lower(exported_program)"
-          ".to_executorch(), then save its buffer"),
+    Mixup("ptn", f"{PTN_NAME}, which {NO_PLAN}", _PTN_ADVICE),
+    Mixup("ptg", f"the native program of {PTN_NAME} (program.ptg, flatbuffer b'NPTG'), which {NO_PLAN}",
+          _PTN_ADVICE),
     Mixup("zip", "a ZIP archive, not an ExecuTorch program (a .pte is a flatbuffer with b'ET12' at bytes 4..8)",
           "unpack it and open the .pte inside, if it holds one"),
     Mixup("ptd", "a .ptd data file (ExecuTorch's FlatTensor, b'FT01'): named tensors for a program, not a program",
@@ -158,13 +163,16 @@ def recognise(head: bytes, file_size: int, zip_source: "str | BinaryIO | None" =
     ZIP is named as a ZIP only.
     """
     if head[:4] == b"PK\x03\x04":
-        kind = "zip"
+        kind = None
         if zip_source is not None:
             try:
                 with zipfile.ZipFile(zip_source) as z:
                     kind = _zip_kind(z.namelist())
             except Exception:  # noqa: BLE001 - an archive zipfile cannot list is a ZIP all the same
                 pass
+        if kind is None:  # no directory to read (cut short?): the first member's name, from its local header
+            n = int.from_bytes(head[26:28], "little")
+            kind = "ptn" if head[30 : 30 + n] == b"program.ptg" else "zip"
         return MIXUPS[kind]
     kind = _FLATBUFFER_IDS.get(head[4:8])
     if kind is None and head[8:12] == b"ED00":

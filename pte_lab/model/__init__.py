@@ -24,12 +24,14 @@ _LAZY = {
     "LOAD_COST_COLUMNS": "load_cost", "LOADERS": "load_cost", "STEPS": "load_cost",
     "Delegate": "method", "Instruction": "method", "IOSpec": "method", "Method": "method",
     "Pte": "pte", "Segment": "pte", "open_pte": "pte",
+    "NativePackage": "package", "NativeMethod": "package", "open_package": "package",
 }
 
 __all__ = [
     "Pte", "Method", "Arena", "PlannedTensor", "IOSpec", "Instruction", "Delegate", "Segment",
     "Finding", "Kind", "Analysis", "analyse", "LOADERS", "STEPS", "LOAD_COST_COLUMNS", "TENSOR_COLUMNS",
     "open_pte", "open_data", "DataFile", "NamedTensor", "Bundled", "BundledValue", "TestSuite",
+    "NativePackage", "NativeMethod", "open_package",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .findings import Finding, Kind
     from .load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
     from .method import Delegate, Instruction, IOSpec, Method
+    from .package import NativeMethod, NativePackage, open_package
     from .pte import Pte, Segment, open_pte
 
 
