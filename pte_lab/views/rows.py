@@ -13,6 +13,7 @@ from operator import attrgetter
 
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.attribution import SOURCE_COLUMNS
+from ..model.backends import BackendNote, backend_note
 from ..model.bulk import dict_maker
 from ..model.diff import PLANNED_SUM, POOL_PARTS, POOL_REMAINDERS, Change
 from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
@@ -68,9 +69,22 @@ def delegate_heap_rows(p) -> list[tuple[str, str]]:
     for m in p.methods.values():
         backends = tuple(dict.fromkeys(d.backend for d in m.delegates))
         if backends:
-            by_note.setdefault(delegate_heap_note(backends), []).append(m.name)
+            not_here = tuple(b for b in backends if not backend_note(b).runs_here)
+            by_note.setdefault(delegate_heap_note(backends, not_here), []).append(m.name)
     return [(names[0] if len(names) == 1 else f"{first_few(names, 3)} ({len(names)} methods)", note)
             for note, names in by_note.items()]
+
+
+def backend_rows(p) -> list[tuple[BackendNote, tuple[str, ...]]]:
+    """(:class:`~pte_lab.model.backends.BackendNote`, the methods calling it) for each backend the program's
+    delegates name, in the order first named."""
+    by: dict[str, list[str]] = {}
+    for m in p.methods.values():
+        for d in m.delegates:
+            names = by.setdefault(d.backend, [])
+            if m.name not in names:
+                names.append(m.name)
+    return [(backend_note(b), tuple(names)) for b, names in by.items()]
 
 
 def load_cost_rows(p) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:

@@ -23,10 +23,11 @@ from ..model.dtypes import short_shape
 from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable_text, text_view
-from .base import text_table
+from ..model.backends import HEADLINE_SETTINGS
+from .base import backend_note_line, text_table
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .peak import peak_lines
-from .rows import (ARENA_ROW, METHOD_HEADERS, delegate_heap_rows, delegate_scratch_rows, load_cost_rows, method_rows,
+from .rows import (ARENA_ROW, METHOD_HEADERS, backend_rows, delegate_heap_rows, delegate_scratch_rows, load_cost_rows, method_rows,
                    state_summary, summary_findings)
 
 __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text",
@@ -111,6 +112,12 @@ def delegate_lines(d, mem) -> list[str]:
     if s is not None and s.inputs is not None and s.outputs is not None:
         out.append(f"  Vela's inputs {'; '.join(map(describe_io, s.inputs)) or '-'}, outputs "
                    f"{'; '.join(map(describe_io, s.outputs)) or '-'} (shape, bytes per element, scratch offset)")
+    c = mem.contents
+    if c is not None:
+        said = [f"{p.part} {human_bytes(p.bytes)}" for p in c.parts]
+        said += [f"{x.what} {x.value}" for x in c.settings if x.what not in HEADLINE_SETTINGS]
+        if said or c.problem:
+            out.append("  blob: " + "; ".join(said + ([c.problem] if c.problem else [])))
     if mem.unread:
         out.append(f"  {mem.unread}")
     return out
@@ -159,6 +166,8 @@ def pte_text(p, methods_below: bool = False) -> str:
                      f"outside the planned arenas")
     for name, note in delegate_heap_rows(p):
         lines.append(f"  {name}: {note}")
+    for note, _ in backend_rows(p):
+        lines.append(f"  backend {backend_note_line(note)}")
     rows = [[r.name, str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              ", ".join(f"{d} {human_bytes(b)}" for d, b in r.by_device) or "-"] for r in method_rows(p)]
     lines.append("")
