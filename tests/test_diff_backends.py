@@ -16,6 +16,7 @@ import pte_lab
 from pte_lab.cli import TARGET_CHANGED, main as cli_main
 from pte_lab.model.backends import BACKEND_NOTES, SettingSource, backend_note
 from pte_lab.model.diff import pair_delegates
+from pte_lab.units import human_bytes
 
 DATA = Path(__file__).parent / "data" / "apple"
 COREML = DATA / "focus_coreml.pte"
@@ -134,3 +135,24 @@ def test_inspect_shows_what_the_blob_holds(path, capsys):
     out = capsys.readouterr().out
     (blob,) = [ln for ln in out.splitlines() if ln.strip().startswith("blob:")]
     assert ("Core ML specification 6 (iOS 15" in blob) if path == COREML else ("graph" in blob)
+
+
+def test_operators_left_before_the_first_delegate_call_are_a_finding_with_their_bytes():
+    """XNNPACK did not take the Focus layer's 8 strided slices, which run before its one call: a finding names
+    them, where they run, and the bytes at stake (alive at the peak, and planned), read from the plan."""
+    from pte_lab.model.findings import Kind, OutsideDelegateDetails
+
+    m = pte_lab.open(XNNPACK).methods["forward"]
+    (f,) = [f for f in m.findings() if f.kind == Kind.OUTSIDE_DELEGATE]
+    d = f.details
+    assert isinstance(d, OutsideDelegateDetails) and d.backends == ("XnnpackBackend",)
+    (op,) = d.operators
+    assert op.operator == "aten::slice_copy.Tensor_out" and op.where == "before the first delegate call"
+    assert len(op.instructions) == 8
+    slices = [t for t in m.planned if t.op == "aten::slice_copy.Tensor_out"]
+    assert op.planned == d.planned == sum(t.nbytes for t in slices) > 0
+    peak = m.peak
+    alive = sum(t.nbytes for t in slices if t.first <= peak.at <= t.last)
+    assert f.at_stake == op.at_peak == alive > 0
+    assert f"{human_bytes(alive)} alive at the peak" in f.message and "before the first delegate call" in f.message
+    assert not [f for f in pte_lab.open(COREML).methods["forward"].findings() if f.kind == Kind.OUTSIDE_DELEGATE]

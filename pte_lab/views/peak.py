@@ -75,8 +75,8 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
                 f"holds (a portable Linear transposes its weight at every call). Lowered to XNNPACK "
                 f"(XnnpackPartitioner), the weights are packed once at load instead, on the heap.")
     if c.kind is PeakCauseKind.OUTSIDE_DELEGATE:
-        return (f"operators outside the delegate: {at_stake} written by ExecuTorch's CPU kernels between "
-                f"delegate calls ({first_few(c.names, 4)}). The partitioner did not take these operators "
+        return (f"operators outside the delegate: {at_stake} written by ExecuTorch's CPU kernels outside the "
+                f"delegate calls ({first_few(c.names, 4)}; the outside_delegate finding says where each runs). The partitioner did not take these operators "
                 f"(export_llm lowers only the quantized linears unless backend.xnnpack.extended_ops=true); "
                 f"only those fused into one delegate call with their neighbours leave the plan, into the "
                 f"delegate's own workspace: a tensor passed between delegate calls stays planned.")
