@@ -419,4 +419,23 @@ def replan_text(r) -> str:
                      f"{human_bytes(a.after):>12s} {human_bytes(a.lower_bound):>12s} "
                      f"{over(a.before_over_bound):11.3f}x {over(a.after_over_bound):10.3f}x"
                      + ("  (kept)" if a.kept else ""))
+    lines += input_reuse_lines(r)
     return "\n".join(lines)
+
+
+def input_reuse_lines(r) -> list[str]:
+    """What a replan (:class:`pte_lab.planning.Replan`) puts over a planned input, and what that means for an app
+    that executes again: one line per input, then the option that keeps inputs and outputs apart."""
+    reuses = r.input_reuses()
+    if r.keep_io:
+        return ["planned inputs and outputs kept apart from every other tensor (--keep-io): an input keeps its "
+                "bytes from one execute to the next"]
+    out = [f"{x.method!r} input {x.position} (v{x.value}, arena {x.mem_id}) shares its bytes with v{x.over} "
+           f"({x.over_role}, written from instruction {x.over_first}): an app that executes again without setting "
+           f"the input reads that tensor's bytes as its input (garbage)"
+           + ("; the original plan did the same" if x.original_too else "; the original plan did not")
+           for x in reuses]
+    if out:
+        out.append("set every input before every execute, or replan with --keep-io (replan(..., keep_io=True)) to "
+                   "keep planned inputs and outputs apart")
+    return out
