@@ -156,3 +156,46 @@ def test_operators_left_before_the_first_delegate_call_are_a_finding_with_their_
     assert f.at_stake == op.at_peak == alive > 0
     assert f"{human_bytes(alive)} alive at the peak" in f.message and "before the first delegate call" in f.message
     assert not [f for f in pte_lab.open(COREML).methods["forward"].findings() if f.kind == Kind.OUTSIDE_DELEGATE]
+
+
+# ------------------------------------------------------------------------------- loaders, as an app meets them
+def test_inspect_says_which_loader_each_api_behaves_as(capsys):
+    """Python's three loaders against the mobile APIs: an iOS or Android app's Module allocates arenas as
+    _load_for_executorch does, and reads the program by its Module::LoadMode (File by default)."""
+    from pte_lab.model.load_cost import LOADERS, MODULE_LOAD_MODES, PROGRAM_APIS, DataLoaderKind
+
+    assert {a.arenas_as for a in PROGRAM_APIS} == set(LOADERS)
+    mobile = [a for a in PROGRAM_APIS if a.api.startswith(("iOS", "Android", "C++"))]
+    assert len(mobile) == 3 and {a.arenas_as for a in mobile} == {"module"}
+    assert [m.name for m in MODULE_LOAD_MODES][:4] == ["File", "Mmap", "MmapUseMlock", "MmapUseMlockIgnoreErrors"]
+    (default,) = [m for m in MODULE_LOAD_MODES if m.default]
+    assert default.name == "File" and default.data_loader is DataLoaderKind.FILE
+    assert cli_main(["inspect", str(XNNPACK)]) == 0
+    out = capsys.readouterr().out
+    (module,) = [ln for ln in out.splitlines() if ln.strip().startswith("module ")]
+    assert "_load_for_executorch" in module and "iOS ExecuTorchModule" in module and "Android" in module
+    (modes,) = [ln for ln in out.splitlines() if "Module::LoadMode" in ln]
+    assert "File (the default) = FileDataLoader" in modes and "MmapUseMlock = MmapDataLoader" in modes
+
+
+def test_sizes_names_what_it_cannot_know_of_core_ml(capsys):
+    """Core ML does not run here: sizes says what the file gives, and the backend's line what is not known and
+    how to measure it on the device."""
+    assert cli_main(["sizes", str(COREML)]) != 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("backend CoreMLBackend")]
+    assert "not known: what Core ML allocates inside" in line and "os_proc_available_memory" in line
+
+
+def test_sizes_rows_name_their_loader():
+    """The host rows are the program mapped; the FileDataLoader an app's Module uses by default is its own
+    line: the rows say which they are."""
+    from pte_lab.views.run.sizes import sizes_text
+
+    text = sizes_text(pte_lab.sizes(XNNPACK))
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("rows measured with the program mapped"))
+    assert "heap kept by load_method" in "\n".join(lines[at:at + 6])
+    assert "LoadMode Mmap (iOS .mmap, Android LOAD_MODE_MMAP)" in lines[at]
+    assert "reads with a FileDataLoader by default (LoadMode File)" in lines[at]
+    assert any(ln.startswith("heap outside the pools (the counter), FileDataLoader(") for ln in lines[at:])

@@ -27,7 +27,7 @@ from ..model.backends import HEADLINE_SETTINGS
 from .base import backend_note_line, text_table
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .peak import peak_lines
-from .rows import (ARENA_ROW, METHOD_HEADERS, backend_rows, delegate_heap_rows, delegate_scratch_rows, load_cost_rows, method_rows,
+from .rows import (ARENA_ROW, METHOD_HEADERS, backend_rows, delegate_heap_rows, loader_apis, module_load_modes_line, delegate_scratch_rows, load_cost_rows, method_rows,
                    state_summary, summary_findings)
 
 __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text",
@@ -177,9 +177,12 @@ def pte_text(p, methods_below: bool = False) -> str:
     by_loader: dict[str, list[str]] = {}
     for loader, step, devs in load_cost_rows(p):
         by_loader.setdefault(loader, []).append(f"{step} " + " + ".join(f"{human_bytes(b)} {d}" for d, b in devs))
+    apis = loader_apis()
     for loader in LOADERS:
         parts = by_loader.get(loader)
-        lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing"))
+        lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing")
+                     + (f"  ({apis[loader]})" if loader in apis else ""))
+    lines.append(f"    {module_load_modes_line()}")
     if p.bundled is not None:
         b = p.bundled
         lines.append("")

@@ -20,7 +20,10 @@ from typing import TYPE_CHECKING
 
 from ...devices import DEVICE_TYPES, parse_device
 from ...model.abi import abi
+from ...model.backends import backend_note
 from ...printable import text_view
+from ..base import backend_note_line
+from ..rows import mapped_rows_line
 from ...runtime.libraries import AS_NEEDED, libpython, link_flags
 from ...runtime.sizing.records import (
     ABI_POOLS,
@@ -212,6 +215,7 @@ def sizes_text(sizes: "Sizes") -> str:
         out += [total_line(t) for k, t in totals.items() if not TARGET_KINDS[k].host]
         out += [f"-- {host_label}:"]
         if here:
+            out.append(mapped_rows_line())
             out.append(text_table(head, here))
         if m.file_heap_peak is not None:
             out.append(f"heap outside the pools (the counter), FileDataLoader({m.file_loader_alignment}): peak "
@@ -231,6 +235,10 @@ def sizes_text(sizes: "Sizes") -> str:
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
         out += declared_lines(sizes.declared[name]) if name in sizes.declared else []
+    backends = [b for m in sizes.methods.values() for b in m.backends]
+    backends += [b for d in sizes.declared.values() for _, b, _, _ in d.delegates]
+    if backends:
+        out += [""] + [f"backend {backend_note_line(backend_note(b))}" for b in dict.fromkeys(backends)]
     if sizes.methods:
         host, exact = HOST_DEPENDENT, POOLS_EXACT
         out += ["", f"{exact}; {host}: each heap figure is the highest seen over {_runs(sizes)} fresh runs "
