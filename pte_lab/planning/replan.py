@@ -102,21 +102,23 @@ class Replan:
         out = []
         for a in self.arenas:
             m = self.original.methods[a.method]
-            ts = [t for t in m.planned if t.mem_id == a.mem_id and t.first is not None and t.nbytes > 0]
+            # (tensor, first, last) of each tensor alive in the arena
+            ts = [(t, t.first, t.last) for t in m.planned if t.mem_id == a.mem_id and t.first is not None
+                  and t.last is not None and t.nbytes > 0]
             inputs = {s.value: s.position for s in m.inputs if s.kind == "Tensor" and s.planned}
-            for t in ts:
+            for t, _, last in ts:
                 if t.value not in inputs:
                     continue
                 root = m.storage_of(t.value)
                 lo = a.offsets.get(t.value, t.offset)
                 hi = lo + t.nbytes
-                after = sorted((u for u in ts if u.first > t.last and m.storage_of(u.value) != root
+                after = sorted(((u, first) for u, first, _ in ts if first > last and m.storage_of(u.value) != root
                                 and a.offsets.get(u.value, u.offset) < hi
-                                and lo < a.offsets.get(u.value, u.offset) + u.nbytes), key=lambda u: u.first)
+                                and lo < a.offsets.get(u.value, u.offset) + u.nbytes), key=lambda x: x[1])
                 if after:
-                    u = after[0]
+                    u, first = after[0]
                     before = t.offset < u.offset + u.nbytes and u.offset < t.offset + t.nbytes
-                    out.append(InputReuse(a.method, a.mem_id, inputs[t.value], t.value, u.value, u.role, u.first,
+                    out.append(InputReuse(a.method, a.mem_id, inputs[t.value], t.value, u.value, u.role, first,
                                           before))
         return tuple(out)
 
