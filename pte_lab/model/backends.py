@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from collections.abc import Callable, Mapping
 
+from ..errors import PteLabError
+
 __all__ = ["BackendNote", "BACKEND_NOTES", "backend_note", "BlobSetting", "BlobPart", "BlobContents",
            "SettingSource", "blob_contents", "HEADLINE_SETTINGS", "COREML_TARGETS", "COREML_COMPUTE_UNITS", "BLOB_SETTINGS",
            "COREML", "XNNPACK"]
@@ -223,6 +225,9 @@ def _coreml_blob(read: Callable[[int, int], bytes], offset: int, size: int
                  for n in nodes if n.get("kind") == 0}
     except (ValueError, KeyError, TypeError, AttributeError):
         return [], [], "its file table (reversed JSON at the blob's end) could not be read"
+    outside = [k for k, (at, n) in files.items() if at < 0 or n < 0 or at + n > size]
+    if outside:
+        return [], [], f"its file table puts {outside[0]!r} outside the blob's {size:,} bytes"
     parts = []
     for part, names in (("model", ("model.mlmodel",)), ("weights", ("weight.bin",)),
                         ("debug files", ("debug_info.json", "executorch_debug_handle_mapping.json"))):
@@ -232,7 +237,7 @@ def _coreml_blob(read: Callable[[int, int], bytes], offset: int, size: int
     settings = []
     if "model.mlmodel" in files:
         at, n = files["model.mlmodel"]
-        head = read(offset + at, min(n, 16)) if 0 <= at and at + n <= size else b""
+        head = read(offset + at, min(n, 16))
         if head[:1] == b"\x08":  # Model.specificationVersion, field 1, a varint
             try:
                 version, _ = _varint(head, 1)
@@ -274,7 +279,7 @@ def blob_contents(backend: str, specs: dict, read: Callable[[int, int], bytes] |
     elif size:
         try:
             more, parts, problem = _READERS[backend](read, offset, size)
-        except OSError as exc:
+        except (OSError, PteLabError) as exc:  # the file went away or changed since it was opened
             more, problem = [], f"the blob could not be read: {exc}"
         settings += more
     return BlobContents(backend, tuple(settings), tuple(parts), problem)
