@@ -5,7 +5,7 @@
     pte-lab measure [--side N] [--legacy-python PATH] [--json FILE]
     pte-lab measure --bundle DIR [--side N]
     pte-lab legacy-env [--dir DIR]
-    pte-lab replan IN OUT [--algorithm A] [--verify] [--data PTD]
+    pte-lab replan IN OUT [--algorithm A] [--keep-io] [--verify] [--data PTD]
     pte-lab sizes FILE [--method M] [--data PTD] [--json | --c-header | --example-runner DIR] [--verify] [--runs N]
                    [--target host|cortex-m] [--budget SIZE] [--region NAME=SIZE ...] [--max-input-bytes SIZE]
     pte-lab diff A B [--method M] [--json [--compact] | --html] [--sizes] [--fail-if-grows PCT [--budget-on KIND ...]]

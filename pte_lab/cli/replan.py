@@ -18,6 +18,10 @@ def register(subparsers) -> None:
                     help="the planner of every arena (default best_fit): ExecuTorch's greedy, best_fit, first_fit "
                          "(TFLite Micro's), naive (one after another, nothing shared), or optimal (exhaustive: tiny "
                          "arenas only)")
+    rp.add_argument("--keep-io", action="store_true",
+                    help="keep planned inputs and outputs apart from every other tensor (each holds its bytes over "
+                         "the whole method), so that an app executing again without setting an input reads the "
+                         "input it set, not an output written over it (costs the bytes they shared)")
     rp.add_argument("--verify", action="store_true",
                     help="run both with ExecuTorch, each method called --runs times in a row with its state "
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")
@@ -36,7 +40,7 @@ def run(args) -> int:
 
     say = lines()
     say(f"planning every arena with {args.algorithm}")
-    r = replan(args.input, algorithm=args.algorithm)
+    r = replan(args.input, algorithm=args.algorithm, keep_io=args.keep_io)
     say(f"writing {args.output} with ExecuTorch's serializer (importing it takes a few seconds)")
     r.write(args.output)
     say("written and read back: only offsets and arena sizes changed")

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from ..errors import PteLabError
 from ..vocabulary import BUDGET_KINDS
 from .align import align
+from .backends import BLOB_SETTINGS
 from .analysis import Arena, PlannedTensor, instruction_targets
 from .bulk import paused_gc
 from .ethos_u import IN_BLOB, describe_io
@@ -401,15 +402,15 @@ class BudgetCheck:
 #: what a delegate call is compared by, beyond its bytes: name -> how it is read from a ``DelegateMemory``
 #: (None where that side has no such delegate, or the file does not say)
 DELEGATE_SETTINGS = ("backend", "target", "system config", "memory mode", "stored", "command stream and weights "
-                     "live", "scratch from", "scratch lives", "inputs", "outputs")
+                     "live", "scratch from", "scratch lives", "inputs", "outputs", *BLOB_SETTINGS)
 #: the changes a memory budget does not pass (``--fail-if-grows``), in the order they are reported
-TARGET_CHANGES = ("backend", "target", "memory mode", "flash to RAM", "method gone")
+TARGET_CHANGES = ("backend", "target", "memory mode", "deployment target", "flash to RAM", "method gone")
 #: what each of :data:`TARGET_CHANGES` changes of the deployment: "runner" (the runner must link another backend:
 #: a CPU-only one such as XNNPACK appearing is this, the board stays), "board" (the target, its memory mode, or
 #: RAM the board must give). Both are a deployment change (one exit status); the words and JSON say which.
 TARGET_CHANGE_KINDS: Mapping[str, str] = MappingProxyType({
-    "backend": "runner", "target": "board", "memory mode": "board", "flash to RAM": "board",
-    "method gone": "runner"})
+    "backend": "runner", "target": "board", "memory mode": "board", "deployment target": "board",
+    "flash to RAM": "board", "method gone": "runner"})
 
 
 @dataclass(frozen=True)
@@ -450,14 +451,18 @@ def _setting(d: "DelegateMemory | None", what: str) -> str | None:
         return d.scratch_from
     if what == "scratch lives":
         return d.scratch_lives
+    if what in BLOB_SETTINGS:
+        got = None if d.contents is None else d.contents.setting(what)
+        return None if got is None else got.value
     return None if s is None else _io_text(s.inputs if what == "inputs" else s.outputs)
 
 
 @dataclass(frozen=True)
 class DelegateDiff:
-    """One delegate call of a method in both programs: the ``call``-th delegate the method calls (in the
-    order of their first call; delegates never called follow, in table order), a side None where that
-    program's method has fewer delegates."""
+    """One delegate call of a method in both programs, paired within its backend (:func:`pair_delegates`; the
+    delegates in the order of their first call, those never called following in table order): ``call`` is the
+    row, a side None where that program's method has no such call; two backends where one replaced the other
+    (:attr:`backend_changed`)."""
 
     method: str
     call: int
@@ -466,6 +471,13 @@ class DelegateDiff:
     #: the backends each program's methods call (what its runner links): a call only in one program is no
     #: change of backend when the other program calls that backend too
     linked: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
+    @property
+    def backend_changed(self) -> bool:
+        """A call of one backend in the first program where the second calls another (calls are paired within a
+        backend first: :func:`pair_delegates`): one row that says so, its bytes not compared (a Core ML blob and
+        an XNNPACK blob are not two sizes of one thing)."""
+        return self.before is not None and self.after is not None and self.before.backend != self.after.backend
 
     @cached_property
     def settings(self) -> tuple[Setting, ...]:
@@ -496,9 +508,16 @@ class DelegateDiff:
 
     @property
     def byte_changes(self) -> tuple[tuple[str, Change], ...]:
-        """(what, Change) of the blob, command stream, weights and scratch, those either side says."""
-        got = (("blob", self.blob_bytes), ("command stream", self.command_bytes), ("weights", self.weight_bytes),
-               ("scratch", self.scratch_bytes))
+        """(what, Change) of the blob, command stream, weights and scratch, and of the parts another backend's
+        blob holds (XNNPACK's graph, Core ML's model), those either side says; none for a change of backend
+        (:attr:`backend_changed`: each side's bytes are its own)."""
+        if self.backend_changed:
+            return ()
+        got = [("blob", self.blob_bytes), ("command stream", self.command_bytes), ("weights", self.weight_bytes),
+               ("scratch", self.scratch_bytes)]
+        pa, pb = (dict(() if x is None or x.contents is None else ((p.part, p.bytes) for p in x.contents.parts))
+                  for x in (self.before, self.after))
+        got += [(f"blob's {part}", Change(pa.get(part), pb.get(part))) for part in dict.fromkeys([*pa, *pb])]
         return tuple((w, c) for w, c in got if c.before is not None or c.after is not None)
 
     @property
@@ -511,11 +530,12 @@ class DelegateDiff:
         changed (a delegate only in one program changes the backend), or the command stream and weights
         must now be in RAM where flash held them."""
         out = []
-        for what in ("backend", "target", "memory mode"):
+        for what in ("backend", "target", "memory mode", "deployment target"):
             a, b = _setting(self.before, what), _setting(self.after, what)
             if what == "backend" and (a is None and b in self.linked[0] or b is None and a in self.linked[1]):
                 continue  # another call of a backend the other program's runner links already
-            if a != b and (what == "backend" or (self.before is not None and self.after is not None)):
+            if a != b and (what == "backend" or (self.before is not None and self.after is not None
+                                                 and not self.backend_changed)):
                 out.append(TargetChange(self.method, self.call, what, a, b))
         a, b = self.before, self.after
         if a is not None and b is not None and a.program_in_ram is False and b.program_in_ram:
@@ -562,15 +582,32 @@ def _call_order(m: "Method") -> list[int]:
 
 def pair_delegates(a: "Method", b: "Method",
                    linked: tuple[frozenset[str], frozenset[str]] | None = None) -> tuple[DelegateDiff, ...]:
-    """The delegates of two versions of a method, paired call by call (see :class:`DelegateDiff`); ``linked``:
-    the backends each whole program calls (default: each method's own)."""
+    """The delegates of two versions of a method, paired within each backend (its k-th call in the first program
+    with its k-th call in the second, in the order of the first calls), then the calls left in the first with
+    those left in the second, in order, each such pair a change of backend (:attr:`DelegateDiff.backend_changed`),
+    then those only in one program. ``DelegateDiff.call`` numbers the rows. ``linked``: the backends each whole
+    program calls (default: each method's own)."""
     da, db = a.delegate_memory, b.delegate_memory
     oa, ob = _call_order(a), _call_order(b)
     if linked is None:
         linked = (linked_backends([a]), linked_backends([b]))
-    return tuple(DelegateDiff(a.name, k, da[oa[k]] if k < len(oa) else None, db[ob[k]] if k < len(ob) else None,
-                              linked)
-                 for k in range(max(len(oa), len(ob))))
+    ba, bb = [da[i].backend for i in oa], [db[i].backend for i in ob]
+    pairs: list[tuple[int | None, int | None]] = []
+    left_a: list[int] = []
+    left_b: list[int] = []
+    for backend in dict.fromkeys([*ba, *bb]):  # within a backend: its k-th call with its k-th call
+        xa = [k for k, x in enumerate(ba) if x == backend]
+        xb = [k for k, x in enumerate(bb) if x == backend]
+        pairs += zip(xa, xb)
+        left_a += xa[len(xb):]
+        left_b += xb[len(xa):]
+    left_a.sort()
+    left_b.sort()
+    pairs += zip(left_a, left_b)  # what is left: a call of another backend in its place, a change of backend
+    pairs += [(k, None) for k in left_a[len(left_b):]] + [(None, k) for k in left_b[len(left_a):]]
+    pairs.sort(key=lambda p: (p[0] if p[0] is not None else p[1], p[1] if p[1] is not None else p[0]))
+    return tuple(DelegateDiff(a.name, row, None if i is None else da[oa[i]], None if j is None else db[ob[j]], linked)
+                 for row, (i, j) in enumerate(pairs))
 
 
 def linked_backends(methods: Iterable["Method"]) -> frozenset[str]:
@@ -697,7 +734,8 @@ class Diff:
         for n in self.methods:  # one scratch at a time (the temp allocator is reset after every instruction)
             a, b = (p.methods[n].delegate_temp_bytes for p in (self.before, self.after))
             calls = [x for x in self.methods[n].delegates if x.scratch_bytes.before or x.scratch_bytes.after]
-            if len(calls) > 1 or any(x.before is None or x.after is None for x in calls):  # else the call's row
+            if len(calls) > 1 or any(x.before is None or x.after is None or x.backend_changed
+                                     for x in calls):  # else the call's row
                 checks.append(BudgetCheck(f"largest delegate scratch of {n!r} (the temp pool holds it)",
                                           Change(a, b), limit_pct, kind="scratch"))
         for x in self.delegates:  # the scratch each delegate call takes at every execute, as its blob declares it

@@ -31,6 +31,7 @@ from ..format.blobs import blob_reader, delegate_span, held_open, named_data_spa
 from ..format.vela import BACKENDS, VelaIO, VelaStream, read_vela
 from ..units import count as plural
 from .analysis import tensor_meta
+from .backends import HEADLINE_SETTINGS, BlobContents, SettingSource, blob_contents
 from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,6 +132,8 @@ class DelegateMemory:
     unread: str | None = None
     #: named data of external blocks: block -> (key, bytes or None where the key is nowhere given)
     external: tuple[tuple[str, str, int | None], ...] = ()
+    #: what another backend's blob and compile specs say (Core ML, XNNPACK: :mod:`.backends`); None: not read
+    contents: BlobContents | None = None
 
     @property
     def reads_blob(self) -> bool:
@@ -142,7 +145,12 @@ class DelegateMemory:
         """What Vela compiled for, as the views say it: ``ethos-u55-128, Shared_Sram``; for an Ethos-U delegate
         whose compile specs lack one, that it is not recorded (other backends: what they say, or "")."""
         if not self.reads_blob:
-            return ", ".join(x for x in (self.target, self.memory_mode) if x)
+            said = [x for x in (self.target, self.memory_mode) if x]
+            if self.contents is not None:
+                said += [f"{s.what} {s.value}" + (" (the backend's default)" if s.source is SettingSource.DEFAULT
+                                                   else "")
+                         for s in self.contents.settings if s.what in HEADLINE_SETTINGS]
+            return ", ".join(said)
         return (f"{self.target or 'target ' + NOT_RECORDED}, "
                 f"{self.memory_mode or 'memory mode ' + NOT_RECORDED}")
 
@@ -334,7 +342,7 @@ class Blobs:
         target, system, mode = memory_mode_of(specs) if d.id in BACKENDS else (None, None, None)
         base = DelegateMemory(plan.name, i, d.id, d.location, offset, size, target, system, mode)
         if d.id not in BACKENDS:
-            return base
+            return replace(base, contents=blob_contents(d.id, specs, self._read, offset, size))
         if self._read is None:
             return replace(base, unread="the blob was not read: the program was opened from a stream that is "
                                          "gone (open it from a path or bytes)")

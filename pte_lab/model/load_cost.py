@@ -20,6 +20,8 @@ Arena sizes are the file's ``non_const_buffer_sizes``; runtime index = mem_id - 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
 from itertools import repeat
 from typing import NamedTuple
 from collections.abc import Iterable
@@ -122,3 +124,88 @@ def allocation_columns(plans: Iterable[PlanArenas], loader: str) -> dict[str, li
     else:  # (a loader that is no str, too)
         raise ArgumentValueError(f"unknown loader {printable(repr(loader))}; choose one of {', '.join(LOADERS)}")
     return out.lists
+
+
+# ------------------------------------------------------------------- the mobile APIs, against these loaders
+class DataLoaderKind(str, Enum):
+    """How ExecuTorch reads a program's bytes (``extension/data_loader``): where they sit while it runs."""
+
+    #: reads what is asked into buffers it mallocs: the flatbuffer (kept while the program lives), each
+    #: delegate blob while its load_method runs, the constants' segment: all in the heap, dirty memory
+    FILE = "FileDataLoader"
+    #: maps the file: pages come in as they are touched, clean and file-backed (the OS can drop and reread
+    #: them; iOS does not count them in the app's footprint)
+    MMAP = "MmapDataLoader"
+    #: reads from memory the caller already holds (a bare-metal board's flash, a buffer in the app)
+    BUFFER = "BufferDataLoader"
+
+
+@dataclass(frozen=True)
+class LoadMode:
+    """One of ExecuTorch's C++ ``Module::LoadMode`` values (``extension/module/module.h``): the data loader it
+    makes, and its names in the iOS and Android APIs (None: that API does not offer it)."""
+
+    name: str
+    data_loader: DataLoaderKind
+    #: MmapDataLoader's ``MlockConfig`` (None for a FileDataLoader)
+    mlock: str | None
+    #: what the mode does with the pages, in a phrase
+    pages: str
+    ios: str | None
+    android: str | None
+    #: the mode every constructor takes when none is given (C++, Objective-C/Swift and Kotlin alike)
+    default: bool = False
+
+
+#: ``Module::LoadMode`` in ExecuTorch 1.5.1 (the wheel's ``include/executorch/extension/module/module.h``); the
+#: iOS (``ExecuTorchModuleLoadMode``, Swift ``ModuleLoadMode``) and Android (``Module.LOAD_MODE_*``) names from
+#: ExecuTorch's main of 2026-08-22 (``extension/apple``, ``extension/android``), the nearest source read here
+MODULE_LOAD_MODES: tuple[LoadMode, ...] = (
+    LoadMode("File", DataLoaderKind.FILE, None, "reads the program's bytes into the heap as they are asked for",
+             ".file", "LOAD_MODE_FILE", default=True),
+    LoadMode("Mmap", DataLoaderKind.MMAP, "NoMlock", "maps the file, its pages come and go with the OS",
+             ".mmap", "LOAD_MODE_MMAP"),
+    LoadMode("MmapUseMlock", DataLoaderKind.MMAP, "UseMlock",
+             "maps the file and locks each segment's pages in RAM as it is read, failing where mlock fails",
+             ".mmapUseMlock", "LOAD_MODE_MMAP_USE_MLOCK"),
+    LoadMode("MmapUseMlockIgnoreErrors", DataLoaderKind.MMAP, "UseMlockIgnoreErrors",
+             "maps the file and locks pages where the OS lets it", ".mmapUseMlockIgnoreErrors",
+             "LOAD_MODE_MMAP_USE_MLOCK_IGNORE_ERRORS"),
+    LoadMode("MmapUseMadvise", DataLoaderKind.MMAP, "UseMadvise",
+             "maps the file and asks the OS to read it ahead (MADV_WILLNEED | MADV_SEQUENTIAL)", None, None),
+)
+
+
+@dataclass(frozen=True)
+class ProgramApi:
+    """An API that loads a program, and which of :data:`LOADERS` its planned arenas follow, with the data
+    loader it reads the program's bytes with."""
+
+    api: str
+    #: one of :data:`LOADERS`
+    arenas_as: str
+    #: the data loader, or None where the caller picks it with a :class:`LoadMode`
+    data_loader: DataLoaderKind | None
+    #: MmapDataLoader's ``MlockConfig`` where the API fixes it
+    mlock: str | None
+    note: str
+
+
+#: Python's three entry points and the mobile ones, against :data:`LOADERS` (read from ExecuTorch 1.5.1's
+#: pybindings and module.h): the C++ ``Module`` the iOS and Android APIs wrap allocates arenas as
+#: ``_load_for_executorch`` does (that is a ``Module`` too), with the data loader its ``LoadMode`` picks
+PROGRAM_APIS: tuple[ProgramApi, ...] = (
+    ProgramApi("Python executorch.runtime.Runtime.load_program", "corrected", DataLoaderKind.MMAP,
+               "UseMlockIgnoreErrors", "executorch >= 1.5"),
+    ProgramApi("Python executorch.runtime.Runtime.load_program before executorch 1.5", "legacy", DataLoaderKind.MMAP,
+               "UseMlockIgnoreErrors", "every arena on the host"),
+    ProgramApi("Python _load_for_executorch", "module", DataLoaderKind.MMAP, "UseMlockIgnoreErrors",
+               "a C++ Module over a MmapDataLoader"),
+    ProgramApi("C++ Module (extension/module)", "module", None, None,
+               "private arenas per method at load_method (execute loads the method first when the app did "
+               "not); share_memory_arenas=true shares arenas 1 and 2 between methods, each the largest"),
+    ProgramApi("iOS ExecuTorchModule (Swift Module)", "module", None, None,
+               "the C++ Module; loadMode picks the data loader (default .file)"),
+    ProgramApi("Android org.pytorch.executorch.Module.load", "module", None, None,
+               "the C++ Module through JNI; loadMode picks the data loader (default LOAD_MODE_FILE)"),
+)

@@ -22,20 +22,20 @@ from ..lazy_names import lazy_names
 _LAZY = {
     "ALGORITHMS": "algorithms", "PLANNERS": "algorithms", "plan_arena": "algorithms",
     "Group": "problem", "PlanningError": "problem", "Problem": "problem", "build_problem": "problem",
-    "ArenaPlan": "replan", "Replan": "replan", "WrittenLayout": "replan", "lower_bounds": "replan",
+    "ArenaPlan": "replan", "Replan": "replan", "InputReuse": "replan", "WrittenLayout": "replan", "lower_bounds": "replan",
     "replan": "replan", "written_layout": "replan",
     "Verification": "verify", "verify": "verify",
     "compare": "teaching", "plot_plans": "teaching",
 }
 
-__all__ = ["replan", "Replan", "ArenaPlan", "verify", "Verification", "build_problem", "Problem", "Group",
+__all__ = ["replan", "Replan", "ArenaPlan", "InputReuse", "verify", "Verification", "build_problem", "Problem", "Group",
            "PlanningError", "WrittenLayout", "written_layout", "ALGORITHMS", "PLANNERS", "plan_arena", "lower_bounds",
            "compare", "plot_plans"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .algorithms import ALGORITHMS, PLANNERS, plan_arena
     from .problem import Group, PlanningError, Problem, build_problem
-    from .replan import ArenaPlan, Replan, WrittenLayout, lower_bounds, replan, written_layout
+    from .replan import ArenaPlan, InputReuse, Replan, WrittenLayout, lower_bounds, replan, written_layout
     from .teaching import compare, plot_plans
     from .verify import Verification, verify
 

@@ -58,6 +58,26 @@ class ArenaPlan:
         return self.after / self.lower_bound if self.lower_bound else None
 
 
+@dataclass(frozen=True)
+class InputReuse:
+    """A planned method input whose bytes a tensor alive after the input's last use takes (an output over the
+    input, say): an application that executes again without setting the input reads that tensor's bytes as
+    its input. Every input is still read before it is overwritten (the plan is valid); the bytes are what a
+    second ``execute`` finds there."""
+
+    method: str
+    mem_id: int
+    #: the input's position among the method's inputs, and its value
+    position: int
+    value: int
+    #: the tensor over it: its value, role ("output", "intermediate"...) and the instruction that first uses it
+    over: int
+    over_role: str
+    over_first: int
+    #: the original plan put the same tensor over the input too
+    original_too: bool
+
+
 #: the columns of :meth:`Replan.table`, one row per arena: (column, :class:`ArenaPlan` attribute)
 REPLAN_TABLE = (("method", "method"), ("mem_id", "mem_id"), ("device", "device"), ("before", "before"),
                 ("after", "after"), ("lower_bound", "lower_bound"), ("before/bound", "before_over_bound"),
@@ -73,6 +93,34 @@ class Replan:
     algorithm: str
     arenas: list[ArenaPlan]
     _source: bytes | None = field(default=None, repr=False)
+    #: planned inputs and outputs were kept apart from every other tensor (``keep_io``)
+    keep_io: bool = False
+
+    def input_reuses(self) -> tuple[InputReuse, ...]:
+        """Every planned input whose bytes the new plan gives to a tensor alive after it (see
+        :class:`InputReuse`), each input once, with the first such tensor; empty with ``keep_io``."""
+        out = []
+        for a in self.arenas:
+            m = self.original.methods[a.method]
+            # (tensor, first, last) of each tensor alive in the arena
+            ts = [(t, t.first, t.last) for t in m.planned if t.mem_id == a.mem_id and t.first is not None
+                  and t.last is not None and t.nbytes > 0]
+            inputs = {s.value: s.position for s in m.inputs if s.kind == "Tensor" and s.planned}
+            for t, _, last in ts:
+                if t.value not in inputs:
+                    continue
+                root = m.storage_of(t.value)
+                lo = a.offsets.get(t.value, t.offset)
+                hi = lo + t.nbytes
+                after = sorted(((u, first) for u, first, _ in ts if first > last and m.storage_of(u.value) != root
+                                and a.offsets.get(u.value, u.offset) < hi
+                                and lo < a.offsets.get(u.value, u.offset) + u.nbytes), key=lambda x: x[1])
+                if after:
+                    u, first = after[0]
+                    before = t.offset < u.offset + u.nbytes and u.offset < t.offset + t.nbytes
+                    out.append(InputReuse(a.method, a.mem_id, inputs[t.value], t.value, u.value, u.role, first,
+                                          before))
+        return tuple(out)
 
     def table(self) -> "pd.DataFrame":
         """One row per arena (:data:`REPLAN_TABLE`): sizes before and after, the bound, what was saved."""
@@ -332,15 +380,28 @@ def _rebundle(bundled: bytes, program: bytes) -> bytes:
     return _bundled_program_schema_to_flatbuffer(bp)
 
 
+def _keep_io_apart(problem, method) -> None:
+    """Planned inputs and outputs alive over the whole method: no other tensor takes their bytes, so an app
+    that executes again without setting an input reads the input it set before (and an output stays readable
+    until the next execute)."""
+    io = {s.value for s in (*method.inputs, *method.outputs) if s.kind == "Tensor" and s.planned}
+    for g in problem.groups:
+        if any(v in io for v, _, _ in g.members):
+            g.first, g.last = -1, problem.n_instructions
+
+
 def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None,
-           alignment: int | None = None, smaller_only: bool = True) -> Replan:
+           alignment: int | None = None, smaller_only: bool = True, keep_io: bool = False) -> Replan:
     """Replan every arena of every method (or of ``methods``) of a program.
 
     ``source`` is a path, bytes or an opened :class:`~pte_lab.Pte`. An arena whose
     new plan is not smaller keeps its original plan, unless ``smaller_only=False``
     (then every arena takes the new plan: other offsets, to see that a program
     still computes the same wherever its tensors sit). A method with backward
-    jumps (a loop) raises :class:`PlanningError`.
+    jumps (a loop) raises :class:`PlanningError`. ``keep_io=True`` keeps planned inputs and outputs apart from
+    every other tensor (each holds its bytes over the whole method): without it a plan may put an output or an
+    intermediate over an input once the input is read (:meth:`Replan.input_reuses` says where), and an app that
+    executes again without setting that input reads garbage.
 
     Returns a :class:`Replan` (``table()``, ``write(path)``). Raises :class:`PlanningError` as above, and
     :class:`~pte_lab.PteFormatError` for a file that is not a program. Example:
@@ -360,15 +421,31 @@ def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None
         for ar in m.arenas:
             t = time.perf_counter()
             problem = build_problem(m, ar.mem_id, alignment)
+            if keep_io:
+                _keep_io_apart(problem, m)
             offsets, size = plan_arena(problem, algorithm)
             seconds = time.perf_counter() - t
-            kept = smaller_only and size >= ar.size
+            kept = smaller_only and size >= ar.size and not (keep_io and _io_reused(m, ar.mem_id))
             if kept:
                 offsets = {x.value: x.offset for x in m.planned if x.mem_id == ar.mem_id}
                 size = ar.size
             arenas.append(ArenaPlan(name, ar.mem_id, ar.device, ar.size, size, problem.lower_bound,
                                     problem.alignment, problem.padding, offsets, seconds, kept))
-    return Replan(pte, algorithm, arenas, raw)
+    return Replan(pte, algorithm, arenas, raw, keep_io)
+
+
+def _io_reused(m, mem_id: int) -> bool:
+    """The original plan of arena ``mem_id`` gives a planned input's or output's bytes to another tensor (then
+    ``keep_io`` takes the new plan even where it is not smaller)."""
+    io = {s.value for s in (*m.inputs, *m.outputs) if s.kind == "Tensor" and s.planned}
+    ts = [t for t in m.planned if t.mem_id == mem_id and t.first is not None and t.nbytes > 0]
+    for t in ts:
+        if t.value in io:
+            root = m.storage_of(t.value)
+            if any(m.storage_of(u.value) != root and u.offset < t.offset + t.nbytes and t.offset < u.offset + u.nbytes
+                   for u in ts if u.value != t.value):
+                return True
+    return False
 
 
 def lower_bounds(method) -> dict[int, int]:

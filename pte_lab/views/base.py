@@ -11,7 +11,7 @@ from importlib.resources import files
 
 from ..printable import printable
 
-__all__ = ["text_table", "html_repr", "delegate_heap_note"]
+__all__ = ["text_table", "html_repr", "delegate_heap_note", "backend_note_line"]
 
 
 def _numeric(cell: str) -> bool:
@@ -43,12 +43,25 @@ def html_repr(body: str, fallback: str) -> str:
             f"<div class='pte-wrap' style='display:none'>{body}</div></div>")
 
 
-def delegate_heap_note(backends) -> str:
-    """What the plan leaves out for a method that calls ``backends``: their own memory, in the heap."""
+def delegate_heap_note(backends, not_here=()) -> str:
+    """What the plan leaves out for a method that calls ``backends``: their own memory, in the heap;
+    ``not_here``: the backends pte_lab cannot run on this host (``pte-lab sizes`` does not measure them)."""
     xnn = "XnnpackBackend" in backends
     others = [b for b in backends if b != "XnnpackBackend"]
     parts = (["XNNPACK's packed weights and workspaces (made at load_method and the first execute)"] if xnn else []) + \
         [f"what {b} allocates for itself" for b in others]
     verb = "live" if xnn or len(parts) > 1 else "lives"
-    return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap, outside "
-            f"the planned arenas; `pte-lab sizes FILE` measures them")
+    if not not_here:
+        return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap, outside "
+                f"the planned arenas; `pte-lab sizes FILE` measures them")
+    return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap or the "
+            f"accelerator's memory, outside the planned arenas; "
+            + ("`pte-lab sizes FILE` measures XNNPACK's; " if xnn else "")
+            + f"{' and '.join(not_here)} cannot run here: measure it on the device (its backend line says how)")
+
+
+def backend_note_line(note) -> str:
+    """One backend's line (a ``pte_lab.model.backends.BackendNote``): what is known of its memory, what is not,
+    and how to measure that."""
+    return (f"{note.backend} ({note.name}): known: the planned arenas and {note.known}; not known: {note.unknown}; "
+            f"measure: {note.measure}")

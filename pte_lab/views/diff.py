@@ -27,9 +27,12 @@ thing, ``growth_pct`` null there and where it grew from 0)::
           "tensors": {"matched": int, "matched_by": {rule: int}, "changed_counts": {what: int},
                       "changed": [{"matched_by", "changed": [what], "before": tensor, "after": tensor}],
                       "only_before": [tensor], "only_after": [tensor]},
-          "delegates": [{"call",                                # paired call by call (model.diff.pair_delegates)
+          "delegates": [{"call",                                # paired within a backend (model.diff.pair_delegates)
+                         "backend_changed",                     # one backend replaced by another: bytes not compared
                          "settings": [{"what", "before", "after"}],   # what: model.diff.DELEGATE_SETTINGS
-                         "bytes": {"blob"|"command stream"|"weights"|"scratch": change},
+                         "bytes": {"blob"|"command stream"|"weights"|"scratch"|"blob's <part>": change},
+                         "sides": {"before"|"after": null | {"backend", "blob_bytes", "parts": [{"part", "bytes"}],
+                                   "settings": [{"what", "value", "stored", "source"}], "text"}},
                          "target_changes": [target_change]}]
         }
       },
@@ -72,6 +75,7 @@ from collections import Counter
 from html import escape
 
 from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS
+from ..model.backends import SettingSource
 from ..errors import CHECK_FAILED, TARGET_CHANGED
 from ..model.bulk import paused_gc
 from ..model.layout import duplicate_phrase
@@ -294,7 +298,35 @@ def _said(value: str | None, side) -> str:
     return value if value is not None else "-" if side is None else NOT_SAID
 
 
+def delegate_side(dm) -> str:
+    """One side of a change of backend, in words: the backend, its blob's bytes and parts, its settings (each
+    side's own: a blob of one backend is not a size of the other's)."""
+    parts = [] if dm.contents is None else [f"{p.part} {human_bytes(p.bytes)}" for p in dm.contents.parts]
+    if dm.command_bytes is not None:
+        parts.append(f"command stream {human_bytes(dm.command_bytes)}")
+    if dm.weight_bytes is not None:
+        parts.append(f"weights {human_bytes(dm.weight_bytes)}")
+    said = [] if dm.contents is None else [
+        f"{st.what} {st.value}" + (" (the backend's default)" if st.source is SettingSource.DEFAULT else "")
+        for st in dm.contents.settings]
+    if dm.contents is None and dm.settings:
+        said.append(dm.settings)
+    if dm.scratch_bytes:
+        said.append(f"scratch {human_bytes(dm.scratch_bytes)} from the {dm.scratch_from}")
+    return (f"{dm.backend} ({dm.location}): blob {human_bytes(dm.blob_bytes)}"
+            + (f" ({', '.join(parts)})" if parts else "") + (f"; {', '.join(said)}" if said else ""))
+
+
+def backend_change_head(x) -> str:
+    """The one row a change of backend is (:attr:`~pte_lab.model.diff.DelegateDiff.backend_changed`)."""
+    return (f"delegate call {x.call}: backend {x.before.backend} -> {x.after.backend} (another backend: each side's "
+            f"bytes and settings are its own, not compared)")
+
+
 def _delegate_text(x) -> list[str]:
+    if x.backend_changed:
+        return [f"  {backend_change_head(x)}", f"    first:  {delegate_side(x.before)}",
+                f"    second: {delegate_side(x.after)}"]
     head = f"  delegate call {x.call}: {_arrow(_delegate_name(x.before), _delegate_name(x.after))}"
     if not x.changed:
         return [head + ", the same (settings and bytes)"]
@@ -618,6 +650,10 @@ def _devices_cell(a) -> str:
 
 
 def _delegate_html(x) -> str:
+    if x.backend_changed:
+        return (f"<div><b>{escape(backend_change_head(x))}</b></div>"
+                f"<div class='pte-sub'>first: {escape(delegate_side(x.before))}</div>"
+                f"<div class='pte-sub'>second: {escape(delegate_side(x.after))}</div>")
     head = f"delegate call {x.call}: {_arrow(_delegate_name(x.before), _delegate_name(x.after))}"
     if not x.changed:
         return f"<div class='pte-sub'>{escape(head)}, the same (settings and bytes)</div>"
@@ -780,10 +816,22 @@ def _lone_method_record(m) -> dict:
             "arenas": [{"mem_id": a.mem_id, "device": a.device, "size": a.size} for a in m.arenas]}
 
 
+def _side_record(dm) -> dict | None:
+    if dm is None:
+        return None
+    c = dm.contents
+    return {"backend": dm.backend, "blob_bytes": dm.blob_bytes,
+            "parts": [] if c is None else [{"part": p.part, "bytes": p.bytes} for p in c.parts],
+            "settings": [] if c is None else [{"what": st.what, "value": st.value, "stored": st.stored,
+                                               "source": st.source.value} for st in c.settings],
+            "text": delegate_side(dm)}
+
+
 def _delegate_record(x) -> dict:
-    return {"call": x.call,
+    return {"call": x.call, "backend_changed": x.backend_changed,
             "settings": [{"what": st.what, "before": st.before, "after": st.after} for st in x.settings],
             "bytes": {w: change_record(c) for w, c in x.byte_changes},
+            "sides": {"before": _side_record(x.before), "after": _side_record(x.after)},
             "target_changes": [_target_record(c) for c in x.target_changes]}
 
 

@@ -17,9 +17,9 @@ from html import escape
 
 from ..model.ethos_u import describe_io
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
-from .base import html_repr
+from .base import backend_note_line, html_repr
 from .peak import cause_line, peak_head
-from .rows import (ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, delegate_heap_rows, delegate_scratch_rows, load_cost_rows,
+from .rows import (ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, backend_rows, delegate_heap_rows, delegate_scratch_rows, load_cost_rows,
                    method_rows, summary_findings)
 from .text import arena_text, data_text, flatbuffer_phrase, method_text, pte_text
 
@@ -234,7 +234,9 @@ def pte_html(p) -> str:
                       f"allocator</b>" for n, b in delegate_scratch_rows(p))
             + "".join(f" &middot; {escape(n)}: {escape(note)}" for n, note in delegate_heap_rows(p))
             + (" &middot; <b>expects external .ptd data</b>" if p.expects_external_data else "")
-            + "</div>")
+            + "</div>"
+            + "".join(f"<div class='pte-sub'>backend {escape(backend_note_line(note))}</div>"
+                      for note, _ in backend_rows(p)))
     rows = [[escape(r.name), str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              " ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in r.by_device)] for r in method_rows(p)]
     parts = [head, _table(list(METHOD_HEADERS), rows, numeric={1, 2, 3, 4})]

@@ -78,8 +78,9 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
         # export_llm's option is XNNPACK's: said only where the method delegates to XNNPACK
         llm = (" (export_llm lowers only the quantized linears unless backend.xnnpack.extended_ops=true)"
                if "XnnpackBackend" in s.backends else "")
-        return (f"operators outside the delegate: {at_stake} written by ExecuTorch's CPU kernels between "
-                f"delegate calls ({first_few(c.names, 4)}). The partitioner did not take these operators{llm}; "
+        return (f"operators outside the delegate: {at_stake} written by ExecuTorch's CPU kernels outside the "
+                f"delegate calls ({first_few(c.names, 4)}; the outside_delegate finding says where each runs). "
+                f"The partitioner did not take these operators{llm}; "
                 f"only those fused into one delegate call with their neighbours leave the plan, into the "
                 f"delegate's own workspace: a tensor passed between delegate calls stays planned.")
     raise ValueError(f"no wording for peak cause {c.kind!r}")

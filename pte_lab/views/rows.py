@@ -13,9 +13,11 @@ from operator import attrgetter
 
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.attribution import SOURCE_COLUMNS
+from ..model.backends import BackendNote, backend_note
 from ..model.bulk import dict_maker
 from ..model.diff import PLANNED_SUM, POOL_PARTS, POOL_REMAINDERS, Change
-from ..model.load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
+from ..model.load_cost import (LOAD_COST_COLUMNS, LOADERS, MODULE_LOAD_MODES, PROGRAM_APIS, STEPS,
+                               DataLoaderKind)
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, first_few
 from .base import delegate_heap_note
 
@@ -68,9 +70,48 @@ def delegate_heap_rows(p) -> list[tuple[str, str]]:
     for m in p.methods.values():
         backends = tuple(dict.fromkeys(d.backend for d in m.delegates))
         if backends:
-            by_note.setdefault(delegate_heap_note(backends), []).append(m.name)
+            not_here = tuple(b for b in backends if not backend_note(b).runs_here)
+            by_note.setdefault(delegate_heap_note(backends, not_here), []).append(m.name)
     return [(names[0] if len(names) == 1 else f"{first_few(names, 3)} ({len(names)} methods)", note)
             for note, names in by_note.items()]
+
+
+def backend_rows(p) -> list[tuple[BackendNote, tuple[str, ...]]]:
+    """(:class:`~pte_lab.model.backends.BackendNote`, the methods calling it) for each backend the program's
+    delegates name, in the order first named."""
+    by: dict[str, list[str]] = {}
+    for m in p.methods.values():
+        for d in m.delegates:
+            names = by.setdefault(d.backend, [])
+            if m.name not in names:
+                names.append(m.name)
+    return [(backend_note(b), tuple(names)) for b, names in by.items()]
+
+
+def mapped_rows_line() -> str:
+    """What the heap rows of a sizing are (the program mapped) and which API loads a program that way, against
+    the FileDataLoader an app's Module reads with by default (:data:`~pte_lab.model.load_cost.MODULE_LOAD_MODES`)."""
+    mapped = [a.api for a in PROGRAM_APIS if a.data_loader is DataLoaderKind.MMAP and a.arenas_as != "legacy"]
+    default = next(m for m in MODULE_LOAD_MODES if m.default)
+    mmap = next(m for m in MODULE_LOAD_MODES if m.data_loader is DataLoaderKind.MMAP)
+    return (f"rows measured with the program mapped ({DataLoaderKind.MMAP.value}): as {' and '.join(mapped)} read it, "
+            f"and an app's Module with LoadMode {mmap.name} (iOS {mmap.ios}, Android {mmap.android}); an app's "
+            f"Module reads with a {default.data_loader.value} by default (LoadMode {default.name}): its heap is "
+            f"the {default.data_loader.value} line below")
+
+
+def loader_apis() -> dict[str, str]:
+    """loader (:data:`LOADERS`) -> the APIs whose arenas follow it, in words (Python's and the mobile apps')."""
+    out: dict[str, list[str]] = {}
+    for a in PROGRAM_APIS:
+        out.setdefault(a.arenas_as, []).append(a.api)
+    return {k: "; ".join(v) for k, v in out.items()}
+
+
+def module_load_modes_line() -> str:
+    """The C++ Module's load modes (what the iOS and Android APIs take): each one's data loader and pages."""
+    return "an app's Module reads the program by its Module::LoadMode: " + "; ".join(
+        f"{m.name}{' (the default)' if m.default else ''} = {m.data_loader.value}, {m.pages}" for m in MODULE_LOAD_MODES)
 
 
 def load_cost_rows(p) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:

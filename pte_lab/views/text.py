@@ -23,10 +23,11 @@ from ..model.dtypes import short_shape
 from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable_text, text_view
-from .base import text_table
+from ..model.backends import HEADLINE_SETTINGS
+from .base import backend_note_line, text_table
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .peak import peak_lines
-from .rows import (ARENA_ROW, METHOD_HEADERS, delegate_heap_rows, delegate_scratch_rows, load_cost_rows, method_rows,
+from .rows import (ARENA_ROW, METHOD_HEADERS, backend_rows, delegate_heap_rows, loader_apis, module_load_modes_line, delegate_scratch_rows, load_cost_rows, method_rows,
                    state_summary, summary_findings)
 
 __all__ = ["pte_text", "method_text", "arena_text", "arena_picture", "data_text", "layout_text", "replan_text",
@@ -111,6 +112,12 @@ def delegate_lines(d, mem) -> list[str]:
     if s is not None and s.inputs is not None and s.outputs is not None:
         out.append(f"  Vela's inputs {'; '.join(map(describe_io, s.inputs)) or '-'}, outputs "
                    f"{'; '.join(map(describe_io, s.outputs)) or '-'} (shape, bytes per element, scratch offset)")
+    c = mem.contents
+    if c is not None:
+        said = [f"{p.part} {human_bytes(p.bytes)}" for p in c.parts]
+        said += [f"{x.what} {x.value}" for x in c.settings if x.what not in HEADLINE_SETTINGS]
+        if said or c.problem:
+            out.append("  blob: " + "; ".join(said + ([c.problem] if c.problem else [])))
     if mem.unread:
         out.append(f"  {mem.unread}")
     return out
@@ -159,6 +166,8 @@ def pte_text(p, methods_below: bool = False) -> str:
                      f"outside the planned arenas")
     for name, note in delegate_heap_rows(p):
         lines.append(f"  {name}: {note}")
+    for note, _ in backend_rows(p):
+        lines.append(f"  backend {backend_note_line(note)}")
     rows = [[r.name, str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              ", ".join(f"{d} {human_bytes(b)}" for d, b in r.by_device) or "-"] for r in method_rows(p)]
     lines.append("")
@@ -168,9 +177,12 @@ def pte_text(p, methods_below: bool = False) -> str:
     by_loader: dict[str, list[str]] = {}
     for loader, step, devs in load_cost_rows(p):
         by_loader.setdefault(loader, []).append(f"{step} " + " + ".join(f"{human_bytes(b)} {d}" for d, b in devs))
+    apis = loader_apis()
     for loader in LOADERS:
         parts = by_loader.get(loader)
-        lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing"))
+        lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing")
+                     + (f"  ({apis[loader]})" if loader in apis else ""))
+    lines.append(f"    {module_load_modes_line()}")
     if p.bundled is not None:
         b = p.bundled
         lines.append("")
@@ -410,4 +422,23 @@ def replan_text(r) -> str:
                      f"{human_bytes(a.after):>12s} {human_bytes(a.lower_bound):>12s} "
                      f"{over(a.before_over_bound):11.3f}x {over(a.after_over_bound):10.3f}x"
                      + ("  (kept)" if a.kept else ""))
+    lines += input_reuse_lines(r)
     return "\n".join(lines)
+
+
+def input_reuse_lines(r) -> list[str]:
+    """What a replan (:class:`pte_lab.planning.Replan`) puts over a planned input, and what that means for an app
+    that executes again: one line per input, then the option that keeps inputs and outputs apart."""
+    reuses = r.input_reuses()
+    if r.keep_io:
+        return ["planned inputs and outputs kept apart from every other tensor (--keep-io): an input keeps its "
+                "bytes from one execute to the next"]
+    out = [f"{x.method!r} input {x.position} (v{x.value}, arena {x.mem_id}) shares its bytes with v{x.over} "
+           f"({x.over_role}, written from instruction {x.over_first}): an app that executes again without setting "
+           f"the input reads that tensor's bytes as its input (garbage)"
+           + ("; the original plan did the same" if x.original_too else "; the original plan did not")
+           for x in reuses]
+    if out:
+        out.append("set every input before every execute, or replan with --keep-io (replan(..., keep_io=True)) to "
+                   "keep planned inputs and outputs apart")
+    return out

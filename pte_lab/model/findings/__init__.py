@@ -15,7 +15,8 @@ from .base import (REFUSED_BEFORE_LOADING, REFUSED_BY_RUNTIME, SEVERITIES, UNSAF
                    Prescription, ValuesDetails)
 from .delegates import (DelegateBlobFormatDetails, DelegateIODetails, DelegateScratchDetails, DelegateSplitDetails,
                         InlineDelegateDetails, SharedDelegateBlobDetails, delegate_findings, delegate_memory_findings,
-                        delegate_split_findings, inline_delegate_findings)
+                        delegate_split_findings, inline_delegate_findings,
+                        outside_delegate_findings, OutsideDelegateDetails)
 from .devices import DeviceAllocatorDetails, UnknownDeviceDetails, device_findings
 from .file import (ConstantBufferDetails, DuplicateBlobsDetails, DuplicateMethodDetails, ExternalDataDetails,
                    ExternalDataMissingDetails, SegmentRolesDetails, data_findings, duplicate_blob_findings,
@@ -41,14 +42,14 @@ __all__ = ["Kind", "Finding", "Details", "SEVERITIES", "method_findings", "deleg
            "SegmentRolesDetails", "DuplicateMethodDetails", "ExternalDataDetails", "ExternalDataMissingDetails",
            "ConstantBufferDetails", "DuplicateBlobsDetails", "SharedArenasDetails", "SharedStateDetails",
            "StateNotSharedDetails", "Prescription", "ArenaBoundDetails", "DynamicBoundDetails",
-           "InlineDelegateDetails", "DelegateSplitDetails", "AttentionScoresDetails"]
+           "InlineDelegateDetails", "DelegateSplitDetails", "OutsideDelegateDetails", "AttentionScoresDetails"]
 
 
 def method_findings(m: "Method") -> list[Finding]:
     """Device findings, loops and unplanned I/O of a method, what its delegates declare, its plan problems,
     then what to change (with the bytes it recovers)."""
     return (device_findings(m) + instruction_findings(m) + delegate_memory_findings(m) + m.validate()
-            + prescription_findings(m) + delegate_split_findings(m))
+            + prescription_findings(m) + delegate_split_findings(m) + outside_delegate_findings(m))
 
 
 def program_findings(p: "Pte", schemas: dict | None = None) -> list[Finding]:

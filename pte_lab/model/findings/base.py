@@ -87,6 +87,8 @@ class Kind(str, Enum):
     INLINE_DELEGATE_DATA = ("inline_delegate_data", "warning")
     #: operators left between delegate calls: one graph split into several calls, tensors crossing planned
     DELEGATE_SPLIT = ("delegate_split", "info")
+    #: operators a delegated method runs outside its delegate calls, wherever they run: the bytes they plan
+    OUTSIDE_DELEGATE = ("outside_delegate", "info")
     #: a decomposed attention's [L, L] score planes (and its safe softmax's) make the peak of an arena
     ATTENTION_SCORES = ("attention_scores", "info")
 

@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["delegate_findings", "delegate_memory_findings", "SharedDelegateBlobDetails",
            "DelegateBlobFormatDetails", "DelegateScratchDetails", "DelegateIODetails", "inline_delegate_findings",
-           "delegate_split_findings", "InlineDelegateDetails", "DelegateSplitDetails"]
+           "delegate_split_findings", "InlineDelegateDetails", "DelegateSplitDetails",
+           "outside_delegate_findings", "OutsideDelegateDetails", "OutsideOperator", "OUTSIDE_WHERE"]
 
 
 @dataclass(frozen=True)
@@ -262,3 +263,83 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
                     f"{story.mem_id if story else 1}; {change}",
                     DelegateSplitDetails(crossing, change, backend, len(calls),
                                          tuple((op, tuple(ix)) for op, ix in ops.items()), sources))]
+
+
+#: where an operator left outside the delegates runs, relative to the method's delegate calls
+OUTSIDE_WHERE = ("before the first delegate call", "between delegate calls", "after the last delegate call")
+
+
+@dataclass(frozen=True)
+class OutsideOperator:
+    """One operator a delegated method runs on ExecuTorch's own kernels, where it runs, and the bytes of the
+    planned tensors it writes (views left out: they are their base's)."""
+
+    operator: str
+    #: one of :data:`OUTSIDE_WHERE`
+    where: str
+    instructions: tuple[int, ...]
+    #: planned bytes of the tensors it writes
+    planned: int
+    #: of those, the bytes alive at the peak of the method's largest arena
+    at_peak: int
+
+
+@dataclass(frozen=True)
+class OutsideDelegateDetails(Prescription):
+    """``outside_delegate``: ``at_stake`` is the bytes the operators left outside the delegates write that are
+    alive at the peak of the method's largest arena (what the peak loses at most were a delegate to take them);
+    ``planned`` all the planned bytes they write."""
+
+    backends: tuple[str, ...]
+    operators: tuple[OutsideOperator, ...]
+    planned: int
+    #: the arena whose peak ``at_stake`` is of (None: the method plans nothing)
+    mem_id: int | None
+
+
+def outside_delegate_findings(m: "Method") -> list[Finding]:
+    """Every operator a method that calls delegates runs on ExecuTorch's own kernels (the partitioner did not
+    take it), before, between or after the delegate calls, with the planned bytes it writes and those alive at
+    the peak: one finding per method."""
+    instructions = m.instructions
+    calls = [i.index for i in instructions if i.kind == "DelegateCall"]
+    if not calls:
+        return []
+    outside = [i.index for i in instructions if i.kind == "KernelCall" and not i.target.startswith(_RUNTIME_OPS)]
+    if not outside:
+        return []
+    backends = tuple(dict.fromkeys(instructions[i].target.removeprefix("delegate:") for i in calls))
+    story = m.peak
+    written: dict[int, list] = {}
+    for t in m.planned:
+        if t.role != "view" and t.producer is not None:
+            written.setdefault(t.producer, []).append(t)
+    by: dict[tuple[str, str], list[int]] = {}
+    for i in outside:
+        where = OUTSIDE_WHERE[0 if i < calls[0] else 2 if i > calls[-1] else 1]
+        by.setdefault((instructions[i].target, where), []).append(i)
+    ops = []
+    for (op, where), ix in by.items():
+        ts = [t for i in ix for t in written.get(i, ())]
+        alive = 0 if story is None else sum(
+            t.nbytes for t in ts if t.mem_id == story.mem_id and t.first is not None and t.first <= story.at <= t.last)
+        ops.append(OutsideOperator(op, where, tuple(ix), sum(t.nbytes for t in ts), alive))
+    at_peak, planned = sum(o.at_peak for o in ops), sum(o.planned for o in ops)
+    if not planned:
+        return []
+    named = first_few((f"{o.operator} x{len(o.instructions)} {o.where} ({human_bytes(o.planned)} planned, "
+                       f"{human_bytes(o.at_peak)} alive at the peak)" for o in sorted(ops, key=lambda o: -o.at_peak)),
+                      4, "; ", "; and {n} more")
+    who = " and ".join(backends)
+    change = (f"{who}'s partitioner did not take {'it' if len(by) == 1 else 'them'}: write that part of the model "
+              f"with operators {who} takes, or do it before the program (in the app, on its input) where it is a "
+              f"reshuffle of the input such as a Focus layer's strided slices; taken into the delegate, these "
+              f"tensors leave the plan (the peak falls by up to {human_bytes(at_peak)}), though the backend then "
+              f"holds what is alive at once in memory of its own")
+    peak = f"arena {story.mem_id}'s peak" if story is not None else "the peak"
+    return [Finding(Kind.OUTSIDE_DELEGATE, m.name,
+                    f"{count(len(outside), 'operator call')} of a method delegated to {who} run on ExecuTorch's "
+                    f"CPU kernels, outside the delegate: {named}; together {human_bytes(planned)} of planned tensors, "
+                    f"{human_bytes(at_peak)} of them alive at {peak}; {change}",
+                    OutsideDelegateDetails(at_peak, change, backends, tuple(ops), planned,
+                                           story.mem_id if story is not None else None))]

@@ -20,7 +20,10 @@ from typing import TYPE_CHECKING
 
 from ...devices import DEVICE_TYPES, parse_device
 from ...model.abi import abi
+from ...model.backends import backend_note
 from ...printable import text_view
+from ..base import backend_note_line
+from ..rows import mapped_rows_line
 from ...runtime.libraries import AS_NEEDED, libpython, link_flags
 from ...runtime.sizing.records import (
     ABI_POOLS,
@@ -163,6 +166,13 @@ def kept_line(sizes) -> list[str]:
             "--no-cache measures again)"]
 
 
+def _backend_lines(sizes: "Sizes") -> list[str]:
+    """One line per backend the methods call: what is known of its memory, what is not, how to measure it."""
+    backends = [b for m in sizes.methods.values() for b in m.backends]
+    backends += [b for d in sizes.declared.values() for _, b, _, _ in d.delegates]
+    return [f"backend {backend_note_line(backend_note(b))}" for b in dict.fromkeys(backends)]
+
+
 @text_view
 def sizes_text(sizes: "Sizes") -> str:
     """Per method: the pools it needs, what lies beyond them, and where each figure comes from."""
@@ -212,6 +222,7 @@ def sizes_text(sizes: "Sizes") -> str:
         out += [total_line(t) for k, t in totals.items() if not TARGET_KINDS[k].host]
         out += [f"-- {host_label}:"]
         if here:
+            out.append(mapped_rows_line())
             out.append(text_table(head, here))
         if m.file_heap_peak is not None:
             out.append(f"heap outside the pools (the counter), FileDataLoader({m.file_loader_alignment}): peak "
@@ -231,6 +242,9 @@ def sizes_text(sizes: "Sizes") -> str:
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
         out += declared_lines(sizes.declared[name]) if name in sizes.declared else []
+    backends = _backend_lines(sizes)
+    if backends:
+        out += [""] + backends
     if sizes.methods:
         host, exact = HOST_DEPENDENT, POOLS_EXACT
         out += ["", f"{exact}; {host}: each heap figure is the highest seen over {_runs(sizes)} fresh runs "
@@ -373,6 +387,8 @@ def sizes_html(sizes: "Sizes") -> str:
               for label in ("method + temp", "method alone") if m.holds_on(label)]
     notes += [escape(f"{n}: {total_line(t)}") for n, m in sizes.methods.items() for t in m.totals().values()]
     notes += [escape(f"the 'holds on' column: {any_target_label(sizes.target)}; {_host_label()}") for _ in [0] if sizes.methods]
+    notes += [escape(f"this host's heap {mapped_rows_line()}") for _ in [0] if sizes.methods]
+    notes += [escape(line) for line in _backend_lines(sizes)]
     notes += [f"{escape(m.method)}: inputs set before every execute: "
               + escape(", ".join(_io_line(io, True).strip() for io in m.inputs)) for m in sizes.methods.values()
               if m.inputs]
