@@ -124,9 +124,9 @@ def test_need_above_the_largest_bound_says_the_answer_refuses_it_and_which_chang
     re-export of the look-alike at 120)."""
     assert main(["what-if", attention, "--budget", "1MB", "--need", "120"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("largest bound of input 0 axis 1 under 1MB (1,000,000 B (977 KiB)): 100 (exported: 128)")
+    assert out.startswith("largest bound of input 0 axis 1 under 1MB = 1,000,000 B (977 KiB): 100 (exported: 128)")
     assert ("that is below the longest input you run, 120: a program exported at Dim(\"seq\", max=100) for input 0, "
-            "axis 1 refuses inputs longer than 100") in out
+            "axis 1 refuses inputs over 100 on that axis") in out
     assert "at 120 exir's greedy plans 1,414,080 B (1.3 MiB), 414,080 B (404 KiB) over the budget" in out
     reexport = pte_lab.open(_export(LikeDecomposition, 120)).methods["forward"].arenas[0].size
     assert f"attention_scores  a re-export (ExecuTorch's greedy)       {reexport:,}  fits" in out
@@ -180,3 +180,13 @@ def test_the_peak_says_where_it_moves_without_the_safe_softmax_and_that_causes_o
     assert f"the peak moves to instruction {safe.after.at} of {s.n_instructions} (aten::_softmax.out), where " in text
     assert "- these causes overlap: attention scores, safe softmax, dynamic shapes count some of the same " in text
     assert "do not add up" in text
+
+
+def test_need_with_no_change_that_fits_says_so(program_path, capsys):
+    """The dynamic example (a linear layer) has no finding whose change pte_lab can make: nothing fits 30 in 1 kB."""
+    assert main(["what-if", str(program_path("dynamic")), "--bound", "0:0", "--budget", "1kB", "--need", "30"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("largest bound of input 0 axis 0 under 1kB = 1,000 B: 5 (exported: 32)")
+    assert "refuses inputs over 5 on that axis" in out and "none of these fits at 30" in out
+    assert "no finding of this method carries a change pte_lab can make" in out
+    assert "no change pte_lab predicts plans 30 under it" in out

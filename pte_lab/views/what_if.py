@@ -145,7 +145,7 @@ def budget_text(b) -> str:
     """The largest bound under the budget, what plans it, the peak's tensors, then the export change."""
     key = f"input {b.key[0]} axis {b.key[1]}"
     w = b.at
-    asked = f"{b.asked} ({exact_bytes(b.budget)})" if b.asked else exact_bytes(b.budget)
+    asked = f"{b.asked} = {exact_bytes(b.budget)}" if b.asked else exact_bytes(b.budget)
     out = [f"largest bound of {key} under {asked}: {b.bound:,} (exported: {b.exported:,})"]
     if b.dim_chosen:
         out.append(f"(no --bound given: {key} is the method's one dynamic dim, so it is the one searched)")
@@ -166,7 +166,8 @@ def budget_text(b) -> str:
     out.append(_learnt_line(w))
     if b.covers_need is False:
         out.append(f"export change: {w.export_change()} fits the budget but refuses inputs over {b.bound:,}; "
-                   f"for {b.need:,}, see the changes above")
+                   + (f"for {b.need:,}, see the changes above" if b.fitting else
+                      f"no change pte_lab predicts plans {b.need:,} under it"))
     else:
         out.append(f"export change: {w.export_change()}")
     return "\n".join(out)
@@ -183,7 +184,7 @@ def _need_lines(b) -> list[str]:
     plain = {o.planner: o for o in b.options if not o.kinds}
     greedy = plain["greedy"].planned
     out = [f"that is below the longest input you run, {b.need:,}: a program exported at "
-           f"{export_change(b.at.keys, (b.bound,))} refuses inputs longer than {b.bound:,}",
+           f"{export_change(b.at.keys, (b.bound,))} refuses inputs over {b.bound:,} on that axis",
            f"at {b.need:,} exir's greedy plans {exact_bytes(greedy)}, {exact_bytes(greedy - b.budget)} over the "
            f"budget; what plans {b.need:,} under it (predictions: the file's tensors at that bound, with each "
            f"finding's change made, replanned):"]
@@ -209,8 +210,8 @@ def _need_lines(b) -> list[str]:
                    f"{then}: {exact_bytes(o.planned)} predicted")
     else:
         out.append(f"none of these fits at {b.need:,}: a bound of {b.bound:,} is the most this budget plans, "
-                   f"unless a change pte_lab cannot predict from the file (a fused attention: see the findings) "
-                   f"takes more out")
+                   f"unless a change pte_lab cannot predict from the file takes more out (the findings: pte-lab "
+                   f"inspect FILE)")
     for f in b.findings:
         out.append(f"the change ({f.kind}): {f.edit.change}")
     if not b.findings:
