@@ -689,9 +689,9 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
         ``False`` learns afresh and keeps nothing; default: use and keep the shapes learnt.
     progress : bool or collections.abc.Callable, optional
         None (silent), True (a bar) or a callable taking one line per step (:mod:`pte_lab.progress`).
-    apply : str or sequence of str, optional
+    apply : str or list of str, optional
         A finding's kind (``"attention_scores"``), or several: their changes made before replanning (the
-        tensors each removes, :func:`changes`), a prediction of the program with the model edited.
+        tensors each removes, ``changes(method)``), a prediction of the program with the model edited.
 
     Returns
     -------
@@ -790,8 +790,8 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
     need : int, optional
         The longest input the app runs (at most the exported bound). Where the answer is below it, an export at
         the answer refuses those inputs: ``options`` then say what plans ``need`` instead (each finding's
-        change, :func:`changes`, and pte_lab's replan), with the predicted bytes and whether they fit.
-    apply : str or sequence of str, optional
+        change, ``changes(method)``, and pte_lab's replan), with the predicted bytes and whether they fit.
+    apply : str or list of str, optional
         As for :func:`what_if`: the search is made with those changes made.
 
     Returns
