@@ -134,7 +134,8 @@ def test_the_safe_softmax_planes_are_told_apart_and_what_removing_them_saves_is_
     assert s.peak_bytes - safe.recovers == hand_written.peak.peak_bytes
     text = repr(s)  # plain Python prints the paragraph, not a dataclass dump
     assert text.startswith("Peak: ") and "- safe softmax:" in text and "2 more float32[1, 8, 128, 128] planes" in text
-    assert "without them the peak is " in text and "torch.softmax(q @ k.transpose(-2, -1)" in text
+    assert "without them the peak falls from " in text and "the peak moves to instruction" in text
+    assert "torch.softmax(q @ k.transpose(-2, -1)" in text
     # the finding carries the same bytes and change
     f = next(f for f in m.findings() if f.kind == "attention_scores")
     assert f.at_stake == safe.recovers and f.change.startswith("write the attention by hand with a plain softmax")

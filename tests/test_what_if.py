@@ -385,7 +385,7 @@ def test_budget_text_names_the_smallest_bound_and_budget_without_bound_uses_the_
     monkeypatch.setattr(pw, "dynamic_dims", lambda *a, **k: ((0, 0),))  # read from a file: the test above
     assert main(["what-if", path, "--budget", "2KiB"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"largest bound of input 0 axis 0 under 2,048 B (2.0 KiB): {b.bound:,} ")
+    assert out.startswith(f"largest bound of input 0 axis 0 under 2KiB = 2,048 B (2.0 KiB): {b.bound:,} ")
     assert "no --bound given: input 0 axis 0 is the method's one dynamic dim" in out
     monkeypatch.setattr(pw, "dynamic_dims", lambda *a, **k: ((0, 0), (0, 1)))
     assert main(["what-if", path, "--budget", "2KiB"]) == 2

@@ -29,6 +29,13 @@ def register(subparsers) -> None:
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes; KiB, MiB, GiB; or "
                                      "decimal kB, MB, GB: 300MB)")
+    wi.add_argument("--need", type=_whole(1), metavar="N",
+                    help="with --budget: the longest input the app runs; where the largest bound under the budget "
+                         "is below it, say so and what plans N under the budget instead (the findings' changes, "
+                         "predicted)")
+    wi.add_argument("--apply", action="append", metavar="FINDING",
+                    help="make a finding's change before replanning (its kind, e.g. attention_scores: the safe "
+                         "softmax's planes removed; repeatable): a prediction of the program with the model edited")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
     _no_cache(wi, "run the method again (by default the shapes learnt from runs of these same bytes, with the same "
                   "pte_lab and ExecuTorch, are kept and used at once, said in the output)")
@@ -44,15 +51,18 @@ def run(args) -> int:
         if args.at_shape:
             raise PteLabError("--at-shape runs one program at one shape: give it without a second file")
         return _what_if_from(args)
+    if args.need is not None and args.budget is None:
+        raise PteLabError("--need N goes with --budget SIZE: it says whether the largest bound under the budget "
+                          "runs inputs of N, and what else does")
     if args.at_shape:
-        if args.bound or args.budget is not None:
-            raise PteLabError("--at-shape runs the method at one shape: give it without --bound or --budget")
+        if args.bound or args.budget is not None or args.apply:
+            raise PteLabError("--at-shape runs the method at one shape: give it without --bound, --budget or --apply")
         r = usage_at(args.file, _at_shape(args), method=args.method, max_input_bytes=args.max_input_bytes)
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound and args.budget is not None:  # the method's one dynamic dim (several: listed)
         r = largest_bound(args.file, args.budget, None, method=args.method, max_input_bytes=args.max_input_bytes,
-                          cache=cache, progress=lines())
+                          cache=cache, progress=lines(), need=args.need, apply=args.apply)
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
         return 0
     if not args.bound:
@@ -70,12 +80,13 @@ def run(args) -> int:
         if len(bounds) != 1:
             raise PteLabError("--budget searches one dim: give one --bound INPUT:AXIS")
         r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method,
-                          max_input_bytes=args.max_input_bytes, cache=cache, progress=lines())
+                          max_input_bytes=args.max_input_bytes, cache=cache, progress=lines(), need=args.need,
+                          apply=args.apply)
     else:
         if any(n is None for n in bounds.values()):
             raise PteLabError("--bound INPUT:AXIS=N: the bound N to predict at is missing (or give --budget)")
         r = what_if(args.file, bounds, method=args.method, max_input_bytes=args.max_input_bytes, cache=cache,
-                    progress=lines())
+                    progress=lines(), apply=args.apply)
     if args.json:
         sys.stdout.write(json_text(r.to_dict()) + "\n")
     else:
@@ -86,8 +97,8 @@ def run(args) -> int:
 def _what_if_from(args) -> int:
     from ..planning.what_if_from import what_if_from
 
-    if args.other is None or args.values is None or args.at is None or args.bound or args.budget:
-        raise PteLabError("what-if A.pte B.pte takes --values A,B and --at N (not --bound or --budget)")
+    if args.other is None or args.values is None or args.at is None or args.bound or args.budget or args.apply:
+        raise PteLabError("what-if A.pte B.pte takes --values A,B and --at N (not --bound, --budget or --apply)")
     values = _wholes(args.values, ",", "--values", args.values, "the two exports' values as A,B, e.g. 64,128")
     r = what_if_from(args.file, args.other, values, args.at, method=args.method)
     sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")

@@ -31,8 +31,11 @@ from enum import Enum
 
 import numpy as np
 
-__all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "SafeSoftmax", "explain_peak", "may_hold_scores",
-           "safe_softmaxes", "CAUSES", "SAFE_SOFTMAX_CHANGE", "FUSED_ATTENTION_CHANGE"]
+from .plan_edit import PlanEdit
+
+__all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "PeakAfter", "SafeSoftmax", "explain_peak",
+           "may_hold_scores", "safe_softmaxes", "safe_softmax_edit", "CAUSES", "SAFE_SOFTMAX_CHANGE",
+           "FUSED_ATTENTION_CHANGE"]
 
 
 class PeakCauseKind(str, Enum):
@@ -107,6 +110,17 @@ class PeakGroup:
 
 
 @dataclass(frozen=True)
+class PeakAfter:
+    """Where the peak goes once a cause's tensors are gone (a replay of the file's lifetimes): the
+    instruction, the bytes alive there and the groups of tensors that make them, largest first."""
+
+    at: int
+    at_target: str
+    peak_bytes: int
+    groups: tuple[PeakGroup, ...]
+
+
+@dataclass(frozen=True)
 class PeakCause:
     """An export choice behind the peak: its kind (:data:`CAUSES`), the bytes at stake at the peak, the
     groups it covers (indices into :attr:`PeakStory.groups`) and what it names (operators, inputs)."""
@@ -121,6 +135,8 @@ class PeakCause:
     recovers: int | None = None
     #: how many times the method does it (``safe_softmax``: one per attention)
     times: int = 0
+    #: where the peak goes without them (``safe_softmax``)
+    after: PeakAfter | None = None
 
 
 @dataclass(frozen=True, repr=False)  # printed as its paragraph (views.peak)
@@ -149,6 +165,16 @@ class PeakStory:
 
         return peak_text(self)
 
+    def overlaps(self) -> tuple[tuple[PeakCauseKind, PeakCauseKind], ...]:
+        """Pairs of causes that count some of the same tensors (a dynamic [L, L] score plane is both a dynamic
+        tensor and an attention score): their bytes are not to be added up."""
+        out = []
+        for i, a in enumerate(self.causes):
+            for b in self.causes[i + 1:]:
+                if set(a.groups) & set(b.groups):
+                    out.append((a.kind, b.kind))
+        return tuple(out)
+
     @property
     def shown(self) -> tuple[PeakGroup, ...]:
         """The groups that matter (each at least 2% of the peak, and always the largest)."""
@@ -163,6 +189,27 @@ def _chain(ops: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _group(m, live) -> list[PeakGroup]:
+    """The tensors ``live`` grouped by dtype and shape, largest total first."""
+    by: dict[tuple, list] = {}
+    for t in sorted(live, key=lambda t: (t.producer if t.producer is not None else -1, t.value)):
+        by.setdefault((t.dtype, t.shape), []).append(t)
+    groups = []
+    for (dtype, shape), ts in by.items():
+        srcs = [m.source_of(t.value) for t in ts] if m.sources is not None else []
+        mods = tuple(dict.fromkeys((s.module, s.module_type) for s in srcs if s is not None and s.module is not None))
+        groups.append(PeakGroup(dtype, shape, tuple(t.value for t in ts), ts[0].nbytes,
+                                _chain([t.op or t.role for t in ts]), mods,
+                                tuple(dict.fromkeys(t.role for t in ts)), any(t.dynamic for t in ts)))
+    groups.sort(key=lambda g: (-g.total, g.dtype, g.shape))
+    return groups
+
+
+def _target(m, at: int) -> str:
+    n = m.n_instructions
+    return "the inputs written" if at == -1 else "the outputs read" if at >= n else m.instructions[at].target
+
+
 def explain_peak(m) -> PeakStory | None:
     """The story of ``m``'s (a :class:`~pte_lab.model.Method`) largest arena's peak; None without planned
     tensors alive in any arena."""
@@ -175,18 +222,8 @@ def explain_peak(m) -> PeakStory | None:
     n = m.n_instructions
     live = [t for t in m.planned if t.mem_id == arena.mem_id and t.role != "view" and t.first is not None
             and t.first <= at <= t.last and t.nbytes]
-    by: dict[tuple, list] = {}
-    for t in sorted(live, key=lambda t: (t.producer if t.producer is not None else -1, t.value)):
-        by.setdefault((t.dtype, t.shape), []).append(t)
-    groups = []
-    for (dtype, shape), ts in by.items():
-        srcs = [m.source_of(t.value) for t in ts] if m.sources is not None else []
-        mods = tuple(dict.fromkeys((s.module, s.module_type) for s in srcs if s is not None and s.module is not None))
-        groups.append(PeakGroup(dtype, shape, tuple(t.value for t in ts), ts[0].nbytes,
-                                _chain([t.op or t.role for t in ts]), mods,
-                                tuple(dict.fromkeys(t.role for t in ts)), any(t.dynamic for t in ts)))
-    groups.sort(key=lambda g: (-g.total, g.dtype, g.shape))
-    target = ("the inputs written" if at == -1 else "the outputs read" if at >= n else m.instructions[at].target)
+    groups = _group(m, live)
+    target = _target(m, at)
     dyn_inputs = tuple((s.position, s.shape) for s in m.inputs if s.dynamic and s.shape is not None)
     return PeakStory(m.name, arena.mem_id, arena.device, arena.size, arena.peak_bytes, at, target, n,
                      tuple(groups), _causes(m, groups, {t.value: t for t in live}, arena.mem_id), dyn_inputs,
@@ -234,27 +271,46 @@ def safe_softmaxes(m) -> tuple[SafeSoftmax, ...]:
     return tuple(out)
 
 
-def _live_peak(rows: list[tuple[int, int, int]], n: int) -> int:
-    """The most bytes alive at once (summed, no offsets) of ``(nbytes, first, last)`` rows over -1..n."""
+def _live_peak(rows: list[tuple[int, int, int]], n: int) -> tuple[int, int]:
+    """(the most bytes alive at once (summed, no offsets) of ``(nbytes, first, last)`` rows over -1..n, the
+    first instruction where they are alive)."""
+    if not rows:
+        return 0, -1
     delta = np.zeros(n + 3, dtype=np.int64)
     for nbytes, first, last in rows:
         delta[first + 1] += nbytes
         delta[last + 2] -= nbytes
-    return int(np.cumsum(delta).max()) if rows else 0
+    live = np.cumsum(delta)
+    return int(live.max()), int(live.argmax()) - 1
 
 
-def _without_safe_softmax(m, mem_id: int, safes: tuple[SafeSoftmax, ...]) -> int:
-    """What the peak of arena ``mem_id`` loses when every safe softmax is gone: its tensors unplanned and each
-    softmax output read where ``where``'s was (kept alive to ``where``'s last use)."""
+def safe_softmax_edit(m, safes: tuple[SafeSoftmax, ...] | None = None) -> PlanEdit | None:
+    """The plain softmax's change as the planned tensors it touches: every safe softmax's tensors removed, and
+    its softmax output read where ``where``'s output was (None: ``m`` has no safe softmax)."""
+    safes = safe_softmaxes(m) if safes is None else safes
+    if not safes:
+        return None
+    planned = {t.value: t for t in m.planned}
+    swaps = tuple((v, s.scores) for s in safes for v in s.values if planned[v].producer == s.at)
+    return PlanEdit(tuple(v for s in safes for v in s.values), swaps, SAFE_SOFTMAX_CHANGE)
+
+
+def _without_safe_softmax(m, mem_id: int, safes: tuple[SafeSoftmax, ...]) -> tuple[int, PeakAfter | None]:
+    """What the peak of arena ``mem_id`` loses when every safe softmax is gone (its tensors unplanned and each
+    softmax output read where ``where``'s was, kept alive to ``where``'s last use), and where the peak goes."""
     planned = {t.value: t for t in m.planned}
     gone = {v for s in safes for v in s.values}
     last = {s.scores: max(planned[s.scores].last, *(planned[v].last for v in s.values)) for s in safes}
     rows = [t for t in planned.values() if t.mem_id == mem_id and t.role != "view" and t.first is not None
             and t.nbytes]
     n = m.n_instructions
-    before = _live_peak([(t.nbytes, t.first, t.last) for t in rows], n)
-    after = _live_peak([(t.nbytes, t.first, last.get(t.value, t.last)) for t in rows if t.value not in gone], n)
-    return max(0, before - after)
+    before, _ = _live_peak([(t.nbytes, t.first, t.last) for t in rows], n)
+    kept = [t for t in rows if t.value not in gone]
+    after, at = _live_peak([(t.nbytes, t.first, last.get(t.value, t.last)) for t in kept], n)
+    if not kept:
+        return before, None
+    alive = [t for t in kept if t.first <= at <= last.get(t.value, t.last)]
+    return max(0, before - after), PeakAfter(at, _target(m, at), after, tuple(_group(m, alive)))
 
 
 def may_hold_scores(m) -> bool:
@@ -310,8 +366,9 @@ def _causes(m, groups: list[PeakGroup], live: dict, mem_id: int) -> tuple[PeakCa
             continue
         nbytes = extra[kind] if kind in extra else sum(groups[k].total for k in ks)
         if kind is PeakCauseKind.SAFE_SOFTMAX:
-            out.append(PeakCause(kind, nbytes, tuple(ks), tuple(sorted(names[kind])), safe_live,
-                                 _without_safe_softmax(m, mem_id, safes), len(safes)))
+            recovers, after = _without_safe_softmax(m, mem_id, safes)
+            out.append(PeakCause(kind, nbytes, tuple(ks), tuple(sorted(names[kind])), safe_live, recovers,
+                                 len(safes), after))
         else:
             out.append(PeakCause(kind, nbytes, tuple(ks), tuple(sorted(names[kind]))))
     return tuple(out)

@@ -21,16 +21,19 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
+from enum import Enum
 from fractions import Fraction
 
 import numpy as np
 
-from ..arguments import BOOL, DIM, DIM_SIZES, NAME, PATH, PROGRAM, PROGRESS, SIZE, arguments, optional
+from ..arguments import AT_LEAST_ONE, BOOL, DIM, DIM_SIZES, NAME, PATH, PROGRAM, PROGRESS, SIZE, arguments, optional
 from ..format.regular_file import check_regular
 from ..format.schema import TensorShapeDynamism
 from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
 from ..model.dtypes import scalar_type, short_shape
+from ..model.findings import Finding
+from ..model.plan_edit import PlanEdit
 from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs,
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
                               unrecorded, value_shapes)
@@ -45,7 +48,7 @@ from .problem import Group, Problem, build_problem
 from .algorithms import plan_arena
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
-           "BoundUnderBudget", "UsageAt", "search_budget", "dynamic_dims", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
+           "BoundUnderBudget", "UsageAt", "Applied", "NeedOption", "changes", "Planner", "search_budget", "dynamic_dims", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
            "FromExports"]
 
 #: how many bounds the budget search's curve shows
@@ -113,6 +116,49 @@ class FromExports:
         return ", ".join(f"{n} = {value}" for n in self.names or ("the parameter",))
 
 
+class Planner(str, Enum):
+    """Which plan a figure is: what a re-export plans (ExecuTorch's greedy), or that re-export replanned by
+    ``pte-lab replan`` (pte_lab's best fit, from the same lifetimes)."""
+
+    GREEDY = "greedy"
+    BEST_FIT = "best_fit"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+@dataclass(frozen=True)
+class Applied:
+    """Findings' changes made before replanning: a prediction of the program with them made (the file's
+    tensors, less those the changes remove, with what is read in their place living on)."""
+
+    #: the findings whose changes are made (each carries its :class:`~pte_lab.model.plan_edit.PlanEdit`)
+    findings: tuple[Finding, ...]
+    #: the tensors taken out and their bytes at the prediction's bound (a view of one goes with it, not listed)
+    removed: tuple[tuple[int, int], ...]
+    #: what ExecuTorch's greedy plans at the same bound without the changes
+    planned_without: int
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(str(f.kind) for f in self.findings)
+
+    @property
+    def removed_bytes(self) -> int:
+        return sum(n for _, n in self.removed)
+
+
+@dataclass(frozen=True)
+class NeedOption:
+    """One way to plan the longest input the app runs (``need``): some findings' changes (none: as exported,
+    at that bound), planned by ``planner``; predicted bytes, and whether they fit the budget."""
+
+    kinds: tuple[str, ...]
+    planner: Planner
+    planned: int
+    fits: bool
+
+
 @dataclass
 class WhatIf:
     """A method as if exported at another bound (see the module), or, with :attr:`exports`, at another value
@@ -135,6 +181,8 @@ class WhatIf:
     backends: tuple[str, ...] = ()
     #: None: predicted from runs of one dynamic export (:func:`what_if`)
     exports: FromExports | None = None
+    #: findings' changes made before replanning (None: the program as it is, at another bound)
+    applied: Applied | None = None
 
     @property
     def planned(self) -> int:
@@ -203,6 +251,28 @@ class BoundUnderBudget:
     #: True: no dim was given and the method has exactly one dynamic dim, this one
     dim_chosen: bool = False
     _pred: "Predictor | None" = field(default=None, repr=False)
+    #: the longest input the app runs (None: not given); where :attr:`bound` is below it, an export at
+    #: :attr:`bound` refuses the longer inputs, and :attr:`options` say what plans it instead
+    need: int | None = None
+    #: the budget as given, where it was a size written out (``"300MB"``); None: given in bytes
+    asked: str | None = None
+    #: at :attr:`need`: the program as exported and with each finding's change (and all of them), each planned by
+    #: ExecuTorch's greedy and replanned by pte_lab's best fit; empty where the bound covers the need
+    options: tuple[NeedOption, ...] = ()
+    #: the findings whose changes the options make (each with a :class:`~pte_lab.model.plan_edit.PlanEdit`)
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def covers_need(self) -> bool | None:
+        """Whether the answer runs the longest input given (None: no need given)."""
+        return None if self.need is None else self.bound is not None and self.bound >= self.need
+
+    @property
+    def fitting(self) -> tuple[NeedOption, ...]:
+        """The options that bring the plan at :attr:`need` under the budget, fewest changes first, then the
+        smallest."""
+        return tuple(sorted((o for o in self.options if o.fits),
+                            key=lambda o: (len(o.kinds), o.planner != Planner.GREEDY, o.planned)))
 
     @functools.cached_property
     def curve(self) -> list[tuple[int, int, int]]:
@@ -270,13 +340,18 @@ class UsageAt:
 class Predictor:
     """A method's arenas replanned for new tensor sizes: the file's groups and lifetimes, new bytes."""
 
-    def __init__(self, method, fit: ShapeFit | None = None):
-        self.method, self.fit = method, fit
+    def __init__(self, method, fit: ShapeFit | None = None, edit: PlanEdit | None = None,
+                 findings: tuple[Finding, ...] = ()):
+        self.method, self.fit, self.edit, self.findings = method, fit, edit, tuple(findings)
         values = fit.values if fit is not None else tuple(t.value for t in method.planned)
         self.row = {v: i for i, v in enumerate(values)}
         #: planned bytes (ExecuTorch's greedy) per point asked: a budget search asks a point more than once
         self._planned_at: dict[tuple[int, ...], int] = {}
         self.problems = [build_problem(method, a.mem_id) for a in method.arenas]
+        #: the values the edit takes out of the plan (those it removes, and views of them)
+        self.dropped: frozenset[int] = frozenset()
+        if edit is not None:
+            self.problems, self.dropped = _edited(method, self.problems, edit)
         self._members = []
         for p in self.problems:
             gid = np.array([g.id for g in p.groups for _ in g.members], np.int64)
@@ -300,6 +375,10 @@ class Predictor:
             out.append(Problem(p.method, p.mem_id, p.device, a, groups, p.original_size, p.padding,
                                p.n_instructions, [(v, nb[self.row[v]]) for v, _ in p.idle]))
         return out
+
+    def with_edit(self, edit: PlanEdit | None, findings: tuple[Finding, ...] = ()) -> "Predictor":
+        """The same method and fit, with ``edit`` made (None: as the file plans)."""
+        return Predictor(self.method, self.fit, edit, findings)
 
     @staticmethod
     def size(problem: Problem, algorithm: str = "greedy") -> tuple[dict[int, int], int]:
@@ -343,14 +422,68 @@ class Predictor:
         nb, dims, row = nbytes.tolist(), shapes.tolist(), self.row
         tensors = []
         for t in self.method.planned:
+            if t.value in self.dropped:
+                continue
             i = row[t.value]
             tensors.append(TensorAt(t.value, t.role, t.op, t.name, t.dtype, t.mem_id,
                                     tuple(dims[i][:len(self.fit.dims[i])]), nb[i], t.shape, t.nbytes,
                                     offsets.get(t.value, t.offset)))
         ins, peak, peak_bytes = _peak(problems, self.method.n_instructions)
+        applied = None
+        if self.edit is not None:
+            applied = Applied(self.findings, tuple((v, nb[row[v]]) for v in self.edit.removed),
+                              self.plain.planned_at(point))
         return WhatIf(source, self.method.name, self.fit.keys, point, self.fit.exported, tensors, arenas, ins,
                       tuple(sorted(peak, key=lambda v: -nb[self.row[v]])), peak_bytes, self.fit,
-                      tuple(dict.fromkeys(d.backend for d in self.method.delegates)))
+                      tuple(dict.fromkeys(d.backend for d in self.method.delegates)), applied=applied)
+
+    @functools.cached_property
+    def plain(self) -> "Predictor":
+        """This predictor without its edit (itself where it has none)."""
+        return self if self.edit is None else Predictor(self.method, self.fit)
+
+
+def _edited(method, problems: list[Problem], edit: PlanEdit) -> tuple[list[Problem], frozenset[int]]:
+    """``problems`` with ``edit`` made: each storage group of removed values (and views of them) gone, and the
+    group of a value read in place of a removed one alive until the removed one's last use. Raises
+    :class:`WhatIfError` for a removed value that shares its bytes with one kept (not a view of it)."""
+    roles = {t.value: t.role for t in method.planned}
+    gone, instead = set(edit.removed), dict(edit.read_instead)
+    until: dict[int, int] = {}
+    dropped: set[int] = set()
+    kept_groups: list[list[Group]] = []
+    for p in problems:
+        keep = []
+        for g in p.groups:
+            values = [v for v, _, _ in g.members]
+            hit = [v for v in values if v in gone]
+            if not hit:
+                keep.append(g)
+                continue
+            others = [v for v in values if v not in gone and roles.get(v) != "view"]
+            if others:
+                raise WhatIfError(f"{method.name}: the change removes v{hit[0]}, which shares its bytes with "
+                                  f"v{others[0]} (an alias the change keeps): pte_lab cannot plan one without "
+                                  f"the other")
+            dropped.update(values)
+            for v in hit:
+                if v in instead:
+                    until[instead[v]] = max(until.get(instead[v], -1), g.last)
+        kept_groups.append(keep)
+    out = []
+    for p, keep in zip(problems, kept_groups):
+        groups = []
+        for k, g in enumerate(keep):
+            last = max([g.last] + [until[v] for v, _, _ in g.members if v in until])
+            groups.append(Group(k, g.members, g.size, g.first, last, g.original_offset, g.extent))
+        out.append(Problem(p.method, p.mem_id, p.device, p.alignment, groups, p.original_size, p.padding,
+                           p.n_instructions, [(v, n) for v, n in p.idle if v not in gone]))
+    dropped.update(v for p in problems for v, _ in p.idle if v in gone)
+    missing = set(until) - {v for p in out for g in p.groups for v, _, _ in g.members}
+    if missing:
+        raise WhatIfError(f"{method.name}: the change reads v{min(missing)} in place of a removed value, but "
+                          f"v{min(missing)} is not planned")
+    return out, frozenset(dropped)
 
 
 def _peak(problems: list[Problem], n: int) -> tuple[int | None, list[int], int]:
@@ -497,10 +630,42 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     return fit
 
 
+def changes(method) -> tuple[Finding, ...]:
+    """The method's findings whose change is expressible as planned tensors removed (each carries a
+    :class:`~pte_lab.model.plan_edit.PlanEdit`): what ``apply=`` and ``--apply`` take, by kind."""
+    return tuple(f for f in method.findings() if f.edit is not None)
+
+
+def _merged(findings) -> PlanEdit | None:
+    if not findings:
+        return None
+    return PlanEdit(tuple(v for f in findings for v in f.edit.removed),
+                    tuple(p for f in findings for p in f.edit.read_instead),
+                    "; ".join(f.edit.change for f in findings))
+
+
+def _applied(method, apply) -> tuple[PlanEdit | None, tuple[Finding, ...]]:
+    """``apply`` (a finding's kind, or several) -> the merged edit and the findings that carry it. Raises
+    :class:`WhatIfError` naming the kinds that carry a change where one asked for carries none."""
+    if apply is None:
+        return None, ()
+    kinds = [apply] if isinstance(apply, str) else list(apply)
+    have = {str(f.kind): f for f in changes(method)}
+    picked = []
+    for k in dict.fromkeys(str(k) for k in kinds):
+        if k not in have:
+            listed = ", ".join(sorted(have)) or "none"
+            raise WhatIfError(f"method {method.name!r} has no {k} finding whose change pte_lab can make on the "
+                              f"file's tensors (the findings that carry one here: {listed}; a smaller bound is "
+                              f"--bound itself)")
+        picked.append(have[k])
+    return _merged(picked), tuple(picked)
+
+
 @arguments(source=PROGRAM, bounds=DIM_SIZES, method=optional(NAME), data_path=optional(PATH), cache=optional(BOOL),
            progress=PROGRESS)
 def what_if(source, bounds: dict, method: str | None = None, data_path=None, max_input_bytes=None,
-            cache: bool | None = None, progress=None) -> WhatIf:
+            cache: bool | None = None, progress=None, apply=None) -> WhatIf:
     """The method as if exported with ``bounds`` ({(input, axis): N}): every planned tensor's shape and bytes,
     each arena as ExecuTorch's greedy plans it (and pte_lab's best fit, the lower bound), the peak.
 
@@ -524,11 +689,15 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
         ``False`` learns afresh and keeps nothing; default: use and keep the shapes learnt.
     progress : bool or collections.abc.Callable, optional
         None (silent), True (a bar) or a callable taking one line per step (:mod:`pte_lab.progress`).
+    apply : str or list of str, optional
+        A finding's kind (``"attention_scores"``), or several: their changes made before replanning (the
+        tensors each removes, ``changes(method)``), a prediction of the program with the model edited.
 
     Returns
     -------
     WhatIf
-        The prediction: each tensor's shape and bytes, each arena's plans, the peak.
+        The prediction: each tensor's shape and bytes, each arena's plans, the peak (``applied``: the changes
+        made, the tensors they remove, the plan without them).
 
     Raises
     ------
@@ -541,8 +710,9 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
     pte, path = _program(source)
     m = _method(pte, method)
     keys, point, _ = check_bounds(m, bounds)
+    edit, findings = _applied(m, apply)
     fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache, progress)
-    return Predictor(m, fit).predict(point, path)
+    return Predictor(m, fit, edit, findings).predict(point, path)
 
 
 def _lower_bound_at(pred: Predictor, n: int) -> int:
@@ -590,10 +760,10 @@ def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ..
 
 
 @arguments(source=PROGRAM, budget=SIZE, dim=optional(DIM), method=optional(NAME),
-           data_path=optional(PATH), cache=optional(BOOL), progress=PROGRESS)
+           data_path=optional(PATH), cache=optional(BOOL), progress=PROGRESS, need=optional(AT_LEAST_ONE))
 def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: str | None = None, data_path=None,
                   fit: ShapeFit | None = None, max_input_bytes=None, cache: bool | None = None,
-                  progress=None) -> BoundUnderBudget:
+                  progress=None, need: int | None = None, apply=None) -> BoundUnderBudget:
     """The largest bound of dynamic dim ``dim`` whose planned bytes (ExecuTorch's greedy) fit ``budget``: the
     method at that bound, and the curve of planned bytes against the bound.
 
@@ -617,11 +787,17 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
         As for :func:`what_if`.
     progress : bool or collections.abc.Callable, optional
         None (silent), True (a bar) or a callable taking one line per step (:mod:`pte_lab.progress`).
+    need : int, optional
+        The longest input the app runs (at most the exported bound). Where the answer is below it, an export at
+        the answer refuses those inputs: ``options`` then say what plans ``need`` instead (each finding's
+        change, ``changes(method)``, and pte_lab's replan), with the predicted bytes and whether they fit.
+    apply : str or list of str, optional
+        As for :func:`what_if`: the search is made with those changes made.
 
     Returns
     -------
     BoundUnderBudget
-        The bound, the method at that bound, and the curve.
+        The bound, the method at that bound, and the curve (with ``need``: ``covers_need``, ``options``).
 
     Raises
     ------
@@ -631,7 +807,7 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
     pte_lab.errors.DeclaredSizeError
         As :func:`what_if`.
     """
-    budget = parse_budget(budget)
+    given, budget = budget, parse_budget(budget)
     pte, path = _program(source)
     m = _method(pte, method)
     chosen = dim is None
@@ -648,14 +824,19 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
                               f"(dim=(input, axis); --bound INPUT:AXIS)")
         dim = dims[0]
     keys, _, exported = check_bounds(m, {tuple(dim): 1})
+    if need is not None:
+        check_bounds(m, {tuple(dim): need})  # a need above the exported bound: refused before any run
+    edit, findings = _applied(m, apply)
     if fit is None:
         fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache, progress)
-    b = search_budget(Predictor(m, fit), budget, path)
+    b = search_budget(Predictor(m, fit, edit, findings), budget, path, need=need)
     b.dim_chosen = chosen
+    b.asked = given.strip() if isinstance(given, str) else None
     return b
 
 
-def search_budget(pred: Predictor, budget: int, source: str | None = None) -> BoundUnderBudget:
+def search_budget(pred: Predictor, budget: int, source: str | None = None, need: int | None = None
+                  ) -> BoundUnderBudget:
     """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
     the largest bound that fits, whatever dips the plan takes (:func:`_search`; the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
     what any bound plans."""
@@ -669,8 +850,25 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None) -> Bo
         raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans: the smallest, at bound {lo}, "
                           f"plans {exact_bytes(smallest)}")
     after = pred.planned_at((n + 1,)) if n < top and _fits(pred, n + 1) else None
-    return BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, smallest_bound=lo,
-                            _pred=pred)
+    b = BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, smallest_bound=lo,
+                         _pred=pred, need=need)
+    if need is not None and n < need:
+        b.findings = changes(pred.method)
+        b.options = _need_options(pred, budget, need, b.findings)
+    return b
+
+
+def _need_options(pred: Predictor, budget: int, need: int, findings: tuple[Finding, ...]) -> tuple[NeedOption, ...]:
+    """At bound ``need``: the program as exported, with each finding's change, and with all of them, each as
+    ExecuTorch's greedy plans it (a re-export) and as pte_lab's best fit replans that (``pte-lab replan``)."""
+    sets: list[tuple[Finding, ...]] = [()] + [(f,) for f in findings] + ([findings] if len(findings) > 1 else [])
+    out = []
+    for fs in sets:
+        w = pred.plain.with_edit(_merged(fs), fs).predict((need,)) if fs else pred.plain.predict((need,))
+        kinds = tuple(str(f.kind) for f in fs)
+        out.append(NeedOption(kinds, Planner.GREEDY, w.planned, w.planned <= budget))
+        out.append(NeedOption(kinds, Planner.BEST_FIT, w.best_fit, w.best_fit <= budget))
+    return tuple(out)
 
 
 @arguments(source=PROGRAM, shape=DIM_SIZES, method=optional(NAME), data_path=optional(PATH))

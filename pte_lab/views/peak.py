@@ -22,12 +22,16 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
-def _where(s: PeakStory) -> str:
-    if s.at == -1:
+def _at(at: int, target: str, n: int) -> str:
+    if at == -1:
         return "as the inputs are written"
-    if s.at >= s.n_instructions:
+    if at >= n:
         return "as the outputs are read"
-    return f"at instruction {s.at} of {s.n_instructions} ({s.at_target})"
+    return f"at instruction {at} of {n} ({target})"
+
+
+def _where(s: PeakStory) -> str:
+    return _at(s.at, s.at_target, s.n_instructions)
 
 
 def group_phrase(g: PeakGroup, peak: int) -> str:
@@ -93,13 +97,27 @@ def safe_softmax_line(c: PeakCause, s: PeakStory) -> str:
     g = per[0] if per else s.groups[c.groups[0]]
     n_live = sum(1 for v in c.values if v in set(g.values))
     times = f" after each of its {c.times} softmaxes" if c.times > 1 else " after its softmax"
-    without = (f"; without them the peak is {human_bytes(s.peak_bytes - c.recovers)} ({human_bytes(c.recovers)}, "
-               f"{_share(c.recovers, s.peak_bytes)} less)" if c.recovers else "")
+    without = ""
+    if c.recovers:
+        without = (f"; without them the peak falls from {human_bytes(s.peak_bytes)} by {human_bytes(c.recovers)} "
+                   f"({_share(c.recovers, s.peak_bytes)}) to {human_bytes(s.peak_bytes - c.recovers)}")
+        if c.recovers < c.nbytes:
+            without += (f" (less than the {human_bytes(c.nbytes)} they hold: the softmax's output then lives on "
+                        f"in where's place)")
+        if c.after is not None:
+            a = c.after
+            alive = [f"{g.dtype}{short_shape(g.shape)}" + (f" x{len(g.values)}" if len(g.values) > 1 else "")
+                     + (f" ({' -> '.join(g.ops)})" if g.ops else "") for g in a.groups[:3]]
+            more = f" and {count(len(a.groups) - 3, 'smaller group')}" if len(a.groups) > 3 else ""
+            where = _at(a.at, a.at_target, s.n_instructions)
+            without += (f", and the peak {'stays' if a.at == s.at else 'moves to'} {where.removeprefix('at ')}"
+                        f", where {', '.join(alive)}{more} are alive")
     return (f"safe softmax: the decomposition of scaled_dot_product_attention (nn.MultiheadAttention) adds "
             f"where(mask, s, full_like(s, 0)) under an eq -> logical_not -> any mask{times}: 2 more "
             f"{g.dtype}{short_shape(g.shape)} planes ({human_bytes(g.nbytes)} each) and 2 bool ones each time; "
             f"{n_live} of them alive at the peak (with the mask) hold {human_bytes(c.nbytes)} "
-            f"({_share(c.nbytes, s.peak_bytes)} of the peak){without}. To remove them, {SAFE_SOFTMAX_CHANGE}.")
+            f"({_share(c.nbytes, s.peak_bytes)} of the peak){without}. To remove them, {SAFE_SOFTMAX_CHANGE} "
+            f"(the plan with it made, at any bound: pte-lab what-if FILE --apply attention_scores).")
 
 
 @text_view
@@ -122,4 +140,22 @@ def peak_lines(s: PeakStory | None) -> list[str]:
     """The paragraph (first line) and one line per cause; empty without a peak."""
     if s is None:
         return []
-    return [peak_head(s)] + [f"- {cause_line(c, s)}" for c in s.causes]
+    return [peak_head(s)] + [f"- {cause_line(c, s)}" for c in s.causes] + _overlap_lines(s)
+
+
+_CAUSE_NAMES = {PeakCauseKind.ATTENTION_SCORES: "attention scores", PeakCauseKind.SAFE_SOFTMAX: "safe softmax",
+                PeakCauseKind.DYNAMIC_BOUND: "dynamic shapes", PeakCauseKind.STATE_FP32: "float32 state",
+                PeakCauseKind.WEIGHT_COPIES: "weights copied", PeakCauseKind.OUTSIDE_DELEGATE: "operators outside"}
+
+
+def _overlap_lines(s: PeakStory) -> list[str]:
+    """Causes that count the same tensors: their shares are of one peak, not to be added up."""
+    pairs = s.overlaps()
+    if not pairs:
+        return []
+    kinds = list(dict.fromkeys(k for p in pairs for k in p))
+    both = {PeakCauseKind.ATTENTION_SCORES, PeakCauseKind.DYNAMIC_BOUND} <= set(kinds)
+    example = " (a dynamic [L, L] score plane is a dynamic tensor and an attention score at once)" if both else ""
+    return [f"- these causes overlap: {first_few((_CAUSE_NAMES[k] for k in kinds), 6)} count some of the same "
+            f"tensors{example}: the same bytes, so their shares of the {human_bytes(s.peak_bytes)} peak do not add "
+            f"up; each one's bytes are what its own change acts on"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 
 from ..model.dtypes import short_shape
-from ..model.what_if import dim_name, dim_text
-from ..units import exact_bytes, human_bytes, local_minute
+from ..model.what_if import dim_name, dim_text, export_change
+from ..units import count, exact_bytes, human_bytes, local_minute
 from .base import delegate_heap_note, text_table
 
 __all__ = ["what_if_text", "what_if_dict", "what_if_html", "budget_text", "budget_dict", "usage_text",
@@ -62,6 +62,23 @@ def _heap_lines(w, what: str) -> list[str]:
     return [f"{what} counts the planned arenas only; {delegate_heap_note(w.backends)}"] if w.backends else []
 
 
+def _applied_lines(w) -> list[str]:
+    """A prediction with findings' changes made: which, the tensors they take out, the plan without them."""
+    a = w.applied
+    if a is None:
+        return []
+    swaps = [f"v{new} read in place of v{old}" for f in a.findings for old, new in f.edit.read_instead]
+    saved = a.planned_without - w.planned
+    return [f"a prediction with the change of finding {', '.join(a.kinds)} made: the file's tensors less the "
+            f"{count(len(a.removed), 'planned tensor')} it removes ({exact_bytes(a.removed_bytes)} at this bound"
+            + (f"; {', '.join(swaps)}, alive until its last use" if swaps else "") + "), replanned with ExecuTorch's "
+            "greedy; not a measurement of a re-export",
+            f"without the change it plans {exact_bytes(a.planned_without)}: the change "
+            + (f"saves {exact_bytes(saved)}" if saved >= 0 else f"costs {exact_bytes(-saved)} more")
+            + f" at {_where(w.keys, w.point)}",
+            *(f"the change ({f.kind}): {f.edit.change}" for f in a.findings)]
+
+
 def what_if_text(w) -> str:
     """The prediction: totals, arenas, the peak, the largest tensors, the fit's sizes, the export change."""
     names = _names(w)
@@ -70,6 +87,7 @@ def what_if_text(w) -> str:
     exported = f"the second export ({_where(w.keys, w.exported)})" if static else "at the export's bound"
     out = [f"{w.method} as if exported with {_where(w.keys, w.point)}"
            + ("" if static else f" (exported: {_where(w.keys, w.exported)})"),
+           *_applied_lines(w),
            f"planned (ExecuTorch's greedy: what a re-export plans): {exact_bytes(w.planned)}; "
            f"{exported}: {exact_bytes(w.exported_planned)}",
            f"pte_lab's best fit would plan {_maybe(w.best_fit)}; lower bound (bytes alive at once, no plan "
@@ -106,9 +124,17 @@ def what_if_dict(w) -> dict:
                     for t in w.tensors],
         "export_change": w.export_change(),
         **({"outside_plan": delegate_heap_note(w.backends)} if w.backends else {}),
+        **({"applied": _applied_dict(w.applied)} if w.applied is not None else {}),
         # when the runs the shapes were learnt from were made, where they were kept (null: made by this call)
         **({"learnt_kept": w.fit.kept} if w.exports is None else {}),
     }
+
+
+def _applied_dict(a) -> dict:
+    return {"prediction": True, "findings": list(a.kinds),
+            "removed": [{"value": v, "nbytes": n} for v, n in a.removed],
+            "read_instead": [{"removed": old, "read": new} for f in a.findings for old, new in f.edit.read_instead],
+            "planned_without": a.planned_without, "changes": [f.change for f in a.findings]}
 
 
 def what_if_html(w) -> str:
@@ -119,9 +145,12 @@ def budget_text(b) -> str:
     """The largest bound under the budget, what plans it, the peak's tensors, then the export change."""
     key = f"input {b.key[0]} axis {b.key[1]}"
     w = b.at
-    out = [f"largest bound of {key} under {exact_bytes(b.budget)}: {b.bound:,} (exported: {b.exported:,})"]
+    asked = f"{b.asked} = {exact_bytes(b.budget)}" if b.asked else exact_bytes(b.budget)
+    out = [f"largest bound of {key} under {asked}: {b.bound:,} (exported: {b.exported:,})"]
     if b.dim_chosen:
         out.append(f"(no --bound given: {key} is the method's one dynamic dim, so it is the one searched)")
+    out += _applied_lines(w)
+    out += _need_lines(b)
     out += [
            f"at {b.bound:,} exir's greedy (as pte_lab replans it) plans {exact_bytes(w.planned)} "
            f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
@@ -135,13 +164,68 @@ def budget_text(b) -> str:
     out += _peak_lines(w)
     out += _heap_lines(w, "the budget")
     out.append(_learnt_line(w))
-    out.append(f"export change: {w.export_change()}")
+    if b.covers_need is False:
+        out.append(f"export change: {w.export_change()} fits the budget but refuses inputs over {b.bound:,}; "
+                   + (f"for {b.need:,}, see the changes above" if b.fitting else
+                      f"no change pte_lab predicts plans {b.need:,} under it"))
+    else:
+        out.append(f"export change: {w.export_change()}")
     return "\n".join(out)
+
+
+def _need_lines(b) -> list[str]:
+    """Whether the answer runs the longest input given and, where it does not, what plans that input instead."""
+    if b.need is None:
+        return []
+    if b.covers_need:
+        return [f"it covers the longest input you run, {b.need:,}: "
+                f"{b.bound - b.need:,} to spare" if b.bound > b.need else
+                f"it is the longest input you run, {b.need:,}"]
+    plain = {o.planner: o for o in b.options if not o.kinds}
+    greedy = plain["greedy"].planned
+    out = [f"that is below the longest input you run, {b.need:,}: a program exported at "
+           f"{export_change(b.at.keys, (b.bound,))} refuses inputs over {b.bound:,} on that axis",
+           f"at {b.need:,} exir's greedy plans {exact_bytes(greedy)}, {exact_bytes(greedy - b.budget)} over the "
+           f"budget; what plans {b.need:,} under it (predictions: the file's tensors at that bound, with each "
+           f"finding's change made, replanned):"]
+    # a Planner is a str enum: its value is the key
+    labels = {"greedy": "a re-export (ExecuTorch's greedy)",
+              "best_fit": "that re-export replanned (pte-lab replan, pte_lab's best fit)"}
+    rows = []
+    greedy_of = {o.kinds: o.planned for o in b.options if o.planner == "greedy"}
+    for o in b.options:
+        if o.planner != "greedy" and o.planned >= greedy_of.get(o.kinds, o.planned + 1):
+            continue  # a replan that gains nothing is not a way
+        what = " + ".join(o.kinds) if o.kinds else "as exported"
+        left = (f"fits, {exact_bytes(b.budget - o.planned)} left" if o.fits
+                else f"over by {exact_bytes(o.planned - b.budget)}")
+        rows.append([what, labels[o.planner], f"{o.planned:,}", left])
+    out.append(text_table(["change", "plan", f"bytes at {b.need:,}", f"against {exact_bytes(b.budget)}"], rows))
+    fit = b.fitting
+    if fit:
+        o = fit[0]
+        how = " and ".join(o.kinds) if o.kinds else "no model change"
+        then = "" if o.planner == "greedy" else ", then pte-lab replan it"
+        out.append(f"the fewest changes that fit: {how}, re-exported with {export_change(b.at.keys, (b.need,))}"
+                   f"{then}: {exact_bytes(o.planned)} predicted")
+    else:
+        out.append(f"none of these fits at {b.need:,}: a bound of {b.bound:,} is the most this budget plans, "
+                   f"unless a change pte_lab cannot predict from the file takes more out (the findings: pte-lab "
+                   f"inspect FILE)")
+    for f in b.findings:
+        out.append(f"the change ({f.kind}): {f.edit.change}")
+    if not b.findings:
+        out.append("no finding of this method carries a change pte_lab can make on the file's tensors "
+                   "(pte-lab inspect FILE lists the findings)")
+    return out
 
 
 def budget_dict(b) -> dict:
     return {"budget": b.budget, "input": b.key[0], "axis": b.key[1], "bound": b.bound, "exported": b.exported,
             "smallest": b.smallest, "smallest_bound": b.smallest_bound,
+            **({"need": b.need, "covers_need": b.covers_need,
+                "options": [{"findings": list(o.kinds), "planner": str(o.planner), "planned": o.planned,
+                             "fits": o.fits, "prediction": True} for o in b.options]} if b.need is not None else {}),
             "curve": [{"bound": n, "planned": p, "lower_bound": lb} for n, p, lb in b.curve],
             "at": b.at.to_dict() if b.at is not None else None}
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ...printable import printable_text
+from ..plan_edit import PlanEdit
 
 __all__ = ["Kind", "Finding", "Details", "ValuesDetails", "Prescription", "SEVERITIES", "UNSAFE_TO_LOAD",
            "REFUSED_BY_RUNTIME", "REFUSED_BEFORE_LOADING"]
@@ -118,6 +119,10 @@ class Prescription(Details):
     at_stake: int
     #: the change, in words (an export option, a command, a model edit)
     change: str
+    #: the same change as the planned tensors it removes, where it is one on the file's own graph (None: it is
+    #: not: a smaller bound, a replan, a fused operator that writes other tensors); ``pte-lab what-if --apply``
+    #: replans the method with it made
+    edit: PlanEdit | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,11 @@ class Finding:
     def change(self) -> str | None:
         """What to change to recover :attr:`at_stake` (None: the finding prescribes nothing)."""
         return self.details.change if isinstance(self.details, Prescription) else None
+
+    @property
+    def edit(self) -> PlanEdit | None:
+        """The change as the planned tensors it removes (None: not expressible so, or no change)."""
+        return self.details.edit if isinstance(self.details, Prescription) else None
 
     @property
     def claim(self) -> str:

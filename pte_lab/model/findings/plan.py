@@ -14,7 +14,7 @@ from ...units import count, first_few, human_bytes
 from ..arrays import unique
 from ..lifetimes import Writes
 from ..dtypes import short_shape
-from ..peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCauseKind, may_hold_scores
+from ..peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCauseKind, may_hold_scores, safe_softmax_edit
 from .base import Details, Finding, Kind, Prescription, ValuesDetails
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -338,8 +338,9 @@ def _dynamic_findings(m: "Method") -> list[Finding]:
 @dataclass(frozen=True)
 class AttentionScoresDetails(Prescription):
     """``attention_scores``: with a safe softmax, ``at_stake`` is what the peak loses without its planes (a replay
-    of the lifetimes); without one, the score planes' bytes alive at the peak (what a fused attention takes
-    out of the plan, at most)."""
+    of the lifetimes), and ``edit`` the plain softmax's change (:func:`~pte_lab.model.peak.safe_softmax_edit`);
+    without one, the score planes' bytes alive at the peak (what a fused attention takes out of the plan, at
+    most), and no ``edit`` (the fused operator writes tensors the file has no record of)."""
 
     mem_id: int
     #: one score plane: dtype and shape, and its bytes
@@ -374,8 +375,9 @@ def _attention_findings(m: "Method") -> list[Finding]:
     what = (f"{count(planes, 'square score tensor')} of a decomposed attention ({g.dtype}{short_shape(g.shape)}, "
             f"{human_bytes(g.nbytes)} each) hold {human_bytes(scores.nbytes)} of the "
             f"{human_bytes(story.peak_bytes)} peak of arena {story.mem_id}")
+    edit = None
     if safe is not None and safe.recovers:
-        at_stake = safe.recovers
+        at_stake, edit = safe.recovers, safe_softmax_edit(m)
         change = f"{SAFE_SOFTMAX_CHANGE}; beyond that, {FUSED_ATTENTION_CHANGE}"
         what += (f"; {human_bytes(safe.nbytes)} of them are the safe softmax's (where and full_like after the "
                  f"softmax, {count(safe.times, 'time')} in the method): without them the peak is "
@@ -386,7 +388,8 @@ def _attention_findings(m: "Method") -> list[Finding]:
         what += ", at stake (at most)"
     return [Finding(Kind.ATTENTION_SCORES, m.name, f"{what}; {change}",
                     AttentionScoresDetails(at_stake, change, story.mem_id, g.dtype, g.shape, g.nbytes, planes,
-                                           scores.nbytes, safe.times if safe else 0, safe.nbytes if safe else 0))]
+                                           scores.nbytes, safe.times if safe else 0, safe.nbytes if safe else 0,
+                                           edit=edit))]
 
 
 def prescription_findings(m: "Method") -> list[Finding]:

@@ -1,0 +1,192 @@
+"""What if a finding's change were made (issue 48): the safe softmax's planes removed, predicted at any bound
+and checked against re-exports of a look-alike model with the change made; and ``--need N``: whether the
+largest bound under a budget runs the app's longest input, and which changes plan it under the budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pte_lab
+from pte_lab.cli import main
+from pte_lab.model.plan_edit import PlanEdit
+from pte_lab.model.what_if import WhatIfError
+from pte_lab.planning.what_if import largest_bound, what_if
+
+torch = pytest.importorskip("torch")
+
+BOUND = 128  # the exported bound of the sequence
+
+
+class Attn(torch.nn.Module):
+    """Multi-head attention through scaled_dot_product_attention: exir decomposes it for portable kernels into
+    q * s, k^T * s, bmm, softmax, then the safe softmax (eq -> logical_not -> any -> full_like -> where)."""
+
+    def __init__(self, d=64, heads=8):
+        super().__init__()
+        self.heads, self.qkv, self.out = heads, torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+
+    def attend(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        return self.out(self.attend(q, k, v).transpose(1, 2).reshape(b, n, d))
+
+
+class LikeDecomposition(Attn):
+    """The change made as the decomposition writes the rest: q and k^T scaled by sqrt(scale), a plain softmax."""
+
+    def attend(self, q, k, v):
+        s = q.shape[-1] ** -0.25
+        return torch.softmax((q * s) @ (k.transpose(-2, -1) * s), dim=-1) @ v
+
+
+class AsPrescribed(Attn):
+    """The change as the finding words it: torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v."""
+
+    def attend(self, q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, dim=-1) @ v
+
+
+def _export(cls, bound: int) -> bytes:
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    seq = torch.export.Dim("seq", min=2, max=bound)
+    ep = torch.export.export(cls().eval(), (torch.randn(1, 16, 64),), dynamic_shapes=({1: seq},))
+    return to_edge_transform_and_lower(ep).to_executorch().buffer
+
+
+@pytest.fixture(scope="module")
+def attention(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("apply") / "attn.pte"
+    path.write_bytes(_export(Attn, BOUND))
+    return str(path)
+
+
+def test_the_attention_finding_carries_its_change_as_the_tensors_it_removes(attention):
+    m = pte_lab.open(attention).methods["forward"]
+    f = next(f for f in m.findings() if f.kind == "attention_scores")
+    edit = f.edit
+    assert isinstance(edit, PlanEdit) and edit.change.startswith("write the attention by hand")
+    planned = {t.value: t for t in m.planned}
+    ops = sorted(planned[v].op for v in edit.removed)
+    assert ops == sorted(["aten::eq.Scalar_out", "aten::logical_not.out", "aten::any.out", "aten::logical_not.out",
+                          "aten::full_like.out", "aten::where.self_out"])
+    (old, new), = edit.read_instead
+    assert planned[old].op == "aten::where.self_out" and planned[new].op == "aten::_softmax.out"
+    # the other findings carry no such change: a smaller bound is what-if's own --bound
+    assert [g.kind for g in m.findings() if g.edit is not None] == ["attention_scores"]
+
+
+@pytest.mark.parametrize("bound", [BOUND, 64, 100])
+def test_the_change_predicted_at_any_bound_plans_what_a_reexport_with_the_change_plans(attention, bound):
+    """The prediction (the file's tensors less the safe softmax's, replanned with ExecuTorch's greedy) equals the
+    plan of the look-alike model re-exported with a plain softmax at that bound: the arena, the peak, and every
+    [L, L] plane. The look-alike's other tensors are not all the file's (its tail permutes differently after
+    `@ v` than SDPA's decomposition does), which is why the whole tensor list is not compared: the same bytes."""
+    w = what_if(attention, {(0, 1): bound}, apply="attention_scores")
+    assert w.applied is not None and w.applied.kinds == ("attention_scores",)
+    assert w.planned < w.applied.planned_without
+    for cls in (LikeDecomposition, AsPrescribed):
+        m = pte_lab.open(_export(cls, bound)).methods["forward"]
+        assert [a.planned for a in w.arenas] == [a.size for a in m.arenas], cls.__name__
+        assert w.lower_bound == sum(a.peak_bytes for a in m.arenas)
+    m = pte_lab.open(_export(LikeDecomposition, bound)).methods["forward"]
+
+    def planes(ts):
+        return sorted(t.nbytes for t in ts if len(t.shape) >= 2 and t.shape[-1] == t.shape[-2] == bound)
+
+    assert planes(w.tensors) == planes(m.planned)
+    # without the change, the prediction is the file's own plan at its bound
+    if bound == BOUND:
+        assert w.applied.planned_without == pte_lab.open(attention).methods["forward"].arenas[0].size
+
+
+def test_the_text_says_it_is_a_prediction_and_what_the_change_takes_out(attention, capsys):
+    assert main(["what-if", attention, "--bound", "0:1=64", "--apply", "attention_scores"]) == 0
+    out = capsys.readouterr().out
+    assert "a prediction with the change of finding attention_scores made" in out
+    assert "the file's tensors less the 6 planned tensors it removes" in out and "read in place of" in out
+    assert "without the change it plans 410,112 B" in out and "planned (ExecuTorch's greedy" in out
+    assert "the change (attention_scores): write the attention by hand with a plain softmax" in out
+    assert main(["what-if", attention, "--bound", "0:1=64", "--apply", "attention_scores", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["applied"]["prediction"] is True and doc["applied"]["findings"] == ["attention_scores"]
+    assert len(doc["applied"]["removed"]) == 6 and doc["applied"]["planned_without"] == 410_112
+
+
+def test_need_above_the_largest_bound_says_the_answer_refuses_it_and_which_change_fits(attention, capsys):
+    """1 MB fits a bound of 100; the app runs 120: without the safe softmax, 120 fits (checked against a
+    re-export of the look-alike at 120)."""
+    assert main(["what-if", attention, "--budget", "1MB", "--need", "120"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("largest bound of input 0 axis 1 under 1MB = 1,000,000 B (977 KiB): 100 (exported: 128)")
+    assert ("that is below the longest input you run, 120: a program exported at Dim(\"seq\", max=100) for input 0, "
+            "axis 1 refuses inputs over 100 on that axis") in out
+    assert "at 120 exir's greedy plans 1,414,080 B (1.3 MiB), 414,080 B (404 KiB) over the budget" in out
+    reexport = pte_lab.open(_export(LikeDecomposition, 120)).methods["forward"].arenas[0].size
+    assert f"attention_scores  a re-export (ExecuTorch's greedy)       {reexport:,}  fits" in out
+    assert ("the fewest changes that fit: attention_scores, re-exported with Dim(\"seq\", max=120) for input 0, "
+            f"axis 1: {reexport:,} B") in out
+    assert "fits the budget but refuses inputs over 100; for 120, see the changes above" in out
+    b = largest_bound(attention, "1MB", need=120)
+    assert b.covers_need is False and b.fitting[0].kinds == ("attention_scores",)
+    assert b.fitting[0].planned == reexport
+    doc = b.to_dict()
+    assert doc["covers_need"] is False and any(o["fits"] and o["findings"] == ["attention_scores"]
+                                               for o in doc["options"])
+
+
+def test_need_within_the_largest_bound_is_said_covered(attention):
+    b = largest_bound(attention, 1_000_000, need=90)
+    assert b.covers_need is True and b.options == ()
+    text = str(b)
+    assert "it covers the longest input you run, 90: 10 to spare" in text
+    assert "under 1,000,000 B (977 KiB): 100" in text  # bytes given: echoed as bytes
+
+
+def test_with_the_change_the_budget_search_finds_a_larger_bound(attention):
+    plain, changed = largest_bound(attention, "1MB"), largest_bound(attention, "1MB", apply="attention_scores")
+    assert changed.bound > plain.bound and changed.at.applied is not None
+    assert changed.at.planned <= 1_000_000
+    assert changed.next_planned is None or changed.next_planned > 1_000_000
+
+
+def test_bad_need_and_apply_are_one_line(attention, capsys, program_path):
+    assert main(["what-if", attention, "--bound", "0:1=64", "--need", "100"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--need N goes with --budget SIZE" in err[0]
+    assert main(["what-if", attention, "--budget", "1MB", "--need", "129"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bound 129 for input 0 axis 1 is above the exported one (128)" in err[0]
+    with pytest.raises(WhatIfError, match=r"no dynamic_bound finding whose change .* here: attention_scores"):
+        what_if(attention, {(0, 1): 64}, apply="dynamic_bound")
+    assert main(["what-if", str(program_path("dynamic")), "--bound", "0:0=8", "--apply", "attention_scores"]) == 2
+    err = [x for x in capsys.readouterr().err.strip().splitlines() if not x.startswith("pte-lab: [")]
+    assert len(err) == 1 and "(the findings that carry one here: none" in err[0]
+
+
+def test_the_peak_says_where_it_moves_without_the_safe_softmax_and_that_causes_overlap(attention):
+    s = pte_lab.open(attention).methods["forward"].peak
+    text = repr(s)
+    safe = next(c for c in s.causes if c.kind == "safe_softmax")
+    assert safe.after is not None and safe.after.at != s.at and safe.after.at_target == "aten::_softmax.out"
+    assert safe.after.peak_bytes == s.peak_bytes - safe.recovers
+    assert "without them the peak falls from 1.5 MiB by 513 KiB (33%) to 1.0 MiB" in text
+    assert f"the peak moves to instruction {safe.after.at} of {s.n_instructions} (aten::_softmax.out), where " in text
+    assert "- these causes overlap: attention scores, safe softmax, dynamic shapes count some of the same " in text
+    assert "do not add up" in text
+
+
+def test_need_with_no_change_that_fits_says_so(program_path, capsys):
+    """The dynamic example (a linear layer) has no finding whose change pte_lab can make: nothing fits 30 in 1 kB."""
+    assert main(["what-if", str(program_path("dynamic")), "--bound", "0:0", "--budget", "1kB", "--need", "30"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("largest bound of input 0 axis 0 under 1kB = 1,000 B: 5 (exported: 32)")
+    assert "refuses inputs over 5 on that axis" in out and "none of these fits at 30" in out
+    assert "no finding of this method carries a change pte_lab can make" in out
+    assert "no change pte_lab predicts plans 30 under it" in out
