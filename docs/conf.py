@@ -35,8 +35,12 @@ _OWNER_REPO = REPOSITORY.removeprefix("https://github.com/").strip("/")
 PLACEHOLDER = _OWNER_REPO == "OWNER/REPO"
 #: the Binder launch of the notebooks: mybinder.org builds binder/ from the repository
 BINDER = f"https://mybinder.org/v2/gh/{_OWNER_REPO}/HEAD?urlpath=lab/tree/notebooks"
-myst_substitutions = {"binder": (f"[Binder](https://mybinder.org) (`{BINDER}`, once `REPOSITORY` in `docs/conf.py` "
-                                 "names this repository)") if PLACEHOLDER else f"[Binder]({BINDER})"}
+myst_substitutions = {
+    "binder": (f"[Binder](https://mybinder.org) (`{BINDER}`, once `REPOSITORY` in `docs/conf.py` names this "
+               "repository)") if PLACEHOLDER else f"[Binder]({BINDER})",
+    "repository": (f"`{REPOSITORY}`, once `REPOSITORY` in `docs/conf.py` names it") if PLACEHOLDER
+    else f"[{_OWNER_REPO}]({REPOSITORY})",
+}
 myst_heading_anchors = 3
 
 # notebooks: rendered from the kept runs, never executed by myst-nb

@@ -224,6 +224,7 @@ def test_the_repository_is_one_setting():
     owner_repo = repository.removeprefix("https://github.com/")
     assert binder.startswith(f"https://mybinder.org/v2/gh/{owner_repo}/")
     assert binder in conf["myst_substitutions"]["binder"]
+    assert repository in conf["myst_substitutions"]["repository"]  # the landing page's "in a clone of"
     assert f"`{binder}`" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
