@@ -21,14 +21,26 @@ author = "pte_lab contributors"
 copyright = "pte_lab contributors"
 release = version = "0.1.0"
 
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx", "api_refs", "cli_reference"]
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx", "api_refs", "cli_reference",
+              "figures"]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
-#: the Binder launch of the notebooks: mybinder.org builds binder/ from the repository's public address
-BINDER = "https://mybinder.org/v2/gh/OWNER/REPO/HEAD?urlpath=lab/tree/notebooks"
-myst_substitutions = {"binder": f"[Binder]({BINDER.split('/v2/')[0]}): `{BINDER}`, with this repository's "
-                                "GitHub owner and name"}
+#: the repository's address on GitHub: the one setting the site's links to it are made from, the header's GitHub
+#: link and the notebooks' Binder launch (BINDER). OWNER/REPO stands for it until the project has a public
+#: address; a fork names its own here (CONTRIBUTING.md, "The documentation").
+REPOSITORY = "https://github.com/OWNER/REPO"
+_OWNER_REPO = REPOSITORY.removeprefix("https://github.com/").strip("/")
+#: the placeholder is still there: the pages show the Binder address as text to fill in, not as a link
+PLACEHOLDER = _OWNER_REPO == "OWNER/REPO"
+#: the Binder launch of the notebooks: mybinder.org builds binder/ from the repository
+BINDER = f"https://mybinder.org/v2/gh/{_OWNER_REPO}/HEAD?urlpath=lab/tree/notebooks"
+myst_substitutions = {
+    "binder": (f"[Binder](https://mybinder.org) (`{BINDER}`, once `REPOSITORY` in `docs/conf.py` names this "
+               "repository)") if PLACEHOLDER else f"[Binder]({BINDER})",
+    "repository": (f"`{REPOSITORY}`, once `REPOSITORY` in `docs/conf.py` names it") if PLACEHOLDER
+    else f"[{_OWNER_REPO}]({REPOSITORY})",
+}
 myst_heading_anchors = 3
 
 # notebooks: rendered from the kept runs, never executed by myst-nb
@@ -86,6 +98,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     "header_links_before_dropdown": 4,
     "show_toc_level": 2,
+    "github_url": REPOSITORY,  # the header's link to the repository
     "footer_start": ["copyright"],
     "footer_end": [],
 }

@@ -52,6 +52,8 @@ PLACE_COLORS = {"shared host arenas": "#56B4E9", "private host arenas": "#0072B2
 #: an arena the file tags for a device, placed on the host by the loader: the bug the fix removed
 MISPLACED = "#D55E00"
 DEVICE_COLORS = ["#D55E00", "#E69F00", "#CC79A7", "#009E73"]
+#: every legend's font size (points): readable beside the 10-point titles (7 was too small on the site)
+LEGEND_SIZE = 9
 
 
 def _plt():
@@ -235,7 +237,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
 
         handles = _legend_handles(colors) + ax.get_legend_handles_labels()[0]
         handles += [Line2D([], [], ls="none", label=note) for note in notes]
-        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.legend(handles=handles, fontsize=LEGEND_SIZE, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
 
@@ -323,7 +325,7 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
     ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
     ax.set_ylabel("bytes")
     ax.set_title(f"{method.name} · bytes alive per instruction", fontsize=10)
-    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=LEGEND_SIZE, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 
@@ -524,7 +526,7 @@ def placement(pte: "Pte", loader="corrected", *, ax: "Axes | None" = None, **kwa
     handles = [Patch(facecolor="white" if k in misplaced else c, edgecolor=c if k in misplaced else "white",
                      hatch="xx" if k in misplaced else None, label=f"{k} (the bug)" if k in misplaced else k)
                for k, c in cats.items()]
-    ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+    ax.legend(handles=handles, fontsize=LEGEND_SIZE, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16),
               ncol=2)
     return ax
 
@@ -565,7 +567,7 @@ def file_layout(pte: "Pte", *, ax: "Axes | None" = None, hashes: bool = True, **
     ax.set_xlabel("bytes in the file")
     ax.set_title(f"{pte.path or 'program'} · {human_bytes(total)}: where the bytes go", fontsize=10)
     if hashes and len(dup):
-        ax.legend(fontsize=8, frameon=False, loc="lower right")
+        ax.legend(fontsize=LEGEND_SIZE, frameon=False, loc="lower right")
     return ax
 
 
@@ -646,7 +648,7 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
                      hatch=DECLARED_HATCH if declared else (DEVICE_HATCH if dev != "cpu" else None),
                      label=label(part, dev, declared))
                for part, dev, declared in sorted(seen, key=lambda k: (order.index(k[0]), k[1] != "cpu"))]
-    ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(handles=handles, fontsize=LEGEND_SIZE, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 
@@ -760,7 +762,7 @@ def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **k
     ax.set_title(f"{what}: {a} → {b}", fontsize=10)
     ax.legend(handles=[Patch(color=DIFF_COLORS[0], label=f"before ({a})"),
                        Patch(color=DIFF_COLORS[1], label=f"after ({b})")],
-              fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+              fontsize=LEGEND_SIZE, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 
@@ -851,5 +853,5 @@ def what_if_curve(b, *, ax: "Axes | None" = None, **kwargs) -> "Axes":
     ax.set_xlabel(f"bound of input {b.key[0]}, axis {b.key[1]}")
     ax.set_ylabel("planned bytes")
     ax.set_title("planned bytes against the export bound", fontsize=10)
-    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    ax.legend(fontsize=LEGEND_SIZE, frameon=False, loc="upper left")
     return ax

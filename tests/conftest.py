@@ -104,6 +104,15 @@ def legacy_programs(legacy_python, request):
     return out
 
 
+@pytest.fixture(scope="session")
+def quick_site(tmp_path_factory) -> Path:
+    """The documentation's quick build (``-D pte_lab_notebooks=0``, under ``-W -n``) from a clean copy of this
+    tree, once per session: its HTML folder (``test_site.quick_build``)."""
+    from test_site import quick_build
+
+    return quick_build(tmp_path_factory.mktemp("quick-site"))
+
+
 @pytest.fixture(autouse=True)
 def _no_figure_left_open():
     """Each test starts with no matplotlib figure open: axes-level plots draw on ``plt.gca()`` when a

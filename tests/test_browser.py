@@ -5,6 +5,9 @@ JupyterLab, checks that the widget's parts render, moves the slider with the
 keyboard, checks that what is shown changes, and saves a screenshot
 (``PTE_LAB_SCREENSHOTS`` names a folder to keep it). Without Chromium it is
 skipped, except under CI (``CI=true``), where a skip would hide a gap.
+
+The documentation shows that screenshot (``docs/images/explorer.png``, on the landing page and in the README):
+``PTE_LAB_DOCS_PICTURES=1`` makes a passing run write it there, the one way it is refreshed.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 CHROMIUM = "/usr/bin/chromium"
+#: the documentation's copy of the explorer's screenshot (PTE_LAB_DOCS_PICTURES=1 refreshes it)
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "explorer.png"
 
 
 def _need(cond: bool, why: str):
@@ -42,20 +47,30 @@ def _free_port() -> int:
 @pytest.fixture
 def lab(tmp_path, program_path):
     pytest.importorskip("jupyterlab")
+    # the folder JupyterLab serves holds the notebook and the program, under a short name: the screenshot
+    # shows what a user's folder would (the documentation shows it), not the test's files or cache paths
+    root = tmp_path / "lab"
+    root.mkdir()
+    shutil.copy(program_path("transformer"), root / "transformer.pte")
     notebook = {
         "cells": [
             {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-             "source": ["import pte_lab\n", f"e = pte_lab.explore({str(program_path('transformer'))!r})\n", "e"]},
+             "source": ["import pte_lab\n", "e = pte_lab.explore('transformer.pte')\n", "e"]},
         ],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
     }
-    (tmp_path / "explore.ipynb").write_text(json.dumps(notebook))
+    (root / "explore.ipynb").write_text(json.dumps(notebook))
     port, token = _free_port(), "pte-lab-test"
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"))
+    # no "get notified about Jupyter news?" toast over the widget
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
+               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}",
+         f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
          "--LabApp.extension_manager=readonly", "--allow-root"],
         stdout=subprocess.DEVNULL, stderr=open(tmp_path / "lab.log", "wb"), env=env)
@@ -143,6 +158,8 @@ def test_explorer_in_jupyterlab(lab):
             ctx.close()
     if os.environ.get("PTE_LAB_SCREENSHOTS"):
         shutil.copy(shots / "explorer.png", shots / "explorer-latest.png")
+    if os.environ.get("PTE_LAB_DOCS_PICTURES") == "1":
+        shutil.copy(shots / "explorer.png", DOCS_SCREENSHOT)
 
 
 def test_one_view_shows_in_chromium_with_and_without_styles(program_path):

@@ -1,19 +1,14 @@
 """The API and command-line references (issue 50): the quick build (``-D pte_lab_notebooks=0``) from a clean tree
 passes with every cross-reference resolved (``nitpicky``, set in docs/conf.py, under ``-W``), the API page gives
 ``pte_lab.open``'s parameters and the fields of the records the functions return, and the CLI page, read from
-the parser, explains every option of every command."""
+the parser, explains every option of every command. The quick build is ``quick_site`` (tests/conftest.py),
+made once per session for this file and ``test_site.py``."""
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from html import unescape
 from pathlib import Path
-
-import pytest
-
-from test_site import _clean_tree, need_sphinx
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,19 +21,6 @@ def _entry(html: str, anchor: str, chars: int = 20000) -> str:
     """The text of the entry whose id is ``anchor``, up to the next entry of the same kind."""
     start = html.index(f'id="{anchor}"')
     return _text(html[start:start + chars])
-
-
-@pytest.fixture(scope="module")
-def quick_site(tmp_path_factory):
-    need_sphinx()
-    tree = tmp_path_factory.mktemp("clean-tree")
-    _clean_tree(tree)
-    # -n as well as the configuration's nitpicky: a build that lost the setting still fails here
-    r = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-n", "-D", "pte_lab_notebooks=0", "docs",
-                        "docs/_build/html"], cwd=tree, capture_output=True, text=True, timeout=1800)
-    assert r.returncode == 0, f"the quick build failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
-    assert "reference target not found" not in r.stderr
-    return tree / "docs" / "_build" / "html"
 
 
 def test_the_configuration_fails_on_an_unresolved_reference():

@@ -9,8 +9,10 @@ them kept. Alone (``-k site``), the build executes every notebook itself, once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
+import inspect
 import json
 import os
 import re
@@ -26,13 +28,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import figures
 import notebook_cache
 
 CHROMIUM = "/usr/bin/chromium"
 #: the README's command for the site
 BUILD = [sys.executable, "-m", "sphinx", "-W", "docs", "docs/_build/html"]
-#: what the browser opens: the landing page, one guide, one executed notebook, one API page
-PAGES = ["index.html", "guides/sizing.html", "notebooks/02-memory-planning-101.html", "api.html"]
+#: the README's quick build: the prose, the notebooks' cells without outputs
+QUICK_BUILD = [*BUILD[:4], "-D", "pte_lab_notebooks=0", *BUILD[4:]]
+#: what the browser opens: the landing page, one guide, one executed notebook, the API and the command line
+PAGES = ["index.html", "guides/sizing.html", "notebooks/02-memory-planning-101.html", "api.html", "cli.html"]
+#: the pictures the landing page shows: what the build draws (docs/_ext/figures.py) and the explorer's screenshot
+#: (tests/test_browser.py takes it; PTE_LAB_DOCS_PICTURES=1 refreshes this copy)
+PICTURES = [*figures.FIGURES, "explorer.png"]
 
 
 def _need(cond: bool, why: str):
@@ -140,6 +148,20 @@ def test_a_kept_run_is_found_by_content(tmp_path, monkeypatch):
     assert executed == [path]
 
 
+def quick_build(tree: Path) -> Path:
+    """The README's quick build from a clean copy of this tree in ``tree``, with ``-n`` as well as the
+    configuration's ``nitpicky`` (a build that lost the setting still fails); returns the HTML folder. The
+    ``quick_site`` fixture (tests/conftest.py) makes it once per session, for this file and
+    ``test_docs_reference.py``."""
+    need_sphinx()
+    _clean_tree(tree)
+    r = subprocess.run([*QUICK_BUILD[:4], "-n", *QUICK_BUILD[4:]], cwd=tree, capture_output=True, text=True,
+                       timeout=1800)
+    assert r.returncode == 0, f"the quick build failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+    assert "reference target not found" not in r.stderr
+    return tree / "docs" / "_build" / "html"
+
+
 @pytest.fixture(scope="module")
 def site(request, tmp_path_factory):
     need_sphinx()
@@ -160,19 +182,147 @@ def site(request, tmp_path_factory):
     return html
 
 
-def test_the_quick_build_passes_under_warnings_as_errors(tmp_path):
+def test_the_quick_build_passes_under_warnings_as_errors(quick_site):
     """The README's quick build (the prose, the notebooks' cells without outputs) from a clean tree: -W passes,
     every notebook has its page, each says it has no outputs here, and no link is broken."""
-    need_sphinx()
-    _clean_tree(tmp_path)
-    r = subprocess.run([*BUILD[:4], "-D", "pte_lab_notebooks=0", *BUILD[4:]], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=1800)
-    assert r.returncode == 0, f"the quick build failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
-    html = tmp_path / "docs" / "_build" / "html"
+    html = quick_site
     pages = sorted(p.stem for p in (html / "notebooks").glob("*.html"))
     assert pages == sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert all("This quick build" in (html / "notebooks" / f"{p}.html").read_text() for p in pages)
     assert not broken_links(html)
+
+
+def test_the_readme_pictures_are_what_the_code_draws(tmp_path):
+    """The README's pictures are committed (GitHub shows only files), so each is drawn again here from the code
+    and must be the committed one pixel for pixel: a change to the plots or to the shipped program that
+    leaves the README's picture behind fails until ``python docs/_ext/figures.py`` rewrites it."""
+    pytest.importorskip("matplotlib")
+    from matplotlib import __version__ as mpl_version
+    from matplotlib.image import imread
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in PICTURES:
+        assert f"](docs/images/{name})" in readme, f"the README does not show docs/images/{name}"
+        assert (figures.COMMITTED / name).is_file(), f"docs/images/{name} is missing"
+    for name in figures.FIGURES:
+        committed = figures.COMMITTED / name
+        drawn = figures.draw(name, tmp_path)
+        old, new = imread(committed), imread(drawn)
+        assert old.shape == new.shape and (old == new).all(), (
+            f"docs/images/{name} is not what the code draws now (matplotlib {mpl_version}; look at {drawn}): "
+            f"`python docs/_ext/figures.py` rewrites it")
+
+
+def test_the_repository_is_one_setting():
+    """The header's link to the repository and the notebooks' Binder launch are made from ``REPOSITORY`` in
+    docs/conf.py, and the README gives the same Binder address."""
+    import runpy
+
+    conf = runpy.run_path(str(ROOT / "docs" / "conf.py"))
+    repository, binder = conf["REPOSITORY"], conf["BINDER"]
+    assert conf["html_theme_options"]["github_url"] == repository
+    owner_repo = repository.removeprefix("https://github.com/")
+    assert binder.startswith(f"https://mybinder.org/v2/gh/{owner_repo}/")
+    assert binder in conf["myst_substitutions"]["binder"]
+    assert repository in conf["myst_substitutions"]["repository"]  # the landing page's "in a clone of"
+    assert f"`{binder}`" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _chromium(html: Path):
+    """Serve ``html`` on 127.0.0.1 and open its pages in Debian's Chromium: yields ``visit(name)``, which returns
+    the page (1400 x 1000) and the list its console errors, failed requests and script errors land in."""
+    _need(Path(CHROMIUM).exists(), f"{CHROMIUM} is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                              "--disable-component-update", "--no-first-run"])
+
+            def visit(name: str):
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                errors: list[str] = []
+                page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("requestfailed", lambda q: errors.append(f"{q.url}: {q.failure}"))
+                page.goto(f"{base}/{name}", wait_until="networkidle")
+                return page, errors
+
+            try:
+                yield visit, base
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+
+
+def _words(text: str) -> str:
+    """``text`` as lower-case words: the page capitalises help text, ends it with a stop and curls quotes."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("\u2019", "'")))
+
+
+def test_the_landing_page_the_api_and_the_cli_in_chromium(quick_site, tmp_path):
+    """What issue 50 asked of the site, as a reader sees it in Chromium: the landing page with its pictures
+    loaded, the API page with ``open``'s parameters and ``WhatIf``'s fields, the CLI page with ``--region``
+    explained (read from the code and the parser, not written down here)."""
+    import dataclasses
+
+    import pte_lab
+    from pte_lab.cli import build_parser
+    from pte_lab.planning.what_if import WhatIf
+
+    shots = Path(os.environ.get("PTE_LAB_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    with _chromium(quick_site) as (visit, _):
+        page, errors = visit("index.html")
+        for name in PICTURES:
+            img = page.locator(f"article figure img[src$='{name}']")
+            assert img.count() == 1, f"the landing page does not show {name}"
+            img.scroll_into_view_if_needed()
+            assert img.is_visible(), name
+            assert img.evaluate("e => e.complete && e.naturalWidth > 0"), f"{name} did not load"
+            assert img.get_attribute("alt"), f"{name} has no alt text"
+            caption = img.locator("xpath=ancestor::figure[1]/figcaption").inner_text()
+            assert len(caption.split()) > 15, f"{name} has no caption"
+        assert page.locator("a[href^='https://github.com/']").count() >= 1, "no link to the repository"
+        page.screenshot(path=str(shots / "quick-index.png"), full_page=True)
+        assert not errors, f"index.html: console errors {errors}"
+
+        page, errors = visit("api.html")
+        opened = page.locator("dt[id='pte_lab.open'] + dd")
+        opened.scroll_into_view_if_needed()
+        assert opened.is_visible()
+        params = opened.locator("dt", has_text="Parameters").locator("xpath=following-sibling::dd[1]")
+        listed = params.locator("li > p > strong").all_inner_texts()
+        assert listed == list(inspect.signature(pte_lab.open).parameters), f"open's parameters: {listed}"
+        assert opened.locator("dt", has_text="Returns").count() == 1
+        for field in (f.name for f in dataclasses.fields(WhatIf) if not f.name.startswith("_")):
+            entry = page.locator(f"dt[id='pte_lab.planning.what_if.WhatIf.{field}']")
+            assert entry.count() == 1, f"WhatIf.{field} is not on the API page"
+            entry.scroll_into_view_if_needed()
+            assert entry.is_visible(), f"WhatIf.{field}"
+            assert re.fullmatch(rf"{field}: \S.*", entry.inner_text().strip()), f"WhatIf.{field} has no type"
+        assert not errors, f"api.html: console errors {errors}"
+
+        page, errors = visit("cli.html")
+        sizes = build_parser().commands["sizes"]
+        region = next(a for a in sizes._actions if "--region" in a.option_strings)
+        entry = page.locator("dt[id='cmdoption-pte-lab-sizes-region']")
+        entry.scroll_into_view_if_needed()
+        assert entry.is_visible() and "--region" in entry.inner_text()
+        explained = entry.locator("xpath=following-sibling::dd[1]").inner_text()
+        assert _words(region.help) in _words(explained), f"--region is not explained: {explained!r}"
+        page.screenshot(path=str(shots / "quick-cli-region.png"))
+        assert not errors, f"cli.html: console errors {errors}"
 
 
 @pytest.mark.slow
@@ -182,51 +332,31 @@ def test_no_internal_link_is_broken(site):
 
 @pytest.mark.slow
 def test_pages_render_in_chromium(site, tmp_path):
-    _need(Path(CHROMIUM).exists(), f"{CHROMIUM} is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
     shots = Path(os.environ.get("PTE_LAB_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                              "--disable-component-update", "--no-first-run"])
-            try:
-                for name in PAGES:
-                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                    errors = []
-                    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-                    page.on("pageerror", lambda e: errors.append(str(e)))
-                    page.on("requestfailed", lambda q: errors.append(f"{q.url}: {q.failure}"))
-                    page.goto(f"{base}/{name}", wait_until="networkidle")
-                    article = page.locator("article.bd-article")
-                    assert article.is_visible(), name
-                    assert article.locator("h1").first.inner_text().strip(), f"{name} has no title"
-                    assert len(article.inner_text()) > 500, f"{name} is nearly empty"
-                    # every image on the page loaded and has a size
-                    sizes = page.eval_on_selector_all("article img", "els => els.map(e => [e.src, e.naturalWidth])")
-                    assert not [s for s, w in sizes if not w], f"{name}: images that did not load"
-                    if name.startswith("notebooks/"):
-                        figures = page.locator("article .cell_output img")
-                        assert figures.count() >= 2, f"{name}: {figures.count()} figures"
-                        assert all(src.startswith(base) for src, _ in sizes), "a figure is not the site's"
-                        assert "Traceback" not in article.inner_text()
-                    if name == "api.html":
-                        for anchor in ("pte_lab.open", "pte_lab.plot.arena_layout", "pte_lab.runtime.sizes",
-                                       "pte_lab.planning.replan"):
-                            assert page.locator(f"[id='{anchor}']").count() == 1, anchor
-                    page.screenshot(path=str(shots / f"site-{re.sub(r'[/.]', '-', name)}.png"), full_page=False)
-                    assert not errors, f"{name}: console errors {errors}"
-                    page.close()
-            finally:
-                browser.close()
-    finally:
-        server.shutdown()
+    with _chromium(site) as (visit, base):
+        for name in PAGES:
+            page, errors = visit(name)
+            article = page.locator("article.bd-article")
+            assert article.is_visible(), name
+            assert article.locator("h1").first.inner_text().strip(), f"{name} has no title"
+            assert len(article.inner_text()) > 500, f"{name} is nearly empty"
+            # every image on the page loaded and has a size
+            sizes = page.eval_on_selector_all("article img", "els => els.map(e => [e.src, e.naturalWidth])")
+            assert not [s for s, w in sizes if not w], f"{name}: images that did not load"
+            if name == "index.html":
+                assert len(sizes) >= len(PICTURES), f"index.html shows {len(sizes)} pictures"
+            if name.startswith("notebooks/"):
+                figures_shown = page.locator("article .cell_output img")
+                assert figures_shown.count() >= 2, f"{name}: {figures_shown.count()} figures"
+                assert all(src.startswith(base) for src, _ in sizes), "a figure is not the site's"
+                assert "Traceback" not in article.inner_text()
+            if name == "api.html":
+                for anchor in ("pte_lab.open", "pte_lab.plot.arena_layout", "pte_lab.runtime.sizes",
+                               "pte_lab.planning.replan"):
+                    assert page.locator(f"[id='{anchor}']").count() == 1, anchor
+            if name == "cli.html":
+                assert page.locator("[id='cmdoption-pte-lab-sizes-region']").count() == 1
+            page.screenshot(path=str(shots / f"site-{re.sub(r'[/.]', '-', name)}.png"), full_page=False)
+            assert not errors, f"{name}: console errors {errors}"
+            page.close()
