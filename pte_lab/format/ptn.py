@@ -24,7 +24,7 @@ ExecuTorch writes it), lie inside the file and apart from the others, and be nam
 (no ``..``, no leading ``/``, no ``\\``): a package that breaks one of these is refused with
 :class:`~pte_lab.errors.PackageError`, one line. No decompression is done, so no ZIP bomb can inflate.
 
-Slot numbers follow ``native_graph.fbs`` (a union takes two slots: its type, then its value); :data:`FIELDS`
+Slot numbers follow ``native_graph.fbs`` (a union takes two slots: its type, then its value); ``FIELDS``
 lists, per table read, its fields in the schema's order (``tests/test_ptn.py`` checks them against the installed
 ExecuTorch's schema)::
 

@@ -6,7 +6,7 @@ Two things, both records the views render:
   arenas, the blob, what the blob declares), which pte_lab measures here, what the backend allocates inside
   that nothing here knows, and how to measure that on the device. ``backend_note(backend_id)`` gives one (a
   backend not listed gets what is true of any delegate).
-* :func:`blob_contents`: what a blob's bytes and its compile specs say, beyond its size, as
+* ``blob_contents``: what a blob's bytes and its compile specs say, beyond its size, as
   :class:`BlobSetting` and :class:`BlobPart` records. Core ML: compute units, compute precision, minimum
   deployment target (stored as coremltools' ``ct.target`` number: ``"6"`` is iOS 15), model type, and from
   the blob (a flattened ``.mlpackage`` with its file table, reversed JSON, at the end) the Core ML
@@ -146,7 +146,7 @@ class BlobPart:
 
 @dataclass(frozen=True)
 class BlobContents:
-    """What a blob and its compile specs say (:func:`blob_contents`)."""
+    """What a blob and its compile specs say (``blob_contents``)."""
 
     backend: str
     settings: tuple[BlobSetting, ...]
@@ -167,7 +167,7 @@ COREML_TARGETS: Mapping[int, str] = MappingProxyType({
 COREML_COMPUTE_UNITS: Mapping[str, str] = MappingProxyType({
     "all": "all (CPU, GPU and Neural Engine)", "cpu_and_gpu": "CPU and GPU", "cpu_only": "CPU only",
     "cpu_and_ne": "CPU and Neural Engine"})
-#: the settings :func:`blob_contents` gives, in the order a diff compares them
+#: the settings ``blob_contents`` gives, in the order a diff compares them
 BLOB_SETTINGS = ("compute units", "precision", "deployment target", "model type", "Core ML specification")
 #: the settings a delegate's one-line summary names (the others are on a line of their own)
 HEADLINE_SETTINGS = BLOB_SETTINGS[:3]

@@ -459,7 +459,7 @@ def _setting(d: "DelegateMemory | None", what: str) -> str | None:
 
 @dataclass(frozen=True)
 class DelegateDiff:
-    """One delegate call of a method in both programs, paired within its backend (:func:`pair_delegates`; the
+    """One delegate call of a method in both programs, paired within its backend (``pair_delegates``; the
     delegates in the order of their first call, those never called following in table order): ``call`` is the
     row, a side None where that program's method has no such call; two backends where one replaced the other
     (:attr:`backend_changed`)."""
@@ -475,7 +475,7 @@ class DelegateDiff:
     @property
     def backend_changed(self) -> bool:
         """A call of one backend in the first program where the second calls another (calls are paired within a
-        backend first: :func:`pair_delegates`): one row that says so, its bytes not compared (a Core ML blob and
+        backend first: ``pair_delegates``): one row that says so, its bytes not compared (a Core ML blob and
         an XNNPACK blob are not two sizes of one thing)."""
         return self.before is not None and self.after is not None and self.before.backend != self.after.backend
 

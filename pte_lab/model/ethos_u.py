@@ -132,7 +132,7 @@ class DelegateMemory:
     unread: str | None = None
     #: named data of external blocks: block -> (key, bytes or None where the key is nowhere given)
     external: tuple[tuple[str, str, int | None], ...] = ()
-    #: what another backend's blob and compile specs say (Core ML, XNNPACK: :mod:`.backends`); None: not read
+    #: what another backend's blob and compile specs say (Core ML, XNNPACK: ``pte_lab.model.backends``); None: not read
     contents: BlobContents | None = None
 
     @property
