@@ -39,9 +39,9 @@ from .errors import TARGET_CHANGED
 from .model import open_pte
 from .model.ethos_u import io_checks
 from .model.diff import diff_programs
-from .planning.problem import align_up
 from .planning.what_if import Predictor, largest_bound, what_if
 from .quiet import quiet
+from .units import align_up
 
 __all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
 

@@ -26,7 +26,7 @@ from .model.diff import Change
 from .model.load_cost import LOADERS
 from .model.modules import NO_MODULE
 from .runtime.sizing import PARTS
-from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
+from .units import PEAK_LIVE, SIZE_OVER_PEAK, align_up, delta_bytes, growth, human_bytes, ratio, tick_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -276,7 +276,7 @@ def _tail_padding(method: "Method", a) -> int:
     what exir adds past the end of every arena of a method with a delegate (an XNNPACK one: 64, its source
     giving no reason), not room the plan wastes."""
     end = max((t.offset + t.nbytes for t in method.planned if t.mem_id == a.mem_id), default=0)
-    return max(0, a.size - -(-end // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT)
+    return max(0, a.size - align_up(end, TENSOR_ALIGNMENT))
 
 
 def arena_layouts(method: "Method", *, color_by: str = "role", legend: bool = True, **kwargs) -> "Figure":

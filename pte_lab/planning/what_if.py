@@ -43,7 +43,7 @@ from ..runtime import kept, native
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.shapes import plain_inputs, program_scalars
 from ..runtime.sizing.measure import cannot_run_here
-from ..units import INT64_MAX, check_int64, exact_bytes, parse_bytes
+from ..units import INT64_MAX, align_up, check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .algorithms import plan_arena
 
@@ -368,7 +368,7 @@ class Predictor:
             if len(gid):
                 np.maximum.at(ext, gid, rel + nbytes[rows])
             a = p.alignment
-            size = np.maximum(a, (ext + a - 1) // a * a)
+            size = np.maximum(a, align_up(ext, a))
             ext_l, size_l, nb = ext.tolist(), size.tolist(), nbytes.tolist()
             groups = [Group(g.id, [(v, r, nb[self.row[v]]) for v, r, _ in g.members], size_l[k], g.first, g.last,
                             g.original_offset, ext_l[k]) for k, g in enumerate(p.groups)]
