@@ -71,11 +71,12 @@ def _axes(ax, figsize: tuple[float, float]) -> "Axes":
     return plt.subplots(figsize=figsize, layout="constrained")[1]
 
 
-def _bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False) -> None:
+def bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False) -> None:
     """Ticks at multiples of a power of two (4 KiB, 8 MiB...) labelled in binary units.
 
     ``ticks`` caps how many there are (a horizontal axis has room for fewer labels);
-    ``signed`` labels negative ticks too (bytes returned), else they are left blank.
+    ``signed`` labels negative ticks too (bytes returned), else they are left blank. Sets ``axis`` (a
+    matplotlib axis) in place and returns None; raises nothing of its own.
     """
     from matplotlib.ticker import FuncFormatter, MultipleLocator
 
@@ -224,7 +225,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
                      f"   with {who} (the planner's, not the plan's waste)")
     ax.set_xlim(-1.5, right)
     ax.set_ylim(0, top * 1.04)
-    _bytes_axis(ax.yaxis, top)
+    bytes_axis(ax.yaxis, top)
     _instruction_axis(ax.xaxis)
     ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
     ax.set_ylabel("offset in arena")
@@ -316,7 +317,7 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
     ax.set_xlim(-1.5, method.n_instructions + 0.5)  # from the inputs written (-1) to the outputs read (N), no further
-    _bytes_axis(ax.yaxis, top)
+    bytes_axis(ax.yaxis, top)
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # instructions are whole numbers
@@ -397,7 +398,7 @@ def by_module(method: "Method", *, ax: "Axes | None" = None, value: str = "peak_
             ax.annotate(f"{text}\n{amount}", (x0 + w / 2, y), ha="center", va="center", fontsize=7)
     ax.set_ylim(max(ys, default=0) + 0.6, -0.6)
     ax.set_xlim(0, max(total, 1))
-    _bytes_axis(ax.xaxis, max(total, 1), ticks=6)
+    bytes_axis(ax.xaxis, max(total, 1), ticks=6)
     ax.set_yticks(range(0, max(ys, default=0) + 1), ["model" if d == 0 else f"depth {d}"
                                                       for d in range(0, max(ys, default=0) + 1)], fontsize=8)
     ax.set_xlabel(MODULE_VALUES[value])
@@ -508,7 +509,7 @@ def placement(pte: "Pte", loader="corrected", *, ax: "Axes | None" = None, **kwa
     ax.set_xlim(ticks[0] - pad, ticks[-1] + pad)
     top = max((p.get_y() + p.get_height() for p in ax.patches), default=1)
     ax.set_ylim(0, top * 1.18)  # room for the "0 B on <device>" marks
-    _bytes_axis(ax.yaxis, top)
+    bytes_axis(ax.yaxis, top)
     ax.set_ylabel("planned bytes allocated")
     for cx, ld, empty in group_centres:
         if len(loaders) > 1:
@@ -561,7 +562,7 @@ def file_layout(pte: "Pte", *, ax: "Axes | None" = None, hashes: bool = True, **
         ax.annotate(f" {human_bytes(int(v))} ({100 * v / total:.1f}%)", (v, i), va="center", fontsize=8)
     ax.set_yticks(y, list(by.index), fontsize=9)
     ax.set_xlim(0, by.max() * 1.3)
-    _bytes_axis(ax.xaxis, by.max() * 1.3, ticks=5)
+    bytes_axis(ax.xaxis, by.max() * 1.3, ticks=5)
     ax.set_xlabel("bytes in the file")
     ax.set_title(f"{pte.path or 'program'} · {human_bytes(total)}: where the bytes go", fontsize=10)
     if hashes and len(dup):
@@ -634,7 +635,7 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
     ax.set_yticks(range(len(names)), labels, fontsize=9)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.8)  # room for the totals
-    _bytes_axis(ax.xaxis, top * 1.8, ticks=5)
+    bytes_axis(ax.xaxis, top * 1.8, ticks=5)
     ax.set_xlabel("bytes at run time (after the runs)")
     ax.set_title(f"{sizes.path.rsplit('/', 1)[-1]}: the plan and what lies beyond it", fontsize=10)
     order = list(colors)
@@ -680,7 +681,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
         rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
     for ax in axes:
         ax.set_ylim(0, top * 1.04)
-        _bytes_axis(ax.yaxis, top)
+        bytes_axis(ax.yaxis, top)
         if sharex and rights:
             ax.set_xlim(ax.get_xlim()[0], max(rights))
     if sharex and getattr(axes[0], "get_subplotspec", None) and axes[0].get_subplotspec() is not None:
@@ -753,7 +754,7 @@ def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **k
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.65)
-    _bytes_axis(ax.xaxis, top * 1.65, ticks=5)
+    bytes_axis(ax.xaxis, top * 1.65, ticks=5)
     ax.set_xlabel({"arenas": "planned bytes", "sizes": "bytes at run time", "file": "bytes in the file"}[parts])
     a, b = _short_labels(d)
     what = {"arenas": "planned arenas", "sizes": "run-time memory", "file": "the file"}[parts]
@@ -847,7 +848,7 @@ def what_if_curve(b, *, ax: "Axes | None" = None, **kwargs) -> "Axes":
                 label=f"largest bound under it: {b.bound:,}")
     top = max([c[1] for c in b.curve] + [b.budget, 1])
     ax.set_ylim(0, top * 1.05)
-    _bytes_axis(ax.yaxis, top)
+    bytes_axis(ax.yaxis, top)
     ax.set_xlabel(f"bound of input {b.key[0]}, axis {b.key[1]}")
     ax.set_ylabel("planned bytes")
     ax.set_title("planned bytes against the export bound", fontsize=10)

@@ -27,7 +27,7 @@ from ..format import RawPlan
 from .arrays import isin, unique
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
-from .lifetimes import _expanded, holding, holds_nothing, named_in, named_twice
+from .lifetimes import expanded, holding, holds_nothing, named_in, named_twice
 
 ROLES = ("input", "output", "input_output", "intermediate", "mutable_buffer", "view", "unused")
 
@@ -76,8 +76,8 @@ def reads_at(plan: RawPlan, i: int) -> set[int]:
     if ins.kind == "KernelCall":
         if not ins.args:
             return set()
-        named, again = named_twice(_expanded(plan, ins.args))
-        reads = named - again - set(_expanded(plan, ins.args[-1:]))
+        named, again = named_twice(expanded(plan, ins.args))
+        reads = named - again - set(expanded(plan, ins.args[-1:]))
         if _in_place(*plan.operators[ins.target]):
             reads.add(ins.args[0])
         return reads
