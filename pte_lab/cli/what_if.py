@@ -29,7 +29,7 @@ def register(subparsers) -> None:
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes; KiB, MiB, GiB; or "
                                      "decimal kB, MB, GB: 300MB)")
-    wi.add_argument("--need", type=_whole(1), metavar="N",
+    wi.add_argument("--need", type=whole(1), metavar="N",
                     help="with --budget: the longest input the app runs; where the largest bound under the budget "
                          "is below it, say so and what plans N under the budget instead (the findings' changes, "
                          "predicted)")
@@ -107,7 +107,7 @@ def _what_if_from(args) -> int:
 
 def _at_shape(args) -> dict:
     """``--at-shape 0=1,800,258`` -> {(0, 1): 800}: the axes whose size differs from the exported shape."""
-    from ..planning.what_if import _method, _program
+    from ..planning.what_if import what_if_method, program_and_path
 
     wanted = {}
     for a in args.at_shape:
@@ -115,7 +115,7 @@ def _at_shape(args) -> dict:
         example = "INPUT=D0,D1,..., e.g. 0=1,800,258"
         (pos,) = _wholes(pos, None, "--at-shape", a, example)
         wanted[pos] = _wholes(dims, ",", "--at-shape", a, example)
-    by_pos = {s.position: s for s in _method(_program(args.file)[0], args.method).inputs}
+    by_pos = {s.position: s for s in what_if_method(program_and_path(args.file)[0], args.method).inputs}
     shape = {}
     for pos, dims in wanted.items():
         exported = by_pos[pos].shape if pos in by_pos and by_pos[pos].shape is not None else None
