@@ -6,10 +6,43 @@ kept answer stay fast); the modules that act on them import them from here.
 
 from __future__ import annotations
 
+from enum import Enum
 from types import MappingProxyType
 from collections.abc import Mapping
 
-__all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT"]
+__all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Role", "RUNTIME_OPS"]
+
+
+class Role(str, Enum):
+    """A planned tensor's role: the ``role`` of :class:`pte_lab.model.analysis.PlannedTensor` and of the
+    ``tensors`` table (:mod:`pte_lab.model.roles` says which tensor has which, and what each means).
+
+    A ``str`` enum whose values are the words every document already writes: a member compares and hashes as
+    its string, and prints, formats and reprs as it (``'view'``, never ``<Role.VIEW: 'view'>``), so every JSON
+    and text document, table and dataclass repr reads as before. Compare a role with a member, never a literal.
+    """
+
+    INPUT = "input"
+    OUTPUT = "output"
+    INPUT_OUTPUT = "input_output"
+    INTERMEDIATE = "intermediate"
+    MUTABLE_BUFFER = "mutable_buffer"
+    VIEW = "view"
+    UNUSED = "unused"
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
+
+
+#: the namespaces of the operators ExecuTorch's runtime itself inserts (device copies, views, prim ops), as an
+#: operator target starts: no partitioner or delegate takes them
+RUNTIME_OPS = ("et_copy::", "executorch_prim::")
 
 #: the planners :func:`pte_lab.planning.replan` takes (``pte-lab replan --algorithm``): ExecuTorch's greedy and
 #: three heuristics, which plan arenas of any size, then the exhaustive search (tiny arenas only);
