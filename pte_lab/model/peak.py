@@ -31,6 +31,7 @@ from enum import Enum
 
 import numpy as np
 
+from ..vocabulary import RUNTIME_OPS
 from .plan_edit import PlanEdit
 
 __all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "PeakAfter", "SafeSoftmax", "explain_peak",
@@ -70,8 +71,6 @@ CAUSES = tuple(PeakCauseKind)
 #: a group smaller than this share of the peak is left out of the story's groups (the table has it)
 _SMALL = 0.02
 _SOFTMAX = ("softmax",)
-#: operators the runtime itself inserts (views, device copies): no delegate takes them
-_RUNTIME_OPS = ("et_copy::", "executorch_prim::")
 #: the operators of the safe softmax's mask: logical_not(any(logical_not(eq(x, -inf))))
 _MASK_OPS = ("aten::logical_not", "aten::any", "aten::eq")
 
@@ -355,7 +354,7 @@ def _causes(m, groups: list[PeakGroup], live: dict, mem_id: int) -> tuple[PeakCa
         if g.ops and all(op.startswith("aten::permute_copy") for op in g.ops) and _copies_weights(m, g, live):
             found[PeakCauseKind.WEIGHT_COPIES].append(k)
         outside = [live[v] for v in g.values if delegated and live[v].role == "intermediate"
-                   and live[v].op is not None and "::" in live[v].op and not live[v].op.startswith(_RUNTIME_OPS)]
+                   and live[v].op is not None and "::" in live[v].op and not live[v].op.startswith(RUNTIME_OPS)]
         if outside:
             found[PeakCauseKind.OUTSIDE_DELEGATE].append(k)
             names[PeakCauseKind.OUTSIDE_DELEGATE].update(t.op for t in outside)

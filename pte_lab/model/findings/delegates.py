@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ETRecordError
 from ...units import count, first_few, human_bytes
+from ...vocabulary import RUNTIME_OPS
 from ..delegates import blob_problem, blob_uses
 from ..ethos_u import Blobs, io_checks
 from .base import Details, Finding, Kind, Prescription
@@ -136,8 +137,6 @@ def delegate_memory_findings(m: "Method") -> list[Finding]:
 # ------------------------------------------------------------------ findings that prescribe
 #: inline delegate data is worth a finding from this many bytes
 _INLINE_BYTES = 1024
-#: operators the runtime itself inserts (device copies, prim ops): no partitioner takes them
-_RUNTIME_OPS = ("et_copy::", "executorch_prim::")
 
 
 #: where a backend holds what is alive inside one of its calls (a delegate split's advice says it per backend)
@@ -225,7 +224,7 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
     if len(calls) < 2:
         return []
     between = [i.index for i in instructions[calls[0]:calls[-1]]
-               if i.kind == "KernelCall" and not i.target.startswith(_RUNTIME_OPS)]
+               if i.kind == "KernelCall" and not i.target.startswith(RUNTIME_OPS)]
     if not between:
         return []
     backends = [instructions[i].target.removeprefix("delegate:") for i in calls]
@@ -305,7 +304,7 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
     calls = [i.index for i in instructions if i.kind == "DelegateCall"]
     if not calls:
         return []
-    outside = [i.index for i in instructions if i.kind == "KernelCall" and not i.target.startswith(_RUNTIME_OPS)]
+    outside = [i.index for i in instructions if i.kind == "KernelCall" and not i.target.startswith(RUNTIME_OPS)]
     if not outside:
         return []
     backends = tuple(dict.fromkeys(instructions[i].target.removeprefix("delegate:") for i in calls))
