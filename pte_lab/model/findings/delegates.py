@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ETRecordError
 from ...units import count, first_few, human_bytes
-from ...vocabulary import RUNTIME_OPS
+from ...vocabulary import RUNTIME_OPS, Role
 from ..delegates import blob_problem, blob_uses
 from ..ethos_u import Blobs, io_checks
 from .base import Details, Finding, Kind, Prescription
@@ -238,7 +238,7 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
     read = {v for i in between for v in instructions[i].args}
     story = m.peak
     crossing = 0 if story is None else sum(
-        t.nbytes for t in m.planned if t.role != "view" and t.producer is not None and t.mem_id == story.mem_id
+        t.nbytes for t in m.planned if t.role != Role.VIEW and t.producer is not None and t.mem_id == story.mem_id
         and t.first is not None and t.first <= story.at <= t.last
         and (t.producer in inside or (t.producer in delegated and t.value in read)))
     sources = _split_sources(m, between)
