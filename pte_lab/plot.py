@@ -27,6 +27,7 @@ from .model.load_cost import LOADERS
 from .model.modules import NO_MODULE
 from .runtime.sizing import PARTS
 from .units import PEAK_LIVE, SIZE_OVER_PEAK, align_up, delta_bytes, growth, human_bytes, ratio, tick_bytes
+from .vocabulary import Role
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -39,8 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Okabe & Ito's colour-blind-safe palette (black left out)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
 ROLE_COLORS = {
-    "input": "#0072B2", "output": "#D55E00", "input_output": "#CC79A7", "intermediate": "#56B4E9",
-    "mutable_buffer": "#009E73", "view": "#F0E442", "unused": "#999999",
+    Role.INPUT: "#0072B2", Role.OUTPUT: "#D55E00", Role.INPUT_OUTPUT: "#CC79A7", Role.INTERMEDIATE: "#56B4E9",
+    Role.MUTABLE_BUFFER: "#009E73", Role.VIEW: "#F0E442", Role.UNUSED: "#999999",
 }
 #: for more categories than PALETTE holds (operators): matplotlib's tab20 without its greys
 WIDE_PALETTE = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896",
@@ -136,7 +137,7 @@ def _module_keys(method: "Method", ts) -> list[str]:
     """Each tensor's module (a view's: its base's), cut to the deepest level of the path that still fits the palette (``blocks.0`` when
     ``blocks.0.fc1``, ``blocks.0.fc2``... are too many); raises NoModulesError (what to pass) without an ETRecord."""
     owner = method.modules.owner
-    paths = [owner.get(method.storage_of(t.value) if t.role == "view" else t.value, NO_MODULE) for t in ts]
+    paths = [owner.get(method.storage_of(t.value) if t.role == Role.VIEW else t.value, NO_MODULE) for t in ts]
     split = [p.split(".") if p and not p.startswith("(") else [p or "(root)"] for p in paths]
     deepest = max((len(p) for p in split), default=1)
     for depth in range(deepest, 0, -1):
@@ -150,7 +151,7 @@ def _color_key(t, color_by: str) -> str:
     if color_by == "role":
         return t.role
     if color_by == "operator":
-        if t.role == "view":
+        if t.role == Role.VIEW:
             return "(view: its base's bytes)"
         return t.op or "(input / state)"
     if color_by == "device":
