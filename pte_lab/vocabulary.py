@@ -10,16 +10,31 @@ from enum import Enum
 from types import MappingProxyType
 from collections.abc import Mapping
 
-__all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Role", "RUNTIME_OPS"]
+__all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Word", "Role", "ValueKind",
+           "FileKind", "RUNTIME_OPS"]
 
 
-class Role(str, Enum):
+class Word(str, Enum):
+    """An identifier that documents write as a word: a ``str`` enum whose member compares and hashes as its value,
+    and prints, formats and reprs as it (``'view'``, never ``<Role.VIEW: 'view'>``), so every JSON and text
+    document, table and dataclass repr reads as the plain string did. The base of this module's enums."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
+
+
+class Role(Word):
     """A planned tensor's role: the ``role`` of :class:`pte_lab.model.analysis.PlannedTensor` and of the
     ``tensors`` table (:mod:`pte_lab.model.roles` says which tensor has which, and what each means).
 
-    A ``str`` enum whose values are the words every document already writes: a member compares and hashes as
-    its string, and prints, formats and reprs as it (``'view'``, never ``<Role.VIEW: 'view'>``), so every JSON
-    and text document, table and dataclass repr reads as before. Compare a role with a member, never a literal.
+    Its values are the words every document already writes (:class:`Word`). Compare a role with a member,
+    never a literal.
     """
 
     INPUT = "input"
@@ -30,14 +45,33 @@ class Role(str, Enum):
     VIEW = "view"
     UNUSED = "unused"
 
-    def __str__(self) -> str:
-        return str.__str__(self)
 
-    def __format__(self, spec: str) -> str:
-        return str.__format__(self, spec)
+class ValueKind(Word):
+    """What an EValue of an execution plan holds: the ``KernelTypes`` union of ExecuTorch's ``program.fbs``,
+    named as the schema names it (the ``kind`` of :class:`pte_lab.format.RawValue` and of a method's inputs and
+    outputs)."""
 
-    def __repr__(self) -> str:
-        return str.__repr__(self)
+    NONE = "None"
+    NULL = "Null"
+    INT = "Int"
+    BOOL = "Bool"
+    DOUBLE = "Double"
+    TENSOR = "Tensor"
+    STRING = "String"
+    INT_LIST = "IntList"
+    DOUBLE_LIST = "DoubleList"
+    BOOL_LIST = "BoolList"
+    TENSOR_LIST = "TensorList"
+    OPTIONAL_TENSOR_LIST = "OptionalTensorList"
+
+
+class FileKind(Word):
+    """What a file is, from its identifier (:func:`pte_lab.format.identify`): a program (``.pte``), a bundled
+    program (``.bpte``) or a data file (``.ptd``)."""
+
+    PROGRAM = "program"
+    BUNDLED = "bundled"
+    DATA = "data"
 
 
 #: the namespaces of the operators ExecuTorch's runtime itself inserts (device copies, views, prim ops), as an

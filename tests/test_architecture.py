@@ -241,10 +241,10 @@ def test_the_runtime_imports_only_downward():
 
 def test_format_reads_bytes_with_nothing_above_it():
     # beside the errors, the leaves of the standard library only: device names, how a name from a file is shown
-    # (a record from the file holds it shown so: pte_lab.format.etrecord), the few words a message uses, and
-    # how the package loads its names when first used (importlib alone)
+    # (a record from the file holds it shown so: pte_lab.format.etrecord), the few words a message uses, how
+    # the package loads its names when first used (importlib alone), and the identifiers' enums (vocabulary)
     allowed = ("pte_lab.format", "pte_lab.errors", "pte_lab.devices", "pte_lab.printable", "pte_lab.units",
-               "pte_lab.lazy_names")
+               "pte_lab.lazy_names", "pte_lab.vocabulary")
     bad = []
     for mod, imports in GRAPH.items():
         if _within(mod, ["pte_lab.format"]):
