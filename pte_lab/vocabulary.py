@@ -66,12 +66,14 @@ class ValueKind(Word):
 
 
 class FileKind(Word):
-    """What a file is, from its identifier (:func:`pte_lab.format.identify`): a program (``.pte``), a bundled
-    program (``.bpte``) or a data file (``.ptd``)."""
+    """What a file is: from its identifier (:func:`pte_lab.format.identify`), a program (``.pte``), a bundled
+    program (``.bpte``) or a data file (``.ptd``); or a native program package (``.ptn``, a ZIP archive: told
+    by what it holds, never by bytes 4..8, so ``identify`` never says it)."""
 
     PROGRAM = "program"
     BUNDLED = "bundled"
     DATA = "data"
+    PACKAGE = "package"
 
 
 #: the namespaces of the operators ExecuTorch's runtime itself inserts (device copies, views, prim ops), as an
