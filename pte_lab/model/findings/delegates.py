@@ -311,7 +311,7 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
     story = m.peak
     written: dict[int, list] = {}
     for t in m.planned:
-        if t.role != "view" and t.producer is not None:
+        if t.role != Role.VIEW and t.producer is not None:
             written.setdefault(t.producer, []).append(t)
     by: dict[tuple[str, str], list[int]] = {}
     for i in outside:
