@@ -123,30 +123,31 @@ def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
     """
     from .format import identify
     from .model import open_data, open_package, open_pte
+    from .vocabulary import FileKind
 
     seekable = hasattr(source, "read") and hasattr(source, "seek")
     start = source.tell() if seekable else 0
-    kind = identify(source) if seekable else "program"
+    kind = identify(source) if seekable else FileKind.PROGRAM
     if seekable:
         source.seek(start)
-    if kind == "program":  # read as a program (one open of the file); a .ptd or .ptn refused there is told apart
+    if kind == FileKind.PROGRAM:  # read as a program (one open of the file); a .ptd or .ptn refused there is told apart
         try:
             return open_pte(source, data=data, etrecord=etrecord)
         except NotAProgramError as exc:
             if exc.kind in ("ptn", "ptg"):
-                kind = "package"
-            elif exc.kind == "ptd" and identify(source) == "data":
-                kind = "data"
+                kind = FileKind.PACKAGE
+            elif exc.kind == "ptd" and identify(source) == FileKind.DATA:
+                kind = FileKind.DATA
             else:
                 raise
         if seekable:
             source.seek(start)
-    what = {"data": "a .ptd file", "package": "a .ptn package (ExecuTorch's native program package)"}[kind]
+    what = {FileKind.DATA: "a .ptd file", FileKind.PACKAGE: "a .ptn package (ExecuTorch's native program package)"}[kind]
     if data is not None:
         raise ValueError(f"data= goes with a program (.pte/.bpte); this source is itself {what}")
     if etrecord is not None:
         raise ValueError(f"etrecord= goes with a program (.pte/.bpte); this source is itself {what}")
-    return open_data(source) if kind == "data" else open_package(source)
+    return open_data(source) if kind == FileKind.DATA else open_package(source)
 
 
 @arguments(a=PROGRAM, b=PROGRAM, sizes=BOOL, methods=optional(NAMES), labels=optional(TWO_NAMES))

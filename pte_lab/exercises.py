@@ -39,9 +39,10 @@ from .errors import TARGET_CHANGED
 from .model import open_pte
 from .model.ethos_u import io_checks
 from .model.diff import diff_programs
-from .planning.problem import align_up
 from .planning.what_if import Predictor, largest_bound, what_if
 from .quiet import quiet
+from .units import align_up
+from .vocabulary import Role
 
 __all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
 
@@ -220,7 +221,7 @@ PROFILER = "ExecuTorch's activation memory profiler (exir's own lifetimes)"
 def _peak_without_inputs(pte=None):
     # the inputs left out of the plan: what is alive at each instruction is then the operators' outputs only
     m = (pte or _open("device", side=64)).methods["forward"]
-    t = m.tensors[m.tensors.role != "input"]
+    t = m.tensors[m.tensors.role != Role.INPUT]
     alive = [t[(t["first"] <= i) & (t["last"] >= i)] for i in range(-1, m.n_instructions + 1)]
     peak = max(alive, key=lambda a: int(a.nbytes.sum()))
     return len(peak), int(peak.nbytes.sum())
@@ -360,7 +361,7 @@ def _kv_cache_share(pte=None):
     # the caches of the llm exported with KV_VARIANT (pte, the notebook's program, is not that one): their
     # bytes, and the bytes each position adds to all of them
     m = _open("llm", **KV_VARIANT).methods["forward"]
-    state = m.tensors[m.tensors.role == "mutable_buffer"]
+    state = m.tensors[m.tensors.role == Role.MUTABLE_BUFFER]
     total = int(state.nbytes.sum())
     return total, total // KV_VARIANT["max_seq_len"]
 
@@ -385,7 +386,7 @@ def _shared_state_arenas():
     out = []
     for name in ("prefill", "decode"):
         t = pte.methods[name].tensors
-        state = t[t.role == "mutable_buffer"]
+        state = t[t.role == Role.MUTABLE_BUFFER]
         out.append((int(state.mem_id.iloc[0]), int(state.nbytes.sum())))
     return tuple(out)
 
@@ -419,8 +420,8 @@ def _peak_module(pte=None, trace=None):
     pte, _ = _llm_with_records(pte, trace)
     m = pte.methods["forward"]
     story = m.peak
-    (module,) = {m.source_of(t.value).module for t in m.planned if t.producer == story.at and t.role != "view"}
-    alive = [t for t in m.planned if t.role != "view" and t.nbytes and t.mem_id == story.mem_id
+    (module,) = {m.source_of(t.value).module for t in m.planned if t.producer == story.at and t.role != Role.VIEW}
+    alive = [t for t in m.planned if t.role != Role.VIEW and t.nbytes and t.mem_id == story.mem_id
              and t.first is not None and t.first <= story.at <= t.last and t.producer is not None]
     kinds = {i.index: i.kind for i in m.instructions}
     delegate = sum(t.nbytes for t in alive if kinds[t.producer] == "DelegateCall")

@@ -26,7 +26,8 @@ from .model.diff import Change
 from .model.load_cost import LOADERS
 from .model.modules import NO_MODULE
 from .runtime.sizing import PARTS
-from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
+from .units import PEAK_LIVE, SIZE_OVER_PEAK, align_up, delta_bytes, growth, human_bytes, ratio, tick_bytes
+from .vocabulary import Role
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -39,8 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Okabe & Ito's colour-blind-safe palette (black left out)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
 ROLE_COLORS = {
-    "input": "#0072B2", "output": "#D55E00", "input_output": "#CC79A7", "intermediate": "#56B4E9",
-    "mutable_buffer": "#009E73", "view": "#F0E442", "unused": "#999999",
+    Role.INPUT: "#0072B2", Role.OUTPUT: "#D55E00", Role.INPUT_OUTPUT: "#CC79A7", Role.INTERMEDIATE: "#56B4E9",
+    Role.MUTABLE_BUFFER: "#009E73", Role.VIEW: "#F0E442", Role.UNUSED: "#999999",
 }
 #: for more categories than PALETTE holds (operators): matplotlib's tab20 without its greys
 WIDE_PALETTE = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896",
@@ -73,11 +74,12 @@ def _axes(ax, figsize: tuple[float, float]) -> "Axes":
     return plt.subplots(figsize=figsize, layout="constrained")[1]
 
 
-def _bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False) -> None:
+def bytes_axis(axis, top: float, ticks: int | None = None, signed: bool = False) -> None:
     """Ticks at multiples of a power of two (4 KiB, 8 MiB...) labelled in binary units.
 
     ``ticks`` caps how many there are (a horizontal axis has room for fewer labels);
-    ``signed`` labels negative ticks too (bytes returned), else they are left blank.
+    ``signed`` labels negative ticks too (bytes returned), else they are left blank. Sets ``axis`` (a
+    matplotlib axis) in place and returns None; raises nothing of its own.
     """
     from matplotlib.ticker import FuncFormatter, MultipleLocator
 
@@ -137,7 +139,7 @@ def _module_keys(method: "Method", ts) -> list[str]:
     """Each tensor's module (a view's: its base's), cut to the deepest level of the path that still fits the palette (``blocks.0`` when
     ``blocks.0.fc1``, ``blocks.0.fc2``... are too many); raises NoModulesError (what to pass) without an ETRecord."""
     owner = method.modules.owner
-    paths = [owner.get(method.storage_of(t.value) if t.role == "view" else t.value, NO_MODULE) for t in ts]
+    paths = [owner.get(method.storage_of(t.value) if t.role == Role.VIEW else t.value, NO_MODULE) for t in ts]
     split = [p.split(".") if p and not p.startswith("(") else [p or "(root)"] for p in paths]
     deepest = max((len(p) for p in split), default=1)
     for depth in range(deepest, 0, -1):
@@ -151,7 +153,7 @@ def _color_key(t, color_by: str) -> str:
     if color_by == "role":
         return t.role
     if color_by == "operator":
-        if t.role == "view":
+        if t.role == Role.VIEW:
             return "(view: its base's bytes)"
         return t.op or "(input / state)"
     if color_by == "device":
@@ -226,7 +228,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
                      f"   with {who} (the planner's, not the plan's waste)")
     ax.set_xlim(-1.5, right)
     ax.set_ylim(0, top * 1.04)
-    _bytes_axis(ax.yaxis, top)
+    bytes_axis(ax.yaxis, top)
     _instruction_axis(ax.xaxis)
     ax.set_xlabel("instruction (-1: inputs written, N: outputs read)")
     ax.set_ylabel("offset in arena")
@@ -278,7 +280,7 @@ def _tail_padding(method: "Method", a) -> int:
     what exir adds past the end of every arena of a method with a delegate (an XNNPACK one: 64, its source
     giving no reason), not room the plan wastes."""
     end = max((t.offset + t.nbytes for t in method.planned if t.mem_id == a.mem_id), default=0)
-    return max(0, a.size - -(-end // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT)
+    return max(0, a.size - align_up(end, TENSOR_ALIGNMENT))
 
 
 def arena_layouts(method: "Method", *, color_by: str = "role", legend: bool = True, **kwargs) -> "Figure":
@@ -318,7 +320,7 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
     ax.set_xlim(-1.5, method.n_instructions + 0.5)  # from the inputs written (-1) to the outputs read (N), no further
-    _bytes_axis(ax.yaxis, top)
+    bytes_axis(ax.yaxis, top)
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # instructions are whole numbers
@@ -399,7 +401,7 @@ def by_module(method: "Method", *, ax: "Axes | None" = None, value: str = "peak_
             ax.annotate(f"{text}\n{amount}", (x0 + w / 2, y), ha="center", va="center", fontsize=7)
     ax.set_ylim(max(ys, default=0) + 0.6, -0.6)
     ax.set_xlim(0, max(total, 1))
-    _bytes_axis(ax.xaxis, max(total, 1), ticks=6)
+    bytes_axis(ax.xaxis, max(total, 1), ticks=6)
     ax.set_yticks(range(0, max(ys, default=0) + 1), ["model" if d == 0 else f"depth {d}"
                                                       for d in range(0, max(ys, default=0) + 1)], fontsize=8)
     ax.set_xlabel(MODULE_VALUES[value])
@@ -510,7 +512,7 @@ def placement(pte: "Pte", loader="corrected", *, ax: "Axes | None" = None, **kwa
     ax.set_xlim(ticks[0] - pad, ticks[-1] + pad)
     top = max((p.get_y() + p.get_height() for p in ax.patches), default=1)
     ax.set_ylim(0, top * 1.18)  # room for the "0 B on <device>" marks
-    _bytes_axis(ax.yaxis, top)
+    bytes_axis(ax.yaxis, top)
     ax.set_ylabel("planned bytes allocated")
     for cx, ld, empty in group_centres:
         if len(loaders) > 1:
@@ -563,7 +565,7 @@ def file_layout(pte: "Pte", *, ax: "Axes | None" = None, hashes: bool = True, **
         ax.annotate(f" {human_bytes(int(v))} ({100 * v / total:.1f}%)", (v, i), va="center", fontsize=8)
     ax.set_yticks(y, list(by.index), fontsize=9)
     ax.set_xlim(0, by.max() * 1.3)
-    _bytes_axis(ax.xaxis, by.max() * 1.3, ticks=5)
+    bytes_axis(ax.xaxis, by.max() * 1.3, ticks=5)
     ax.set_xlabel("bytes in the file")
     ax.set_title(f"{pte.path or 'program'} · {human_bytes(total)}: where the bytes go", fontsize=10)
     if hashes and len(dup):
@@ -636,7 +638,7 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
     ax.set_yticks(range(len(names)), labels, fontsize=9)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.8)  # room for the totals
-    _bytes_axis(ax.xaxis, top * 1.8, ticks=5)
+    bytes_axis(ax.xaxis, top * 1.8, ticks=5)
     ax.set_xlabel("bytes at run time (after the runs)")
     ax.set_title(f"{sizes.path.rsplit('/', 1)[-1]}: the plan and what lies beyond it", fontsize=10)
     order = list(colors)
@@ -682,7 +684,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
         rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
     for ax in axes:
         ax.set_ylim(0, top * 1.04)
-        _bytes_axis(ax.yaxis, top)
+        bytes_axis(ax.yaxis, top)
         if sharex and rights:
             ax.set_xlim(ax.get_xlim()[0], max(rights))
     if sharex and getattr(axes[0], "get_subplotspec", None) and axes[0].get_subplotspec() is not None:
@@ -755,7 +757,7 @@ def diff_bars(d: "Diff", parts: str = "arenas", *, ax: "Axes | None" = None, **k
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.65)
-    _bytes_axis(ax.xaxis, top * 1.65, ticks=5)
+    bytes_axis(ax.xaxis, top * 1.65, ticks=5)
     ax.set_xlabel({"arenas": "planned bytes", "sizes": "bytes at run time", "file": "bytes in the file"}[parts])
     a, b = _short_labels(d)
     what = {"arenas": "planned arenas", "sizes": "run-time memory", "file": "the file"}[parts]
@@ -849,7 +851,7 @@ def what_if_curve(b, *, ax: "Axes | None" = None, **kwargs) -> "Axes":
                 label=f"largest bound under it: {b.bound:,}")
     top = max([c[1] for c in b.curve] + [b.budget, 1])
     ax.set_ylim(0, top * 1.05)
-    _bytes_axis(ax.yaxis, top)
+    bytes_axis(ax.yaxis, top)
     ax.set_xlabel(f"bound of input {b.key[0]}, axis {b.key[1]}")
     ax.set_ylabel("planned bytes")
     ax.set_title("planned bytes against the export bound", fontsize=10)

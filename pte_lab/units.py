@@ -9,6 +9,7 @@
 * :data:`SIZE_OVER_PEAK`, :data:`PEAK_LIVE` — the words for those figures.
 * :func:`parse_bytes`, :func:`parse_whole` — a size or a count as a user types it, exact, refused beyond
   :data:`INT64_MAX` (never wrapped).
+* :func:`align_up` — a size or an offset rounded up to an alignment (ints or integer numpy arrays).
 * :func:`count` — a number and its noun; :func:`first_few` — a long list cut to its
   first items and how many more there are (``a, b and 3 more``).
 
@@ -20,10 +21,11 @@ from __future__ import annotations
 import re
 import time
 from fractions import Fraction
+from typing import TypeVar, overload
 
 __all__ = ["human_bytes", "exact_bytes", "tick_bytes", "ratio", "count", "first_few", "delta_bytes", "growth",
            "SIZE_OVER_PEAK", "PEAK_LIVE", "parse_bytes", "parse_whole", "quoted", "check_int64", "INT64_MAX",
-           "local_minute"]
+           "local_minute", "align_up"]
 
 #: the name of ``Arena.size_over_peak`` wherever it is shown
 SIZE_OVER_PEAK = "size/peak"
@@ -126,6 +128,20 @@ def parse_whole(text, least: int | None = None) -> int:
     if least is not None and n < least:
         raise ValueError(f"must be at least {least}, not {n}")
     return n
+
+
+_Sized = TypeVar("_Sized")
+
+
+@overload
+def align_up(n: int, alignment: int) -> int: ...
+@overload
+def align_up(n: _Sized, alignment: int | _Sized) -> _Sized: ...
+def align_up(n, alignment):
+    """``n`` rounded up to the next multiple of ``alignment`` (a positive int): ``align_up(17, 16) == 32``,
+    ``align_up(32, 16) == 32``, ``align_up(0, 16) == 0``. The one home of this rounding: an int, or an integer
+    numpy array (element-wise; ``alignment`` may be an array too), exact at any size (no float)."""
+    return -(-n // alignment) * alignment
 
 
 def exact_bytes(n: int) -> str:

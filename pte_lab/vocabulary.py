@@ -6,10 +6,79 @@ kept answer stay fast); the modules that act on them import them from here.
 
 from __future__ import annotations
 
+from enum import Enum
 from types import MappingProxyType
 from collections.abc import Mapping
 
-__all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT"]
+__all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Word", "Role", "ValueKind",
+           "FileKind", "RUNTIME_OPS"]
+
+
+class Word(str, Enum):
+    """An identifier that documents write as a word: a ``str`` enum whose member compares and hashes as its value,
+    and prints, formats and reprs as it (``'view'``, never ``<Role.VIEW: 'view'>``), so every JSON and text
+    document, table and dataclass repr reads as the plain string did. The base of this module's enums."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
+
+
+class Role(Word):
+    """A planned tensor's role: the ``role`` of :class:`pte_lab.model.analysis.PlannedTensor` and of the
+    ``tensors`` table (:mod:`pte_lab.model.roles` says which tensor has which, and what each means).
+
+    Its values are the words every document already writes (:class:`Word`). Compare a role with a member,
+    never a literal.
+    """
+
+    INPUT = "input"
+    OUTPUT = "output"
+    INPUT_OUTPUT = "input_output"
+    INTERMEDIATE = "intermediate"
+    MUTABLE_BUFFER = "mutable_buffer"
+    VIEW = "view"
+    UNUSED = "unused"
+
+
+class ValueKind(Word):
+    """What an EValue of an execution plan holds: the ``KernelTypes`` union of ExecuTorch's ``program.fbs``,
+    named as the schema names it (the ``kind`` of :class:`pte_lab.format.RawValue` and of a method's inputs and
+    outputs)."""
+
+    NONE = "None"
+    NULL = "Null"
+    INT = "Int"
+    BOOL = "Bool"
+    DOUBLE = "Double"
+    TENSOR = "Tensor"
+    STRING = "String"
+    INT_LIST = "IntList"
+    DOUBLE_LIST = "DoubleList"
+    BOOL_LIST = "BoolList"
+    TENSOR_LIST = "TensorList"
+    OPTIONAL_TENSOR_LIST = "OptionalTensorList"
+
+
+class FileKind(Word):
+    """What a file is: from its identifier (:func:`pte_lab.format.identify`), a program (``.pte``), a bundled
+    program (``.bpte``) or a data file (``.ptd``); or a native program package (``.ptn``, a ZIP archive: told
+    by what it holds, never by bytes 4..8, so ``identify`` never says it)."""
+
+    PROGRAM = "program"
+    BUNDLED = "bundled"
+    DATA = "data"
+    PACKAGE = "package"
+
+
+#: the namespaces of the operators ExecuTorch's runtime itself inserts (device copies, views, prim ops), as an
+#: operator target starts: no partitioner or delegate takes them
+RUNTIME_OPS = ("et_copy::", "executorch_prim::")
 
 #: the planners :func:`pte_lab.planning.replan` takes (``pte-lab replan --algorithm``): ExecuTorch's greedy and
 #: three heuristics, which plan arenas of any size, then the exhaustive search (tiny arenas only);

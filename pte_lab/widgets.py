@@ -34,6 +34,7 @@ from .printable import printable
 from .runtime.program import HOST_BYTES_NOTE
 from .units import count, first_few, human_bytes
 from .views.html import html_repr, key_values
+from .vocabulary import Role
 
 __all__ = ["explore", "Explorer"]
 
@@ -109,7 +110,7 @@ def source_rows(method, t) -> list[tuple[str, str]]:
     if method is None or method.sources is None:
         return []
     src = method.source_of(t.value)
-    owner = method.modules.owner.get(method.storage_of(t.value) if t.role == "view" else t.value)
+    owner = method.modules.owner.get(method.storage_of(t.value) if t.role == Role.VIEW else t.value)
     out = []
     if src is not None and src.node:
         out.append(("node", f"{src.node} ({src.op})" if src.op else src.node))
@@ -248,7 +249,7 @@ class Explorer(W.VBox):
         m = self.method
         if m.sources is None:
             return None
-        owner = m.modules.owner.get(m.storage_of(t.value) if t.role == "view" else t.value)
+        owner = m.modules.owner.get(m.storage_of(t.value) if t.role == Role.VIEW else t.value)
         return None if owner is None else (owner or "(root)")
 
     def _instruction_hover(self, t: int) -> str | None:
@@ -259,7 +260,7 @@ class Explorer(W.VBox):
         if by is None:  # once per method: a slider step looks up one instruction
             by = self._written[m.name] = {}
             for x in m.planned:
-                if x.producer is not None and x.role != "view":
+                if x.producer is not None and x.role != Role.VIEW:
                     by.setdefault(x.producer, []).append(x)
         written = by.get(t, [])
         if not written:

@@ -241,10 +241,10 @@ def test_the_runtime_imports_only_downward():
 
 def test_format_reads_bytes_with_nothing_above_it():
     # beside the errors, the leaves of the standard library only: device names, how a name from a file is shown
-    # (a record from the file holds it shown so: pte_lab.format.etrecord), the few words a message uses, and
-    # how the package loads its names when first used (importlib alone)
+    # (a record from the file holds it shown so: pte_lab.format.etrecord), the few words a message uses, how
+    # the package loads its names when first used (importlib alone), and the identifiers' enums (vocabulary)
     allowed = ("pte_lab.format", "pte_lab.errors", "pte_lab.devices", "pte_lab.printable", "pte_lab.units",
-               "pte_lab.lazy_names")
+               "pte_lab.lazy_names", "pte_lab.vocabulary")
     bad = []
     for mod, imports in GRAPH.items():
         if _within(mod, ["pte_lab.format"]):
@@ -649,3 +649,147 @@ def test_the_hidden_import_check_sees_a_light_import_in_a_function(monkeypatch):
                                  "pte_lab.model.pte: load_cost() imports json",
                                  "pte_lab.views.text: pte_text() imports pte_lab.model"]
     assert "pte_lab.widgets" in _heavy_at_import()  # ipywidgets at its top: importing it in a function is lazy
+
+
+# ------------------------------------------------------------------ each fact's home, and names as types (issue 47)
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(graph) -> list[str]:
+    """Imports of a private name (``_x``) from another pte_lab module, and of a private module (``_flat``) from
+    outside its package. ruff's PLC2701 does not look inside one package: this holds pte_lab's own names."""
+    bad = []
+    for mod, imports in graph.items():
+        for imported, _func, names in imports:
+            if not _within(imported or "", ["pte_lab"]):
+                continue
+            if imported != mod:
+                bad += [f"{mod} imports {imported}.{n}" for n in names if _private(n)]
+            for t in _targets(imported, names):
+                parts = t.split(".")
+                k = next((i for i, p in enumerate(parts) if _private(p)), None)
+                if k is not None and not _within(mod, [".".join(parts[:k])]):
+                    bad.append(f"{mod} imports the private module {t}")
+    return sorted(bad)
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A name another module needs is public (no underscore) in its one home; a private module is its package's."""
+    bad = _private_imports(GRAPH)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_private_import_check_sees_a_private_name_and_a_private_module(monkeypatch):
+    monkeypatch.setitem(GRAPH, "pte_lab.views.diff", GRAPH["pte_lab.views.diff"] + [
+        ("pte_lab.views.html", None, ("_section", "html_repr"))])
+    monkeypatch.setitem(GRAPH, "pte_lab.model.pte", GRAPH["pte_lab.model.pte"] + [
+        ("pte_lab.format._flat", None, ("root_table",))])
+    assert _private_imports(GRAPH) == ["pte_lab.model.pte imports the private module pte_lab.format._flat",
+                                       "pte_lab.views.diff imports pte_lab.views.html._section"]
+
+
+def _rounding_up(node: ast.AST) -> bool:
+    """``-(-x // a) * a``, ``(x + a - 1) // a * a`` (either order of the product) or ``x & ~(a - 1)``: a size
+    rounded up to an alignment, written by hand."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        mask = node.right
+        return (isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert) and isinstance(mask.operand, ast.BinOp)
+                and isinstance(mask.operand.op, ast.Sub) and ast.dump(mask.operand.right) == ast.dump(ast.Constant(1)))
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+        return False
+    for div, factor in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(div, ast.UnaryOp) and isinstance(div.op, ast.USub):
+            div = div.operand
+            if not (isinstance(div, ast.BinOp) and isinstance(div.op, ast.FloorDiv)
+                    and isinstance(div.left, ast.UnaryOp) and isinstance(div.left.op, ast.USub)):
+                continue
+        elif not (isinstance(div, ast.BinOp) and isinstance(div.op, ast.FloorDiv)
+                  and isinstance(div.left, ast.BinOp) and isinstance(div.left.op, (ast.Add, ast.Sub))):
+            continue
+        if isinstance(div, ast.BinOp) and isinstance(div.op, ast.FloorDiv) and ast.dump(div.right) == ast.dump(factor):
+            return True
+    return False
+
+
+def _hand_rounding(sources) -> list[str]:
+    return [f"{_module_name(p)}:{node.lineno}" for p in sources for node in ast.walk(_tree(p))
+            if _rounding_up(node) and _module_name(p) != "pte_lab.units"]
+
+
+def test_rounding_up_to_an_alignment_is_written_once():
+    """``pte_lab.units.align_up`` rounds up to an alignment (ints and numpy arrays); it was written by hand in
+    seven modules."""
+    bad = _hand_rounding(SOURCES)
+    assert not bad, bad
+
+
+def test_the_rounding_check_sees_each_hand_written_form(tmp_path):
+    forms = ["-(-n // a) * a", "a * -(-n // a)", "(n + a - 1) // a * a", "(n + (a - 1)) // a * a", "n & ~(a - 1)"]
+    fine = ["-(-n // a)", "n // a * a", "(n + a - 1) // a * b", "x & ~mask"]
+    for k, text in enumerate(forms + fine):
+        (tmp_path / f"m{k}.py").write_text(f"x = {text}\n")
+    found = {int(Path(p).stem[1:]) for p in tmp_path.glob("*.py") if any(map(_rounding_up, ast.walk(ast.parse(p.read_text()))))}
+    assert found == set(range(len(forms)))
+
+
+@pytest.mark.parametrize("name, home", [
+    ("align_up", "pte_lab.units"), ("Role", "pte_lab.vocabulary"), ("RUNTIME_OPS", "pte_lab.vocabulary"),
+    ("Mallinfo2", "pte_lab.mallinfo"), ("GRAPH_IDENTIFIERS", "pte_lab.format.xnnpack"),
+])
+def test_each_shared_helper_has_one_home_under_any_spelling(name, home):
+    """Defined in one module, public or private (``_RUNTIME_OPS`` was written twice; ``align_up``'s overloads
+    are one definition)."""
+    assert set(_definitions(name) + _definitions("_" + name)) == {home}
+
+
+_ROLE_WORDS = frozenset(("input", "output", "input_output", "intermediate", "mutable_buffer", "view", "unused"))
+
+
+def _names_a_role(node: ast.AST) -> bool:
+    """``t.role``, ``role``, ``g.roles``, ``cols["role"]``, ``role[i]``, ``(a.role, b.role)``."""
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(map(_names_a_role, node.elts))
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        return (isinstance(key, ast.Constant) and key.value == "role") or _names_a_role(node.value)
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    return name in ("role", "roles")
+
+
+def _role_word(node: ast.AST) -> bool:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(map(_role_word, node.elts))
+    return isinstance(node, ast.Constant) and node.value in _ROLE_WORDS
+
+
+def _role_literals(sources) -> list[str]:
+    bad = []
+    for p in sources:
+        for node in ast.walk(_tree(p)):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(map(_names_a_role, sides)) and any(map(_role_word, sides)):
+                    bad.append(f"{_module_name(p)}:{node.lineno}")
+    return bad
+
+
+def test_roles_are_compared_with_role_members_not_words():
+    """``t.role == Role.VIEW``, never ``t.role == "view"``: a misspelt word compares unequal without a sound."""
+    bad = _role_literals(SOURCES)
+    assert not bad, bad
+
+
+def test_the_role_check_sees_a_word(tmp_path):
+    forms = ['t.role != "view"', '"mutable_buffer" in g.roles', 'x.role in ("input", "input_output")',
+             'c["role"] == "mutable_buffer"', '"mutable_buffer" not in (a.role, b.role)']
+    fine = ['t.role != Role.VIEW', 't.kind == "view"', 'color_by == "role"']
+    for k, text in enumerate(forms + fine):
+        (tmp_path / f"m{k}.py").write_text(f"x = {text}\n")
+    found = set()
+    for p in tmp_path.glob("*.py"):
+        tree = ast.parse(p.read_text())
+        if any(isinstance(n, ast.Compare) and any(map(_names_a_role, [n.left, *n.comparators]))
+               and any(map(_role_word, [n.left, *n.comparators])) for n in ast.walk(tree)):
+            found.add(int(p.stem[1:]))
+    assert found == set(range(len(forms)))

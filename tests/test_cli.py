@@ -218,11 +218,11 @@ def test_a_count_that_would_only_cost_memory_is_bounded(program_path, tmp_path, 
 
 
 def test_an_error_quoting_a_huge_name_is_a_line_one_can_read():
-    from pte_lab.cli import MOST_ERROR_CHARACTERS, _one_line
+    from pte_lab.cli import MOST_ERROR_CHARACTERS, one_line
     from pte_lab.errors import PteLabError
 
     text = f"method {'m' * 100_000!r}: not in the program"
-    line = _one_line(PteLabError(text))
+    line = one_line(PteLabError(text))
     assert len(line) < MOST_ERROR_CHARACTERS + 100 and line.startswith("method 'mmm")
     assert line.endswith("mmm': not in the program")
     assert f"({len(text) - MOST_ERROR_CHARACTERS:,} characters left out)" in line

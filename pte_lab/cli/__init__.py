@@ -34,10 +34,10 @@ import warnings
 from ..errors import BUG_EXIT_CODE, TARGET_CHANGED, PteLabError, bug_line
 from ..printable import printable, printable_text
 from . import cache, diff, example, inspect, legacy_env, measure, replan, sizes, what_if
-from .common import MOST_ERROR_CHARACTERS, _one_line, _os_line, _Parser
+from .common import MOST_ERROR_CHARACTERS, one_line, os_line, Parser
 
 #: what notebooks, scripts and tests import from here: the entry point, the parser, the exit status of a changed
-#: target, and the error line's bound (its home, with ``_one_line``, is :mod:`pte_lab.cli.common`)
+#: target, and the error line's bound (its home, with ``one_line``, is :mod:`pte_lab.cli.common`)
 __all__ = ["main", "build_parser", "TARGET_CHANGED", "MOST_ERROR_CHARACTERS"]
 
 #: the commands, in the order ``pte-lab --help`` lists them: each module's ``register(subparsers)`` adds its
@@ -48,8 +48,8 @@ COMMANDS = (inspect, example, measure, legacy_env, replan, sizes, diff, what_if,
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; a parsed command line's ``func`` runs it (and returns the exit status)."""
-    p = _Parser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = Parser(prog="pte-lab", description="The lab bench for ExecuTorch memory.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     p.commands = sub.choices  # name -> its parser, for usage on an unknown option
     for command in COMMANDS:
         command.register(sub)
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         print("pte-lab: interrupted", file=sys.stderr)
         return 130
     except (PteLabError, OSError) as exc:  # bad input (or a file that cannot be read): one line, no traceback
-        print(f"pte-lab: error: {_one_line(exc) if isinstance(exc, PteLabError) else _os_line(exc)}",
+        print(f"pte-lab: error: {one_line(exc) if isinstance(exc, PteLabError) else os_line(exc)}",
               file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - anything else is a bug in pte_lab: one line says so

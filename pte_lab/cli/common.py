@@ -16,7 +16,7 @@ from ..vocabulary import DEFAULT_INPUT_LIMIT, INPUT_LIMIT_ENV
 MOST_SIDE = 16_384
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """Bad values are one line naming the argument; a missing or unknown one prints the usage too."""
 
     def error(self, message):
@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pte-lab: error: {message}\n")
 
 
-class _Deprecated(argparse.Action):
+class Deprecated(argparse.Action):
     """An old flag kept as an alias of ``new``: it sets the same destination and says so, once, on stderr."""
 
     def __init__(self, option_strings, dest, new: str, **kwargs):
@@ -37,7 +37,7 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, True)
 
 
-def _whole(least: int | None, most: int | None = None):
+def whole(least: int | None, most: int | None = None):
     """A count (``--runs``, ``--at``...): exact, at least ``least``, at most ``most`` (where a larger one would
     only cost memory: a picture's columns, an example's matrix side), refused beyond what int64 holds."""
     def parse(text: str) -> int:
@@ -52,28 +52,28 @@ def _whole(least: int | None, most: int | None = None):
     return parse
 
 
-def _size(text: str) -> int:
+def byte_size(text: str) -> int:
     try:
         return parse_bytes(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _max_input_bytes(parser, what: str) -> None:
+def max_input_bytes_option(parser, what: str) -> None:
     """``--max-input-bytes``: the most pte_lab builds at sizes the file declares (:func:`pte_lab.runtime.inputs.input_limit`)."""
-    parser.add_argument("--max-input-bytes", type=_size, metavar="SIZE",
+    parser.add_argument("--max-input-bytes", type=byte_size, metavar="SIZE",
                         help=f"the most bytes pte_lab builds at sizes the file declares: {what}; more is refused, "
                              f"nothing built, exit 2 (default {human_bytes(DEFAULT_INPUT_LIMIT)}, or ${INPUT_LIMIT_ENV}; "
                              f"never more than the memory free)")
 
 
-def _no_cache(parser, help: str) -> None:
+def no_cache_option(parser, help: str) -> None:
     """``--no-cache``: measure afresh, keep nothing (the commands whose answers :mod:`pte_lab.runtime.kept` keeps:
     ``sizes``, ``what-if``; ``pte-lab cache`` shows and clears them)."""
     parser.add_argument("--no-cache", action="store_true", help=help)
 
 
-def _new_file(text: str) -> str:
+def new_file(text: str) -> str:
     """A file to write: its folder must exist, and the path names a regular file or nothing (checked before any
     work: a FIFO would block, a device or a link would be replaced)."""
     from ..format.regular_file import check_writable  # pte_lab.format loads the readers: not for --help
@@ -94,7 +94,7 @@ def _new_file(text: str) -> str:
 MOST_ERROR_CHARACTERS = 2_000
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     """A PteLabError as one line (its first), every name from the file in it shown escaped, its middle left out
     past :data:`MOST_ERROR_CHARACTERS`."""
     text = str(exc).strip()
@@ -105,7 +105,7 @@ def _one_line(exc: BaseException) -> str:
     return f"{line[:half]} ...({len(line) - 2 * half:,} characters left out)... {line[-half:]}"
 
 
-def _os_line(exc: OSError) -> str:
+def os_line(exc: OSError) -> str:
     """A file the system refused (missing, unreadable, a full disk): its type, what and where, one line."""
     text = str(exc).strip()
     return printable(f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": "))

@@ -10,7 +10,7 @@ from ..errors import TARGET_CHANGED, PteLabError
 from ..progress import lines
 from ..views.json_text import json_text
 from ..vocabulary import BUDGET_KINDS
-from .common import _whole
+from .common import whole
 
 
 def register(subparsers) -> None:
@@ -41,7 +41,7 @@ def register(subparsers) -> None:
     df.add_argument("--allow-target-change", action="store_true",
                     help=f"with --fail-if-grows: do not fail (exit {TARGET_CHANGED}) when a delegate's backend, "
                          "target or memory mode changes, its bytes move from flash to RAM or a method is gone")
-    df.add_argument("--rows", type=_whole(1), default=12, help="most tensors listed per table (default 12)")
+    df.add_argument("--rows", type=whole(1), default=12, help="most tensors listed per table (default 12)")
     df.set_defaults(func=run)
 
 

@@ -10,7 +10,7 @@ from .. import examples, shipped
 from ..errors import PteLabError
 from ..examples import BUILDERS
 from ..progress import lines
-from .common import MOST_SIDE, _new_file, _whole
+from .common import MOST_SIDE, new_file, whole
 
 
 def register(subparsers) -> None:
@@ -18,8 +18,8 @@ def register(subparsers) -> None:
                                               "executorch)",
                               epilog=_examples_said(), formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("name", choices=_examples(), metavar="name", help=", ".join(_examples()))
-    e.add_argument("out", type=_new_file, help="the .pte to write (its folder must exist)")
-    e.add_argument("--side", type=_whole(1, MOST_SIDE),
+    e.add_argument("out", type=new_file, help="the .pte to write (its folder must exist)")
+    e.add_argument("--side", type=whole(1, MOST_SIDE),
                    help="for 'device' and 'three_methods': matrix side (2048 plans 48 MiB on the device)")
     e.set_defaults(func=run)
 

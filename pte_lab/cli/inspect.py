@@ -9,7 +9,7 @@ import sys
 
 from ..errors import NotAProgramError, PteLabError
 from ..views.json_text import json_text
-from .common import _Deprecated, _whole
+from .common import Deprecated, whole
 
 #: the widest arena picture ``inspect --width`` draws (a wider one only costs memory: a terminal shows fewer)
 MOST_COLUMNS = 10_000
@@ -27,14 +27,14 @@ def register(subparsers) -> None:
                                       "tensor's FX node, module and source line")
     i.add_argument("--layout", action="store_true",
                    help="where the file's bytes go: regions, the largest blobs, identical blobs stored twice")
-    i.add_argument("--sizes", action=_Deprecated, dest="layout",
+    i.add_argument("--sizes", action=Deprecated, dest="layout",
                    new="--layout (the file's layout; run-time pools are pte-lab sizes)", help=argparse.SUPPRESS)
     i.add_argument("--method", "-m", help="only this method")
     i.add_argument("--json", action="store_true", help="emit the pte_lab.inspect JSON document (version 1)")
     i.add_argument("--compact", action="store_true", help="with --json: no indentation")
-    i.add_argument("--width", type=_whole(8, MOST_COLUMNS), default=64,
+    i.add_argument("--width", type=whole(8, MOST_COLUMNS), default=64,
                    help=f"columns of the arena pictures (default 64, at most {MOST_COLUMNS:,})")
-    i.add_argument("--rows", type=_whole(3), default=48,
+    i.add_argument("--rows", type=whole(3), default=48,
                    help="most rows per arena picture, or blobs with --layout (default 48)")
     i.set_defaults(func=run)
 

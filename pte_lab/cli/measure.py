@@ -9,16 +9,16 @@ import sys
 
 from ..errors import PteLabError
 from ..progress import lines
-from .common import MOST_SIDE, _new_file, _whole
+from .common import MOST_SIDE, new_file, whole
 
 
 def register(subparsers) -> None:
     m = subparsers.add_parser("measure", help="reproduce the loader fix's before/after device-memory measurements")
-    m.add_argument("--side", type=_whole(1, MOST_SIDE), default=2048,
+    m.add_argument("--side", type=whole(1, MOST_SIDE), default=2048,
                    help=f"matrix side; 2048 plans 48 MiB on the device (at most {MOST_SIDE:,})")
     m.add_argument("--legacy-python", type=_executable,
                    help="interpreter with executorch 1.4.1 (default: the `legacy-env` one)")
-    m.add_argument("--json", type=_new_file, help="also write the report as JSON to this file")
+    m.add_argument("--json", type=new_file, help="also write the report as JSON to this file")
     m.add_argument("--bundle", metavar="DIR",
                    help="instead, write a folder that measures both loaders without Python (a native runner, "
                         "ExecuTorch's libraries, the program, run.sh): real CUDA memory where a driver is present, "

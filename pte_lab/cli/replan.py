@@ -7,13 +7,13 @@ import os
 from ..errors import PteLabError
 from ..progress import lines
 from ..vocabulary import PLANNER_NAMES
-from .common import _new_file, _whole
+from .common import new_file, whole
 
 
 def register(subparsers) -> None:
     rp = subparsers.add_parser("replan", help="replan every arena, write a new .pte, optionally verify it")
     rp.add_argument("input", help="the program (.pte) to replan")
-    rp.add_argument("output", type=_new_file, help="the replanned .pte to write (its folder must exist)")
+    rp.add_argument("output", type=new_file, help="the replanned .pte to write (its folder must exist)")
     rp.add_argument("--algorithm", "-a", default="best_fit", choices=sorted(PLANNER_NAMES),
                     help="the planner of every arena (default best_fit): ExecuTorch's greedy, best_fit, first_fit "
                          "(TFLite Micro's), naive (one after another, nothing shared), or optimal (exhaustive: tiny "
@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     rp.add_argument("--verify", action="store_true",
                     help="run both with ExecuTorch, each method called --runs times in a row with its state "
                          "carried (an LLM: prefill, then decode steps); every output must be bit-identical")
-    rp.add_argument("--runs", type=_whole(1), default=4, help="calls per method when verifying (default 4)")
+    rp.add_argument("--runs", type=whole(1), default=4, help="calls per method when verifying (default 4)")
     rp.add_argument("--data", help="the .ptd the program takes external data from (for --verify)")
     rp.set_defaults(func=run)
 

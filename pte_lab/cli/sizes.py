@@ -11,7 +11,7 @@ from ..errors import PteLabError
 from ..progress import lines
 from ..shell_text import sh_word, sh_words
 from ..views.json_text import json_text
-from .common import _max_input_bytes, _no_cache, _one_line, _size, _whole
+from .common import max_input_bytes_option, no_cache_option, one_line, byte_size, whole
 
 
 def register(subparsers) -> None:
@@ -31,11 +31,11 @@ def register(subparsers) -> None:
     sz.add_argument("--verify", action="store_true",
                     help="run each method again with pools of exactly these sizes, and with a method pool one "
                          "byte smaller (which must be refused); exit 1 if a figure is not tight")
-    sz.add_argument("--runs", type=_whole(1, 100), default=2, help="runs per method (default 2, at most 100)")
+    sz.add_argument("--runs", type=whole(1, 100), default=2, help="runs per method (default 2, at most 100)")
     sz.add_argument("--target", choices=("host", "cortex-m"), default="host",
                     help="the pools for this target: host (this machine, measured; the default) or cortex-m "
                          "(32-bit Arm, Cortex-M55: the method pool modelled with its ABI, checked against this host)")
-    sz.add_argument("--budget", type=_size, metavar="SIZE",
+    sz.add_argument("--budget", type=byte_size, metavar="SIZE",
                     help="the board's RAM (262144, 256KiB, 1.5MiB; or decimal: 256kB): each method's bare-metal "
                          "total (planned "
                          "buffers, pools, the program's bytes where they must be in RAM) is checked against it; "
@@ -43,10 +43,10 @@ def register(subparsers) -> None:
     sz.add_argument("--region", type=_region, action="append", metavar="NAME=SIZE",
                     help="a RAM region of the board (repeatable): the parts of each method's bare-metal total are "
                          "placed in them, largest first; exit 1 when one does not fit")
-    _no_cache(sz, "measure afresh and keep nothing (by default a program sized before, the same bytes with the same "
+    no_cache_option(sz, "measure afresh and keep nothing (by default a program sized before, the same bytes with the same "
                   "pte_lab, ExecuTorch and options, gives its kept figures at once and says when they were "
                   "measured; pte-lab cache clear forgets them all)")
-    _max_input_bytes(sz, "the runner's inputs (each at the shape the file declares, a dynamic one at its bound) "
+    max_input_bytes_option(sz, "the runner's inputs (each at the shape the file declares, a dynamic one at its bound) "
                          "and the buffers of its unplanned outputs")
     sz.set_defaults(func=run)
 
@@ -56,7 +56,7 @@ def _region(text: str) -> tuple[str, int]:
     name, eq, size = text.partition("=")
     if not eq or not name.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME=SIZE (SRAM=256KiB)")
-    return name.strip(), _size(size)
+    return name.strip(), byte_size(size)
 
 
 def run(args) -> int:
@@ -124,7 +124,7 @@ def run(args) -> int:
         for n, why in s.skipped.items():
             by_reason.setdefault(why, []).append(repr(n))
         # the file was read and what it declares was printed: a check that failed (1), not bad input (2)
-        print(_one_line(PteLabError(f"pte-lab: error: {args.file}: no method could be sized: "
+        print(one_line(PteLabError(f"pte-lab: error: {args.file}: no method could be sized: "
                                     + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items())
                                     + f". What the file says is above; pte-lab inspect {sh_word(args.file)} shows "
                                       "the plan, where the file's bytes go and the delegates' blobs")),

@@ -9,7 +9,7 @@ from ..errors import PteLabError
 from ..progress import lines
 from ..units import parse_whole, quoted
 from ..views.json_text import json_text
-from .common import _max_input_bytes, _no_cache, _whole
+from .common import max_input_bytes_option, no_cache_option, whole
 
 
 def register(subparsers) -> None:
@@ -19,7 +19,7 @@ def register(subparsers) -> None:
     wi.add_argument("other", nargs="?", help="a second export of the same model at another value of one "
                                              "parameter (with --values and --at)")
     wi.add_argument("--values", help="with two files: the parameter's value in each, e.g. 64,128")
-    wi.add_argument("--at", type=_whole(None), help="with two files: the value to predict at")
+    wi.add_argument("--at", type=whole(None), help="with two files: the value to predict at")
     wi.add_argument("--bound", "-b", action="append", metavar="INPUT:AXIS[=N]",
                     help="a dynamic dim and the bound to predict at (repeatable); with --budget, the dim to search")
     wi.add_argument("--at-shape", action="append", metavar="INPUT=D0,D1,...",
@@ -29,7 +29,7 @@ def register(subparsers) -> None:
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes; KiB, MiB, GiB; or "
                                      "decimal kB, MB, GB: 300MB)")
-    wi.add_argument("--need", type=_whole(1), metavar="N",
+    wi.add_argument("--need", type=whole(1), metavar="N",
                     help="with --budget: the longest input the app runs; where the largest bound under the budget "
                          "is below it, say so and what plans N under the budget instead (the findings' changes, "
                          "predicted)")
@@ -37,9 +37,9 @@ def register(subparsers) -> None:
                     help="make a finding's change before replanning (its kind, e.g. attention_scores: the safe "
                          "softmax's planes removed; repeatable): a prediction of the program with the model edited")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
-    _no_cache(wi, "run the method again (by default the shapes learnt from runs of these same bytes, with the same "
+    no_cache_option(wi, "run the method again (by default the shapes learnt from runs of these same bytes, with the same "
                   "pte_lab and ExecuTorch, are kept and used at once, said in the output)")
-    _max_input_bytes(wi, "one run's inputs (at the small sizes sampled, or --at-shape's) and ETDump's buffer")
+    max_input_bytes_option(wi, "one run's inputs (at the small sizes sampled, or --at-shape's) and ETDump's buffer")
     wi.set_defaults(func=run)
 
 
@@ -107,7 +107,7 @@ def _what_if_from(args) -> int:
 
 def _at_shape(args) -> dict:
     """``--at-shape 0=1,800,258`` -> {(0, 1): 800}: the axes whose size differs from the exported shape."""
-    from ..planning.what_if import _method, _program
+    from ..planning.what_if import what_if_method, program_and_path
 
     wanted = {}
     for a in args.at_shape:
@@ -115,7 +115,7 @@ def _at_shape(args) -> dict:
         example = "INPUT=D0,D1,..., e.g. 0=1,800,258"
         (pos,) = _wholes(pos, None, "--at-shape", a, example)
         wanted[pos] = _wholes(dims, ",", "--at-shape", a, example)
-    by_pos = {s.position: s for s in _method(_program(args.file)[0], args.method).inputs}
+    by_pos = {s.position: s for s in what_if_method(program_and_path(args.file)[0], args.method).inputs}
     shape = {}
     for pos, dims in wanted.items():
         exported = by_pos[pos].shape if pos in by_pos and by_pos[pos].shape is not None else None

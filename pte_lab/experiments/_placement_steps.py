@@ -18,17 +18,22 @@ emulated device's bytes are not among them), glibc's statistics otherwise.
 """
 
 import ctypes
-import ctypes.util
 import importlib.metadata as md
+import importlib.util
 import json
 import sys
 import time
 import traceback
+from pathlib import Path
 
 
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+def _mallinfo():
+    """``pte_lab/mallinfo.py`` (glibc's ``mallinfo2``: its one home, standard library only), loaded by its path:
+    this script imports no pte_lab package."""
+    spec = importlib.util.spec_from_file_location("pte_lab_mallinfo", Path(__file__).resolve().parents[1] / "mallinfo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(args):
@@ -55,15 +60,13 @@ def main(args):
         measured_by = "emulated device ledger (exact, host memory)" if rc in (0, 1) else "none"
     elif torch.cuda.is_available():
         measured_by = "torch.cuda.mem_get_info"
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    mallinfo2 = getattr(libc, "mallinfo2", None)
-    if mallinfo2 is not None:
-        mallinfo2.restype = _Mallinfo2
+    mallinfo = _mallinfo()
+    glibc_heap = mallinfo.handed_out() is not None
     counter = getattr(ctypes.CDLL(None), "pte_lab_counter_host_bytes", None)  # preloaded by the caller, if at all
     if counter is not None:
         counter.restype = ctypes.c_int64
     host_measured_by = ("exact (allocation counter)" if counter is not None
-                        else "approximate (glibc mallinfo2)" if mallinfo2 is not None else "none")
+                        else mallinfo.HOW if glibc_heap else "none")
 
     def device_bytes():
         if helper is not None:
@@ -76,10 +79,7 @@ def main(args):
     def host_bytes():
         if counter is not None:
             return int(counter())
-        if mallinfo2 is None:
-            return None
-        mi = mallinfo2()
-        return int(mi.uordblks + mi.hblkhd)
+        return mallinfo.handed_out()
 
     def events():
         return int(helper.pte_lab_event_count()) if helper is not None else None

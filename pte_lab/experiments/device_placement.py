@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from .. import examples
 from ..cache import cache_dir
 from ..model import open_pte
-from ..plot import _bytes_axis
+from ..plot import bytes_axis
 from ..progress import reporter
 from ..runtime import native
 from ..units import count, human_bytes
@@ -287,7 +287,7 @@ class Report:
                                     color="white", lw=1.6, solid_capstyle="butt")
                         ax.annotate(f"{human_bytes(v)}, axis cut", (bx + width * 0.6, top - 0.02 * span),
                                     ha="left", va="top", fontsize=7, color="#333333")
-            _bytes_axis(ax.yaxis, span, signed=True)
+            bytes_axis(ax.yaxis, span, signed=True)
         handles, labels = axes[0].get_legend_handles_labels()
         axes[0].figure.legend(handles, labels, fontsize=8, frameon=False, loc="outside lower center", ncol=3)
         axes[0].figure.suptitle(f"forward2's {human_bytes(self.planned_device_bytes)} device arena, "

@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import PteFormatError
+from ..vocabulary import ValueKind
 from ._flat import Table, root_table
 
 IDENTIFIER = b"BP08"
-VALUE_KINDS = {1: "Tensor", 2: "Int", 3: "Bool", 4: "Double"}
+VALUE_KINDS = {1: ValueKind.TENSOR, 2: ValueKind.INT, 3: ValueKind.BOOL, 4: ValueKind.DOUBLE}
 
 __all__ = ["IDENTIFIER", "RawBundled", "RawSuite", "RawCase", "RawBundledValue", "decode_bundled"]
 
@@ -30,7 +31,7 @@ __all__ = ["IDENTIFIER", "RawBundled", "RawSuite", "RawCase", "RawBundledValue",
 class RawBundledValue:
     """One input or expected output of a bundled test case: a tensor's type, sizes and bytes, or a scalar's
     value."""
-    kind: str
+    kind: ValueKind
     scalar_type: int | None = None
     sizes: tuple[int, ...] | None = None
     #: (offset, length) of a tensor's bytes in the bundled file
@@ -68,14 +69,14 @@ def _value(v: Table) -> RawBundledValue:
     kind = VALUE_KINDS.get(tag)
     if kind is None or t is None:
         raise PteFormatError(f"{v.where}: unknown or empty bundled value (type {tag})")
-    if kind == "Tensor":
+    if kind == ValueKind.TENSOR:
         sizes = t.int_tuple(1, "int32", "sizes")
         if sizes and min(sizes) < 0:
             raise PteFormatError(f"{t.where}.sizes: negative dimension {min(sizes)}")
         return RawBundledValue(kind, t.scalar(0, "int8"), sizes, t.bytes_vector_span(2, "data"))
-    if kind == "Int":
+    if kind == ValueKind.INT:
         return RawBundledValue(kind, value=t.scalar(0, "int64"))
-    if kind == "Bool":
+    if kind == ValueKind.BOOL:
         return RawBundledValue(kind, value=t.scalar(0, "bool", False))
     return RawBundledValue(kind, value=t.scalar(0, "float64", 0.0))
 

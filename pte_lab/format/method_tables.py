@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..vocabulary import ValueKind
 from .program import RawProgram
 
 __all__ = ["MethodTables", "method_tables"]
 
 #: value kinds whose table is a vector of items at field 0 (IntList items are int64 indices; a String's
 #: field is a string, whose length the runtime does not allocate by)
-_LISTS = {"IntList": 8, "DoubleList": 8, "BoolList": 1}
+_LISTS = {ValueKind.INT_LIST: 8, ValueKind.DOUBLE_LIST: 8, ValueKind.BOOL_LIST: 1}
 
 
 @dataclass(frozen=True)

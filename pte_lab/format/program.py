@@ -15,6 +15,7 @@ import numpy as np
 
 from ..devices import device_name
 from ..errors import PteFormatError
+from ..vocabulary import ValueKind
 from ._flat import Table, TableVector, root_table
 from ._values_fast import FEW, read_values
 from .bundled import RawBundled
@@ -24,8 +25,9 @@ from .schema import DataLocation
 
 # EValue union tags (KernelTypes)
 VALUE_KINDS = {
-    0: "None", 1: "Null", 2: "Int", 3: "Bool", 4: "Double", 5: "Tensor", 6: "String",
-    7: "IntList", 8: "DoubleList", 9: "BoolList", 10: "TensorList", 11: "OptionalTensorList",
+    0: ValueKind.NONE, 1: ValueKind.NULL, 2: ValueKind.INT, 3: ValueKind.BOOL, 4: ValueKind.DOUBLE, 5: ValueKind.TENSOR,
+    6: ValueKind.STRING, 7: ValueKind.INT_LIST, 8: ValueKind.DOUBLE_LIST, 9: ValueKind.BOOL_LIST,
+    10: ValueKind.TENSOR_LIST, 11: ValueKind.OPTIONAL_TENSOR_LIST,
 }
 # Instruction union tags (InstructionArguments)
 INSTRUCTION_KINDS = {1: "KernelCall", 2: "DelegateCall", 3: "MoveCall", 4: "JumpFalseCall", 5: "FreeCall"}
@@ -54,7 +56,7 @@ class RawTensor:
 class RawValue:
     """One value of an execution plan as the file stores it: its kind, its tensor, the items of a list, a
     scalar's value."""
-    kind: str
+    kind: ValueKind
     tensor: RawTensor | None = None
     #: value indices for TensorList / OptionalTensorList (-1: none)
     items: tuple[int, ...] = ()
@@ -210,15 +212,15 @@ class RawProgram:
         lists: dict[int, tuple[int, ...]] = {}
         seen: dict[int, int | tuple[int, ...]] = {}  # by table position
         for v, rec in enumerate(plan.values):
-            if rec.kind not in ("Int", "IntList"):
+            if rec.kind not in (ValueKind.INT, ValueKind.INT_LIST):
                 continue
             pos = values_vec.position(v)
             got = seen.get(pos)
             if got is None:
                 val = values_vec.table_at(v, pos).table(1, "val")
-                got = seen[pos] = (val.scalar(0, "int64") if rec.kind == "Int"
+                got = seen[pos] = (val.scalar(0, "int64") if rec.kind == ValueKind.INT
                                    else val.int_tuple(0, "int64", "items"))
-            if rec.kind == "Int":
+            if rec.kind == ValueKind.INT:
                 ints[v] = got
             else:
                 lists[v] = got
@@ -364,7 +366,7 @@ def _decode_tensor(t: Table) -> RawTensor:
 
 #: EValue kinds a method input may be besides tensors -> the type of their table's one field (Int { int_val:
 #: long }, Bool { bool_val: bool }, Double { double_val: double })
-_SCALAR_INPUTS = {"Int": "int64", "Bool": "bool", "Double": "float64"}
+_SCALAR_INPUTS = {ValueKind.INT: "int64", ValueKind.BOOL: "bool", ValueKind.DOUBLE: "float64"}
 
 
 def _decode_value(v: Table, n_values: int) -> RawValue:
@@ -375,12 +377,12 @@ def _decode_value(v: Table, n_values: int) -> RawValue:
         raise PteFormatError(f"{v.where}: unknown value type {tag}")
     if tag != 0 and not v.has(1):
         raise PteFormatError(f"{v.where}: {kind} value without its table")
-    if kind == "Tensor":
+    if kind == ValueKind.TENSOR:
         return RawValue(kind, tensor=_decode_tensor(v.table(1, "val")))
-    if kind in ("TensorList", "OptionalTensorList"):
+    if kind in (ValueKind.TENSOR_LIST, ValueKind.OPTIONAL_TENSOR_LIST):
         val = v.table(1, "val")
         items = val.int_tuple(0, "int32", "items")
-        low = -1 if kind == "OptionalTensorList" else 0
+        low = -1 if kind == ValueKind.OPTIONAL_TENSOR_LIST else 0
         if items and (min(items) < low or max(items) >= n_values):
             it = min(items) if min(items) < low else max(items)
             raise PteFormatError(f"{val.where}.items: value index {it} out of range ({n_values} values)")

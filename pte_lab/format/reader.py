@@ -8,6 +8,7 @@ import os
 from typing import BinaryIO, Union
 
 from ..errors import PteFormatError
+from ..vocabulary import FileKind
 from . import bundled as _bundled
 from . import flat_tensor as _flat_tensor
 from . import mixups
@@ -23,7 +24,7 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 __all__ = ["read", "read_data", "identify", "Source", "KINDS"]
 
 #: what the identifier at bytes 4..8 says a file is
-KINDS = {_bundled.IDENTIFIER: "bundled", _flat_tensor.IDENTIFIER: "data"}
+KINDS = {_bundled.IDENTIFIER: FileKind.BUNDLED, _flat_tensor.IDENTIFIER: FileKind.DATA}
 
 
 def _read_exact(f: BinaryIO, n: int, what: str, head: bytes = b"") -> memoryview:
@@ -118,10 +119,11 @@ class _Opened:
             self.f.close()
 
 
-def identify(source: Source) -> str:
-    """``"program"`` (.pte), ``"bundled"`` (.bpte) or ``"data"`` (.ptd), from bytes 4..8 only."""
+def identify(source: Source) -> FileKind:
+    """``"program"`` (.pte), ``"bundled"`` (.bpte) or ``"data"`` (.ptd), from bytes 4..8 only: a
+    :class:`~pte_lab.vocabulary.FileKind`, which equals its string."""
     with _Opened(source) as o:
-        return KINDS.get(o.head(8)[4:8], "program")
+        return KINDS.get(o.head(8)[4:8], FileKind.PROGRAM)
 
 
 def read(source: Source) -> tuple[RawProgram, str | None]:
@@ -131,12 +133,12 @@ def read(source: Source) -> tuple[RawProgram, str | None]:
     :class:`PteFormatError` for anything that is not a valid program.
     """
     with _Opened(source) as o:
-        kind = KINDS.get(o.head(8)[4:8], "program")
-        if kind == "program":
+        kind = KINDS.get(o.head(8)[4:8], FileKind.PROGRAM)
+        if kind == FileKind.PROGRAM:
             o.check_is(SUPPORTED_IDENTIFIERS, ".pte")
-        elif kind == "data":
+        elif kind == FileKind.DATA:
             raise MIXUPS["ptd"].error()
-        if kind == "bundled":
+        if kind == FileKind.BUNDLED:
             whole = o.whole()
             bundle = decode_bundled(whole)
             start, length = bundle.program

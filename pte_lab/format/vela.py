@@ -45,6 +45,8 @@ import struct
 from dataclasses import dataclass, field
 from collections.abc import Callable
 
+from ..units import align_up
+
 __all__ = ["read_vela", "VelaStream", "VelaBlock", "VelaIO", "VelaReader", "READERS", "BACKEND", "LEGACY_BACKEND",
            "BACKENDS", "BLOCK_HEADER_BYTES", "STREAM_ALIGNMENT", "SHAPE_DIMS", "LEGACY_SHAPE_DIMS", "IO_BYTES",
            "EXTERNAL_KEY_BYTES", "MAX_BLOCKS"]
@@ -201,7 +203,7 @@ def _name(raw: bytes) -> str:
 
 
 def _padded(n: int) -> int:
-    return -(-n // STREAM_ALIGNMENT) * STREAM_ALIGNMENT
+    return align_up(n, STREAM_ALIGNMENT)
 
 
 def _ios(payload: bytes, what: str, problems: list[str], reader: VelaReader) -> tuple[tuple[VelaIO, ...] | None,

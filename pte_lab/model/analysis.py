@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
+from ..vocabulary import Role
 from .arrays import isin, unique
 from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
@@ -327,7 +328,7 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
     producer = np.full(n, -1, dtype=np.int64)
     op = np.full(n, None, dtype=object)
     is_view = isin(values, np.fromiter(views, np.int64, len(views)))
-    made = np.flatnonzero(((role == "intermediate") | (role == "output")) & ~is_view)
+    made = np.flatnonzero(((role == Role.INTERMEDIATE) | (role == Role.OUTPUT)) & ~is_view)
     at = np.fromiter(map(first_use.get, values[made].tolist(), repeat(-1)), np.int64, len(made))
     made, at = made[at >= 0], at[at >= 0]
     if len(made):
@@ -343,6 +344,6 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
     producer[seen[known]] = starts[known]
     rows = np.searchsorted(values, [views[v] for v in values[seen].tolist()])  # bases are planned, never views
     for i, base, row in zip(seen.tolist(), values[rows].tolist(), rows.tolist()):
-        via = f" ({op[row]})" if role[i] == "view" and op[row] else ""
+        via = f" ({op[row]})" if role[i] == Role.VIEW and op[row] else ""
         op[i] = f"view of v{base}{via}"
     return {"producer": producer, "op": op}

@@ -27,6 +27,7 @@ from ..format.etrecord import (ETRecord, MethodRecord, NodeInfo, SourceLine, che
                                innermost_user, mismatch, op_base)
 from ..printable import printable
 from ..units import first_few
+from ..vocabulary import Role
 
 if TYPE_CHECKING:
     from .method import Method
@@ -223,7 +224,7 @@ def _check_shapes(method: "Method", rec: MethodRecord, kernels, work: _Work) -> 
     graph with another layer width: operators and handles agree, shapes do not)."""
     written: dict[int, list[tuple[int, ...]]] = {}
     for t in method.planned:
-        if t.producer is not None and t.role != "view":
+        if t.producer is not None and t.role != Role.VIEW:
             written.setdefault(t.producer, []).append(t.shape)
     ix = _index(rec)
     for ins, op in kernels:

@@ -8,10 +8,8 @@ graph for its call (seen: XNNPACK aborts the process in ``load_method``).
 
 Backends' blob formats (read from their serializers in the executorch wheel):
 
-* ``XnnpackBackend``: a 30-byte header with ``XH00`` at bytes 4..8 whose
-  uint32 at 10..14 is the offset of an XNNPACK graph flatbuffer (file
-  identifier ``XN01`` at its bytes 4..8), or that flatbuffer alone
-  (``backends/xnnpack/serialization/xnnpack_graph_serialize.py``, ``schema.fbs``).
+* ``XnnpackBackend``: a header naming where an XNNPACK graph flatbuffer starts,
+  or that flatbuffer alone (:mod:`pte_lab.format.xnnpack` reads it).
 
 * ``EthosUBackend``: a Vela bin stream (:mod:`pte_lab.format.vela`), checked as ExecuTorch's reader
   checks it. ``ArmBackend`` (ExecuTorch 0.2 to 0.5) is the same backend under its older id, with the older
@@ -24,9 +22,9 @@ What a blob declares about memory (Ethos-U) is :mod:`pte_lab.model.ethos_u`.
 
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING
 
+from ..format import xnnpack
 from ..format.vela import BACKEND, LEGACY_BACKEND
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,27 +33,24 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["BlobUse", "blob_uses", "blob_problem", "BLOB_CHECKS"]
 
-XNNPACK_HEADER_MAGIC = b"XH00"
-XNNPACK_GRAPH_IDENTIFIERS = (b"XN01",)
-
 
 def _xnnpack_problem(blobs: "Blobs", offset: int, size: int) -> str | None:
     read = blobs.read
     if read is None:  # opened from a stream that is gone: the bytes cannot be checked
         return None
-    head = read(offset, min(size, 30))
-    if head[4:8] == XNNPACK_HEADER_MAGIC and len(head) >= 14:
-        fb = struct.unpack_from("<I", head, 10)[0]
+    head = read(offset, min(size, xnnpack.HEADER_BYTES))
+    fb = xnnpack.header_graph_offset(head)
+    if fb is not None:
         if fb + 8 > size:
             return f"its XNNPACK header puts the graph at byte {fb}, past the blob's {size} bytes"
-        ident = read(offset + fb + 4, 4)
-        if ident in XNNPACK_GRAPH_IDENTIFIERS:
+        ident = xnnpack.identifier(read(offset + fb, 8))
+        if ident in xnnpack.GRAPH_IDENTIFIERS:
             return None
-        return f"its XNNPACK header points at a graph whose identifier is {ident!r}, not {XNNPACK_GRAPH_IDENTIFIERS[0]!r}"
-    if head[4:8] in XNNPACK_GRAPH_IDENTIFIERS:
+        return f"its XNNPACK header points at a graph whose identifier is {ident!r}, not {xnnpack.GRAPH_IDENTIFIERS[0]!r}"
+    if xnnpack.identifier(head) in xnnpack.GRAPH_IDENTIFIERS:
         return None
-    return (f"it starts with {head[:8]!r}: neither XNNPACK's header ({XNNPACK_HEADER_MAGIC!r} at bytes 4..8) "
-            f"nor an XNNPACK graph ({XNNPACK_GRAPH_IDENTIFIERS[0]!r})")
+    return (f"it starts with {head[:8]!r}: neither XNNPACK's header ({xnnpack.HEADER_MAGIC!r} at bytes 4..8) "
+            f"nor an XNNPACK graph ({xnnpack.GRAPH_IDENTIFIERS[0]!r})")
 
 
 def _vela_problem(blobs: "Blobs", offset: int, size: int, backend: str = BACKEND) -> str | None:
@@ -68,7 +63,7 @@ def _vela_problem(blobs: "Blobs", offset: int, size: int, backend: str = BACKEND
 
 #: backend id -> the check of a blob's first bytes, ``check(blobs, offset, size)`` (``blobs``: the program's
 #: :class:`~pte_lab.model.ethos_u.Blobs`; backends not listed are not checked)
-BLOB_CHECKS = {"XnnpackBackend": _xnnpack_problem, BACKEND: _vela_problem,
+BLOB_CHECKS = {xnnpack.BACKEND: _xnnpack_problem, BACKEND: _vela_problem,
                LEGACY_BACKEND: lambda blobs, offset, size: _vela_problem(blobs, offset, size, LEGACY_BACKEND)}
 
 

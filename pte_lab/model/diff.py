@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable, Mapping
 
 from ..errors import PteLabError
-from ..vocabulary import BUDGET_KINDS
+from ..vocabulary import BUDGET_KINDS, Role
 from .align import align
 from .backends import BLOB_SETTINGS
 from .analysis import Arena, PlannedTensor, instruction_targets
@@ -242,18 +242,18 @@ class MethodDiff:
             return None if t.first is None or t.last is None else t.last - t.first
 
         for t in self.only_after:
-            if t.role != "view":
+            if t.role != Role.VIEW:
                 lists(t.mem_id)[0].append(t)
         for t in self.only_before:
-            if t.role != "view":
+            if t.role != Role.VIEW:
                 lists(t.mem_id)[1].append(t)
         for m in self.matched:
             a, b = m.before, m.after
-            if b.role != "view" and a.mem_id != b.mem_id and a.role != "view":
+            if b.role != Role.VIEW and a.mem_id != b.mem_id and a.role != Role.VIEW:
                 lists(b.mem_id)[2].append(m)
-            if a.role != "view" and a.mem_id != b.mem_id and b.role != "view":
+            if a.role != Role.VIEW and a.mem_id != b.mem_id and b.role != Role.VIEW:
                 lists(a.mem_id)[3].append(m)
-            if a.mem_id != b.mem_id or a.role == "view" or b.role == "view":
+            if a.mem_id != b.mem_id or a.role == Role.VIEW or b.role == Role.VIEW:
                 continue
             own = lists(a.mem_id)
             if b.nbytes > a.nbytes:
@@ -261,7 +261,7 @@ class MethodDiff:
             elif b.nbytes < a.nbytes:
                 own[5].append(m)
             sa, sb = span(a), span(b)
-            if "mutable_buffer" not in (a.role, b.role) and sa is not None and sb is not None:
+            if Role.MUTABLE_BUFFER not in (a.role, b.role) and sa is not None and sb is not None:
                 if sb > sa:
                     own[6].append(m)
                 elif sb < sa:
@@ -776,15 +776,15 @@ class Diff:
 # ---------------------------------------------------------------------- matching
 def _keys(m: "Method", ts: Iterable[PlannedTensor], uses_first: dict[int, int], targets: list[str]):
     """(order, key) of each tensor: its place in the instruction stream, and what makes it."""
-    ops = {t.value: t.op for t in m.planned if t.role != "view"}
+    ops = {t.value: t.op for t in m.planned if t.role != Role.VIEW}
     out = []
     for t in ts:
         first = uses_first.get(t.value)
-        if t.role == "view":
+        if t.role == Role.VIEW:
             what = ("view of", ops.get(m.storage_of(t.value)))
         elif t.producer is not None:
             what = ("made by", t.op)
-        elif t.role in ("input", "input_output"):
+        elif t.role in (Role.INPUT, Role.INPUT_OUTPUT):
             what = ("input",)
         else:  # state and anything no instruction writes: the first operator that touches it
             what = ("first used by", targets[first] if first is not None else None)
@@ -801,7 +801,7 @@ def _unique_sources(m: "Method", planned: dict[int, PlannedTensor]) -> dict[tupl
     seen: dict[tuple, list[int]] = {}
     for src in m.sources or ():
         t = planned.get(src.value)
-        if src.node is not None and t is not None and t.role != "view":
+        if src.node is not None and t is not None and t.role != Role.VIEW:
             seen.setdefault((src.node, src.module), []).append(src.value)
     return {k: vs[0] for k, vs in seen.items() if len(vs) == 1}
 

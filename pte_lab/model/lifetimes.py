@@ -144,7 +144,7 @@ def _extend_over_loops(first: dict[int, int], last: dict[int, int], jumps: list[
             last[v] = ends[i]
 
 
-def _expanded(plan: RawPlan, args) -> tuple[int, ...]:
+def expanded(plan: RawPlan, args) -> tuple[int, ...]:
     """``args`` with the items of the lists among them after each list."""
     if plan.lists.isdisjoint(args):
         return args
@@ -181,9 +181,9 @@ def _written(plan: RawPlan, ins) -> set[int]:
     if ins.kind == "MoveCall":
         return {ins.args[1]}
     if ins.kind == "KernelCall":
-        return named_twice(_expanded(plan, ins.args))[1]
+        return named_twice(expanded(plan, ins.args))[1]
     if ins.kind == "DelegateCall":
-        return set(_expanded(plan, ins.args))
+        return set(expanded(plan, ins.args))
     return set()
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
+from ..vocabulary import Role
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
 from .attribution import SOURCE_COLUMNS, TensorSource, attribute, attribute_stacktraces
@@ -274,7 +275,7 @@ class Method:
     def state(self) -> tuple[PlannedTensor, ...]:
         """The state this method keeps between calls (role ``mutable_buffer``: mutable buffers, KV caches),
         each storage once: views of state share their base's bytes and are not listed again."""
-        return tuple(t for t in self.planned if t.role == "mutable_buffer" and self.storage_of(t.value) == t.value)
+        return tuple(t for t in self.planned if t.role == Role.MUTABLE_BUFFER and self.storage_of(t.value) == t.value)
 
     def occupancy(self, mem_id: int) -> np.ndarray:
         """Occupied bytes of arena ``mem_id`` at times -1..N (index = time + 1)."""

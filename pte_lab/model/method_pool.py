@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ..format import TensorDataLocation, TensorShapeDynamism
 from ..format.method_tables import method_tables
+from ..units import align_up
 from .abi import TARGETS, Abi, UnknownTargetError, abi, abis
 
 
@@ -100,7 +101,7 @@ class _Bump:
         self.parts: dict[str, list[int]] = {}
 
     def raw(self, what: str, size: int, align: int) -> None:
-        start = -(-self.cur // align) * align
+        start = align_up(self.cur, align)
         p = self.parts.setdefault(what, [0, 0, 0])
         p[0] += 1
         p[1] += size

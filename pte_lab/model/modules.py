@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from ..errors import PteLabError
 from ..format.blobs import delegate_span
 from ..format.schema import TensorDataLocation
+from ..vocabulary import Role
 from .analysis import tensor_meta
 from .attribution import kernel_node
 
@@ -286,10 +287,10 @@ def module_memory(m: "Method") -> ModuleMemory:
     for nd in m.etrecord.nodes:
         for path, typ in nd.module_stack:
             types.setdefault(path, typ.rpartition(".")[2])
-    planned = [t for t in m.planned if t.role != "view" and t.nbytes]
+    planned = [t for t in m.planned if t.role != Role.VIEW and t.nbytes]
     # a tensor nothing writes takes the module of the first call reading it; state (a buffer kept between
     # calls) takes the module owning the buffers that call's node reads, by the graph signature's names
-    state = {t.value for t in planned if t.role == "mutable_buffer"}
+    state = {t.value for t in planned if t.role == Role.MUTABLE_BUFFER}
     first_reader: dict[int, str] = {}
     for ins in m.instructions:
         mod = ins_module.get(ins.index)
@@ -304,9 +305,9 @@ def module_memory(m: "Method") -> ModuleMemory:
         if src is not None:
             mod = src.module if src.module is not None else (
                 lowest_common(p for p, _ in src.modules) if src.modules else None)
-        if mod is None and t.role not in ("input", "input_output"):
+        if mod is None and t.role not in (Role.INPUT, Role.INPUT_OUTPUT):
             mod = first_reader.get(t.value)
-        owner[t.value] = mod if mod is not None else (INPUTS if t.role in ("input", "input_output") else NO_MODULE)
+        owner[t.value] = mod if mod is not None else (INPUTS if t.role in (Role.INPUT, Role.INPUT_OUTPUT) else NO_MODULE)
     story = m.peak
     at, peak_mem = (story.at, story.mem_id) if story is not None else (None, None)
     arenas = tuple(a.mem_id for a in m.arenas)

@@ -31,6 +31,7 @@ from enum import Enum
 
 import numpy as np
 
+from ..vocabulary import RUNTIME_OPS, Role
 from .plan_edit import PlanEdit
 
 __all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "PeakAfter", "SafeSoftmax", "explain_peak",
@@ -70,8 +71,6 @@ CAUSES = tuple(PeakCauseKind)
 #: a group smaller than this share of the peak is left out of the story's groups (the table has it)
 _SMALL = 0.02
 _SOFTMAX = ("softmax",)
-#: operators the runtime itself inserts (views, device copies): no delegate takes them
-_RUNTIME_OPS = ("et_copy::", "executorch_prim::")
 #: the operators of the safe softmax's mask: logical_not(any(logical_not(eq(x, -inf))))
 _MASK_OPS = ("aten::logical_not", "aten::any", "aten::eq")
 
@@ -220,7 +219,7 @@ def explain_peak(m) -> PeakStory | None:
     occ = m.analysis.occupancy(arena.mem_id)
     at = int(occ.argmax()) - 1
     n = m.n_instructions
-    live = [t for t in m.planned if t.mem_id == arena.mem_id and t.role != "view" and t.first is not None
+    live = [t for t in m.planned if t.mem_id == arena.mem_id and t.role != Role.VIEW and t.first is not None
             and t.first <= at <= t.last and t.nbytes]
     groups = _group(m, live)
     target = _target(m, at)
@@ -237,7 +236,7 @@ def safe_softmaxes(m) -> tuple[SafeSoftmax, ...]:
     instructions, out = m.instructions, []
     written: dict[int, list] = {}
     for t in planned.values():
-        if t.producer is not None and t.role != "view":
+        if t.producer is not None and t.role != Role.VIEW:
             written.setdefault(t.producer, []).append(t)
 
     def reads(i: int) -> list:
@@ -301,7 +300,7 @@ def _without_safe_softmax(m, mem_id: int, safes: tuple[SafeSoftmax, ...]) -> tup
     planned = {t.value: t for t in m.planned}
     gone = {v for s in safes for v in s.values}
     last = {s.scores: max(planned[s.scores].last, *(planned[v].last for v in s.values)) for s in safes}
-    rows = [t for t in planned.values() if t.mem_id == mem_id and t.role != "view" and t.first is not None
+    rows = [t for t in planned.values() if t.mem_id == mem_id and t.role != Role.VIEW and t.first is not None
             and t.nbytes]
     n = m.n_instructions
     before, _ = _live_peak([(t.nbytes, t.first, t.last) for t in rows], n)
@@ -350,12 +349,12 @@ def _causes(m, groups: list[PeakGroup], live: dict, mem_id: int) -> tuple[PeakCa
             extra[PeakCauseKind.SAFE_SOFTMAX] += sum(t.nbytes for t in mine)
         if g.dynamic:
             found[PeakCauseKind.DYNAMIC_BOUND].append(k)
-        if "mutable_buffer" in g.roles and g.dtype == "float32":
+        if Role.MUTABLE_BUFFER in g.roles and g.dtype == "float32":
             found[PeakCauseKind.STATE_FP32].append(k)
         if g.ops and all(op.startswith("aten::permute_copy") for op in g.ops) and _copies_weights(m, g, live):
             found[PeakCauseKind.WEIGHT_COPIES].append(k)
-        outside = [live[v] for v in g.values if delegated and live[v].role == "intermediate"
-                   and live[v].op is not None and "::" in live[v].op and not live[v].op.startswith(_RUNTIME_OPS)]
+        outside = [live[v] for v in g.values if delegated and live[v].role == Role.INTERMEDIATE
+                   and live[v].op is not None and "::" in live[v].op and not live[v].op.startswith(RUNTIME_OPS)]
         if outside:
             found[PeakCauseKind.OUTSIDE_DELEGATE].append(k)
             names[PeakCauseKind.OUTSIDE_DELEGATE].update(t.op for t in outside)

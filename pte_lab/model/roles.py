@@ -24,12 +24,14 @@ from itertools import repeat
 import numpy as np
 
 from ..format import RawPlan
+from ..vocabulary import Role
 from .arrays import isin, unique
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
-from .lifetimes import _expanded, holding, holds_nothing, named_in, named_twice
+from .lifetimes import expanded, holding, holds_nothing, named_in, named_twice
 
-ROLES = ("input", "output", "input_output", "intermediate", "mutable_buffer", "view", "unused")
+#: every role, in the order above (:class:`pte_lab.vocabulary.Role`)
+ROLES = tuple(Role)
 
 
 def _in_place(name: str, overload: str) -> bool:
@@ -76,8 +78,8 @@ def reads_at(plan: RawPlan, i: int) -> set[int]:
     if ins.kind == "KernelCall":
         if not ins.args:
             return set()
-        named, again = named_twice(_expanded(plan, ins.args))
-        reads = named - again - set(_expanded(plan, ins.args[-1:]))
+        named, again = named_twice(expanded(plan, ins.args))
+        reads = named - again - set(expanded(plan, ins.args[-1:]))
         if _in_place(*plan.operators[ins.target]):
             reads.add(ins.args[0])
         return reads
@@ -213,15 +215,15 @@ def _span(t) -> int:
 
 
 def roles_of(values, *, inputs, outputs, state, named, views) -> np.ndarray:
-    """The role of each planned value (an object array of :data:`ROLES`): ``values`` an int array,
+    """The role of each planned value (an object array of :class:`~pte_lab.vocabulary.Role`): ``values`` an int array,
     ``named`` whether some instruction names each (it has a lifetime), ``views`` view -> base."""
     def among(chosen):
         return isin(values, np.fromiter(chosen, np.int64))
 
     is_in, is_out = among(inputs), among(outputs)
-    out = np.full(len(values), "intermediate", dtype=object)
+    out = np.full(len(values), Role.INTERMEDIATE, dtype=object)
     # the first rule that holds names the role (np.select's order): the rules set from the last to the first
-    for holds, role in ((among(views), "view"), (~named, "unused"), (is_out, "output"), (is_in, "input"),
-                        (is_in & is_out, "input_output"), (among(state), "mutable_buffer")):
+    for holds, role in ((among(views), Role.VIEW), (~named, Role.UNUSED), (is_out, Role.OUTPUT), (is_in, Role.INPUT),
+                        (is_in & is_out, Role.INPUT_OUTPUT), (among(state), Role.MUTABLE_BUFFER)):
         out[holds] = role
     return out

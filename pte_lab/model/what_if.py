@@ -261,7 +261,8 @@ def value_shapes(method, logged, point, keys, scalars=None) -> dict[int, tuple[i
     return shapes
 
 
-def _describe(method, value: int) -> str:
+def describe_tensor(method, value: int) -> str:
+    """``tensor v12 (its name)``, or written by its operator, or its role: a planned value in a message."""
     t = next((p for p in method.planned if p.value == value), None)
     if t is None:
         return f"value {value}"
@@ -276,7 +277,7 @@ def unrecorded(method, value: int, keys, point) -> WhatIfError:
     why = ("ETDump traces a kernel call's output and a delegate call's arguments, and no such instruction "
            "writes it" if logs is None else
            f"instruction {logs[0]} logged it, but not as the {len(logs[1])} tensors it writes")
-    return WhatIfError(f"{method.name}: no shape was recorded for {_describe(method, value)} at "
+    return WhatIfError(f"{method.name}: no shape was recorded for {describe_tensor(method, value)} at "
                        f"{point_text(keys, point)} ({why}), so how it scales is unknown; pte_lab refuses to "
                        f"guess: re-export at the bound you want and read its plan")
 
@@ -423,7 +424,7 @@ def fit_shapes(method, keys, exported, runs: list[tuple[tuple[int, ...], dict]])
         if any(x is None for x in seen):
             raise unrecorded(method, t.value, keys, next(p for (p, s) in runs if s.get(t.value) is None))
         if len({len(x) for x in seen} | {len(raw.sizes)}) != 1:
-            raise WhatIfError(f"{method.name}: {_describe(method, t.value)} changes rank between runs "
+            raise WhatIfError(f"{method.name}: {describe_tensor(method, t.value)} changes rank between runs "
                               f"({', '.join(short_shape(x) for x in seen)}); pte_lab refuses to guess")
         row = []
         for j in range(len(raw.sizes)):
@@ -442,7 +443,7 @@ def fit_shapes(method, keys, exported, runs: list[tuple[tuple[int, ...], dict]])
                         and (p, s) not in checks else "the check run")
                 names = [f"N{i}" for i in range(k)] if k > 1 else ["N"]
                 raise WhatIfError(
-                    f"{method.name}: {_describe(method, t.value)} is not affine in the sizes sampled: "
+                    f"{method.name}: {describe_tensor(method, t.value)} is not affine in the sizes sampled: "
                     f"{short_shape(want)} at {point_text(keys, p)} ({what}), where the fit "
                     f"[{', '.join(dim_text(d, names) for d in row)}] gives "
                     f"{short_shape([str(g) for g in got])}; pte_lab refuses to guess")

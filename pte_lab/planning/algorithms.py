@@ -22,7 +22,8 @@ import numpy as np
 
 from ..vocabulary import PLANNER_NAMES
 from .exact import optimal as search
-from .problem import PlanningError, Problem, align_up
+from ..units import align_up
+from .problem import PlanningError, Problem
 
 
 def _by_size(p: Problem):
@@ -94,7 +95,7 @@ def greedy(p: Problem) -> dict[int, int]:
             if free[j]:
                 picked = (j, 0)
             else:
-                tops = (tops + a - 1) // a * a
+                tops = align_up(tops, a)
                 fit = tops + g.size <= obj_size[:k]
                 j = int(fit.argmax())
                 if fit[j]:

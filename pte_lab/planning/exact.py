@@ -18,7 +18,8 @@ the previous group's offset. If no such plan fits, none does.
 
 from __future__ import annotations
 
-from .problem import PlanningError, Problem, align_up
+from ..units import align_up
+from .problem import PlanningError, Problem
 
 #: more groups than this are refused (the search grows exponentially)
 MAX_GROUPS = 10

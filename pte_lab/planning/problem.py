@@ -24,14 +24,11 @@ import numpy as np
 
 from ..errors import PteLabError
 from ..format import TENSOR_ALIGNMENT
+from ..units import align_up
 
 
 class PlanningError(PteLabError, ValueError):
     """Raised when a method or arena cannot be replanned safely (the message says why)."""
-
-
-def align_up(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
 
 
 @dataclass

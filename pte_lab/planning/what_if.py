@@ -43,7 +43,7 @@ from ..runtime import kept, native
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.shapes import plain_inputs, program_scalars
 from ..runtime.sizing.measure import cannot_run_here
-from ..units import INT64_MAX, check_int64, exact_bytes, parse_bytes
+from ..units import INT64_MAX, align_up, check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .algorithms import plan_arena
 
@@ -368,7 +368,7 @@ class Predictor:
             if len(gid):
                 np.maximum.at(ext, gid, rel + nbytes[rows])
             a = p.alignment
-            size = np.maximum(a, (ext + a - 1) // a * a)
+            size = np.maximum(a, align_up(ext, a))
             ext_l, size_l, nb = ext.tolist(), size.tolist(), nbytes.tolist()
             groups = [Group(g.id, [(v, r, nb[self.row[v]]) for v, r, _ in g.members], size_l[k], g.first, g.last,
                             g.original_offset, ext_l[k]) for k, g in enumerate(p.groups)]
@@ -507,7 +507,8 @@ def _peak(problems: list[Problem], n: int) -> tuple[int | None, list[int], int]:
 _FITS: dict = {}
 
 
-def _program(source) -> tuple[Pte, str]:
+def program_and_path(source) -> tuple[Pte, str]:
+    """The program and its path (what-if runs it): ``WhatIfError`` for a program that has no path."""
     pte = source if isinstance(source, Pte) else open_pte(source)
     path = pte.path if isinstance(source, Pte) else (os.fspath(source) if isinstance(source, (str, os.PathLike))
                                                        else None)
@@ -516,7 +517,9 @@ def _program(source) -> tuple[Pte, str]:
     return pte, os.fspath(path)
 
 
-def _method(pte: Pte, method: str | None):
+def what_if_method(pte: Pte, method: str | None):
+    """The method what-if runs: the one named, else the program's one method with a dynamic input
+    (``WhatIfError`` where there is none, several, or no method of that name)."""
     if method is not None:
         if method not in pte.methods:
             raise WhatIfError(f"no method {method!r} (methods: {', '.join(pte.methods)})")
@@ -609,8 +612,8 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     method and keys in this process, and on disk by the file's bytes, pte_lab, ExecuTorch and the keys
     (:mod:`pte_lab.runtime.kept`; the fit's ``kept`` says when its runs were made); ``cache=False`` runs them
     again. ``max_input_bytes``: the most a run may build (``pte_lab.runtime.inputs.input_limit``)."""
-    pte, path = _program(source)
-    m = _method(pte, method)
+    pte, path = program_and_path(source)
+    m = what_if_method(pte, method)
     keys, _, exported = check_bounds(m, {k: 1 for k in keys})
     st = os.stat(path)
     cache_key = (os.path.realpath(path), st.st_mtime_ns, st.st_size, m.name, keys)
@@ -707,8 +710,8 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
     pte_lab.errors.DeclaredSizeError
         For a run whose inputs would be over the limit (their bytes in the message).
     """
-    pte, path = _program(source)
-    m = _method(pte, method)
+    pte, path = program_and_path(source)
+    m = what_if_method(pte, method)
     keys, point, _ = check_bounds(m, bounds)
     edit, findings = _applied(m, apply)
     fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache, progress)
@@ -752,8 +755,8 @@ def _fits(pred: Predictor, n: int) -> bool:
 def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ...]:
     """The (input, axis) pairs the method reads as sizes: its dynamic dims (reads the program's Int values with
     pte_lab's own reader; nothing runs)."""
-    pte, path = _program(source)
-    m = _method(pte, method)
+    pte, path = program_and_path(source)
+    m = what_if_method(pte, method)
     ints, _ = pte.raw.plan_scalars(m.index)
     axes = read_axes(m, ints)
     return tuple((p, a) for p in sorted(axes) for a in sorted(axes[p]))
@@ -808,8 +811,8 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
         As :func:`what_if`.
     """
     given, budget = budget, parse_budget(budget)
-    pte, path = _program(source)
-    m = _method(pte, method)
+    pte, path = program_and_path(source)
+    m = what_if_method(pte, method)
     chosen = dim is None
     if chosen:
         dims = dynamic_dims(pte if isinstance(source, Pte) else path, m.name)
@@ -902,8 +905,8 @@ def usage_at(source, shape: dict, method: str | None = None, data_path=None, max
     pte_lab.errors.DeclaredSizeError
         For inputs at ``shape`` over ``max_input_bytes`` (see :func:`what_if`).
     """
-    pte, path = _program(source)
-    m = _method(pte, method)
+    pte, path = program_and_path(source)
+    m = what_if_method(pte, method)
     keys, point, _ = check_bounds(m, shape)
     (_, shapes), = _run_shapes(path, m, keys, [point], data_path, max_input_bytes=max_input_bytes)
     pred = Predictor(m)

@@ -25,7 +25,7 @@ from math import lcm
 from ..arguments import COUNT, NAME, PROGRAM, TWO, arguments, optional
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
-from ..model.what_if import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, _describe, dynamic_inputs
+from ..model.what_if import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, describe_tensor, dynamic_inputs
 from ..units import check_int64
 from .what_if import FromExports, Predictor, WhatIf
 
@@ -165,7 +165,7 @@ def pair_tensors(ma, mb) -> dict[int, int]:
                                   f"second")
         for k, (x, y) in enumerate(zip(xs, ys)):
             if (x in pa) != (y in pb):
-                first, second = _describe(ma, x), _describe(mb, y)
+                first, second = describe_tensor(ma, x), describe_tensor(mb, y)
                 raise ExportsMismatch(f"{ma.name}: {where}, argument {k}: " + (
                     f"{first} is planned in the first export, {second} not in the second" if x in pa else
                     f"{first} is not planned in the first export, {second} is in the second"))
@@ -173,7 +173,7 @@ def pair_tensors(ma, mb) -> dict[int, int]:
                 continue
             if a2b.get(x, y) != y or b2a.get(y, x) != x:
                 raise ExportsMismatch(f"{ma.name}: {where}, argument {k}: the tensors do not match one to one "
-                                      f"(first export {_describe(ma, x)}, second {_describe(mb, y)})")
+                                      f"(first export {describe_tensor(ma, x)}, second {describe_tensor(mb, y)})")
             a2b[x], b2a[y] = y, x
     rest_a = sorted(set(pa) - set(a2b))
     rest_b = sorted(set(pb) - set(b2a))
@@ -186,7 +186,7 @@ def pair_tensors(ma, mb) -> dict[int, int]:
         for what, u, w in (("dtype", ta.dtype, tb.dtype), ("rank", len(ta.shape), len(tb.shape)),
                            ("arena", ta.mem_id, tb.mem_id)):
             if u != w:
-                raise ExportsMismatch(f"{ma.name}: {_describe(mb, y)} has {what} {u} in the first export and {w} "
+                raise ExportsMismatch(f"{ma.name}: {describe_tensor(mb, y)} has {what} {u} in the first export and {w} "
                                       f"in the second: not the same tensor at another size")
     return b2a
 
@@ -229,7 +229,7 @@ def fit_pair(ma, mb, pairs: dict[int, int], values, key: str = "parameter", at: 
                 n = row[-1].at((at,))
                 if n.denominator != 1 or n < 0:
                     raise WhatIfError(
-                        f"{mb.name}: {_describe(mb, t.value)} dim {j} is {d0:,} at {key} = {v0:,} and {d1:,} at "
+                        f"{mb.name}: {describe_tensor(mb, t.value)} dim {j} is {d0:,} at {key} = {v0:,} and {d1:,} at "
                         f"{v1:,}: at {at:,} that line gives {n}, not a whole size, so the dim is not affine in "
                         f"{key}; pte_lab refuses to guess ({short_shape(sa[x])} and {short_shape(t.shape)})")
         vals.append(t.value)

@@ -9,29 +9,13 @@ Device bytes are exact on the emulated device, CUDA's own figure on a GPU.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .. import mallinfo
 from .native import counts_fields
-
-
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-
-@lru_cache(maxsize=1)
-def _mallinfo2():
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        fn = libc.mallinfo2
-    except (OSError, AttributeError):
-        return None
-    fn.restype = _Mallinfo2
-    return fn
 
 
 class Counts(ctypes.Structure):
@@ -104,10 +88,9 @@ def host_in_use() -> tuple[int, str]:
     fns = _counter()
     if fns is not None:
         return int(fns[1]()), EXACT_HOST
-    fn = _mallinfo2()
-    if fn is not None:
-        mi = fn()
-        return int(mi.uordblks + mi.hblkhd), "approximate (glibc mallinfo2)"
+    heap = mallinfo.handed_out()
+    if heap is not None:
+        return heap, mallinfo.HOW
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE"), "approximate (RSS)"

@@ -81,7 +81,7 @@ from ..model.bulk import paused_gc
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
-from .html import _device_badge, _section, _table as _html_table, html_repr
+from .html import device_badge as _device_badge, html_repr, section as _section, table as _html_table
 from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import indented, text_table
 

@@ -38,7 +38,7 @@ def key_values(rows) -> str:
                                for k, v in rows) + "</table>"
 
 
-def _section(title: str, body: str, count: str = "", open_: bool = False) -> str:
+def section(title: str, body: str, count: str = "", open_: bool = False) -> str:
     sid = f"pte-{uuid.uuid4().hex[:12]}"
     checked = " checked" if open_ else ""
     cnt = f" <span class='pte-count'>({escape(count)})</span>" if count else ""
@@ -46,7 +46,7 @@ def _section(title: str, body: str, count: str = "", open_: bool = False) -> str
             f"<label for='{sid}'>{escape(title)}{cnt}</label><div class='pte-body'>{body}</div></div>")
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: frozenset[int] | set[int] = frozenset()) -> str:
+def table(headers: list[str], rows: list[list[str]], numeric: frozenset[int] | set[int] = frozenset()) -> str:
     th = "".join(f"<th class='{'pte-num' if i in numeric else ''}'>{escape(h)}</th>" for i, h in enumerate(headers))
     trs = "".join(
         "<tr>" + "".join(f"<td class='{'pte-num' if i in numeric else ''}'>{c}</td>" for i, c in enumerate(r)) + "</tr>"
@@ -55,7 +55,7 @@ def _table(headers: list[str], rows: list[list[str]], numeric: frozenset[int] | 
     return f"<table class='pte-table'><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
 
 
-def _device_badge(device: str) -> str:
+def device_badge(device: str) -> str:
     cls = "pte-badge" if device == "cpu" else "pte-badge pte-dev"
     return f"<span class='{cls}'>{escape(device)}</span>"
 
@@ -84,7 +84,7 @@ def _arena_cells(attr: str, a) -> list[str]:
     """The cells of one column of :data:`ARENA_ROW`; the fill bar follows size/peak under no header."""
     v = getattr(a, attr)
     if attr == "device":
-        return [_device_badge(v)]
+        return [device_badge(v)]
     if attr in ("size", "peak_bytes"):
         return [human_bytes(v)]
     if attr == "size_over_peak":
@@ -98,7 +98,7 @@ _ARENA_NUMERIC = {i for i, h in enumerate(_ARENA_HEADERS) if h not in ("device",
 
 def arenas_table(method) -> str:
     rows = [[c for attr, _, _ in ARENA_ROW for c in _arena_cells(attr, a)] for a in method.arenas]
-    return _table(_ARENA_HEADERS, rows, numeric=_ARENA_NUMERIC)
+    return table(_ARENA_HEADERS, rows, numeric=_ARENA_NUMERIC)
 
 
 def _io_table(specs) -> str:
@@ -110,14 +110,14 @@ def _io_table(specs) -> str:
         where = f"mem_id {s.mem_id} @ {s.offset:,}" if s.planned else "caller-provided"
         shape = escape(str(list(s.shape))) + (" (dynamic)" if s.dynamic else "")
         rows.append([str(s.position), escape(s.dtype), shape, human_bytes(s.nbytes), escape(where),
-                     _device_badge(s.device)])
-    return _table(["#", "dtype", "shape", "bytes", "memory", "device"], rows, numeric={0, 3})
+                     device_badge(s.device)])
+    return table(["#", "dtype", "shape", "bytes", "memory", "device"], rows, numeric={0, 3})
 
 
 def _tensor_cell(column: str, t) -> str:
     v = getattr(t, column)
     if column == "device":
-        return _device_badge(v)
+        return device_badge(v)
     if column == "nbytes":
         return human_bytes(v)
     if column == "offset":
@@ -136,7 +136,7 @@ def tensors_table(method) -> str:
     rows = [[_tensor_cell(c, t) for c, _ in TENSOR_TABLE] for t in planned[:_MAX_TENSOR_ROWS]]
     more = (f"<div class='pte-sub'>first {_MAX_TENSOR_ROWS} of {len(planned)} rows; "
             f"<span class='pte-mono'>method.tensors</span> has them all</div>") if len(planned) > _MAX_TENSOR_ROWS else ""
-    return _table([h for _, h in TENSOR_TABLE], rows, numeric=_TENSOR_NUMERIC) + more
+    return table([h for _, h in TENSOR_TABLE], rows, numeric=_TENSOR_NUMERIC) + more
 
 
 def _declared_memory_table(m) -> str:
@@ -160,7 +160,7 @@ def _declared_memory_table(m) -> str:
                          f"<span class='pte-error'>{escape(mem.problem)}</span>", ""])
     if not rows:
         return ""
-    return _table(["#", "compiled for", "part", "bytes", "from", "how the runtime gets it", "lives in"], rows,
+    return table(["#", "compiled for", "part", "bytes", "from", "how the runtime gets it", "lives in"], rows,
                   numeric={0, 3})
 
 
@@ -179,45 +179,45 @@ def _method_body(m) -> str:
     fnd = m.findings()
     if fnd:
         parts.append(_findings(fnd))
-    parts.append(_section("Inputs", _io_table(m.inputs), str(len(m.inputs))))
-    parts.append(_section("Outputs", _io_table(m.outputs), str(len(m.outputs))))
+    parts.append(section("Inputs", _io_table(m.inputs), str(len(m.inputs))))
+    parts.append(section("Outputs", _io_table(m.outputs), str(len(m.outputs))))
     if m.delegates:
-        rows = [[str(d.index), escape(d.backend), _device_badge(d.target_device) if d.target_device else "",
+        rows = [[str(d.index), escape(d.backend), device_badge(d.target_device) if d.target_device else "",
                  human_bytes(d.size), escape(d.location),
                  escape(", ".join(f"{k}={v!r}" for k, v in d.compile_specs.items()))] for d in m.delegates]
         declared = _declared_memory_table(m)
-        parts.append(_section("Delegates", _table(["#", "backend", "target", "blob", "stored", "compile specs"],
+        parts.append(section("Delegates", table(["#", "backend", "target", "blob", "stored", "compile specs"],
                                                   rows, numeric={0, 3})
                               + (f"<div class='pte-sub'>what the blobs declare</div>{declared}" if declared else ""),
                               str(len(m.delegates)), open_=bool(declared)))
     counts = sorted(m.operator_counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    parts.append(_section("Calls", _table(["operator / delegate", "instructions"],
+    parts.append(section("Calls", table(["operator / delegate", "instructions"],
                                           [[escape(k), str(v)] for k, v in counts], numeric={1}),
                           str(len(counts))))
-    parts.append(_section("Planned tensors", tensors_table(m), str(len(m.planned))))
+    parts.append(section("Planned tensors", tensors_table(m), str(len(m.planned))))
     return "".join(parts)
 
 
 def method_html(m) -> str:
     head = (f"<div class='pte-header'>Method <span class='pte-path'>{escape(m.name)}</span> "
-            + " ".join(_device_badge(d) for d in sorted(m.devices)) + "</div>")
+            + " ".join(device_badge(d) for d in sorted(m.devices)) + "</div>")
     return html_repr(head + _method_body(m), method_text(m))
 
 
 def arena_html(a) -> str:
     body = (f"<div class='pte-header'>Arena mem_id {a.mem_id} "
             f"<span class='pte-count'>(runtime buffer {a.runtime_index}"
-            f"{', method ' + escape(a.method) if a.method else ''})</span> {_device_badge(a.device)}</div>"
-            + _table(["size", PEAK_LIVE, SIZE_OVER_PEAK, "", "tensors"],
+            f"{', method ' + escape(a.method) if a.method else ''})</span> {device_badge(a.device)}</div>"
+            + table(["size", PEAK_LIVE, SIZE_OVER_PEAK, "", "tensors"],
                      [[human_bytes(a.size), human_bytes(a.peak_bytes), _ratio(a.size_over_peak),
                        _fill_bar(a.peak_bytes, a.size), str(a.n_tensors)]], numeric={0, 1, 2, 4}))
     return html_repr(body, arena_text(a))
 
 
 def _load_cost_table(p) -> str:
-    rows = [[escape(loader), escape(step), ", ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in devs)]
+    rows = [[escape(loader), escape(step), ", ".join(f"{human_bytes(b)} {device_badge(d)}" for d, b in devs)]
             for loader, step, devs in load_cost_rows(p)]
-    return _table(["loader", "step", "allocates"], rows)
+    return table(["loader", "step", "allocates"], rows)
 
 
 def pte_html(p) -> str:
@@ -238,24 +238,24 @@ def pte_html(p) -> str:
             + "".join(f"<div class='pte-sub'>backend {escape(backend_note_line(note))}</div>"
                       for note, _ in backend_rows(p)))
     rows = [[escape(r.name), str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
-             " ".join(f"{human_bytes(b)} {_device_badge(d)}" for d, b in r.by_device)] for r in method_rows(p)]
-    parts = [head, _table(list(METHOD_HEADERS), rows, numeric={1, 2, 3, 4})]
+             " ".join(f"{human_bytes(b)} {device_badge(d)}" for d, b in r.by_device)] for r in method_rows(p)]
+    parts = [head, table(list(METHOD_HEADERS), rows, numeric={1, 2, 3, 4})]
     warns = summary_findings(p)
     if warns:
         parts.append(_findings(warns, with_method=True))
-    parts.append(_section("Load cost", _load_cost_table(p), open_=True))
+    parts.append(section("Load cost", _load_cost_table(p), open_=True))
     for m in p.methods.values():
-        parts.append(_section(f"Method {m.name}", _method_body(m), human_bytes(m.planned_bytes)))
+        parts.append(section(f"Method {m.name}", _method_body(m), human_bytes(m.planned_bytes)))
     if p.bundled is not None:
         rows = [[escape(s.method), str(s.cases), escape(", ".join(v.describe() for v in s.inputs)),
                  escape(", ".join(v.describe() for v in s.expected_outputs)), f"{len(at):,}"]
                 for s, at in p.bundled.distinct_suites()]
-        parts.append(_section("Bundled test suites",
-                              _table(["method", "cases", "inputs", "expected outputs", "named"], rows,
+        parts.append(section("Bundled test suites",
+                              table(["method", "cases", "inputs", "expected outputs", "named"], rows,
                                      numeric={1, 4}), str(len(p.bundled.suites)), open_=True))
     if p.segments:
         seg_rows = [[str(s.index), escape(s.kind), f"{s.offset:,}", human_bytes(s.size)] for s in p.segments]
-        parts.append(_section("Segments", _table(["#", "kind", "offset", "size"], seg_rows, numeric={0, 2, 3}),
+        parts.append(section("Segments", table(["#", "kind", "offset", "size"], seg_rows, numeric={0, 2, 3}),
                               str(len(p.segments))))
     return html_repr("".join(parts), pte_text(p))
 
@@ -266,7 +266,7 @@ def data_html(d) -> str:
             f"tensors &middot; {human_bytes(d.data_bytes)} of data</div>")
     rows = [[escape(t.key), escape(t.dtype or "-"), escape(str(list(t.shape)) if t.shape is not None else "-"),
              human_bytes(t.nbytes)] for t in d.tensors]
-    return html_repr(head + _table(["key", "dtype", "shape", "bytes"], rows, numeric={3}), data_text(d))
+    return html_repr(head + table(["key", "dtype", "shape", "bytes"], rows, numeric={3}), data_text(d))
 
 
 def unreadable_html(what: str, exc: Exception) -> str:

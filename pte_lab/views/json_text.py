@@ -26,13 +26,20 @@ def json_text(doc, compact: bool = False) -> str:
     return "".join(out)
 
 
+def _scalar(v) -> bool:
+    """A JSON scalar: a string (a ``str`` enum too, such as a tensor's :class:`~pte_lab.vocabulary.Role`, which
+    the encoder writes as its string), a number, a boolean or null."""
+    t = type(v)
+    return t in _SCALARS or issubclass(t, str)
+
+
 def _is_row(members) -> bool:
     """Every member a scalar or a list of scalars: the container fits on one line."""
     for v in members:
         t = type(v)
-        if t in _SCALARS:
+        if _scalar(v):
             continue
-        if (t is list or t is tuple) and all(type(x) in _SCALARS for x in v):
+        if (t is list or t is tuple) and all(map(_scalar, v)):
             continue
         return False
     return True

@@ -10,6 +10,7 @@ from ..model.dtypes import short_shape
 from ..model.peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCause, PeakCauseKind, PeakGroup, PeakStory
 from ..printable import text_view
 from ..units import count, first_few, human_bytes
+from ..vocabulary import Role
 
 __all__ = ["peak_lines", "peak_head", "peak_text", "cause_line", "group_phrase"]
 
@@ -39,10 +40,10 @@ def group_phrase(g: PeakGroup, peak: int) -> str:
     (Attn)``."""
     what = (f"{count(len(g.values), f'{g.dtype}{short_shape(g.shape)} tensor')}, {human_bytes(g.nbytes)} each"
             if len(g.values) > 1 else f"one {g.dtype}{short_shape(g.shape)} tensor")
-    ops = [op for op in g.ops if op not in ("input", "output", "mutable_buffer")]
-    role = ("state kept between calls" if "mutable_buffer" in g.roles else
-            "a method input" if g.roles == ("input",) else
-            "method inputs among them" if "input" in g.roles or "input_output" in g.roles else "")
+    ops = [op for op in g.ops if op not in (Role.INPUT, Role.OUTPUT, Role.MUTABLE_BUFFER)]
+    role = ("state kept between calls" if Role.MUTABLE_BUFFER in g.roles else
+            "a method input" if g.roles == (Role.INPUT,) else
+            "method inputs among them" if Role.INPUT in g.roles or Role.INPUT_OUTPUT in g.roles else "")
     by = f", written by {' -> '.join(ops)}" if ops else ""
     mods = f" in {first_few((f'{p or _ROOT} ({t})' for p, t in g.modules), 3)}" if g.modules else ""
     return (f"{what} ({human_bytes(g.total)}, {_share(g.total, peak)} of the peak)" + (f", {role}" if role else "")

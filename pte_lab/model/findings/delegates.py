@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ETRecordError
 from ...units import count, first_few, human_bytes
+from ...vocabulary import RUNTIME_OPS, Role
 from ..delegates import blob_problem, blob_uses
 from ..ethos_u import Blobs, io_checks
 from .base import Details, Finding, Kind, Prescription
@@ -136,8 +137,6 @@ def delegate_memory_findings(m: "Method") -> list[Finding]:
 # ------------------------------------------------------------------ findings that prescribe
 #: inline delegate data is worth a finding from this many bytes
 _INLINE_BYTES = 1024
-#: operators the runtime itself inserts (device copies, prim ops): no partitioner takes them
-_RUNTIME_OPS = ("et_copy::", "executorch_prim::")
 
 
 #: where a backend holds what is alive inside one of its calls (a delegate split's advice says it per backend)
@@ -225,7 +224,7 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
     if len(calls) < 2:
         return []
     between = [i.index for i in instructions[calls[0]:calls[-1]]
-               if i.kind == "KernelCall" and not i.target.startswith(_RUNTIME_OPS)]
+               if i.kind == "KernelCall" and not i.target.startswith(RUNTIME_OPS)]
     if not between:
         return []
     backends = [instructions[i].target.removeprefix("delegate:") for i in calls]
@@ -239,7 +238,7 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
     read = {v for i in between for v in instructions[i].args}
     story = m.peak
     crossing = 0 if story is None else sum(
-        t.nbytes for t in m.planned if t.role != "view" and t.producer is not None and t.mem_id == story.mem_id
+        t.nbytes for t in m.planned if t.role != Role.VIEW and t.producer is not None and t.mem_id == story.mem_id
         and t.first is not None and t.first <= story.at <= t.last
         and (t.producer in inside or (t.producer in delegated and t.value in read)))
     sources = _split_sources(m, between)
@@ -305,14 +304,14 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
     calls = [i.index for i in instructions if i.kind == "DelegateCall"]
     if not calls:
         return []
-    outside = [i.index for i in instructions if i.kind == "KernelCall" and not i.target.startswith(_RUNTIME_OPS)]
+    outside = [i.index for i in instructions if i.kind == "KernelCall" and not i.target.startswith(RUNTIME_OPS)]
     if not outside:
         return []
     backends = tuple(dict.fromkeys(instructions[i].target.removeprefix("delegate:") for i in calls))
     story = m.peak
     written: dict[int, list] = {}
     for t in m.planned:
-        if t.role != "view" and t.producer is not None:
+        if t.role != Role.VIEW and t.producer is not None:
             written.setdefault(t.producer, []).append(t)
     by: dict[tuple[str, str], list[int]] = {}
     for i in outside:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ...format import TENSOR_ALIGNMENT, ScalarType, TensorDataLocation, TensorShapeDynamism
-from ...units import count, first_few, human_bytes
+from ...units import align_up, count, first_few, human_bytes
 from ..arrays import unique
 from ..lifetimes import Writes
 from ..dtypes import short_shape
@@ -265,7 +265,7 @@ class DynamicBoundDetails(Prescription):
 
 
 def _align(n: int) -> int:
-    return -(-n // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
+    return align_up(n, TENSOR_ALIGNMENT)
 
 
 def _arena_bound_findings(m: "Method") -> list[Finding]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ...units import count, first_few, human_bytes
+from ...vocabulary import Role
 from .base import Details, Finding, Kind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +80,7 @@ def shared_state(methods) -> list[SharedState]:
     where: dict[str, dict[tuple[int, int, int], list[str]]] = {}
     for m in methods:
         c = m.analysis.columns
-        named = np.flatnonzero((c["role"] == "mutable_buffer") & c["name"].astype(bool))
+        named = np.flatnonzero((c["role"] == Role.MUTABLE_BUFFER) & c["name"].astype(bool))
         for name, place in zip(c["name"][named].tolist(),
                                zip(*(c[k][named].tolist() for k in ("mem_id", "offset", "nbytes")))):
             where.setdefault(name, {}).setdefault(place, []).append(m.name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import MEMORY_ALLOCATION_FAILED, error_name
-from ...units import human_bytes
+from ...units import align_up, human_bytes
 from .. import native
 from ..isolate import Worker
 from ..libraries import registry
@@ -120,7 +120,7 @@ def _once(first: RunnerResult, again: RunnerResult) -> OnceHeap:
         return OnceHeap(None)
     seen = max(0, a[0] - b[0], a[1] - b[1])
     once = max(seen, native.once_heap() or 0)
-    return OnceHeap(-(-once // HEAP_ONCE_ROUNDING) * HEAP_ONCE_ROUNDING, seen)
+    return OnceHeap(align_up(once, HEAP_ONCE_ROUNDING), seen)
 
 
 def _no_backend(names) -> str:

@@ -770,14 +770,14 @@ class Sizes:
             for m in self.methods.values():
                 why = session.cannot_run(pte.methods[m.method])  # registers the operators it needs
                 if why is None:
-                    self.verified[m.method], alone = _verify(session, m)
+                    self.verified[m.method], alone = verify_pools(session, m)
                     if alone is not None:
                         self.verified_alone[m.method] = alone
                 else:
                     self.verified[m.method] = PoolVerification(
                         m.method_allocator, m.temp_allocator, m.alignment, sufficient=False, sufficient_error=why,
                         tight=False, smaller_error=None)
-        _raise_if_insufficient(self.verified, self.verified_alone)
+        raise_if_insufficient(self.verified, self.verified_alone)
         return self.verified
 
     def _repr_html_(self) -> str:
@@ -802,7 +802,7 @@ def _set_to(io: MethodIO) -> str:
     return INPUT_VALUES["other"] + ("" if io.value is None else f": {io.value!r}")
 
 
-def _verify(session: "Session", m: MethodSizes) -> tuple[PoolVerification, PoolVerification | None]:
+def verify_pools(session: "Session", m: MethodSizes) -> tuple[PoolVerification, PoolVerification | None]:
     """Both configurations (the second None where the method cannot run without a temp allocator)."""
     def check(method_pool: int, temp_pool: int | None) -> PoolVerification:
         return PoolVerification.of(session.trial(m.method, method_pool=method_pool, temp_pool=temp_pool,
@@ -813,8 +813,9 @@ def _verify(session: "Session", m: MethodSizes) -> tuple[PoolVerification, PoolV
     return both, None if m.method_pool_alone is None else check(m.method_pool_alone, None)
 
 
-def _raise_if_insufficient(verified: dict[str, PoolVerification],
-                           alone: dict[str, PoolVerification] | None = None) -> None:
+def raise_if_insufficient(verified: dict[str, PoolVerification],
+                          alone: dict[str, PoolVerification] | None = None) -> None:
+    """:class:`SizingError` naming each method whose pools of the reported sizes did not suffice."""
     bad = [(n, v) for n, v in verified.items() if not v.sufficient]
     bad += [(n, v) for n, v in (alone or {}).items() if not v.sufficient]
     if bad:

@@ -27,7 +27,7 @@ from .records import (ABI_POOLS, ANY_TARGET, CONFIGURATIONS, HEAP_FIELDS, HEAP_R
                       HOST_ONLY, HOST_POOLS, MEASURED_PARTS, MIN_POOL_ALIGNMENT, PARTS, PLANNED_ALIGNMENT, POOLS,
                       POOLS_EXACT, SIZES_COLUMNS, TARGET_KINDS, TARGET_POOLS, Fit, HeapFigures, MethodSizes,
                       PoolVerification, Sizes, SizingError, TargetKind, TargetRun, TempProbe, TempShort, Total,
-                      _raise_if_insufficient, _verify, part_source)
+                      raise_if_insufficient, verify_pools, part_source)
 
 __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort", "SIZES_COLUMNS", "PARTS",
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
@@ -188,7 +188,7 @@ def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progres
                 if why is None:
                     out[n] = _method_sizes(got, plan=plan, runs=runs, path=path)
                     if verify:
-                        verified[n], v_alone = _verify(session, out[n])
+                        verified[n], v_alone = verify_pools(session, out[n])
                         if v_alone is not None:
                             verified_alone[n] = v_alone
             except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
@@ -206,7 +206,7 @@ def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progres
                 rounds[n].append(m)
         report.advance()
     out = {n: _over_runs(rounds[n]) for n in out}
-    _raise_if_insufficient(verified or {}, verified_alone or {})
+    raise_if_insufficient(verified or {}, verified_alone or {})
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, verified_alone,
                  declared)
 

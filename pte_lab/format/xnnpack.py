@@ -1,0 +1,36 @@
+"""XNNPACK's delegate blob, as its serializer writes it (``backends/xnnpack/serialization/xnnpack_graph_serialize.py``,
+``schema.fbs`` in the executorch wheel): a 30-byte header with ``XH00`` at bytes 4..8 whose uint32 at bytes 10..14
+is the offset of an XNNPACK graph flatbuffer (file identifier ``XN01`` at its bytes 4..8), or that flatbuffer
+alone. What a blob that is neither means is :mod:`pte_lab.model.delegates`'."""
+
+from __future__ import annotations
+
+import struct
+
+__all__ = ["BACKEND", "HEADER_MAGIC", "HEADER_BYTES", "GRAPH_IDENTIFIERS", "identifier", "header_graph_offset"]
+
+#: the backend id whose blobs these are
+BACKEND = "XnnpackBackend"
+#: the header's magic, at bytes 4..8 of the blob (:func:`identifier`)
+HEADER_MAGIC = b"XH00"
+#: the header's size
+HEADER_BYTES = 30
+#: the graph flatbuffer's file identifiers, at bytes 4..8 of the graph (:func:`identifier`)
+GRAPH_IDENTIFIERS = (b"XN01",)
+#: the graph's offset in the header: a little-endian uint32 at byte 10
+_GRAPH_OFFSET = struct.Struct("<I")
+_GRAPH_OFFSET_AT = 10
+
+
+def identifier(head: bytes) -> bytes:
+    """Bytes 4..8 of ``head`` (a blob's or a graph's first bytes): the header's magic or a flatbuffer's file
+    identifier (fewer where ``head`` is shorter)."""
+    return head[4:8]
+
+
+def header_graph_offset(head: bytes) -> int | None:
+    """The offset of the graph flatbuffer in the blob whose first bytes are ``head``, read from XNNPACK's header;
+    None where ``head`` does not start with the header (or is too short to hold the offset)."""
+    if identifier(head) != HEADER_MAGIC or len(head) < _GRAPH_OFFSET_AT + _GRAPH_OFFSET.size:
+        return None
+    return _GRAPH_OFFSET.unpack_from(head, _GRAPH_OFFSET_AT)[0]
