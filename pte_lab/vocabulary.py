@@ -31,7 +31,7 @@ class Word(str, Enum):
 
 class Role(Word):
     """A planned tensor's role: the ``role`` of :class:`pte_lab.model.analysis.PlannedTensor` and of the
-    ``tensors`` table (:mod:`pte_lab.model.roles` says which tensor has which, and what each means).
+    ``tensors`` table (``pte_lab.model.roles`` says which tensor has which, and what each means).
 
     Its values are the words every document already writes (:class:`Word`). Compare a role with a member,
     never a literal.
@@ -66,7 +66,7 @@ class ValueKind(Word):
 
 
 class FileKind(Word):
-    """What a file is: from its identifier (:func:`pte_lab.format.identify`), a program (``.pte``), a bundled
+    """What a file is: from its identifier (``pte_lab.format.identify``), a program (``.pte``), a bundled
     program (``.bpte``) or a data file (``.ptd``); or a native program package (``.ptn``, a ZIP archive: told
     by what it holds, never by bytes 4..8, so ``identify`` never says it)."""
 
