@@ -175,7 +175,8 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     """Where each planned tensor of one arena sits (y, bytes) and when it is alive (x, instructions).
 
     One rectangle per tensor; the arena size is the solid line, the peak of
-    live bytes (the lower bound for any plan) the dashed one. ``color_by``: ``"role"``, ``"operator"``,
+    live bytes (the lower bound for any plan) the dashed one, drawn on top (where the two are equal, the
+    dashes lie on the solid line and the legend says "= arena size"). ``color_by``: ``"role"``, ``"operator"``,
     ``"device"`` or ``"module"`` (with an ETRecord: the module writing each tensor, at the deepest level of
     the path that the palette tells apart). ``mem_id`` may be
     left out when the method has a single arena; :func:`arena_layouts` draws
@@ -197,10 +198,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     coll.set_gid("tensors")
     ax.add_collection(coll)
     _label_tensors(ax, ts, verts, max(a.size, a.peak_bytes, 1))
-    ax.axhline(a.size, color="#333333", lw=1.2, label=f"arena size {human_bytes(a.size)}")
-    if a.peak_bytes:
-        ax.axhline(a.peak_bytes, color="#333333", lw=1.0, ls="--",
-                   label=f"{PEAK_LIVE} {human_bytes(a.peak_bytes)}: no plan can be smaller")
+    _size_and_peak_lines(ax, a, size_color=SIZE_LINE, peak_color=PEAK_LINE)
     n = method.n_instructions
     right = n + 0.5
     top = max(a.size, a.peak_bytes, 1)
@@ -237,6 +235,23 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
         handles += [Line2D([], [], ls="none", label=note) for note in notes]
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
+
+
+#: an arena's size: a wide pale solid line; its peak live bytes: narrow dark dashes drawn on top, so where
+#: the two are equal (a plan as small as any can be) the dashes show on the solid line instead of hiding under it
+SIZE_LINE, PEAK_LINE = "#777777", "#000000"
+
+
+def _size_and_peak_lines(ax, a, *, size_color: str, peak_color: str, arena: str = "") -> None:
+    """Arena ``a``'s size (solid) and peak live bytes (dashed, on top); ``arena`` starts each label ("arena 2 ")
+    where a panel holds several arenas. The legend says "= arena size" when the two are equal (both lines at
+    one height)."""
+    ax.axhline(a.size, color=size_color, lw=3.0, alpha=0.5, zorder=2, solid_capstyle="butt",
+               label=f"{arena or 'arena '}size {human_bytes(a.size)}")
+    if a.peak_bytes:
+        same = " = arena size" if a.peak_bytes == a.size else ""
+        ax.axhline(a.peak_bytes, color=peak_color, lw=1.1, ls=(0, (4, 3)), zorder=2.5,
+                   label=f"{arena}{PEAK_LIVE}{same} {human_bytes(a.peak_bytes)}: no plan can be smaller")
 
 
 def _instruction_axis(axis) -> None:
@@ -298,7 +313,8 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
     """Occupied bytes per instruction for each arena, against its size. Other keywords go to each arena's
     curve (``Axes.step``: ``lw``, ``alpha``...).
 
-    Returns the Axes (a line per arena, its size dashed). Raises nothing of its own."""
+    Returns the Axes (a curve per arena; its size a solid line, its peak live bytes dashed on top). Raises
+    nothing of its own."""
     ax = _axes(ax, (9, 3.2))
     t = np.arange(-1, method.n_instructions + 1)
     for i, a in enumerate(method.arenas):
@@ -308,11 +324,7 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
         ax.fill_between(t, occ, step="mid", color=color, alpha=0.15, lw=0, zorder=1)
         ax.step(t, occ, **{"where": "mid", "color": color, "lw": 1.8, "zorder": 3,
                            "label": f"arena {a.mem_id} ({a.device}) live bytes", **kwargs})
-        ax.axhline(a.size, color=color, lw=0.9, ls=":", alpha=0.8, zorder=2,
-                   label=f"arena {a.mem_id} size {human_bytes(a.size)}")
-        if a.peak_bytes:
-            ax.axhline(a.peak_bytes, color=color, lw=0.9, ls=(0, (5, 4)), alpha=0.8, zorder=2,
-                       label=f"arena {a.mem_id} {PEAK_LIVE} {human_bytes(a.peak_bytes)} (no plan can be smaller)")
+        _size_and_peak_lines(ax, a, size_color=color, peak_color=color, arena=f"arena {a.mem_id} ")
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
     ax.set_xlim(-1.5, method.n_instructions + 0.5)  # from the inputs written (-1) to the outputs read (N), no further
@@ -563,7 +575,9 @@ def file_layout(pte: "Pte", *, ax: "Axes | None" = None, hashes: bool = True, **
     ax.set_xlim(0, by.max() * 1.3)
     _bytes_axis(ax.xaxis, by.max() * 1.3, ticks=5)
     ax.set_xlabel("bytes in the file")
-    ax.set_title(f"{pte.path or 'program'} · {human_bytes(total)}: where the bytes go", fontsize=10)
+    # the file's name, not the folder it was saved in (a notebook's is a temporary one)
+    name = str(pte.path).replace("\\", "/").rsplit("/", 1)[-1] if pte.path else "program"
+    ax.set_title(f"{name} · {human_bytes(total)}: where the bytes go", fontsize=10)
     if hashes and len(dup):
         ax.legend(fontsize=8, frameon=False, loc="lower right")
     return ax

@@ -232,3 +232,31 @@ def test_two_tensors_side_by_side_are_named_apart(program_path):
     tr = pte_lab.open(program_path("transformer")).methods["forward"]
     assert not [t for t in plot.arena_layout(tr).texts if t.get_gid() == "tensor name"]
     plt.close("all")
+
+
+def test_a_peak_equal_to_the_size_shows_on_the_size_line(program_path):
+    """device's forward plans as small as any plan can be (peak live = size): the peak's dashes are drawn on
+    top of the size line, in another colour, and the legend says they coincide (a learner saw one line)."""
+    m = pte_lab.open(program_path("device")).methods["forward"]
+    a = m.arena(1)
+    assert a.size == a.peak_bytes
+    for draw in (plot.arena_layout, plot.occupancy):
+        ax = draw(m, ax=plt.subplots()[1])
+        flat = {ln.get_label(): ln for ln in ax.get_lines() if len(ln.get_xdata()) <= 2}
+        (size,) = [ln for lab, ln in flat.items() if "size" in lab and "peak" not in lab]
+        (peak,) = [ln for lab, ln in flat.items() if "peak live = arena size" in lab]
+        assert size.get_ydata()[0] == peak.get_ydata()[0] == a.size
+        assert peak.get_zorder() > size.get_zorder() and peak.get_linestyle() == "--"
+        assert peak.get_linewidth() < size.get_linewidth()  # the solid shows past the dashes' edges
+    plt.close("all")
+    tr = pte_lab.open(program_path("transformer")).methods["forward"]  # unequal: no "="
+    labels = [ln.get_label() for ln in plot.arena_layout(tr, 1).get_lines()]
+    assert not [lab for lab in labels if "=" in lab] and [lab for lab in labels if lab.startswith("peak live ")]
+
+
+def test_file_layout_titles_the_file_by_its_name(program_path, tmp_path):
+    """A notebook saves its program in a temporary folder: the title names the file, not the folder."""
+    path = tmp_path / "device.pte"
+    path.write_bytes(Path(program_path("device")).read_bytes())
+    title = plot.file_layout(pte_lab.open(path)).get_title()
+    assert title.startswith("device.pte · ") and str(tmp_path) not in title
