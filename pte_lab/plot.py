@@ -237,8 +237,9 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     return ax
 
 
-#: an arena's size: a wide pale solid line; its peak live bytes: narrow dark dashes drawn on top, so where
-#: the two are equal (a plan as small as any can be) the dashes show on the solid line instead of hiding under it
+#: an arena's size: a wide pale solid line, under the tensors (it does not cover a tensor's top bytes: its upper
+#: half shows above them); its peak live bytes: narrow dark dashes drawn on top of everything, so where the two
+#: are equal (a plan as small as any can be) the dashes show on the solid line instead of hiding under it
 SIZE_LINE, PEAK_LINE = "#777777", "#000000"
 
 
@@ -246,7 +247,7 @@ def _size_and_peak_lines(ax, a, *, size_color: str, peak_color: str, arena: str 
     """Arena ``a``'s size (solid) and peak live bytes (dashed, on top); ``arena`` starts each label ("arena 2 ")
     where a panel holds several arenas. The legend says "= arena size" when the two are equal (both lines at
     one height)."""
-    ax.axhline(a.size, color=size_color, lw=3.0, alpha=0.5, zorder=2, solid_capstyle="butt",
+    ax.axhline(a.size, color=size_color, lw=3.0, alpha=0.5, zorder=0.9, solid_capstyle="butt",
                label=f"{arena or 'arena '}size {human_bytes(a.size)}")
     if a.peak_bytes:
         same = " = arena size" if a.peak_bytes == a.size else ""
@@ -270,20 +271,24 @@ def _delegates_not_shown(ax, method: "Method") -> None:
 
 
 #: a tensor is named on its rectangle when the arena has at most this many and the rectangle is at least this
-#: tall (a share of the arena) and this wide (instructions): two tensors of one colour side by side (two inputs)
-#: read as two, and a crowded arena is not covered in text
-MAX_NAMED, NAMED_HEIGHT, NAMED_WIDTH = 40, 0.07, 0.9
+#: tall (a share of the byte axis drawn) and this wide (instructions): two tensors of one colour side by side
+#: (two inputs) read as two, and a crowded arena is not covered in text. A rectangle at least SMALL_NAMED_HEIGHT
+#: tall gets a smaller font (a 2 KiB tensor on the 60 KiB scale two plans share)
+MAX_NAMED, NAMED_HEIGHT, SMALL_NAMED_HEIGHT, NAMED_WIDTH = 40, 0.07, 0.03, 0.9
 
 
 def _label_tensors(ax, ts, verts, top: int) -> None:
-    """Each rectangle big enough for it gets its value's number (``v3``: the ``value`` column of the tables)."""
+    """Each rectangle big enough for it gets its value's number (``v3``: the ``value`` column of the tables),
+    judged on the byte axis as drawn (``top``); names drawn before on ``ax`` (at another scale) are replaced."""
+    for old in [t for t in ax.texts if t.get_gid() == "tensor name"]:
+        old.remove()
     if len(ts) > MAX_NAMED:
         return
     for t, v in zip(ts, verts):
         (x0, y0), (x1, _), (_, y1) = v[0], v[1], v[2]
-        if y1 - y0 >= NAMED_HEIGHT * top and x1 - x0 >= NAMED_WIDTH:
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"v{t.value}", ha="center", va="center", fontsize=7,
-                    color="white", clip_on=True, gid="tensor name")
+        if y1 - y0 >= SMALL_NAMED_HEIGHT * top and x1 - x0 >= NAMED_WIDTH:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"v{t.value}", ha="center", va="center", color="white",
+                    fontsize=7 if y1 - y0 >= NAMED_HEIGHT * top else 6, clip_on=True, gid="tensor name")
 
 
 def _tail_padding(method: "Method", a) -> int:
@@ -677,7 +682,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
     without that arena says so, and raises nothing.
     """
     if axes is None:
-        _, axes = _plt().subplots(2, 1, figsize=(9, 6.2), sharex=sharex, sharey=True, layout="constrained")
+        _, axes = _plt().subplots(2, 1, figsize=(9, 7.6), sharex=sharex, sharey=True, layout="constrained")
     top, rights = 1, []
     for ax, m, title in zip(axes, (a, b), titles):
         try:
@@ -692,9 +697,11 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
         ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
         top = max(top, arena.size, arena.peak_bytes)
         rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
-    for ax in axes:
+    for ax, m in zip(axes, (a, b)):
         ax.set_ylim(0, top * 1.04)
         _bytes_axis(ax.yaxis, top)
+        if any(t.mem_id == mem_id for t in m.planned):  # named again on the shared scale: thin now, if smaller
+            _label_tensors(ax, *tensor_rects(m, mem_id), top)
         if sharex and rights:
             ax.set_xlim(ax.get_xlim()[0], max(rights))
     if sharex and getattr(axes[0], "get_subplotspec", None) and axes[0].get_subplotspec() is not None:

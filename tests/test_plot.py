@@ -260,3 +260,26 @@ def test_file_layout_titles_the_file_by_its_name(program_path, tmp_path):
     path.write_bytes(Path(program_path("device")).read_bytes())
     title = plot.file_layout(pte_lab.open(path)).get_title()
     assert title.startswith("device.pte · ") and str(tmp_path) not in title
+
+
+def test_a_pair_names_its_tensors_on_the_scale_it_shares(program_path, tmp_path):
+    """Greedy beside naive (notebook 02): the greedy panel is drawn on naive's larger byte scale, where its
+    2 KiB tensors are thin. Names are judged on that shared scale: each tensor tall enough there is named
+    (thin ones in a smaller font), none is named where its rectangle is too thin for the text."""
+    from pte_lab import planning
+
+    src = program_path("portable")
+    greedy = pte_lab.open(src).methods["forward"]
+    naive = pte_lab.open(planning.replan(src, "naive", smaller_only=False).write(tmp_path / "naive.pte")).methods["forward"]
+    top = max(naive.arena(1).size, greedy.arena(1).size)
+    assert naive.arena(1).size > greedy.arena(1).size
+    fig = plot.layout_pair(greedy, naive, titles=("greedy", "naive"))
+    for ax, m in zip(fig.axes, (greedy, naive)):
+        named = {t.get_text(): t.get_fontsize() for t in ax.texts if t.get_gid() == "tensor name"}
+        for t in m.planned:
+            share = t.nbytes / top
+            if share < plot.SMALL_NAMED_HEIGHT or t.last - t.first + 0.9 < plot.NAMED_WIDTH:
+                assert f"v{t.value}" not in named
+            else:
+                assert named[f"v{t.value}"] == (7 if share >= plot.NAMED_HEIGHT else 6)
+        assert 6 in named.values()  # the thin ones are named too
