@@ -1013,8 +1013,11 @@ EXERCISES.update({e.id: e for e in [
                      f"model.",
              "The greedy's bound: on the straight start the plan is the smallest bound's plus the slope per token "
              "more (1 KiB is 1,024 bytes); pte_lab.largest_bound(model, budget, (input, axis)) confirms it. Any "
-             "planner's: no plan is below the bytes alive at once (the lower bound, which never dips: the "
-             "answer's curve and what_if(...).lower_bound give it). One more token must not fit, for either.",
+             "planner's: no plan is below the bytes alive at once (the lower bound), and that never dips as the "
+             "bound grows. pte_lab.what_if(model, {(input, axis): n}).lower_bound is it at bound n (quick after "
+             "the first call: the shapes are learnt once), so step n up from the greedy's bound until the next "
+             "one's is over the budget (largest_bound's curve draws only some bounds). One more token must not "
+             "fit, for either.",
              _bounds_under_budget, _bounds_under_budget_by_reexport,
              "re-exports at that bound and the next: ExecuTorch's own deserializer's arena sizes, and the bytes "
              "alive at once by ExecuTorch's activation memory profiler"),
