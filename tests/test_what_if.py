@@ -305,7 +305,7 @@ def test_cli_at_shape_prints_each_tensors_bytes_and_the_gap(program_path, capsys
     lines = text.splitlines()
     assert f"sum of the planned tensors' bytes at this shape: {doc['used']:,} B" in text and "not all alive at once" in text
     assert not [ln for ln in lines if ln.startswith("used")]
-    head = next(i for i, ln in enumerate(lines) if "with the most bytes planned at the bound" in ln)
+    head = next(i for i, ln in enumerate(lines) if "the most bytes planned at the bound first" in ln)  # all 5
     at_bound = [int(ln.split()[-1].replace(",", "")) for ln in lines[head + 3:] if ln.startswith("v")]
     assert len(at_bound) > 1 and at_bound == sorted(at_bound, reverse=True)
     for bad, says in ((["0=5,16,3"], "exported with 2 axes [32, 16]"), (["0=32,16"], "that is the exported shape"),

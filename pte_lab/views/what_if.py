@@ -245,8 +245,10 @@ def usage_text(u) -> str:
         f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}",
         f"the plan at the bound, allocated whole whatever the shape: {exact_bytes(u.planned_at_bound)}, "
         f"{human_bytes(u.gap)} more than this shape needs",
-        f"the {len(top)} of {len(u.tensors):,} planned tensors with the most bytes planned at the bound (the JSON "
-        f"lists every one), with their bytes at this shape:",
+        (f"the {len(top)} of {len(u.tensors):,} planned tensors with the most bytes planned at the bound (the JSON "
+         f"lists every one), with their bytes at this shape:" if len(top) < len(u.tensors) else
+         f"the {len(top)} planned tensors, the most bytes planned at the bound first, with their bytes at this "
+         f"shape:"),
         text_table(["value", "role", "shape run at", "bytes at this shape", "planned at the bound"],
                    [[f"v{v}", role, short_shape(shape), f"{used:,}", f"{bound:,}"]
                     for v, role, shape, used, bound in top]),
