@@ -40,7 +40,7 @@ from .model import open_pte
 from .model.ethos_u import io_checks
 from .model.diff import diff_programs
 from .planning.what_if import Predictor, largest_bound, what_if
-from .quiet import quiet
+from .quiet import quiet, quiet_import
 from .units import align_up
 from .vocabulary import Role
 
@@ -166,6 +166,15 @@ def _load_program_host_bytes(pte, loader: str) -> int:
 
 
 # ------------------------------------------- the other sources: ExecuTorch's own tools
+def _executorch(module: str):
+    """ExecuTorch's ``module``, imported quietly. The first import of exir in a process imports torchao and
+    torch, which print "Failed to load .../torchao/_C_mxfp8...so" and "_C_cutlass_90a.abi3.so" (torchao's
+    optional CUDA kernels, absent on a CPU host) and a torch ``_pytree`` deprecation warning: the third
+    party's import-time diagnostics, not the learner's answer, so they go to :data:`pte_lab.quiet.LOG`
+    instead of into the exercise's cell. Nothing else is silenced: what the cross-check itself writes shows."""
+    return quiet_import(module)
+
+
 def _et_plans(data: bytes) -> dict:
     """method -> ExecutionPlan, as ExecuTorch's own deserializer (exir) reads the file: not pte_lab's reader."""
     with quiet():
@@ -183,8 +192,8 @@ def _et_devices(plan) -> dict[int, str]:
 
 def _et_nbytes(tensor) -> int:
     """A deserialized tensor's bytes: exir's own count from its sizes and scalar type."""
-    from executorch.exir.tensor import get_scalar_type, num_bytes_from_shape_and_dtype
-
+    tensors = _executorch("executorch.exir.tensor")  # quietly: see _executorch
+    get_scalar_type, num_bytes_from_shape_and_dtype = tensors.get_scalar_type, tensors.num_bytes_from_shape_and_dtype
     return int(num_bytes_from_shape_and_dtype(tuple(tensor.sizes), get_scalar_type(tensor.scalar_type)))
 
 
@@ -202,7 +211,8 @@ def _et_load_program_host_bytes(data: bytes, loader: str) -> int:
 def _profiler_peak(manager, method: str = "forward") -> int:
     """The most bytes alive at once by ExecuTorch's activation memory profiler
     (``executorch.util.activation_memory_profiler``, from exir's own lifetimes), not pte_lab's."""
-    from executorch.util.activation_memory_profiler import create_tensor_allocation_info
+    # quietly (see _executorch): the first import of exir in a notebook's kernel is often this one (01.1's)
+    create_tensor_allocation_info = _executorch("executorch.util.activation_memory_profiler").create_tensor_allocation_info
 
     timeline = create_tensor_allocation_info(manager.exported_program(method).graph)
     return max((sum(a.size_bytes for a in step.allocations) for step in timeline if step), default=0)
@@ -229,7 +239,8 @@ def _peak_without_inputs(pte=None):
 
 def _peak_without_inputs_by_profiler(pte=None):
     # exir's own lifetimes (its activation memory profiler), the graph's user inputs left out
-    from executorch.util.activation_memory_profiler import create_tensor_allocation_info
+    # quietly (see _executorch): the first import of exir in a notebook's kernel is often this one (01.1's)
+    create_tensor_allocation_info = _executorch("executorch.util.activation_memory_profiler").create_tensor_allocation_info
 
     side = pte.methods["forward"].inputs[0].shape[0] if pte is not None else 64
     ep = _manager("device", side=side).exported_program("forward")
@@ -920,8 +931,8 @@ def _transformer_program(bound: int):
     """pte_lab's transformer example (2 blocks, width 64) exported with a sequence of at most ``bound``:
     exir's ``ExecutorchProgramManager``. The notebook passes its own ``program``."""
     import torch
-    from executorch.exir import to_edge_transform_and_lower
 
+    to_edge_transform_and_lower = _executorch("executorch.exir").to_edge_transform_and_lower  # see _executorch
     torch.manual_seed(0)
     model = examples._modules()["Transformer"](2, d=64)
     seq = torch.export.Dim("seq", min=2, max=bound)
@@ -1003,8 +1014,11 @@ EXERCISES.update({e.id: e for e in [
                      f"model.",
              "The greedy's bound: on the straight start the plan is the smallest bound's plus the slope per token "
              "more (1 KiB is 1,024 bytes); pte_lab.largest_bound(model, budget, (input, axis)) confirms it. Any "
-             "planner's: no plan is below the bytes alive at once (the lower bound, which never dips: the "
-             "answer's curve and what_if(...).lower_bound give it). One more token must not fit, for either.",
+             "planner's: no plan is below the bytes alive at once (the lower bound), and that never dips as the "
+             "bound grows. pte_lab.what_if(model, {(input, axis): n}).lower_bound is it at bound n (quick after "
+             "the first call: the shapes are learnt once), so step n up from the greedy's bound until the next "
+             "one's is over the budget (largest_bound's curve draws only some bounds). One more token must not "
+             "fit, for either.",
              _bounds_under_budget, _bounds_under_budget_by_reexport,
              "re-exports at that bound and the next: ExecuTorch's own deserializer's arena sizes, and the bytes "
              "alive at once by ExecuTorch's activation memory profiler"),

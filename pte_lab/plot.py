@@ -179,7 +179,8 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     """Where each planned tensor of one arena sits (y, bytes) and when it is alive (x, instructions).
 
     One rectangle per tensor; the arena size is the solid line, the peak of
-    live bytes (the lower bound for any plan) the dashed one. ``color_by``: ``"role"``, ``"operator"``,
+    live bytes (the lower bound for any plan) the dashed one, drawn on top (where the two are equal, the
+    dashes lie on the solid line and the legend says "= arena size"). ``color_by``: ``"role"``, ``"operator"``,
     ``"device"`` or ``"module"`` (with an ETRecord: the module writing each tensor, at the deepest level of
     the path that the palette tells apart). ``mem_id`` may be
     left out when the method has a single arena; :func:`arena_layouts` draws
@@ -201,10 +202,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     coll.set_gid("tensors")
     ax.add_collection(coll)
     _label_tensors(ax, ts, verts, max(a.size, a.peak_bytes, 1))
-    ax.axhline(a.size, color="#333333", lw=1.2, label=f"arena size {human_bytes(a.size)}")
-    if a.peak_bytes:
-        ax.axhline(a.peak_bytes, color="#333333", lw=1.0, ls="--",
-                   label=f"{PEAK_LIVE} {human_bytes(a.peak_bytes)}: no plan can be smaller")
+    _size_and_peak_lines(ax, a, size_color=SIZE_LINE, peak_color=PEAK_LINE)
     n = method.n_instructions
     right = n + 0.5
     top = max(a.size, a.peak_bytes, 1)
@@ -243,6 +241,24 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     return ax
 
 
+#: an arena's size: a wide pale solid line, under the tensors (it does not cover a tensor's top bytes: its upper
+#: half shows above them); its peak live bytes: narrow dark dashes drawn on top of everything, so where the two
+#: are equal (a plan as small as any can be) the dashes show on the solid line instead of hiding under it
+SIZE_LINE, PEAK_LINE = "#777777", "#000000"
+
+
+def _size_and_peak_lines(ax, a, *, size_color: str, peak_color: str, arena: str = "") -> None:
+    """Arena ``a``'s size (solid) and peak live bytes (dashed, on top); ``arena`` starts each label ("arena 2 ")
+    where a panel holds several arenas. The legend says "= arena size" when the two are equal (both lines at
+    one height)."""
+    ax.axhline(a.size, color=size_color, lw=3.0, alpha=0.5, zorder=0.9, solid_capstyle="butt",
+               label=f"{arena or 'arena '}size {human_bytes(a.size)}")
+    if a.peak_bytes:
+        same = " = arena size" if a.peak_bytes == a.size else ""
+        ax.axhline(a.peak_bytes, color=peak_color, lw=1.1, ls=(0, (4, 3)), zorder=2.5,
+                   label=f"{arena}{PEAK_LIVE}{same} {human_bytes(a.peak_bytes)}: no plan can be smaller")
+
+
 def _instruction_axis(axis) -> None:
     """Instructions are counted: whole-number ticks only (a one-instruction program gets no -0.5)."""
     from matplotlib.ticker import MaxNLocator
@@ -259,20 +275,24 @@ def _delegates_not_shown(ax, method: "Method") -> None:
 
 
 #: a tensor is named on its rectangle when the arena has at most this many and the rectangle is at least this
-#: tall (a share of the arena) and this wide (instructions): two tensors of one colour side by side (two inputs)
-#: read as two, and a crowded arena is not covered in text
-MAX_NAMED, NAMED_HEIGHT, NAMED_WIDTH = 40, 0.07, 0.9
+#: tall (a share of the byte axis drawn) and this wide (instructions): two tensors of one colour side by side
+#: (two inputs) read as two, and a crowded arena is not covered in text. A rectangle at least SMALL_NAMED_HEIGHT
+#: tall gets a smaller font (a 2 KiB tensor on the 60 KiB scale two plans share)
+MAX_NAMED, NAMED_HEIGHT, SMALL_NAMED_HEIGHT, NAMED_WIDTH = 40, 0.07, 0.03, 0.9
 
 
 def _label_tensors(ax, ts, verts, top: int) -> None:
-    """Each rectangle big enough for it gets its value's number (``v3``: the ``value`` column of the tables)."""
+    """Each rectangle big enough for it gets its value's number (``v3``: the ``value`` column of the tables),
+    judged on the byte axis as drawn (``top``); names drawn before on ``ax`` (at another scale) are replaced."""
+    for old in [t for t in ax.texts if t.get_gid() == "tensor name"]:
+        old.remove()
     if len(ts) > MAX_NAMED:
         return
     for t, v in zip(ts, verts):
         (x0, y0), (x1, _), (_, y1) = v[0], v[1], v[2]
-        if y1 - y0 >= NAMED_HEIGHT * top and x1 - x0 >= NAMED_WIDTH:
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"v{t.value}", ha="center", va="center", fontsize=7,
-                    color="white", clip_on=True, gid="tensor name")
+        if y1 - y0 >= SMALL_NAMED_HEIGHT * top and x1 - x0 >= NAMED_WIDTH:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"v{t.value}", ha="center", va="center", color="white",
+                    fontsize=7 if y1 - y0 >= NAMED_HEIGHT * top else 6, clip_on=True, gid="tensor name")
 
 
 def _tail_padding(method: "Method", a) -> int:
@@ -302,7 +322,8 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
     """Occupied bytes per instruction for each arena, against its size. Other keywords go to each arena's
     curve (``Axes.step``: ``lw``, ``alpha``...).
 
-    Returns the Axes (a line per arena, its size dashed). Raises nothing of its own."""
+    Returns the Axes (a curve per arena; its size a solid line, its peak live bytes dashed on top). Raises
+    nothing of its own."""
     ax = _axes(ax, (9, 3.2))
     t = np.arange(-1, method.n_instructions + 1)
     for i, a in enumerate(method.arenas):
@@ -312,11 +333,7 @@ def occupancy(method: "Method", *, ax: "Axes | None" = None, **kwargs) -> "Axes"
         ax.fill_between(t, occ, step="mid", color=color, alpha=0.15, lw=0, zorder=1)
         ax.step(t, occ, **{"where": "mid", "color": color, "lw": 1.8, "zorder": 3,
                            "label": f"arena {a.mem_id} ({a.device}) live bytes", **kwargs})
-        ax.axhline(a.size, color=color, lw=0.9, ls=":", alpha=0.8, zorder=2,
-                   label=f"arena {a.mem_id} size {human_bytes(a.size)}")
-        if a.peak_bytes:
-            ax.axhline(a.peak_bytes, color=color, lw=0.9, ls=(0, (5, 4)), alpha=0.8, zorder=2,
-                       label=f"arena {a.mem_id} {PEAK_LIVE} {human_bytes(a.peak_bytes)} (no plan can be smaller)")
+        _size_and_peak_lines(ax, a, size_color=color, peak_color=color, arena=f"arena {a.mem_id} ")
     top = max([a.size for a in method.arenas] + [1])
     ax.set_ylim(0, top * 1.05)
     ax.set_xlim(-1.5, method.n_instructions + 0.5)  # from the inputs written (-1) to the outputs read (N), no further
@@ -567,7 +584,9 @@ def file_layout(pte: "Pte", *, ax: "Axes | None" = None, hashes: bool = True, **
     ax.set_xlim(0, by.max() * 1.3)
     bytes_axis(ax.xaxis, by.max() * 1.3, ticks=5)
     ax.set_xlabel("bytes in the file")
-    ax.set_title(f"{pte.path or 'program'} · {human_bytes(total)}: where the bytes go", fontsize=10)
+    # the file's name, not the folder it was saved in (a notebook's is a temporary one)
+    name = str(pte.path).replace("\\", "/").rsplit("/", 1)[-1] if pte.path else "program"
+    ax.set_title(f"{name} · {human_bytes(total)}: where the bytes go", fontsize=10)
     if hashes and len(dup):
         ax.legend(fontsize=LEGEND_SIZE, frameon=False, loc="lower right")
     return ax
@@ -667,7 +686,7 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
     without that arena says so, and raises nothing.
     """
     if axes is None:
-        _, axes = _plt().subplots(2, 1, figsize=(9, 6.2), sharex=sharex, sharey=True, layout="constrained")
+        _, axes = _plt().subplots(2, 1, figsize=(9, 7.6), sharex=sharex, sharey=True, layout="constrained")
     top, rights = 1, []
     for ax, m, title in zip(axes, (a, b), titles):
         try:
@@ -682,9 +701,11 @@ def layout_pair(a: "Method", b: "Method", mem_id: int = 1, *, axes=None,
         ax.set_title(f"{title}: {ax.get_title()}", fontsize=9)
         top = max(top, arena.size, arena.peak_bytes)
         rights.append(ax.get_xlim()[1])  # room for a waste bracket, if the plan has one
-    for ax in axes:
+    for ax, m in zip(axes, (a, b)):
         ax.set_ylim(0, top * 1.04)
         bytes_axis(ax.yaxis, top)
+        if any(t.mem_id == mem_id for t in m.planned):  # named again on the shared scale: thin now, if smaller
+            _label_tensors(ax, *tensor_rects(m, mem_id), top)
         if sharex and rights:
             ax.set_xlim(ax.get_xlim()[0], max(rights))
     if sharex and getattr(axes[0], "get_subplotspec", None) and axes[0].get_subplotspec() is not None:

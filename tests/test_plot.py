@@ -232,3 +232,54 @@ def test_two_tensors_side_by_side_are_named_apart(program_path):
     tr = pte_lab.open(program_path("transformer")).methods["forward"]
     assert not [t for t in plot.arena_layout(tr).texts if t.get_gid() == "tensor name"]
     plt.close("all")
+
+
+def test_a_peak_equal_to_the_size_shows_on_the_size_line(program_path):
+    """device's forward plans as small as any plan can be (peak live = size): the peak's dashes are drawn on
+    top of the size line, in another colour, and the legend says they coincide (a learner saw one line)."""
+    m = pte_lab.open(program_path("device")).methods["forward"]
+    a = m.arena(1)
+    assert a.size == a.peak_bytes
+    for draw in (plot.arena_layout, plot.occupancy):
+        ax = draw(m, ax=plt.subplots()[1])
+        flat = {ln.get_label(): ln for ln in ax.get_lines() if len(ln.get_xdata()) <= 2}
+        (size,) = [ln for lab, ln in flat.items() if "size" in lab and "peak" not in lab]
+        (peak,) = [ln for lab, ln in flat.items() if "peak live = arena size" in lab]
+        assert size.get_ydata()[0] == peak.get_ydata()[0] == a.size
+        assert peak.get_zorder() > size.get_zorder() and peak.get_linestyle() == "--"
+        assert peak.get_linewidth() < size.get_linewidth()  # the solid shows past the dashes' edges
+    plt.close("all")
+    tr = pte_lab.open(program_path("transformer")).methods["forward"]  # unequal: no "="
+    labels = [ln.get_label() for ln in plot.arena_layout(tr, 1).get_lines()]
+    assert not [lab for lab in labels if "=" in lab] and [lab for lab in labels if lab.startswith("peak live ")]
+
+
+def test_file_layout_titles_the_file_by_its_name(program_path, tmp_path):
+    """A notebook saves its program in a temporary folder: the title names the file, not the folder."""
+    path = tmp_path / "device.pte"
+    path.write_bytes(Path(program_path("device")).read_bytes())
+    title = plot.file_layout(pte_lab.open(path)).get_title()
+    assert title.startswith("device.pte · ") and str(tmp_path) not in title
+
+
+def test_a_pair_names_its_tensors_on_the_scale_it_shares(program_path, tmp_path):
+    """Greedy beside naive (notebook 02): the greedy panel is drawn on naive's larger byte scale, where its
+    2 KiB tensors are thin. Names are judged on that shared scale: each tensor tall enough there is named
+    (thin ones in a smaller font), none is named where its rectangle is too thin for the text."""
+    from pte_lab import planning
+
+    src = program_path("portable")
+    greedy = pte_lab.open(src).methods["forward"]
+    naive = pte_lab.open(planning.replan(src, "naive", smaller_only=False).write(tmp_path / "naive.pte")).methods["forward"]
+    top = max(naive.arena(1).size, greedy.arena(1).size)
+    assert naive.arena(1).size > greedy.arena(1).size
+    fig = plot.layout_pair(greedy, naive, titles=("greedy", "naive"))
+    for ax, m in zip(fig.axes, (greedy, naive)):
+        named = {t.get_text(): t.get_fontsize() for t in ax.texts if t.get_gid() == "tensor name"}
+        for t in m.planned:
+            share = t.nbytes / top
+            if share < plot.SMALL_NAMED_HEIGHT or t.last - t.first + 0.9 < plot.NAMED_WIDTH:
+                assert f"v{t.value}" not in named
+            else:
+                assert named[f"v{t.value}"] == (7 if share >= plot.NAMED_HEIGHT else 6)
+        assert 6 in named.values()  # the thin ones are named too

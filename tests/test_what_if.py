@@ -231,6 +231,10 @@ def test_dynamic_batch_prediction_budget_and_usage(program_path, capsys):
     b = pte_lab.largest_bound(path, "2KiB", (0, 0))
     assert b.at.planned <= 2048 < pte_lab.what_if(path, {(0, 0): b.bound + 1}).planned
     assert str(b).splitlines()[-1] == f'export change: Dim("batch", max={b.bound}) for input 0, axis 0'
+    # one bound over: in bytes only, a rounded "(2.0 KiB)" beside the budget's would read as equal, not over
+    over = b.next_planned - 2048
+    assert over > 0 and (f"at {b.bound + 1} it would plan {b.next_planned:,} B, {over:,} B over the budget of 2,048 B"
+                         in str(b).splitlines())
     assert "outside the planned arenas" not in str(b)  # no delegate: the plan is all of it
     with pytest.raises(WhatIfError, match=r"below what any bound plans: the smallest, at bound 1, plans"):
         pte_lab.largest_bound(path, 16, (0, 0))
@@ -296,6 +300,14 @@ def test_cli_at_shape_prints_each_tensors_bytes_and_the_gap(program_path, capsys
                        doc["used"], doc["plan_for_shape"], doc["lower_bound"], doc["planned_at_bound"]))
     assert f"allocated whole whatever the shape: {planned:,} B" in text
     assert any(ln.split()[:5] == ["v8", "intermediate", "[5,", "8]", "160"] for ln in text.splitlines())
+    # the sum is named for what it is (it is more than the plan at the bound can be: not "used"), and the table
+    # says its order, which is the order of its last column
+    lines = text.splitlines()
+    assert f"sum of the planned tensors' bytes at this shape: {doc['used']:,} B" in text and "not all alive at once" in text
+    assert not [ln for ln in lines if ln.startswith("used")]
+    head = next(i for i, ln in enumerate(lines) if "the most bytes planned at the bound first" in ln)  # all 5
+    at_bound = [int(ln.split()[-1].replace(",", "")) for ln in lines[head + 3:] if ln.startswith("v")]
+    assert len(at_bound) > 1 and at_bound == sorted(at_bound, reverse=True)
     for bad, says in ((["0=5,16,3"], "exported with 2 axes [32, 16]"), (["0=32,16"], "that is the exported shape"),
                       (["0=five"], "write INPUT=D0,D1,...")):
         assert main(["what-if", path, "--at-shape", *bad]) == 2

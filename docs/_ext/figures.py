@@ -26,8 +26,8 @@ DPI = 110
 
 
 def first_look(path: Path) -> None:
-    """The shipped ``device`` program (the loader fix's, PR #22058): forward2's arenas as
-    :func:`pte_lab.plot.arena_layout` draws them, and :func:`pte_lab.plot.placement` under the three loaders."""
+    """The shipped ``device`` program (the loader fix's, PR #22058): forward2's arena on ``cuda:0`` as
+    :func:`pte_lab.plot.arena_layout` draws it, and :func:`pte_lab.plot.placement` under the three loaders."""
     import matplotlib.pyplot as plt
 
     import pte_lab
@@ -36,9 +36,9 @@ def first_look(path: Path) -> None:
 
     pte = pte_lab.open(shipped_path("device"))
     with plt.style.context("default"):  # a user's matplotlibrc does not change the committed picture
-        fig = plt.figure(figsize=(13.5, 4.5), layout="constrained")
-        left, right = fig.subfigures(1, 2, width_ratios=[1.1, 1.0])
-        plot.arena_layout(pte.methods["forward"], mem_id=1, ax=left.subplots())
+        fig = plt.figure(figsize=(15.5, 4.6), layout="constrained")
+        left, right = fig.subfigures(1, 2, width_ratios=[1.2, 1.0])
+        plot.arena_layout(pte.methods["forward2"], mem_id=2, ax=left.subplots())
         plot.placement(pte, "all", ax=right.subplots())
         _save(fig, path)
         plt.close(fig)
@@ -50,7 +50,9 @@ FIGURES = {"first-look.png": first_look}
 
 def _save(fig, path: Path) -> None:
     # no date and no version in the file: the same drawing is the same bytes
-    fig.savefig(path, dpi=DPI, metadata={"Software": None, "Source": "pte_lab docs/_ext/figures.py"})
+    # tight: the layout's legend sits outside its axes, and its title may be wider than them
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", pad_inches=0.15,
+                metadata={"Software": None, "Source": "pte_lab docs/_ext/figures.py"})
 
 
 def draw(name: str, folder: Path) -> Path:

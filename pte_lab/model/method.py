@@ -217,7 +217,8 @@ class Method:
 
         ``first``/``last`` follow the lifetime convention of
         :mod:`pte_lab.model.lifetimes`; ``producer`` is the instruction that
-        first writes the value and ``op`` what it calls.
+        first writes the value's bytes and ``op`` what it calls. A static view has no instruction of its own: its
+        ``producer`` is the instruction that writes its base, and its ``op`` reads ``view of v69 (aten::...)``.
         """
         import pandas as pd
 

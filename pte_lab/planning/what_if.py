@@ -313,7 +313,8 @@ class UsageAt:
     point: tuple[int, ...]
     #: (value, role, shape run at, bytes used, bytes planned at the bound)
     tensors: list[tuple[int, str, tuple[int, ...], int, int]]
-    #: bytes the planned tensors use (each storage once: a view with its base), a plan made for this shape
+    #: the sum of the planned tensors' bytes at this shape, each storage once (a view with its base; not all
+    #: alive at once, so more than any plan needs), a plan made for this shape
     #: (ExecuTorch's greedy), its lower bound,
     #: and the plan at the bound (allocated whole, whatever the shape)
     used: int

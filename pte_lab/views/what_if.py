@@ -155,8 +155,9 @@ def budget_text(b) -> str:
            f"at {b.bound:,} exir's greedy (as pte_lab replans it) plans {exact_bytes(w.planned)} "
            f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
     if b.next_planned is not None:
-        out.append(f"at {b.bound + 1:,} it would plan {exact_bytes(b.next_planned)}, "
-                   f"{b.next_planned - b.budget:,} B over the budget")
+        # bytes only: a rounded "(256 KiB)" beside a budget of "(256 KiB)" reads as equal, not as over it
+        out.append(f"at {b.bound + 1:,} it would plan {b.next_planned:,} B, "
+                   f"{b.next_planned - b.budget:,} B over the budget of {b.budget:,} B")
     # a .pte keeps no Dim's min: the smallest bound here is the first that gives whole shapes, not the export's min
     out.append(f"the smallest bound tried, {b.smallest_bound:,}, plans {exact_bytes(b.smallest)} (the file does not "
                f"keep the export's minimum: it may be below it); the export's "
@@ -232,19 +233,23 @@ def budget_dict(b) -> dict:
 
 def usage_text(u) -> str:
     """One call's bytes against the plan for its shape and the plan at the bound, then the tensors that
-    the bound's plan sizes largest, with the bytes each uses at this shape."""
-    top = sorted(u.tensors, key=lambda r: (-r[4], r[0]))[:TOP_TENSORS]
+    the bound's plan sizes largest (of equal ones, the larger at this shape first), with their bytes at this
+    shape."""
+    top = sorted(u.tensors, key=lambda r: (-r[4], -r[3], r[0]))[:TOP_TENSORS]
     out = [
         f"{u.method} run at {_where(u.keys, u.point)}",
-        f"used: {exact_bytes(u.used)}, the sum of every planned tensor's bytes over the whole call at these "
-        f"shapes (each storage once; per tensor: .tensors): not all are alive at once, so it is more than a plan "
+        f"sum of the planned tensors' bytes at this shape: {exact_bytes(u.used)}, each storage counted once over "
+        f"the whole call (per tensor: .tensors); they are not all alive at once, so it is more than any plan "
         f"needs",
         f"at most at once (lower_bound, no plan can be smaller): {exact_bytes(u.lower_bound)}",
         f"a plan made for this shape (ExecuTorch's greedy) needs {exact_bytes(u.plan_for_shape)}",
         f"the plan at the bound, allocated whole whatever the shape: {exact_bytes(u.planned_at_bound)}, "
         f"{human_bytes(u.gap)} more than this shape needs",
-        f"the {len(top)} largest of {len(u.tensors):,} planned tensors (the JSON lists every one):",
-        text_table(["value", "role", "shape run at", "bytes used", "planned at the bound"],
+        (f"the {len(top)} of {len(u.tensors):,} planned tensors with the most bytes planned at the bound (the JSON "
+         f"lists every one), with their bytes at this shape:" if len(top) < len(u.tensors) else
+         f"the {len(top)} planned tensors, the most bytes planned at the bound first, with their bytes at this "
+         f"shape:"),
+        text_table(["value", "role", "shape run at", "bytes at this shape", "planned at the bound"],
                    [[f"v{v}", role, short_shape(shape), f"{used:,}", f"{bound:,}"]
                     for v, role, shape, used, bound in top]),
     ]
