@@ -440,11 +440,12 @@ def _kept_legacy() -> dict:
     return json.loads((KEPT_LEGACY / KEPT_LEGACY_FILE).read_text())
 
 
-def kept_basis() -> str:
+def kept_basis(made: str = "measured") -> str:
     """Where, when and with what the kept executorch 1.4.1 figures were made, one phrase ending ``not here``
-    (``"measured on <machine> on <date> with executorch 1.4.1 (torch ..., Python ...), not here"``)."""
+    (``"measured on <machine> on <date> with executorch 1.4.1 (torch ..., Python ...), not here"``; ``made``
+    is its first word: ``"exported"`` for :func:`kept_legacy_export`)."""
     b = _kept_legacy()["basis"]
-    return (f"measured on {b['machine']} on {b['date']} with executorch {b['executorch']} (torch {b['torch']}, "
+    return (f"{made} on {b['machine']} on {b['date']} with executorch {b['executorch']} (torch {b['torch']}, "
             f"Python {b['python']}), not here")
 
 
