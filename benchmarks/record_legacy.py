@@ -35,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pte_lab import examples  # noqa: E402
-from pte_lab.cache import dist_version  # noqa: E402
-from pte_lab.experiments import device_placement as dp  # noqa: E402
+from pte_lab import examples
+from pte_lab.cache import dist_version
+from pte_lab.experiments import device_placement as dp
 
 #: notebook 04's side (its SIDE), notebook 06's side
 SIDES = (256,)
