@@ -2,7 +2,7 @@
 
 The notebook test (``tests/test_notebooks.py``) runs every notebook in fresh kernels; it saves its first run
 here. The documentation build (``docs/conf.py``) renders the saved run and executes only a notebook it does
-not find (a clean clone builds the site alone). An entry is keyed by the notebook's cells (type and source),
+not find (a clean clone builds the site alone: :func:`execute_missing`, two at a time on two cores). An entry is keyed by the notebook's cells (type and source),
 so an edited notebook is run again and an unchanged one never is. Outputs depend on pte_lab's code too: the
 cache lives in the build folder (``docs/_build/executed/``; ``PTE_LAB_NOTEBOOK_CACHE`` names another), and
 deleting ``docs/_build`` runs everything again.
@@ -99,8 +99,8 @@ def execute_missing(paths, jobs: int | None = None, log=print) -> None:
     """Run each notebook of ``paths`` that has no kept run, ``jobs`` at a time (default: one per CPU, at most
     four), each in a process of its own (:func:`execute`: a fresh kernel in a fresh folder), and keep the runs.
     The notebooks that export an LLM start first, so that the longest runs do not come last. A notebook does
-    most of its work in one process at a time, so two at once on two cores take about half as long as one
-    after the other. Raises ``RuntimeError`` naming each notebook whose run failed, after the others are kept."""
+    most of its work in one process at a time: two at once keep two cores busy (CONTRIBUTING has the build's
+    times). Raises ``RuntimeError`` naming each notebook whose run failed, after the others are kept."""
     import concurrent.futures
     import subprocess
     import sys
