@@ -2,10 +2,11 @@
 
 The notebook test (``tests/test_notebooks.py``) runs every notebook in fresh kernels; it saves its first run
 here. The documentation build (``docs/conf.py``) renders the saved run and executes only a notebook it does
-not find (a clean clone builds the site alone: :func:`execute_missing`, two at a time on two cores). An entry is keyed by the notebook's cells (type and source),
-so an edited notebook is run again and an unchanged one never is. Outputs depend on pte_lab's code too: the
-cache lives in the build folder (``docs/_build/executed/``; ``PTE_LAB_NOTEBOOK_CACHE`` names another), and
-deleting ``docs/_build`` runs everything again.
+not find (a clean clone builds the site alone: :func:`execute_missing`, two at a time on two cores). An entry
+is keyed by the notebook's cells (type and source), so an edited notebook is run again and an unchanged one
+never is. Outputs depend on pte_lab's code too: the cache lives in the build folder
+(``docs/_build/executed/``; ``PTE_LAB_NOTEBOOK_CACHE`` names another), and deleting ``docs/_build`` runs
+everything again.
 """
 
 from __future__ import annotations
