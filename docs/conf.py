@@ -118,7 +118,10 @@ def _notebooks(app) -> None:
     with ``-D pte_lab_notebooks=0`` (the prose alone, for a quick look) its cells without outputs, said so."""
     out = DOCS / "notebooks"
     out.mkdir(exist_ok=True)
-    for path in sorted(notebook_cache.NOTEBOOKS.glob("*.ipynb")):
+    paths = sorted(notebook_cache.NOTEBOOKS.glob("*.ipynb"))
+    if app.config.pte_lab_notebooks:  # those with no kept run, two at a time on two cores
+        notebook_cache.execute_missing(paths, log=lambda m: print(f"pte_lab docs: {m}", flush=True))
+    for path in paths:
         if app.config.pte_lab_notebooks:
             nb = json.loads(notebook_cache.executed(path, log=lambda m: print(f"pte_lab docs: {m}", flush=True))
                             .read_text())

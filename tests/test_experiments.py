@@ -105,3 +105,30 @@ def test_the_figure_cuts_one_bar_that_would_squash_the_rest():
     assert [t.get_text() for t in axes[1].texts] == ["9.1 MiB, axis cut"]
     assert axes[0].get_legend() is None and axes[0].figure.legends  # one legend, below the panels
     assert axes[0].get_ylim()[1] >= planned and not axes[0].texts[1:]
+
+
+def test_the_kept_executorch_1_4_1_figures_are_this_program_s_and_say_where_they_come_from():
+    """Notebooks 04 and 06 show these where executorch 1.4.1's environment is missing (never making it): the
+    "before" column measured once with 1.4.1, and 1.4.1's export of the device program. They must be 1.4.1's
+    figures for the very program the notebooks export here, and say they were not measured here."""
+    import pte_lab
+    from pte_lab import examples
+
+    basis = dp.kept_basis()
+    assert basis.endswith("not here") and "executorch 1.4.1" in basis
+    before = dp.kept_before(256)  # notebook 04's SIDE
+    assert before.label == "before" and before.executorch_version == "1.4.1" and before.failure is None
+    assert [s["step"] for s in before.steps] == dp.STEPS and basis in before.notes[0]
+    assert "pte-lab legacy-env" in before.notes[0]  # the one command that measures it here
+    assert all((s["device_bytes"] or 0) == 0 for s in before.steps)  # the old loader: nothing on the device
+    assert all(s["correct"] for s in before.steps if s["step"].startswith("execute"))
+    # load_program took every arena of the program on the host, the device's too: pte_lab's legacy loader
+    program = pte_lab.open(examples.kept_path("device", side=256))
+    predicted = program.load_cost("legacy").query("step == 'load_program'")
+    assert set(predicted.device) == {"cpu"} and len(predicted) == 2
+    assert before.step("load_program")["host_bytes"] >= int(predicted.bytes.sum())
+    # 06: 1.4.1's exporter wrote the same bytes as this 1.5.1 (re-record with benchmarks/record_legacy.py if not)
+    kept = dp.kept_legacy_export(side=64)
+    assert kept.read_bytes() == examples.kept_path("device", side=64).read_bytes()
+    with pytest.raises(ValueError, match="pte-lab legacy-env"):
+        dp.kept_before(2048)

@@ -4,6 +4,9 @@ Each notebook runs twice, each time in a fresh kernel, as a reader would run it.
 again (fresh sizing workers, fresh isolated runtimes, a fresh working folder) and reuses the first run's
 exports (kept on disk for the test), so an assertion that holds only for the figures of one run (a heap
 figure that moves between runs, as it moves between CPUs) fails here and not on someone else's machine.
+The second run also sees no executorch 1.4.1 environment, as a machine where `pte-lab legacy-env` never ran:
+notebooks 04 and 06 then show the 1.4.1 figures kept with pte_lab, under the same assertions. Neither run
+may make that environment.
 """
 
 from __future__ import annotations
@@ -40,11 +43,25 @@ _examples.build = _reuse
 """
 
 
-def _with_reuse(nb, folder: Path):
-    """The notebook, after a cell that keeps and reuses the examples' exports in ``folder``."""
+#: run before each run's first cell too: a notebook never makes executorch 1.4.1's environment (a pip install of
+#: minutes, `pte-lab legacy-env`'s job); on the second run the environment looks absent, as on a machine without
+#: it, so notebooks 04 and 06 show the 1.4.1 figures pte_lab keeps, and their assertions must hold there too
+NO_LEGACY_ENV = """\
+from pte_lab.experiments import device_placement as _dp
+def _refuse(*args, **kwargs):
+    raise AssertionError("a notebook made executorch 1.4.1's environment: only `pte-lab legacy-env` does")
+_dp.create_legacy_env = _refuse
+if {absent}:
+    _dp.find_legacy_python = lambda: None
+"""
+
+
+def _with_reuse(nb, folder: Path, legacy_env: bool = True):
+    """The notebook, after a cell that keeps and reuses the examples' exports in ``folder`` and refuses to make
+    executorch 1.4.1's environment (hides it, with ``legacy_env=False``)."""
     run = nbformat.v4.new_notebook(metadata=nb.metadata)
-    run.cells = [nbformat.v4.new_code_cell(REUSE_EXPORTS.format(folder=str(folder))),
-                 *[nbformat.from_dict(dict(c)) for c in nb.cells]]
+    first = REUSE_EXPORTS.format(folder=str(folder)) + NO_LEGACY_ENV.format(absent=not legacy_env)
+    run.cells = [nbformat.v4.new_code_cell(first), *[nbformat.from_dict(dict(c)) for c in nb.cells]]
     return run
 
 
@@ -104,7 +121,7 @@ def test_notebook_runs_twice(path, tmp_path, keep):
             assert not cell.get("outputs"), f"{path.name} has committed outputs"
     took = []
     for k, label in enumerate(("first run", "second run")):
-        run = _with_reuse(nb, tmp_path / "exports")
+        run = _with_reuse(nb, tmp_path / "exports", legacy_env=k == 0)
         (tmp_path / str(k)).mkdir()
         client = nbclient.NotebookClient(run, timeout=1200, kernel_name="python3",
                                          resources={"metadata": {"path": str(tmp_path / str(k))}})

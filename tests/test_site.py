@@ -162,6 +162,34 @@ def quick_build(tree: Path) -> Path:
     return tree / "docs" / "_build" / "html"
 
 
+@pytest.mark.slow  # three kernels
+def test_a_clean_build_runs_the_missing_notebooks_side_by_side_and_names_a_failed_one(tmp_path, monkeypatch):
+    """What a clean clone's build does first: every notebook with no kept run executes in a process of its own
+    (two at a time on two cores) and is kept; one that raises fails the build, named, after the others are kept;
+    a kept one is not run again."""
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    monkeypatch.setenv("PTE_LAB_NOTEBOOK_CACHE", str(tmp_path / "cache"))
+    sources = {"a.ipynb": "1 + 1", "b.ipynb": "import os; os.getpid()", "bad.ipynb": "raise ValueError('boom')"}
+    paths = []
+    for name, code in sources.items():
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), tmp_path / name)
+        paths.append(tmp_path / name)
+    lines = []
+    with pytest.raises(RuntimeError, match="bad.ipynb") as failed:
+        notebook_cache.execute_missing(paths, jobs=2, log=lines.append)
+    assert "boom" in str(failed.value) and "a.ipynb" not in str(failed.value)
+    assert "2 at a time" in lines[0]
+    kept = {p.name: json.loads(notebook_cache.entry(p).read_text()) for p in paths[:2]}
+    assert "".join(kept["a.ipynb"]["cells"][0]["outputs"][0]["data"]["text/plain"]) == "2"
+    pids = {int("".join(kept["b.ipynb"]["cells"][0]["outputs"][0]["data"]["text/plain"])), os.getpid()}
+    assert len(pids) == 2  # run in a kernel of its own, not in the build's process
+    monkeypatch.setattr(notebook_cache, "execute", lambda p: pytest.fail(f"{p} executed again"))
+    lines.clear()
+    notebook_cache.execute_missing(paths[:2], log=lines.append)
+    assert lines == []  # nothing missing: nothing runs
+
+
 @pytest.fixture(scope="module")
 def site(request, tmp_path_factory):
     need_sphinx()

@@ -2,10 +2,11 @@
 
 The notebook test (``tests/test_notebooks.py``) runs every notebook in fresh kernels; it saves its first run
 here. The documentation build (``docs/conf.py``) renders the saved run and executes only a notebook it does
-not find (a clean clone builds the site alone). An entry is keyed by the notebook's cells (type and source),
-so an edited notebook is run again and an unchanged one never is. Outputs depend on pte_lab's code too: the
-cache lives in the build folder (``docs/_build/executed/``; ``PTE_LAB_NOTEBOOK_CACHE`` names another), and
-deleting ``docs/_build`` runs everything again.
+not find (a clean clone builds the site alone: :func:`execute_missing`, two at a time on two cores). An entry
+is keyed by the notebook's cells (type and source), so an edited notebook is run again and an unchanged one
+never is. Outputs depend on pte_lab's code too: the cache lives in the build folder
+(``docs/_build/executed/``; ``PTE_LAB_NOTEBOOK_CACHE`` names another), and deleting ``docs/_build`` runs
+everything again.
 """
 
 from __future__ import annotations
@@ -86,6 +87,44 @@ def executed(path: Path, wait_s: float = 0.0, log=print) -> Path:
         return target
     log(f"executing {Path(path).name} (no kept run of this content in {cache_dir()})")
     return execute(path)
+
+
+def exports_llm(path: Path) -> bool:
+    """Whether the notebook at ``path`` exports an LLM (``examples.save("llm", ...)``: ExecuTorch's
+    ``export_llm``, the longest step of a first run on a machine)."""
+    nb = json.loads(Path(path).read_text())
+    return any('"llm"' in "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def execute_missing(paths, jobs: int | None = None, log=print) -> None:
+    """Run each notebook of ``paths`` that has no kept run, ``jobs`` at a time (default: one per CPU, at most
+    four), each in a process of its own (:func:`execute`: a fresh kernel in a fresh folder), and keep the runs.
+    The notebooks that export an LLM start first, so that the longest runs do not come last. A notebook does
+    most of its work in one process at a time: two at once keep two cores busy (CONTRIBUTING has the build's
+    times). Raises ``RuntimeError`` naming each notebook whose run failed, after the others are kept."""
+    import concurrent.futures
+    import subprocess
+    import sys
+
+    missing = sorted((Path(p) for p in paths if not entry(p).exists()), key=lambda p: (not exports_llm(p), p.name))
+    if not missing:
+        return
+    jobs = max(1, min(jobs or os.cpu_count() or 1, 4, len(missing)))
+    log(f"executing {len(missing)} notebooks with no kept run in {cache_dir()}, {jobs} at a time: "
+        + ", ".join(p.stem for p in missing))
+
+    def one(path: Path) -> str | None:
+        start = time.perf_counter()
+        r = subprocess.run([sys.executable, __file__, str(path)], capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"{path.name}: " + " | ".join((r.stderr or r.stdout).strip().splitlines()[-8:])
+        log(f"{path.name}: ran in {time.perf_counter() - start:.0f} s")
+        return None
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        failed = [f for f in pool.map(one, missing) if f]
+    if failed:
+        raise RuntimeError("notebooks failed to run:\n" + "\n".join(failed))
 
 
 if __name__ == "__main__":  # python docs/_ext/notebook_cache.py [NOTEBOOK...]: fill the cache

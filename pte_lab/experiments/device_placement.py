@@ -429,6 +429,55 @@ def create_legacy_env(target: str | os.PathLike | None = None, *, progress=None)
         return _create_legacy_env(target, progress)
 
 
+#: What executorch 1.4.1 gave on pte_lab's own machine, kept with pte_lab (``pte_lab/data/legacy/``, written by
+#: ``benchmarks/record_legacy.py`` with the very calls notebooks 04 and 06 make): where no legacy environment
+#: exists, they show these and say so, rather than make one (a pip install of minutes) unasked.
+KEPT_LEGACY = Path(__file__).resolve().parents[1] / "data" / "legacy"
+KEPT_LEGACY_FILE = "executorch-1.4.1.json"
+
+
+def _kept_legacy() -> dict:
+    return json.loads((KEPT_LEGACY / KEPT_LEGACY_FILE).read_text())
+
+
+def kept_basis(made: str = "measured") -> str:
+    """Where, when and with what the kept executorch 1.4.1 figures were made, one phrase ending ``not here``
+    (``"measured on <machine> on <date> with executorch 1.4.1 (torch ..., Python ...), not here"``; ``made``
+    is its first word: ``"exported"`` for :func:`kept_legacy_export`)."""
+    b = _kept_legacy()["basis"]
+    return (f"{made} on {b['machine']} on {b['date']} with executorch {b['executorch']} (torch {b['torch']}, "
+            f"Python {b['python']}), not here")
+
+
+def kept_before(side: int = 256) -> RuntimeResult:
+    """The "before" column of :func:`run` at ``side``: executorch 1.4.1's runtime on the same program, measured
+    once on pte_lab's machine and kept with pte_lab, for a machine without the legacy environment. Its
+    ``notes`` say where and when (:func:`kept_basis`) and the command that measures it here instead. Host
+    bytes beyond the arenas are that machine's. Raises ``ValueError`` for a side none was kept for."""
+    runs = _kept_legacy()["before"]
+    if str(side) not in runs:
+        raise ValueError(f"no kept executorch 1.4.1 run at side {side} (kept: {', '.join(sorted(runs))}); "
+                         f"`pte-lab legacy-env` makes the environment that measures any side here")
+    known = set(RuntimeResult.__dataclass_fields__)
+    r = RuntimeResult(**{k: v for k, v in runs[str(side)].items() if k in known})
+    r.python = None
+    r.notes = [f"{kept_basis()}: kept with pte_lab (pte_lab/data/legacy/{KEPT_LEGACY_FILE}); `pte-lab legacy-env` "
+               f"makes executorch 1.4.1's environment (a pip install: minutes, once per machine), then it is "
+               f"measured here"]
+    return r
+
+
+def kept_legacy_export(side: int = 64) -> Path:
+    """The device program (``examples.build("device", side=side)``) as executorch 1.4.1's exporter wrote it on
+    pte_lab's machine (:func:`kept_basis`), kept with pte_lab. Raises ``ValueError`` for a side none was kept
+    for."""
+    exports = _kept_legacy()["exports"]
+    key = f"device side={side}"
+    if key not in exports:
+        raise ValueError(f"no kept executorch 1.4.1 export of {key} (kept: {', '.join(sorted(exports))})")
+    return KEPT_LEGACY / exports[key]["file"]
+
+
 def _create_legacy_env(target: Path, progress) -> Path:
     py = target / "bin" / "python"
     emit = progress or (lambda line: None)
