@@ -148,6 +148,20 @@ def test_a_kept_run_is_found_by_content(tmp_path, monkeypatch):
     assert executed == [path]
 
 
+def test_an_edited_pte_lab_runs_the_notebooks_again(tmp_path, monkeypatch):
+    """A kept run shows what pte_lab's code printed: the same cells under edited pte_lab sources are another
+    entry, so the site never shows an older pte_lab's outputs."""
+    nbformat = pytest.importorskip("nbformat")
+    from pte_lab.runtime import kept
+
+    monkeypatch.setenv("PTE_LAB_NOTEBOOK_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), path)
+    before = notebook_cache.entry(path)
+    monkeypatch.setattr(kept, "code_digest", lambda: "another pte_lab")
+    assert notebook_cache.entry(path) != before
+
+
 def quick_build(tree: Path) -> Path:
     """The README's quick build from a clean copy of this tree in ``tree``, with ``-n`` as well as the
     configuration's ``nitpicky`` (a build that lost the setting still fails); returns the HTML folder. The

@@ -3,10 +3,10 @@
 The notebook test (``tests/test_notebooks.py``) runs every notebook in fresh kernels; it saves its first run
 here. The documentation build (``docs/conf.py``) renders the saved run and executes only a notebook it does
 not find (a clean clone builds the site alone: :func:`execute_missing`, two at a time on two cores). An entry
-is keyed by the notebook's cells (type and source), so an edited notebook is run again and an unchanged one
-never is. Outputs depend on pte_lab's code too: the cache lives in the build folder
-(``docs/_build/executed/``; ``PTE_LAB_NOTEBOOK_CACHE`` names another), and deleting ``docs/_build`` runs
-everything again.
+is keyed by the notebook's cells (type and source) and by pte_lab's sources, so an edited notebook, or an edited
+pte_lab, is run again and an unchanged pair never is: a page never shows what older code printed. The cache
+lives in the build folder (``docs/_build/executed/``; ``PTE_LAB_NOTEBOOK_CACHE`` names another); deleting
+``docs/_build`` runs everything again.
 """
 
 from __future__ import annotations
@@ -30,10 +30,14 @@ def cache_dir() -> Path:
 
 
 def key(nb: dict) -> str:
-    """A notebook's content key: a hash of its cells' types and sources (outputs and metadata left out)."""
+    """A notebook's content key: a hash of its cells' types and sources (outputs and metadata left out) and of
+    pte_lab's own sources (``pte_lab.runtime.kept.code_digest``: the outputs are what pte_lab's code prints, so
+    an edited pte_lab runs the notebooks again rather than show what the old code printed)."""
+    from pte_lab.runtime.kept import code_digest  # the pte_lab of this tree: conf.py and the tests put it first
+
     cells = [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
              for c in nb["cells"]]
-    return hashlib.sha256(json.dumps(cells).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps([cells, code_digest()]).encode()).hexdigest()[:16]
 
 
 def entry(path: Path) -> Path:
