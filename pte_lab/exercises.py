@@ -42,7 +42,7 @@ from .model.diff import diff_programs
 from .planning.what_if import Predictor, largest_bound, what_if
 from .quiet import quiet
 from .units import align_up
-from .vocabulary import Role
+from .vocabulary import Role, InstructionKind
 
 __all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
 
@@ -424,8 +424,8 @@ def _peak_module(pte=None, trace=None):
     alive = [t for t in m.planned if t.role != Role.VIEW and t.nbytes and t.mem_id == story.mem_id
              and t.first is not None and t.first <= story.at <= t.last and t.producer is not None]
     kinds = {i.index: i.kind for i in m.instructions}
-    delegate = sum(t.nbytes for t in alive if kinds[t.producer] == "DelegateCall")
-    own = sum(t.nbytes for t in alive if kinds[t.producer] == "KernelCall"
+    delegate = sum(t.nbytes for t in alive if kinds[t.producer] == InstructionKind.DELEGATE_CALL)
+    own = sum(t.nbytes for t in alive if kinds[t.producer] == InstructionKind.KERNEL_CALL
               and _inside(m.source_of(t.value).module, module))
     return module, own, delegate
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable, Mapping
 
 from ..errors import PteLabError
-from ..vocabulary import BUDGET_KINDS, Role
+from ..vocabulary import BUDGET_KINDS, Role, InstructionKind, ValueKind
 from .align import align
 from .backends import BLOB_SETTINGS
 from .analysis import Arena, PlannedTensor, instruction_targets
@@ -572,7 +572,7 @@ def _call_order(m: "Method") -> list[int]:
     """The method's delegates in the order of their first call, then those never called (by index)."""
     first: dict[int, None] = {}
     for ins in m.raw.instructions:
-        if ins.kind == "DelegateCall":
+        if ins.kind == InstructionKind.DELEGATE_CALL:
             first.setdefault(ins.target, None)
     n = len(m.raw.delegates)
     order = [i for i in first if 0 <= i < n]
@@ -859,7 +859,7 @@ def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tu
             take("name", va, nb[n])
     for by, sa, sb in (("input", a.inputs, b.inputs), ("output", a.outputs, b.outputs)):
         for x, y in zip(sa, sb):
-            if x.kind == "Tensor" and y.kind == "Tensor" and x.planned and y.planned:
+            if x.kind == ValueKind.TENSOR and y.kind == ValueKind.TENSOR and x.planned and y.planned:
                 take(by, x.value, y.value)
     if a.etrecord is not None and b.etrecord is not None:  # the FX node and module that write each tensor
         sa, sb = _unique_sources(a, pa), _unique_sources(b, pb)

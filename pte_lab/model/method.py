@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
-from ..vocabulary import Role
+from ..vocabulary import Role, InstructionKind
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
 from .attribution import SOURCE_COLUMNS, TensorSource, attribute, attribute_stacktraces
@@ -64,7 +64,7 @@ class Instruction:
     """One instruction of a method's execution plan: its kind (KernelCall, DelegateCall, MoveCall,
     JumpFalseCall, FreeCall), what it calls and the values it names."""
     index: int
-    kind: str  # KernelCall | DelegateCall | MoveCall | JumpFalseCall | FreeCall
+    kind: InstructionKind
     #: operator name ("aten::add.out"), "delegate:<backend>", or the kind for control flow
     target: str
     args: tuple[int, ...]
@@ -148,13 +148,13 @@ class Method:
     def instructions(self) -> list[Instruction]:
         targets = instruction_targets(self._raw)
         return [Instruction(i, ins.kind, targets[i], ins.args,
-                            ins.destination if ins.kind == "JumpFalseCall" else None)
+                            ins.destination if ins.kind == InstructionKind.JUMP_FALSE_CALL else None)
                 for i, ins in enumerate(self._raw.instructions)]
 
     @cached_property
     def operator_counts(self) -> dict[str, int]:
         """How many instructions call each operator or delegate backend."""
-        return dict(Counter(i.target for i in self.instructions if i.kind in ("KernelCall", "DelegateCall")))
+        return dict(Counter(i.target for i in self.instructions if i.kind in (InstructionKind.KERNEL_CALL, InstructionKind.DELEGATE_CALL)))
 
     @property
     def has_loops(self) -> bool:
