@@ -38,7 +38,7 @@ from . import examples, planning
 from .errors import TARGET_CHANGED
 from .model import open_pte
 from .model.ethos_u import io_checks
-from .model.diff import diff_programs
+from .model.diff import TargetChangeKind, diff_programs
 from .planning.what_if import Predictor, largest_bound, what_if
 from .quiet import quiet
 from .units import align_up
@@ -552,7 +552,7 @@ BACKEND_BUDGET = 5
 def _backend_change_verdict():
     d = diff_programs(*(open_pte(_bytes("transformer", **kw)) for kw in BACKEND_PAIR))
     kinds = {c.kind for c in d.target_changes}
-    return "runner" in kinds, "board" in kinds, any(c.failed for c in d.budget(BACKEND_BUDGET))
+    return TargetChangeKind.RUNNER in kinds, TargetChangeKind.BOARD in kinds, any(c.failed for c in d.budget(BACKEND_BUDGET))
 
 
 def _backend_change_verdict_by_exir():

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..devices import device_name
 from ..errors import PteFormatError
-from ..vocabulary import ValueKind, InstructionKind
+from ..vocabulary import InstructionKind, SegmentKind, ValueKind
 from ._flat import Table, TableVector, root_table
 from ._values_fast import FEW, read_values
 from .bundled import RawBundled
@@ -133,12 +133,13 @@ class RawSegment:
     index: int
     offset: int  # absolute file offset
     size: int
-    kind: str = "unused"  # constants | delegate:<id> | named_data | mutable_data | unused
+    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or ``"delegate:<id>"``
+    kind: str = SegmentKind.UNUSED
     #: every role the program gives it (more than one kind: one table points into another's data)
     roles: list[str] = field(default_factory=list)
 
     def use(self, kind: str) -> "RawSegment":
-        if self.kind == "unused":
+        if self.kind == SegmentKind.UNUSED:
             self.kind = kind
         if kind not in self.roles:
             self.roles.append(kind)
@@ -271,7 +272,7 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
         if len(offsets):
             constant_index = cseg.scalar(0, "uint32")
             seg = segment(constant_index, "program.constant_segment")
-            seg.use("constants")
+            seg.use(SegmentKind.CONSTANTS)
             constant_bytes = seg.size
             if int(offsets.max()) > seg.size:
                 raise PteFormatError(
@@ -285,14 +286,14 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
 
     mseg = root.tables(6, "mutable_data_segments")
     for i, m in enumerate(mseg):
-        segment(m.scalar(0, "uint32"), f"program.mutable_data_segments[{i}]").use("mutable_data")
+        segment(m.scalar(0, "uint32"), f"program.mutable_data_segments[{i}]").use(SegmentKind.MUTABLE_DATA)
 
     named = []
     for i, nd in enumerate(root.tables(7, "named_data")):
         key = nd.string(0, "key", "")
         idx = nd.scalar(1, "uint32")
         seg = segment(idx, f"program.named_data[{i}] ({key!r})")
-        seg.use("named_data")
+        seg.use(SegmentKind.NAMED_DATA)
         named.append((key, idx))
 
     prog = RawProgram(header, version, names, segments, constant_bytes, inline_constant_bytes,

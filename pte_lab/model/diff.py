@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable, Mapping
 
 from ..errors import PteLabError
-from ..vocabulary import BUDGET_KINDS, Role, InstructionKind, ValueKind
+from ..vocabulary import BUDGET_KINDS, InstructionKind, Role, ValueKind, Word
 from .align import align
 from .backends import BLOB_SETTINGS
 from .analysis import Arena, PlannedTensor, instruction_targets
@@ -58,7 +58,7 @@ __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "Tensor
            "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
            "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS",
            "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
-           "TARGET_CHANGE_KINDS", "pair_delegates", "linked_backends"]
+           "TARGET_CHANGE_KINDS", "TargetChangeKind", "pair_delegates", "linked_backends"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
 MATCHED_BY = ("name", "input", "output", "source", "operators")
@@ -405,12 +405,21 @@ DELEGATE_SETTINGS = ("backend", "target", "system config", "memory mode", "store
                      "live", "scratch from", "scratch lives", "inputs", "outputs", *BLOB_SETTINGS)
 #: the changes a memory budget does not pass (``--fail-if-grows``), in the order they are reported
 TARGET_CHANGES = ("backend", "target", "memory mode", "deployment target", "flash to RAM", "method gone")
-#: what each of :data:`TARGET_CHANGES` changes of the deployment: "runner" (the runner must link another backend:
-#: a CPU-only one such as XNNPACK appearing is this, the board stays), "board" (the target, its memory mode, or
-#: RAM the board must give). Both are a deployment change (one exit status); the words and JSON say which.
-TARGET_CHANGE_KINDS: Mapping[str, str] = MappingProxyType({
-    "backend": "runner", "target": "board", "memory mode": "board", "deployment target": "board",
-    "flash to RAM": "board", "method gone": "runner"})
+class TargetChangeKind(Word):
+    """What a deployment change changes (:attr:`TargetChange.kind`): the runner (it must link another backend: a
+    CPU-only one such as XNNPACK appearing is this, the board stays; or a method it loads is gone) or the board
+    (the target, its memory mode, or RAM the board must give). Both are a deployment change (one exit status);
+    the words and JSON say which, as ``"runner"`` or ``"board"``."""
+
+    RUNNER = "runner"
+    BOARD = "board"
+
+
+#: what each of :data:`TARGET_CHANGES` changes of the deployment (:class:`TargetChangeKind`)
+TARGET_CHANGE_KINDS: Mapping[str, TargetChangeKind] = MappingProxyType({
+    "backend": TargetChangeKind.RUNNER, "target": TargetChangeKind.BOARD, "memory mode": TargetChangeKind.BOARD,
+    "deployment target": TargetChangeKind.BOARD, "flash to RAM": TargetChangeKind.BOARD,
+    "method gone": TargetChangeKind.RUNNER})
 
 
 @dataclass(frozen=True)
@@ -563,8 +572,8 @@ class TargetChange:
     bytes: int | None = None
 
     @property
-    def kind(self) -> str:
-        """"runner" (the runner must link another backend) or "board" (:data:`TARGET_CHANGE_KINDS`)."""
+    def kind(self) -> TargetChangeKind:
+        """The runner (it must link another backend) or the board (:data:`TARGET_CHANGE_KINDS`)."""
         return TARGET_CHANGE_KINDS[self.what]
 
 

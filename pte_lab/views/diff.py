@@ -74,7 +74,7 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS
+from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS, TargetChangeKind
 from ..model.backends import SettingSource
 from ..errors import CHECK_FAILED, TARGET_CHANGED
 from ..model.bulk import paused_gc
@@ -254,8 +254,8 @@ def target_change_text(c) -> str:
 
 
 #: how :func:`target_changes_line` opens, per kind of deployment change (:data:`TARGET_CHANGE_KINDS`)
-_TARGET_LEADS = {"runner": "the delegates changed what the runner must link",
-                 "board": "the delegates changed where the program runs"}
+_TARGET_LEADS = {TargetChangeKind.RUNNER: "the delegates changed what the runner must link",
+                 TargetChangeKind.BOARD: "the delegates changed where the program runs"}
 
 
 #: how :func:`target_changes_line` opens for methods the second program lacks
