@@ -44,7 +44,7 @@ _EXPORT = "export the PyTorch model with torch.export + ExecuTorch (to_edge_tran
 
 
 class MixupKind(Word):
-    """What a file taken for a program is (the ``kind`` of a :class:`Mixup` and of the
+    """What a file taken for a program is (the ``kind`` of a ``Mixup`` and of the
     :class:`~pte_lab.NotAProgramError` it raises): a ``str`` enum that compares, prints and reprs as the short
     name it had. Compare a kind with a member, never a literal."""
 
