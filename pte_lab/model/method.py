@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan, TensorShapeDynamism
+from ..format import TENSOR_ALIGNMENT, RawPlan, TensorShapeDynamism
+from ..units import align_up
 from ..vocabulary import Role, InstructionKind
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
@@ -301,6 +302,13 @@ class Method:
             return a
         raise KeyError(f"method {self.name!r} has no arena with mem_id {mem_id} "
                        f"(it has {[a.mem_id for a in self.analysis.arenas]})")
+
+    def tail_padding(self, mem_id: int) -> int:
+        """Bytes of arena ``mem_id`` past its last tensor (that end rounded up to exir's
+        ``TENSOR_ALIGNMENT``, 16): what exir adds past the end of every arena of a method with a
+        delegate (an XNNPACK one: 64, its source giving no reason), not room the plan wastes."""
+        end = max((t.offset + t.nbytes for t in self.planned if t.mem_id == mem_id), default=0)
+        return max(0, self.arena(mem_id).size - align_up(end, TENSOR_ALIGNMENT))
 
     def planned_bytes_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}
