@@ -443,8 +443,8 @@ class BudgetVerdict:
     @property
     def exit_status(self) -> int:
         """What ``pte-lab diff --fail-if-grows`` exits with (``budget_verdict.exit_status`` in the JSON): 0 when
-        it :attr:`passes`, :data:`~pte_lab.errors.TARGET_CHANGED` on a deployment change not accepted (whatever
-        the bytes did), else :data:`~pte_lab.errors.CHECK_FAILED`."""
+        it :attr:`passes`, ``pte_lab.errors.TARGET_CHANGED`` (4) on a deployment change not accepted (whatever
+        the bytes did), else ``pte_lab.errors.CHECK_FAILED`` (1)."""
         if self.passes:
             return 0
         return TARGET_CHANGED if self.target_changed else CHECK_FAILED
