@@ -93,7 +93,7 @@ def run(args) -> int:
     targets = None if args.allow_target_change else target_changes_line(d)
     if targets:
         print(f"pte-lab: {targets} (--allow-target-change accepts this)", file=sys.stderr)
-    return d.verdict().exit_status
+    return d.budget_result().exit_status
 
 
 def _percentage(text: str) -> float:

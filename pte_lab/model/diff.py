@@ -400,7 +400,7 @@ class BudgetCheck:
 
 @dataclass(frozen=True)
 class BudgetVerdict:
-    """What a budget decides (:meth:`Diff.verdict`; ``pte-lab diff --fail-if-grows``): which checks failed, the
+    """What a budget decides (:meth:`Diff.budget_result`; ``pte-lab diff --fail-if-grows``): which checks failed, the
     deployment changes it does not pass, whether it passes and the exit status that says so."""
 
     #: every check held (:meth:`Diff.budget`)
@@ -813,7 +813,7 @@ class Diff:
                        if p.unmeasured is not None or (p.bytes.before is not None and p.bytes.after is not None)]
         return tuple(c for c in checks if c.kind in self.budget_on)
 
-    def verdict(self, limit_pct: float | None = None) -> BudgetVerdict:
+    def budget_result(self, limit_pct: float | None = None) -> BudgetVerdict:
         """What the budget of ``limit_pct`` percent (default: :attr:`limit_pct`) decides: its :meth:`budget`'s
         failed checks, the deployment changes it does not pass, and the exit status
         (``pte-lab diff --fail-if-grows``)."""

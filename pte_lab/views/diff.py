@@ -53,7 +53,7 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                                                                # exceeded / not measured, passes (what
                                                                # --fail-if-grows exits 0 for: held, and no
                                                                # target change unless accepted), exit_status
-                                                               # (0, 1, 4: Diff.verdict's), whether a
+                                                               # (0, 1, 4: Diff.budget_result), whether a
                                                                # target change was accepted, the text's line
       "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
                                                                # most grown first, never budgeted
@@ -424,7 +424,7 @@ def budget_verdict(d, limit: float | None = None) -> str:
     """The budget's verdict in one line (the text, the HTML and the JSON's ``budget_verdict.text``): held, or
     which figures grew past it and which were not measured; a deployment change is named beside it."""
     d = _budgeted(d, limit)
-    v = d.verdict()
+    v = d.budget_result()
     checks = v.checks
     over = [c.what for c in v.exceeded]
     unmeasured = [c.what for c in v.unmeasured]
@@ -463,7 +463,7 @@ def budget_failure_lines(d, limit: float | None = None) -> list[str]:
     how much to how much."""
     d = _budgeted(d, limit)
     out = []
-    for c in d.verdict().failed:
+    for c in d.budget_result().failed:
         if c.unmeasured:
             out.append(f"budget not held: {c.what} was not measured in the "
                        f"{'two programs' if c.unmeasured == 'both' else c.unmeasured + ' program'}")
@@ -745,14 +745,14 @@ def _check_html(c) -> list[str]:
 
 
 def _verdict_html(d) -> str:
-    return f"<div class='pte-find {'pte-ok' if d.verdict().held else 'pte-error'}'>{escape(budget_verdict(d))}</div>"
+    return f"<div class='pte-find {'pte-ok' if d.budget_result().held else 'pte-error'}'>{escape(budget_verdict(d))}</div>"
 
 
 def budget_html(d, limit: float | None = None) -> str:
     """The budget as an HTML section, as the text says it: its verdict, a row per figure, what it did not
     budget (this host's heap)."""
     d = _budgeted(d, limit)
-    v = d.verdict()
+    v = d.budget_result()
     failed = len(v.failed)
     body = _verdict_html(d) + _html_table(_BUDGET_HEADERS, [_check_html(c) for c in v.checks], numeric={1, 2, 3})
     line = not_budgeted_line(d)
@@ -856,7 +856,7 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
     }
     d = _budgeted(d, limit_pct)
     if d.limit_pct is not None:
-        v = d.verdict()
+        v = d.budget_result()
         checks = v.checks
         doc["not_budgeted"] = [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes)}
                                for p in d.not_budgeted()]
