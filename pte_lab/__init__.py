@@ -122,6 +122,7 @@ def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
     ``pte_lab.open("model.pte").methods["forward"].arenas``
     """
     from .format import identify
+    from .format.mixups import MixupKind
     from .model import open_data, open_package, open_pte
     from .vocabulary import FileKind
 
@@ -134,9 +135,9 @@ def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
         try:
             return open_pte(source, data=data, etrecord=etrecord)
         except NotAProgramError as exc:
-            if exc.kind in ("ptn", "ptg"):
+            if exc.kind in (MixupKind.PTN, MixupKind.PTG):
                 kind = FileKind.PACKAGE
-            elif exc.kind == "ptd" and identify(source) == FileKind.DATA:
+            elif exc.kind == MixupKind.PTD and identify(source) == FileKind.DATA:
                 kind = FileKind.DATA
             else:
                 raise
@@ -198,9 +199,9 @@ def diff(a, b, *, sizes: bool = False, methods=None, labels: tuple[str, str] | N
     for x in (a, b):
         p = x if isinstance(x, Pte) else open(x)
         if isinstance(p, NativePackage):  # no plan to compare: said as where any command needs one
-            from .format.mixups import MIXUPS
+            from .format.mixups import MIXUPS, MixupKind
 
-            raise MIXUPS["ptn"].error()
+            raise MIXUPS[MixupKind.PTN].error()
         if not isinstance(p, Pte):
             raise PteLabError(f"{p.path or 'that source'} is a .ptd data file: diff compares programs "
                               f"(.pte, .bpte)")

@@ -82,8 +82,8 @@ class NotAProgramError(PteFormatError):
     """Raised when the file is something else than the program expected (a ZIP archive, a ``.ptd``, an ETDump, a
     TensorFlow Lite or ONNX model...): the message says what it is and what to do instead.
 
-    ``kind`` names what it is (see :data:`pte_lab.format.mixups.MIXUPS`; ``"unknown"`` when pte_lab
-    does not recognise it).
+    ``kind`` names what it is (a :class:`pte_lab.format.mixups.MixupKind`, which compares equal to its word: see
+    :data:`pte_lab.format.mixups.MIXUPS`; ``MixupKind.UNKNOWN``, ``"unknown"``, when pte_lab does not recognise it).
     """
 
     def __init__(self, message: str, *, kind: str):

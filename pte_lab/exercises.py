@@ -38,11 +38,11 @@ from . import examples, planning
 from .errors import TARGET_CHANGED
 from .model import open_pte
 from .model.ethos_u import io_checks
-from .model.diff import diff_programs
+from .model.diff import TargetChangeKind, diff_programs
 from .planning.what_if import Predictor, largest_bound, what_if
 from .quiet import quiet, quiet_import
 from .units import align_up
-from .vocabulary import Role
+from .vocabulary import Role, InstructionKind
 
 __all__ = ["check", "solution", "cross_check", "EXERCISES", "Exercise", "Verdict"]
 
@@ -435,8 +435,8 @@ def _peak_module(pte=None, trace=None):
     alive = [t for t in m.planned if t.role != Role.VIEW and t.nbytes and t.mem_id == story.mem_id
              and t.first is not None and t.first <= story.at <= t.last and t.producer is not None]
     kinds = {i.index: i.kind for i in m.instructions}
-    delegate = sum(t.nbytes for t in alive if kinds[t.producer] == "DelegateCall")
-    own = sum(t.nbytes for t in alive if kinds[t.producer] == "KernelCall"
+    delegate = sum(t.nbytes for t in alive if kinds[t.producer] == InstructionKind.DELEGATE_CALL)
+    own = sum(t.nbytes for t in alive if kinds[t.producer] == InstructionKind.KERNEL_CALL
               and _inside(m.source_of(t.value).module, module))
     return module, own, delegate
 
@@ -563,7 +563,7 @@ BACKEND_BUDGET = 5
 def _backend_change_verdict():
     d = diff_programs(*(open_pte(_bytes("transformer", **kw)) for kw in BACKEND_PAIR))
     kinds = {c.kind for c in d.target_changes}
-    return "runner" in kinds, "board" in kinds, any(c.failed for c in d.budget(BACKEND_BUDGET))
+    return TargetChangeKind.RUNNER in kinds, TargetChangeKind.BOARD in kinds, any(c.failed for c in d.budget(BACKEND_BUDGET))
 
 
 def _backend_change_verdict_by_exir():

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from collections.abc import Mapping
 
 __all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Word", "Role", "ValueKind",
-           "FileKind", "RUNTIME_OPS"]
+           "InstructionKind", "SegmentKind", "FileKind", "RUNTIME_OPS"]
 
 
 class Word(str, Enum):
@@ -63,6 +63,29 @@ class ValueKind(Word):
     BOOL_LIST = "BoolList"
     TENSOR_LIST = "TensorList"
     OPTIONAL_TENSOR_LIST = "OptionalTensorList"
+
+
+class InstructionKind(Word):
+    """What an instruction of an execution plan does: the ``InstructionArguments`` union of ExecuTorch's
+    ``program.fbs``, named as the schema names it (the ``kind`` of :class:`pte_lab.format.program.RawInstruction` and of
+    :class:`pte_lab.model.method.Instruction`). Compare a kind with a member, never a literal."""
+
+    KERNEL_CALL = "KernelCall"
+    DELEGATE_CALL = "DelegateCall"
+    MOVE_CALL = "MoveCall"
+    JUMP_FALSE_CALL = "JumpFalseCall"
+    FREE_CALL = "FreeCall"
+
+
+class SegmentKind(Word):
+    """What the program uses a segment of its file for (the ``kind`` of :class:`pte_lab.format.program.RawSegment` and
+    :class:`pte_lab.model.pte.Segment`). A delegate's blob is ``"delegate:<backend id>"``, a string beside these,
+    since it carries its backend."""
+
+    CONSTANTS = "constants"
+    NAMED_DATA = "named_data"
+    MUTABLE_DATA = "mutable_data"
+    UNUSED = "unused"
 
 
 class FileKind(Word):

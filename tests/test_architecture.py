@@ -793,3 +793,47 @@ def test_the_role_check_sees_a_word(tmp_path):
                and any(map(_role_word, [n.left, *n.comparators])) for n in ast.walk(tree)):
             found.add(int(p.stem[1:]))
     assert found == set(range(len(forms)))
+
+
+def _names_a_kind(node: ast.AST) -> bool:
+    """``ins.kind``, ``exc.kind``, ``rec["kind"]``, ``kinds[i]``, ``(a.kind, b.kind)``; not numpy's
+    ``a.dtype.kind`` (a one-letter type code, not one of ours)."""
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(map(_names_a_kind, node.elts))
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        return (isinstance(key, ast.Constant) and key.value == "kind") or _names_a_kind(node.value)
+    if isinstance(node, ast.Attribute):
+        return node.attr == "kinds" or (node.attr == "kind" and not (isinstance(node.value, ast.Attribute)
+                                                                      and node.value.attr == "dtype"))
+    return isinstance(node, ast.Name) and node.id == "kinds"
+
+
+def _a_word(node: ast.AST) -> bool:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(map(_a_word, node.elts))
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _kind_literals(tree: ast.AST) -> list[int]:
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Compare)
+            and any(map(_names_a_kind, [n.left, *n.comparators])) and any(map(_a_word, [n.left, *n.comparators]))]
+
+
+def test_kinds_are_compared_with_members_not_words():
+    """``ins.kind == InstructionKind.KERNEL_CALL``, ``v.kind == ValueKind.TENSOR``, ``exc.kind == MixupKind.PTD``,
+    never ``ins.kind == "KernelCall"``: a misspelt word compares unequal without a sound. Every ``kind`` pte_lab
+    compares is a member of an enum (``pte_lab.vocabulary``, ``format.mixups.MixupKind``, ``findings.Kind``,
+    ``peak.PeakCauseKind``...)."""
+    bad = [f"{_module_name(p)}:{line}" for p in SOURCES for line in _kind_literals(_tree(p))]
+    assert not bad, bad
+
+
+def test_the_kind_check_sees_a_word():
+    forms = ['ins.kind == "KernelCall"', 'i.kind in ("KernelCall", "DelegateCall")', 'exc.kind not in ("ptn", "ptg")',
+             '"Tensor" != v.kind', 'r["kind"] == "ptd"', 'kinds[t.producer] == "DelegateCall"',
+             '(a.kind, b.kind) == ("Tensor", "Tensor")', 'x.kind == "named_data" and y']
+    fine = ['ins.kind == InstructionKind.KERNEL_CALL', 'exc.kind in (MixupKind.PTN, MixupKind.PTG)',
+            'a.dtype.kind not in "iu"', 'kind_of == "x"', 't.role == "view"', 'ins.kind == other.kind']
+    found = {k for k, text in enumerate(forms + fine) if _kind_literals(ast.parse(f"x = {text}\n"))}
+    assert found == set(range(len(forms)))

@@ -49,8 +49,7 @@ def run(args) -> int:
     from ..format import identify
     from ..model import open_pte
     from ..model.diff import diff_programs
-    from ..views.diff import (budget_exit_status, budget_failure_lines, diff_document, diff_html, diff_text,
-                             target_changes_line)
+    from ..views.diff import budget_failure_lines, diff_document, diff_html, diff_text, target_changes_line
 
     if args.json and args.html:
         raise PteLabError("diff prints --json or --html, not both")
@@ -94,7 +93,7 @@ def run(args) -> int:
     targets = None if args.allow_target_change else target_changes_line(d)
     if targets:
         print(f"pte-lab: {targets} (--allow-target-change accepts this)", file=sys.stderr)
-    return budget_exit_status(d)
+    return d.budget_result().exit_status
 
 
 def _percentage(text: str) -> float:

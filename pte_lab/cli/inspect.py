@@ -62,6 +62,7 @@ def _package(args) -> int:
 
 def run(args) -> int:
     from ..format import identify
+    from ..format.mixups import MixupKind
     from ..model import open_data, open_pte
     from ..views.json_doc import data_document, document
     from ..views.text import arena_picture, data_text, method_text, pte_text
@@ -79,7 +80,7 @@ def run(args) -> int:
     try:
         pte = open_pte(args.file, data=args.data, etrecord=args.etrecord)
     except NotAProgramError as exc:
-        if exc.kind not in ("ptn", "ptg"):
+        if exc.kind not in (MixupKind.PTN, MixupKind.PTG):
             raise
         return _package(args)
     names = list(pte.methods)

@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import NotAProgramError, PteFormatError
+from .mixups import MixupKind
 
 #: bytes to read from the start of a file to parse the header
 HEAD_BYTES = 64
@@ -65,7 +66,7 @@ def parse_header(head: bytes | memoryview, file_size: int) -> Header:
                 f"unsupported .pte schema version {ident.decode()!r} at offset 4 "
                 f"(pte_lab reads {', '.join(i.decode() for i in SUPPORTED_IDENTIFIERS)})"
             )
-        raise NotAProgramError(f"not a .pte file: bytes 4..8 are {ident!r}, expected b'ET12'", kind="unknown")
+        raise NotAProgramError(f"not a .pte file: bytes 4..8 are {ident!r}, expected b'ET12'", kind=MixupKind.UNKNOWN)
     if len(head) >= 8 + _EH_MIN_LEN and head[8:12] == _EH_MAGIC:
         length, program_size, base = struct.unpack_from("<IQQ", head, 12)
         if length < _EH_MIN_LEN:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..errors import NotAProgramError
+from ..vocabulary import Word
 
 #: bytes of the start of a file read to recognise it
 HEAD_BYTES = 4096
@@ -42,11 +43,34 @@ _PTN_ADVICE = ("pte-lab inspect FILE (pte_lab.open) shows what it holds: its met
 _EXPORT = "export the PyTorch model with torch.export + ExecuTorch (to_edge_transform_and_lower, to_executorch)"
 
 
+class MixupKind(Word):
+    """What a file taken for a program is (the ``kind`` of a ``Mixup`` and of the
+    :class:`~pte_lab.NotAProgramError` it raises): a ``str`` enum that compares, prints and reprs as the short
+    name it had. Compare a kind with a member, never a literal."""
+
+    TORCHSCRIPT = "torchscript"
+    ETRECORD = "etrecord"
+    PT2 = "pt2"
+    CHECKPOINT = "checkpoint"
+    ZIP = "zip"
+    PTD = "ptd"
+    ETDUMP = "etdump"
+    TFLITE = "tflite"
+    ONNX = "onnx"
+    LFS_POINTER = "lfs_pointer"
+    HTML = "html"
+    GGUF = "gguf"
+    #: 1.5.1's native program package (``.ptn``), and its graph (``program.ptg``)
+    PTN = "ptn"
+    PTG = "ptg"
+    #: not a program, and none of the above (bytes 4..8 are not a ``.pte``'s)
+    UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True)
 class Mixup:
-    #: a short name: "torchscript", "etrecord", "pt2", "checkpoint", "zip", "ptd", "etdump", "tflite", "onnx",
-    #: "lfs_pointer", "html", "gguf", "ptn" (1.5.1's native package), "ptg" (its graph)
-    kind: str
+    #: a short name (:class:`MixupKind`)
+    kind: MixupKind
     #: what the file is
     what: str
     #: what to do instead
@@ -62,54 +86,54 @@ class Mixup:
 
 #: each kind of file taken for a program (its ``kind``) -> what it is and what to do instead
 MIXUPS = {m.kind: m for m in (
-    Mixup("torchscript", "a ZIP archive: a TorchScript or PyTorch Mobile model, which ExecuTorch cannot load",
+    Mixup(MixupKind.TORCHSCRIPT, "a ZIP archive: a TorchScript or PyTorch Mobile model, which ExecuTorch cannot load",
           "export with torch.export + ExecuTorch (to_edge_transform_and_lower, to_executorch)"),
-    Mixup("etrecord", "a ZIP archive written by ExecuTorch's ETRecord (the exported graphs and debug maps "
+    Mixup(MixupKind.ETRECORD, "a ZIP archive written by ExecuTorch's ETRecord (the exported graphs and debug maps "
           "the devtools Inspector reads), not a program",
           "open the .pte it was made with; read this file with executorch.devtools.Inspector(etrecord=...)"),
-    Mixup("pt2", "a ZIP archive written by torch.export.save (an ExportedProgram, .pt2), not an ExecuTorch program",
+    Mixup(MixupKind.PT2, "a ZIP archive written by torch.export.save (an ExportedProgram, .pt2), not an ExecuTorch program",
           "lower it with ExecuTorch: to_edge_transform_and_lower(torch.export.load(path)).to_executorch(), "
           "then save its buffer as a .pte"),
-    Mixup("checkpoint", "a ZIP archive written by torch.save (weights or a pickled PyTorch object), "
+    Mixup(MixupKind.CHECKPOINT, "a ZIP archive written by torch.save (weights or a pickled PyTorch object), "
           "not an ExecuTorch program", f"load it in PyTorch, then {_EXPORT}"),
-    Mixup("ptn", f"{PTN_NAME}, which {NO_PLAN}", _PTN_ADVICE),
-    Mixup("ptg", f"the native program of {PTN_NAME} (program.ptg, flatbuffer b'NPTG'), which {NO_PLAN}",
+    Mixup(MixupKind.PTN, f"{PTN_NAME}, which {NO_PLAN}", _PTN_ADVICE),
+    Mixup(MixupKind.PTG, f"the native program of {PTN_NAME} (program.ptg, flatbuffer b'NPTG'), which {NO_PLAN}",
           _PTN_ADVICE),
-    Mixup("zip", "a ZIP archive, not an ExecuTorch program (a .pte is a flatbuffer with b'ET12' at bytes 4..8)",
+    Mixup(MixupKind.ZIP, "a ZIP archive, not an ExecuTorch program (a .pte is a flatbuffer with b'ET12' at bytes 4..8)",
           "unpack it and open the .pte inside, if it holds one"),
-    Mixup("ptd", "a .ptd data file (ExecuTorch's FlatTensor, b'FT01'): named tensors for a program, not a program",
+    Mixup(MixupKind.PTD, "a .ptd data file (ExecuTorch's FlatTensor, b'FT01'): named tensors for a program, not a program",
           "open it with pte_lab.open, or pass it as data= with its program"),
-    Mixup("etdump", "an ETDump (ExecuTorch's profiling and debug trace, flatbuffer b'ED00'), not a program",
+    Mixup(MixupKind.ETDUMP, "an ETDump (ExecuTorch's profiling and debug trace, flatbuffer b'ED00'), not a program",
           "read it with executorch.devtools.Inspector(etdump_path=...), with the .pte that wrote it"),
-    Mixup("tflite", "a TensorFlow Lite model (flatbuffer b'TFL3'), which ExecuTorch cannot load",
+    Mixup(MixupKind.TFLITE, "a TensorFlow Lite model (flatbuffer b'TFL3'), which ExecuTorch cannot load",
           f"run it with TensorFlow Lite (LiteRT), or {_EXPORT}"),
-    Mixup("onnx", "an ONNX model (a protobuf ModelProto), which ExecuTorch cannot load",
+    Mixup(MixupKind.ONNX, "an ONNX model (a protobuf ModelProto), which ExecuTorch cannot load",
           f"run it with ONNX Runtime, or {_EXPORT}"),
-    Mixup("lfs_pointer", "a Git LFS pointer (a small text file standing in for the real one), not the program",
+    Mixup(MixupKind.LFS_POINTER, "a Git LFS pointer (a small text file standing in for the real one), not the program",
           "fetch the file itself (git lfs pull, or the download link of the file, not of the page)"),
-    Mixup("html", "an HTML page (the download saved a web page, not the file)",
+    Mixup(MixupKind.HTML, "an HTML page (the download saved a web page, not the file)",
           "download the file itself (a raw or resolve link)"),
-    Mixup("gguf", "a GGUF model (llama.cpp), which ExecuTorch cannot load",
+    Mixup(MixupKind.GGUF, "a GGUF model (llama.cpp), which ExecuTorch cannot load",
           "export the model with ExecuTorch's LLM flow (executorch.extension.llm.export, export_llm)"),
 )}
 
-_FLATBUFFER_IDS = {b"FT01": "ptd", b"ED00": "etdump", b"TFL3": "tflite", b"NPTG": "ptg"}
+_FLATBUFFER_IDS = {b"FT01": MixupKind.PTD, b"ED00": MixupKind.ETDUMP, b"TFL3": MixupKind.TFLITE, b"NPTG": MixupKind.PTG}
 
 
-def _zip_kind(names: list[str]) -> str:
+def _zip_kind(names: list[str]) -> MixupKind:
     """What a ZIP archive is, from its member names."""
     if "ETRECORD_V0" in names:
-        return "etrecord"
+        return MixupKind.ETRECORD
     tails = {n.split("/", 1)[1] if "/" in n else n for n in names}
     if any(t.startswith("code/") for t in tails) or {"bytecode.pkl", "constants.pkl"} & tails:
-        return "torchscript"
+        return MixupKind.TORCHSCRIPT
     if "archive_format" in tails or any(t.startswith("models/") for t in tails):
-        return "pt2"
+        return MixupKind.PT2
     if "data.pkl" in tails:
-        return "checkpoint"
+        return MixupKind.CHECKPOINT
     if "program.ptg" in tails:
-        return "ptn"
-    return "zip"
+        return MixupKind.PTN
+    return MixupKind.ZIP
 
 
 def _varint(b: bytes, i: int) -> tuple[int | None, int]:
@@ -172,22 +196,22 @@ def recognise(head: bytes, file_size: int, zip_source: "str | BinaryIO | None" =
                 pass
         if kind is None:  # no directory to read (cut short?): the first member's name, from its local header
             n = int.from_bytes(head[26:28], "little")
-            kind = "ptn" if head[30 : 30 + n] == b"program.ptg" else "zip"
+            kind = MixupKind.PTN if head[30 : 30 + n] == b"program.ptg" else MixupKind.ZIP
         return MIXUPS[kind]
     kind = _FLATBUFFER_IDS.get(head[4:8])
     if kind is None and head[8:12] == b"ED00":
-        kind = "etdump"  # flatcc's size-prefixed buffer: the identifier follows the size and the root offset
+        kind = MixupKind.ETDUMP  # flatcc's size-prefixed buffer: the identifier follows the size and the root offset
     if kind is not None:
         return MIXUPS[kind]
     if head[:4] == b"GGUF":
-        return MIXUPS["gguf"]
+        return MIXUPS[MixupKind.GGUF]
     if head.startswith(b"version https://git-lfs.github.com/spec/"):
-        return MIXUPS["lfs_pointer"]
+        return MIXUPS[MixupKind.LFS_POINTER]
     text = head[:512].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     if text.startswith((b"<!doctype html", b"<html")):
-        return MIXUPS["html"]
+        return MIXUPS[MixupKind.HTML]
     if _is_onnx(head, file_size):
-        return MIXUPS["onnx"]
+        return MIXUPS[MixupKind.ONNX]
     return None
 
 

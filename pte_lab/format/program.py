@@ -15,7 +15,7 @@ import numpy as np
 
 from ..devices import device_name
 from ..errors import PteFormatError
-from ..vocabulary import ValueKind
+from ..vocabulary import InstructionKind, SegmentKind, ValueKind
 from ._flat import Table, TableVector, root_table
 from ._values_fast import FEW, read_values
 from .bundled import RawBundled
@@ -30,7 +30,8 @@ VALUE_KINDS = {
     10: ValueKind.TENSOR_LIST, 11: ValueKind.OPTIONAL_TENSOR_LIST,
 }
 # Instruction union tags (InstructionArguments)
-INSTRUCTION_KINDS = {1: "KernelCall", 2: "DelegateCall", 3: "MoveCall", 4: "JumpFalseCall", 5: "FreeCall"}
+INSTRUCTION_KINDS = {1: InstructionKind.KERNEL_CALL, 2: InstructionKind.DELEGATE_CALL, 3: InstructionKind.MOVE_CALL,
+                     4: InstructionKind.JUMP_FALSE_CALL, 5: InstructionKind.FREE_CALL}
 
 
 @dataclass(slots=True)
@@ -68,7 +69,7 @@ class RawValue:
 @dataclass(slots=True)
 class RawInstruction:
     """One instruction as the file stores it: its kind, its operator or delegate index, the values it names."""
-    kind: str
+    kind: InstructionKind
     #: operator index (KernelCall) or delegate index (DelegateCall), else -1
     target: int
     #: every value index the instruction names, in order
@@ -132,12 +133,13 @@ class RawSegment:
     index: int
     offset: int  # absolute file offset
     size: int
-    kind: str = "unused"  # constants | delegate:<id> | named_data | mutable_data | unused
+    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or ``"delegate:<id>"``
+    kind: str = SegmentKind.UNUSED
     #: every role the program gives it (more than one kind: one table points into another's data)
     roles: list[str] = field(default_factory=list)
 
     def use(self, kind: str) -> "RawSegment":
-        if self.kind == "unused":
+        if self.kind == SegmentKind.UNUSED:
             self.kind = kind
         if kind not in self.roles:
             self.roles.append(kind)
@@ -270,7 +272,7 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
         if len(offsets):
             constant_index = cseg.scalar(0, "uint32")
             seg = segment(constant_index, "program.constant_segment")
-            seg.use("constants")
+            seg.use(SegmentKind.CONSTANTS)
             constant_bytes = seg.size
             if int(offsets.max()) > seg.size:
                 raise PteFormatError(
@@ -284,14 +286,14 @@ def decode_program(flatbuffer: memoryview, header: Header) -> RawProgram:
 
     mseg = root.tables(6, "mutable_data_segments")
     for i, m in enumerate(mseg):
-        segment(m.scalar(0, "uint32"), f"program.mutable_data_segments[{i}]").use("mutable_data")
+        segment(m.scalar(0, "uint32"), f"program.mutable_data_segments[{i}]").use(SegmentKind.MUTABLE_DATA)
 
     named = []
     for i, nd in enumerate(root.tables(7, "named_data")):
         key = nd.string(0, "key", "")
         idx = nd.scalar(1, "uint32")
         seg = segment(idx, f"program.named_data[{i}] ({key!r})")
-        seg.use("named_data")
+        seg.use(SegmentKind.NAMED_DATA)
         named.append((key, idx))
 
     prog = RawProgram(header, version, names, segments, constant_bytes, inline_constant_bytes,
@@ -486,17 +488,17 @@ def _decode_plan(plan: Table, prog: RawProgram, delegates: list[RawDelegate] | N
             kind = INSTRUCTION_KINDS.get(tag)
             if kind is None or a is None:
                 raise PteFormatError(f"{ins.where}: unknown or empty instruction (type {tag})")
-            if kind in ("KernelCall", "DelegateCall"):
+            if kind in (InstructionKind.KERNEL_CALL, InstructionKind.DELEGATE_CALL):
                 target = a.scalar(0, "int32")
-                limit = len(operators) if kind == "KernelCall" else len(delegates)
+                limit = len(operators) if kind == InstructionKind.KERNEL_CALL else len(delegates)
                 if not 0 <= target < limit:
-                    what = "operator" if kind == "KernelCall" else "delegate"
+                    what = "operator" if kind == InstructionKind.KERNEL_CALL else "delegate"
                     raise PteFormatError(f"{a.where}: {what} index {target} out of range ({limit})")
                 args = a.int_tuple(1, "int32", "args")
                 rec = RawInstruction(kind, target, args)
-            elif kind == "MoveCall":
+            elif kind == InstructionKind.MOVE_CALL:
                 rec = RawInstruction(kind, -1, (a.scalar(0, "int32"), a.scalar(1, "int32")))
-            elif kind == "JumpFalseCall":
+            elif kind == InstructionKind.JUMP_FALSE_CALL:
                 rec = RawInstruction(kind, -1, (a.scalar(0, "int32"),), a.scalar(1, "int32"))
             else:
                 rec = RawInstruction(kind, -1, (a.scalar(0, "int32"),))
@@ -512,7 +514,7 @@ def _decode_plan(plan: Table, prog: RawProgram, delegates: list[RawDelegate] | N
     n_instr = len(instructions)
     traces = _stacktraces(chains) if has_stack else None
     for i, ins in enumerate(instructions):
-        if ins.kind == "JumpFalseCall" and not 0 <= ins.destination <= n_instr:
+        if ins.kind == InstructionKind.JUMP_FALSE_CALL and not 0 <= ins.destination <= n_instr:
             raise PteFormatError(f"{where}: instruction {i} jumps to {ins.destination}, outside [0, {n_instr}]")
 
     sizes = plan.scalars(8, "int64", "non_const_buffer_sizes")

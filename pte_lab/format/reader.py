@@ -15,7 +15,7 @@ from . import mixups
 from .bundled import decode_bundled
 from .flat_tensor import RawData, decode_data, parse_data_header
 from .header import HEAD_BYTES, SUPPORTED_IDENTIFIERS, parse_header
-from .mixups import MIXUPS
+from .mixups import MIXUPS, MixupKind
 from .program import RawProgram, decode_program
 from .regular_file import open_regular
 
@@ -108,7 +108,7 @@ class _Opened:
             return  # the file's own kind (or another schema version: the header names it)
         found = mixups.recognise(self.head(mixups.HEAD_BYTES), self.size,
                                  mixups.zip_source(self.path, self.mv, getattr(self, "f", None)))
-        if found is not None and not (expected == ".ptd" and found.kind == "ptd"):
+        if found is not None and not (expected == ".ptd" and found.kind == MixupKind.PTD):
             raise found.error(expected)
 
     def __enter__(self):
@@ -137,7 +137,7 @@ def read(source: Source) -> tuple[RawProgram, str | None]:
         if kind == FileKind.PROGRAM:
             o.check_is(SUPPORTED_IDENTIFIERS, ".pte")
         elif kind == FileKind.DATA:
-            raise MIXUPS["ptd"].error()
+            raise MIXUPS[MixupKind.PTD].error()
         if kind == FileKind.BUNDLED:
             whole = o.whole()
             bundle = decode_bundled(whole)

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
-from ..vocabulary import Role
+from ..vocabulary import Role, InstructionKind
 from .arrays import isin, unique
 from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
@@ -109,12 +109,12 @@ def instruction_targets(plan: RawPlan) -> list[str]:
     ops = [operator_name(n, o) for n, o in plan.operators]
     out = []
     for ins in plan.instructions:
-        if ins.kind == "KernelCall":
+        if ins.kind == InstructionKind.KERNEL_CALL:
             out.append(ops[ins.target])
-        elif ins.kind == "DelegateCall":
+        elif ins.kind == InstructionKind.DELEGATE_CALL:
             out.append(f"delegate:{plan.delegates[ins.target].id}")
         else:
-            out.append(ins.kind)
+            out.append(str(ins.kind))  # control flow: the kind is its target, as a plain string
     return out
 
 

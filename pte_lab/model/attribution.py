@@ -27,7 +27,7 @@ from ..format.etrecord import (ETRecord, MethodRecord, NodeInfo, SourceLine, che
                                innermost_user, mismatch, op_base)
 from ..printable import printable
 from ..units import first_few
-from ..vocabulary import Role
+from ..vocabulary import Role, InstructionKind
 
 if TYPE_CHECKING:
     from .method import Method
@@ -177,7 +177,7 @@ def check_method(method: "Method", rec: MethodRecord) -> None:
     instructions = method.instructions
     n = len(instructions)
     check_counts(method.name, n, rec.handles)
-    ours = {i.index: printable(i.target.removeprefix("delegate:")) for i in instructions if i.kind == "DelegateCall"}
+    ours = {i.index: printable(i.target.removeprefix("delegate:")) for i in instructions if i.kind == InstructionKind.DELEGATE_CALL}
     if set(ours) != set(rec.delegates):
         raise mismatch(method.name, f"delegate calls at instructions [{first_few(sorted(rec.delegates), 12)}] in "
                                     f"the ETRecord, [{first_few(sorted(ours), 12)}] in the program")
@@ -192,7 +192,7 @@ def check_method(method: "Method", rec: MethodRecord) -> None:
                                         f"(first: {lost[0]})")
     # an ETRecord of a smaller export of the same kind of model: its handles stop before the program's kernels do
     last = max(rec.handles, default=-1)
-    past = [i.index for i in instructions if i.kind == "KernelCall" and i.index > last]
+    past = [i.index for i in instructions if i.kind == InstructionKind.KERNEL_CALL and i.index > last]
     if past and not rec.handles:
         raise mismatch(method.name, f"the ETRecord has no debug handles for it, the program calls {len(past)} "
                                     f"kernels")
@@ -202,7 +202,7 @@ def check_method(method: "Method", rec: MethodRecord) -> None:
     if not rec.has_graph:
         return
     ix = _index(rec)
-    kernels = [(i, _kernel_op(i)) for i in instructions if i.kind == "KernelCall" and i.index in rec.handles]
+    kernels = [(i, _kernel_op(i)) for i in instructions if i.kind == InstructionKind.KERNEL_CALL and i.index in rec.handles]
     differ = [i for i, op in kernels if not any(op in ix.ops.get(h, ()) for h in rec.handles_of(i.index))]
     if kernels and 2 * len(differ) > len(kernels):
         first = differ[0]
@@ -272,7 +272,7 @@ def attribute(method: "Method", rec: ETRecord | MethodRecord, *, check: bool = T
 
     def fields(producer: int) -> tuple:
         ins = instructions[producer]
-        if ins.kind == "DelegateCall":
+        if ins.kind == InstructionKind.DELEGATE_CALL:
             hs = rec.handles_of(producer)
             if hs not in swallowed:
                 work.charge(sum(ix.weight.get(h, 0) for h in hs))

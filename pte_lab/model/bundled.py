@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import PteFormatError, PteLabError
 from ..format import RawBundled
 from ..units import count, first_few
+from ..vocabulary import ValueKind
 from .dtypes import nbytes, scalar_type
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +30,7 @@ class BundledValue:
     value: int | bool | float | None = None
 
     def describe(self) -> str:
-        return f"{self.dtype}{list(self.shape)}" if self.kind == "Tensor" else f"{self.kind} {self.value!r}"
+        return f"{self.dtype}{list(self.shape)}" if self.kind == ValueKind.TENSOR else f"{self.kind} {self.value!r}"
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class Bundled:
         return got[1]
 
     def _describe(self, v, method: str) -> BundledValue:
-        if v.kind != "Tensor":
+        if v.kind != ValueKind.TENSOR:
             return BundledValue(v.kind, value=v.value)
         dtype, elsize = scalar_type(v.scalar_type, f"bundled test of method {method!r}")
         return BundledValue("Tensor", dtype, v.sizes, nbytes(v.sizes, elsize))
@@ -131,7 +132,7 @@ class Bundled:
         checked = self._checked  # value tables named by many cases: dtype and bytes worked out once
 
         def value(v):
-            if v.kind != "Tensor":
+            if v.kind != ValueKind.TENSOR:
                 return v.value
             got = checked.get(id(v))
             if got is None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..format import xnnpack
 from ..format.vela import BACKEND, LEGACY_BACKEND
+from ..vocabulary import InstructionKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ethos_u import Blobs
@@ -95,7 +96,7 @@ def blob_uses(p: "Pte") -> list[BlobUse]:
         plan = m.raw
         signatures: dict[int, tuple] = {}
         for ins in plan.instructions:
-            if ins.kind == "DelegateCall" and ins.target not in signatures:
+            if ins.kind == InstructionKind.DELEGATE_CALL and ins.target not in signatures:
                 sig = []
                 for a in ins.args:
                     v = plan.values[a]

@@ -36,8 +36,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 from collections.abc import Iterable, Mapping
 
-from ..errors import PteLabError
-from ..vocabulary import BUDGET_KINDS, Role
+from ..errors import CHECK_FAILED, TARGET_CHANGED, PteLabError
+from ..vocabulary import BUDGET_KINDS, InstructionKind, Role, ValueKind, Word
 from .align import align
 from .backends import BLOB_SETTINGS
 from .analysis import Arena, PlannedTensor, instruction_targets
@@ -54,11 +54,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
-           "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck",
+           "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck", "BudgetVerdict",
            "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
            "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS",
            "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
-           "TARGET_CHANGE_KINDS", "pair_delegates", "linked_backends"]
+           "TARGET_CHANGE_KINDS", "TargetChangeKind", "pair_delegates", "linked_backends"]
 
 #: how a pair of tensors was matched, in the order the rules are tried
 MATCHED_BY = ("name", "input", "output", "source", "operators")
@@ -398,6 +398,58 @@ class BudgetCheck:
         return self.exceeded or self.unmeasured is not None
 
 
+@dataclass(frozen=True)
+class BudgetVerdict:
+    """What a budget decides (:meth:`Diff.budget_result`; ``pte-lab diff --fail-if-grows``): which checks failed, the
+    deployment changes it does not pass, whether it passes and the exit status that says so."""
+
+    #: every check held (:meth:`Diff.budget`)
+    checks: tuple[BudgetCheck, ...]
+    #: every deployment change (:attr:`Diff.target_changes`), accepted or not
+    target_changes: tuple["TargetChange", ...]
+    #: the deployment changes were accepted (``--allow-target-change``)
+    target_change_accepted: bool
+
+    @property
+    def failed(self) -> tuple[BudgetCheck, ...]:
+        """The checks that failed (:attr:`BudgetCheck.failed`): exceeded, or not measured on a side."""
+        return tuple(c for c in self.checks if c.failed)
+
+    @property
+    def exceeded(self) -> tuple[BudgetCheck, ...]:
+        return tuple(c for c in self.checks if c.exceeded)
+
+    @property
+    def unmeasured(self) -> tuple[BudgetCheck, ...]:
+        return tuple(c for c in self.checks if c.unmeasured is not None)
+
+    @property
+    def held(self) -> bool:
+        """No check failed."""
+        return not self.failed
+
+    @property
+    def target_changed(self) -> bool:
+        """A deployment change the budget does not pass (one not accepted)."""
+        return bool(self.target_changes) and not self.target_change_accepted
+
+    @property
+    def passes(self) -> bool:
+        """What ``pte-lab diff --fail-if-grows`` exits 0 for: the budget held, and no change of target unless it
+        was accepted (``budget_verdict.passes`` in the JSON, so that a script need not also read the exit
+        status)."""
+        return self.held and not self.target_changed
+
+    @property
+    def exit_status(self) -> int:
+        """What ``pte-lab diff --fail-if-grows`` exits with (``budget_verdict.exit_status`` in the JSON): 0 when
+        it :attr:`passes`, ``pte_lab.errors.TARGET_CHANGED`` (4) on a deployment change not accepted (whatever
+        the bytes did), else ``pte_lab.errors.CHECK_FAILED`` (1)."""
+        if self.passes:
+            return 0
+        return TARGET_CHANGED if self.target_changed else CHECK_FAILED
+
+
 # ---------------------------------------------------------------------- delegates
 #: what a delegate call is compared by, beyond its bytes: name -> how it is read from a ``DelegateMemory``
 #: (None where that side has no such delegate, or the file does not say)
@@ -405,12 +457,23 @@ DELEGATE_SETTINGS = ("backend", "target", "system config", "memory mode", "store
                      "live", "scratch from", "scratch lives", "inputs", "outputs", *BLOB_SETTINGS)
 #: the changes a memory budget does not pass (``--fail-if-grows``), in the order they are reported
 TARGET_CHANGES = ("backend", "target", "memory mode", "deployment target", "flash to RAM", "method gone")
-#: what each of :data:`TARGET_CHANGES` changes of the deployment: "runner" (the runner must link another backend:
-#: a CPU-only one such as XNNPACK appearing is this, the board stays), "board" (the target, its memory mode, or
-#: RAM the board must give). Both are a deployment change (one exit status); the words and JSON say which.
-TARGET_CHANGE_KINDS: Mapping[str, str] = MappingProxyType({
-    "backend": "runner", "target": "board", "memory mode": "board", "deployment target": "board",
-    "flash to RAM": "board", "method gone": "runner"})
+
+
+class TargetChangeKind(Word):
+    """What a deployment change changes (:attr:`TargetChange.kind`): the runner (it must link another backend: a
+    CPU-only one such as XNNPACK appearing is this, the board stays; or a method it loads is gone) or the board
+    (the target, its memory mode, or RAM the board must give). Both are a deployment change (one exit status);
+    the words and JSON say which, as ``"runner"`` or ``"board"``."""
+
+    RUNNER = "runner"
+    BOARD = "board"
+
+
+#: what each of :data:`TARGET_CHANGES` changes of the deployment (:class:`TargetChangeKind`)
+TARGET_CHANGE_KINDS: Mapping[str, TargetChangeKind] = MappingProxyType({
+    "backend": TargetChangeKind.RUNNER, "target": TargetChangeKind.BOARD, "memory mode": TargetChangeKind.BOARD,
+    "deployment target": TargetChangeKind.BOARD, "flash to RAM": TargetChangeKind.BOARD,
+    "method gone": TargetChangeKind.RUNNER})
 
 
 @dataclass(frozen=True)
@@ -563,8 +626,8 @@ class TargetChange:
     bytes: int | None = None
 
     @property
-    def kind(self) -> str:
-        """"runner" (the runner must link another backend) or "board" (:data:`TARGET_CHANGE_KINDS`)."""
+    def kind(self) -> TargetChangeKind:
+        """The runner (it must link another backend) or the board (:data:`TARGET_CHANGE_KINDS`)."""
         return TARGET_CHANGE_KINDS[self.what]
 
 
@@ -572,7 +635,7 @@ def _call_order(m: "Method") -> list[int]:
     """The method's delegates in the order of their first call, then those never called (by index)."""
     first: dict[int, None] = {}
     for ins in m.raw.instructions:
-        if ins.kind == "DelegateCall":
+        if ins.kind == InstructionKind.DELEGATE_CALL:
             first.setdefault(ins.target, None)
     n = len(m.raw.delegates)
     order = [i for i in first if 0 <= i < n]
@@ -750,6 +813,12 @@ class Diff:
                        if p.unmeasured is not None or (p.bytes.before is not None and p.bytes.after is not None)]
         return tuple(c for c in checks if c.kind in self.budget_on)
 
+    def budget_result(self, limit_pct: float | None = None) -> BudgetVerdict:
+        """What the budget of ``limit_pct`` percent (default: :attr:`limit_pct`) decides: its :meth:`budget`'s
+        failed checks, the deployment changes it does not pass, and the exit status
+        (``pte-lab diff --fail-if-grows``)."""
+        return BudgetVerdict(self.budget(limit_pct), self.target_changes, self.target_change_allowed)
+
     # ------------------------------------------------------------------ views
     def to_dict(self) -> dict:
         """The documented, versioned JSON document (see :mod:`pte_lab.views.diff`)."""
@@ -859,7 +928,7 @@ def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tu
             take("name", va, nb[n])
     for by, sa, sb in (("input", a.inputs, b.inputs), ("output", a.outputs, b.outputs)):
         for x, y in zip(sa, sb):
-            if x.kind == "Tensor" and y.kind == "Tensor" and x.planned and y.planned:
+            if x.kind == ValueKind.TENSOR and y.kind == ValueKind.TENSOR and x.planned and y.planned:
                 take(by, x.value, y.value)
     if a.etrecord is not None and b.etrecord is not None:  # the FX node and module that write each tensor
         sa, sb = _unique_sources(a, pa), _unique_sources(b, pb)

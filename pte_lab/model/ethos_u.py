@@ -30,6 +30,7 @@ from ..format import RawPlan, RawProgram, ScalarType
 from ..format.blobs import blob_reader, delegate_span, held_open, named_data_span, program_reader
 from ..format.vela import BACKENDS, VelaIO, VelaStream, read_vela
 from ..units import count as plural
+from ..vocabulary import InstructionKind
 from .analysis import tensor_meta
 from .backends import HEADLINE_SETTINGS, BlobContents, SettingSource, blob_contents
 from .dtypes import SCALAR_TYPES
@@ -435,7 +436,7 @@ def _delegate_calls(plan: RawPlan) -> dict[int, list[int]]:
     if _CALLS[0] is not plan:
         calls: dict[int, list[int]] = {}
         for k, ins in enumerate(plan.instructions):
-            if ins.kind == "DelegateCall":
+            if ins.kind == InstructionKind.DELEGATE_CALL:
                 calls.setdefault(ins.target, []).append(k)
         _CALLS[:] = [plan, calls]
     return _CALLS[1]

@@ -21,6 +21,7 @@ from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
 from ..units import human_bytes
+from ..vocabulary import SegmentKind
 from .arrays import unique
 from .dtypes import SCALAR_TYPES
 
@@ -190,14 +191,14 @@ def file_layout(pte: "Pte", hashes: bool | str = True) -> Layout:
         add("flatbuffer", "program tables", "", off, n)
     named = {idx: key for key, idx in raw.named_data}
     for s in raw.segments:
-        if s.kind == "constants":
+        if s.kind == SegmentKind.CONSTANTS:
             _constant_rows(raw.constant_offsets, s, names, cols)
         elif s.kind.startswith("delegate:"):
             backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
             add("delegate", f"{backend} blob (segment {s.index})", owner, s.offset, s.size, backend)
-        elif s.kind == "named_data":
+        elif s.kind == SegmentKind.NAMED_DATA:
             add("named data", named.get(s.index, f"segment {s.index}"), "", s.offset, s.size)
-        elif s.kind == "mutable_data":
+        elif s.kind == SegmentKind.MUTABLE_DATA:
             add("mutable data", f"segment {s.index}", "", s.offset, s.size)
         else:
             add("unused segment", f"segment {s.index}", "", s.offset, s.size)

@@ -44,6 +44,7 @@ from itertools import chain
 import numpy as np
 
 from ..format import RawPlan
+from ..vocabulary import InstructionKind
 from .arrays import isin, unique
 from .dtypes import nbytes as _nbytes
 
@@ -88,7 +89,7 @@ def backward_jumps(plan: RawPlan) -> list[tuple[int, int]]:
     return [
         (i, ins.destination)
         for i, ins in enumerate(plan.instructions)
-        if ins.kind == "JumpFalseCall" and ins.destination <= i
+        if ins.kind == InstructionKind.JUMP_FALSE_CALL and ins.destination <= i
     ]
 
 
@@ -178,11 +179,11 @@ class Writes:
 
 
 def _written(plan: RawPlan, ins) -> set[int]:
-    if ins.kind == "MoveCall":
+    if ins.kind == InstructionKind.MOVE_CALL:
         return {ins.args[1]}
-    if ins.kind == "KernelCall":
+    if ins.kind == InstructionKind.KERNEL_CALL:
         return named_twice(expanded(plan, ins.args))[1]
-    if ins.kind == "DelegateCall":
+    if ins.kind == InstructionKind.DELEGATE_CALL:
         return set(expanded(plan, ins.args))
     return set()
 

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan, TensorShapeDynamism
-from ..vocabulary import Role
+from ..format import TENSOR_ALIGNMENT, RawPlan, TensorShapeDynamism
+from ..units import align_up
+from ..vocabulary import Role, InstructionKind
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
 from .analysis import tensor_meta
 from .attribution import SOURCE_COLUMNS, TensorSource, attribute, attribute_stacktraces
@@ -64,7 +65,7 @@ class Instruction:
     """One instruction of a method's execution plan: its kind (KernelCall, DelegateCall, MoveCall,
     JumpFalseCall, FreeCall), what it calls and the values it names."""
     index: int
-    kind: str  # KernelCall | DelegateCall | MoveCall | JumpFalseCall | FreeCall
+    kind: InstructionKind
     #: operator name ("aten::add.out"), "delegate:<backend>", or the kind for control flow
     target: str
     args: tuple[int, ...]
@@ -148,13 +149,13 @@ class Method:
     def instructions(self) -> list[Instruction]:
         targets = instruction_targets(self._raw)
         return [Instruction(i, ins.kind, targets[i], ins.args,
-                            ins.destination if ins.kind == "JumpFalseCall" else None)
+                            ins.destination if ins.kind == InstructionKind.JUMP_FALSE_CALL else None)
                 for i, ins in enumerate(self._raw.instructions)]
 
     @cached_property
     def operator_counts(self) -> dict[str, int]:
         """How many instructions call each operator or delegate backend."""
-        return dict(Counter(i.target for i in self.instructions if i.kind in ("KernelCall", "DelegateCall")))
+        return dict(Counter(i.target for i in self.instructions if i.kind in (InstructionKind.KERNEL_CALL, InstructionKind.DELEGATE_CALL)))
 
     @property
     def has_loops(self) -> bool:
@@ -302,6 +303,13 @@ class Method:
             return a
         raise KeyError(f"method {self.name!r} has no arena with mem_id {mem_id} "
                        f"(it has {[a.mem_id for a in self.analysis.arenas]})")
+
+    def tail_padding(self, mem_id: int) -> int:
+        """Bytes of arena ``mem_id`` past its last tensor (that end rounded up to exir's
+        ``TENSOR_ALIGNMENT``, 16): what exir adds past the end of every arena of a method with a
+        delegate (an XNNPACK one: 64, its source giving no reason), not room the plan wastes."""
+        end = max((t.offset + t.nbytes for t in self.planned if t.mem_id == mem_id), default=0)
+        return max(0, self.arena(mem_id).size - align_up(end, TENSOR_ALIGNMENT))
 
     def planned_bytes_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}

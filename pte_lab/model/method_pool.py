@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ..format import TensorDataLocation, TensorShapeDynamism
 from ..format.method_tables import method_tables
 from ..units import align_up
+from ..vocabulary import InstructionKind, ValueKind
 from .abi import TARGETS, Abi, UnknownTargetError, abi, abis
 
 
@@ -124,7 +125,7 @@ def _replay(method, tables, a: Abi, *, temp: bool, external_data: bool, named_da
     pool.list("EValue", len(values), "values")
     if plan.inputs:
         pool.list("Bool", len(plan.inputs), "input flags")
-    external = sum(1 for v in values if v.kind == "Tensor" and v.tensor.mem_id is None
+    external = sum(1 for v in values if v.kind == ValueKind.TENSOR and v.tensor.mem_id is None
                    and v.tensor.location == TensorDataLocation.EXTERNAL)
     if external:
         pool.list("NamedData", external, "external constants")
@@ -171,13 +172,13 @@ def _replay(method, tables, a: Abi, *, temp: bool, external_data: bool, named_da
         pool.list("InstructionArgs", n, "argument lists")
         for _ in range(n):
             ins = next(instructions)
-            if ins.kind not in ("KernelCall", "DelegateCall"):
+            if ins.kind not in (InstructionKind.KERNEL_CALL, InstructionKind.DELEGATE_CALL):
                 continue
             pool.list("EValuePointer", len(ins.args), "argument pointers")
-            if ins.kind == "KernelCall" and not temp:
+            if ins.kind == InstructionKind.KERNEL_CALL and not temp:
                 pool.list("TensorMeta", len(ins.args), "kernel resolution")
                 for x in ins.args:
-                    if values[x].kind == "Tensor":
+                    if values[x].kind == ValueKind.TENSOR:
                         pool.list("DimOrderType", len(values[x].tensor.sizes), "kernel resolution")
     return pool
 
@@ -192,12 +193,12 @@ def _resolution(method, a: Abi) -> tuple[int, int, int]:
     values = method.raw.values
     peak = widest = 0
     for ins in method.raw.instructions:
-        if ins.kind != "KernelCall":
+        if ins.kind != InstructionKind.KERNEL_CALL:
             continue
         pool = _Bump(a)
         pool.list("TensorMeta", len(ins.args))
         for x in ins.args:
-            if values[x].kind == "Tensor":
+            if values[x].kind == ValueKind.TENSOR:
                 pool.list("DimOrderType", len(values[x].tensor.sizes))
         peak, widest = max(peak, pool.cur), max(widest, len(ins.args))
     return peak, widest * (a.size("TensorMeta") + TENSOR_DIMENSION_LIMIT * a.size("DimOrderType")), widest

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from ..errors import PteLabError
 from ..format.blobs import delegate_span
 from ..format.schema import TensorDataLocation
-from ..vocabulary import Role
+from ..vocabulary import Role, InstructionKind, ValueKind
 from .analysis import tensor_meta
 from .attribution import kernel_node
 
@@ -168,7 +168,7 @@ def _instruction_modules(m: "Method") -> dict[int, str]:
         hs = [h for h in rec.handles_of(ins.index) if h in rec.by_handle]
         if not hs:
             continue
-        if ins.kind == "DelegateCall":  # the innermost module of all is that of each handle's innermost
+        if ins.kind == InstructionKind.DELEGATE_CALL:  # the innermost module of all is that of each handle's innermost
             mods = [mod for h in hs if (mod := _handle_owners(rec, h)[0]) is not None]
             mod = lowest_common(mods) if mods else None
         else:  # the module of the node it is attributed to
@@ -212,7 +212,7 @@ def _constants(m: "Method", ins_module: dict[int, str], blobs) -> tuple[dict, di
             rv = values[v] if 0 <= v < len(values) else None
             if rv is None:
                 continue
-            items = [v] if rv.kind == "Tensor" else [i for i in rv.items if 0 <= i < len(values)]
+            items = [v] if rv.kind == ValueKind.TENSOR else [i for i in rv.items if 0 <= i < len(values)]
             for i in items:
                 t = values[i].tensor
                 if t is None or t.mem_id is not None:
@@ -226,7 +226,7 @@ def _constants(m: "Method", ins_module: dict[int, str], blobs) -> tuple[dict, di
                 if key not in size:
                     size[key] = tensor_meta(raw, i)[2]
                 readers.setdefault(key, set()).add(mod)
-        if ins.kind == "DelegateCall":
+        if ins.kind == InstructionKind.DELEGATE_CALL:
             d = raw.instructions[ins.index].target
             if 0 <= d < len(m.delegates):
                 delegate[mod] = delegate.get(mod, 0) + m.delegates[d].size

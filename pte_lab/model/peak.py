@@ -31,7 +31,7 @@ from enum import Enum
 
 import numpy as np
 
-from ..vocabulary import RUNTIME_OPS, Role
+from ..vocabulary import RUNTIME_OPS, Role, InstructionKind
 from .plan_edit import PlanEdit
 
 __all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "PeakAfter", "SafeSoftmax", "explain_peak",
@@ -244,7 +244,7 @@ def safe_softmaxes(m) -> tuple[SafeSoftmax, ...]:
                 and planned[v].producer is not None and planned[v].producer < i]
 
     for i in m.instructions:
-        if i.kind != "KernelCall" or not i.target.startswith("aten::where"):
+        if i.kind != InstructionKind.KERNEL_CALL or not i.target.startswith("aten::where"):
             continue
         ins = reads(i.index)
         full = [t for t in ins if instructions[t.producer].target.startswith("aten::full_like")]
@@ -316,7 +316,7 @@ def may_hold_scores(m) -> bool:
     """Whether a peak of ``m`` can have attention score planes (:attr:`PeakCauseKind.ATTENTION_SCORES`) at all,
     without telling its story: a square [L, L] plane (L > 1) that a softmax writes, or a ``where`` kernel (a safe
     softmax, whose scores' planes count too). False means no story of ``m`` names that cause."""
-    if any(i.kind == "KernelCall" and i.target.startswith("aten::where") for i in m.instructions):
+    if any(i.kind == InstructionKind.KERNEL_CALL and i.target.startswith("aten::where") for i in m.instructions):
         return True
     return any(t.op is not None and len(t.shape) >= 2 and t.shape[-1] == t.shape[-2] > 1
                and any(s in t.op for s in _SOFTMAX) for t in m.planned)
@@ -327,7 +327,7 @@ def _causes(m, groups: list[PeakGroup], live: dict, mem_id: int) -> tuple[PeakCa
     names: dict[str, set[str]] = {k: set() for k in CAUSES}
     extra = {PeakCauseKind.OUTSIDE_DELEGATE: 0,  # bytes of the tensors themselves where a group is only partly it
              PeakCauseKind.SAFE_SOFTMAX: 0}
-    delegated = any(i.kind == "DelegateCall" for i in m.instructions)
+    delegated = any(i.kind == InstructionKind.DELEGATE_CALL for i in m.instructions)
     safes = safe_softmaxes(m)
     planned = {t.value: t for t in m.planned}
     # the [L, L] planes a softmax writes anywhere in the method: the scores before it and after it have them

@@ -14,6 +14,7 @@ from ..errors import NotFoundError, PteFormatError, PteLabError
 from ..format import RawProgram, Source, TensorDataLocation, read
 from ..format.etrecord import ETRecord, read_etrecord
 from ..units import count
+from ..vocabulary import SegmentKind
 from .arrays import isin
 from .bulk import paused_gc
 from .bundled import Bundled
@@ -35,7 +36,7 @@ __all__ = ["Pte", "Segment", "open_pte"]
 class Segment:
     """A segment of the file (:attr:`Pte.segments`): what it holds, its file offset and its bytes."""
     index: int
-    #: constants | delegate:<backend> | named_data | mutable_data | unused
+    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or ``"delegate:<backend>"``
     kind: str
     #: absolute file offset
     offset: int
@@ -185,7 +186,7 @@ class Pte:
 
     @property
     def named_data_bytes(self) -> int:
-        return sum(s.size for s in self.segments if s.kind == "named_data")
+        return sum(s.size for s in self.segments if s.kind == SegmentKind.NAMED_DATA)
 
     @property
     def named_data_keys(self) -> list[str]:

@@ -24,7 +24,7 @@ from itertools import repeat
 import numpy as np
 
 from ..format import RawPlan
-from ..vocabulary import Role
+from ..vocabulary import Role, InstructionKind
 from .arrays import isin, unique
 from .dtypes import SCALAR_TYPES
 from .dtypes import nbytes as _nbytes
@@ -54,7 +54,7 @@ def declared_state(plan: RawPlan) -> frozenset[int]:
     state = set(np.flatnonzero(marked[plan.record_of]).tolist()) - io
     ops = plan.operators
     for ins in plan.instructions:
-        if ins.kind == "KernelCall" and len(ins.args) >= 2:
+        if ins.kind == InstructionKind.KERNEL_CALL and len(ins.args) >= 2:
             if _in_place(*ops[ins.target]) and ins.args[0] == ins.args[-1]:
                 v = ins.args[0]
                 t = plan.values[v].tensor
@@ -75,7 +75,7 @@ def reads_at(plan: RawPlan, i: int) -> set[int]:
     does not tell apart: none is counted as read.
     """
     ins = plan.instructions[i]
-    if ins.kind == "KernelCall":
+    if ins.kind == InstructionKind.KERNEL_CALL:
         if not ins.args:
             return set()
         named, again = named_twice(expanded(plan, ins.args))
@@ -83,7 +83,7 @@ def reads_at(plan: RawPlan, i: int) -> set[int]:
         if _in_place(*plan.operators[ins.target]):
             reads.add(ins.args[0])
         return reads
-    if ins.kind in ("MoveCall", "JumpFalseCall"):
+    if ins.kind in (InstructionKind.MOVE_CALL, InstructionKind.JUMP_FALSE_CALL):
         return {ins.args[0]}
     return set()
 

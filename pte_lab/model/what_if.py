@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import PteLabError
 from ..format.schema import TensorShapeDynamism
 from ..units import check_int64
+from ..vocabulary import InstructionKind, ValueKind
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 
 __all__ = ["WhatIfError", "TWO_EXPORTS", "DimKey", "AffineDim", "ShapeFit", "dynamic_inputs", "check_bounds", "sample_points",
@@ -80,7 +81,7 @@ def export_change(keys, point) -> str:
 
 def dynamic_inputs(method) -> list:
     """The method's dynamic tensor inputs (IOSpecs)."""
-    return [s for s in method.inputs if s.kind == "Tensor" and s.dynamic and s.shape is not None]
+    return [s for s in method.inputs if s.kind == ValueKind.TENSOR and s.dynamic and s.shape is not None]
 
 
 def read_axes(method, ints: dict[int, int]) -> dict[int, frozenset[int]]:
@@ -179,11 +180,11 @@ def logged_values(method) -> list[tuple[int, tuple[int, ...]]]:
     vals = method.raw.values
     out = []
     for ins in method.instructions:
-        if ins.kind == "KernelCall" and ins.args:
+        if ins.kind == InstructionKind.KERNEL_CALL and ins.args:
             v = vals[ins.args[-1]]
             out.append((ins.index, tuple(i for i in v.items if i >= 0) if v.kind.endswith("TensorList")
                         else (ins.args[-1],)))
-        elif ins.kind == "DelegateCall":
+        elif ins.kind == InstructionKind.DELEGATE_CALL:
             out.append((ins.index, tuple(ins.args)))
     return out
 
@@ -236,7 +237,7 @@ def value_shapes(method, logged, point, keys, scalars=None) -> dict[int, tuple[i
     it should log is skipped (its values stay unknown)."""
     shapes: dict[int, tuple[int, ...]] = {}
     for s in method.inputs:
-        if s.kind == "Tensor" and s.shape is not None:
+        if s.kind == ValueKind.TENSOR and s.shape is not None:
             shape = list(s.shape)
             for (pos, axis), n in zip(keys, point):
                 if pos == s.position:
@@ -256,7 +257,7 @@ def value_shapes(method, logged, point, keys, scalars=None) -> dict[int, tuple[i
                 for v, sizes in zip(values, got):
                     if sizes is not None and vals[v].tensor is not None:
                         shapes[v] = sizes
-        elif ins.kind == "KernelCall":
+        elif ins.kind == InstructionKind.KERNEL_CALL:
             _prim(ins, vals, shapes, ints, lists)
     return shapes
 

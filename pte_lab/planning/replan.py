@@ -14,6 +14,7 @@ from ..model.findings import Kind
 from ..model.validate import find_conflicts
 from ..quiet import quiet
 from ..units import count
+from ..vocabulary import ValueKind
 from .algorithms import plan_arena
 from .problem import PlanningError, build_problem
 
@@ -105,7 +106,7 @@ class Replan:
             # (tensor, first, last) of each tensor alive in the arena
             ts = [(t, t.first, t.last) for t in m.planned if t.mem_id == a.mem_id and t.first is not None
                   and t.last is not None and t.nbytes > 0]
-            inputs = {s.value: s.position for s in m.inputs if s.kind == "Tensor" and s.planned}
+            inputs = {s.value: s.position for s in m.inputs if s.kind == ValueKind.TENSOR and s.planned}
             for t, _, last in ts:
                 if t.value not in inputs:
                     continue
@@ -384,7 +385,7 @@ def _keep_io_apart(problem, method) -> None:
     """Planned inputs and outputs alive over the whole method: no other tensor takes their bytes, so an app
     that executes again without setting an input reads the input it set before (and an output stays readable
     until the next execute)."""
-    io = {s.value for s in (*method.inputs, *method.outputs) if s.kind == "Tensor" and s.planned}
+    io = {s.value for s in (*method.inputs, *method.outputs) if s.kind == ValueKind.TENSOR and s.planned}
     for g in problem.groups:
         if any(v in io for v, _, _ in g.members):
             g.first, g.last = -1, problem.n_instructions
@@ -437,7 +438,7 @@ def replan(source, algorithm: str = "best_fit", methods: list[str] | None = None
 def _io_reused(m, mem_id: int) -> bool:
     """The original plan of arena ``mem_id`` gives a planned input's or output's bytes to another tensor (then
     ``keep_io`` takes the new plan even where it is not smaller)."""
-    io = {s.value for s in (*m.inputs, *m.outputs) if s.kind == "Tensor" and s.planned}
+    io = {s.value for s in (*m.inputs, *m.outputs) if s.kind == ValueKind.TENSOR and s.planned}
     ts = [t for t in m.planned if t.mem_id == mem_id and t.first is not None and t.nbytes > 0]
     for t in ts:
         if t.value in io:

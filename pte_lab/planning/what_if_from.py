@@ -27,6 +27,7 @@ from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
 from ..model.what_if import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, describe_tensor, dynamic_inputs
 from ..units import check_int64
+from ..vocabulary import ValueKind
 from .what_if import FromExports, Predictor, WhatIf
 
 __all__ = ["what_if_from", "pair_tensors", "fit_pair", "ExportsMismatch", "check_values"]
@@ -75,7 +76,7 @@ def _open(source) -> tuple[Pte, str | None]:
 def _metadata(pte: Pte) -> list[str]:
     """The methods that only return one constant Int (export_llm's ``get_max_seq_len``...)."""
     return [name for name, m in pte.methods.items()
-            if not m.instructions and len(m.outputs) == 1 and m.outputs[0].kind == "Int"]
+            if not m.instructions and len(m.outputs) == 1 and m.outputs[0].kind == ValueKind.INT]
 
 
 def _metadata_values(pte: Pte, names) -> dict[str, int]:

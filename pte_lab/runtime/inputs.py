@@ -15,7 +15,7 @@ import os
 from ..errors import DeclaredSizeError, PteFormatError, PteLabError
 from ..model.dtypes import SCALAR_TYPES, short_shape
 from ..units import INT64_MAX, check_int64, exact_bytes, first_few, parse_bytes
-from ..vocabulary import DEFAULT_INPUT_LIMIT, INPUT_LIMIT_ENV
+from ..vocabulary import DEFAULT_INPUT_LIMIT, INPUT_LIMIT_ENV, ValueKind
 from .memory import host_available
 
 
@@ -52,7 +52,7 @@ def input_parts(method, shapes: dict | None = None, unplanned_outputs: bool = Fa
     if unplanned_outputs:
         ios += [("output", s) for s in method.outputs if not s.planned]
     for kind, s in ios:
-        if s.kind != "Tensor" or s.shape is None:
+        if s.kind != ValueKind.TENSOR or s.shape is None:
             continue
         shape = tuple((shapes or {}).get(s.position, s.shape)) if kind == "input" else tuple(s.shape)
         if any(int(d) < 0 for d in shape):
@@ -129,7 +129,7 @@ def defaulted_inputs(method) -> tuple[str, ...]:
 
 
 def _spec(s) -> str:
-    if s.kind != "Tensor":
+    if s.kind != ValueKind.TENSOR:
         return s.kind if s.scalar is None else f"{s.kind} = {s.scalar!r}"
     return f"{s.dtype}{list(s.shape)}" + (" (dynamic: at most this)" if s.dynamic else "")
 
@@ -147,7 +147,7 @@ def input_problem(method, inputs) -> "tuple[int | None, str] | None":
                       f"({'; '.join(f'{s.position}: {_spec(s)}' for s in specs) or 'none'}), "
                       f"got {len(inputs)}")
     for s, v in zip(specs, inputs):
-        if s.kind == "Tensor" and s.shape is not None and hasattr(v, "shape") and hasattr(v, "dtype"):
+        if s.kind == ValueKind.TENSOR and s.shape is not None and hasattr(v, "shape") and hasattr(v, "dtype"):
             dtype = str(v.dtype).removeprefix("torch.")
             shape = tuple(v.shape)
             if s.dtype and dtype != s.dtype:
@@ -157,7 +157,7 @@ def input_problem(method, inputs) -> "tuple[int | None, str] | None":
             if bad:
                 return s.position, f"input {s.position} has shape {list(shape)}; the method takes {_spec(s)}"
         elif s.kind in SCALAR_DEFAULTS and s.scalar is not None and not hasattr(v, "shape"):
-            if type(v) is not type(s.scalar) and not (s.kind == "Double" and isinstance(v, int)
+            if type(v) is not type(s.scalar) and not (s.kind == ValueKind.DOUBLE and isinstance(v, int)
                                                       and not isinstance(v, bool)) or v != s.scalar:
                 return s.position, (f"input {s.position} ({s.kind}) is {v!r}; ExecuTorch accepts only the "
                                     f"value the program was exported with, {s.scalar!r} (set_input refuses "
@@ -191,7 +191,7 @@ def example_inputs(method, seed: int = 0, *, shapes: dict | None = None, limit=N
         if s.kind in SCALAR_DEFAULTS:
             out.append(scalar_default(s))
             continue
-        if s.kind != "Tensor":
+        if s.kind != ValueKind.TENSOR:
             raise ValueError(f"method {method.name!r} input {s.position} is a {s.kind}: pass inputs yourself")
         dtype = getattr(torch, s.dtype, None)
         if not isinstance(dtype, torch.dtype):
@@ -209,7 +209,7 @@ def example_inputs(method, seed: int = 0, *, shapes: dict | None = None, limit=N
 def is_token_position(method) -> bool:
     """Whether ``method`` takes ``(tokens int64[1, n], input_pos int64[1])``: an LLM's forward."""
     ins = method.inputs
-    return (len(ins) == 2 and all(s.kind == "Tensor" and s.dtype == "int64" for s in ins)
+    return (len(ins) == 2 and all(s.kind == ValueKind.TENSOR and s.dtype == "int64" for s in ins)
             and len(ins[0].shape) == 2 and ins[0].shape[0] == 1 and ins[1].shape == (1,))
 
 

@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from ..devices import device_name
 from ..errors import PteLabError
+from ..vocabulary import ValueKind
 from . import memory, native
 from .runner_records import INPUT_VALUES, MethodIO, PoolUse, RunnerResult, Step, StepKind, StepUse
 
@@ -104,7 +105,8 @@ def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
         kind = r.tag.decode(errors="replace")
         value = None
         if r.has_value:
-            value = bool(r.int_value) if kind == "Bool" else float(r.double_value) if kind == "Double" else int(r.int_value)
+            value = (bool(r.int_value) if kind == ValueKind.BOOL else float(r.double_value) if kind == ValueKind.DOUBLE
+                     else int(r.int_value))
         dtype = None if r.scalar_type == _NOT_A_TENSOR else int(r.scalar_type)
         out.append(MethodIO(i, kind, int(r.tag_code), dtype,
                             tuple(r.sizes[:r.dim]),

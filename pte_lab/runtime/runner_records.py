@@ -21,7 +21,8 @@ class MethodIO:
     """One input or output of a method as ExecuTorch's MethodMeta reads it, and what the runner set it to."""
 
     index: int
-    #: ExecuTorch's Tag name ("Tensor", "Int", "Bool", "Double", "None", ...) and number
+    #: ExecuTorch's Tag name ("Tensor", "Int", "Bool", "Double", "None", ...) and number: the runtime's names for a
+    #: tensor and the scalars are the schema's (compare them with :class:`pte_lab.vocabulary.ValueKind` members)
     kind: str
     tag: int = 1
     #: ExecuTorch's ScalarType code (None: not a tensor)

@@ -26,6 +26,7 @@ from ..cache import cache_dir, dist_version
 from ..errors import PteFormatError
 from ..model.findings import REFUSED_BEFORE_LOADING, Kind, operator_findings
 from ..quiet import quiet
+from ..vocabulary import InstructionKind
 from . import kept
 from .operators import PROVIDERS, import_provider
 
@@ -145,7 +146,7 @@ def program_schemas(pte: "Pte") -> dict[str, dict | None]:
     ops: set[str] = set()
     for m in pte.methods.values():
         names = m.operators
-        ops.update(names[ins.target] for ins in m.raw.instructions if ins.kind == "KernelCall")
+        ops.update(names[ins.target] for ins in m.raw.instructions if ins.kind == InstructionKind.KERNEL_CALL)
     return operator_schemas(ops) if ops else {}
 
 

@@ -53,7 +53,7 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                                                                # exceeded / not measured, passes (what
                                                                # --fail-if-grows exits 0 for: held, and no
                                                                # target change unless accepted), exit_status
-                                                               # (0, 1, 4: budget_exit_status), whether a
+                                                               # (0, 1, 4: Diff.budget_result), whether a
                                                                # target change was accepted, the text's line
       "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
                                                                # most grown first, never budgeted
@@ -74,9 +74,8 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS
+from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS, TargetChangeKind
 from ..model.backends import SettingSource
-from ..errors import CHECK_FAILED, TARGET_CHANGED
 from ..model.bulk import paused_gc
 from ..model.layout import duplicate_phrase
 from ..printable import text_view
@@ -87,7 +86,7 @@ from .text import indented, text_table
 
 __all__ = ["diff_summary", "diff_text", "diff_html", "diff_document", "SCHEMA", "VERSION", "grew_and_shrank", "tensor_change",
            "target_change_text", "target_changes_line", "not_measured_lines", "budget_text", "not_budgeted_line",
-           "NOT_BUDGETED", "budget_failure_lines", "budget_passes", "budget_exit_status", "planned_head", "budget_head",
+           "NOT_BUDGETED", "budget_failure_lines", "planned_head", "budget_head",
            "budget_verdict",
            "check_verdict", "budget_html"]
 
@@ -254,8 +253,8 @@ def target_change_text(c) -> str:
 
 
 #: how :func:`target_changes_line` opens, per kind of deployment change (:data:`TARGET_CHANGE_KINDS`)
-_TARGET_LEADS = {"runner": "the delegates changed what the runner must link",
-                 "board": "the delegates changed where the program runs"}
+_TARGET_LEADS = {TargetChangeKind.RUNNER: "the delegates changed what the runner must link",
+                 TargetChangeKind.BOARD: "the delegates changed where the program runs"}
 
 
 #: how :func:`target_changes_line` opens for methods the second program lacks
@@ -425,9 +424,10 @@ def budget_verdict(d, limit: float | None = None) -> str:
     """The budget's verdict in one line (the text, the HTML and the JSON's ``budget_verdict.text``): held, or
     which figures grew past it and which were not measured; a deployment change is named beside it."""
     d = _budgeted(d, limit)
-    checks = d.budget()
-    over = [c.what for c in checks if c.exceeded]
-    unmeasured = [c.what for c in checks if c.unmeasured]
+    v = d.budget_result()
+    checks = v.checks
+    over = [c.what for c in v.exceeded]
+    unmeasured = [c.what for c in v.unmeasured]
     said = []
     if over:
         said.append(f"exceeded: {len(over)} of {count(len(checks), 'figure')} grew more than {d.limit_pct:g}% "
@@ -438,31 +438,12 @@ def budget_verdict(d, limit: float | None = None) -> str:
     line = "budget " + ("; ".join(said) if said else
                         f"held: none of the {count(len(checks), 'figure')} grew more than {d.limit_pct:g}%")
     leads = dict.fromkeys(_GONE_LEAD if c.call is None else _TARGET_LEADS[c.kind]  # a deployment change,
-                          for c in d.target_changes)                              # which no budget passes
+                          for c in v.target_changes)                              # which no budget passes
     if leads:
-        line += ("; and " if said or d.target_change_allowed else "; but it does not pass: ") + "; and ".join(leads) + (
-            " (said at the top; accepted: --allow-target-change)" if d.target_change_allowed else " (said at the top)")
+        accepted = v.target_change_accepted
+        line += ("; and " if said or accepted else "; but it does not pass: ") + "; and ".join(leads) + (
+            " (said at the top; accepted: --allow-target-change)" if accepted else " (said at the top)")
     return line
-
-
-def budget_passes(d) -> bool:
-    """What ``pte-lab diff --fail-if-grows`` exits 0 for: the budget held, and no change of target unless it
-    was accepted (``budget_verdict.passes`` in the JSON, so that a script need not also read the exit status)."""
-    return _held(d.budget()) and (d.target_change_allowed or not d.target_changes)
-
-
-def budget_exit_status(d) -> int:
-    """What ``pte-lab diff --fail-if-grows`` exits with (``budget_verdict.exit_status`` in the JSON): 0 when it
-    passes (:func:`budget_passes`), :data:`~pte_lab.errors.TARGET_CHANGED` on a deployment change not accepted
-    (whatever the bytes did), else :data:`~pte_lab.errors.CHECK_FAILED`."""
-    if budget_passes(d):
-        return 0
-    return TARGET_CHANGED if d.target_changes and not d.target_change_allowed else CHECK_FAILED
-
-
-def _held(checks) -> bool:
-    """No check failed (:attr:`~pte_lab.model.diff.BudgetCheck.failed`): the budget held."""
-    return not any(c.failed for c in checks)
 
 
 def budget_text(d, limit: float | None = None) -> str:
@@ -482,9 +463,7 @@ def budget_failure_lines(d, limit: float | None = None) -> list[str]:
     how much to how much."""
     d = _budgeted(d, limit)
     out = []
-    for c in d.budget():
-        if not c.failed:
-            continue
+    for c in d.budget_result().failed:
         if c.unmeasured:
             out.append(f"budget not held: {c.what} was not measured in the "
                        f"{'two programs' if c.unmeasured == 'both' else c.unmeasured + ' program'}")
@@ -766,16 +745,16 @@ def _check_html(c) -> list[str]:
 
 
 def _verdict_html(d) -> str:
-    return f"<div class='pte-find {'pte-ok' if _held(d.budget()) else 'pte-error'}'>{escape(budget_verdict(d))}</div>"
+    return f"<div class='pte-find {'pte-ok' if d.budget_result().held else 'pte-error'}'>{escape(budget_verdict(d))}</div>"
 
 
 def budget_html(d, limit: float | None = None) -> str:
     """The budget as an HTML section, as the text says it: its verdict, a row per figure, what it did not
     budget (this host's heap)."""
     d = _budgeted(d, limit)
-    checks = d.budget()
-    failed = sum(c.failed for c in checks)
-    body = _verdict_html(d) + _html_table(_BUDGET_HEADERS, [_check_html(c) for c in checks], numeric={1, 2, 3})
+    v = d.budget_result()
+    failed = len(v.failed)
+    body = _verdict_html(d) + _html_table(_BUDGET_HEADERS, [_check_html(c) for c in v.checks], numeric={1, 2, 3})
     line = not_budgeted_line(d)
     if line:
         body += f"<div class='pte-find pte-info'>{escape(line)}</div>"
@@ -877,16 +856,16 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
     }
     d = _budgeted(d, limit_pct)
     if d.limit_pct is not None:
-        checks = d.budget()
+        v = d.budget_result()
+        checks = v.checks
         doc["not_budgeted"] = [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes)}
                                for p in d.not_budgeted()]
         doc["budget_on"] = list(d.budget_on)
         doc["budget"] = [{"what": c.what, "kind": c.kind, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in checks]
-        doc["budget_verdict"] = {"held": _held(checks), "exceeded": sum(c.exceeded for c in checks),
-                                 "unmeasured": sum(c.unmeasured is not None for c in checks),
-                                 "passes": budget_passes(d), "exit_status": budget_exit_status(d),
-                                 "target_change_accepted": bool(d.target_changes) and d.target_change_allowed,
+        doc["budget_verdict"] = {"held": v.held, "exceeded": len(v.exceeded), "unmeasured": len(v.unmeasured),
+                                 "passes": v.passes, "exit_status": v.exit_status,
+                                 "target_change_accepted": bool(v.target_changes) and v.target_change_accepted,
                                  "text": budget_verdict(d)}
     return doc
 

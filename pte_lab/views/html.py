@@ -17,6 +17,7 @@ from html import escape
 
 from ..model.ethos_u import describe_io
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, human_bytes, ratio
+from ..vocabulary import ValueKind
 from .base import backend_note_line, html_repr
 from .peak import cause_line, peak_head
 from .rows import (ARENA_ROW, METHOD_HEADERS, TENSOR_TABLE, backend_rows, delegate_heap_rows, delegate_scratch_rows, load_cost_rows,
@@ -104,7 +105,7 @@ def arenas_table(method) -> str:
 def _io_table(specs) -> str:
     rows = []
     for s in specs:
-        if s.kind != "Tensor":
+        if s.kind != ValueKind.TENSOR:
             rows.append([str(s.position), escape(s.kind), "", "", "", ""])
             continue
         where = f"mem_id {s.mem_id} @ {s.offset:,}" if s.planned else "caller-provided"

@@ -23,6 +23,7 @@ from ..model.dtypes import short_shape
 from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable_text, text_view
+from ..vocabulary import ValueKind
 from ..model.backends import HEADLINE_SETTINGS
 from .base import backend_note_line, text_table
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
@@ -59,7 +60,7 @@ def arena_text(a) -> str:
 
 
 def _io_line(s) -> str:
-    if s.kind != "Tensor":
+    if s.kind != ValueKind.TENSOR:
         if s.scalar is None:
             return f"{s.kind}"
         return f"{s.kind} = {s.scalar!r} (exported value: ExecuTorch accepts no other)"

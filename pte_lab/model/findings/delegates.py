@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ETRecordError
 from ...units import count, first_few, human_bytes
-from ...vocabulary import RUNTIME_OPS, Role
+from ...vocabulary import RUNTIME_OPS, Role, InstructionKind
 from ..delegates import blob_problem, blob_uses
 from ..ethos_u import Blobs, io_checks
 from .base import Details, Finding, Kind, Prescription
@@ -220,11 +220,11 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
     """Kernel calls between a method's first and last delegate call: the partitioner left them out, so the
     graph runs as several delegate calls and the tensors crossing between them are planned."""
     instructions = m.instructions
-    calls = [i.index for i in instructions if i.kind == "DelegateCall"]
+    calls = [i.index for i in instructions if i.kind == InstructionKind.DELEGATE_CALL]
     if len(calls) < 2:
         return []
     between = [i.index for i in instructions[calls[0]:calls[-1]]
-               if i.kind == "KernelCall" and not i.target.startswith(RUNTIME_OPS)]
+               if i.kind == InstructionKind.KERNEL_CALL and not i.target.startswith(RUNTIME_OPS)]
     if not between:
         return []
     backends = [instructions[i].target.removeprefix("delegate:") for i in calls]
@@ -301,10 +301,10 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
     take it), before, between or after the delegate calls, with the planned bytes it writes and those alive at
     the peak: one finding per method."""
     instructions = m.instructions
-    calls = [i.index for i in instructions if i.kind == "DelegateCall"]
+    calls = [i.index for i in instructions if i.kind == InstructionKind.DELEGATE_CALL]
     if not calls:
         return []
-    outside = [i.index for i in instructions if i.kind == "KernelCall" and not i.target.startswith(RUNTIME_OPS)]
+    outside = [i.index for i in instructions if i.kind == InstructionKind.KERNEL_CALL and not i.target.startswith(RUNTIME_OPS)]
     if not outside:
         return []
     backends = tuple(dict.fromkeys(instructions[i].target.removeprefix("delegate:") for i in calls))

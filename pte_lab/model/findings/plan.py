@@ -11,6 +11,7 @@ import numpy as np
 
 from ...format import TENSOR_ALIGNMENT, ScalarType, TensorDataLocation, TensorShapeDynamism
 from ...units import align_up, count, first_few, human_bytes
+from ...vocabulary import InstructionKind, ValueKind
 from ..arrays import unique
 from ..lifetimes import Writes
 from ..dtypes import short_shape
@@ -91,7 +92,7 @@ def _unbacked_writes(m: "Method") -> list[tuple[int, int]]:
     out, seen, done = [], set(), set()
     writes = Writes(raw)
     for i, ins in enumerate(raw.instructions):
-        if ins.kind not in ("KernelCall", "MoveCall") or id(ins) in done:
+        if ins.kind not in (InstructionKind.KERNEL_CALL, InstructionKind.MOVE_CALL) or id(ins) in done:
             continue
         done.add(id(ins))  # an instruction record named again writes the same values
         for v in writes(i):
@@ -108,11 +109,11 @@ def _wrong_operands(m: "Method") -> list[str]:
     """Control instructions whose operand is of a kind the runtime cannot take."""
     raw, out = m.raw, []
     for i, ins in enumerate(raw.instructions):
-        if ins.kind == "FreeCall" and raw.values[ins.args[0]].kind != "Tensor":
+        if ins.kind == InstructionKind.FREE_CALL and raw.values[ins.args[0]].kind != ValueKind.TENSOR:
             out.append(f"instruction {i} frees v{ins.args[0]}, a {raw.values[ins.args[0]].kind}, not a tensor")
-        elif ins.kind == "JumpFalseCall":
+        elif ins.kind == InstructionKind.JUMP_FALSE_CALL:
             v = raw.values[ins.args[0]]
-            if not (v.kind == "Bool" or (v.kind == "Tensor" and v.tensor.scalar_type == ScalarType.BOOL)):
+            if not (v.kind == ValueKind.BOOL or (v.kind == ValueKind.TENSOR and v.tensor.scalar_type == ScalarType.BOOL)):
                 out.append(f"instruction {i} branches on v{ins.args[0]}, a {v.kind}, not a boolean")
     return out
 
@@ -137,7 +138,7 @@ def instruction_findings(m: "Method") -> list[Finding]:
         out.append(Finding(Kind.OPERAND_KINDS, m.name,
                            first_few(wrong, 4, "; ", "; and {n} more")
                            + " (ExecuTorch aborts or refuses the method)", OperandKindsDetails(len(wrong))))
-    unplanned = [s for s in m.inputs + m.outputs if s.kind == "Tensor" and not s.planned]
+    unplanned = [s for s in m.inputs + m.outputs if s.kind == ValueKind.TENSOR and not s.planned]
     if unplanned:
         out.append(Finding(Kind.UNPLANNED_IO, m.name,
                            f"{count(len(unplanned), 'input/output', 'inputs/outputs')} "
@@ -206,10 +207,10 @@ def operator_findings(m: "Method", schemas: dict) -> list[Finding]:
     plan, ops = m.raw, m.operators
     problems: list[str] = []
     unknown = sorted({ops[ins.target] for ins in plan.instructions
-                      if ins.kind == "KernelCall" and schemas.get(ops[ins.target]) is None})
+                      if ins.kind == InstructionKind.KERNEL_CALL and schemas.get(ops[ins.target]) is None})
     done: dict[int, bool] = {}
     for i, ins in enumerate(plan.instructions):
-        if ins.kind != "KernelCall" or id(ins) in done:
+        if ins.kind != InstructionKind.KERNEL_CALL or id(ins) in done:
             continue
         done[id(ins)] = True  # one instruction record named again passes the same values
         schema = schemas.get(ops[ins.target])

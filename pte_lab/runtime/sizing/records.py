@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ...errors import MEMORY_ALLOCATION_FAILED, PteLabError
 from ...format import TENSOR_ALIGNMENT
 from ...printable import printable
+from ...vocabulary import ValueKind
 from ..declared import DeclaredSizes
 from ..libraries import Library
 from ..runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse, failure
@@ -797,7 +798,7 @@ def part_source(part: str, m: MethodSizes) -> str:
 
 def _set_to(io: MethodIO) -> str:
     """What the sizing runner set an input to before every execute."""
-    if io.kind == "Tensor":
+    if io.kind == ValueKind.TENSOR:
         return INPUT_VALUES["Tensor"]
     return INPUT_VALUES["other"] + ("" if io.value is None else f": {io.value!r}")
 

@@ -14,6 +14,7 @@ from ...errors import NotFoundError, PteLabError, RuntimeCrashedError
 from ...format.regular_file import check_regular
 from ...model import open_pte
 from ...progress import reporter
+from ...vocabulary import InstructionKind
 from .. import kept, native
 from ..checked import checked
 from ..declared import DeclaredSizes, declared_sizes
@@ -302,7 +303,7 @@ def _method_sizes(measured: Measurement, *, plan, runs: int, path: str | None = 
     # Method::init resolves each kernel call's operator with TensorMeta lists taken from the temp
     # allocator when its pool is at least this large, else from the method allocator
     resolution = r.resolution_bytes_per_arg * max(
-        (len(i.args) for i in plan.instructions if i.kind == "KernelCall"), default=0)
+        (len(i.args) for i in plan.instructions if i.kind == InstructionKind.KERNEL_CALL), default=0)
     execs = [k for k in steps if k.kind is StepKind.EXECUTE]
     runs_counted = all(steps[k] is not None for k in execs)
     load_program, load_method = steps.get(Step(StepKind.LOAD_PROGRAM)), steps.get(Step(StepKind.LOAD_METHOD))

@@ -21,6 +21,7 @@ from ...errors import PteLabError
 from ...format.regular_file import check_writable
 from ...runtime.native import executorch_dir, executorch_version
 from ...shell_text import sh_comment, sh_word, sh_words
+from ...vocabulary import ValueKind
 from ..c_text import c_comment, c_string
 from .sizes import block_comment, c_identifiers, target_guard
 from .target_pools import target_pools, temp_set_by_words
@@ -132,7 +133,7 @@ STAGING = "pte_lab_input_staging"
 
 def staging_bytes(methods) -> int:
     """The runner's staging buffer: the largest planned tensor input (0: none)."""
-    return max((io.nbytes for m in methods for io in m.inputs if io.kind == "Tensor" and io.planned), default=0)
+    return max((io.nbytes for m in methods for io in m.inputs if io.kind == ValueKind.TENSOR and io.planned), default=0)
 
 
 def _method_block(m, up: str, low: str) -> list[str]:
@@ -158,10 +159,10 @@ def _method_block(m, up: str, low: str) -> list[str]:
                else f"Span<uint8_t>* const {low}_planned = nullptr;")
     setters = []
     for io in m.inputs:
-        if io.kind != "Tensor":
+        if io.kind != ValueKind.TENSOR:
             ctype = {"Int": "int64_t", "Bool": "bool", "Double": "double"}.get(io.kind)
             if ctype is not None and io.value is not None:  # the value the program holds (set_input takes only it)
-                literal = str(io.value).lower() if io.kind == "Bool" else repr(io.value)
+                literal = str(io.value).lower() if io.kind == ValueKind.BOOL else repr(io.value)
                 setters.append(f"  if (Error e = method.set_input(EValue(static_cast<{ctype}>({literal})), "
                                f"{io.index}); e != Error::Ok) return e;")
             continue

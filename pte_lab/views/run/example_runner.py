@@ -30,6 +30,7 @@ from ...errors import PteLabError
 from ...format.regular_file import check_writable
 from ...runtime.libraries import AS_NEEDED, compile_flags, link_flags
 from ...shell_text import sh_comment, sh_echo, sh_word, sh_words
+from ...vocabulary import ValueKind
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
 from .sizes import c_header, c_identifiers
@@ -51,7 +52,7 @@ def _runnable(m: "MethodSizes") -> str | None:
     if m.stand_ins:
         return (f"it was measured with pte_lab's stand-ins for {', '.join(m.stand_ins)}, which the executorch wheel "
                 f"lacks: build ExecuTorch from source with them for the target")
-    odd = [io.kind for io in m.inputs if io.kind != "Tensor" and io.value is None]
+    odd = [io.kind for io in m.inputs if io.kind != ValueKind.TENSOR and io.value is None]
     if odd:
         return f"it takes {', '.join(odd)} inputs, which the example does not set"
     return None
@@ -89,7 +90,7 @@ def _method_block(m: "MethodSizes", up: str, low: str) -> list[str]:
     setters = []
     for io in m.inputs:
         p, q = f"{P}_INPUT_{io.index}", f"pte_lab_{low}_input_{io.index}"
-        if io.kind == "Tensor":
+        if io.kind == ValueKind.TENSOR:
             buf = f"{low}_input_{io.index}"
             out.append(f"alignas(PTE_LAB_PLANNED_BUFFER_ALIGNMENT) uint8_t {buf}[PTE_LAB_ARRAY({p}_BYTES)];")
             if io.shape:
@@ -110,7 +111,7 @@ def _method_block(m: "MethodSizes", up: str, low: str) -> list[str]:
     out += setters or ["  (void)method;"]
     out += ["  return Error::Ok;", "}"]
     # outputs the caller provides (alloc_graph_output=False)
-    outs = [io for io in m.outputs if io.kind == "Tensor" and not io.planned]
+    outs = [io for io in m.outputs if io.kind == ValueKind.TENSOR and not io.planned]
     provide = []
     for io in outs:
         p = f"{P}_OUTPUT_{io.index}"

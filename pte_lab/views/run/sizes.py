@@ -44,6 +44,7 @@ from ...runtime.sizing.records import (
     part_source,
 )
 from ...units import count, exact_bytes, human_bytes, local_minute
+from ...vocabulary import ValueKind
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
 from ..base import html_repr, text_table
@@ -343,7 +344,7 @@ def fits_lines(fits: "dict[str, Fit]") -> list[str]:
 
 
 def _io_line(io, inputs: bool) -> str:
-    if io.kind != "Tensor":
+    if io.kind != ValueKind.TENSOR:
         held = "" if io.value is None else f" = {io.value!r}"
         return f"  {io.index}: {io.kind}{held}" + (f", set to {INPUT_VALUES['other']}" if inputs else "")
     shape = "[" + ", ".join(map(str, io.shape)) + "]"
@@ -694,11 +695,11 @@ def _io(sizes: "Sizes", m, up: str, low: str) -> list[str]:
         for io in ios:
             p, q = f"PTE_LAB_{up}_{what}_{io.index}", f"pte_lab_{low}_{what.lower()}_{io.index}"
             lines.append(f"#define {p}_TAG {io.tag} /* {io.kind} */")
-            if io.kind != "Tensor":
+            if io.kind != ValueKind.TENSOR:
                 if io.value is not None and what == "INPUT":
-                    kind = {"Bool": "BOOL", "Double": "DOUBLE"}.get(io.kind, "INT")
-                    value = int(io.value) if kind == "BOOL" else repr(io.value) if kind == "DOUBLE" else io.value
-                    lines.append(f"#define {p}_{kind}_VALUE {value} /* {INPUT_VALUES['other']} */")
+                    macro = {ValueKind.BOOL: "BOOL", ValueKind.DOUBLE: "DOUBLE"}.get(io.kind, "INT")
+                    value = int(io.value) if macro == "BOOL" else repr(io.value) if macro == "DOUBLE" else io.value
+                    lines.append(f"#define {p}_{macro}_VALUE {value} /* {INPUT_VALUES['other']} */")
                 continue
             shape = "x".join(map(str, io.shape)) or "scalar"
             bound = ", an upper bound (dynamic)" if io.dynamic else ""
