@@ -33,6 +33,7 @@ from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
 from ..model.dtypes import scalar_type, short_shape
 from ..model.findings import Finding
+from ..model.method_pool import method_pool
 from ..model.plan_edit import PlanEdit
 from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs,
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
@@ -42,7 +43,9 @@ from ..progress import reporter
 from ..runtime import kept, native
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.shapes import plain_inputs, program_scalars
+from ..runtime.sizing.kept_sizes import kept_sizes
 from ..runtime.sizing.measure import cannot_run_here
+from ..runtime.sizing.records import Basis
 from ..units import INT64_MAX, align_up, check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .algorithms import plan_arena
@@ -197,10 +200,6 @@ def beyond_plan(pte, path: str, method: str, cache: bool | None = None) -> Beyon
     """What the app needs beyond the planned arenas of ``method`` (:class:`BeyondPlan`): a kept sizing of these
     bytes where one is kept, else what the file says; None where neither gives the method pool (a delegate whose
     init the model does not know)."""
-    from ..model.method_pool import method_pool
-    from ..runtime.sizing.kept_sizes import kept_sizes
-    from ..runtime.sizing.records import Basis
-
     for verify in (False, True):
         s = kept_sizes(path, verify=verify, cache=cache)
         m = s.methods.get(method) if s is not None else None
