@@ -226,3 +226,36 @@ def test_an_error_quoting_a_huge_name_is_a_line_one_can_read():
     assert len(line) < MOST_ERROR_CHARACTERS + 100 and line.startswith("method 'mmm")
     assert line.endswith("mmm': not in the program")
     assert f"({len(text) - MOST_ERROR_CHARACTERS:,} characters left out)" in line
+
+
+def test_sizes_budget_is_an_apps_total_with_its_loader_and_a_large_plan_is_said_before_the_runs(
+        program_path, capsys, monkeypatch, tmp_path):
+    """On a program for a host or a phone, --budget checks the total an app pays with Module's default
+    FileDataLoader (the bare-metal total apart, not the verdict); a large plan is said before the long runs; the
+    kernel library is said to serve the program's operators by name."""
+    import pte_lab.cli.sizes as cli_sizes
+    from pte_lab.runtime.sizing.kept_sizes import kept_sizes
+
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("PTE_LAB_NO_CACHE")
+    monkeypatch.setattr(cli_sizes, "LARGE_PLAN", 1)  # every plan is large: the warning shows
+    path = str(program_path("portable"))
+    assert main(["sizes", path, "--budget", "1GB"]) == 0
+    out, err = capsys.readouterr()
+    assert "planned: sizing executes each at its bound" in err and "--runs 1 and --method NAME shorten it" in err
+    totals = kept_sizes(path).methods["forward"].totals()
+    app, bare = totals["host"].bytes, totals["bare-metal"].bytes
+    assert bare < app
+    assert (f"method 'forward' on an app on this host or a phone, with FileDataLoader (it mallocs the program's "
+            f"bytes it reads) as an app's Module reads by default (LoadMode File) (method + temp): {app:,} B against "
+            f"a budget of 1,000,000,000 B") in out
+    assert "libexecutorch_kernels_optimized.so: the program names operators, not a kernel library" in out
+    # a budget the bare-metal total fits but the app's does not: refused (exit 1), the bare-metal total apart
+    assert main(["sizes", path, "--budget", str(app - 1)]) == 1
+    out, err = capsys.readouterr()
+    assert "planned: sizing executes" not in err  # kept: nothing runs, nothing to warn of
+    assert f": {app:,} B against a budget of {app - 1:,} B" in out and "DOES NOT FIT (over by 1 B" in out
+    assert f"  apart, on a bare-metal target with this ABI's (x86-64 LP64) pools: {bare:,} B ({app - 1 - bare:,} B left" in out
+    assert main(["sizes", path, "--json", "--budget", str(app - 1)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fits"]["forward"]["target"] == "host" and doc["fits"]["forward"]["fits"] is False

@@ -395,7 +395,7 @@ def test_budget_text_names_the_smallest_bound_and_budget_without_bound_uses_the_
     assert len(err) == 1 and "reads no axis of its dynamic inputs (0 [32, 16]) as a size" in err[0], err
     monkeypatch.setattr(pw, "learn", lambda *a, **k: fit)
     monkeypatch.setattr(pw, "dynamic_dims", lambda *a, **k: ((0, 0),))  # read from a file: the test above
-    assert main(["what-if", path, "--budget", "2KiB"]) == 0
+    assert main(["what-if", path, "--budget", "2KiB", "--planned-only"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"largest bound of input 0 axis 0 under 2KiB = 2,048 B (2.0 KiB): {b.bound:,} ")
     assert "no --bound given: input 0 axis 0 is the method's one dynamic dim" in out

@@ -122,9 +122,13 @@ def test_the_text_says_it_is_a_prediction_and_what_the_change_takes_out(attentio
 def test_need_above_the_largest_bound_says_the_answer_refuses_it_and_which_change_fits(attention, capsys):
     """1 MB fits a bound of 100; the app runs 120: without the safe softmax, 120 fits (checked against a
     re-export of the look-alike at 120)."""
-    assert main(["what-if", attention, "--budget", "1MB", "--need", "120"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("largest bound of input 0 axis 1 under 1MB = 1,000,000 B (977 KiB): 100 (exported: 128)")
+    assert main(["what-if", attention, "--budget", "1MB", "--need", "120", "--planned-only"]) == 1  # refused: a failed check
+    out, err = capsys.readouterr()
+    assert out.startswith("largest bound of input 0 axis 1 under 1MB = 1,000,000 B (977 KiB): 100 (exported: 128; "
+                          "counted: the planned arenas alone)")
+    assert "planned bytes only; the method pool, temp pool and heap come on top: `pte-lab sizes FILE`" in out
+    assert ("pte-lab: the largest bound under the budget, 100, refuses the longest input you run, 120; the fewest "
+            "changes that plan 120 under it: attention_scores") in err
     assert ("that is below the longest input you run, 120: a program exported at Dim(\"seq\", max=100) for input 0, "
             "axis 1 refuses inputs over 100 on that axis") in out
     assert "at 120 exir's greedy plans 1,414,080 B (1.3 MiB), 414,080 B (404 KiB) over the budget" in out
@@ -184,9 +188,45 @@ def test_the_peak_says_where_it_moves_without_the_safe_softmax_and_that_causes_o
 
 def test_need_with_no_change_that_fits_says_so(program_path, capsys):
     """The dynamic example (a linear layer) has no finding whose change pte_lab can make: nothing fits 30 in 1 kB."""
-    assert main(["what-if", str(program_path("dynamic")), "--bound", "0:0", "--budget", "1kB", "--need", "30"]) == 0
+    assert main(["what-if", str(program_path("dynamic")), "--bound", "0:0", "--budget", "1kB", "--need", "30",
+                 "--planned-only"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("largest bound of input 0 axis 0 under 1kB = 1,000 B: 5 (exported: 32)")
+    assert out.startswith("largest bound of input 0 axis 0 under 1kB = 1,000 B: 5 (exported: 32;")
     assert "refuses inputs over 5 on that axis" in out and "none of these fits at 30" in out
     assert "no finding of this method carries a change pte_lab can make" in out
     assert "no change pte_lab predicts plans 30 under it" in out
+
+
+def test_the_budget_is_the_apps_whole_memory_pools_and_the_loaders_heap_beside_the_plan(attention, capsys,
+                                                                                        monkeypatch, tmp_path):
+    """An app pays the method and temp pools and its loader's heap beside the planned arenas: the answer gives the
+    plan the budget less them (the file's figures; once the program is sized, the sizing's), says which, and the
+    bound it gives fits the whole where the planned-only answer would not."""
+    import os
+
+    plain = largest_bound(attention, "1MB")
+    assert main(["what-if", attention, "--budget", "1MB"]) == 0
+    out = capsys.readouterr().out
+    b = largest_bound(attention, "1MB", whole=True)
+    y = b.beyond
+    assert [p.what.split(" (")[0].split(":")[0] for p in y.parts] == ["method pool", "temp pool", "heap"]
+    assert [str(p.basis) for p in y.parts] == ["modelled", "modelled", "file"] and y.kept is None
+    assert y.parts[2].bytes == os.path.getsize(attention)  # FileDataLoader's copy of the program
+    assert b.at.planned + y.total <= 1_000_000 < b.next_planned + y.total
+    assert b.bound < plain.bound  # the planned-only answer overruns the budget once the pools and heap are on
+    assert out.startswith(f"largest bound of input 0 axis 1 under 1MB = 1,000,000 B (977 KiB): {b.bound} (exported: "
+                          "128; counted: the planned arenas, the pools and the loader's heap together)")
+    assert "beside the planned arenas, an app with Module's default LoadMode File (FileDataLoader" in out
+    assert f"= {y.total:,} B" in out and f"the planned arenas get the rest of the budget, {1_000_000 - y.total:,} B" in out
+    assert "not counted: what kernels malloc at run time" in out
+    assert b.to_dict()["beyond_plan"]["total"] == y.total and b.to_dict()["plan_budget"] == 1_000_000 - y.total
+
+    # sized (kept): the measured pools and FileDataLoader's heap peak replace the file's figures
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    m = pte_lab.sizes(attention, cache=True).methods["forward"]
+    sized = largest_bound(attention, "1MB", whole=True, cache=True)
+    assert [p.bytes for p in sized.beyond.parts] == [m.method_allocator, m.temp_allocator, m.file_heap_peak]
+    assert sized.beyond.parts[0].bytes == y.parts[0].bytes  # the file's method pool is the one measured
+    assert sized.beyond.kept is not None and not sized.beyond.lower
+    assert sized.at.planned + sized.beyond.total <= 1_000_000
+    assert "from a kept sizing of these bytes" in str(sized) and "not counted" not in str(sized)

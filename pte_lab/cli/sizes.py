@@ -89,6 +89,8 @@ def run(args) -> int:
     if s is None:
         from ..runtime.sizing import sizes
 
+        _warn_large(args, pte)
+
         s = sizes(args.file, args.method, data_path=args.data, runs=args.runs, verify=verify, progress=lines(),
                   max_input_bytes=args.max_input_bytes, cache=False if args.no_cache else None)
     board = s
@@ -113,12 +115,17 @@ def run(args) -> int:
         sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ())))
     elif args.target == "host":
         sys.stdout.write(sizes_text(s) + "\n")
-    fits = board.fits(args.budget, tuple(args.region or ())) if (args.budget is not None or args.region) and s.methods else {}
+    # a budget on this host is an app's (its total with Module's FileDataLoader) unless the program is a board's;
+    # regions and another target are a board's
+    kind = "bare-metal" if args.region else board.budget_target
+    fits = (board.fits(args.budget, tuple(args.region or ()), target=kind)
+            if (args.budget is not None or args.region) and s.methods else {})
     # another target's text says its total against the budget in its block; regions are placed here
     if fits and not args.json and not args.c_header and (args.target == "host" or args.region):
         from ..views.run.sizes import fits_lines
 
-        sys.stdout.write("\n" + "\n".join(fits_lines(fits)) + "\n")
+        apart = board.fits(args.budget, target="bare-metal") if kind == "host" else {}
+        sys.stdout.write("\n" + "\n".join(fits_lines(fits, apart)) + "\n")
     if not s.methods:  # nothing sized: say why, per method, in one line
         by_reason: dict[str, list[str]] = {}
         for n, why in s.skipped.items():
@@ -139,6 +146,32 @@ def run(args) -> int:
             print(f"pte-lab: {line}", file=sys.stderr)
         return 1
     return 0
+
+
+#: planned bytes from which a sizing is said to be slow before it starts (each run executes the method at its bound)
+LARGE_PLAN = 256 * 1024 * 1024
+
+
+def _warn_large(args, pte) -> None:
+    """Say, before measuring, that a method planning :data:`LARGE_PLAN` or more runs at its bound many times
+    (minutes, that much memory per worker), and what shortens it."""
+    from ..model import open_pte
+    from ..runtime.sizing.records import HEAP_RUNS
+    from ..units import human_bytes
+
+    pte = pte or open_pte(args.file)
+    big = {n: m.planned_bytes for n, m in pte.methods.items()
+           if (not args.method or n in args.method) and m.planned_bytes >= LARGE_PLAN}
+    if not big:
+        return
+    names = ", ".join(f"{n!r} {human_bytes(b)}" for n, b in big.items())
+    # per method: the runs with the program mapped and with a FileDataLoader, in two pool configurations, under
+    # two platform layers, then the heap again in fresh workers
+    print(f"pte-lab: {names} planned: sizing executes each at its bound (its dynamic inputs at their largest) "
+          f"{args.runs}x per configuration and again in {HEAP_RUNS - 1} fresh workers for the heap: minutes on "
+          f"portable kernels, and {human_bytes(max(big.values()))} or more of memory at a time; --runs 1 and "
+          f"--method NAME shorten it (the figures are kept: a second sizing of these bytes is at once)",
+          file=sys.stderr)
 
 
 def _target_sizes(args, pte, s):

@@ -27,8 +27,12 @@ def register(subparsers) -> None:
                          "bytes each planned tensor uses there, what a plan for that shape needs, and the gap to "
                          "the plan at the bound")
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
-    wi.add_argument("--budget", help="the largest bound whose planned bytes fit this (bytes; KiB, MiB, GiB; or "
-                                     "decimal kB, MB, GB: 300MB)")
+    wi.add_argument("--budget", help="the largest bound whose app memory fits this (bytes; KiB, MiB, GiB; or decimal "
+                                     "kB, MB, GB: 300MB): the planned arenas, the method and temp pools and the heap "
+                                     "of an app's Module with its default FileDataLoader (a kept sizing's, else the "
+                                     "file's; said in the output)")
+    wi.add_argument("--planned-only", action="store_true",
+                    help="with --budget: the budget is the planned arenas' alone (the pools and heap on top)")
     wi.add_argument("--need", type=whole(1), metavar="N",
                     help="with --budget: the longest input the app runs; where the largest bound under the budget "
                          "is below it, say so and what plans N under the budget instead (the findings' changes, "
@@ -51,6 +55,8 @@ def run(args) -> int:
         if args.at_shape:
             raise PteLabError("--at-shape runs one program at one shape: give it without a second file")
         return _what_if_from(args)
+    if args.planned_only and args.budget is None:
+        raise PteLabError("--planned-only goes with --budget SIZE: it makes the budget the planned arenas' alone")
     if args.need is not None and args.budget is None:
         raise PteLabError("--need N goes with --budget SIZE: it says whether the largest bound under the budget "
                           "runs inputs of N, and what else does")
@@ -62,9 +68,10 @@ def run(args) -> int:
         return 0
     if not args.bound and args.budget is not None:  # the method's one dynamic dim (several: listed)
         r = largest_bound(args.file, args.budget, None, method=args.method, max_input_bytes=args.max_input_bytes,
-                          cache=cache, progress=lines(), need=args.need, apply=args.apply)
+                          cache=cache, progress=lines(), need=args.need, apply=args.apply,
+                          whole=not args.planned_only)
         sys.stdout.write((json_text(r.to_dict()) if args.json else str(r)) + "\n")
-        return 0
+        return _need_status(r)
     if not args.bound:
         raise PteLabError("what-if FILE needs --bound INPUT:AXIS=N, --bound INPUT:AXIS --budget SIZE or "
                           "--at-shape INPUT=D0,D1,... (or two files with --values A,B --at N)")
@@ -81,7 +88,7 @@ def run(args) -> int:
             raise PteLabError("--budget searches one dim: give one --bound INPUT:AXIS")
         r = largest_bound(args.file, args.budget, next(iter(bounds)), method=args.method,
                           max_input_bytes=args.max_input_bytes, cache=cache, progress=lines(), need=args.need,
-                          apply=args.apply)
+                          apply=args.apply, whole=not args.planned_only)
     else:
         if any(n is None for n in bounds.values()):
             raise PteLabError("--bound INPUT:AXIS=N: the bound N to predict at is missing (or give --budget)")
@@ -91,7 +98,18 @@ def run(args) -> int:
         sys.stdout.write(json_text(r.to_dict()) + "\n")
     else:
         sys.stdout.write(str(r) + "\n")
-    return 0
+    return _need_status(r) if args.budget is not None else 0
+
+
+def _need_status(r) -> int:
+    """1 (a failed check) where the answer refuses the app's longest input (``--need``), said on stderr."""
+    if r.covers_need is not False:
+        return 0
+    print(f"pte-lab: the largest bound under the budget, {r.bound:,}, refuses the longest input you run, "
+          f"{r.need:,}" + (f"; the fewest changes that plan {r.need:,} under it: {' and '.join(r.fitting[0].kinds) or 'a replan'}"
+                           if r.fitting else f"; no change pte_lab predicts plans {r.need:,} under it"),
+          file=sys.stderr)
+    return 1
 
 
 def _what_if_from(args) -> int:

@@ -33,6 +33,7 @@ from ..model import Pte, open_pte
 from ..model.dtypes import nbytes as nbytes_of
 from ..model.dtypes import scalar_type, short_shape
 from ..model.findings import Finding
+from ..model.method_pool import method_pool
 from ..model.plan_edit import PlanEdit
 from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs,
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
@@ -42,13 +43,15 @@ from ..progress import reporter
 from ..runtime import kept, native
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.shapes import plain_inputs, program_scalars
+from ..runtime.sizing.kept_sizes import kept_sizes
 from ..runtime.sizing.measure import cannot_run_here
+from ..runtime.sizing.records import Basis
 from ..units import INT64_MAX, align_up, check_int64, exact_bytes, parse_bytes
 from .problem import Group, Problem, build_problem
 from .algorithms import plan_arena
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
-           "BoundUnderBudget", "UsageAt", "Applied", "NeedOption", "changes", "Planner", "search_budget", "dynamic_dims", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
+           "BoundUnderBudget", "UsageAt", "BeyondPlan", "BeyondPart", "Loader", "beyond_plan", "Applied", "NeedOption", "changes", "Planner", "search_budget", "dynamic_dims", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
            "FromExports"]
 
 #: how many bounds the budget search's curve shows
@@ -146,6 +149,75 @@ class Applied:
     @property
     def removed_bytes(self) -> int:
         return sum(n for _, n in self.removed)
+
+
+class Loader(str, Enum):
+    """The data loader the app's budget is for: what it holds on the heap beyond the pools."""
+
+    #: an app's C++ Module with its default LoadMode File (iOS, Android): it mallocs the program's bytes it reads
+    FILE = "Module's default LoadMode File (FileDataLoader: it mallocs the program's bytes it reads; iOS, Android)"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+@dataclass(frozen=True)
+class BeyondPart:
+    """One thing the app needs beside the planned arenas (the method pool, the temp pool, the heap): its bytes and
+    their basis (:class:`~pte_lab.runtime.sizing.records.Basis`); ``lower``: the figure is a floor, more may be
+    needed (the heap, where only the loader's copy of the file is known)."""
+
+    what: str
+    bytes: int
+    basis: str
+    lower: bool = False
+
+
+@dataclass(frozen=True)
+class BeyondPlan:
+    """What an app pays beyond the planned arenas, per :attr:`loader`: the method and temp pools and the heap, from
+    a kept sizing of these bytes (measured here, at the exported bound: pools do not scale with the bound) or
+    from the file (the method pool replayed from its tables with this host's ABI, kernel resolution's temp pool,
+    and the loader's copy of the program). The budget search gives the planned arenas the budget less these."""
+
+    method: str
+    parts: tuple[BeyondPart, ...]
+    loader: Loader = Loader.FILE
+    #: when the kept sizing was measured (seconds since the epoch); None: the figures are the file's
+    kept: float | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(p.bytes for p in self.parts)
+
+    @property
+    def lower(self) -> bool:
+        """Some part is a floor: the whole may need more (``pte-lab sizes`` measures it)."""
+        return any(p.lower for p in self.parts)
+
+
+def beyond_plan(pte, path: str, method: str, cache: bool | None = None) -> BeyondPlan | None:
+    """What the app needs beyond the planned arenas of ``method`` (:class:`BeyondPlan`): a kept sizing of these
+    bytes where one is kept, else what the file says; None where neither gives the method pool (a delegate whose
+    init the model does not know)."""
+    for verify in (False, True):
+        s = kept_sizes(path, verify=verify, cache=cache)
+        m = s.methods.get(method) if s is not None else None
+        if m is not None and m.file_heap_peak is not None:
+            return BeyondPlan(method, (
+                BeyondPart("method pool", m.method_allocator, Basis.MEASURED_HERE),
+                BeyondPart("temp pool", m.temp_allocator, Basis.MEASURED_HERE),
+                BeyondPart("heap peak (the loader's copy of the program, what kernels and delegates malloc)",
+                           m.file_heap_peak, Basis.MEASURED_HERE)), kept=s.kept)
+    mp = method_pool(pte, method, "host", external_data=False)
+    if mp.bytes is None or pte.methods[method].raw.delegates:
+        return None  # a delegate's own memory is not in the file: only a sizing says it
+    size = os.path.getsize(path)
+    return BeyondPlan(method, (
+        BeyondPart("method pool", mp.bytes, Basis.MODELLED),
+        BeyondPart("temp pool (kernel resolution)", max(mp.resolution_temp, mp.resolution_minimum), Basis.MODELLED,
+                   lower=True),
+        BeyondPart("heap: the loader's copy of the program (the file's size)", size, Basis.FILE, lower=True)))
 
 
 @dataclass(frozen=True)
@@ -261,6 +333,14 @@ class BoundUnderBudget:
     options: tuple[NeedOption, ...] = ()
     #: the findings whose changes the options make (each with a :class:`~pte_lab.model.plan_edit.PlanEdit`)
     findings: tuple[Finding, ...] = ()
+    #: what the app needs beyond the planned arenas, taken off the budget before the search (None: the budget is
+    #: the planned arenas' alone)
+    beyond: BeyondPlan | None = None
+
+    @property
+    def plan_budget(self) -> int:
+        """The planned arenas' share of the budget: the budget less :attr:`beyond`."""
+        return self.budget - (self.beyond.total if self.beyond is not None else 0)
 
     @property
     def covers_need(self) -> bool | None:
@@ -767,7 +847,7 @@ def dynamic_dims(source, method: str | None = None) -> tuple[tuple[int, int], ..
            data_path=optional(PATH), cache=optional(BOOL), progress=PROGRESS, need=optional(AT_LEAST_ONE))
 def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: str | None = None, data_path=None,
                   fit: ShapeFit | None = None, max_input_bytes=None, cache: bool | None = None,
-                  progress=None, need: int | None = None, apply=None) -> BoundUnderBudget:
+                  progress=None, need: int | None = None, apply=None, whole: bool = False) -> BoundUnderBudget:
     """The largest bound of dynamic dim ``dim`` whose planned bytes (ExecuTorch's greedy) fit ``budget``: the
     method at that bound, and the curve of planned bytes against the bound.
 
@@ -797,6 +877,10 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
         change, ``changes(method)``, and pte_lab's replan), with the predicted bytes and whether they fit.
     apply : str or list of str, optional
         As for :func:`what_if`: the search is made with those changes made.
+    whole : bool, default False
+        The budget is the app's whole memory: the planned arenas get it less what the app needs beyond them
+        (:func:`beyond_plan`: the method and temp pools and the heap with Module's default FileDataLoader, from
+        a kept sizing of these bytes, else from the file); ``beyond`` says which. False: the planned arenas' alone.
 
     Returns
     -------
@@ -833,14 +917,15 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
     edit, findings = _applied(m, apply)
     if fit is None:
         fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache, progress)
-    b = search_budget(Predictor(m, fit, edit, findings), budget, path, need=need)
+    beyond = beyond_plan(pte, path, m.name, cache) if whole else None
+    b = search_budget(Predictor(m, fit, edit, findings), budget, path, need=need, beyond=beyond)
     b.dim_chosen = chosen
     b.asked = given.strip() if isinstance(given, str) else None
     return b
 
 
-def search_budget(pred: Predictor, budget: int, source: str | None = None, need: int | None = None
-                  ) -> BoundUnderBudget:
+def search_budget(pred: Predictor, budget: int, source: str | None = None, need: int | None = None,
+                  beyond: BeyondPlan | None = None) -> BoundUnderBudget:
     """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
     the largest bound that fits, whatever dips the plan takes (:func:`_search`; the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
     what any bound plans."""
@@ -849,16 +934,19 @@ def search_budget(pred: Predictor, budget: int, source: str | None = None, need:
     if lo is None:
         raise WhatIfError(f"{pred.method.name}: no bound of input {key[0]} axis {key[1]} gives whole shapes")
     smallest = pred.planned_at((lo,))
-    n = _search(pred, budget, lo, top)
+    share = budget - (beyond.total if beyond is not None else 0)
+    n = _search(pred, share, lo, top) if share > 0 else None
     if n is None:
-        raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans: the smallest, at bound {lo}, "
-                          f"plans {exact_bytes(smallest)}")
+        outside = "" if beyond is None else (f" with the {exact_bytes(beyond.total)} the app needs beyond the plan "
+                                             f"({', '.join(p.what for p in beyond.parts)})")
+        raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans{outside}: the smallest, at "
+                          f"bound {lo}, plans {exact_bytes(smallest)}")
     after = pred.planned_at((n + 1,)) if n < top and _fits(pred, n + 1) else None
     b = BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, smallest_bound=lo,
-                         _pred=pred, need=need)
+                         _pred=pred, need=need, beyond=beyond)
     if need is not None and n < need:
         b.findings = changes(pred.method)
-        b.options = _need_options(pred, budget, need, b.findings)
+        b.options = _need_options(pred, share, need, b.findings)
     return b
 
 

@@ -24,7 +24,23 @@ from ..cache import cache_dir
 from ..errors import NativeBuildError
 from . import native
 
-__all__ = ["Library", "Registry", "registry", "needed", "link_flags", "compile_flags", "libpython", "AS_NEEDED"]
+__all__ = ["Library", "Registry", "registry", "needed", "link_flags", "compile_flags", "libpython", "AS_NEEDED",
+           "KERNEL_LIBRARY_NOTES"]
+
+#: what a kernel library of the wheel is, where a reader would expect another: a program names operators
+#: (``aten::add.out``), not a kernel library, and ExecuTorch resolves each by name in whatever library registered
+#: it; "exported for portable kernels" (no delegate) picks none. The wheel's one general kernel library is the
+#: optimized one (``optimized_native_cpu_ops_lib``: its optimized kernels where it has them, the portable ones
+#: for every other operator), and the Python runtime (_portable_lib) and the sizing worker load it
+KERNEL_LIBRARY_NOTES = {
+    "libexecutorch_kernels_optimized.so": (
+        "the program names operators, not a kernel library: ExecuTorch resolves each by name in the library that "
+        "registered it; this wheel ships no portable-only kernel library, and its optimized one, which the Python "
+        "runtime and the sizing worker load, serves every aten operator (its own optimized kernels where it has "
+        "them, the portable kernels for the rest); a runner or app linking portable_ops_lib instead serves the "
+        "same names with the portable kernels (the planned bytes are the file's either way; the heap and speed "
+        "may differ)"),
+}
 
 #: why the libraries go inside --no-as-needed (the header, the build script and the README say it so)
 AS_NEEDED = ("kernels and backends register from static initializers and nothing names them, so the linker's "

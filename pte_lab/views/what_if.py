@@ -70,12 +70,14 @@ def _applied_lines(w) -> list[str]:
     swaps = [f"v{new} read in place of v{old}" for f in a.findings for old, new in f.edit.read_instead]
     saved = a.planned_without - w.planned
     return [f"a prediction with the change of finding {', '.join(a.kinds)} made: the file's tensors less the "
-            f"{count(len(a.removed), 'planned tensor')} it removes ({exact_bytes(a.removed_bytes)} at this bound"
-            + (f"; {', '.join(swaps)}, alive until its last use" if swaps else "") + "), replanned with ExecuTorch's "
+            f"{count(len(a.removed), 'planned tensor')} it removes"
+            + (f" ({', '.join(swaps)}, alive until its last use)" if swaps else "") + ", replanned with ExecuTorch's "
             "greedy; not a measurement of a re-export",
             f"without the change it plans {exact_bytes(a.planned_without)}: the change "
             + (f"saves {exact_bytes(saved)}" if saved >= 0 else f"costs {exact_bytes(-saved)} more")
-            + f" at {_where(w.keys, w.point)}",
+            + f" of the plan at {_where(w.keys, w.point)} (the removed tensors' bytes add up to "
+            f"{exact_bytes(a.removed_bytes)} over the call, but they are not alive at once and shared their space "
+            "in the arena with others: the plan shrinks by what they held at its peak)",
             *(f"the change ({f.kind}): {f.edit.change}" for f in a.findings)]
 
 
@@ -146,7 +148,10 @@ def budget_text(b) -> str:
     key = f"input {b.key[0]} axis {b.key[1]}"
     w = b.at
     asked = f"{b.asked} = {exact_bytes(b.budget)}" if b.asked else exact_bytes(b.budget)
-    out = [f"largest bound of {key} under {asked}: {b.bound:,} (exported: {b.exported:,})"]
+    whole = ("the planned arenas, the pools and the loader's heap together" if b.beyond is not None
+             else "the planned arenas alone")
+    out = [f"largest bound of {key} under {asked}: {b.bound:,} (exported: {b.exported:,}; counted: {whole})"]
+    out += _counted_lines(b)
     if b.dim_chosen:
         out.append(f"(no --bound given: {key} is the method's one dynamic dim, so it is the one searched)")
     out += _applied_lines(w)
@@ -156,14 +161,16 @@ def budget_text(b) -> str:
            f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
     if b.next_planned is not None:
         # bytes only: a rounded "(256 KiB)" beside a budget of "(256 KiB)" reads as equal, not as over it
+        share = "the planned arenas' share" if b.beyond is not None else "the budget"
         out.append(f"at {b.bound + 1:,} it would plan {b.next_planned:,} B, "
-                   f"{b.next_planned - b.budget:,} B over the budget of {b.budget:,} B")
+                   f"{b.next_planned - b.plan_budget:,} B over {share} of {b.plan_budget:,} B")
     # a .pte keeps no Dim's min: the smallest bound here is the first that gives whole shapes, not the export's min
     out.append(f"the smallest bound tried, {b.smallest_bound:,}, plans {exact_bytes(b.smallest)} (the file does not "
                f"keep the export's minimum: it may be below it); the export's "
                f"({b.exported:,}) {exact_bytes(w.exported_planned)}")
     out += _peak_lines(w)
-    out += _heap_lines(w, "the budget")
+    if b.beyond is None:
+        out += _heap_lines(w, "the budget")
     out.append(_learnt_line(w))
     if b.covers_need is False:
         out.append(f"export change: {w.export_change()} fits the budget but refuses inputs over {b.bound:,}; "
@@ -172,6 +179,26 @@ def budget_text(b) -> str:
     else:
         out.append(f"export change: {w.export_change()}")
     return "\n".join(out)
+
+
+def _counted_lines(b) -> list[str]:
+    """What the budget was set against: the planned arenas with what the app needs beyond them (their bytes and
+    basis, the loader), or the planned arenas alone, with what comes on top and how to measure it."""
+    if b.beyond is None:
+        delegated = b.at is not None and b.at.backends
+        return [f"planned bytes only{' (the delegates own memory is outside them)' if delegated else ''}; the method "
+                f"pool, temp pool and heap come on top: `pte-lab sizes FILE` measures them"]
+    y = b.beyond
+    parts = " + ".join(f"{p.what} {p.bytes:,} ({p.basis}{', at least' if p.lower else ''})" for p in y.parts)
+    src = (f"a kept sizing of these bytes ({local_minute(y.kept)}, at the exported bound; the pools do not change "
+           f"with the bound)" if y.kept is not None else "the file (the method pool replayed from its tables with "
+           "this host's ABI)")
+    out = [f"beside the planned arenas, an app with {y.loader} needs, from {src}: {parts} = {exact_bytes(y.total)}; "
+           f"the planned arenas get the rest of the budget, {exact_bytes(b.plan_budget)}"]
+    if y.lower:
+        out.append("not counted: what kernels malloc at run time beyond these, and the app's own memory: "
+                   "`pte-lab sizes FILE` measures them (kept, this answer then counts its figures)")
+    return out
 
 
 def _need_lines(b) -> list[str]:
@@ -184,10 +211,12 @@ def _need_lines(b) -> list[str]:
                 f"it is the longest input you run, {b.need:,}"]
     plain = {o.planner: o for o in b.options if not o.kinds}
     greedy = plain["greedy"].planned
+    share = b.plan_budget
+    against = "the budget" if b.beyond is None else "the planned arenas' share"
     out = [f"that is below the longest input you run, {b.need:,}: a program exported at "
            f"{export_change(b.at.keys, (b.bound,))} refuses inputs over {b.bound:,} on that axis",
-           f"at {b.need:,} exir's greedy plans {exact_bytes(greedy)}, {exact_bytes(greedy - b.budget)} over the "
-           f"budget; what plans {b.need:,} under it (predictions: the file's tensors at that bound, with each "
+           f"at {b.need:,} exir's greedy plans {exact_bytes(greedy)}, {exact_bytes(greedy - share)} over "
+           f"{against}; what plans {b.need:,} under it (predictions: the file's tensors at that bound, with each "
            f"finding's change made, replanned):"]
     # a Planner is a str enum: its value is the key
     labels = {"greedy": "a re-export (ExecuTorch's greedy)",
@@ -198,10 +227,10 @@ def _need_lines(b) -> list[str]:
         if o.planner != "greedy" and o.planned >= greedy_of.get(o.kinds, o.planned + 1):
             continue  # a replan that gains nothing is not a way
         what = " + ".join(o.kinds) if o.kinds else "as exported"
-        left = (f"fits, {exact_bytes(b.budget - o.planned)} left" if o.fits
-                else f"over by {exact_bytes(o.planned - b.budget)}")
+        left = (f"fits, {exact_bytes(share - o.planned)} left" if o.fits
+                else f"over by {exact_bytes(o.planned - share)}")
         rows.append([what, labels[o.planner], f"{o.planned:,}", left])
-    out.append(text_table(["change", "plan", f"bytes at {b.need:,}", f"against {exact_bytes(b.budget)}"], rows))
+    out.append(text_table(["change", "plan", f"bytes at {b.need:,}", f"against {exact_bytes(share)}"], rows))
     fit = b.fitting
     if fit:
         o = fit[0]
@@ -223,7 +252,12 @@ def _need_lines(b) -> list[str]:
 
 def budget_dict(b) -> dict:
     return {"budget": b.budget, "input": b.key[0], "axis": b.key[1], "bound": b.bound, "exported": b.exported,
-            "smallest": b.smallest, "smallest_bound": b.smallest_bound,
+            "smallest": b.smallest, "smallest_bound": b.smallest_bound, "plan_budget": b.plan_budget,
+            # what the budget counts beside the planned arenas (null: the planned arenas alone)
+            "beyond_plan": None if b.beyond is None else {
+                "loader": str(b.beyond.loader), "total": b.beyond.total, "kept": b.beyond.kept,
+                "parts": [{"what": p.what, "bytes": p.bytes, "basis": str(p.basis), "at_least": p.lower}
+                          for p in b.beyond.parts]},
             **({"need": b.need, "covers_need": b.covers_need,
                 "options": [{"findings": list(o.kinds), "planner": str(o.planner), "planned": o.planned,
                              "fits": o.fits, "prediction": True} for o in b.options]} if b.need is not None else {}),

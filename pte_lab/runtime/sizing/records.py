@@ -177,6 +177,10 @@ class Basis(str, Enum):
         return max(bases, key=order.index, default=cls.FILE)
 
 
+#: backends that run on a microcontroller's NPU: a program that delegates to one is a board's (its budget bare-metal)
+BOARD_BACKENDS = frozenset({"EthosUBackend"})
+
+
 class RunPools(str, Enum):
     """The pools a configuration was run with (:class:`TargetRun`): counting ones (the sizing measures with
     them), or exactly the reported sizes (a verification)."""
@@ -713,6 +717,14 @@ class Sizes:
         return {n: Fit.check(t[target], budget, tuple(regions)) for n, t in self.totals().items()}
 
     @property
+    def budget_target(self) -> str:
+        """The target kind a ``--budget`` is for (:data:`TARGET_KINDS`): a program for a microcontroller's
+        delegate (:data:`BOARD_BACKENDS`) is a board's, checked bare-metal; any other is an app's on a host or
+        phone, checked against the total it pays with its loader there (Module's default FileDataLoader)."""
+        board = any(b in BOARD_BACKENDS or m.abi != "host" for m in self.methods.values() for b in (*m.backends, ""))
+        return "bare-metal" if board else "host"
+
+    @property
     def proven(self) -> bool:
         """Every sized method verified in both configurations: sufficient, and its method pool tight."""
         checks = [*(self.verified or {}).values(), *(self.verified_alone or {}).values()]
@@ -750,7 +762,8 @@ class Sizes:
             "totals": {n: {k: {f: v for f, v in asdict(t).items() if f != "exact"} | {"bytes": t.bytes}
                            for k, t in ts.items()} for n, ts in self.totals().items()},
             "fits": None if budget is None and not regions else {
-                n: f.to_dict() for n, f in self.fits(budget, regions).items()},
+                n: f.to_dict() for n, f in self.fits(budget, regions, "bare-metal" if regions else
+                                                     self.budget_target).items()},
         }
 
     def verify(self) -> dict[str, PoolVerification]:

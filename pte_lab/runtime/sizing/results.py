@@ -135,7 +135,7 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                                          progress=progress, heap_runs=heap_runs, max_input_bytes=max_input_bytes,
                                          cache=False),
                            # a method not sized here may be sized once a backend or kernel is installed
-                           keep=lambda s: not s.skipped)
+                           keep=lambda s: not s.skipped, cache=cache)
         # the same bytes, perhaps under another name: the figures are this file's
         return dataclasses.replace(got, path=path, data_path=data_path)
     # a native part built on first use (seconds) is said as it starts, where progress is a callable (the CLI's)

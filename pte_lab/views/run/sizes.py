@@ -24,7 +24,7 @@ from ...model.backends import backend_note
 from ...printable import text_view
 from ..base import backend_note_line
 from ..rows import mapped_rows_line
-from ...runtime.libraries import AS_NEEDED, libpython, link_flags
+from ...runtime.libraries import AS_NEEDED, KERNEL_LIBRARY_NOTES, libpython, link_flags
 from ...runtime.sizing.records import (
     ABI_POOLS,
     ANY_TARGET,
@@ -237,8 +237,10 @@ def sizes_text(sizes: "Sizes") -> str:
                        + f" (the highest of {m.heap_runs} fresh runs; seen: peak {_range(m, 'heap_peak')}, held "
                          f"{_range(m, 'heap_kept')})")
         if m.libraries:
-            out.append("libraries (keep them: --no-as-needed): " + "; ".join(
-                f"{lib.name} ({', '.join(lib.provides) or 'the runtime'})" for lib in m.libraries))
+            out.append("libraries of this executorch wheel that register them (keep them: --no-as-needed): "
+                       + "; ".join(f"{lib.name} ({', '.join(lib.provides) or 'the runtime'})" for lib in m.libraries))
+            out += [f"  {lib.name}: {KERNEL_LIBRARY_NOTES[lib.name]}" for lib in m.libraries
+                    if lib.name in KERNEL_LIBRARY_NOTES]
         out += [total_line(t) for k, t in totals.items() if TARGET_KINDS[k].host]
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
@@ -323,16 +325,24 @@ def total_line(t: "Total") -> str:
             f"({exact}{firmware}){note}")
 
 
-def fits_lines(fits: "dict[str, Fit]") -> list[str]:
-    """Each method's board total against the budget (or the regions): fits or not, and the largest parts."""
+def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) -> list[str]:
+    """Each method's total against the budget (or the regions): fits or not, and the largest parts; on this host
+    (an app's total with its loader), ``apart``: the bare-metal total with this ABI's pools, said after it."""
     out = []
     for name, f in fits.items():
         t = f.total
         largest = ", ".join(f"{p} {b:,} B" for p, b in t.largest())
         if f.budget is not None:
             verdict_ = "fits" if f.fits else f"DOES NOT FIT (over by {t.bytes - f.budget:,} B; the largest parts: {largest})"
-            out.append(f"method {name!r} on {board_words(t)} ({t.configuration}): {t.bytes:,} B against a "
+            where = (f"an app on this host or a phone, with {TARGET_KINDS[t.target].loader} as an app's Module reads "
+                     f"by default (LoadMode File)" if TARGET_KINDS[t.target].host else board_words(t))
+            out.append(f"method {name!r} on {where} ({t.configuration}): {t.bytes:,} B against a "
                        f"budget of {exact_bytes(f.budget)}: {verdict_}")
+            b = (apart or {}).get(name)
+            if b is not None:
+                left = (f"{b.left:,} B left" if b.fits else f"over by {-b.left:,} B") if b.left is not None else ""
+                out.append(f"  apart, on {board_words(b.total)}: {b.total.bytes:,} B ({left}; the program read in place: no "
+                           f"loader's copy on the heap)")
         else:
             regions = ", ".join(f"{n} {exact_bytes(b)}" for n, b in f.regions)
             placed = "; ".join(f"{n}: {', '.join(p) or 'nothing'}" for n, p in f.placed)
