@@ -21,12 +21,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .format import TENSOR_ALIGNMENT
 from .model.diff import Change
+from .model.analysis import tail_paddings
 from .model.load_cost import LOADERS
 from .model.modules import NO_MODULE
 from .runtime.sizing import PARTS
-from .units import PEAK_LIVE, SIZE_OVER_PEAK, align_up, delta_bytes, growth, human_bytes, ratio, tick_bytes
+from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
 from .vocabulary import Role
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -208,7 +208,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     n = method.n_instructions
     right = n + 0.5
     top = max(a.size, a.peak_bytes, 1)
-    padding = _tail_padding(method, a)
+    padding = tail_paddings(method).get(a.mem_id, 0)  # exir's padding past the last tensor, not waste
     waste = a.size - padding - a.peak_bytes if a.peak_bytes else 0
     notes = []  # what the arena holds beyond peak live, said in the legend when too thin to draw
     if waste > 0 and waste >= 0.03 * top:  # what the plan spends beyond the bound, as a bracket
@@ -273,14 +273,6 @@ def _label_tensors(ax, ts, verts, top: int) -> None:
         if y1 - y0 >= NAMED_HEIGHT * top and x1 - x0 >= NAMED_WIDTH:
             ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"v{t.value}", ha="center", va="center", fontsize=7,
                     color="white", clip_on=True, gid="tensor name")
-
-
-def _tail_padding(method: "Method", a) -> int:
-    """Bytes of arena ``a`` past its last tensor (that end rounded up to exir's :data:`TENSOR_ALIGNMENT`):
-    what exir adds past the end of every arena of a method with a delegate (an XNNPACK one: 64, its source
-    giving no reason), not room the plan wastes."""
-    end = max((t.offset + t.nbytes for t in method.planned if t.mem_id == a.mem_id), default=0)
-    return max(0, a.size - align_up(end, TENSOR_ALIGNMENT))
 
 
 def arena_layouts(method: "Method", *, color_by: str = "role", legend: bool = True, **kwargs) -> "Figure":

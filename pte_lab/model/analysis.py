@@ -38,7 +38,7 @@ from .roles import declared_state, found_state, roles_of, state_values
 from .validate import Conflict, find_conflicts
 
 __all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
-           "operator_name", "instruction_targets", "tensor_meta"]
+           "operator_name", "instruction_targets", "tensor_meta", "tail_paddings"]
 
 
 
@@ -97,6 +97,22 @@ class Arena:
         from ..views.text import arena_text
 
         return arena_text(self)
+
+
+def tail_paddings(method) -> dict[int, int]:
+    """Arena ``mem_id`` -> its bytes past its last tensor's end (that end rounded up to exir's
+    ``TENSOR_ALIGNMENT``) for every arena of ``method`` (a :class:`~pte_lab.model.Method`): what exir adds past
+    the end of every arena of a method with a delegate (an XNNPACK one: 64 B, its source giving no reason),
+    not room the plan wastes. One pass over the planned tensors."""
+    from ..format import TENSOR_ALIGNMENT
+    from ..units import align_up
+
+    ends: dict[int, int] = {}
+    for t in method.planned:
+        end = t.offset + t.nbytes
+        if end > ends.get(t.mem_id, 0):
+            ends[t.mem_id] = end
+    return {a.mem_id: max(0, a.size - align_up(ends.get(a.mem_id, 0), TENSOR_ALIGNMENT)) for a in method.arenas}
 
 
 def operator_name(name: str, overload: str) -> str:

@@ -178,18 +178,40 @@ def _arena_why(md, a) -> str:
     behind = "; ".join(f"{what}: {count(n, 'tensor')} "
                        + (f"(largest change {delta_bytes(big)})" if signed else f"(largest {human_bytes(big)})")
                        for what, n, big, signed in causes)
+    padding = _padding_cause(md, a)
+    lead = "the tensors behind it"
+    if padding is not None and peak.delta == 0 and size.delta == a.padding.delta:
+        lead = "the tensors changed too, not the size"
     if peak.delta == 0:
         how = "the same tensors, placed differently" if not causes else "the plan packs its tensors differently"
+        if padding is not None:  # a known cause first: exir's padding; packing only for what it leaves
+            rest = size.delta - a.padding.delta
+            how = padding + (f"; the other {delta_bytes(rest)}: {how}" if rest else "")
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)} with {PEAK_LIVE} unchanged "
                 f"({human_bytes(peak.after)}): {how} "
                 f"({SIZE_OVER_PEAK} {ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
     else:
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)}, {PEAK_LIVE} {delta_bytes(peak.delta)} "
                 f"({human_bytes(peak.before)} -> {human_bytes(peak.after)}; {SIZE_OVER_PEAK} "
-                f"{ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
+                f"{ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})"
+                + (f"; of the size, {padding}" if padding is not None else ""))
     # tensors alive at different times share an arena's bytes: their bytes are never summed (a sum would
     # read as memory); the largest says which tensors weigh most, the arena's size is the memory
-    return head + (f"; the tensors behind it: {behind}" if behind else "")
+    return head + (f"; {lead}: {behind}" if behind else "")
+
+
+def _padding_cause(md, a) -> str | None:
+    """The arena's change of exir's padding past its last tensor, in words (None: it did not change), with the
+    delegate that brings it: ``exir's padding past the last tensor 0 B -> 64 B (+64 B: exir pads every arena
+    of a method with a XnnpackBackend delegate)``."""
+    pad = a.padding
+    if pad.before is None or pad.after is None or not pad.changed:
+        return None
+    side = "after" if pad.delta > 0 else "before"
+    backends = list(dict.fromkeys(getattr(x, side).backend for x in md.delegates if getattr(x, side) is not None))
+    who = f"a delegate of {' or '.join(backends)}" if backends else "a delegate"
+    return (f"exir's padding past the last tensor {human_bytes(pad.before)} -> {human_bytes(pad.after)} "
+            f"({delta_bytes(pad.delta)}: exir pads the end of every arena of a method with {who}; not the plan)")
 
 
 def _arenas_shown(md, rows: int) -> tuple[list, int]:
