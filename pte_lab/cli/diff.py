@@ -94,7 +94,13 @@ def run(args) -> int:
     targets = None if args.allow_target_change else target_changes_line(d)
     if targets:
         print(f"pte-lab: {targets} (--allow-target-change accepts this)", file=sys.stderr)
-    return budget_exit_status(d)
+    from ..views.diff_backends import diff_exit_status, not_run_here_line
+
+    status = diff_exit_status(d, budget_exit_status(d))  # what this host cannot run is no failed budget
+    here = not_run_here_line(d)
+    if here:
+        print(f"pte-lab: {here}", file=sys.stderr)
+    return status
 
 
 def _percentage(text: str) -> float:

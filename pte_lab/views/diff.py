@@ -82,6 +82,9 @@ from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
 from .html import device_badge as _device_badge, html_repr, section as _section, table as _html_table
+from .diff_backends import (backend_verdict_lines, backend_verdict_record, diff_exit_status, not_run_here_line,
+                            part_basis, totals_left_out_line, totals_table)
+from ..model.diff_backends import applicable_targets
 from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import indented, text_table
 
@@ -630,17 +633,26 @@ def diff_text(d, rows: int = _ROWS) -> str:
     if d.sizes is not None:
         s = d.sizes
         out += ["", f"Run-time sizes (pte_lab.sizes; executorch {_arrow(*s.executorch)})",
-                indented(text_table(["method", "part", "before", "after", "change", "growth"],
-                               [[p.method, _part_label(p), *_part_cells(p)] for p in s.parts]))]
+                indented(text_table(["method", "part", "before", "after", "change", "growth", "from"],
+                               [[p.method, _part_label(p), *_part_cells(p), part_basis(p)] for p in s.parts]))]
         if s.totals:  # the one figure per side and target to decide on, as pte-lab sizes totals them
-            out += ["Totals (each method's, per target, as pte-lab sizes gives them)",
-                    indented(text_table(["method", "total", "before", "after", "change", "growth"],
-                                        [[p.method, p.part, *_part_cells(p)] for p in s.totals]))]
+            headers, rows = totals_table(d)
+            out += ["Totals (each method's, per target both programs run on, as pte-lab sizes gives them)",
+                    indented(text_table(headers, rows))]
+            left = totals_left_out_line(d)
+            if left:
+                out.append(f"  {left}")
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 out.append(f"  {n!r} not sized in the {side}: {why}")
+    verdict = backend_verdict_lines(d)
+    if verdict:
+        out += [""] + verdict
     if d.limit_pct is not None:
         out += ["", budget_text(d)]
+        line = not_run_here_line(d)
+        if line:
+            out.append(f"  {line}")
     return "\n".join(out)
 
 
@@ -765,16 +777,30 @@ def diff_html(d) -> str:
          for c in d.load_cost], numeric={3, 4, 5, 6})))
     if d.sizes is not None:
         s = d.sizes
-        body = _html_table(["method", "part", "before", "after", "change", "growth"],
+        body = _html_table(["method", "part", "before", "after", "change", "growth", "from"],
                            [[escape(p.method), escape(_part_label(p)),
-                             *(_html_change(p.bytes) if p.unmeasured is None else map(escape, _part_cells(p)))]
-                            for p in (*s.parts, *s.totals)], numeric={2, 3, 4, 5})
+                             *(_html_change(p.bytes) if p.unmeasured is None else map(escape, _part_cells(p))),
+                             escape(part_basis(p))]
+                            for p in s.parts], numeric={2, 3, 4, 5})
+        headers, rows = totals_table(d)
+        if rows:
+            body += _html_table(headers, [[escape(c) for c in r] for r in rows], numeric={2, 3, 4, 5})
+        left = totals_left_out_line(d)
+        if left:
+            body += f"<div class='pte-find pte-info'>{escape(left)}</div>"
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 body += f"<div class='pte-find pte-info'>{escape(n)} not sized in the {side}: {escape(why)}</div>"
         parts.append(_section(f"Run-time sizes (executorch {_arrow(*s.executorch)})", body, open_=True))
+    verdict = backend_verdict_lines(d)
+    if verdict:
+        parts.append(_section(verdict[0], "".join(f"<div>{escape(x.strip())}</div>" for x in verdict[1:]),
+                              open_=True))
     if d.limit_pct is not None:
         parts.append(budget_html(d))
+        line = not_run_here_line(d)
+        if line:
+            parts.append(f"<div class='pte-find pte-info'>{escape(line)}</div>")
     return html_repr("".join(parts), diff_text(d))
 
 
@@ -887,15 +913,18 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
         "sizes": None if d.sizes is None else {
             "executorch": list(d.sizes.executorch),
             "parts": [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes),
-                       "unmeasured": p.unmeasured} for p in d.sizes.parts],
+                       "unmeasured": p.unmeasured, "basis": list(p.basis)} for p in d.sizes.parts],
             "pools": [{"method": p.method, "pool": p.part, "bytes": change_record(p.bytes),
                        "unmeasured": p.unmeasured} for p in d.sizes.pools],
             "totals": [{"method": p.method, "total": p.part, "bytes": change_record(p.bytes),
-                        "unmeasured": p.unmeasured} for p in d.sizes.totals],
+                        "unmeasured": p.unmeasured, "target": p.target, "loader": p.loader, "basis": list(p.basis),
+                        "applies": p.target in applicable_targets(d)[0]} for p in d.sizes.totals],
+            "cannot_run_here": [{"side": side, "method": n} for side, n in d.sizes.cannot_run_here],
             "skipped_before": dict(d.sizes.skipped_before), "skipped_after": dict(d.sizes.skipped_after),
             "not_measured": [{"side": side, "method": n, "why": why} for side, n, why in d.sizes.not_measured],
         },
         "target_changes": [_target_record(c) for c in d.target_changes],
+        "backend_verdict": backend_verdict_record(d),
     }
     d = _budgeted(d, limit_pct)
     if d.limit_pct is not None:
@@ -907,7 +936,8 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in checks]
         doc["budget_verdict"] = {"held": _held(checks), "exceeded": sum(c.exceeded for c in checks),
                                  "unmeasured": sum(c.unmeasured is not None for c in checks),
-                                 "passes": budget_passes(d), "exit_status": budget_exit_status(d),
+                                 "passes": budget_passes(d),
+                                 "exit_status": diff_exit_status(d, budget_exit_status(d)),
                                  "target_change_accepted": bool(d.target_changes) and d.target_change_allowed,
                                  "text": budget_verdict(d)}
     return doc
