@@ -50,8 +50,10 @@ class SideKnown:
     delegate_bytes: int
     #: of :attr:`delegate_bytes`, (region, backend or "", bytes)
     delegate_parts: tuple[tuple[str, str, int], ...]
-    #: the one method's total on this host as ``--sizes`` measured it (planned buffers, pools, the heap with the
-    #: loader below), None where not measured (no --sizes, several methods, or it cannot run here)
+    #: the method both programs have, where there is one: what :attr:`measured_here` is of
+    method: str | None
+    #: :attr:`method`'s total on this host as ``--sizes`` measured it (planned buffers, pools, the heap with the
+    #: loader below), None where not measured (no --sizes, several methods in both, or it cannot run here)
     measured_here: int | None
     #: the data loader :attr:`measured_here` assumes
     loader: str | None
@@ -113,15 +115,17 @@ def _side(d: "Diff", side: str) -> SideKnown:
     if s is not None:
         skipped = s.skipped_before if side == "first" else s.skipped_after
         why = next((w for n, w in skipped.items() if n in names), None)
-        host = [t for t in s.totals if t.target == "host" and t.method in names]
+        common = list(d.methods)  # like with like: a method both programs have
+        host = [t for t in s.totals if t.target == "host" and t.method in common]
         got = [t.bytes.before if side == "first" else t.bytes.after for t in host]
-        if len(names) == 1 and len(got) == 1 and got[0] is not None:
+        if len(common) == 1 and len(got) == 1 and got[0] is not None:
             measured, loader = got[0], host[0].loader
-            own = [p for p in s.parts if p.method in names and p.part in ("heap kept by load_method",
-                                                                         "heap kept by execute")]
+            own = [p for p in s.parts if p.method in common and p.part in ("heap kept by load_method",
+                                                                          "heap kept by execute")]
             vals = [p.bytes.before if side == "first" else p.bytes.after for p in own]
             heap = sum(v for v in vals if v is not None) if vals and all(v is not None for v in vals) else None
-    return SideKnown(side, backends, planned or 0, sum(n for _, _, n in parts), tuple(parts), measured, loader,
+    one = next(iter(d.methods)) if len(d.methods) == 1 else None
+    return SideKnown(side, backends, planned or 0, sum(n for _, _, n in parts), tuple(parts), one, measured, loader,
                      heap, why, tuple(backend_note(b) for b in backends))
 
 

@@ -66,19 +66,21 @@ def totals_left_out_line(d) -> str | None:
                      for k, bs in left.items())
 
 
-def _side_line(s, label: str) -> str:
+def _side_line(d, s, label: str) -> str:
     who = ", ".join(s.backends) or "portable kernels only"
     parts = ", ".join(f"{'blob' if r != 'named data' else 'named data'}{' ' + n if n and r != 'named data' else ''}"
                       f" {human_bytes(b)}" for r, n, b in s.delegate_parts)
     known = (f"planned {human_bytes(s.planned)} + the delegates' bytes {human_bytes(s.delegate_bytes)}"
              + (f" ({parts})" if parts else "") + f" = {exact_bytes(s.from_file)} (file)")
     if s.measured_here is not None:
-        here = (f"total on this host{' with a ' + _loader(s.loader) if s.loader else ''} "
+        here = (f"total of {s.method!r} on this host{' with a ' + _loader(s.loader) if s.loader else ''} "
                 f"{exact_bytes(s.measured_here)}"
                 + (f", of it heap kept by load_method and execute {human_bytes(s.heap_here)}" if s.heap_here else "")
                 + " (measured-here)")
     elif s.not_run_here is not None:
         here = f"nothing: it cannot run here ({s.not_run_here})"
+    elif d.sizes is not None:
+        here = "per method, in the Totals table (several methods in both programs)"
     else:
         here = "nothing (pte-lab diff --sizes measures what runs here)"
     unknown = "; ".join(f"{n.name}: {n.unknown} (measure {n.measure})" for n in s.notes) or "nothing beyond this"
@@ -102,7 +104,7 @@ def backend_verdict_lines(d) -> list[str]:
         said += (f"; not known: what {' and '.join(v.unknown)} allocate{'s' if len(v.unknown) == 1 else ''} on the "
                  "device, so which needs less in all is not known here: measure each on the device (above)")
     return ["Which backend needs less memory (what is known of each side, and what is not)",
-            f"  {_side_line(v.first, 'first ')}", f"  {_side_line(v.second, 'second')}", f"  verdict: {said}"]
+            f"  {_side_line(d, v.first, 'first ')}", f"  {_side_line(d, v.second, 'second')}", f"  verdict: {said}"]
 
 
 def not_run_here_line(d) -> str | None:
