@@ -24,8 +24,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
+from ..format import TENSOR_ALIGNMENT, RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
+from ..units import align_up
 from ..vocabulary import Role
 from .arrays import isin, unique
 from .bulk import frozen_records, paused_gc
@@ -104,9 +105,6 @@ def tail_paddings(method) -> dict[int, int]:
     ``TENSOR_ALIGNMENT``) for every arena of ``method`` (a :class:`~pte_lab.model.Method`): what exir adds past
     the end of every arena of a method with a delegate (an XNNPACK one: 64 B, its source giving no reason),
     not room the plan wastes. One pass over the planned tensors."""
-    from ..format import TENSOR_ALIGNMENT
-    from ..units import align_up
-
     ends: dict[int, int] = {}
     for t in method.planned:
         end = t.offset + t.nbytes

@@ -41,10 +41,23 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                       # call null for "method gone"); kind: "runner" (link another backend, or a method gone) |
                       # "board" (another target or memory mode, RAM for bytes flash held): TARGET_CHANGE_KINDS
       "load_cost": [{"loader", "step", "device", "bytes": change}],
-      "sizes": null | {"executorch": [before, after], "parts": [{"method", "part", "bytes": change, "unmeasured"}],
+      "sizes": null | {"executorch": [before, after],
+                       "parts": [{"method", "part", "bytes": change, "unmeasured", "basis": [before, after]}],
+                                 # basis: how each side's figure was had ("file", "runner", "counter"...; null:
+                                 # none); a side that cannot run the method keeps what its file declares
                        "pools": [{"method", "pool", "bytes": change, "unmeasured"}],   # unmeasured: null|first|second|both
+                       "totals": [{"method", "total", "bytes": change, "unmeasured", "target", "loader",
+                                   "basis": [before, after], "applies"}],   # applies: both programs run on
+                                                                             # that target (model.diff_backends)
+                       "cannot_run_here": [{"side", "method"}],   # not measured: this host cannot run it
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
+      "backend_verdict": null | {"first"/"second": {"backends", "planned", "delegate_bytes", "delegate_parts",
+                                 "from_file", "measured_here", "loader", "heap_here", "not_run_here",
+                                 "not_known": [{"backend", "what", "measure"}]},
+                                 "compared" ("file" | "measured here"), "before", "after", "less" (first |
+                                 second | null), "by", "unknown": [backend], "text"},
+                                 # where the programs call different backends: what is known of each
       "budget_on": [kind],                                     # with a limit: what it holds (BUDGET_KINDS:
                                                                # "file", "planned", "scratch", "pools")
       "budget": [{"what", "kind", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
@@ -53,7 +66,7 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                                                                # exceeded / not measured, passes (what
                                                                # --fail-if-grows exits 0 for: held, and no
                                                                # target change unless accepted), exit_status
-                                                               # (0, 1, 4: budget_exit_status), whether a
+                                                               # (0, 1, 4, 5: model.diff_backends.exit_status), whether a
                                                                # target change was accepted, the text's line
       "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
                                                                # most grown first, never budgeted
@@ -645,9 +658,9 @@ def diff_text(d, rows: int = _ROWS) -> str:
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 out.append(f"  {n!r} not sized in the {side}: {why}")
-    verdict = backend_verdict_lines(d)
-    if verdict:
-        out += [""] + verdict
+    weighed = backend_verdict_lines(d)
+    if weighed:
+        out += [""] + weighed
     if d.limit_pct is not None:
         out += ["", budget_text(d)]
         line = not_run_here_line(d)
@@ -792,9 +805,9 @@ def diff_html(d) -> str:
             for n, why in skipped.items():
                 body += f"<div class='pte-find pte-info'>{escape(n)} not sized in the {side}: {escape(why)}</div>"
         parts.append(_section(f"Run-time sizes (executorch {_arrow(*s.executorch)})", body, open_=True))
-    verdict = backend_verdict_lines(d)
-    if verdict:
-        parts.append(_section(verdict[0], "".join(f"<div>{escape(x.strip())}</div>" for x in verdict[1:]),
+    weighed = backend_verdict_lines(d)
+    if weighed:
+        parts.append(_section(weighed[0], "".join(f"<div>{escape(x.strip())}</div>" for x in weighed[1:]),
                               open_=True))
     if d.limit_pct is not None:
         parts.append(budget_html(d))
