@@ -7,6 +7,7 @@ __all__ = [
     "BackendUnavailableError", "MemoryBudgetError", "RuntimeCrashedError", "ExecuTorchError",
     "OperatorMissingError", "NotAProgramError", "PackageError", "InputError", "ETRecordError",
     "NotFoundError", "UnknownDeviceError", "PteLabBug", "bug_line", "BUG_EXIT_CODE", "CHECK_FAILED", "TARGET_CHANGED",
+    "NOT_RUN_HERE",
 ]
 
 
@@ -44,6 +45,10 @@ CHECK_FAILED = 1
 #: mode, bytes from flash to RAM, a method gone), unless ``--allow-target-change``; it wins over
 #: :data:`CHECK_FAILED`
 TARGET_CHANGED = 4
+#: ``pte-lab``'s exit status when nothing failed but a method could not run on this host (its backend is not in
+#: this ExecuTorch build, and pte_lab has no stand-in for it): what the file declares was printed, what only
+#: running tells was not measured. Not a failed check: :data:`CHECK_FAILED` and :data:`TARGET_CHANGED` win over it
+NOT_RUN_HERE = 5
 #: where a bug in pte_lab is reported, and how to see its traceback
 BUG_REPORT = ("please report it to pte_lab's maintainers with the file that caused it "
               "(set PTE_LAB_DEBUG=1 or pass --debug for the traceback)")

@@ -415,3 +415,35 @@ def test_a_method_on_two_devices_budgets_each_device(program_path):
         c = checks[f"planned bytes of 'on_device' on {dev}"]
         assert c.bytes.after == sum(a.size for a in m.arenas if a.device == dev) and c.kind == "planned"
     assert not any(" on " in w for w in checks if "'small'" in w or "'large'" in w)  # host-only methods: none
+
+
+def test_a_method_that_cannot_run_here_is_not_a_failed_budget_but_one_that_crashed_is(program_path):
+    """A side not sized because this host cannot run it (its backend is not here) leaves the pools unheld:
+    exit 5 (not run here), with its planned arenas still compared from the file; a side whose run crashed is a
+    failure (1)."""
+    from types import SimpleNamespace
+
+    from pte_lab.errors import CHECK_FAILED, NOT_RUN_HERE
+    from pte_lab.model.diff_backends import exit_status, not_run_here_only
+
+    p = program_path("portable")
+    d = pte_lab.diff(p, p)
+    planned = d.methods["forward"].arenas[0].after.size
+    measured = SimpleNamespace(planned=[(1, "cpu", planned)], method_allocator=1024, temp_allocator=64,
+                               parts=lambda: {"planned arenas": planned, "method allocator": 1024,
+                                              "delegate scratch": 0, "temp allocator": 64})
+    declared = SimpleNamespace(planned=((1, "cpu", planned),), delegate_scratch=0, delegates=())
+
+    def side(why, cannot):
+        return SimpleNamespace(methods={}, skipped={"forward": why}, declared={"forward": declared},
+                               executorch_version="1.5.1", cannot_run_here=("forward",) if cannot else ())
+
+    after = SimpleNamespace(methods={"forward": measured}, skipped={}, executorch_version="1.5.1")
+    here = d.with_sizes(side("backend X is not registered in this ExecuTorch build", True), after).with_budget(5)
+    (row,) = [x for x in here.sizes.parts if x.part == "planned arenas"]
+    assert row.unmeasured is None and row.bytes == Change(planned, planned) and row.basis[0] == "file"
+    assert not_run_here_only(here) and exit_status(here, here.budget_result().exit_status) == NOT_RUN_HERE
+    assert "not run here: 'forward' in the first program cannot run on this host" in str(here)
+    crashed = d.with_sizes(side("the runtime crashed (SIGSEGV) while sizing it", False), after).with_budget(5)
+    assert not not_run_here_only(crashed) and exit_status(crashed, crashed.budget_result().exit_status) == CHECK_FAILED
+    assert "not run here" not in str(crashed)

@@ -199,3 +199,120 @@ def test_sizes_rows_name_their_loader():
     assert "LoadMode Mmap (iOS .mmap, Android LOAD_MODE_MMAP)" in lines[at]
     assert "reads with a FileDataLoader by default (LoadMode File)" in lines[at]
     assert any(ln.startswith("heap outside the pools (the counter), FileDataLoader(") for ln in lines[at:])
+
+
+# ------------------------------------------------------------------- the diff a user runs on the two exports
+def test_a_size_change_of_exirs_padding_is_said_as_that(tmp_path):
+    """The XNNPACK export's arena with and without exir's 64 B tail past its last tensor (the same plan, the
+    same peak): the size change is said as that padding, not as a plan that packs its tensors differently; the
+    Core ML export against it says the padding beside the growth of the peak."""
+    import struct
+
+    data = XNNPACK.read_bytes()
+    size = pte_lab.open(XNNPACK).methods["forward"].arena(1).size
+    assert data.count(struct.pack("<q", size)) == 1  # non_const_buffer_sizes[1]
+    bare = tmp_path / "no_tail.pte"
+    bare.write_bytes(data.replace(struct.pack("<q", size), struct.pack("<q", size - 64)))
+    d = pte_lab.diff(bare, XNNPACK)
+    a = d.methods["forward"].arena(1)
+    assert a.peak.delta == 0 and a.size.delta == a.padding.delta == 64 and a.padding.before == 0
+    (line,) = [ln for ln in str(d).splitlines() if ln.strip().startswith("arena 1:")]
+    assert "with peak live unchanged" in line and "exir's padding past the last tensor 0 B -> 64 B" in line
+    assert "XnnpackBackend" in line and "packs its tensors differently" not in line
+    (line,) = [ln for ln in str(pte_lab.diff(XNNPACK, bare)).splitlines() if ln.strip().startswith("arena 1:")]
+    assert "64 B -> 0 B" in line and "packs its tensors differently" not in line
+    other = pte_lab.diff(COREML, XNNPACK).methods["forward"].arena(1)
+    assert other.padding.before == 0 and other.padding.after == 64
+    (line,) = [ln for ln in str(pte_lab.diff(COREML, XNNPACK)).splitlines() if ln.strip().startswith("arena 1:")]
+    assert "of the size, exir's padding past the last tensor 0 B -> 64 B" in line
+
+
+@pytest.fixture(scope="module")
+def sized():
+    """The two exports diffed with --sizes: Core ML cannot run here, XNNPACK is measured."""
+    return pte_lab.diff(COREML, XNNPACK, sizes=True)
+
+
+def test_a_side_that_cannot_run_keeps_what_its_file_says(sized):
+    """sizes prints Core ML's planned arena from its file; diff --sizes shows it too, with its basis, and only
+    what running measures is 'not measured'."""
+    parts = {p.part: p for p in sized.sizes.parts}
+    planned = parts["planned arenas"]
+    arenas = {a.mem_id: a for a in sized.methods["forward"].arenas}
+    assert (planned.bytes.before, planned.bytes.after) == (arenas[1].size.before, arenas[1].size.after)
+    assert planned.unmeasured is None and planned.basis == ("file", "file")
+    assert parts["method allocator"].unmeasured == "first" and parts["method allocator"].basis == (None, "runner")
+    text = str(sized).splitlines()
+    (row,) = [ln for ln in text if ln.strip().startswith("forward  planned arenas")]
+    assert "not measured" not in row and row.split()[-1] == "file"
+    (row,) = [ln for ln in text if ln.strip().startswith("forward  method allocator")]
+    assert "not measured" in row
+    assert ("first", "forward") in sized.sizes.cannot_run_here
+
+
+def test_totals_name_their_target_and_leave_out_one_core_ml_cannot_run_on(sized, capsys):
+    """An iOS comparison: no bare-metal total (XNNPACK's holds a host heap and Core ML runs in an app only);
+    the app's total names its loader and basis."""
+    text = str(sized)
+    totals = text[text.index("Totals ("):text.index("Which backend")]
+    assert "total in an app or on this host (FileDataLoader)" in totals and "measured-here" in totals
+    assert "bare-metal board (" not in totals
+    assert "no total on a bare-metal board: CoreMLBackend runs only in an OS process" in totals
+    doc = sized.to_dict()
+    got = {t["target"]: t for t in doc["sizes"]["totals"]}
+    assert got["host"]["applies"] and not got["bare-metal"]["applies"]
+    assert got["host"]["loader"].startswith("FileDataLoader") and got["host"]["basis"] == [None, "measured-here"]
+
+
+def test_one_verdict_line_per_backend_says_what_is_known_and_what_is_not(sized):
+    """Which backend needs less memory, without adding by hand: per side the planned and delegate bytes (file)
+    and what was measured here; what each backend allocates on the device is not known, and said so."""
+    lines = str(sized).splitlines()
+    at = lines.index("Which backend needs less memory (what is known of each side, and what is not)")
+    first, second, verdict = (ln.strip() for ln in lines[at + 1:at + 4])
+    assert first.startswith("first  (CoreMLBackend): known: planned ") and "(file)" in first
+    assert "measured here: nothing: it cannot run here" in first and "not known: Core ML: what Core ML" in first
+    assert second.startswith("second (XnnpackBackend): known: ") and "named data" in second
+    assert "total of 'forward' on this host with a FileDataLoader" in second
+    v = sized.to_dict()["backend_verdict"]
+    a, b = v["first"], v["second"]
+    assert a["from_file"] == a["planned"] + a["delegate_bytes"] and a["measured_here"] is None
+    assert b["measured_here"] > b["planned"]
+    assert v["compared"] == "file" and (v["before"], v["after"]) == (a["from_file"], b["from_file"])
+    assert v["less"] == ("second" if b["from_file"] < a["from_file"] else "first")
+    assert verdict == f"verdict: {v['text']}" and f"the {v['less']} needs " in verdict
+    assert "which needs less in all is not known here" in verdict and "CoreMLBackend" in v["unknown"]
+    assert pte_lab.diff(XNNPACK, XNNPACK).to_dict()["backend_verdict"] is None  # one backend: nothing to weigh
+
+
+def test_cannot_run_here_is_its_own_exit_status_not_a_failed_budget(sized, monkeypatch, capsys):
+    """sizes on Core ML exits NOT_RUN_HERE (5), not 1; diff --sizes --fail-if-grows says 4 for the change of
+    backend, 5 once that is accepted and nothing grew past the budget, and 1 when a figure did (a failure
+    wins)."""
+    from pte_lab.cli import NOT_RUN_HERE
+
+    assert NOT_RUN_HERE not in (0, 1, 2, 3, TARGET_CHANGED)
+    assert cli_main(["sizes", str(COREML)]) == NOT_RUN_HERE
+    err = capsys.readouterr().err
+    assert err.startswith("pte-lab: not run here: ") and "error" not in err.split(":")[1]
+    monkeypatch.setattr("pte_lab.runtime.sizing.sized_diff", lambda d, a, b, **_: d.with_sizes(
+        *sized_sides(sized), host_dependent=sized.sizes.host_dependent))
+    args = ["diff", str(COREML), str(XNNPACK), "--sizes", "--fail-if-grows"]
+    assert cli_main(args + ["1000"]) == TARGET_CHANGED
+    capsys.readouterr()
+    assert cli_main(args + ["1000", "--allow-target-change"]) == NOT_RUN_HERE  # nothing grew past 1000%
+    out, err = capsys.readouterr()
+    assert "not run here: 'forward' in the first program cannot run on this host" in out + err
+    assert cli_main(args + ["1000", "--allow-target-change", "--json"]) == NOT_RUN_HERE
+    assert json.loads(capsys.readouterr().out)["budget_verdict"]["exit_status"] == NOT_RUN_HERE
+    assert cli_main(args + ["5", "--allow-target-change"]) == 1  # the planned bytes grew past 5%: a failure
+    import pte_lab.cli as cli
+
+    assert "5 (:data:`~pte_lab.errors.NOT_RUN_HERE`): not run here" in cli.__doc__
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "5 not run here" in readme and "4 wins over 1, and 1 over 5" in readme
+
+
+def sized_sides(d):
+    """The two pte_lab.sizes results behind a sized diff (kept figures: no new measurement)."""
+    return pte_lab.sizes(COREML), pte_lab.sizes(XNNPACK)

@@ -457,7 +457,12 @@ def test_diff_with_sizes_gives_each_sides_total_per_target(program_path, capsys)
         else:  # this host's heap moves from run to run
             assert all(g > 0 for g in got) and want_a > 0 and want_b > 0
     assert cli_main(["diff", a, b, "--sizes"]) == 0
-    assert "Totals (each method's, per target, as pte-lab sizes gives them)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Totals (each method's, per target both programs run on, as pte-lab sizes gives them)" in out
+    # each total says its target and loader (portable and XNNPACK both run on a board and in an app)
+    assert "total in an app or on this host (FileDataLoader)" in out
+    assert "total on a bare-metal board (BufferDataLoader over the program in flash)" in out
     assert cli_main(["diff", a, b, "--sizes", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert {t["total"] for t in doc["sizes"]["totals"]} == {"total (host)", "total (bare-metal)"}
+    assert all(t["applies"] and t["basis"][1] == "measured-here" for t in doc["sizes"]["totals"])

@@ -16,11 +16,23 @@
     pte-lab what-if A.pte B.pte --values 64,128 --at 256 [--method M] [--json]
     pte-lab cache [info | clear [--exports]]  (what sizes and what-if keep, and the example exports)
 
-Bad input prints one line to stderr and exits 2; no traceback. ``diff --fail-if-grows`` exits 1
-when a budget is exceeded (or a budgeted figure was not measured), and 4 (:data:`TARGET_CHANGED`) when the
-deployment changed: a delegate's backend, target or memory mode, its bytes from flash to RAM, or a method
-gone (unless ``--allow-target-change``); when both happen the status is 4 and stderr names both. Any other exception is a bug in pte_lab: one line says so and the exit
-status is 3 (``--debug`` anywhere on the line, or ``PTE_LAB_DEBUG=1``, prints its traceback too).
+Exit statuses:
+
+* 0: all is well.
+* 1 (:data:`~pte_lab.errors.CHECK_FAILED`): a check failed: ``diff --fail-if-grows``'s budget exceeded (or a
+  budgeted figure a side measured and the other failed to), ``sizes --budget`` or ``--region`` not met,
+  ``--verify`` not proven, a method whose run failed or crashed.
+* 2: bad input, one line on stderr naming it; no traceback.
+* 3: a bug in pte_lab: one line says so (``--debug`` anywhere on the line, or ``PTE_LAB_DEBUG=1``, prints its
+  traceback too).
+* 4 (:data:`TARGET_CHANGED`): ``diff --fail-if-grows`` saw the deployment change: a delegate's backend, target
+  or memory mode, its bytes from flash to RAM, or a method gone (unless ``--allow-target-change``).
+* 5 (:data:`~pte_lab.errors.NOT_RUN_HERE`): not run here. Nothing failed, but a method cannot run on this
+  host (its backend, such as Core ML, is not in this ExecuTorch build and pte_lab has no stand-in): the
+  figures the file gives were printed, with their basis, and what only running tells (the pools, the heap) was
+  not measured, so no budget was checked against it. ``sizes`` and ``diff --sizes --fail-if-grows`` say so.
+
+When several apply the status is the first of 4, 1, 5, and stderr names each.
 """
 
 from __future__ import annotations
@@ -31,14 +43,14 @@ import sys
 import traceback
 import warnings
 
-from ..errors import BUG_EXIT_CODE, TARGET_CHANGED, PteLabError, bug_line
+from ..errors import BUG_EXIT_CODE, NOT_RUN_HERE, TARGET_CHANGED, PteLabError, bug_line
 from ..printable import printable, printable_text
 from . import cache, diff, example, inspect, legacy_env, measure, replan, sizes, what_if
 from .common import MOST_ERROR_CHARACTERS, one_line, os_line, Parser
 
-#: what notebooks, scripts and tests import from here: the entry point, the parser, the exit status of a changed
-#: target, and the error line's bound (its home, with ``one_line``, is :mod:`pte_lab.cli.common`)
-__all__ = ["main", "build_parser", "TARGET_CHANGED", "MOST_ERROR_CHARACTERS"]
+#: what notebooks, scripts and tests import from here: the entry point, the parser, the exit statuses of a changed
+#: target and of a method not run here, and the error line's bound (its home, with ``one_line``, is :mod:`pte_lab.cli.common`)
+__all__ = ["main", "build_parser", "TARGET_CHANGED", "NOT_RUN_HERE", "MOST_ERROR_CHARACTERS"]
 
 #: the commands, in the order ``pte-lab --help`` lists them: each module's ``register(subparsers)`` adds its
 #: parser (which sets ``func`` to its ``run(args) -> int``); its top imports are light, its ``run`` imports the
@@ -93,9 +105,10 @@ def _numpy_one_thread() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
-    0 ok, 1 a check failed (verification, a budget, no method could be sized), 2 bad input (one line naming it), 3 a bug in
-    pte_lab (any exception that is not a :class:`PteLabError`: one line saying so; ``--debug`` or
-    ``PTE_LAB_DEBUG=1`` shows the traceback too).
+    0 ok, 1 a check failed (verification, a budget, a method whose run failed), 2 bad input (one line naming it),
+    3 a bug in pte_lab (any exception that is not a :class:`PteLabError`: one line saying so; ``--debug`` or
+    ``PTE_LAB_DEBUG=1`` shows the traceback too), 4 a deployment change (``diff --fail-if-grows``), 5 not run
+    here (a method this host cannot run; the module's docstring has them all).
     """
     if sys.stdout is None or sys.stderr is None:  # started with a standard stream closed (`... >&-`)
         if sys.stderr is not None:

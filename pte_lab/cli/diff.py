@@ -93,7 +93,14 @@ def run(args) -> int:
     targets = None if args.allow_target_change else target_changes_line(d)
     if targets:
         print(f"pte-lab: {targets} (--allow-target-change accepts this)", file=sys.stderr)
-    return d.budget_result().exit_status
+    from ..model.diff_backends import exit_status
+    from ..views.diff_backends import not_run_here_line
+
+    status = exit_status(d, d.budget_result().exit_status)  # what this host cannot run is no failed budget
+    here = not_run_here_line(d)
+    if here:
+        print(f"pte-lab: {here}", file=sys.stderr)
+    return status
 
 
 def _percentage(text: str) -> float:

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from ..errors import PteLabError
+from ..errors import CHECK_FAILED, NOT_RUN_HERE, PteLabError
 from ..progress import lines
 from ..shell_text import sh_word, sh_words
 from ..views.json_text import json_text
@@ -126,17 +126,21 @@ def run(args) -> int:
 
         apart = board.fits(args.budget, target="bare-metal") if kind == "host" else {}
         sys.stdout.write("\n" + "\n".join(fits_lines(fits, apart)) + "\n")
+    not_here = getattr(s, "cannot_run_here", ())  # (a kept sizing of an older pte_lab has none)
     if not s.methods:  # nothing sized: say why, per method, in one line
         by_reason: dict[str, list[str]] = {}
         for n, why in s.skipped.items():
             by_reason.setdefault(why, []).append(repr(n))
-        # the file was read and what it declares was printed: a check that failed (1), not bad input (2)
-        print(one_line(PteLabError(f"pte-lab: error: {args.file}: no method could be sized: "
+        # the file was read and what it declares was printed: not bad input (2); a method that failed while
+        # running is a failed check (1), one this install cannot run at all is not run here (NOT_RUN_HERE)
+        only_not_here = set(s.skipped) <= set(not_here)
+        lead = "not run here" if only_not_here else "error"
+        print(one_line(PteLabError(f"pte-lab: {lead}: {args.file}: no method could be sized here: "
                                     + "; ".join(f"{', '.join(ns)}: {why}" for why, ns in by_reason.items())
                                     + f". What the file says is above; pte-lab inspect {sh_word(args.file)} shows "
                                       "the plan, where the file's bytes go and the delegates' blobs")),
               file=sys.stderr)
-        return 1
+        return NOT_RUN_HERE if only_not_here else CHECK_FAILED
     if verify and not s.proven:
         return 1
     if any(not f.fits for f in fits.values()):
@@ -145,6 +149,10 @@ def run(args) -> int:
         for line in fits_lines({n: f for n, f in fits.items() if not f.fits}):
             print(f"pte-lab: {line}", file=sys.stderr)
         return 1
+    if not_here:  # nothing failed, but a method this host cannot run was not measured
+        print(f"pte-lab: not run here: {', '.join(map(repr, not_here))}: not measured on this host (what the file "
+              f"declares is above); exit status {NOT_RUN_HERE}", file=sys.stderr)
+        return NOT_RUN_HERE
     return 0
 
 

@@ -24,9 +24,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import RawPlan, TensorShapeDynamism, runtime_index_of
+from ..format import TENSOR_ALIGNMENT, RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
-from ..vocabulary import Role, InstructionKind
+from ..units import align_up
+from ..vocabulary import InstructionKind, Role
 from .arrays import isin, unique
 from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
@@ -38,7 +39,7 @@ from .roles import declared_state, found_state, roles_of, state_values
 from .validate import Conflict, find_conflicts
 
 __all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
-           "operator_name", "instruction_targets", "tensor_meta"]
+           "operator_name", "instruction_targets", "tensor_meta", "tail_paddings"]
 
 
 
@@ -97,6 +98,19 @@ class Arena:
         from ..views.text import arena_text
 
         return arena_text(self)
+
+
+def tail_paddings(method) -> dict[int, int]:
+    """Arena ``mem_id`` -> its bytes past its last tensor's end (that end rounded up to exir's
+    ``TENSOR_ALIGNMENT``) for every arena of ``method`` (a :class:`~pte_lab.model.Method`): what exir adds past
+    the end of every arena of a method with a delegate (an XNNPACK one: 64 B, its source giving no reason),
+    not room the plan wastes. One pass over the planned tensors."""
+    ends: dict[int, int] = {}
+    for t in method.planned:
+        end = t.offset + t.nbytes
+        if end > ends.get(t.mem_id, 0):
+            ends[t.mem_id] = end
+    return {a.mem_id: max(0, a.size - align_up(ends.get(a.mem_id, 0), TENSOR_ALIGNMENT)) for a in method.arenas}
 
 
 def operator_name(name: str, overload: str) -> str:

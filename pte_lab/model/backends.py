@@ -54,6 +54,9 @@ class BackendNote:
     measure: str
     #: pte_lab runs it here (``pte-lab sizes`` measures what it allocates on this host)
     runs_here: bool = False
+    #: the kinds of target it runs on (``pte_lab.sizes``' target kinds: "host", an OS process, this host or an
+    #: app on a phone; "bare-metal", a board with no OS): a total for another kind is no one's
+    targets: tuple[str, ...] = ("host", "bare-metal")
 
 
 BACKEND_NOTES: Mapping[str, BackendNote] = MappingProxyType({n.backend: n for n in (
@@ -64,7 +67,7 @@ BACKEND_NOTES: Mapping[str, BackendNote] = MappingProxyType({n.backend: n for n 
                 "its activations (float16 on the GPU and Neural Engine), the Neural Engine's and GPU's buffers",
                 "on the device: Xcode Instruments (Allocations and VM Tracker; the Core ML template for each "
                 "load and prediction), or os_proc_available_memory() before and after load_method and "
-                "execute; Core ML does not run here (not in this ExecuTorch wheel)"),
+                "execute; Core ML does not run here (not in this ExecuTorch wheel)", targets=("host",)),
     BackendNote(XNNPACK, "XNNPACK",
                 "the blob's graph and constants (its XH00 header); its heap at load_method (the weights it "
                 "packs) and at execute (its workspace), measured here by pte-lab sizes",
@@ -79,29 +82,29 @@ BACKEND_NOTES: Mapping[str, BackendNote] = MappingProxyType({n.backend: n for n 
                 "the fast scratch the firmware provides under Dedicated_Sram (its size is not in the file) and "
                 "the backend's own handle per delegate call",
                 "on the board: the pools' used bytes after a run (MemoryAllocator::used_size()) and Vela's "
-                "SRAM figure for the fast scratch"),
+                "SRAM figure for the fast scratch", targets=("bare-metal",)),
     BackendNote("QnnBackend", "Qualcomm QNN",
                 "the blob's bytes (the QNN context binary)",
                 "what the HTP (DSP) allocates: its spill-fill and shared (rpcmem) buffers and the context's "
                 "own memory",
                 "on the device: QNN's profiling (qnn_executor_runner with a profile level), Snapdragon "
-                "Profiler, or dumpsys meminfo around load_method and execute"),
+                "Profiler, or dumpsys meminfo around load_method and execute", targets=("host",)),
     BackendNote("VulkanBackend", "Vulkan",
                 "the blob's bytes (its graph and shaders)",
                 "the GPU memory of its tensors and staging buffers",
                 "on the device: Android GPU Inspector, or dumpsys meminfo's Graphics line around load_method "
-                "and execute"),
+                "and execute", targets=("host",)),
     BackendNote("MPSBackend", "Metal (MPS)",
                 "the blob's bytes (its MPSGraph)",
                 "the Metal buffers MPSGraph allocates for its tensors (unified memory on Apple silicon)",
                 "on the device: Xcode Instruments (Metal System Trace, Allocations), or "
-                "os_proc_available_memory() around load_method and execute"),
+                "os_proc_available_memory() around load_method and execute", targets=("host",)),
     BackendNote("OpenvinoBackend", "OpenVINO",
                 "the blob's bytes (the compiled model)",
                 "what the OpenVINO plugin allocates on its device (CPU, GPU or NPU): the compiled network and "
                 "its intermediate buffers",
                 "on the target: OpenVINO's benchmark_app (-pc, memory reports) or the process's memory around "
-                "load_method and execute"),
+                "load_method and execute", targets=("host",)),
 )})
 
 

@@ -40,7 +40,7 @@ from ..errors import CHECK_FAILED, TARGET_CHANGED, PteLabError
 from ..vocabulary import BUDGET_KINDS, InstructionKind, Role, ValueKind, Word
 from .align import align
 from .backends import BLOB_SETTINGS
-from .analysis import Arena, PlannedTensor, instruction_targets
+from .analysis import Arena, PlannedTensor, instruction_targets, tail_paddings
 from .bulk import paused_gc
 from .ethos_u import IN_BLOB, describe_io
 from .lifetimes import instruction_uses
@@ -54,7 +54,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
-           "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "BudgetCheck", "BudgetVerdict",
+           "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "TotalDiff", "BudgetCheck",
+           "BudgetVerdict",
            "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
            "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS",
            "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
@@ -119,6 +120,9 @@ class ArenaDiff:
     mem_id: int
     before: Arena | None
     after: Arena | None
+    #: bytes past the arena's last tensor (:func:`~.analysis.tail_paddings`: exir's padding of an arena a
+    #: delegate uses, XNNPACK's 64 B), each side; None where that side has no such arena
+    padding: Change = Change(None, None)
 
     @cached_property
     def size(self) -> Change:
@@ -346,6 +350,21 @@ class PartDiff:
     #: the sides that have the method but did not measure this figure ("first", "second", "both"; None:
     #: measured wherever the method is): such a figure is neither unchanged nor grown, and no budget holds
     unmeasured: str | None = None
+    #: how each side's figure was had, as ``pte-lab sizes``' ``from`` column says it ("file", "runner",
+    #: "counter"...; None where that side has none): a side that could not run the method still has the
+    #: figures its file declares ("file")
+    basis: tuple[str | None, str | None] = (None, None)
+
+
+@dataclass(frozen=True)
+class TotalDiff(PartDiff):
+    """One method's total on one kind of target (``MethodSizes.totals()``), both sides: ``part`` is
+    ``"total (<target>)"``."""
+
+    #: the kind of target ("host": an OS process, this host or an app; "bare-metal": a board)
+    target: str = ""
+    #: the data loader the total assumes there (``Total.loader``; None: not said)
+    loader: str | None = None
 
 
 @dataclass(frozen=True)
@@ -365,7 +384,10 @@ class SizesDiff:
     host_dependent: tuple[str, ...] = ()
     #: each method's total per kind of target (``MethodSizes.totals()``: this host's, a bare-metal board's), as
     #: ``pte-lab sizes`` gives them: the one figure per side to decide on (part: ``"total (<target>)"``)
-    totals: tuple[PartDiff, ...] = ()
+    totals: tuple["TotalDiff", ...] = ()
+    #: (side, method) of every method a side could not run at all on this host (its backend is not in this
+    #: ExecuTorch build): not measured, and no failure (``Sizes.cannot_run_here``)
+    cannot_run_here: tuple[tuple[str, str], ...] = ()
 
     @property
     def not_measured(self) -> tuple[tuple[str, str, str], ...]:
@@ -952,7 +974,9 @@ def method_diff(a: "Method", b: "Method", linked: tuple[frozenset[str], frozense
     (``pair_delegates``)."""
     arenas_a = {x.mem_id: x for x in a.arenas}
     arenas_b = {x.mem_id: x for x in b.arenas}
-    arenas = tuple(ArenaDiff(i, arenas_a.get(i), arenas_b.get(i)) for i in sorted(set(arenas_a) | set(arenas_b)))
+    pad_a, pad_b = tail_paddings(a), tail_paddings(b)
+    arenas = tuple(ArenaDiff(i, arenas_a.get(i), arenas_b.get(i), Change(pad_a.get(i), pad_b.get(i)))
+                   for i in sorted(set(arenas_a) | set(arenas_b)))
     da, db = a.planned_bytes_by_device(), b.planned_bytes_by_device()
     by_device = tuple((d, Change(da.get(d, 0), db.get(d, 0))) for d in sorted(set(da) | set(db)))
     matched, only_a, only_b = match_tensors(a, b)
@@ -1013,23 +1037,34 @@ def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterabl
     runtime)."""
     ma, mb = before.methods, after.methods
     sa, sb = before.skipped, after.skipped
+    # what the file declares of a method a side did not size (``Sizes.declared``): its figures, basis "file"
+    da, db = (_declared_parts(getattr(x, "declared", None) or {}) for x in (before, after))
     names = [n for n in dict.fromkeys([*order, *ma, *mb, *sa, *sb]) if n in ma or n in mb or n in sa or n in sb]
     parts, pools, totals = [], [], []
 
     def unmeasured(n, va, vb):
-        first = n in sa or (n in ma and va is None)
-        second = n in sb or (n in mb and vb is None)
+        first = va is None and (n in sa or n in ma)
+        second = vb is None and (n in sb or n in mb)
         return "both" if first and second else "first" if first else "second" if second else None
+
+    def sources(x, declared, n):
+        if x is not None:
+            return x.part_sources() if hasattr(x, "part_sources") else {}
+        return {part: "file" for part in declared.get(n, {})}
 
     for n in names:
         xa, xb = ma.get(n), mb.get(n)
-        pa = xa.parts() if xa is not None else {}
-        pb = xb.parts() if xb is not None else {}
-        for part in dict.fromkeys([*pa, *pb]):
+        pa = xa.parts() if xa is not None else da.get(n, {})
+        pb = xb.parts() if xb is not None else db.get(n, {})
+        fa, fb = sources(xa, da, n), sources(xb, db, n)
+        sized = [*(pa if xa is not None else ()), *(pb if xb is not None else ())]  # a sized side's order first
+        for part in dict.fromkeys([*sized, *pa, *pb, *(p for p in POOL_PARTS_ORDER if n in sa or n in sb)]):
             va, vb = pa.get(part), pb.get(part)
-            parts.append(PartDiff(n, part, Change(va, vb), unmeasured(n, va, vb)))
+            parts.append(PartDiff(n, part, Change(va, vb), unmeasured(n, va, vb),
+                                  (fa.get(part) if va is not None else None, fb.get(part) if vb is not None else None)))
         for pool, attr in POOL_ATTRIBUTES.items():
-            va, vb = _pool(xa, attr), _pool(xb, attr)
+            va = _pool(xa, attr) if xa is not None else da.get(n, {}).get(_DECLARED_POOLS.get(pool, ""))
+            vb = _pool(xb, attr) if xb is not None else db.get(n, {}).get(_DECLARED_POOLS.get(pool, ""))
             pools.append(PartDiff(n, pool, Change(va, vb), unmeasured(n, va, vb)))
         # the totals where the records give them (a sizing read back from elsewhere may hold the parts alone)
         ta = xa.totals() if hasattr(xa, "totals") else {}
@@ -1037,10 +1072,38 @@ def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterabl
         for target in dict.fromkeys([*ta, *tb]):
             va = ta[target].bytes if target in ta else None
             vb = tb[target].bytes if target in tb else None
-            totals.append(PartDiff(n, f"total ({target})", Change(va, vb), unmeasured(n, va, vb)))
+            basis = tuple(None if t is None else str(getattr(t, "basis", "")) or None
+                          for t in (ta.get(target), tb.get(target)))
+            loader = next((getattr(t, "loader", None) for t in (ta.get(target), tb.get(target)) if t is not None),
+                          None)
+            totals.append(TotalDiff(n, f"total ({target})", Change(va, vb), unmeasured(n, va, vb),
+                                    (basis[0], basis[1]), target, loader))
+    cannot = tuple((side, n) for side, s in (("first", before), ("second", after))
+                   for n in getattr(s, "cannot_run_here", ()))
     return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
                      MappingProxyType(dict(after.skipped)),
-                     (before.executorch_version, after.executorch_version), tuple(host_dependent), tuple(totals))
+                     (before.executorch_version, after.executorch_version), tuple(host_dependent), tuple(totals),
+                     cannot)
+
+
+#: the parts a sized method has and the file alone cannot give, listed (as not measured) for a method a side
+#: could not run, in ``MethodSizes.parts()`` order
+POOL_PARTS_ORDER = ("method allocator", "temp allocator")
+#: the pools (:data:`POOL_ATTRIBUTES`) the file declares for a method not sized -> the part that holds it
+_DECLARED_POOLS = {"planned_buffers": "planned arenas"}
+
+
+def _declared_parts(declared: Mapping) -> dict[str, dict[str, int]]:
+    """Method -> the parts of ``MethodSizes.parts()`` its file declares, for the methods a side could not size
+    (``Sizes.declared``: ``DeclaredSizes``): the planned arenas, and the delegates' scratch where every
+    delegate's blob declares one (a blob that does not say leaves the scratch to running)."""
+    out: dict[str, dict[str, int]] = {}
+    for n, d in declared.items():
+        got = {"planned arenas": sum(b for _, _, b in d.planned)}
+        if all(scratch is not None for _, _, scratch, _ in d.delegates):
+            got["delegate scratch"] = d.delegate_scratch
+        out[n] = got
+    return out
 
 
 def _check_limit(limit_pct) -> None:

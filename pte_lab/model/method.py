@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PteFormatError
-from ..format import TENSOR_ALIGNMENT, RawPlan, TensorShapeDynamism
-from ..units import align_up
+from ..format import RawPlan, TensorShapeDynamism
 from ..vocabulary import Role, InstructionKind
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
-from .analysis import tensor_meta
+from .analysis import tail_paddings, tensor_meta
 from .attribution import SOURCE_COLUMNS, TensorSource, attribute, attribute_stacktraces
 from .bulk import paused_gc
 from .ethos_u import Blobs, DelegateMemory, delegate_memory
@@ -308,8 +307,8 @@ class Method:
         """Bytes of arena ``mem_id`` past its last tensor (that end rounded up to exir's
         ``TENSOR_ALIGNMENT``, 16): what exir adds past the end of every arena of a method with a
         delegate (an XNNPACK one: 64, its source giving no reason), not room the plan wastes."""
-        end = max((t.offset + t.nbytes for t in self.planned if t.mem_id == mem_id), default=0)
-        return max(0, self.arena(mem_id).size - align_up(end, TENSOR_ALIGNMENT))
+        self.arena(mem_id)  # an arena the method does not have: its error
+        return tail_paddings(self)[mem_id]
 
     def planned_bytes_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -41,10 +41,23 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                       # call null for "method gone"); kind: "runner" (link another backend, or a method gone) |
                       # "board" (another target or memory mode, RAM for bytes flash held): TARGET_CHANGE_KINDS
       "load_cost": [{"loader", "step", "device", "bytes": change}],
-      "sizes": null | {"executorch": [before, after], "parts": [{"method", "part", "bytes": change, "unmeasured"}],
+      "sizes": null | {"executorch": [before, after],
+                       "parts": [{"method", "part", "bytes": change, "unmeasured", "basis": [before, after]}],
+                                 # basis: how each side's figure was had ("file", "runner", "counter"...; null:
+                                 # none); a side that cannot run the method keeps what its file declares
                        "pools": [{"method", "pool", "bytes": change, "unmeasured"}],   # unmeasured: null|first|second|both
+                       "totals": [{"method", "total", "bytes": change, "unmeasured", "target", "loader",
+                                   "basis": [before, after], "applies"}],   # applies: both programs run on
+                                                                             # that target (model.diff_backends)
+                       "cannot_run_here": [{"side", "method"}],   # not measured: this host cannot run it
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
+      "backend_verdict": null | {"first"/"second": {"backends", "planned", "delegate_bytes", "delegate_parts",
+                                 "from_file", "measured_here", "loader", "heap_here", "not_run_here",
+                                 "not_known": [{"backend", "what", "measure"}]},
+                                 "compared" ("file" | "measured here"), "before", "after", "less" (first |
+                                 second | null), "by", "unknown": [backend], "text"},
+                                 # where the programs call different backends: what is known of each
       "budget_on": [kind],                                     # with a limit: what it holds (BUDGET_KINDS:
                                                                # "file", "planned", "scratch", "pools")
       "budget": [{"what", "kind", "bytes": change, "limit_pct", "exceeded", "unmeasured"}],  # with a limit only
@@ -53,7 +66,7 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                                                                # exceeded / not measured, passes (what
                                                                # --fail-if-grows exits 0 for: held, and no
                                                                # target change unless accepted), exit_status
-                                                               # (0, 1, 4: Diff.budget_result), whether a
+                                                               # (0, 1, 4, 5: model.diff_backends.exit_status), whether a
                                                                # target change was accepted, the text's line
       "not_budgeted": [{"method", "part", "bytes": change}]   # with a limit and sizes: this host's heap figures,
                                                                # most grown first, never budgeted
@@ -81,6 +94,9 @@ from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
 from .html import device_badge as _device_badge, html_repr, section as _section, table as _html_table
+from .diff_backends import (backend_verdict_lines, backend_verdict_record, not_run_here_line,
+                            part_basis, totals_left_out_line, totals_table)
+from ..model.diff_backends import applicable_targets, exit_status
 from .rows import cause_summary, change_record, diff_lines, tensor_record
 from .text import indented, text_table
 
@@ -177,18 +193,40 @@ def _arena_why(md, a) -> str:
     behind = "; ".join(f"{what}: {count(n, 'tensor')} "
                        + (f"(largest change {delta_bytes(big)})" if signed else f"(largest {human_bytes(big)})")
                        for what, n, big, signed in causes)
+    padding = _padding_cause(md, a)
+    lead = "the tensors behind it"
+    if padding is not None and peak.delta == 0 and size.delta == a.padding.delta:
+        lead = "the tensors changed too, not the size"
     if peak.delta == 0:
         how = "the same tensors, placed differently" if not causes else "the plan packs its tensors differently"
+        if padding is not None:  # a known cause first: exir's padding; packing only for what it leaves
+            rest = size.delta - a.padding.delta
+            how = padding + (f"; the other {delta_bytes(rest)}: {how}" if rest else "")
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)} with {PEAK_LIVE} unchanged "
                 f"({human_bytes(peak.after)}): {how} "
                 f"({SIZE_OVER_PEAK} {ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
     else:
         head = (f"arena {a.mem_id}: size {delta_bytes(size.delta)}, {PEAK_LIVE} {delta_bytes(peak.delta)} "
                 f"({human_bytes(peak.before)} -> {human_bytes(peak.after)}; {SIZE_OVER_PEAK} "
-                f"{ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})")
+                f"{ratio(a.before.size_over_peak)} -> {ratio(a.after.size_over_peak)})"
+                + (f"; of the size, {padding}" if padding is not None else ""))
     # tensors alive at different times share an arena's bytes: their bytes are never summed (a sum would
     # read as memory); the largest says which tensors weigh most, the arena's size is the memory
-    return head + (f"; the tensors behind it: {behind}" if behind else "")
+    return head + (f"; {lead}: {behind}" if behind else "")
+
+
+def _padding_cause(md, a) -> str | None:
+    """The arena's change of exir's padding past its last tensor, in words (None: it did not change), with the
+    delegate that brings it: ``exir's padding past the last tensor 0 B -> 64 B (+64 B: exir pads every arena
+    of a method with a XnnpackBackend delegate)``."""
+    pad = a.padding
+    if pad.before is None or pad.after is None or not pad.changed:
+        return None
+    side = "after" if pad.delta > 0 else "before"
+    backends = list(dict.fromkeys(getattr(x, side).backend for x in md.delegates if getattr(x, side) is not None))
+    who = f"a delegate of {' or '.join(backends)}" if backends else "a delegate"
+    return (f"exir's padding past the last tensor {human_bytes(pad.before)} -> {human_bytes(pad.after)} "
+            f"({delta_bytes(pad.delta)}: exir pads the end of every arena of a method with {who}; not the plan)")
 
 
 def _arenas_shown(md, rows: int) -> tuple[list, int]:
@@ -587,17 +625,26 @@ def diff_text(d, rows: int = _ROWS) -> str:
     if d.sizes is not None:
         s = d.sizes
         out += ["", f"Run-time sizes (pte_lab.sizes; executorch {_arrow(*s.executorch)})",
-                indented(text_table(["method", "part", "before", "after", "change", "growth"],
-                               [[p.method, _part_label(p), *_part_cells(p)] for p in s.parts]))]
+                indented(text_table(["method", "part", "before", "after", "change", "growth", "from"],
+                               [[p.method, _part_label(p), *_part_cells(p), part_basis(p)] for p in s.parts]))]
         if s.totals:  # the one figure per side and target to decide on, as pte-lab sizes totals them
-            out += ["Totals (each method's, per target, as pte-lab sizes gives them)",
-                    indented(text_table(["method", "total", "before", "after", "change", "growth"],
-                                        [[p.method, p.part, *_part_cells(p)] for p in s.totals]))]
+            headers, rows = totals_table(d)
+            out += ["Totals (each method's, per target both programs run on, as pte-lab sizes gives them)",
+                    indented(text_table(headers, rows))]
+            left = totals_left_out_line(d)
+            if left:
+                out.append(f"  {left}")
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 out.append(f"  {n!r} not sized in the {side}: {why}")
+    weighed = backend_verdict_lines(d)
+    if weighed:
+        out += [""] + weighed
     if d.limit_pct is not None:
         out += ["", budget_text(d)]
+        line = not_run_here_line(d)
+        if line:
+            out.append(f"  {line}")
     return "\n".join(out)
 
 
@@ -722,16 +769,30 @@ def diff_html(d) -> str:
          for c in d.load_cost], numeric={3, 4, 5, 6})))
     if d.sizes is not None:
         s = d.sizes
-        body = _html_table(["method", "part", "before", "after", "change", "growth"],
+        body = _html_table(["method", "part", "before", "after", "change", "growth", "from"],
                            [[escape(p.method), escape(_part_label(p)),
-                             *(_html_change(p.bytes) if p.unmeasured is None else map(escape, _part_cells(p)))]
-                            for p in (*s.parts, *s.totals)], numeric={2, 3, 4, 5})
+                             *(_html_change(p.bytes) if p.unmeasured is None else map(escape, _part_cells(p))),
+                             escape(part_basis(p))]
+                            for p in s.parts], numeric={2, 3, 4, 5})
+        headers, rows = totals_table(d)
+        if rows:
+            body += _html_table(headers, [[escape(c) for c in r] for r in rows], numeric={2, 3, 4, 5})
+        left = totals_left_out_line(d)
+        if left:
+            body += f"<div class='pte-find pte-info'>{escape(left)}</div>"
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 body += f"<div class='pte-find pte-info'>{escape(n)} not sized in the {side}: {escape(why)}</div>"
         parts.append(_section(f"Run-time sizes (executorch {_arrow(*s.executorch)})", body, open_=True))
+    weighed = backend_verdict_lines(d)
+    if weighed:
+        parts.append(_section(weighed[0], "".join(f"<div>{escape(x.strip())}</div>" for x in weighed[1:]),
+                              open_=True))
     if d.limit_pct is not None:
         parts.append(budget_html(d))
+        line = not_run_here_line(d)
+        if line:
+            parts.append(f"<div class='pte-find pte-info'>{escape(line)}</div>")
     return html_repr("".join(parts), diff_text(d))
 
 
@@ -844,15 +905,18 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
         "sizes": None if d.sizes is None else {
             "executorch": list(d.sizes.executorch),
             "parts": [{"method": p.method, "part": p.part, "bytes": change_record(p.bytes),
-                       "unmeasured": p.unmeasured} for p in d.sizes.parts],
+                       "unmeasured": p.unmeasured, "basis": list(p.basis)} for p in d.sizes.parts],
             "pools": [{"method": p.method, "pool": p.part, "bytes": change_record(p.bytes),
                        "unmeasured": p.unmeasured} for p in d.sizes.pools],
             "totals": [{"method": p.method, "total": p.part, "bytes": change_record(p.bytes),
-                        "unmeasured": p.unmeasured} for p in d.sizes.totals],
+                        "unmeasured": p.unmeasured, "target": p.target, "loader": p.loader, "basis": list(p.basis),
+                        "applies": p.target in applicable_targets(d)[0]} for p in d.sizes.totals],
+            "cannot_run_here": [{"side": side, "method": n} for side, n in d.sizes.cannot_run_here],
             "skipped_before": dict(d.sizes.skipped_before), "skipped_after": dict(d.sizes.skipped_after),
             "not_measured": [{"side": side, "method": n, "why": why} for side, n, why in d.sizes.not_measured],
         },
         "target_changes": [_target_record(c) for c in d.target_changes],
+        "backend_verdict": backend_verdict_record(d),
     }
     d = _budgeted(d, limit_pct)
     if d.limit_pct is not None:
@@ -864,7 +928,7 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
         doc["budget"] = [{"what": c.what, "kind": c.kind, "bytes": change_record(c.bytes), "limit_pct": c.limit_pct,
                           "exceeded": c.exceeded, "unmeasured": c.unmeasured} for c in checks]
         doc["budget_verdict"] = {"held": v.held, "exceeded": len(v.exceeded), "unmeasured": len(v.unmeasured),
-                                 "passes": v.passes, "exit_status": v.exit_status,
+                                 "passes": v.passes, "exit_status": exit_status(d, v.exit_status),
                                  "target_change_accepted": bool(v.target_changes) and v.target_change_accepted,
                                  "text": budget_verdict(d)}
     return doc

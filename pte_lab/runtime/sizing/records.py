@@ -279,6 +279,11 @@ class Total:
     def bytes(self) -> int:
         return sum(b for _, b in self.parts)
 
+    @property
+    def loader(self) -> str:
+        """The data loader the total assumes on its target (:attr:`TargetKind.loader`)."""
+        return TARGET_KINDS[self.target].loader
+
     def largest(self, n: int = 3) -> tuple[tuple[str, int], ...]:
         return tuple(sorted(self.parts, key=lambda p: -p[1])[:n])
 
@@ -536,6 +541,10 @@ class MethodSizes:
             "program file resident": self.file_resident,
         }
 
+    def part_sources(self) -> dict[str, str]:
+        """Each of :meth:`parts`' basis, as the sizes table's ``from`` column says it (:func:`part_source`)."""
+        return {part: part_source(part, self) for part in self.parts()}
+
 
 class TempShort(Enum):
     """What a temp pool one byte smaller than reported did, with exactly the reported method pool."""
@@ -661,6 +670,10 @@ class Sizes:
     #: when these figures were measured (seconds since the epoch) where they come from pte_lab's kept
     #: measurements (:mod:`pte_lab.runtime.kept`); None: measured by this call
     kept: float | None = None
+    #: the methods of :attr:`skipped` this install cannot run at all (a delegate's backend is not in this
+    #: ExecuTorch build, and pte_lab has no stand-in): known from the file and the registry, not a failure
+    #: (``pte-lab`` exits :data:`~pte_lab.errors.NOT_RUN_HERE`); the others failed while running
+    cannot_run_here: tuple[str, ...] = ()
 
     def table(self) -> "pd.DataFrame":
         """One row per method, part and device (:data:`SIZES_COLUMNS`)."""

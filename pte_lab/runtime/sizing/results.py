@@ -172,8 +172,10 @@ def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progres
             skipped[n] = why
             declared[n] = declared_sizes(pte.methods[n], why)
     names = [n for n in names if n not in skipped]
+    cannot = tuple(skipped)  # what this install cannot run: no failure
     if not names:  # no worker: nothing here can run
-        return Sizes(path, data_path, out, skipped, False, executorch_version(), verified, verified_alone, declared)
+        return Sizes(path, data_path, out, skipped, False, executorch_version(), verified, verified_alone, declared,
+                     cannot_run_here=cannot)
     pte = checked(path, data_path).pte
     report = reporter(progress, total=len(names), desc="sizing")
     report.step("starting an isolated worker")
@@ -209,7 +211,7 @@ def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progres
     out = {n: _over_runs(rounds[n]) for n in out}
     raise_if_insufficient(verified or {}, verified_alone or {})
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, verified_alone,
-                 declared)
+                 declared, cannot_run_here=cannot)
 
 
 def sized_diff(d, before, after, *, progress=None, announce=None):
