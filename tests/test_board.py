@@ -174,10 +174,11 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     assert "#define PTE_LAB_FORWARD_BUDGET_BYTES 1048576u" in header and "#define PTE_LAB_FORWARD_FITS 1" in header
     # regions: each part placed whole, largest first; one that fits nowhere is named
     largest = total.largest()[0]
-    assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}", "--region", f"DTCM={total.bytes}"]) == 0
-    assert "fits (SRAM: " in capsys.readouterr().out
+    assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}", "--region", f"DTCM={total.bytes}",
+                 "--npu-region", "DTCM"]) == 0
+    assert "fits; " in capsys.readouterr().out
     assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}"]) == 1
-    assert f"no region has room for {largest[0]}" in capsys.readouterr().err
+    assert f"{largest[0]}: no region it may go in has room for it" in capsys.readouterr().err
     # --target cortex-m: the board's total with cortex-m's pools, checked the same way, in the same keys and macros
     board = on_target(s, pte_lab.open(str(SHARED)), "cortex-m").methods["forward"].totals()["bare-metal"]
     assert board.abi == "cortex-m" and board.exact and board.bytes < total.bytes
@@ -303,3 +304,44 @@ def test_advice_on_an_ethos_u_program_names_no_other_backend():
     assert "outside the delegate" in words and "scratch it takes from the temp allocator" in words
     for foreign in ("xnnpack", "export_llm", "on the heap"):
         assert foreign not in words.lower()
+
+
+def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
+    """EthosUBackend takes its handle with operator new at load_method: a board says it needs a heap, a board
+    declared without one does not fit (exit 1) with the fix; the temp pool holding the NPU's scratch goes only in a
+    region marked as one the NPU reaches (issue 48: `--region ITCM=7KiB --region SRAM=11KiB` put it in ITCM)."""
+    from pte_lab.runtime import sizing
+
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    monkeypatch.setattr(sizing, "sizes", lambda *a, **k: s)
+    target = ["sizes", str(SHARED), "--target", "cortex-m"]
+    assert main([*target, "--budget", "256KiB"]) == 0
+    out = capsys.readouterr().out.split("this host (")[0]
+    # fits, and says plainly what heap it fits with: 36 B (9 words) plus newlib's per-block overhead
+    assert "fits" in out and "with a heap" in out
+    assert "needs a heap (operator new) of at least 36 B plus the allocator's per-block overhead" in out
+    assert "newlib-nano's malloc adds 8 B to each block, rounded up to 4 B: 44 B for 1 block" in out
+    for board in (["--no-heap"], ["--region", "heap=0"], ["--region", "SRAM=256KiB", "--region", "heap=0"]):
+        assert main([*target, "--budget", "256KiB", *board]) == 1, board
+        both = capsys.readouterr()
+        assert ("DOES NOT FIT: load_method fails with MemoryAllocationFailed: the delegates take 36 B with operator "
+                "new and the board has no heap; fix: provide operator new from a static pool of 40 B") in both.err
+        assert "fits, " not in both.out
+    # a region named heap with room: the handle goes there and nowhere else
+    assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=1KiB"]) == 0
+    assert "heap: heap: EthosUBackend's ExecutionHandle" in capsys.readouterr().out
+    # two regions, none marked: the temp pool is placed nowhere, with what to declare
+    assert main([*target, "--region", "ITCM=7KiB", "--region", "SRAM=11KiB"]) == 1
+    err = capsys.readouterr().err
+    assert ("temp pool (covers the delegates' scratch, 6,912 B): it must be in memory the NPU reaches and no region "
+            "is marked so: name one with --npu-region NAME") in err
+    assert main([*target, "--region", "ITCM=7KiB", "--region", "SRAM=24KiB", "--npu-region", "SRAM"]) == 0
+    fit = capsys.readouterr().out.splitlines()[-1]
+    assert "in SRAM, marked as memory the NPU reaches" in fit
+    assert "SRAM: temp pool" in fit and "ITCM: temp pool" not in fit
+    # the one region given is taken to be the NPU's, and says so
+    assert main([*target, "--region", "SRAM=24KiB"]) == 0
+    assert "in the only RAM region given, taken to be memory the NPU reaches" in capsys.readouterr().out
+    # a marked region that was not given: one line
+    assert main([*target, "--region", "SRAM=24KiB", "--npu-region", "TCM"]) == 2
+    assert "--npu-region TCM: not a region given with --region NAME=SIZE (SRAM)" in capsys.readouterr().err

@@ -39,8 +39,12 @@ from ...runtime.sizing.records import (
     MIN_POOL_ALIGNMENT,
     PLANNED_ALIGNMENT,
     POOLS_EXACT,
+    Place,
     TempProbe,
     TempShort,
+    Unplaced,
+    malloc_block,
+    operator_new_pool,
     part_source,
 )
 from ...units import count, exact_bytes, human_bytes, local_minute
@@ -322,21 +326,68 @@ def total_line(t: "Total") -> str:
             f"({exact}{firmware}){note}")
 
 
+def heap_need_words(need: int, blocks: tuple[int, ...]) -> str:
+    """What a board's heap must give (operator new at load_method), in a phrase: the bytes asked and what
+    newlib's allocators make of them on a 32-bit target (:func:`~pte_lab.runtime.sizing.records.malloc_block`)."""
+    if not blocks:
+        return f"needs a heap of at least {need:,} B plus the allocator's per-block overhead"
+    nano = sum(malloc_block("newlib-nano", b) for b in blocks)
+    full = sum(malloc_block("newlib", b) for b in blocks)
+    return (f"needs a heap (operator new) of at least {need:,} B plus the allocator's per-block overhead "
+            f"(newlib-nano's malloc adds 8 B to each block, rounded up to 4 B: {nano:,} B for "
+            f"{count(len(blocks), 'block')}; newlib's full malloc 4 B, rounded up to 8 B: {full:,} B)")
+
+
+def no_heap_words(need: int, blocks: tuple[int, ...]) -> str:
+    """Why a method that needs a heap does not fit a board without one, and the fix, in a phrase."""
+    pool = operator_new_pool(blocks) if blocks else need
+    return (f"DOES NOT FIT: load_method fails with MemoryAllocationFailed: the delegates take {need:,} B with "
+            f"operator new and the board has no heap; fix: provide operator new from a static pool of {pool:,} B "
+            f"(each block 8-byte aligned; pte-lab sizes FILE --target cortex-m --example-runner DIR writes one)")
+
+
+#: why a part was placed in no region, in words
+_UNPLACED_WORDS = {
+    Unplaced.NO_ROOM: "no region it may go in has room for it",
+    Unplaced.NO_HEAP: "it comes from operator new and the board has no heap",
+    Unplaced.NO_NPU_REGION: ("it must be in memory the NPU reaches and no region is marked so: name one with "
+                             "--npu-region NAME"),
+}
+
+
 def fits_lines(fits: "dict[str, Fit]") -> list[str]:
-    """Each method's board total against the budget (or the regions): fits or not, and the largest parts."""
+    """Each method's board total against the budget (or the regions): fits or not, and the largest parts; the
+    heap it needs (or that the board has none), and where the NPU's memory went."""
     out = []
     for name, f in fits.items():
         t = f.total
         largest = ", ".join(f"{p} {b:,} B" for p, b in t.largest())
-        if f.budget is not None:
-            verdict_ = "fits" if f.fits else f"DOES NOT FIT (over by {t.bytes - f.budget:,} B; the largest parts: {largest})"
-            out.append(f"method {name!r} on {board_words(t)} ({t.configuration}): {t.bytes:,} B against a "
-                       f"budget of {exact_bytes(f.budget)}: {verdict_}")
+        heap = (no_heap_words(t.heap_need, t.heap_blocks) if f.no_heap
+                else heap_need_words(t.heap_need, t.heap_blocks) if t.heap_need else None)
+        if f.budget is not None or not f.regions:
+            budget = f" against a budget of {exact_bytes(f.budget)}" if f.budget is not None else ""
+            if f.no_heap:
+                verdict_ = heap
+            elif f.fits:
+                verdict_ = "fits" + (f"; it {heap}" if heap else "")
+            else:
+                verdict_ = f"DOES NOT FIT (over by {t.bytes - (f.budget or 0):,} B; the largest parts: {largest})"
+            out.append(f"method {name!r} on {board_words(t)} ({t.configuration}): {t.bytes:,} B{budget}: {verdict_}")
         else:
             regions = ", ".join(f"{n} {exact_bytes(b)}" for n, b in f.regions)
             placed = "; ".join(f"{n}: {', '.join(p) or 'nothing'}" for n, p in f.placed)
-            verdict_ = "fits" if f.fits else (f"DOES NOT FIT: no region has room for {', '.join(f.unplaced)} "
-                                             f"(the largest parts: {largest})")
+            if f.fits:
+                npu = [p for i, (p, _) in enumerate(t.parts) if t.place_of(i) is Place.NPU]
+                marked = [n for n, _ in f.regions if n in f.npu_regions]
+                where = ("" if not npu else f"; {', '.join(npu)} in {', '.join(marked)}, marked as memory the NPU "
+                         f"reaches" if marked else f"; {', '.join(npu)} in the only RAM region given, taken to be "
+                         f"memory the NPU reaches (--npu-region NAME marks one)")
+                verdict_ = "fits" + (f"; it {heap}" if heap else "") + where
+            else:
+                others = [f"{p}: {_UNPLACED_WORDS[w]}" for p, w in zip(f.unplaced, f.why_unplaced)
+                          if w is not Unplaced.NO_HEAP]
+                verdict_ = ((heap or "") + ("; and " if others else "") if f.no_heap else "DOES NOT FIT: ") + \
+                    "; ".join(others) + (f" (the largest parts: {largest})" if others else "")
             out.append(f"method {name!r} on {board_words(t)} ({t.configuration}): {t.bytes:,} B in the "
                        f"regions {regions}: {verdict_} ({placed})")
     return out
