@@ -345,3 +345,29 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
     # a marked region that was not given: one line
     assert main([*target, "--region", "SRAM=24KiB", "--npu-region", "TCM"]) == 2
     assert "--npu-region TCM: not a region given with --region NAME=SIZE (SRAM)" in capsys.readouterr().err
+
+
+def test_the_bare_metal_runner_serves_operator_new_from_a_static_pool(tmp_path):
+    """main.cpp says "no heap": EthosUBackend's handle (operator new at load_method) then comes from a static
+    pool of the bytes the model asks (36 B on a Cortex-M: a 40 B pool, 8-byte blocks), which it reports; a
+    program whose delegates take nothing with new gets no such pool."""
+    from pte_lab.views.run.bare_metal_runner import bare_metal_runner, write_bare_metal_runner
+
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    out = tmp_path / "runner"
+    write_bare_metal_runner(s, pte_lab.open(str(SHARED)), out, "cortex-m")
+    pools, main_cpp, build = ((out / n).read_text() for n in ("pools.h", "main.cpp", "build.sh"))
+    assert "#define PTE_LAB_OPERATOR_NEW_POOL_BYTES 40u" in pools and "EthosUBackend's ExecutionHandle" in pools
+    assert "void* operator new(std::size_t size, const std::nothrow_t&) noexcept" in main_cpp
+    assert "no filesystem, no heap. Every pool is static, of\n// the sizes pools.h gives for this target, operator new's too" in main_cpp
+    assert "operator new pool: %u B used of %u" in main_cpp
+    assert "main.cpp serves it from a static pool" in build and "-DPTE_LAB_USE_HEAP" in build
+    if shutil.which("arm-none-eabi-g++") is not None:
+        r = subprocess.run(["sh", str(out / "build.sh"), "--compile-only"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        nm = subprocess.run(["arm-none-eabi-nm", "-C", str(out / "main.o")], capture_output=True, text=True).stdout
+        assert "T operator new(unsigned int, std::nothrow_t const&)" in nm and "pte_lab_new_pool" in nm
+    portable = examples.kept_path("portable")
+    files = bare_metal_runner(
+        pte_lab.sizes(str(portable), heap_runs=1), pte_lab.open(str(portable)), "cortex-m")
+    assert "OPERATOR_NEW_POOL" not in files["pools.h"] and "void* operator new" not in files["main.cpp"]

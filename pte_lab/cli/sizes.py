@@ -184,7 +184,8 @@ def _target_sizes(args, pte, s):
     heap, npu_regions = _board_heap(args), tuple(args.npu_region or ())
     board = on_target(s, pte, args.target)
     if args.example_runner is not None:
-        from ..views.run.bare_metal_runner import staging_bytes, write_bare_metal_runner
+        from ..runtime.sizing.records import operator_new_pool
+        from ..views.run.bare_metal_runner import new_blocks, staging_bytes, write_bare_metal_runner
 
         for path in write_bare_metal_runner(s, pte, args.example_runner, args.target, args.method):
             print(path)
@@ -192,6 +193,12 @@ def _target_sizes(args, pte, s):
         if staging:
             print(f"main.cpp: the planned inputs are copied (set_input) from one staging buffer of {staging:,} B, the "
                   f"runner's own, beyond the board's total (which has them in their planned buffers)")
+        blocks = new_blocks(pte, [n for n in s.methods if not args.method or n in args.method], args.target)
+        if blocks:
+            print(f"main.cpp: the delegates' operator new ({', '.join(sorted({w for w, _ in blocks}))}, "
+                  f"{sum(b for _, b in blocks):,} B at load_method) is served from a static pool of "
+                  f"{operator_new_pool(b for _, b in blocks):,} B (pools.h): the board needs no heap; "
+                  f"CXXFLAGS_EXTRA=-DPTE_LAB_USE_HEAP takes it from your C library's heap instead")
         print("set EXECUTORCH_CORTEX_M_LIB_DIR to your ExecuTorch libraries for the target (or build with "
               "--compile-only without them), then")
         print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}")
