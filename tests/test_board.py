@@ -371,3 +371,26 @@ def test_the_bare_metal_runner_serves_operator_new_from_a_static_pool(tmp_path):
     files = bare_metal_runner(
         pte_lab.sizes(str(portable), heap_runs=1), pte_lab.open(str(portable)), "cortex-m")
     assert "OPERATOR_NEW_POOL" not in files["pools.h"] and "void* operator new" not in files["main.cpp"]
+
+
+def test_the_cortex_m_header_gives_the_boards_heap_and_names_this_hosts_heap_as_its_own():
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    board = on_target(s, pte_lab.open(str(SHARED)), "cortex-m")
+    header = c_header(board)
+    # the board's heap need, its own macro, and the static pool that replaces it
+    assert "#define PTE_LAB_FORWARD_BOARD_HEAP_BYTES 36u" in header
+    assert "#define PTE_LAB_FORWARD_OPERATOR_NEW_POOL_BYTES 40u" in header
+    assert "without\n * either, load_method fails with MemoryAllocationFailed" in header or \
+        "without either, load_method fails" in header.replace("\n * ", " ")
+    # the temp pool holding the NPU's scratch, in memory the NPU reaches
+    assert "holds the NPU's scratch (6,912 B): place it in memory the NPU reaches" in header.replace("\n * ", " ")
+    # this host's heap figures are named as this host's beside the board's
+    assert re.search(r"#define PTE_LAB_FORWARD_HEAP_PEAK_MMAP_BYTES_HOST \d+u", header)
+    assert "#define PTE_LAB_HEAP_ONCE_BYTES_HOST " in header
+    assert not re.search(r"#define PTE_LAB_\w*HEAP_(PEAK|KEPT|ONCE)\w*_BYTES \d", header)
+    # a board declared heap-less: the header's verdict is 0, with the fix
+    no_heap = c_header(board, heap=False)
+    assert "#define PTE_LAB_FORWARD_FITS 0" in no_heap and "static pool of 40 B" in no_heap.replace("\n * ", " ")
+    # this host's header keeps its names and has no board heap
+    host = c_header(s)
+    assert re.search(r"#define PTE_LAB_FORWARD_HEAP_PEAK_MMAP_BYTES \d+u", host) and "BOARD_HEAP" not in host

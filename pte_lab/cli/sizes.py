@@ -142,7 +142,8 @@ def run(args) -> int:
                                              npu_regions=npu_regions)))
         sys.stdout.write("\n")
     elif args.c_header:
-        sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ())))
+        sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ()), heap=heap,
+                                  npu_regions=npu_regions))
     elif args.target == "host":
         sys.stdout.write(sizes_text(s) + "\n")
     said = args.budget is not None or args.region or heap is False
@@ -206,7 +207,7 @@ def _target_sizes(args, pte, s):
     if args.c_header:
         from ..views.run.sizes import c_header
 
-        sys.stdout.write(c_header(board, budget=budget, regions=regions))
+        sys.stdout.write(c_header(board, budget=budget, regions=regions, heap=heap, npu_regions=npu_regions))
         return board
     blocks = set_these(s, board, pte, args.target, budget, heap=heap)
     if args.json:

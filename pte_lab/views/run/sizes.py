@@ -331,11 +331,16 @@ def heap_need_words(need: int, blocks: tuple[int, ...]) -> str:
     newlib's allocators make of them on a 32-bit target (:func:`~pte_lab.runtime.sizing.records.malloc_block`)."""
     if not blocks:
         return f"needs a heap of at least {need:,} B plus the allocator's per-block overhead"
+    return (f"needs a heap (operator new) of at least {need:,} B plus the allocator's per-block overhead "
+            f"({malloc_overhead_words(blocks)})")
+
+
+def malloc_overhead_words(blocks: tuple[int, ...]) -> str:
+    """What newlib's two mallocs make of ``blocks`` on a 32-bit target, in a phrase."""
     nano = sum(malloc_block("newlib-nano", b) for b in blocks)
     full = sum(malloc_block("newlib", b) for b in blocks)
-    return (f"needs a heap (operator new) of at least {need:,} B plus the allocator's per-block overhead "
-            f"(newlib-nano's malloc adds 8 B to each block, rounded up to 4 B: {nano:,} B for "
-            f"{count(len(blocks), 'block')}; newlib's full malloc 4 B, rounded up to 8 B: {full:,} B)")
+    return (f"newlib-nano's malloc adds 8 B to each block, rounded up to 4 B: {nano:,} B for "
+            f"{count(len(blocks), 'block')}; newlib's full malloc 4 B, rounded up to 8 B: {full:,} B")
 
 
 def no_heap_words(need: int, blocks: tuple[int, ...]) -> str:
@@ -687,6 +692,30 @@ def _totals(sizes: "Sizes", m, up: str, low: str) -> list[str]:
             continue
         lines += [*block_comment(total_line(t)),
                   f"#define PTE_LAB_{up}_TOTAL_BYTES_{_NOT_IDENT.sub('_', kind).upper()} {t.bytes}u"]
+        if m.abi != "host":
+            lines += _board_heap(t, m, up)
+    return lines
+
+
+def _board_heap(t: "Total", m, up: str) -> list[str]:
+    """The board's own heap need (what the delegates take with operator new there) and where the temp pool
+    holding an NPU's scratch must live: a header for another target than this host."""
+    lines = []
+    if m.delegate_scratch and any(t.place_of(i) is Place.NPU for i in range(len(t.parts))):
+        lines += block_comment(f"the temp pool (<M>_TEMP_POOL_BYTES) holds the NPU's scratch ({m.delegate_scratch:,} "
+                               f"B): place it in memory the NPU reaches (pte-lab sizes --target {m.abi} says which, "
+                               f"by the memory mode), not in a TCM the NPU cannot read")
+    what = ", ".join(f"{h.backend}'s {h.what} x{h.count} ({h.each} B each, {h.how} at load_method)"
+                     for h in m.delegate_heap)
+    lines += block_comment(
+        f"the board's heap ({m.abi}, modelled from ExecuTorch's source, not this host's): what the delegates take "
+        f"with operator new, " + (f"{what}: a heap or operator new of at least <M>_BOARD_HEAP_BYTES plus the "
+                                  f"allocator's per-block overhead ({malloc_overhead_words(t.heap_blocks)}), or "
+                                  f"operator new served from a static pool of <M>_OPERATOR_NEW_POOL_BYTES (8-byte "
+                                  f"blocks); without either, load_method fails with MemoryAllocationFailed"
+                                  if t.heap_need else "nothing: the board needs no heap for them"))
+    lines.append(f"#define PTE_LAB_{up}_BOARD_HEAP_BYTES {t.heap_need}u")
+    lines.append(f"#define PTE_LAB_{up}_OPERATOR_NEW_POOL_BYTES {operator_new_pool(t.heap_blocks)}u")
     return lines
 
 
@@ -836,7 +865,8 @@ HOST_SECTIONS = (_heap, _libraries, _host_total)
 
 
 def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = None,
-             regions: tuple[tuple[str, int], ...] = ()) -> str:
+             regions: tuple[tuple[str, int], ...] = (), heap: bool | None = None,
+             npu_regions: tuple[str, ...] = ()) -> str:
     """A C/C++ header with each method's pools, planned buffers, inputs and outputs, heap and libraries:
     per method what holds on any target first, then what holds on this host only, each labelled; with a
     ``budget`` (bytes) or ``regions`` ((name, bytes)), the board's total checked against them.
@@ -846,7 +876,8 @@ def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = N
     """
     guard = guard or f"PTE_LAB_{_stem(sizes)}_POOLS_H"
     idents = c_identifiers(sizes.methods)
-    fits = sizes.fits(budget, regions) if budget is not None or regions else {}
+    fits = (sizes.fits(budget, regions, heap=heap, npu_regions=npu_regions)
+            if budget is not None or regions or heap is False else {})
     lines = [*_preamble(sizes), f"#ifndef {guard}", f"#define {guard}", "", "#include <stddef.h>",
              "#include <stdint.h>", "", *_globals(sizes)]
     for name, m in sizes.methods.items():
@@ -865,4 +896,11 @@ def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = N
         else:
             lines += ["", f"/* method \"{_comment(name)}\" not sized: {_comment(why)} */"]
     lines += ["", f"#endif /* {guard} */", ""]
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if sizes.target != "host":  # this host's heap figures beside the board's: named as this host's
+        text = _HOST_HEAP_MACRO.sub(r"\1_HOST", text).replace("the HEAP_* figures", "the HEAP_*_HOST figures")
+    return text
+
+
+#: this host's heap macros (and their names in the preamble), which a header for another target names _HOST
+_HOST_HEAP_MACRO = re.compile(r"(?<!\w)((?:PTE_LAB|<M>)\w*_HEAP_(?:PEAK|KEPT|ONCE)(?:_MMAP)?_BYTES)\b")
