@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -87,7 +88,17 @@ def test_method_alone_is_verified_on_this_host_only_and_not_runnable_on_a_bare_m
     text = sizes_text(sram_only)
     assert "verified on this host only: these pools load and run it" in text
     assert "not runnable on a bare-metal target: its platform layer refused 1 request to et_pal_allocate" in text
-    assert f"holds on: this host, a bare-metal target (with this ABI's pools, {HOST_ABI}" in text
+    # where the run was (here, emulating a board's platform layer) and whose pools, in words a newcomer reads
+    assert ("holds on: this host and a bare-metal platform layer, emulated here (et_pal_allocate refuses every "
+            f"request, as Arm's does), both with this host's pools ({HOST_ABI}); a 32-bit board's pools differ: "
+            "pte-lab sizes FILE --target cortex-m") in text
+    # the largest request to et_pal_allocate, explained: the scratch, PlatformMemoryAllocator's node, alignment room
+    run = m.holds_on("method alone")["host"]
+    node = 2 * struct.calcsize("P")
+    room = run.platform_largest - node - m.delegate_scratch
+    assert (f"(the largest {run.platform_largest:,} B: the delegates' scratch, {m.delegate_scratch:,} B, + {node} B "
+            f"of PlatformMemoryAllocator's node (two pointers on {HOST_ABI}) + {room} B of room to align the scratch "
+            f"to {room + 1} B)") in text
     # the HTML table's column: the pools hold on this ABI, not on any target; the heap on this host
     table = _html_column(sram_only._repr_html_(), "part", "holds on")
     assert table["method allocator"] == table["temp allocator beyond the delegates' scratch"] == f"this ABI ({HOST_ABI})"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform
+import struct
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ __all__ = ["Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort",
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool",
+           "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "PLATFORM_NODE", "platform_request",
            "NEW_ALIGNMENT", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
            "RunPools", "DelegateHeap"]
 
@@ -228,6 +229,19 @@ class TargetRun:
         return cls(configuration, "bare-metal" if r.bare_metal else "host", r.ok, None if r.ok else failure(r),
                    r.platform_calls, r.platform_largest, r.platform_refused,
                    r.pools.temp_failed if r.pools else 0, exact)
+
+
+#: PlatformMemoryAllocator's node on this host (runtime/executor/platform_memory_allocator.h: two pointers, a
+#: data pointer and the next node), which each request to et_pal_allocate carries before the bytes asked
+PLATFORM_NODE = 2 * struct.calcsize("P")
+
+
+def platform_request(largest: int, asked: int) -> int | None:
+    """The alignment a request to et_pal_allocate of ``largest`` bytes was made at, where it is
+    PlatformMemoryAllocator's wrapping of ``asked`` bytes (its node, :data:`PLATFORM_NODE`, then ``asked`` and
+    ``alignment - 1`` bytes of room to align them); None where ``largest`` is not that."""
+    room = largest - PLATFORM_NODE - asked
+    return room + 1 if asked and room >= 0 and (room + 1) & room == 0 else None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from ...runtime.sizing.records import (
     INPUT_VALUES,
     MEASURED_PARTS,
     MIN_POOL_ALIGNMENT,
+    PLATFORM_NODE,
     PLANNED_ALIGNMENT,
     POOLS_EXACT,
     Place,
@@ -46,6 +47,7 @@ from ...runtime.sizing.records import (
     malloc_block,
     operator_new_pool,
     part_source,
+    platform_request,
 )
 from ...units import count, exact_bytes, human_bytes, local_minute
 from ..c_text import c_comment as _comment
@@ -81,33 +83,48 @@ def _range(m, field: str) -> str:
     return f"{high:,}" if low == high else f"{low:,}–{high:,}"
 
 
-def _platform_asked(t: "TargetRun") -> str:
-    return f"{count(t.platform_calls, 'request')} to et_pal_allocate (the largest {t.platform_largest:,} B)"
+def _platform_asked(t: "TargetRun", scratch: int = 0) -> str:
+    """The requests to et_pal_allocate, and what the largest is made of: the delegates' scratch (``scratch``),
+    PlatformMemoryAllocator's node and the room it adds to align the bytes asked."""
+    align = platform_request(t.platform_largest, scratch)
+    made_of = (f": the delegates' scratch, {scratch:,} B, + {PLATFORM_NODE} B of PlatformMemoryAllocator's node (two "
+               f"pointers on {HOST_ABI}) + {align - 1} B of room to align the scratch to {align} B"
+               if align is not None else f", PlatformMemoryAllocator's node ({PLATFORM_NODE} B here) and its room to "
+               f"align what was asked included")
+    return f"{count(t.platform_calls, 'request')} to et_pal_allocate (the largest {t.platform_largest:,} B{made_of})"
 
 
-def not_runnable(t: "TargetRun") -> str:
-    """Why a configuration does not hold on a target kind, in one phrase."""
+def not_runnable(t: "TargetRun", scratch: int = 0) -> str:
+    """Why a configuration does not hold on a target kind, in one phrase (``scratch``: the delegates', which
+    the largest request to et_pal_allocate may be made of)."""
     if t.platform_refused:
-        return (f"its platform layer refused {_platform_asked(t)}, which a method with no temp allocator takes "
+        return (f"its platform layer refused {_platform_asked(t, scratch)}, which a method with no temp allocator takes "
                 f"its temp memory from" + (f" ({t.error})" if t.error else ""))
     if t.temp_failures:
         return f"{count(t.temp_failures, 'temp allocation')} refused during execute"
     return t.error or "it did not run"
 
 
-def holds_on(runs: "dict[str, TargetRun]", lead: str = "holds on") -> str:
+def holds_on(runs: "dict[str, TargetRun]", lead: str = "holds on", scratch: int = 0) -> str:
     """Which target kinds a configuration holds on (:data:`TARGET_KINDS`), and why not where it does not:
     ``holds on: this host, bare-metal`` or ``holds on: this host; not runnable on bare-metal: ...``."""
     ok = [k for k, t in runs.items() if t.runnable]
-    words = f"{lead}: {', '.join(_TARGET_WORDS[k] for k in ok) or 'none'}"
+    said = []
+    for k in ok:
+        t = runs[k]
+        if k == "bare-metal":
+            said.append("a bare-metal platform layer, emulated here (et_pal_allocate refuses every request, as "
+                        "Arm's does)")
+        else:
+            said.append(_TARGET_WORDS[k] + (f" (with {_platform_asked(t, scratch)}, malloc on this host, beyond its "
+                                            f"pools)" if t.platform_calls else ""))
+    words = f"{lead}: {' and '.join(said) or 'none'}"
     if "bare-metal" in ok:
-        words += f" (with this ABI's pools, {HOST_ABI}; --target cortex-m models a 32-bit board's)"
-    host = runs.get("host")
-    if host is not None and host.runnable and host.platform_calls:
-        words += f" (there with {_platform_asked(host)}, malloc on this host, beyond its pools)"
+        words += (f", {'both ' if len(ok) > 1 else ''}with this host's pools ({HOST_ABI}); a 32-bit board's pools "
+                  f"differ: pte-lab sizes FILE --target cortex-m")
     for k, t in runs.items():
         if not t.runnable:
-            words += f"; not runnable on {_TARGET_WORDS[k]}: {not_runnable(t)}"
+            words += f"; not runnable on {_TARGET_WORDS[k]}: {not_runnable(t, scratch)}"
     return words
 
 
@@ -118,7 +135,7 @@ UNVERIFIED_LEAD = "the sizing ran it, with counting pools (not a verification), 
 _TARGET_WORDS = {"host": "this host", "bare-metal": "a bare-metal target"}
 
 
-def verdict(v: "PoolVerification | None") -> str:
+def verdict(v: "PoolVerification | None", scratch: int = 0) -> str:
     """What a method's verification proved, in one sentence (text, HTML and notebooks say it so): on which
     target kinds' platform layers the pools load and run it, and whether they are tight."""
     if v is None:
@@ -131,7 +148,7 @@ def verdict(v: "PoolVerification | None") -> str:
     if v.bare_metal is None:  # a record made before the target kinds
         return f"verified: these pools load and run it; {tight}"
     where = "verified" if all(t.runnable for t in runs.values()) else "verified on this host only"
-    return f"{where}: these pools load and run it; {tight}; {holds_on(runs)}"
+    return f"{where}: these pools load and run it; {tight}; {holds_on(runs, scratch=scratch)}"
 
 
 def _silent(p: TempProbe) -> str:
@@ -206,15 +223,15 @@ def sizes_text(sizes: "Sizes") -> str:
                    f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
         out += [line for line in [stand_in_line(m)] if line]
-        out.append(("  with stand-ins: " if m.stand_ins else "  ") + verdict((sizes.verified or {}).get(m.method)))
+        out.append(("  with stand-ins: " if m.stand_ins else "  ") + verdict((sizes.verified or {}).get(m.method), m.delegate_scratch))
         if sizes.verified is None and m.targets:
-            out.append("  " + holds_on(m.holds_on("method + temp"), UNVERIFIED_LEAD))
+            out.append("  " + holds_on(m.holds_on("method + temp"), UNVERIFIED_LEAD, m.delegate_scratch))
         if m.method_pool_alone is not None:
             out.append(f"pools, method alone (no temp allocator): method {m.method_pool_alone:,} B")
             if sizes.verified is not None:
-                out.append("  " + verdict((sizes.verified_alone or {}).get(m.method)))
+                out.append("  " + verdict((sizes.verified_alone or {}).get(m.method), m.delegate_scratch))
             elif m.targets:
-                out.append("  " + holds_on(m.holds_on("method alone"), UNVERIFIED_LEAD))
+                out.append("  " + holds_on(m.holds_on("method alone"), UNVERIFIED_LEAD, m.delegate_scratch))
         else:
             out.append(f"pools, method alone (no temp allocator): not possible ({m.alone_error})")
         out.append(f"planned buffers' bases aligned to {m.planned_alignment} B")
@@ -438,7 +455,7 @@ def sizes_html(sizes: "Sizes") -> str:
               for n, v in (sizes.verified_alone or {}).items()]
     notes += [f"{escape(n)}: a temp pool one byte smaller: {escape(temp_verdict(v))}"
               for n, v in (sizes.verified or {}).items() if v.smaller_temp is not None]
-    notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label), UNVERIFIED_LEAD)}")
+    notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label), UNVERIFIED_LEAD, m.delegate_scratch)}")
               for n, m in sizes.methods.items() if sizes.verified is None and m.targets
               for label in ("method + temp", "method alone") if m.holds_on(label)]
     notes += [escape(f"{n}: {total_line(t)}") for n, m in sizes.methods.items() for t in m.totals().values()]
@@ -668,7 +685,7 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     for label, v in (("method + temp", (sizes.verified or {}).get(m.method)),
                      ("method alone", (sizes.verified_alone or {}).get(m.method))):
         if v is not None:
-            lines.append(f"/* {label}: {_comment(verdict(v))} */")
+            lines.append(f"/* {label}: {_comment(verdict(v, m.delegate_scratch))} */")
     v = (sizes.verified or {}).get(m.method)
     if v is not None and v.smaller_temp is not None:
         lines.append(f"/* a temp pool one byte smaller: {_comment(temp_verdict(v))} */")
@@ -678,7 +695,7 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
         runs = v.holds_on() if v is not None and v.bare_metal is not None else m.holds_on(label)
         bare = runs.get("bare-metal")
         if bare is not None:
-            why = "runs there" if bare.runnable else f"not runnable there: {not_runnable(bare)}"
+            why = "runs there" if bare.runnable else f"not runnable there: {not_runnable(bare, m.delegate_scratch)}"
             lines.append(f"#define PTE_LAB_{up}_{macro}_RUNS_ON_BARE_METAL {int(bare.runnable)} /* {label}, a "
                          f"bare-metal platform layer (et_pal_allocate fails): {_comment(why)} */")
     return lines

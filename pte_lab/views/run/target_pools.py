@@ -178,7 +178,7 @@ def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bo
         if p.method_pool_alone is not None and b.configuration == "method + temp":
             bare = m.holds_on("method alone").get("bare-metal")
             there = ("" if bare is None else "; it runs on a heap-less board" if bare.runnable else
-                     f"; not on a heap-less {target}: {not_runnable(bare)}")
+                     f"; not on a heap-less {target}: {not_runnable(bare, m.delegate_scratch)}")
             out.append(f"  (or: a method pool alone of {p.method_pool_alone:,} B and no temp allocator: temp memory then "
                        f"comes from et_pal_allocate{there})")
     out += ["", "basis: " + "; ".join(f"{k} = {BASIS_WORDS[k]}" for k in Basis if k in used)]
@@ -212,7 +212,7 @@ def _verified_lines(sizes, target: str, verify: bool) -> list[str]:
         where = (f"on this host, with pte_lab's stand-ins for {', '.join(m.stand_ins)}" if m.stand_ins
                  else "on this host")
         out.append(f"verified {where}: method {name!r}, this host's pools ({v.method_pool:,} B method, "
-                   f"{v.temp_pool:,} B temp): {verdict(v)}")
+                   f"{v.temp_pool:,} B temp): {verdict(v, m.delegate_scratch)}")
     out.append(f"not verified: the {target} pools above (basis modelled or file: no {target} ran them). A runner on "
                f"the board checks them: pte-lab sizes FILE --target {target} --example-runner DIR writes one, which "
                f"prints each pool's use there and fails with 0x21 where one is short.")
