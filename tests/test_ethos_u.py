@@ -363,3 +363,18 @@ def test_inspect_says_what_sizes_counts_of_the_backends_handle_and_no_app_load_m
     assert for_a_microcontroller(SimpleNamespace(methods={"f": method(ops=["cortex_m::quantize_per_tensor.out"])}))
     assert not for_a_microcontroller(SimpleNamespace(methods={"f": method(["XnnpackBackend"], ["aten::add.out"])}))
     assert not for_a_microcontroller(pte_lab.open(str(examples.kept_path("portable"))))
+
+
+def test_quantize_and_dequantize_left_at_the_edges_are_advised_int8_io():
+    """The cortex_m quantize before the first Ethos-U call and dequantize after the last convert the program's
+    float input and output: the change is int8 inputs and outputs, not a Focus layer's reshuffle (issue 48)."""
+    from pte_lab.model.findings import Kind
+
+    m = pte_lab.open(str(DATA / "u55_128_shared_sram.pte")).methods["forward"]
+    (f,) = [f for f in m.findings() if f.kind == Kind.OUTSIDE_DELEGATE]
+    assert "Focus" not in f.message and "strided slices" not in f.message
+    assert ("the quantize converts the float input to int8 before the first delegate call and the dequantize "
+            "converts the int8 output back to float after the last: export the program with int8 inputs and outputs"
+            in f.message)
+    assert "QuantizeInputs and QuantizeOutputs" in f.details.change
+    assert f"the peak falls by up to {human_bytes(f.at_stake)}" in f.message
