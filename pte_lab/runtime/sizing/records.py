@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ...errors import MEMORY_ALLOCATION_FAILED, PteLabError
 from ...format import TENSOR_ALIGNMENT
 from ...printable import printable
+from ...units import align_up
 from ..declared import DeclaredSizes
 from ..libraries import Library
 from ..runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse, failure
@@ -308,8 +309,8 @@ def malloc_block(allocator: str, request: int) -> int:
     """The bytes one block of ``request`` bytes takes from ``allocator``'s heap (:data:`MALLOC_BLOCKS`)."""
     to, added, least = MALLOC_BLOCKS[allocator]
     if allocator == "newlib":
-        return max(least, (request + added + to - 1) // to * to)
-    return max(least, (request + to - 1) // to * to + added)
+        return max(least, align_up(request + added, to))
+    return max(least, align_up(request, to) + added)
 
 
 #: the alignment a static pool behind operator new gives each block (alignof(max_align_t) on a 32-bit Arm target)
@@ -319,7 +320,7 @@ NEW_ALIGNMENT = 8
 def operator_new_pool(blocks) -> int:
     """The bytes of a static pool that serves ``blocks`` (bytes each) from operator new, one after another, each
     at :data:`NEW_ALIGNMENT`."""
-    return sum((b + NEW_ALIGNMENT - 1) // NEW_ALIGNMENT * NEW_ALIGNMENT for b in blocks)
+    return sum(align_up(b, NEW_ALIGNMENT) for b in blocks)
 
 
 @dataclass(frozen=True)
@@ -343,7 +344,7 @@ class Total:
     #: how its least sure part was had (:class:`Basis`): the total is no surer than that
     basis: Basis = Basis.MEASURED_HERE
     #: where each part (in the order of ``parts``) may be placed; () or a part past its end: any RAM
-    places: tuple[Place, ...] = ()
+    part_places: tuple[Place, ...] = ()
     #: the blocks a part of Place.HEAP asks operator new for (bytes each), in the order of the heap parts
     heap_blocks: tuple[int, ...] = ()
 
@@ -352,7 +353,7 @@ class Total:
         return sum(b for _, b in self.parts)
 
     def place_of(self, i: int) -> Place:
-        return self.places[i] if i < len(self.places) else Place.RAM
+        return self.part_places[i] if i < len(self.part_places) else Place.RAM
 
     @property
     def heap_need(self) -> int:
@@ -632,7 +633,7 @@ class MethodSizes:
             out[kind.name] = Total(self.method, kind.name, config, tuple(parts),
                                    exact=not kind.host and inexact is None, abi=self.abi, inexact=inexact,
                                    runnable=config in holding or not self.targets, left_out=devices,
-                                   basis=Basis.weakest(bases), places=tuple(places), heap_blocks=tuple(blocks))
+                                   basis=Basis.weakest(bases), part_places=tuple(places), heap_blocks=tuple(blocks))
         return out
 
     @property
