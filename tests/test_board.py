@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -87,7 +88,17 @@ def test_method_alone_is_verified_on_this_host_only_and_not_runnable_on_a_bare_m
     text = sizes_text(sram_only)
     assert "verified on this host only: these pools load and run it" in text
     assert "not runnable on a bare-metal target: its platform layer refused 1 request to et_pal_allocate" in text
-    assert f"holds on: this host, a bare-metal target (with this ABI's pools, {HOST_ABI}" in text
+    # where the run was (here, emulating a board's platform layer) and whose pools, in words a newcomer reads
+    assert ("holds on: this host and a bare-metal platform layer, emulated here (et_pal_allocate refuses every "
+            f"request, as Arm's does), both with this host's pools ({HOST_ABI}); a 32-bit board's pools differ: "
+            "pte-lab sizes FILE --target cortex-m") in text
+    # the largest request to et_pal_allocate, explained: the scratch, PlatformMemoryAllocator's node, alignment room
+    run = m.holds_on("method alone")["host"]
+    node = 2 * struct.calcsize("P")
+    room = run.platform_largest - node - m.delegate_scratch
+    assert (f"(the largest {run.platform_largest:,} B: the delegates' scratch, {m.delegate_scratch:,} B, + {node} B "
+            f"of PlatformMemoryAllocator's node (two pointers on {HOST_ABI}) + {room} B of room to align the scratch "
+            f"to {room + 1} B)") in text
     # the HTML table's column: the pools hold on this ABI, not on any target; the heap on this host
     table = _html_column(sram_only._repr_html_(), "part", "holds on")
     assert table["method allocator"] == table["temp allocator beyond the delegates' scratch"] == f"this ABI ({HOST_ABI})"
@@ -174,10 +185,11 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     assert "#define PTE_LAB_FORWARD_BUDGET_BYTES 1048576u" in header and "#define PTE_LAB_FORWARD_FITS 1" in header
     # regions: each part placed whole, largest first; one that fits nowhere is named
     largest = total.largest()[0]
-    assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}", "--region", f"DTCM={total.bytes}"]) == 0
-    assert "fits (SRAM: " in capsys.readouterr().out
+    assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}", "--region", f"DTCM={total.bytes}",
+                 "--npu-region", "DTCM"]) == 0
+    assert "fits; " in capsys.readouterr().out
     assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}"]) == 1
-    assert f"no region has room for {largest[0]}" in capsys.readouterr().err
+    assert f"{largest[0]}: no region it may go in has room for it" in capsys.readouterr().err
     # --target cortex-m: the board's total with cortex-m's pools, checked the same way, in the same keys and macros
     board = on_target(s, pte_lab.open(str(SHARED)), "cortex-m").methods["forward"].totals()["bare-metal"]
     assert board.abi == "cortex-m" and board.exact and board.bytes < total.bytes
@@ -303,3 +315,93 @@ def test_advice_on_an_ethos_u_program_names_no_other_backend():
     assert "outside the delegate" in words and "scratch it takes from the temp allocator" in words
     for foreign in ("xnnpack", "export_llm", "on the heap"):
         assert foreign not in words.lower()
+
+
+def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
+    """EthosUBackend takes its handle with operator new at load_method: a board says it needs a heap, a board
+    declared without one does not fit (exit 1) with the fix; the temp pool holding the NPU's scratch goes only in a
+    region marked as one the NPU reaches (issue 48: `--region ITCM=7KiB --region SRAM=11KiB` put it in ITCM)."""
+    from pte_lab.runtime import sizing
+
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    monkeypatch.setattr(sizing, "sizes", lambda *a, **k: s)
+    target = ["sizes", str(SHARED), "--target", "cortex-m"]
+    assert main([*target, "--budget", "256KiB"]) == 0
+    out = capsys.readouterr().out.split("this host (")[0]
+    # fits, and says plainly what heap it fits with: 36 B (9 words) plus newlib's per-block overhead
+    assert "fits" in out and "with a heap" in out
+    assert "needs a heap (operator new) of at least 36 B plus the allocator's per-block overhead" in out
+    assert "newlib-nano's malloc adds 8 B to each block, rounded up to 4 B: 44 B for 1 block" in out
+    for board in (["--no-heap"], ["--region", "heap=0"], ["--region", "SRAM=256KiB", "--region", "heap=0"]):
+        assert main([*target, "--budget", "256KiB", *board]) == 1, board
+        both = capsys.readouterr()
+        assert ("DOES NOT FIT: load_method fails with MemoryAllocationFailed: the delegates take 36 B with operator "
+                "new and the board has no heap; fix: provide operator new from a static pool of 40 B") in both.err
+        assert "fits, " not in both.out
+    # a region named heap with room: the handle goes there and nowhere else
+    assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=1KiB"]) == 0
+    assert "heap: heap: EthosUBackend's ExecutionHandle" in capsys.readouterr().out
+    # two regions, none marked: the temp pool is placed nowhere, with what to declare
+    assert main([*target, "--region", "ITCM=7KiB", "--region", "SRAM=11KiB"]) == 1
+    err = capsys.readouterr().err
+    assert ("temp pool (covers the delegates' scratch, 6,912 B): it must be in memory the NPU reaches and no region "
+            "is marked so: name one with --npu-region NAME") in err
+    assert main([*target, "--region", "ITCM=7KiB", "--region", "SRAM=24KiB", "--npu-region", "SRAM"]) == 0
+    fit = capsys.readouterr().out.splitlines()[-1]
+    assert "in SRAM, marked as memory the NPU reaches" in fit
+    assert "SRAM: temp pool" in fit and "ITCM: temp pool" not in fit
+    # the one region given is taken to be the NPU's, and says so
+    assert main([*target, "--region", "SRAM=24KiB"]) == 0
+    assert "in the only RAM region given, taken to be memory the NPU reaches" in capsys.readouterr().out
+    # a marked region that was not given: one line
+    assert main([*target, "--region", "SRAM=24KiB", "--npu-region", "TCM"]) == 2
+    assert "--npu-region TCM: not a region given with --region NAME=SIZE (SRAM)" in capsys.readouterr().err
+
+
+def test_the_bare_metal_runner_serves_operator_new_from_a_static_pool(tmp_path):
+    """main.cpp says "no heap": EthosUBackend's handle (operator new at load_method) then comes from a static
+    pool of the bytes the model asks (36 B on a Cortex-M: a 40 B pool, 8-byte blocks), which it reports; a
+    program whose delegates take nothing with new gets no such pool."""
+    from pte_lab.views.run.bare_metal_runner import bare_metal_runner, write_bare_metal_runner
+
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    out = tmp_path / "runner"
+    write_bare_metal_runner(s, pte_lab.open(str(SHARED)), out, "cortex-m")
+    pools, main_cpp, build = ((out / n).read_text() for n in ("pools.h", "main.cpp", "build.sh"))
+    assert "#define PTE_LAB_OPERATOR_NEW_POOL_BYTES 40u" in pools and "EthosUBackend's ExecutionHandle" in pools
+    assert "void* operator new(std::size_t size, const std::nothrow_t&) noexcept" in main_cpp
+    assert "no filesystem, no heap. Every pool is static, of\n// the sizes pools.h gives for this target, operator new's too" in main_cpp
+    assert "operator new pool: %u B used of %u" in main_cpp
+    assert "main.cpp serves it from a static pool" in build and "-DPTE_LAB_USE_HEAP" in build
+    if shutil.which("arm-none-eabi-g++") is not None:
+        r = subprocess.run(["sh", str(out / "build.sh"), "--compile-only"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        nm = subprocess.run(["arm-none-eabi-nm", "-C", str(out / "main.o")], capture_output=True, text=True).stdout
+        assert "T operator new(unsigned int, std::nothrow_t const&)" in nm and "pte_lab_new_pool" in nm
+    portable = examples.kept_path("portable")
+    files = bare_metal_runner(
+        pte_lab.sizes(str(portable), heap_runs=1), pte_lab.open(str(portable)), "cortex-m")
+    assert "OPERATOR_NEW_POOL" not in files["pools.h"] and "void* operator new" not in files["main.cpp"]
+
+
+def test_the_cortex_m_header_gives_the_boards_heap_and_names_this_hosts_heap_as_its_own():
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    board = on_target(s, pte_lab.open(str(SHARED)), "cortex-m")
+    header = c_header(board)
+    # the board's heap need, its own macro, and the static pool that replaces it
+    assert "#define PTE_LAB_FORWARD_BOARD_HEAP_BYTES 36u" in header
+    assert "#define PTE_LAB_FORWARD_OPERATOR_NEW_POOL_BYTES 40u" in header
+    assert "without\n * either, load_method fails with MemoryAllocationFailed" in header or \
+        "without either, load_method fails" in header.replace("\n * ", " ")
+    # the temp pool holding the NPU's scratch, in memory the NPU reaches
+    assert "holds the NPU's scratch (6,912 B): place it in memory the NPU reaches" in header.replace("\n * ", " ")
+    # this host's heap figures are named as this host's beside the board's
+    assert re.search(r"#define PTE_LAB_FORWARD_HEAP_PEAK_MMAP_BYTES_HOST \d+u", header)
+    assert "#define PTE_LAB_HEAP_ONCE_BYTES_HOST " in header
+    assert not re.search(r"#define PTE_LAB_\w*HEAP_(PEAK|KEPT|ONCE)\w*_BYTES \d", header)
+    # a board declared heap-less: the header's verdict is 0, with the fix
+    no_heap = c_header(board, heap=False)
+    assert "#define PTE_LAB_FORWARD_FITS 0" in no_heap and "static pool of 40 B" in no_heap.replace("\n * ", " ")
+    # this host's header keeps its names and has no board heap
+    host = c_header(s)
+    assert re.search(r"#define PTE_LAB_FORWARD_HEAP_PEAK_MMAP_BYTES \d+u", host) and "BOARD_HEAP" not in host

@@ -334,3 +334,47 @@ def test_a_first_look_reads_each_blob_once_in_one_open(monkeypatch):
         assert "scratch" in text and all(d.stream is not None for d in memory), path.name
         assert len(parsed) == len({(d.offset, d.blob_bytes, d.backend) for d in memory}), path.name
         assert len(opens) == 1, path.name
+
+
+def test_inspect_says_what_sizes_counts_of_the_backends_handle_and_no_app_load_modes(capsys):
+    """inspect's Ethos-U line knows the backend's own handle (the figure sizes --target cortex-m counts in the
+    board's heap), and a bare-metal program gets no Android/iOS Module::LoadMode paragraph (issue 48)."""
+    from types import SimpleNamespace
+
+    from pte_lab.model.backends import for_a_microcontroller
+    from pte_lab.runtime.sizing.target import delegate_heap
+
+    path = DATA / "u55_128_shared_sram.pte"
+    assert cli_main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "backend EthosUBackend" in x)
+    known, unknown = line.split("; not known: ")
+    (handle,) = delegate_heap(pte_lab.open(str(path)), "forward", "cortex-m")
+    assert f"the backend's own handle, one per delegate call (ExecutionHandle, 9 pointer-sized words: {handle.each} B " \
+           "on a 32-bit Cortex-M" in known and "handle" not in unknown
+    assert "Module::LoadMode" not in out
+    # an app's program keeps it
+    assert cli_main(["inspect", str(examples.kept_path("portable"))]) == 0
+    assert "an app's Module reads the program by its Module::LoadMode: File (the default)" in capsys.readouterr().out
+    # decided from the program's backends and kernels: EthosUBackend, or cortex_m operators alone
+    method = lambda backends=(), ops=(): SimpleNamespace(  # noqa: E731
+        delegates=[SimpleNamespace(backend=b) for b in backends], operators=list(ops))
+    assert for_a_microcontroller(pte_lab.open(str(path)))
+    assert for_a_microcontroller(SimpleNamespace(methods={"f": method(ops=["cortex_m::quantize_per_tensor.out"])}))
+    assert not for_a_microcontroller(SimpleNamespace(methods={"f": method(["XnnpackBackend"], ["aten::add.out"])}))
+    assert not for_a_microcontroller(pte_lab.open(str(examples.kept_path("portable"))))
+
+
+def test_quantize_and_dequantize_left_at_the_edges_are_advised_int8_io():
+    """The cortex_m quantize before the first Ethos-U call and dequantize after the last convert the program's
+    float input and output: the change is int8 inputs and outputs, not a Focus layer's reshuffle (issue 48)."""
+    from pte_lab.model.findings import Kind
+
+    m = pte_lab.open(str(DATA / "u55_128_shared_sram.pte")).methods["forward"]
+    (f,) = [f for f in m.findings() if f.kind == Kind.OUTSIDE_DELEGATE]
+    assert "Focus" not in f.message and "strided slices" not in f.message
+    assert ("the quantize converts the float input to int8 before the first delegate call and the dequantize "
+            "converts the int8 output back to float after the last: export the program with int8 inputs and outputs"
+            in f.message)
+    assert "QuantizeInputs and QuantizeOutputs" in f.details.change
+    assert f"the peak falls by up to {human_bytes(f.at_stake)}" in f.message

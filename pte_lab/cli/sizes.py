@@ -42,7 +42,14 @@ def register(subparsers) -> None:
                          "exit 1 when one does not fit")
     sz.add_argument("--region", type=_region, action="append", metavar="NAME=SIZE",
                     help="a RAM region of the board (repeatable): the parts of each method's bare-metal total are "
-                         "placed in them, largest first; exit 1 when one does not fit")
+                         "placed in them, largest first; exit 1 when one does not fit. A region named heap is the "
+                         "board's heap (what delegates take with operator new goes there only; heap=0: none)")
+    sz.add_argument("--npu-region", action="append", metavar="NAME",
+                    help="a --region the NPU reaches (repeatable): the temp pool holding an NPU's scratch is placed "
+                         "only there (with several regions and none marked, it is placed nowhere)")
+    sz.add_argument("--no-heap", action="store_true",
+                    help="the board has no heap (no malloc, no operator new): a method whose delegates allocate "
+                         "with operator new does not fit (exit 1)")
     no_cache_option(sz, "measure afresh and keep nothing (by default a program sized before, the same bytes with the same "
                   "pte_lab, ExecuTorch and options, gives its kept figures at once and says when they were "
                   "measured; pte-lab cache clear forgets them all)")
@@ -59,9 +66,33 @@ def _region(text: str) -> tuple[str, int]:
     return name.strip(), byte_size(size)
 
 
+def _board_heap(args) -> bool | None:
+    """Whether the board has a heap, as the options say (None: not said)."""
+    from ..runtime.sizing.records import HEAP_REGION
+
+    sizes = [b for n, b in args.region or () if n.lower() == HEAP_REGION]
+    if args.no_heap or (sizes and sizes[0] == 0):
+        if sizes and sizes[0] and args.no_heap:
+            raise PteLabError(f"--no-heap with --region {HEAP_REGION}={sizes[0]}: say one (a board with no heap, "
+                              f"or a heap of that size)")
+        return False
+    return True if sizes else None
+
+
+def _check_npu_regions(args) -> tuple[str, ...]:
+    names = [n for n, _ in args.region or ()]
+    for n in args.npu_region or ():
+        if n not in names:
+            raise PteLabError(f"--npu-region {n}: not a region given with --region NAME=SIZE "
+                              f"({', '.join(names) or 'none given'})")
+    return tuple(args.npu_region or ())
+
+
 def run(args) -> int:
     from ..runtime.sizing.kept_sizes import kept_sizes
     from ..views.run.sizes import c_header, sizes_text
+
+    heap, npu_regions = _board_heap(args), _check_npu_regions(args)
 
     # the program read here only where its model is needed before or beside the figures (a kept answer on this
     # host needs none: the figures hold what the views show)
@@ -109,17 +140,20 @@ def run(args) -> int:
                    *(["--data", args.data] if args.data else [])]
         print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}; run: {sh_words(command)}")
     elif args.json:
-        sys.stdout.write(json_text(s.to_dict(args.budget, tuple(args.region or ()))))
+        sys.stdout.write(json_text(s.to_dict(args.budget, tuple(args.region or ()), heap=heap,
+                                             npu_regions=npu_regions)))
         sys.stdout.write("\n")
     elif args.c_header:
-        sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ())))
+        sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ()), heap=heap,
+                                  npu_regions=npu_regions))
     elif args.target == "host":
         sys.stdout.write(sizes_text(s) + "\n")
     # a budget on this host is an app's (its total with Module's FileDataLoader) unless the program is a board's;
-    # regions and another target are a board's
-    kind = "bare-metal" if args.region else board.budget_target
-    fits = (board.fits(args.budget, tuple(args.region or ()), target=kind)
-            if (args.budget is not None or args.region) and s.methods else {})
+    # regions, a board without a heap and another target are a board's
+    kind = "bare-metal" if args.region or heap is False else board.budget_target
+    said = args.budget is not None or args.region or heap is False
+    fits = board.fits(args.budget, tuple(args.region or ()), target=kind, heap=heap,
+                      npu_regions=npu_regions) if said and s.methods else {}
     # another target's text says its total against the budget in its block; regions are placed here
     if fits and not args.json and not args.c_header and (args.target == "host" or args.region):
         from ..views.run.sizes import fits_lines
@@ -188,9 +222,11 @@ def _target_sizes(args, pte, s):
     from ..views.run.target_pools import on_target, set_these, set_these_dict, set_these_text, target_pools_dict
 
     budget, regions = args.budget, tuple(args.region or ())
+    heap, npu_regions = _board_heap(args), tuple(args.npu_region or ())
     board = on_target(s, pte, args.target)
     if args.example_runner is not None:
-        from ..views.run.bare_metal_runner import staging_bytes, write_bare_metal_runner
+        from ..runtime.sizing.records import operator_new_pool
+        from ..views.run.bare_metal_runner import new_blocks, staging_bytes, write_bare_metal_runner
 
         for path in write_bare_metal_runner(s, pte, args.example_runner, args.target, args.method):
             print(path)
@@ -198,6 +234,12 @@ def _target_sizes(args, pte, s):
         if staging:
             print(f"main.cpp: the planned inputs are copied (set_input) from one staging buffer of {staging:,} B, the "
                   f"runner's own, beyond the board's total (which has them in their planned buffers)")
+        blocks = new_blocks(pte, [n for n in s.methods if not args.method or n in args.method], args.target)
+        if blocks:
+            print(f"main.cpp: the delegates' operator new ({', '.join(sorted({w for w, _ in blocks}))}, "
+                  f"{sum(b for _, b in blocks):,} B at load_method) is served from a static pool of "
+                  f"{operator_new_pool(b for _, b in blocks):,} B (pools.h): the board needs no heap; "
+                  f"CXXFLAGS_EXTRA=-DPTE_LAB_USE_HEAP takes it from your C library's heap instead")
         print("set EXECUTORCH_CORTEX_M_LIB_DIR to your ExecuTorch libraries for the target (or build with "
               "--compile-only without them), then")
         print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}")
@@ -205,11 +247,11 @@ def _target_sizes(args, pte, s):
     if args.c_header:
         from ..views.run.sizes import c_header
 
-        sys.stdout.write(c_header(board, budget=budget, regions=regions))
+        sys.stdout.write(c_header(board, budget=budget, regions=regions, heap=heap, npu_regions=npu_regions))
         return board
-    blocks = set_these(s, board, pte, args.target, budget)
+    blocks = set_these(s, board, pte, args.target, budget, heap=heap)
     if args.json:
-        doc = board.to_dict(budget, regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"],
+        doc = board.to_dict(budget, regions, heap=heap, npu_regions=npu_regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"],
                                                 "set_these": set_these_dict(blocks)}
         sys.stdout.write(json_text(doc) + "\n")
     else:

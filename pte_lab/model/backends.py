@@ -29,8 +29,10 @@ from types import MappingProxyType
 from collections.abc import Callable, Mapping
 
 from ..errors import PteLabError
+from .method_pool import BACKEND_HEAP
 
-__all__ = ["BackendNote", "BACKEND_NOTES", "backend_note", "BlobSetting", "BlobPart", "BlobContents",
+__all__ = ["BackendNote", "BACKEND_NOTES", "backend_note", "for_a_microcontroller", "MICROCONTROLLER_BACKENDS",
+           "MICROCONTROLLER_OPERATORS", "BlobSetting", "BlobPart", "BlobContents",
            "SettingSource", "blob_contents", "HEADLINE_SETTINGS", "COREML_TARGETS", "COREML_COMPUTE_UNITS", "BLOB_SETTINGS",
            "COREML", "XNNPACK"]
 
@@ -59,6 +61,9 @@ class BackendNote:
     targets: tuple[str, ...] = ("host", "bare-metal")
 
 
+#: EthosUBackend's handle, as method_pool reads the backend's source (one home for the figure)
+_ETHOS_U_HANDLE = BACKEND_HEAP["EthosUBackend"]
+
 BACKEND_NOTES: Mapping[str, BackendNote] = MappingProxyType({n.backend: n for n in (
     BackendNote(COREML, "Core ML",
                 "the blob's bytes (model, weights, debug files) and its settings (compute units, precision, "
@@ -78,9 +83,11 @@ BACKEND_NOTES: Mapping[str, BackendNote] = MappingProxyType({n.backend: n for n 
                 runs_here=True),
     BackendNote("EthosUBackend", "Arm Ethos-U",
                 "the command stream, weights and scratch the blob declares (the scratch from the temp "
-                "allocator at every execute) and where the memory mode needs each",
-                "the fast scratch the firmware provides under Dedicated_Sram (its size is not in the file) and "
-                "the backend's own handle per delegate call",
+                "allocator at every execute) and where the memory mode needs each; the backend's own handle, "
+                f"one per delegate call ({_ETHOS_U_HANDLE[0]}, {_ETHOS_U_HANDLE[2]} pointer-sized words: "
+                f"{_ETHOS_U_HANDLE[2] * 4} B on a 32-bit Cortex-M, with {_ETHOS_U_HANDLE[1]} at load_method, as "
+                "ExecuTorch's source reads; pte-lab sizes --target cortex-m counts it in the board's heap)",
+                "the fast scratch the firmware provides under Dedicated_Sram (its size is not in the file)",
                 "on the board: the pools' used bytes after a run (MemoryAllocator::used_size()) and Vela's "
                 "SRAM figure for the fast scratch", targets=("bare-metal",)),
     BackendNote("QnnBackend", "Qualcomm QNN",
@@ -106,6 +113,23 @@ BACKEND_NOTES: Mapping[str, BackendNote] = MappingProxyType({n.backend: n for n 
                 "on the target: OpenVINO's benchmark_app (-pc, memory reports) or the process's memory around "
                 "load_method and execute", targets=("host",)),
 )})
+
+
+#: backends that run on a microcontroller and its NPU, and the operator namespaces of microcontroller kernels: a
+#: program calling them is built into bare-metal firmware, not loaded by an app's Module
+MICROCONTROLLER_BACKENDS = frozenset({"EthosUBackend"})
+MICROCONTROLLER_OPERATORS = ("cortex_m::",)
+
+
+def for_a_microcontroller(pte) -> bool:
+    """``pte`` (a :class:`~pte_lab.model.Pte`) calls a microcontroller or NPU backend (EthosUBackend) or
+    microcontroller kernels (``cortex_m::``): it runs in bare-metal firmware, where an app's ``Module`` and its
+    load modes (Android, iOS, desktop) do not apply."""
+    for m in pte.methods.values():
+        if any(d.backend in MICROCONTROLLER_BACKENDS for d in m.delegates) or any(
+                o.startswith(MICROCONTROLLER_OPERATORS) for o in m.operators):
+            return True
+    return False
 
 
 def backend_note(backend: str) -> BackendNote:

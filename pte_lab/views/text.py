@@ -24,7 +24,7 @@ from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable_text, text_view
 from ..vocabulary import ValueKind
-from ..model.backends import HEADLINE_SETTINGS
+from ..model.backends import HEADLINE_SETTINGS, for_a_microcontroller
 from .base import backend_note_line, text_table
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
 from .peak import peak_lines
@@ -183,7 +183,8 @@ def pte_text(p, methods_below: bool = False) -> str:
         parts = by_loader.get(loader)
         lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing")
                      + (f"  ({apis[loader]})" if loader in apis else ""))
-    lines.append(f"    {module_load_modes_line()}")
+    if not for_a_microcontroller(p):  # an app's Module; not bare-metal firmware's
+        lines.append(f"    {module_load_modes_line()}")
     if p.bundled is not None:
         b = p.bundled
         lines.append("")

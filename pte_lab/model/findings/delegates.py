@@ -266,6 +266,18 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
 
 #: where an operator left outside the delegates runs, relative to the method's delegate calls
 OUTSIDE_WHERE = ("before the first delegate call", "between delegate calls", "after the last delegate call")
+#: operators that convert between float and a quantized type (at a program's edges: its float input and output)
+IO_CONVERSIONS = frozenset({"quantize_per_tensor", "dequantize_per_tensor", "quantize_per_channel",
+                            "dequantize_per_channel"})
+#: operators that only move an input's elements (a Focus layer's strided slices, a concatenation of them)
+RESHUFFLES = frozenset({"slice_copy", "slice", "cat", "permute_copy", "split_copy", "split_with_sizes_copy",
+                        "pixel_unshuffle", "pixel_shuffle"})
+
+
+def _base(operator: str) -> str:
+    """``aten::slice_copy.Tensor_out`` -> ``slice_copy``; ``cortex_m::quantize_per_tensor.out`` ->
+    ``quantize_per_tensor``."""
+    return operator.split("::")[-1].split(".")[0]
 
 
 @dataclass(frozen=True)
@@ -330,11 +342,29 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
                        f"{human_bytes(o.at_peak)} alive at the peak)" for o in sorted(ops, key=lambda o: -o.at_peak)),
                       4, "; ", "; and {n} more")
     who = " and ".join(backends)
-    change = (f"{who}'s partitioner did not take {'it' if len(by) == 1 else 'them'}: write that part of the model "
-              f"with operators {who} takes, or do it before the program (in the app, on its input) where it is a "
-              f"reshuffle of the input such as a Focus layer's strided slices; taken into the delegate, these "
-              f"tensors leave the plan (the peak falls by up to {human_bytes(at_peak)}), though the backend then "
-              f"holds what is alive at once in memory of its own")
+    edges = [o for o in ops if _base(o.operator) in IO_CONVERSIONS and o.where != OUTSIDE_WHERE[1]]
+    rest = [o for o in ops if o not in edges]
+    change = ""
+    if rest:
+        reshuffle = (" such as a Focus layer's strided slices" if any(_base(o.operator) in RESHUFFLES for o in rest)
+                     else "")
+        change = (f"{who}'s partitioner did not take {'it' if len(rest) == 1 else 'them'}: write that part of the "
+                  f"model with operators {who} takes, or do it before the program (in the app, on its input) where "
+                  f"it is a reshuffle of the input{reshuffle}; taken into the delegate, these tensors leave the plan "
+                  f"(the peak falls by up to {human_bytes(sum(o.at_peak for o in rest))}), though the backend then "
+                  f"holds what is alive at once in memory of its own")
+    if edges:
+        what = " and ".join(dict.fromkeys(
+            "the quantize converts the float input to int8 before the first delegate call" if not _base(
+                o.operator).startswith("de") else "the dequantize converts the int8 output back to float after the "
+                "last" for o in edges))
+        change += ("; " if change else "") + (
+            f"{what}: export the program with int8 inputs and outputs (quantized I/O: exir.passes.quantize_io_pass's "
+            f"QuantizeInputs and QuantizeOutputs, which keep each one's scale and zero point in the program), so "
+            f"that the firmware or app passes int8 and reads int8; {'these conversions' if len(edges) > 1 else 'the conversion'} "
+            f"and the float {'input and output' if len({o.where for o in edges}) > 1 else 'tensor'} then leave the "
+            f"program (the peak falls by up to {human_bytes(sum(o.at_peak for o in edges))}, and an int8 tensor "
+            f"has a quarter of a float32's bytes)")
     peak = f"arena {story.mem_id}'s peak" if story is not None else "the peak"
     return [Finding(Kind.OUTSIDE_DELEGATE, m.name,
                     f"{count(len(outside), 'operator call')} of a method delegated to {who} run on ExecuTorch's "

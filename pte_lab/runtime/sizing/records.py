@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform
+import struct
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ from ...errors import MEMORY_ALLOCATION_FAILED, PteLabError
 from ...format import TENSOR_ALIGNMENT
 from ...printable import printable
 from ...vocabulary import ValueKind
+from ...units import align_up
 from ..declared import DeclaredSizes
 from ..libraries import Library
 from ..runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse, failure
@@ -34,7 +36,8 @@ __all__ = ["Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort",
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
+           "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "PLATFORM_NODE", "platform_request",
+           "NEW_ALIGNMENT", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
            "RunPools", "DelegateHeap"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
@@ -234,6 +237,19 @@ class TargetRun:
                    r.pools.temp_failed if r.pools else 0, exact)
 
 
+#: PlatformMemoryAllocator's node on this host (runtime/executor/platform_memory_allocator.h: two pointers, a
+#: data pointer and the next node), which each request to et_pal_allocate carries before the bytes asked
+PLATFORM_NODE = 2 * struct.calcsize("P")
+
+
+def platform_request(largest: int, asked: int) -> int | None:
+    """The alignment a request to et_pal_allocate of ``largest`` bytes was made at, where it is
+    PlatformMemoryAllocator's wrapping of ``asked`` bytes (its node, :data:`PLATFORM_NODE`, then ``asked`` and
+    ``alignment - 1`` bytes of room to align them); None where ``largest`` is not that."""
+    room = largest - PLATFORM_NODE - asked
+    return room + 1 if asked and room >= 0 and (room + 1) & room == 0 else None
+
+
 @dataclass(frozen=True)
 class DelegateHeap:
     """What one backend allocates itself on a target's heap at load_method, outside ExecuTorch's pools (EthosUBackend:
@@ -252,6 +268,64 @@ class DelegateHeap:
     @property
     def bytes(self) -> int:
         return self.count * self.each
+
+
+class Place(str, Enum):
+    """Where one part of a board's total (:class:`Total`) may be placed in the board's regions."""
+
+    #: any RAM region the CPU reaches
+    RAM = "RAM"
+    #: the heap: the part comes from operator new or malloc at run time, not from a static pool
+    HEAP = "heap"
+    #: memory the NPU reaches (the temp pool holding its scratch, the program where the NPU writes in it)
+    NPU = "NPU-reachable"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Unplaced(str, Enum):
+    """Why a part of a board's total was placed nowhere (:class:`Fit`)."""
+
+    #: no region it may go in has room for it
+    NO_ROOM = "no room"
+    #: it comes from the heap (operator new) and the board has none
+    NO_HEAP = "no heap"
+    #: it must be in memory the NPU reaches and no region is marked as such (--npu-region NAME)
+    NO_NPU_REGION = "no NPU region"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+#: a region of this name (any case) is the board's heap: ``--region heap=0`` says it has none
+HEAP_REGION = "heap"
+
+
+#: what a C library's malloc adds to each block on a 32-bit target, as its source reads: name -> (the request
+#: rounded up to, bytes added, the block's minimum). newlib-nano (newlib/libc/stdlib/nano-mallocr.c, the Arm
+#: GNU toolchain's --specs=nano.specs): the request rounded up to 4 B, plus a 4 B size field and 4 B of padding
+#: to align to 8; newlib's full malloc (mallocr.c, Doug Lea's 2.6): the request plus a 4 B size field, rounded
+#: up to 8 B, at least 16 B
+MALLOC_BLOCKS: dict[str, tuple[int, int, int]] = {"newlib-nano": (4, 8, 12), "newlib": (8, 4, 16)}
+
+
+def malloc_block(allocator: str, request: int) -> int:
+    """The bytes one block of ``request`` bytes takes from ``allocator``'s heap (:data:`MALLOC_BLOCKS`)."""
+    to, added, least = MALLOC_BLOCKS[allocator]
+    if allocator == "newlib":
+        return max(least, align_up(request + added, to))
+    return max(least, align_up(request, to) + added)
+
+
+#: the alignment a static pool behind operator new gives each block (alignof(max_align_t) on a 32-bit Arm target)
+NEW_ALIGNMENT = 8
+
+
+def operator_new_pool(blocks) -> int:
+    """The bytes of a static pool that serves ``blocks`` (bytes each) from operator new, one after another, each
+    at :data:`NEW_ALIGNMENT`."""
+    return sum(align_up(b, NEW_ALIGNMENT) for b in blocks)
 
 
 @dataclass(frozen=True)
@@ -274,6 +348,10 @@ class Total:
     inexact: str | None = None
     #: how its least sure part was had (:class:`Basis`): the total is no surer than that
     basis: Basis = Basis.MEASURED_HERE
+    #: where each part (in the order of ``parts``) may be placed; () or a part past its end: any RAM
+    part_places: tuple[Place, ...] = ()
+    #: the blocks a part of Place.HEAP asks operator new for (bytes each), in the order of the heap parts
+    heap_blocks: tuple[int, ...] = ()
 
     @property
     def bytes(self) -> int:
@@ -284,6 +362,18 @@ class Total:
         """The data loader the total assumes on its target (:attr:`TargetKind.loader`)."""
         return TARGET_KINDS[self.target].loader
 
+    def place_of(self, i: int) -> Place:
+        return self.part_places[i] if i < len(self.part_places) else Place.RAM
+
+    @property
+    def heap_need(self) -> int:
+        """The bytes its parts ask of the heap (operator new, malloc), the allocator's overhead not included."""
+        return sum(b for i, (_, b) in enumerate(self.parts) if self.place_of(i) is Place.HEAP)
+
+    def heap_with(self, allocator: str) -> int:
+        """The heap ``allocator`` needs for the blocks of ``heap_blocks`` (:func:`malloc_block`)."""
+        return sum(malloc_block(allocator, b) for b in self.heap_blocks)
+
     def largest(self, n: int = 3) -> tuple[tuple[str, int], ...]:
         return tuple(sorted(self.parts, key=lambda p: -p[1])[:n])
 
@@ -291,7 +381,9 @@ class Total:
 @dataclass(frozen=True)
 class Fit:
     """A board total (:class:`Total`) checked against a budget, or placed in named regions (first fit,
-    largest part first; a part is never split)."""
+    largest part first; a part is never split). A part the heap gives (:attr:`Place.HEAP`) goes only in a region
+    named ``heap`` where one is given, and nowhere on a board without a heap (``heap`` False); a part the NPU
+    must reach (:attr:`Place.NPU`) only in a region marked so (``npu_regions``), or in the one region given."""
 
     total: Total
     #: the budget (bytes; None: regions), or the regions (name, bytes)
@@ -300,40 +392,82 @@ class Fit:
     #: region -> the parts placed there; the parts that fit nowhere
     placed: tuple[tuple[str, tuple[str, ...]], ...] = ()
     unplaced: tuple[str, ...] = ()
+    #: why each part of ``unplaced`` is (the same order)
+    why_unplaced: tuple[Unplaced, ...] = ()
+    #: the board has a heap (None: not said; False: --no-heap or a region heap=0); the regions the NPU reaches
+    heap: bool | None = None
+    npu_regions: tuple[str, ...] = ()
 
     @property
     def fits(self) -> bool:
+        if self.unplaced:
+            return False
         if self.budget is not None:
             return self.total.bytes <= self.budget
-        return not self.unplaced
+        return True
 
     @property
     def left(self) -> int | None:
         """What the budget has left beyond the total (negative: over it); None with regions."""
         return None if self.budget is None else self.budget - self.total.bytes
 
+    @property
+    def no_heap(self) -> bool:
+        """It does not fit because the board has no heap and a part comes from operator new."""
+        return Unplaced.NO_HEAP in self.why_unplaced
+
     @classmethod
-    def check(cls, total: Total, budget: int | None = None, regions: tuple[tuple[str, int], ...] = ()) -> "Fit":
+    def check(cls, total: Total, budget: int | None = None, regions: tuple[tuple[str, int], ...] = (), *,
+              heap: bool | None = None, npu_regions: tuple[str, ...] = ()) -> "Fit":
+        regions = tuple(regions)
+        heap_region = next((n for n, _ in regions if n.lower() == HEAP_REGION), None)
+        if heap_region is not None and dict(regions)[heap_region] == 0:
+            heap = False
+        if heap_region is not None and heap is None:
+            heap = True
+        unplaced: list[str] = []
+        why: list[Unplaced] = []
+        order = sorted(range(len(total.parts)), key=lambda i: -total.parts[i][1])
         if not regions:
-            return cls(total, budget)
+            for i in order:
+                if total.place_of(i) is Place.HEAP and heap is False and total.parts[i][1]:
+                    unplaced.append(total.parts[i][0])
+                    why.append(Unplaced.NO_HEAP)
+            return cls(total, budget, (), (), tuple(unplaced), tuple(why), heap, tuple(npu_regions))
         free = {name: size for name, size in regions}
         placed: dict[str, list[str]] = {name: [] for name, _ in regions}
-        unplaced = []
-        for part, b in sorted(total.parts, key=lambda p: -p[1]):
-            where = next((name for name, _ in regions if free[name] >= b), None)
+        ram = [n for n, _ in regions if n != heap_region]
+        npu = [n for n in ram if n in npu_regions] or (ram if len(ram) == 1 else [])
+        # the parts the NPU must reach first, so that RAM parts do not take their room
+        for i in sorted(order, key=lambda i: total.place_of(i) is not Place.NPU):
+            part, b = total.parts[i]
+            where_ok = {Place.HEAP: [heap_region] if heap_region is not None else ram, Place.NPU: npu,
+                        Place.RAM: ram}[total.place_of(i)]
+            if total.place_of(i) is Place.HEAP and heap is False:
+                unplaced.append(part)
+                why.append(Unplaced.NO_HEAP)
+                continue
+            if total.place_of(i) is Place.NPU and not npu:
+                unplaced.append(part)
+                why.append(Unplaced.NO_NPU_REGION)
+                continue
+            where = next((n for n in where_ok if free[n] >= b), None)
             if where is None:
                 unplaced.append(part)
+                why.append(Unplaced.NO_ROOM)
             else:
                 free[where] -= b
                 placed[where].append(part)
-        return cls(total, None, tuple(regions), tuple((n, tuple(p)) for n, p in placed.items()), tuple(unplaced))
+        return cls(total, None, regions, tuple((n, tuple(p)) for n, p in placed.items()), tuple(unplaced),
+                   tuple(why), heap, tuple(npu_regions))
 
     def to_dict(self) -> dict:
         return {"method": self.total.method, "target": self.total.target,
                 "configuration": self.total.configuration, "total": self.total.bytes, "budget": self.budget,
                 "regions": dict(self.regions), "placed": {n: list(p) for n, p in self.placed},
-                "unplaced": list(self.unplaced), "fits": self.fits, "abi": self.total.abi,
-                "basis": self.total.basis, "inexact": self.total.inexact, "left": self.left,
+                "unplaced": list(self.unplaced), "why_unplaced": list(self.why_unplaced), "fits": self.fits,
+                "heap": self.heap, "heap_need": self.total.heap_need, "npu_regions": list(self.npu_regions),
+                "abi": self.total.abi, "basis": self.total.basis, "inexact": self.total.inexact, "left": self.left,
                 "largest": [list(p) for p in self.total.largest()]}
 
 
@@ -475,22 +609,33 @@ class MethodSizes:
             else:
                 config = min(holding or ["method + temp"], key=lambda c: sum(b for _, b in pools[c]))
             parts = list(host_planned) + list(pools[config])
+            # where each part may go on the board: the temp pool holding the NPU's scratch and the program the
+            # NPU writes in, in memory the NPU reaches; what operator new and malloc give, in the heap
+            places = [Place.RAM] * len(parts)
+            if not kind.host and config == "method + temp" and self.delegate_scratch:
+                places[-1] = Place.NPU
             if kind.host:
                 if self.file_heap_peak is not None:
                     parts.append((f"heap peak, FileDataLoader({self.file_loader_alignment}) (this host, the highest "
                                   f"seen; holds the loader's copy of the program)", self.file_heap_peak))
+                    places.append(Place.RAM)
             elif self.program_in_ram:
                 parts.append((f"the program's bytes ({self.program_in_ram_why})", self.program_in_ram))
+                places.append(Place.NPU)
             inexact = self.inexact
             own = self.delegates_own_heap
             bases = [Basis.FILE, Basis.MEASURED_HERE if kind.host or self.abi == "host" else Basis.MODELLED]
+            blocks: list[int] = []
             if not kind.host:
                 for h in self.delegate_heap:  # what the delegates take with operator new there (their source's)
                     parts.append((f"heap: {h.backend}'s {h.what} x{h.count} ({h.how})", h.bytes))
+                    places.append(Place.HEAP)
+                    blocks += [h.each] * h.count
                     bases.append(Basis.MODELLED)
             if not kind.host and own:  # a board runs them only with a heap of this much, beyond every pool
                 parts.append((f"heap {' and '.join(SELF_ALLOCATING[b] for b in own)} (this host's figure, the "
                               f"program mapped)", self.heap_peak))
+                places.append(Place.HEAP)
                 bases.append(Basis.MEASURED_HERE)
                 inexact = inexact or (f"{', '.join(own)} allocate{'s' if len(own) == 1 else ''} {_its(own)} own "
                                       f"memory with malloc, outside ExecuTorch's pools: a board needs a heap of "
@@ -498,7 +643,7 @@ class MethodSizes:
             out[kind.name] = Total(self.method, kind.name, config, tuple(parts),
                                    exact=not kind.host and inexact is None, abi=self.abi, inexact=inexact,
                                    runnable=config in holding or not self.targets, left_out=devices,
-                                   basis=Basis.weakest(bases))
+                                   basis=Basis.weakest(bases), part_places=tuple(places), heap_blocks=tuple(blocks))
         return out
 
     @property
@@ -722,12 +867,16 @@ class Sizes:
         return next((m.abi for m in self.methods.values()), "host")
 
     def fits(self, budget: int | None = None, regions: tuple[tuple[str, int], ...] = (),
-             target: str = "bare-metal") -> dict[str, Fit]:
+             target: str = "bare-metal", *, heap: bool | None = None,
+             npu_regions: tuple[str, ...] = ()) -> dict[str, Fit]:
         """Method -> its ``target`` total checked against ``budget`` bytes, or placed in ``regions`` ((name,
-        bytes), first fit, largest part first). Raises ``ValueError`` with neither."""
-        if budget is None and not regions:
-            raise ValueError("fits() needs a budget or regions")
-        return {n: Fit.check(t[target], budget, tuple(regions)) for n, t in self.totals().items()}
+        bytes), first fit, largest part first; :meth:`Fit.check`), on a board with a heap or not (``heap``
+        False: what the delegates take with operator new fits nowhere). Raises ``ValueError`` with none of
+        them."""
+        if budget is None and not regions and heap is not False:
+            raise ValueError("fits() needs a budget, regions or heap=False")
+        return {n: Fit.check(t[target], budget, tuple(regions), heap=heap, npu_regions=tuple(npu_regions))
+                for n, t in self.totals().items()}
 
     @property
     def budget_target(self) -> str:
@@ -743,7 +892,8 @@ class Sizes:
         checks = [*(self.verified or {}).values(), *(self.verified_alone or {}).values()]
         return bool(self.verified) and all(v.sufficient and v.tight for v in checks)
 
-    def to_dict(self, budget: int | None = None, regions: tuple[tuple[str, int], ...] = ()) -> dict:
+    def to_dict(self, budget: int | None = None, regions: tuple[tuple[str, int], ...] = (), *,
+                heap: bool | None = None, npu_regions: tuple[str, ...] = ()) -> dict:
         """The pte_lab.sizes document; ``totals`` per method and target kind, ``fits`` (None without a
         ``budget`` or ``regions``) the board's totals checked against them (:meth:`fits`)."""
         def method(m: MethodSizes) -> dict:
@@ -774,9 +924,10 @@ class Sizes:
             # one word per basis: a total says how its least sure part was had (``basis``), not "exact"
             "totals": {n: {k: {f: v for f, v in asdict(t).items() if f != "exact"} | {"bytes": t.bytes}
                            for k, t in ts.items()} for n, ts in self.totals().items()},
-            "fits": None if budget is None and not regions else {
-                n: f.to_dict() for n, f in self.fits(budget, regions, "bare-metal" if regions else
-                                                     self.budget_target).items()},
+            "fits": None if budget is None and not regions and heap is not False else {
+                n: f.to_dict() for n, f in self.fits(budget, regions, "bare-metal" if regions or heap is False
+                                                     else self.budget_target, heap=heap,
+                                                     npu_regions=npu_regions).items()},
         }
 
     def verify(self) -> dict[str, PoolVerification]:

@@ -274,6 +274,10 @@ class SetThese:
     budget: int | None = None
     #: why the target's pools are not known (this host's stand in; None: they are)
     why: str | None = None
+    #: the board has a heap (None: not said; False: the user said it has none: --no-heap, --region heap=0)
+    heap: bool | None = None
+    #: the blocks the heap rows ask operator new for (bytes each)
+    heap_blocks: tuple[int, ...] = ()
 
     @property
     def total(self) -> int:
@@ -290,13 +294,27 @@ class SetThese:
         return None if self.budget is None else self.budget - self.total
 
     @property
+    def heap_need(self) -> int:
+        """What its heap rows ask of operator new or malloc (the allocator's own overhead not included)."""
+        return sum(p.bytes or 0 for p in self.pools if p.kind is PoolKind.HEAP)
+
+    @property
+    def no_heap(self) -> bool:
+        """It needs a heap and the board has none: load_method fails (MemoryAllocationFailed)."""
+        return self.heap is False and self.heap_need > 0
+
+    @property
     def fits(self) -> bool | None:
+        if self.no_heap:
+            return False
         return None if self.budget is None else self.total <= self.budget
 
 
-def set_these(sizes: Sizes, board: Sizes, pte, target: str, budget: int | None = None) -> dict[str, SetThese]:
+def set_these(sizes: Sizes, board: Sizes, pte, target: str, budget: int | None = None, *,
+              heap: bool | None = None) -> dict[str, SetThese]:
     """Per method, what a ``target`` board must be given (:class:`SetThese`): from ``sizes`` (this host's) and
-    ``board`` (:func:`on_target`'s), the same pools as the board's total (:meth:`MethodSizes.totals`)."""
+    ``board`` (:func:`on_target`'s), the same pools as the board's total (:meth:`MethodSizes.totals`); ``heap``
+    False: the board has no heap (what a delegate takes with operator new then fails load_method)."""
     pools = target_pools(sizes, pte, target)
     kind = TARGET_KINDS["bare-metal"]
     file_bytes = os.path.getsize(sizes.path)
@@ -336,5 +354,5 @@ def set_these(sizes: Sizes, board: Sizes, pte, target: str, budget: int | None =
                 break
         # the same parts as the board's total (records.MethodSizes.totals): its bytes, its budget check
         out[name] = SetThese(name, target, p.abi, kind.name, kind.loader, t.configuration, tuple(rows), t.runnable,
-                             budget, p.why)
+                             budget, p.why, heap, t.heap_blocks)
     return out

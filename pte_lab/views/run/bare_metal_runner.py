@@ -2,7 +2,9 @@
 ``pools.h`` (the target's pools and planned buffers, :mod:`.target_pools`), ``program.h`` (the program as a
 ``const`` array, in flash), ``main.cpp`` and ``build.sh``.
 
-``main.cpp`` has no filesystem and no heap: static pools and planned buffers of the header's sizes, the
+``main.cpp`` has no filesystem and no heap: static pools and planned buffers of the header's sizes (and, where a
+delegate allocates with operator new, as EthosUBackend does its handle, operator new served from a static pool of
+the bytes it asks: ``PTE_LAB_OPERATOR_NEW_POOL_BYTES``), the
 program read through a ``BufferDataLoader``, a check that every kernel and backend the methods need is
 registered, then each method loaded, its inputs set (zeros), executed twice, and what it used printed (the
 method pool's bytes, the temp pool's most at once, a few of each output's values) with ``printf``, not
@@ -24,6 +26,8 @@ from ...shell_text import sh_comment, sh_word, sh_words
 from ...vocabulary import ValueKind
 from ..c_text import c_comment, c_string
 from .sizes import block_comment, c_identifiers, target_guard
+from ...runtime.sizing.records import NEW_ALIGNMENT, operator_new_pool
+from ...runtime.sizing.target import delegate_heap
 from .target_pools import target_pools, temp_set_by_words
 
 __all__ = ["bare_metal_runner", "target_header", "write_bare_metal_runner", "BARE_METAL_FILES", "TARGET_FLAGS", "TARGET_LIBRARIES"]
@@ -94,7 +98,69 @@ def _alone(p, up: str, target: str, m) -> list[str]:
     return block_comment(f"method alone (no temp allocator): not given: {why}")
 
 
-def _pools_h(pools, ids, target: str, stem: str, sizes) -> str:
+def new_blocks(pte, methods, target: str) -> list[tuple[str, int]]:
+    """What the methods' delegates ask operator new for at load_method on ``target``: (what, bytes) per block."""
+    return [(f"{h.backend}'s {h.what}", h.each) for n in methods for h in delegate_heap(pte, n, target)
+            for _ in range(h.count)]
+
+
+def _new_pool_h(blocks: list[tuple[str, int]]) -> list[str]:
+    if not blocks:
+        return []
+    what = sorted({w for w, _ in blocks})
+    return ["", *block_comment(
+        f"operator new at load_method ({', '.join(what)}: {len(blocks)} block(s), {sum(b for _, b in blocks)} B): "
+        f"main.cpp serves it from a static pool of this size, each block {NEW_ALIGNMENT}-byte aligned (build with "
+        f"-DPTE_LAB_USE_HEAP to take it from your C library's heap instead, which then needs these bytes plus its "
+        f"per-block overhead)"),
+        f"#define PTE_LAB_OPERATOR_NEW_POOL_BYTES {operator_new_pool(b for _, b in blocks)}u"]
+
+
+_NEW_POOL = r'''
+// The delegates allocate with operator new at load_method (see PTE_LAB_OPERATOR_NEW_POOL_BYTES in pools.h). This
+// board has no heap: operator new is served from a static pool of exactly that size, one block after another;
+// delete gives nothing back (each method's blocks are counted in the pool). -DPTE_LAB_USE_HEAP: your C library's
+// operator new and heap instead.
+#if defined(PTE_LAB_OPERATOR_NEW_POOL_BYTES) && !defined(PTE_LAB_USE_HEAP)
+#include <cstdlib>
+#include <new>
+alignas(8) static uint8_t pte_lab_new_pool[PTE_LAB_OPERATOR_NEW_POOL_BYTES];
+static size_t pte_lab_new_used = 0;
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  const size_t at = (pte_lab_new_used + 7u) & ~static_cast<size_t>(7u);
+  if (at + size > sizeof(pte_lab_new_pool)) {
+    return nullptr;  // a delegate then fails load_method with MemoryAllocationFailed
+  }
+  pte_lab_new_used = at + size;
+  return pte_lab_new_pool + at;
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void* operator new(std::size_t size) {  // no exceptions here: a full pool stops the program
+  void* p = operator new(size, std::nothrow);
+  if (p == nullptr) {
+    std::abort();
+  }
+  return p;
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void operator delete(void*) noexcept {}
+void operator delete[](void*) noexcept {}
+void operator delete(void*, std::size_t) noexcept {}
+void operator delete[](void*, std::size_t) noexcept {}
+void operator delete(void*, const std::nothrow_t&) noexcept {}
+void operator delete[](void*, const std::nothrow_t&) noexcept {}
+#endif
+'''
+
+
+_NEW_POOL_REPORT = r'''#if !defined(PTE_LAB_USE_HEAP)
+  PTE_LAB_PRINT("operator new pool: %u B used of %u\n", static_cast<unsigned>(pte_lab_new_used),
+                static_cast<unsigned>(PTE_LAB_OPERATOR_NEW_POOL_BYTES));
+#endif
+'''
+
+
+def _pools_h(pools, ids, target: str, stem: str, sizes, blocks=()) -> str:
     out = [f"/* {c_comment(stem)}: pools on {target} ({next(iter(pools.values())).abi}), from pte_lab's model of Method::init",
            " * checked against this host's measurement (pte-lab sizes --target " + target + "). */",
            "#ifndef PTE_LAB_BARE_METAL_POOLS_H", "#define PTE_LAB_BARE_METAL_POOLS_H", "", *target_guard(target), "",
@@ -110,6 +176,7 @@ def _pools_h(pools, ids, target: str, stem: str, sizes) -> str:
                 f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {len(p.planned)}u"]
         out += [f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_BYTES {b}u" for i, (_, _, b) in enumerate(p.planned)]
         out += _alone(p, up, target, sizes.methods[name])
+    out += _new_pool_h(list(blocks))
     return "\n".join(out + ["", "#endif", ""])
 
 
@@ -367,7 +434,7 @@ int main() {
       failed++;
     }
   }
-  PTE_LAB_PRINT(failed ? "pte_lab runner: %%d method(s) failed\n"
+%(new_pool_report)s  PTE_LAB_PRINT(failed ? "pte_lab runner: %%d method(s) failed\n"
                         : "pte_lab runner: ok, every method loaded and executed in the pools of pools.h\n", failed);
   return failed ? 1 : 0;
 }
@@ -451,7 +518,7 @@ def _given(sizes, pte, target: str, methods: list[str] | None):
 def target_header(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> str:
     """``pools.h`` alone: the pools and planned buffers of every method that has pools on ``target``."""
     pools, ids = _given(sizes, pte, target, methods)
-    return _pools_h(pools, ids, target, os.path.basename(sizes.path), sizes)
+    return _pools_h(pools, ids, target, os.path.basename(sizes.path), sizes, new_blocks(pte, pools, target))
 
 
 def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] | None = None) -> dict[str, str]:
@@ -459,7 +526,12 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     method has pools there."""
     pools, ids = _given(sizes, pte, target, methods)
     sized = [sizes.methods[n] for n in pools]
-    body = [_PRELUDE]
+    blocks = new_blocks(pte, pools, target)
+    # operator new and delete replaced in the global namespace, before the runner's own (anonymous) one
+    body = [_PRELUDE.replace("\nnamespace {\n", _NEW_POOL + "\nnamespace {\n", 1).replace(
+        "Every pool is static, of\n// the sizes pools.h gives for this target;",
+        "Every pool is static, of\n// the sizes pools.h gives for this target, operator new's too (below);", 1)
+        if blocks else _PRELUDE]
     staging = staging_bytes(sized)
     if staging:
         body += ["// the planned inputs' source (zeros): set_input copies each into its planned buffer, so one buffer",
@@ -471,11 +543,18 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
     backends = sorted({b for m in sized for b in m.backends})
     body.append(_MAIN % {"methods": ", ".join(f"&{ids[m.method]}_setup" for m in sized),
                          "operators": ", ".join(map(c_string, ops)) or "nullptr",
-                         "backends": ", ".join(map(c_string, backends)) or "nullptr"})
+                         "backends": ", ".join(map(c_string, backends)) or "nullptr",
+                         "new_pool_report": _NEW_POOL_REPORT if blocks else ""})
     main = "\n".join(body)
     with open(sizes.path, "rb") as f:
         data = f.read()
     notes = "".join(f"# {line}\n" for b in backends for line in BACKEND_BUILD_NOTES.get(b, ()))
+    if blocks:
+        notes += (f"# operator new: the delegates allocate {sum(b for _, b in blocks)} B with it at load_method "
+                  f"({sh_comment(', '.join(sorted({w for w, _ in blocks})))}); main.cpp serves it from a static "
+                  f"pool of\n# PTE_LAB_OPERATOR_NEW_POOL_BYTES (pools.h): no heap needed. CXXFLAGS_EXTRA="
+                  f"-DPTE_LAB_USE_HEAP takes it from your C library's\n# heap instead (these bytes plus its per-block "
+                  f"overhead).\n")
     whole, usual = _libraries(sized)
     build = _BUILD % {"target": target, "notes": notes, "include": sh_word(executorch_dir() / "include"),
                       "flags": TARGET_FLAGS[target], "version": sh_comment(executorch_version()),
@@ -484,7 +563,7 @@ def bare_metal_runner(sizes, pte, target: str = "cortex-m", methods: list[str] |
                       "program_place": "writable, in RAM (.data): the Ethos-U blob's scratch is a block of it"
                       if any(m.program_in_ram for m in sized) else "const, in flash (.rodata)", "whole": sh_words(whole),
                       "usual": sh_words(usual)}
-    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path), sizes), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
+    return {"pools.h": _pools_h(pools, ids, target, os.path.basename(sizes.path), sizes, blocks), "program.h": _program_h(data, next((m.program_in_ram_why for m in sized if m.program_in_ram), None)),
             "main.cpp": main, "build.sh": build}
 
 

@@ -37,11 +37,17 @@ from ...runtime.sizing.records import (
     INPUT_VALUES,
     MEASURED_PARTS,
     MIN_POOL_ALIGNMENT,
+    PLATFORM_NODE,
     PLANNED_ALIGNMENT,
     POOLS_EXACT,
+    Place,
     TempProbe,
     TempShort,
+    Unplaced,
+    malloc_block,
+    operator_new_pool,
     part_source,
+    platform_request,
 )
 from ...units import count, exact_bytes, human_bytes, local_minute
 from ...vocabulary import ValueKind
@@ -78,33 +84,48 @@ def _range(m, field: str) -> str:
     return f"{high:,}" if low == high else f"{low:,}–{high:,}"
 
 
-def _platform_asked(t: "TargetRun") -> str:
-    return f"{count(t.platform_calls, 'request')} to et_pal_allocate (the largest {t.platform_largest:,} B)"
+def _platform_asked(t: "TargetRun", scratch: int = 0) -> str:
+    """The requests to et_pal_allocate, and what the largest is made of: the delegates' scratch (``scratch``),
+    PlatformMemoryAllocator's node and the room it adds to align the bytes asked."""
+    align = platform_request(t.platform_largest, scratch)
+    made_of = (f": the delegates' scratch, {scratch:,} B, + {PLATFORM_NODE} B of PlatformMemoryAllocator's node (two "
+               f"pointers on {HOST_ABI}) + {align - 1} B of room to align the scratch to {align} B"
+               if align is not None else f", PlatformMemoryAllocator's node ({PLATFORM_NODE} B here) and its room to "
+               f"align what was asked included")
+    return f"{count(t.platform_calls, 'request')} to et_pal_allocate (the largest {t.platform_largest:,} B{made_of})"
 
 
-def not_runnable(t: "TargetRun") -> str:
-    """Why a configuration does not hold on a target kind, in one phrase."""
+def not_runnable(t: "TargetRun", scratch: int = 0) -> str:
+    """Why a configuration does not hold on a target kind, in one phrase (``scratch``: the delegates', which
+    the largest request to et_pal_allocate may be made of)."""
     if t.platform_refused:
-        return (f"its platform layer refused {_platform_asked(t)}, which a method with no temp allocator takes "
+        return (f"its platform layer refused {_platform_asked(t, scratch)}, which a method with no temp allocator takes "
                 f"its temp memory from" + (f" ({t.error})" if t.error else ""))
     if t.temp_failures:
         return f"{count(t.temp_failures, 'temp allocation')} refused during execute"
     return t.error or "it did not run"
 
 
-def holds_on(runs: "dict[str, TargetRun]", lead: str = "holds on") -> str:
+def holds_on(runs: "dict[str, TargetRun]", lead: str = "holds on", scratch: int = 0) -> str:
     """Which target kinds a configuration holds on (:data:`TARGET_KINDS`), and why not where it does not:
     ``holds on: this host, bare-metal`` or ``holds on: this host; not runnable on bare-metal: ...``."""
     ok = [k for k, t in runs.items() if t.runnable]
-    words = f"{lead}: {', '.join(_TARGET_WORDS[k] for k in ok) or 'none'}"
+    said = []
+    for k in ok:
+        t = runs[k]
+        if k == "bare-metal":
+            said.append("a bare-metal platform layer, emulated here (et_pal_allocate refuses every request, as "
+                        "Arm's does)")
+        else:
+            said.append(_TARGET_WORDS[k] + (f" (with {_platform_asked(t, scratch)}, malloc on this host, beyond its "
+                                            f"pools)" if t.platform_calls else ""))
+    words = f"{lead}: {' and '.join(said) or 'none'}"
     if "bare-metal" in ok:
-        words += f" (with this ABI's pools, {HOST_ABI}; --target cortex-m models a 32-bit board's)"
-    host = runs.get("host")
-    if host is not None and host.runnable and host.platform_calls:
-        words += f" (there with {_platform_asked(host)}, malloc on this host, beyond its pools)"
+        words += (f", {'both ' if len(ok) > 1 else ''}with this host's pools ({HOST_ABI}); a 32-bit board's pools "
+                  f"differ: pte-lab sizes FILE --target cortex-m")
     for k, t in runs.items():
         if not t.runnable:
-            words += f"; not runnable on {_TARGET_WORDS[k]}: {not_runnable(t)}"
+            words += f"; not runnable on {_TARGET_WORDS[k]}: {not_runnable(t, scratch)}"
     return words
 
 
@@ -115,7 +136,7 @@ UNVERIFIED_LEAD = "the sizing ran it, with counting pools (not a verification), 
 _TARGET_WORDS = {"host": "this host", "bare-metal": "a bare-metal target"}
 
 
-def verdict(v: "PoolVerification | None") -> str:
+def verdict(v: "PoolVerification | None", scratch: int = 0) -> str:
     """What a method's verification proved, in one sentence (text, HTML and notebooks say it so): on which
     target kinds' platform layers the pools load and run it, and whether they are tight."""
     if v is None:
@@ -128,7 +149,7 @@ def verdict(v: "PoolVerification | None") -> str:
     if v.bare_metal is None:  # a record made before the target kinds
         return f"verified: these pools load and run it; {tight}"
     where = "verified" if all(t.runnable for t in runs.values()) else "verified on this host only"
-    return f"{where}: these pools load and run it; {tight}; {holds_on(runs)}"
+    return f"{where}: these pools load and run it; {tight}; {holds_on(runs, scratch=scratch)}"
 
 
 def _silent(p: TempProbe) -> str:
@@ -203,15 +224,15 @@ def sizes_text(sizes: "Sizes") -> str:
                    f"temp {m.temp_allocator:,} B (peak {m.temp_peak:,}; kernel resolution needs "
                    f"{m.resolution_minimum:,}), bases aligned to {m.alignment} B")
         out += [line for line in [stand_in_line(m)] if line]
-        out.append(("  with stand-ins: " if m.stand_ins else "  ") + verdict((sizes.verified or {}).get(m.method)))
+        out.append(("  with stand-ins: " if m.stand_ins else "  ") + verdict((sizes.verified or {}).get(m.method), m.delegate_scratch))
         if sizes.verified is None and m.targets:
-            out.append("  " + holds_on(m.holds_on("method + temp"), UNVERIFIED_LEAD))
+            out.append("  " + holds_on(m.holds_on("method + temp"), UNVERIFIED_LEAD, m.delegate_scratch))
         if m.method_pool_alone is not None:
             out.append(f"pools, method alone (no temp allocator): method {m.method_pool_alone:,} B")
             if sizes.verified is not None:
-                out.append("  " + verdict((sizes.verified_alone or {}).get(m.method)))
+                out.append("  " + verdict((sizes.verified_alone or {}).get(m.method), m.delegate_scratch))
             elif m.targets:
-                out.append("  " + holds_on(m.holds_on("method alone"), UNVERIFIED_LEAD))
+                out.append("  " + holds_on(m.holds_on("method alone"), UNVERIFIED_LEAD, m.delegate_scratch))
         else:
             out.append(f"pools, method alone (no temp allocator): not possible ({m.alone_error})")
         out.append(f"planned buffers' bases aligned to {m.planned_alignment} B")
@@ -325,19 +346,61 @@ def total_line(t: "Total") -> str:
             f"({exact}{firmware}){note}")
 
 
+def heap_need_words(need: int, blocks: tuple[int, ...]) -> str:
+    """What a board's heap must give (operator new at load_method), in a phrase: the bytes asked and what
+    newlib's allocators make of them on a 32-bit target (:func:`~pte_lab.runtime.sizing.records.malloc_block`)."""
+    if not blocks:
+        return f"needs a heap of at least {need:,} B plus the allocator's per-block overhead"
+    return (f"needs a heap (operator new) of at least {need:,} B plus the allocator's per-block overhead "
+            f"({malloc_overhead_words(blocks)})")
+
+
+def malloc_overhead_words(blocks: tuple[int, ...]) -> str:
+    """What newlib's two mallocs make of ``blocks`` on a 32-bit target, in a phrase."""
+    nano = sum(malloc_block("newlib-nano", b) for b in blocks)
+    full = sum(malloc_block("newlib", b) for b in blocks)
+    return (f"newlib-nano's malloc adds 8 B to each block, rounded up to 4 B: {nano:,} B for "
+            f"{count(len(blocks), 'block')}; newlib's full malloc 4 B, rounded up to 8 B: {full:,} B")
+
+
+def no_heap_words(need: int, blocks: tuple[int, ...]) -> str:
+    """Why a method that needs a heap does not fit a board without one, and the fix, in a phrase."""
+    pool = operator_new_pool(blocks) if blocks else need
+    return (f"DOES NOT FIT: load_method fails with MemoryAllocationFailed: the delegates take {need:,} B with "
+            f"operator new and the board has no heap; fix: provide operator new from a static pool of {pool:,} B "
+            f"(each block 8-byte aligned; pte-lab sizes FILE --target cortex-m --example-runner DIR writes one)")
+
+
+#: why a part was placed in no region, in words
+_UNPLACED_WORDS = {
+    Unplaced.NO_ROOM: "no region it may go in has room for it",
+    Unplaced.NO_HEAP: "it comes from operator new and the board has no heap",
+    Unplaced.NO_NPU_REGION: ("it must be in memory the NPU reaches and no region is marked so: name one with "
+                             "--npu-region NAME"),
+}
+
+
 def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) -> list[str]:
-    """Each method's total against the budget (or the regions): fits or not, and the largest parts; on this host
-    (an app's total with its loader), ``apart``: the bare-metal total with this ABI's pools, said after it."""
+    """Each method's total against the budget (or the regions): fits or not, and the largest parts; on a board,
+    the heap it needs (or that the board has none) and where the NPU's memory went; on this host (an app's total
+    with its loader), ``apart``: the bare-metal total with this ABI's pools, said after it."""
     out = []
     for name, f in fits.items():
         t = f.total
         largest = ", ".join(f"{p} {b:,} B" for p, b in t.largest())
-        if f.budget is not None:
-            verdict_ = "fits" if f.fits else f"DOES NOT FIT (over by {t.bytes - f.budget:,} B; the largest parts: {largest})"
+        heap = (no_heap_words(t.heap_need, t.heap_blocks) if f.no_heap
+                else heap_need_words(t.heap_need, t.heap_blocks) if t.heap_need else None)
+        if f.budget is not None or not f.regions:
+            budget = f" against a budget of {exact_bytes(f.budget)}" if f.budget is not None else ""
+            if f.no_heap:
+                verdict_ = heap
+            elif f.fits:
+                verdict_ = "fits" + (f"; it {heap}" if heap else "")
+            else:
+                verdict_ = f"DOES NOT FIT (over by {t.bytes - (f.budget or 0):,} B; the largest parts: {largest})"
             where = (f"an app on this host or a phone, with {TARGET_KINDS[t.target].loader} as an app's Module reads "
                      f"by default (LoadMode File)" if TARGET_KINDS[t.target].host else board_words(t))
-            out.append(f"method {name!r} on {where} ({t.configuration}): {t.bytes:,} B against a "
-                       f"budget of {exact_bytes(f.budget)}: {verdict_}")
+            out.append(f"method {name!r} on {where} ({t.configuration}): {t.bytes:,} B{budget}: {verdict_}")
             b = (apart or {}).get(name)
             if b is not None:
                 left = (f"{b.left:,} B left" if b.fits else f"over by {-b.left:,} B") if b.left is not None else ""
@@ -346,8 +409,18 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
         else:
             regions = ", ".join(f"{n} {exact_bytes(b)}" for n, b in f.regions)
             placed = "; ".join(f"{n}: {', '.join(p) or 'nothing'}" for n, p in f.placed)
-            verdict_ = "fits" if f.fits else (f"DOES NOT FIT: no region has room for {', '.join(f.unplaced)} "
-                                             f"(the largest parts: {largest})")
+            if f.fits:
+                npu = [p for i, (p, _) in enumerate(t.parts) if t.place_of(i) is Place.NPU]
+                marked = [n for n, _ in f.regions if n in f.npu_regions]
+                where = ("" if not npu else f"; {', '.join(npu)} in {', '.join(marked)}, marked as memory the NPU "
+                         f"reaches" if marked else f"; {', '.join(npu)} in the only RAM region given, taken to be "
+                         f"memory the NPU reaches (--npu-region NAME marks one)")
+                verdict_ = "fits" + (f"; it {heap}" if heap else "") + where
+            else:
+                others = [f"{p}: {_UNPLACED_WORDS[w]}" for p, w in zip(f.unplaced, f.why_unplaced)
+                          if w is not Unplaced.NO_HEAP]
+                verdict_ = ((heap or "") + ("; and " if others else "") if f.no_heap else "DOES NOT FIT: ") + \
+                    "; ".join(others) + (f" (the largest parts: {largest})" if others else "")
             out.append(f"method {name!r} on {board_words(t)} ({t.configuration}): {t.bytes:,} B in the "
                        f"regions {regions}: {verdict_} ({placed})")
     return out
@@ -393,7 +466,7 @@ def sizes_html(sizes: "Sizes") -> str:
               for n, v in (sizes.verified_alone or {}).items()]
     notes += [f"{escape(n)}: a temp pool one byte smaller: {escape(temp_verdict(v))}"
               for n, v in (sizes.verified or {}).items() if v.smaller_temp is not None]
-    notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label), UNVERIFIED_LEAD)}")
+    notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label), UNVERIFIED_LEAD, m.delegate_scratch)}")
               for n, m in sizes.methods.items() if sizes.verified is None and m.targets
               for label in ("method + temp", "method alone") if m.holds_on(label)]
     notes += [escape(f"{n}: {total_line(t)}") for n, m in sizes.methods.items() for t in m.totals().values()]
@@ -623,7 +696,7 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     for label, v in (("method + temp", (sizes.verified or {}).get(m.method)),
                      ("method alone", (sizes.verified_alone or {}).get(m.method))):
         if v is not None:
-            lines.append(f"/* {label}: {_comment(verdict(v))} */")
+            lines.append(f"/* {label}: {_comment(verdict(v, m.delegate_scratch))} */")
     v = (sizes.verified or {}).get(m.method)
     if v is not None and v.smaller_temp is not None:
         lines.append(f"/* a temp pool one byte smaller: {_comment(temp_verdict(v))} */")
@@ -633,7 +706,7 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
         runs = v.holds_on() if v is not None and v.bare_metal is not None else m.holds_on(label)
         bare = runs.get("bare-metal")
         if bare is not None:
-            why = "runs there" if bare.runnable else f"not runnable there: {not_runnable(bare)}"
+            why = "runs there" if bare.runnable else f"not runnable there: {not_runnable(bare, m.delegate_scratch)}"
             lines.append(f"#define PTE_LAB_{up}_{macro}_RUNS_ON_BARE_METAL {int(bare.runnable)} /* {label}, a "
                          f"bare-metal platform layer (et_pal_allocate fails): {_comment(why)} */")
     return lines
@@ -647,6 +720,30 @@ def _totals(sizes: "Sizes", m, up: str, low: str) -> list[str]:
             continue
         lines += [*block_comment(total_line(t)),
                   f"#define PTE_LAB_{up}_TOTAL_BYTES_{_NOT_IDENT.sub('_', kind).upper()} {t.bytes}u"]
+        if m.abi != "host":
+            lines += _board_heap(t, m, up)
+    return lines
+
+
+def _board_heap(t: "Total", m, up: str) -> list[str]:
+    """The board's own heap need (what the delegates take with operator new there) and where the temp pool
+    holding an NPU's scratch must live: a header for another target than this host."""
+    lines = []
+    if m.delegate_scratch and any(t.place_of(i) is Place.NPU for i in range(len(t.parts))):
+        lines += block_comment(f"the temp pool (<M>_TEMP_POOL_BYTES) holds the NPU's scratch ({m.delegate_scratch:,} "
+                               f"B): place it in memory the NPU reaches (pte-lab sizes --target {m.abi} says which, "
+                               f"by the memory mode), not in a TCM the NPU cannot read")
+    what = ", ".join(f"{h.backend}'s {h.what} x{h.count} ({h.each} B each, {h.how} at load_method)"
+                     for h in m.delegate_heap)
+    lines += block_comment(
+        f"the board's heap ({m.abi}, modelled from ExecuTorch's source, not this host's): what the delegates take "
+        f"with operator new, " + (f"{what}: a heap or operator new of at least <M>_BOARD_HEAP_BYTES plus the "
+                                  f"allocator's per-block overhead ({malloc_overhead_words(t.heap_blocks)}), or "
+                                  f"operator new served from a static pool of <M>_OPERATOR_NEW_POOL_BYTES (8-byte "
+                                  f"blocks); without either, load_method fails with MemoryAllocationFailed"
+                                  if t.heap_need else "nothing: the board needs no heap for them"))
+    lines.append(f"#define PTE_LAB_{up}_BOARD_HEAP_BYTES {t.heap_need}u")
+    lines.append(f"#define PTE_LAB_{up}_OPERATOR_NEW_POOL_BYTES {operator_new_pool(t.heap_blocks)}u")
     return lines
 
 
@@ -796,7 +893,8 @@ HOST_SECTIONS = (_heap, _libraries, _host_total)
 
 
 def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = None,
-             regions: tuple[tuple[str, int], ...] = ()) -> str:
+             regions: tuple[tuple[str, int], ...] = (), heap: bool | None = None,
+             npu_regions: tuple[str, ...] = ()) -> str:
     """A C/C++ header with each method's pools, planned buffers, inputs and outputs, heap and libraries:
     per method what holds on any target first, then what holds on this host only, each labelled; with a
     ``budget`` (bytes) or ``regions`` ((name, bytes)), the board's total checked against them.
@@ -806,7 +904,8 @@ def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = N
     """
     guard = guard or f"PTE_LAB_{_stem(sizes)}_POOLS_H"
     idents = c_identifiers(sizes.methods)
-    fits = sizes.fits(budget, regions) if budget is not None or regions else {}
+    fits = (sizes.fits(budget, regions, heap=heap, npu_regions=npu_regions)
+            if budget is not None or regions or heap is False else {})
     lines = [*_preamble(sizes), f"#ifndef {guard}", f"#define {guard}", "", "#include <stddef.h>",
              "#include <stdint.h>", "", *_globals(sizes)]
     for name, m in sizes.methods.items():
@@ -825,4 +924,11 @@ def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = N
         else:
             lines += ["", f"/* method \"{_comment(name)}\" not sized: {_comment(why)} */"]
     lines += ["", f"#endif /* {guard} */", ""]
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if sizes.target != "host":  # this host's heap figures beside the board's: named as this host's
+        text = _HOST_HEAP_MACRO.sub(r"\1_HOST", text).replace("the HEAP_* figures", "the HEAP_*_HOST figures")
+    return text
+
+
+#: this host's heap macros (and their names in the preamble), which a header for another target names _HOST
+_HOST_HEAP_MACRO = re.compile(r"(?<!\w)((?:PTE_LAB|<M>)\w*_HEAP_(?:PEAK|KEPT|ONCE)(?:_MMAP)?_BYTES)\b")

@@ -25,7 +25,7 @@ from ...runtime.sizing.target import (
 from ...units import exact_bytes, human_bytes
 from ..base import html_repr, text_table
 from .declared import stand_in_line
-from .sizes import HOW_MODELLED, kept_line, not_runnable, verdict
+from .sizes import HOW_MODELLED, heap_need_words, kept_line, no_heap_words, not_runnable, verdict
 
 __all__ = ["TargetPools", "target_pools", "on_target", "set_these", "target_pools_text", "target_pools_dict",
            "set_these_text", "set_these_html", "set_these_dict", "temp_set_by_words", "BASIS_WORDS", "HOW_MODELLED"]
@@ -98,7 +98,7 @@ def _note(r: TargetPool, p: TargetPools) -> str | None:
     if r.kind is PoolKind.HEAP and r.heap is not None:
         h = r.heap
         return (f"{h.backend}'s {h.what}, {h.count} x {h.each} B ({h.how} at load_method, one per delegate), as "
-                f"read in {h.source}: a board without a heap fails load_method with MemoryAllocationFailed")
+                f"read in {h.source}")
     if r.kind is PoolKind.HEAP:
         return (f"{', '.join(r.backends)} allocate their own memory with malloc (this host's figure, the program "
                 f"mapped): a board needs a heap of that much")
@@ -114,11 +114,25 @@ def _note(r: TargetPool, p: TargetPools) -> str | None:
 
 
 def _budget_words(b: SetThese) -> str:
+    if b.no_heap:
+        return ("" if b.budget is None else f"against a budget of {exact_bytes(b.budget)}: ") + \
+            "DOES NOT FIT on a board without a heap (below)"
     if b.budget is None or b.left is None:
         return "no budget given (--budget 256KiB checks it)"
     if b.fits:
-        return f"against a budget of {exact_bytes(b.budget)}: fits, {exact_bytes(b.left)} left"
+        return (f"against a budget of {exact_bytes(b.budget)}: fits, {exact_bytes(b.left)} left"
+                + (", with a heap (below)" if b.heap_need else ""))
     return f"against a budget of {exact_bytes(b.budget)}: DOES NOT FIT, over by {exact_bytes(-b.left)}"
+
+
+def _heap_verdict(b: SetThese) -> str | None:
+    """The block's line on the heap: the board has none (does not fit, and the fix), or what it must give."""
+    if not b.heap_need:
+        return None
+    if b.no_heap:
+        return f"  {no_heap_words(b.heap_need, b.heap_blocks)}"
+    said = "" if b.heap is not None else " (--no-heap says the board has none: then it does not fit)"
+    return f"  the board {heap_need_words(b.heap_need, b.heap_blocks)}{said}"
 
 
 def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bool = False) -> str:
@@ -149,6 +163,9 @@ def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bo
         rows.append(["total", f"{b.total:,}", str(b.basis), _budget_words(b)])
         table = text_table(["pool", "bytes", "basis", "lives in"], rows)
         out += ["  " + line for line in table.split("\n")]
+        heap = _heap_verdict(b)
+        if heap:
+            out.append(heap)
         out += notes
         for r in b.pools:
             if not r.in_total:
@@ -161,7 +178,7 @@ def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bo
         if p.method_pool_alone is not None and b.configuration == "method + temp":
             bare = m.holds_on("method alone").get("bare-metal")
             there = ("" if bare is None else "; it runs on a heap-less board" if bare.runnable else
-                     f"; not on a heap-less {target}: {not_runnable(bare)}")
+                     f"; not on a heap-less {target}: {not_runnable(bare, m.delegate_scratch)}")
             out.append(f"  (or: a method pool alone of {p.method_pool_alone:,} B and no temp allocator: temp memory then "
                        f"comes from et_pal_allocate{there})")
     out += ["", "basis: " + "; ".join(f"{k} = {BASIS_WORDS[k]}" for k in Basis if k in used)]
@@ -195,7 +212,7 @@ def _verified_lines(sizes, target: str, verify: bool) -> list[str]:
         where = (f"on this host, with pte_lab's stand-ins for {', '.join(m.stand_ins)}" if m.stand_ins
                  else "on this host")
         out.append(f"verified {where}: method {name!r}, this host's pools ({v.method_pool:,} B method, "
-                   f"{v.temp_pool:,} B temp): {verdict(v)}")
+                   f"{v.temp_pool:,} B temp): {verdict(v, m.delegate_scratch)}")
     out.append(f"not verified: the {target} pools above (basis modelled or file: no {target} ran them). A runner on "
                f"the board checks them: pte-lab sizes FILE --target {target} --example-runner DIR writes one, which "
                f"prints each pool's use there and fails with 0x21 where one is short.")
@@ -214,7 +231,8 @@ def set_these_dict(blocks: dict[str, SetThese]) -> dict:
 
     return {n: {"target": b.target, "abi": b.abi, "kind": b.kind, "loader": b.loader, "configuration": b.configuration,
                 "pools": [pool(r) for r in b.pools], "total": b.total, "basis": b.basis, "budget": b.budget,
-                "left": b.left, "fits": b.fits, "runnable": b.runnable, "why": b.why}
+                "left": b.left, "fits": b.fits, "runnable": b.runnable, "why": b.why, "heap": b.heap,
+                "heap_need": b.heap_need, "heap_blocks": list(b.heap_blocks), "no_heap": b.no_heap}
             for n, b in blocks.items()}
 
 
