@@ -27,7 +27,8 @@ def text_table(headers: list[str], rows: list[list[str]]) -> str:
     out = [line, "  ".join("-" * w for w in widths)]
     for r in rows:
         out.append("  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths)))
-    return "\n".join(out)
+    # no trailing blanks: a long last cell (a verdict) would pad every other row out to its width
+    return "\n".join(x.rstrip() for x in out)
 
 
 @cache
