@@ -34,7 +34,7 @@ import numpy as np
 from ..vocabulary import RUNTIME_OPS, Role, InstructionKind
 from .plan_edit import PlanEdit
 
-__all__ = ["PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "PeakAfter", "SafeSoftmax", "explain_peak",
+__all__ = ["peak_point", "PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "PeakAfter", "SafeSoftmax", "explain_peak",
            "may_hold_scores", "safe_softmaxes", "safe_softmax_edit", "CAUSES", "SAFE_SOFTMAX_CHANGE",
            "FUSED_ATTENTION_CHANGE"]
 
@@ -209,15 +209,24 @@ def _target(m, at: int) -> str:
     return "the inputs written" if at == -1 else "the outputs read" if at >= n else m.instructions[at].target
 
 
-def explain_peak(m) -> PeakStory | None:
-    """The story of ``m``'s (a :class:`~pte_lab.model.Method`) largest arena's peak; None without planned
-    tensors alive in any arena."""
+def peak_point(m) -> tuple[int, int] | None:
+    """(arena, instruction) of the peak :func:`explain_peak` tells: the largest arena's (by size, then peak
+    live bytes, then the lower id) first instruction where the most bytes are alive (-1: the inputs written);
+    None without planned tensors alive in any arena. Cheap: what needs only where the peak is asks this."""
     arenas = [a for a in m.arenas if a.peak_bytes]
     if not arenas:
         return None
     arena = max(arenas, key=lambda a: (a.size, a.peak_bytes, -a.mem_id))
-    occ = m.analysis.occupancy(arena.mem_id)
-    at = int(occ.argmax()) - 1
+    return arena.mem_id, int(m.analysis.occupancy(arena.mem_id).argmax()) - 1
+
+
+def explain_peak(m) -> PeakStory | None:
+    """The story of ``m``'s (a :class:`~pte_lab.model.Method`) largest arena's peak; None without planned
+    tensors alive in any arena."""
+    point = peak_point(m)
+    if point is None:
+        return None
+    arena, at = m.arena(point[0]), point[1]
     n = m.n_instructions
     live = [t for t in m.planned if t.mem_id == arena.mem_id and t.role != Role.VIEW and t.first is not None
             and t.first <= at <= t.last and t.nbytes]

@@ -11,6 +11,7 @@ from ...units import count, first_few, human_bytes
 from ...vocabulary import RUNTIME_OPS, Role, InstructionKind
 from ..delegates import blob_problem, blob_uses
 from ..ethos_u import Blobs, io_checks
+from ..peak import peak_point
 from .base import Details, Finding, Kind, Prescription
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -236,10 +237,10 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
     # counted where they are alive at the peak of the method's largest arena
     inside, delegated = set(between), set(calls)
     read = {v for i in between for v in instructions[i].args}
-    story = m.peak
-    crossing = 0 if story is None else sum(
-        t.nbytes for t in m.planned if t.role != Role.VIEW and t.producer is not None and t.mem_id == story.mem_id
-        and t.first is not None and t.first <= story.at <= t.last
+    point = peak_point(m)  # (arena, instruction) of the peak: all this needs
+    crossing = 0 if point is None else sum(
+        t.nbytes for t in m.planned if t.role != Role.VIEW and t.producer is not None and t.mem_id == point[0]
+        and t.first is not None and t.first <= point[1] <= t.last
         and (t.producer in inside or (t.producer in delegated and t.value in read)))
     sources = _split_sources(m, between)
     named = first_few((f"{op} x{len(ix)}" if len(ix) > 1 else op for op, ix in ops.items()), 6)
@@ -259,7 +260,7 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
                     f"{count(len(between), 'operator call')} left between {backend} delegate calls ({named}){where}: "
                     f"one graph runs as {count(len(calls), 'delegate call')}, and tensors crossing between them "
                     f"are planned: {human_bytes(crossing)} of them alive at the peak of arena "
-                    f"{story.mem_id if story else 1}; {change}",
+                    f"{point[0] if point else 1}; {change}",
                     DelegateSplitDetails(crossing, change, backend, len(calls),
                                          tuple((op, tuple(ix)) for op, ix in ops.items()), sources))]
 
@@ -320,7 +321,7 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
     if not outside:
         return []
     backends = tuple(dict.fromkeys(instructions[i].target.removeprefix("delegate:") for i in calls))
-    story = m.peak
+    point = peak_point(m)  # (arena, instruction) of the peak: all this needs
     written: dict[int, list] = {}
     for t in m.planned:
         if t.role != Role.VIEW and t.producer is not None:
@@ -332,8 +333,8 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
     ops = []
     for (op, where), ix in by.items():
         ts = [t for i in ix for t in written.get(i, ())]
-        alive = 0 if story is None else sum(
-            t.nbytes for t in ts if t.mem_id == story.mem_id and t.first is not None and t.first <= story.at <= t.last)
+        alive = 0 if point is None else sum(
+            t.nbytes for t in ts if t.mem_id == point[0] and t.first is not None and t.first <= point[1] <= t.last)
         ops.append(OutsideOperator(op, where, tuple(ix), sum(t.nbytes for t in ts), alive))
     at_peak, planned = sum(o.at_peak for o in ops), sum(o.planned for o in ops)
     if not planned:
@@ -365,10 +366,10 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
             f"and the float {'input and output' if len({o.where for o in edges}) > 1 else 'tensor'} then leave the "
             f"program (the peak falls by up to {human_bytes(sum(o.at_peak for o in edges))}, and an int8 tensor "
             f"has a quarter of a float32's bytes)")
-    peak = f"arena {story.mem_id}'s peak" if story is not None else "the peak"
+    peak = f"arena {point[0]}'s peak" if point is not None else "the peak"
     return [Finding(Kind.OUTSIDE_DELEGATE, m.name,
                     f"{count(len(outside), 'operator call')} of a method delegated to {who} run on ExecuTorch's "
                     f"CPU kernels, outside the delegate: {named}; together {human_bytes(planned)} of planned tensors, "
                     f"{human_bytes(at_peak)} of them alive at {peak}; {change}",
                     OutsideDelegateDetails(at_peak, change, backends, tuple(ops), planned,
-                                           story.mem_id if story is not None else None))]
+                                           point[0] if point is not None else None))]
