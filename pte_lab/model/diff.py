@@ -120,7 +120,7 @@ class ArenaDiff:
     mem_id: int
     before: Arena | None
     after: Arena | None
-    #: bytes past the arena's last tensor (:func:`~.analysis.tail_paddings`: exir's padding of an arena a
+    #: bytes past the arena's last tensor (``model.analysis.tail_paddings``: exir's padding of an arena a
     #: delegate uses, XNNPACK's 64 B), each side; None where that side has no such arena
     padding: Change = Change(None, None)
 

@@ -879,7 +879,7 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
         As for :func:`what_if`: the search is made with those changes made.
     whole : bool, default False
         The budget is the app's whole memory: the planned arenas get it less what the app needs beyond them
-        (:func:`beyond_plan`: the method and temp pools and the heap with Module's default FileDataLoader, from
+        (``beyond_plan``: the method and temp pools and the heap with Module's default FileDataLoader, from
         a kept sizing of these bytes, else from the file); ``beyond`` says which. False: the planned arenas' alone.
 
     Returns

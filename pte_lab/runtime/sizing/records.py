@@ -359,7 +359,7 @@ class Total:
 
     @property
     def loader(self) -> str:
-        """The data loader the total assumes on its target (:attr:`TargetKind.loader`)."""
+        """The data loader the total assumes on its target (``TargetKind.loader``)."""
         return TARGET_KINDS[self.target].loader
 
     def place_of(self, i: int) -> Place:
@@ -371,7 +371,7 @@ class Total:
         return sum(b for i, (_, b) in enumerate(self.parts) if self.place_of(i) is Place.HEAP)
 
     def heap_with(self, allocator: str) -> int:
-        """The heap ``allocator`` needs for the blocks of ``heap_blocks`` (:func:`malloc_block`)."""
+        """The heap ``allocator`` needs for the blocks of ``heap_blocks`` (``malloc_block``)."""
         return sum(malloc_block(allocator, b) for b in self.heap_blocks)
 
     def largest(self, n: int = 3) -> tuple[tuple[str, int], ...]:
@@ -381,9 +381,9 @@ class Total:
 @dataclass(frozen=True)
 class Fit:
     """A board total (:class:`Total`) checked against a budget, or placed in named regions (first fit,
-    largest part first; a part is never split). A part the heap gives (:attr:`Place.HEAP`) goes only in a region
+    largest part first; a part is never split). A part the heap gives (``Place.HEAP``) goes only in a region
     named ``heap`` where one is given, and nowhere on a board without a heap (``heap`` False); a part the NPU
-    must reach (:attr:`Place.NPU`) only in a region marked so (``npu_regions``), or in the one region given."""
+    must reach (``Place.NPU``) only in a region marked so (``npu_regions``), or in the one region given."""
 
     total: Total
     #: the budget (bytes; None: regions), or the regions (name, bytes)
@@ -687,7 +687,7 @@ class MethodSizes:
         }
 
     def part_sources(self) -> dict[str, str]:
-        """Each of :meth:`parts`' basis, as the sizes table's ``from`` column says it (:func:`part_source`)."""
+        """Each of :meth:`parts`' basis, as the sizes table's ``from`` column says it (``part_source``)."""
         return {part: part_source(part, self) for part in self.parts()}
 
 
@@ -817,7 +817,7 @@ class Sizes:
     kept: float | None = None
     #: the methods of :attr:`skipped` this install cannot run at all (a delegate's backend is not in this
     #: ExecuTorch build, and pte_lab has no stand-in): known from the file and the registry, not a failure
-    #: (``pte-lab`` exits :data:`~pte_lab.errors.NOT_RUN_HERE`); the others failed while running
+    #: (``pte-lab`` exits ``pte_lab.errors.NOT_RUN_HERE`` (5)); the others failed while running
     cannot_run_here: tuple[str, ...] = ()
 
     def table(self) -> "pd.DataFrame":
@@ -881,7 +881,7 @@ class Sizes:
     @property
     def budget_target(self) -> str:
         """The target kind a ``--budget`` is for (:data:`TARGET_KINDS`): a program for a microcontroller's
-        delegate (:data:`BOARD_BACKENDS`) is a board's, checked bare-metal; any other is an app's on a host or
+        delegate (``BOARD_BACKENDS``) is a board's, checked bare-metal; any other is an app's on a host or
         phone, checked against the total it pays with its loader there (Module's default FileDataLoader)."""
         board = any(b in BOARD_BACKENDS or m.abi != "host" for m in self.methods.values() for b in (*m.backends, ""))
         return "bare-metal" if board else "host"
