@@ -134,6 +134,9 @@ def execute_missing(paths, jobs: int | None = None, log=print) -> None:
 if __name__ == "__main__":  # python docs/_ext/notebook_cache.py [NOTEBOOK...]: fill the cache
     import sys
 
+    # this tree's pte_lab, as conf.py has it: the kernels run it, and the runs are kept under its sources' key
+    sys.path.insert(0, str(ROOT))
+
     for p in [Path(a) for a in sys.argv[1:]] or sorted(NOTEBOOKS.glob("*.ipynb")):
         start = time.perf_counter()
         out = executed(p)

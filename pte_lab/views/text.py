@@ -167,8 +167,10 @@ def pte_text(p, methods_below: bool = False) -> str:
                      f"outside the planned arenas")
     for name, note in delegate_heap_rows(p):
         lines.append(f"  {name}: {note}")
-    for note, _ in backend_rows(p):
-        lines.append(f"  backend {backend_note_line(note)}")
+    for note, _ in backend_rows(p):  # the summary names what is unknown; inspect says it whole
+        lines.append(f"  backend {backend_note_line(note)}" if methods_below else
+                     f"  backend {note.backend} ({note.name}): its own memory is not all in the file: "
+                     f"`pte-lab inspect` says what is known, what is not and how to measure it")
     rows = [[r.name, str(r.instructions), str(r.tensors), str(r.arenas), human_bytes(r.planned_bytes),
              ", ".join(f"{d} {human_bytes(b)}" for d, b in r.by_device) or "-"] for r in method_rows(p)]
     lines.append("")
@@ -182,8 +184,8 @@ def pte_text(p, methods_below: bool = False) -> str:
     for loader in LOADERS:
         parts = by_loader.get(loader)
         lines.append(f"    {loader:9s} " + ("; ".join(parts) if parts else "nothing")
-                     + (f"  ({apis[loader]})" if loader in apis else ""))
-    if not for_a_microcontroller(p):  # an app's Module; not bare-metal firmware's
+                     + (f"  ({apis[loader]})" if loader in apis and methods_below else ""))
+    if methods_below and not for_a_microcontroller(p):  # an app's Module; not bare-metal firmware's
         lines.append(f"    {module_load_modes_line()}")
     if p.bundled is not None:
         b = p.bundled

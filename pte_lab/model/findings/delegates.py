@@ -341,7 +341,7 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
         return []
     named = first_few((f"{o.operator} x{len(o.instructions)} {o.where} ({human_bytes(o.planned)} planned, "
                        f"{human_bytes(o.at_peak)} alive at the peak)" for o in sorted(ops, key=lambda o: -o.at_peak)),
-                      4, "; ", "; and {n} more")
+                      3, "; ", "; and {n} more")
     who = " and ".join(backends)
     edges = [o for o in ops if _base(o.operator) in IO_CONVERSIONS and o.where != OUTSIDE_WHERE[1]]
     rest = [o for o in ops if o not in edges]
