@@ -40,7 +40,7 @@ def run(args) -> int:
             print(args.out)
             return 0
         ready = ", ".join(f"{n}" + "".join(f" --{k} {v}" for k, v in a.items()) for n, a in shipped.SHIPPED.items())
-        raise PteLabError(f"exporting {args.name!r} needs torch and executorch (pip install \"pte_lab[runtime]\"); "
+        raise PteLabError(f"exporting {args.name!r} needs torch and executorch (the lab extra: pip install -e \".[lab]\" in a clone); "
                           f"without them pte_lab writes the programs it ships: {ready}")
     from .. import examples_kept  # here: the kept exports' keys read importlib.metadata, which --help never needs
 

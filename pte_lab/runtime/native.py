@@ -80,7 +80,7 @@ LedgerEvent.__module__ = __name__
 def executorch_dir() -> Path:
     spec = importlib.util.find_spec("executorch")
     if spec is None or not spec.submodule_search_locations:
-        raise NativeBuildError("executorch is not installed: pip install executorch==1.5.1")
+        raise NativeBuildError("executorch is not installed: the lab extra installs it (pip install -e \".[lab]\" in a clone; executorch==1.5.1)")
     return Path(list(spec.submodule_search_locations)[0])
 
 
