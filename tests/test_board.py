@@ -338,6 +338,11 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
         assert ("DOES NOT FIT: load_method fails with MemoryAllocationFailed: the delegates take 36 B with operator "
                 "new and the board has no heap; fix: provide operator new from a static pool of 40 B") in both.err
         assert "fits, " not in both.out
+        # and what the board needs once fixed, with no arithmetic left to the reader
+        assert "with it the board needs 17,852 B of RAM (the 40 B pool in place of the 36 B heap)" in both.err
+        if board == ["--no-heap"]:
+            assert ("with it the board needs 17,852 B of RAM (the 40 B pool in place of the 36 B heap): within the "
+                    f"budget of 262,144 B (256 KiB), {262144 - 17852:,} B") in both.out
     # a region named heap with room: the handle goes there and nowhere else
     assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=1KiB"]) == 0
     assert "heap: heap: EthosUBackend's ExecutionHandle" in capsys.readouterr().out

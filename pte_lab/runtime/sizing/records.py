@@ -328,6 +328,13 @@ def operator_new_pool(blocks) -> int:
     return sum(align_up(b, NEW_ALIGNMENT) for b in blocks)
 
 
+def with_new_pool(total: int, heap_need: int, blocks) -> int:
+    """A board's RAM total with operator new served from a static pool (:func:`operator_new_pool` of ``blocks``;
+    ``heap_need`` where no blocks are known) in place of the ``heap_need`` bytes it asked of a heap: what a board
+    without a heap needs once fixed."""
+    return total - heap_need + (operator_new_pool(blocks) if blocks else heap_need)
+
+
 @dataclass(frozen=True)
 class Total:
     """What one method must have in RAM on one kind of target (:data:`TARGET_KINDS`), in one configuration:
@@ -369,6 +376,11 @@ class Total:
     def heap_need(self) -> int:
         """The bytes its parts ask of the heap (operator new, malloc), the allocator's overhead not included."""
         return sum(b for i, (_, b) in enumerate(self.parts) if self.place_of(i) is Place.HEAP)
+
+    @property
+    def bytes_with_new_pool(self) -> int:
+        """The total with operator new served from a static pool in place of a heap (:func:`with_new_pool`)."""
+        return with_new_pool(self.bytes, self.heap_need, self.heap_blocks)
 
     def heap_with(self, allocator: str) -> int:
         """The heap ``allocator`` needs for the blocks of ``heap_blocks`` (``malloc_block``)."""

@@ -24,7 +24,7 @@ from enum import Enum
 from ...model.abi import abi as abi_of
 from ...model.ethos_u import MEMORY_MODES
 from ...model.method_pool import BACKEND_HEAP, BACKEND_SOURCES_READ, method_pool
-from .records import TARGET_KINDS, Basis, DelegateHeap, Sizes, Total
+from .records import TARGET_KINDS, Basis, DelegateHeap, Sizes, Total, with_new_pool
 
 __all__ = ["TargetPools", "TempSetBy", "target_pools", "on_target", "PoolKind", "Lives", "TargetPool", "SetThese",
            "set_these"]
@@ -302,6 +302,11 @@ class SetThese:
     def no_heap(self) -> bool:
         """It needs a heap and the board has none: load_method fails (MemoryAllocationFailed)."""
         return self.heap is False and self.heap_need > 0
+
+    @property
+    def total_with_new_pool(self) -> int:
+        """The total with operator new served from a static pool in place of a heap (the fix of :attr:`no_heap`)."""
+        return with_new_pool(self.total, self.heap_need, self.heap_blocks)
 
     @property
     def fits(self) -> bool | None:

@@ -363,12 +363,20 @@ def malloc_overhead_words(blocks: tuple[int, ...]) -> str:
             f"{count(len(blocks), 'block')}; newlib's full malloc 4 B, rounded up to 8 B: {full:,} B")
 
 
-def no_heap_words(need: int, blocks: tuple[int, ...]) -> str:
-    """Why a method that needs a heap does not fit a board without one, and the fix, in a phrase."""
+def no_heap_words(need: int, blocks: tuple[int, ...], fixed: int | None = None, budget: int | None = None) -> str:
+    """Why a method that needs a heap does not fit a board without one, and the fix, in a phrase; with ``fixed``
+    (the RAM total once fixed: ``Total.bytes_with_new_pool``), what the board then needs, against ``budget``."""
     pool = operator_new_pool(blocks) if blocks else need
+    then = ""
+    if fixed is not None:
+        against = ("" if budget is None else
+                   f": within the budget of {exact_bytes(budget)}, {exact_bytes(budget - fixed)} left" if fixed <= budget
+                   else f": over the budget of {exact_bytes(budget)} by {exact_bytes(fixed - budget)}")
+        then = (f"; with it the board needs {fixed:,} B of RAM (the {pool:,} B pool in place of the {need:,} B "
+                f"heap){against}")
     return (f"DOES NOT FIT: load_method fails with MemoryAllocationFailed: the delegates take {need:,} B with "
             f"operator new and the board has no heap; fix: provide operator new from a static pool of {pool:,} B "
-            f"(each block 8-byte aligned; pte-lab sizes FILE --target cortex-m --example-runner DIR writes one)")
+            f"(each block 8-byte aligned; pte-lab sizes FILE --target cortex-m --example-runner DIR writes one){then}")
 
 
 #: why a part was placed in no region, in words
@@ -388,7 +396,7 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
     for name, f in fits.items():
         t = f.total
         largest = ", ".join(f"{p} {b:,} B" for p, b in t.largest())
-        heap = (no_heap_words(t.heap_need, t.heap_blocks) if f.no_heap
+        heap = (no_heap_words(t.heap_need, t.heap_blocks, t.bytes_with_new_pool, f.budget) if f.no_heap
                 else heap_need_words(t.heap_need, t.heap_blocks) if t.heap_need else None)
         if f.budget is not None or not f.regions:
             budget = f" against a budget of {exact_bytes(f.budget)}" if f.budget is not None else ""

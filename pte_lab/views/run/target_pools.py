@@ -130,7 +130,7 @@ def _heap_verdict(b: SetThese) -> str | None:
     if not b.heap_need:
         return None
     if b.no_heap:
-        return f"  {no_heap_words(b.heap_need, b.heap_blocks)}"
+        return f"  {no_heap_words(b.heap_need, b.heap_blocks, b.total_with_new_pool, b.budget)}"
     said = "" if b.heap is not None else " (--no-heap says the board has none: then it does not fit)"
     return f"  the board {heap_need_words(b.heap_need, b.heap_blocks)}{said}"
 
