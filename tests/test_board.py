@@ -346,6 +346,14 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
     # a region named heap with room: the handle goes there and nowhere else
     assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=1KiB"]) == 0
     assert "heap: heap: EthosUBackend's ExecutionHandle" in capsys.readouterr().out
+    # a heap region is checked against what the allocator takes, not the bytes asked: 36 B in 1 block is 44 B
+    # with newlib-nano's malloc (40 B with newlib's full one), so 40 B does not fit and 44 B does, saying so
+    assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=40"]) == 1
+    err = capsys.readouterr().err
+    assert "no region it may go in has room for it (heap 40 B checked against 44 B" in err
+    assert "as newlib-nano's malloc takes them, the larger of newlib's two (newlib's full malloc: 40 B)" in err
+    assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=44"]) == 0
+    assert "fits; the heap region: heap 44 B checked against 44 B" in capsys.readouterr().out
     # two regions, none marked: the temp pool is placed nowhere, with what to declare
     assert main([*target, "--region", "ITCM=7KiB", "--region", "SRAM=11KiB"]) == 1
     err = capsys.readouterr().err

@@ -36,7 +36,7 @@ __all__ = ["Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort",
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "PLATFORM_NODE", "platform_request",
+           "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "with_new_pool", "PLATFORM_NODE", "platform_request",
            "NEW_ALIGNMENT", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
            "RunPools", "DelegateHeap"]
 
@@ -386,6 +386,15 @@ class Total:
         """The heap ``allocator`` needs for the blocks of ``heap_blocks`` (``malloc_block``)."""
         return sum(malloc_block(allocator, b) for b in self.heap_blocks)
 
+    @property
+    def heap_allocated(self) -> tuple[str, int]:
+        """The allocator of :data:`MALLOC_BLOCKS` whose heap the blocks of ``heap_blocks`` take most of, and those
+        bytes: what a heap region must have for them whichever of newlib's mallocs serves it (``heap_need`` where
+        no blocks are known)."""
+        if not self.heap_blocks:
+            return "", self.heap_need
+        return max(((a, self.heap_with(a)) for a in MALLOC_BLOCKS), key=lambda p: p[1])
+
     def largest(self, n: int = 3) -> tuple[tuple[str, int], ...]:
         return tuple(sorted(self.parts, key=lambda p: -p[1])[:n])
 
@@ -448,6 +457,9 @@ class Fit:
             return cls(total, budget, (), (), tuple(unplaced), tuple(why), heap, tuple(npu_regions))
         free = {name: size for name, size in regions}
         placed: dict[str, list[str]] = {name: [] for name, _ in regions}
+        # a heap region gives its parts through malloc: each block with the allocator's overhead, the larger of
+        # newlib's two (:attr:`Total.heap_allocated`), charged with the first heap part placed there
+        overhead = total.heap_allocated[1] - total.heap_need
         ram = [n for n, _ in regions if n != heap_region]
         npu = [n for n in ram if n in npu_regions] or (ram if len(ram) == 1 else [])
         # the parts the NPU must reach first, so that RAM parts do not take their room
@@ -463,13 +475,16 @@ class Fit:
                 unplaced.append(part)
                 why.append(Unplaced.NO_NPU_REGION)
                 continue
-            where = next((n for n in where_ok if free[n] >= b), None)
+            need = {n: b + (overhead if n == heap_region and total.place_of(i) is Place.HEAP else 0) for n in where_ok}
+            where = next((n for n in where_ok if free[n] >= need[n]), None)
             if where is None:
                 unplaced.append(part)
                 why.append(Unplaced.NO_ROOM)
             else:
-                free[where] -= b
+                free[where] -= need[where]
                 placed[where].append(part)
+                if where == heap_region and total.place_of(i) is Place.HEAP:
+                    overhead = 0
         return cls(total, None, regions, tuple((n, tuple(p)) for n, p in placed.items()), tuple(unplaced),
                    tuple(why), heap, tuple(npu_regions))
 

@@ -34,7 +34,9 @@ from ...runtime.sizing.records import (
     HOST_POOLS,
     TARGET_POOLS,
     TARGET_KINDS,
+    HEAP_REGION,
     INPUT_VALUES,
+    MALLOC_BLOCKS,
     MEASURED_PARTS,
     MIN_POOL_ALIGNMENT,
     PLATFORM_NODE,
@@ -379,6 +381,22 @@ def no_heap_words(need: int, blocks: tuple[int, ...], fixed: int | None = None, 
             f"(each block 8-byte aligned; pte-lab sizes FILE --target cortex-m --example-runner DIR writes one){then}")
 
 
+def heap_region_words(t: "Total", region: str, size: int) -> str:
+    """What a heap region was checked against (``Total.heap_allocated``): the bytes the delegates ask, as the
+    larger of newlib's two mallocs takes them, in a phrase."""
+    alloc, need = t.heap_allocated
+    if not alloc:
+        return f"{region} {size:,} B checked against the {need:,} B asked of it"
+    others = ", ".join(f"{_MALLOC_NAMES[a]}: {t.heap_with(a):,} B" for a in MALLOC_BLOCKS if a != alloc)
+    return (f"{region} {size:,} B checked against {need:,} B: the {t.heap_need:,} B asked of it "
+            f"({count(len(t.heap_blocks), 'block')}) as {_MALLOC_NAMES[alloc]} takes them, the larger of newlib's "
+            f"two ({others})")
+
+
+#: newlib's mallocs (:data:`MALLOC_BLOCKS`), in words
+_MALLOC_NAMES = {"newlib-nano": "newlib-nano's malloc", "newlib": "newlib's full malloc"}
+
+
 #: why a part was placed in no region, in words
 _UNPLACED_WORDS = {
     Unplaced.NO_ROOM: "no region it may go in has room for it",
@@ -416,17 +434,22 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
                            f"loader's copy on the heap)")
         else:
             regions = ", ".join(f"{n} {exact_bytes(b)}" for n, b in f.regions)
+            heap_region = next(((n, b) for n, b in f.regions if n.lower() == HEAP_REGION), None)
+            checked = (heap_region_words(t, *heap_region)
+                       if heap_region is not None and heap_region[1] and t.heap_need else None)
             placed = "; ".join(f"{n}: {', '.join(p) or 'nothing'}" for n, p in f.placed)
+            heap_parts = {p for i, (p, _) in enumerate(t.parts) if t.place_of(i) is Place.HEAP}
             if f.fits:
                 npu = [p for i, (p, _) in enumerate(t.parts) if t.place_of(i) is Place.NPU]
                 marked = [n for n, _ in f.regions if n in f.npu_regions]
                 where = ("" if not npu else f"; {', '.join(npu)} in {', '.join(marked)}, marked as memory the NPU "
                          f"reaches" if marked else f"; {', '.join(npu)} in the only RAM region given, taken to be "
                          f"memory the NPU reaches (--npu-region NAME marks one)")
-                verdict_ = "fits" + (f"; it {heap}" if heap else "") + where
+                verdict_ = ("fits" + (f"; the heap region: {checked}" if checked else f"; it {heap}" if heap else "")
+                            + where)
             else:
-                others = [f"{p}: {_UNPLACED_WORDS[w]}" for p, w in zip(f.unplaced, f.why_unplaced)
-                          if w is not Unplaced.NO_HEAP]
+                others = [f"{p}: {_UNPLACED_WORDS[w]}" + (f" ({checked})" if checked and p in heap_parts else "")
+                          for p, w in zip(f.unplaced, f.why_unplaced) if w is not Unplaced.NO_HEAP]
                 verdict_ = ((heap or "") + ("; and " if others else "") if f.no_heap else "DOES NOT FIT: ") + \
                     "; ".join(others) + (f" (the largest parts: {largest})" if others else "")
             out.append(f"method {name!r} on {board_words(t)} ({t.configuration}): {t.bytes:,} B in the "
