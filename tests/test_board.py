@@ -297,6 +297,13 @@ def test_set_these_gives_each_pool_its_basis_and_place_and_says_what_was_verifie
     assert "memory the NPU reaches: SRAM (Sram_Only)" in target and "1 x 36 B (operator new" in target
     assert BACKEND_SOURCES_READ in target and "2026-08-22" in BACKEND_SOURCES_READ
     assert f"fits, {block.left:,} B" in target
+    # the request a method with no temp allocator makes of et_pal_allocate, with the board's node (two 4 B
+    # pointers), this host's run said as such
+    run = sram_only.methods["forward"].holds_on("method alone")["bare-metal"]
+    node = 2 * struct.calcsize("P")
+    assert (f"(the largest {run.platform_largest - node + 8:,} B on the board, {run.platform_largest:,} B in this "
+            f"host's run: the delegates' scratch, {temp.scratch:,} B, + 8 B of PlatformMemoryAllocator's node (two "
+            f"pointers on Arm AAPCS (ILP32), Cortex-M55; {node} B on {HOST_ABI})") in target
     assert "verified on this host, with pte_lab's stand-ins for EthosUBackend" in target
     assert "not verified: the cortex-m pools above" in target
     assert "verified: nothing" in set_these_text(sram_only, board, {"forward": block}, pte, verify=False)

@@ -38,6 +38,12 @@ class Abi:
     def align(self, t: str) -> int:
         return self.types[t][1]
 
+    @property
+    def platform_node(self) -> int:
+        """PlatformMemoryAllocator's node on this target (runtime/executor/platform_memory_allocator.h: two
+        pointers, the data and the next node), carried by each request to et_pal_allocate before the bytes asked."""
+        return 2 * self.size("EValuePointer")
+
 
 @lru_cache(maxsize=1)
 def abis() -> dict[str, Abi]:

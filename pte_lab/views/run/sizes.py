@@ -86,22 +86,34 @@ def _range(m, field: str) -> str:
     return f"{high:,}" if low == high else f"{low:,}–{high:,}"
 
 
-def _platform_asked(t: "TargetRun", scratch: int = 0) -> str:
+def _platform_asked(t: "TargetRun", scratch: int = 0, target: str | None = None) -> str:
     """The requests to et_pal_allocate, and what the largest is made of: the delegates' scratch (``scratch``),
-    PlatformMemoryAllocator's node and the room it adds to align the bytes asked."""
+    PlatformMemoryAllocator's node and the room it adds to align the bytes asked; with ``target`` (a board's, the
+    run being this host's), the largest as that target makes it: its node in place of this host's."""
     align = platform_request(t.platform_largest, scratch)
+    board = abi(target) if target is not None else None
+    if board is not None and align is not None:
+        largest = t.platform_largest - PLATFORM_NODE + board.platform_node
+        return (f"{count(t.platform_calls, 'request')} to et_pal_allocate (the largest {largest:,} B on the board, "
+                f"{t.platform_largest:,} B in this host's run: the delegates' scratch, {scratch:,} B, + "
+                f"{board.platform_node} B of PlatformMemoryAllocator's node (two pointers on {board.name}; "
+                f"{PLATFORM_NODE} B on {HOST_ABI}) + {align - 1} B of room to align the scratch to {align} B)")
     made_of = (f": the delegates' scratch, {scratch:,} B, + {PLATFORM_NODE} B of PlatformMemoryAllocator's node (two "
                f"pointers on {HOST_ABI}) + {align - 1} B of room to align the scratch to {align} B"
                if align is not None else f", PlatformMemoryAllocator's node ({PLATFORM_NODE} B here) and its room to "
                f"align what was asked included")
-    return f"{count(t.platform_calls, 'request')} to et_pal_allocate (the largest {t.platform_largest:,} B{made_of})"
+    here = " in this host's run" if board is not None else ""
+    return (f"{count(t.platform_calls, 'request')} to et_pal_allocate (the largest {t.platform_largest:,} B{here}"
+            f"{made_of})")
 
 
-def not_runnable(t: "TargetRun", scratch: int = 0) -> str:
+def not_runnable(t: "TargetRun", scratch: int = 0, target: str | None = None) -> str:
     """Why a configuration does not hold on a target kind, in one phrase (``scratch``: the delegates', which
-    the largest request to et_pal_allocate may be made of)."""
+    the largest request to et_pal_allocate may be made of; ``target``: the board it is said of, whose node the
+    request is given with)."""
     if t.platform_refused:
-        return (f"its platform layer refused {_platform_asked(t, scratch)}, which a method with no temp allocator takes "
+        return (f"its platform layer refused {_platform_asked(t, scratch, target)}, which a method with no temp "
+                f"allocator takes "
                 f"its temp memory from" + (f" ({t.error})" if t.error else ""))
     if t.temp_failures:
         return f"{count(t.temp_failures, 'temp allocation')} refused during execute"
@@ -737,7 +749,9 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
         runs = v.holds_on() if v is not None and v.bare_metal is not None else m.holds_on(label)
         bare = runs.get("bare-metal")
         if bare is not None:
-            why = "runs there" if bare.runnable else f"not runnable there: {not_runnable(bare, m.delegate_scratch)}"
+            board = None if m.abi == "host" else m.abi
+            why = ("runs there" if bare.runnable else
+                   f"not runnable there: {not_runnable(bare, m.delegate_scratch, board)}")
             lines.append(f"#define PTE_LAB_{up}_{macro}_RUNS_ON_BARE_METAL {int(bare.runnable)} /* {label}, a "
                          f"bare-metal platform layer (et_pal_allocate fails): {_comment(why)} */")
     return lines

@@ -178,7 +178,7 @@ def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bo
         if p.method_pool_alone is not None and b.configuration == "method + temp":
             bare = m.holds_on("method alone").get("bare-metal")
             there = ("" if bare is None else "; it runs on a heap-less board" if bare.runnable else
-                     f"; not on a heap-less {target}: {not_runnable(bare, m.delegate_scratch)}")
+                     f"; not on a heap-less {target}: {not_runnable(bare, m.delegate_scratch, target)}")
             out.append(f"  (or: a method pool alone of {p.method_pool_alone:,} B and no temp allocator: temp memory then "
                        f"comes from et_pal_allocate{there})")
     out += ["", "basis: " + "; ".join(f"{k} = {BASIS_WORDS[k]}" for k in Basis if k in used)]
