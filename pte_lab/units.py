@@ -23,7 +23,7 @@ import time
 from fractions import Fraction
 from typing import TypeVar, overload
 
-__all__ = ["human_bytes", "exact_bytes", "tick_bytes", "ratio", "count", "first_few", "delta_bytes", "growth",
+__all__ = ["human_bytes", "exact_bytes", "capacity_bytes", "tick_bytes", "ratio", "count", "first_few", "delta_bytes", "growth",
            "SIZE_OVER_PEAK", "PEAK_LIVE", "parse_bytes", "parse_whole", "quoted", "check_int64", "INT64_MAX",
            "local_minute", "align_up"]
 
@@ -147,6 +147,30 @@ def align_up(n, alignment):
 def exact_bytes(n: int) -> str:
     """6912 -> '6,912 B (6.8 KiB)': the exact count, and its binary size from 1 KiB on."""
     return f"{n:,} B" + (f" ({human_bytes(n)})" if abs(n) >= 1024 else "")
+
+
+def capacity_bytes(n: int) -> str:
+    """A budget's or a region's size: 262104 -> '262,104 B (255.96 KiB)', 262144 -> '262,144 B (256 KiB)'.
+
+    As :func:`exact_bytes`, but the binary size never rounds across a whole number of its unit (255.96 KiB is
+    not 256 KiB: that reads as another size, the one a budget is often given as): a decimal more where the
+    rounding would cross one, up to three."""
+    n = int(n)
+    text = human_bytes(n)
+    if abs(n) < 1024:
+        return f"{n:,} B"
+    number, unit = text.split(" ")
+    den = 1024 ** (("KiB", "MiB", "GiB", "TiB", "PiB").index(unit) + 1)
+    v = Fraction(abs(n), den)
+    places = len(number.partition(".")[2])
+    while places < 3:
+        shown = Fraction(round(v * 10 ** places), 10 ** places)
+        if shown == v or int(shown) == int(v):  # exact, or on the same whole number of the unit
+            break
+        places += 1
+    if places > len(number.partition(".")[2]):
+        text = ("-" if n < 0 else "") + _fixed(v, places) + f" {unit}"
+    return f"{n:,} B ({text})"
 
 
 def tick_bytes(n: int) -> str:

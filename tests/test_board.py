@@ -324,6 +324,17 @@ def test_advice_on_an_ethos_u_program_names_no_other_backend():
         assert foreign not in words.lower()
 
 
+def test_a_budget_or_region_size_never_rounds_to_another_size():
+    """262,104 B is 255.96 KiB: beside a budget or a region it is never said as 256 KiB (the budget it is not)."""
+    from pte_lab.units import capacity_bytes
+
+    assert capacity_bytes(262104) == "262,104 B (255.96 KiB)"
+    assert capacity_bytes(262144) == "262,144 B (256 KiB)"
+    assert capacity_bytes(244292) == "244,292 B (238.6 KiB)"  # 238.57: not 239
+    assert capacity_bytes(102350) == "102,350 B (99.95 KiB)"  # not 100.0
+    assert capacity_bytes(1000) == "1,000 B"
+
+
 def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
     """EthosUBackend takes its handle with operator new at load_method: a board says it needs a heap, a board
     declared without one does not fit (exit 1) with the fix; the temp pool holding the NPU's scratch goes only in a
@@ -359,8 +370,9 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "no region it may go in has room for it (heap 40 B checked against 44 B" in err
     assert "as newlib-nano's malloc takes them, the larger of newlib's two (newlib's full malloc: 40 B)" in err
-    assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=44"]) == 0
-    assert "fits; the heap region: heap 44 B checked against 44 B" in capsys.readouterr().out
+    assert main([*target, "--region", "SRAM=262104", "--region", "heap=44"]) == 0
+    fit = capsys.readouterr().out.splitlines()[-1]
+    assert "in the regions SRAM 262,104 B (255.96 KiB), heap 44 B: fits; the heap region: heap 44 B checked" in fit
     # two regions, none marked: the temp pool is placed nowhere, with what to declare
     assert main([*target, "--region", "ITCM=7KiB", "--region", "SRAM=11KiB"]) == 1
     err = capsys.readouterr().err

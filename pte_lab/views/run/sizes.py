@@ -51,7 +51,7 @@ from ...runtime.sizing.records import (
     part_source,
     platform_request,
 )
-from ...units import count, exact_bytes, human_bytes, local_minute
+from ...units import capacity_bytes, count, exact_bytes, human_bytes, local_minute
 from ...vocabulary import ValueKind
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
@@ -384,8 +384,8 @@ def no_heap_words(need: int, blocks: tuple[int, ...], fixed: int | None = None, 
     then = ""
     if fixed is not None:
         against = ("" if budget is None else
-                   f": within the budget of {exact_bytes(budget)}, {exact_bytes(budget - fixed)} left" if fixed <= budget
-                   else f": over the budget of {exact_bytes(budget)} by {exact_bytes(fixed - budget)}")
+                   f": within the budget of {capacity_bytes(budget)}, {capacity_bytes(budget - fixed)} left" if fixed <= budget
+                   else f": over the budget of {capacity_bytes(budget)} by {capacity_bytes(fixed - budget)}")
         then = (f"; with it the board needs {fixed:,} B of RAM (the {pool:,} B pool in place of the {need:,} B "
                 f"heap){against}")
     return (f"DOES NOT FIT: load_method fails with MemoryAllocationFailed: the delegates take {need:,} B with "
@@ -429,7 +429,7 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
         heap = (no_heap_words(t.heap_need, t.heap_blocks, t.bytes_with_new_pool, f.budget) if f.no_heap
                 else heap_need_words(t.heap_need, t.heap_blocks) if t.heap_need else None)
         if f.budget is not None or not f.regions:
-            budget = f" against a budget of {exact_bytes(f.budget)}" if f.budget is not None else ""
+            budget = f" against a budget of {capacity_bytes(f.budget)}" if f.budget is not None else ""
             if f.no_heap:
                 verdict_ = heap
             elif f.fits:
@@ -445,7 +445,7 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
                 out.append(f"  apart, on {board_words(b.total)}: {b.total.bytes:,} B ({left}; the program read in place: no "
                            f"loader's copy on the heap)")
         else:
-            regions = ", ".join(f"{n} {exact_bytes(b)}" for n, b in f.regions)
+            regions = ", ".join(f"{n} {capacity_bytes(b)}" for n, b in f.regions)
             heap_region = next(((n, b) for n, b in f.regions if n.lower() == HEAP_REGION), None)
             checked = (heap_region_words(t, *heap_region)
                        if heap_region is not None and heap_region[1] and t.heap_need else None)

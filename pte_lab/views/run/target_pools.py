@@ -22,7 +22,7 @@ from ...runtime.sizing.target import (
     set_these,
     target_pools,
 )
-from ...units import exact_bytes, human_bytes
+from ...units import capacity_bytes, exact_bytes, human_bytes
 from ..base import html_repr, text_table
 from .declared import stand_in_line
 from .sizes import HOW_MODELLED, heap_need_words, kept_line, no_heap_words, not_runnable, verdict
@@ -115,14 +115,14 @@ def _note(r: TargetPool, p: TargetPools) -> str | None:
 
 def _budget_words(b: SetThese) -> str:
     if b.no_heap:
-        return ("" if b.budget is None else f"against a budget of {exact_bytes(b.budget)}: ") + \
+        return ("" if b.budget is None else f"against a budget of {capacity_bytes(b.budget)}: ") + \
             "DOES NOT FIT on a board without a heap (below)"
     if b.budget is None or b.left is None:
         return "no budget given (--budget 256KiB checks it)"
     if b.fits:
-        return (f"against a budget of {exact_bytes(b.budget)}: fits, {exact_bytes(b.left)} left"
+        return (f"against a budget of {capacity_bytes(b.budget)}: fits, {capacity_bytes(b.left)} left"
                 + (", with a heap (below)" if b.heap_need else ""))
-    return f"against a budget of {exact_bytes(b.budget)}: DOES NOT FIT, over by {exact_bytes(-b.left)}"
+    return f"against a budget of {capacity_bytes(b.budget)}: DOES NOT FIT, over by {capacity_bytes(-b.left)}"
 
 
 def _heap_verdict(b: SetThese) -> str | None:
