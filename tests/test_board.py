@@ -363,7 +363,11 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
                     f"budget of 262,144 B (256 KiB), {262144 - 17852:,} B") in both.out
     # a region named heap with room: the handle goes there and nowhere else
     assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=1KiB"]) == 0
-    assert "heap: heap: EthosUBackend's ExecutionHandle" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "; heap: EthosUBackend's ExecutionHandle x1 (operator new))" in out and "heap: heap:" not in out
+    # where the 36 B comes from (the ExecuTorch source read) is said once
+    from pte_lab.model.method_pool import BACKEND_SOURCES_READ
+    assert out.count(BACKEND_SOURCES_READ) == 1 and "as read in the same ExecuTorch source as the heap's" in out
     # a heap region is checked against what the allocator takes, not the bytes asked: 36 B in 1 block is 44 B
     # with newlib-nano's malloc (40 B with newlib's full one), so 40 B does not fit and 44 B does, saying so
     assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=40"]) == 1

@@ -13,13 +13,15 @@ from ..c_text import c_comment as _c
 __all__ = ["stand_in_line", "declared_lines", "header_stand_in_lines", "header_declared_lines"]
 
 
-def stand_in_line(m) -> str | None:
-    """One sentence for a method measured with stand-ins (None: it ran with the real backend and kernels)."""
+def stand_in_line(m, said: str | None = None) -> str | None:
+    """One sentence for a method measured with stand-ins (None: it ran with the real backend and kernels);
+    ``said``: the ExecuTorch source the output named already (where it is the stand-ins', it is not said again)."""
     if not m.stand_ins:
         return None
+    read = "the same ExecuTorch source as the heap's, above" if said == SOURCES_READ else SOURCES_READ
     return (f"measured with stand-ins for {', '.join(m.stand_ins)}: pte_lab's, registered in the sizing worker "
             f"under the real names, taking from ExecuTorch's allocators what the real ones take (as read in "
-            f"{SOURCES_READ}) and computing nothing")
+            f"{read}) and computing nothing")
 
 
 def declared_lines(d) -> list[str]:

@@ -449,7 +449,8 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
             heap_region = next(((n, b) for n, b in f.regions if n.lower() == HEAP_REGION), None)
             checked = (heap_region_words(t, *heap_region)
                        if heap_region is not None and heap_region[1] and t.heap_need else None)
-            placed = "; ".join(f"{n}: {', '.join(p) or 'nothing'}" for n, p in f.placed)
+            # a part named for its region (heap: ...) is not named so twice
+            placed = "; ".join(f"{n}: {', '.join(x.removeprefix(f'{n}: ') for x in p) or 'nothing'}" for n, p in f.placed)
             heap_parts = {p for i, (p, _) in enumerate(t.parts) if t.place_of(i) is Place.HEAP}
             if f.fits:
                 npu = [p for i, (p, _) in enumerate(t.parts) if t.place_of(i) is Place.NPU]

@@ -190,7 +190,8 @@ def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bo
         out.append(f"  method {b.method!r}: method pool {measured[0]:,} B measured ({modelled[0]:,} B by the same "
                    f"model), temp pool {m.temp_allocator:,} B"
                    + (f", method pool alone {measured[1]:,} B" if measured[1] is not None else ""))
-        line = stand_in_line(m)
+        said = next((r.heap.source for blk in blocks.values() for r in blk.pools if r.heap is not None), None)
+        line = stand_in_line(m, said)
         if line:
             out.append(f"  {line}")
         if m.heap_peak is not None:
