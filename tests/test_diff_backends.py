@@ -282,6 +282,10 @@ def test_one_verdict_line_per_backend_says_what_is_known_and_what_is_not(sized):
     assert v["less"] == ("second" if b["from_file"] < a["from_file"] else "first")
     assert verdict == f"verdict: {v['text']}" and f"the {v['less']} needs " in verdict
     assert "which needs less in all is not known here" in verdict and "CoreMLBackend" in v["unknown"]
+    # what only the second was measured to need (XNNPACK's heap, here) is said first, not the file's difference
+    assert verdict.startswith(f"verdict: the second also needs {human_bytes(b['heap_here'])} of heap measured here")
+    assert "which the first's unknown Core ML memory may or may not exceed; beside that, of what both" in verdict
+    assert "which does not decide it" in verdict
     assert pte_lab.diff(XNNPACK, XNNPACK).to_dict()["backend_verdict"] is None  # one backend: nothing to weigh
 
 

@@ -6,7 +6,9 @@ Facts for the views of :mod:`pte_lab.views.diff_backends` (records, not words):
 
 * :func:`backend_verdict`: one :class:`SideKnown` per side (the planned bytes and the delegates' bytes in the
   file, read from it; what ``--sizes`` measured here; the backends' :class:`~.backends.BackendNote` for what
-  neither gives) and which side needs less of what both sides know (:class:`BackendVerdict`), never more.
+  neither gives) and which side needs less of what both sides know (:class:`BackendVerdict`), never more;
+  where one side alone was measured here, that side (:attr:`BackendVerdict.measured_one_side`), whose measured
+  figures the verdict must weigh.
 * :func:`applicable_targets`: the kinds of target (``pte_lab.sizes``' "host", an OS process, and
   "bare-metal") every backend of both programs runs on (:attr:`~.backends.BackendNote.targets`): a total for
   another kind is no one's (a bare-metal total of an iOS comparison).
@@ -98,6 +100,16 @@ class BackendVerdict:
     @property
     def by(self) -> int:
         return abs(self.after - self.before)
+
+    @property
+    def measured_one_side(self) -> SideKnown | None:
+        """The side ``--sizes`` measured here where the other was not (it cannot run here): its measured figures
+        (the heap its backend kept, its total) are beyond what is compared, and may outweigh the difference in
+        it; None where both or neither were measured."""
+        if self.compared != "file":
+            return None
+        done = [s for s in (self.first, self.second) if s.measured_here is not None]
+        return done[0] if len(done) == 1 else None
 
 
 def _side(d: "Diff", side: str) -> SideKnown:

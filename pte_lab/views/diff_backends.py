@@ -100,6 +100,18 @@ def backend_verdict_lines(d) -> list[str]:
     else:
         said = (f"of what both sides know ({what}), the {v.less} needs {exact_bytes(v.by)} less "
                 f"({exact_bytes(v.before)} -> {exact_bytes(v.after)})")
+    one = v.measured_one_side
+    if one is not None:
+        # what one side alone was measured to need comes first: the file's difference does not decide it
+        other = v.second if one is v.first else v.first
+        who = " and ".join(one.backends) or "the portable kernels"
+        heap = (f"{human_bytes(one.heap_here)} of heap measured here (kept by load_method and execute on this CPU: "
+                f"where {who} keeps its own memory), in a total of {exact_bytes(one.measured_here)} on this host"
+                if one.heap_here else f"a total of {exact_bytes(one.measured_here)} measured on this host")
+        theirs = (f"the {other.side}'s unknown {' and '.join(n.name for n in other.notes)} memory"
+                  if other.notes else f"what the {other.side} needs beyond the file (not measured here)")
+        said = f"the {one.side} also needs {heap}, which {theirs} may or may not exceed; beside that, {said}, " \
+            "which does not decide it"
     if v.unknown:
         said += (f"; not known: what {' and '.join(v.unknown)} allocate{'s' if len(v.unknown) == 1 else ''} on the "
                  "device, so which needs less in all is not known here: measure each on the device (above)")
