@@ -105,9 +105,10 @@ def backend_verdict_lines(d) -> list[str]:
         # what one side alone was measured to need comes first: the file's difference does not decide it
         other = v.second if one is v.first else v.first
         who = " and ".join(one.backends) or "the portable kernels"
+        total = one.measured_here or 0  # measured: measured_one_side is the side with a total
         heap = (f"{human_bytes(one.heap_here)} of heap measured here (kept by load_method and execute on this CPU: "
-                f"where {who} keeps its own memory), in a total of {exact_bytes(one.measured_here)} on this host"
-                if one.heap_here else f"a total of {exact_bytes(one.measured_here)} measured on this host")
+                f"where {who} keeps its own memory), in a total of {exact_bytes(total)} on this host"
+                if one.heap_here else f"a total of {exact_bytes(total)} measured on this host")
         theirs = (f"the {other.side}'s unknown {' and '.join(n.name for n in other.notes)} memory"
                   if other.notes else f"what the {other.side} needs beyond the file (not measured here)")
         said = f"the {one.side} also needs {heap}, which {theirs} may or may not exceed; beside that, {said}, " \
