@@ -22,7 +22,7 @@ from ...runtime.sizing.target import (
     set_these,
     target_pools,
 )
-from ...units import capacity_bytes, exact_bytes, human_bytes
+from ...units import capacity_bytes, human_bytes
 from ..base import html_repr, text_table
 from .declared import stand_in_line
 from .sizes import HOW_MODELLED, heap_need_words, kept_line, no_heap_words, not_runnable, verdict
