@@ -236,18 +236,29 @@ class WhatIf:
     """A method as if exported at another bound (see the module), or, with :attr:`exports`, at another value
     of the parameter two static exports differ in (its one key is then that parameter's name)."""
 
+    #: the program's path (None: opened from bytes)
     source: str | None
+    #: the method predicted
     method: str
+    #: the dynamic dims predicted, each ``(input, axis)`` (with :attr:`exports`: the parameter's name)
     keys: tuple
+    #: the bound asked for each of :attr:`keys`, in order
     point: tuple[int, ...]
+    #: the bound each of :attr:`keys` was exported with (the file's)
     exported: tuple[int, ...]
+    #: every planned tensor at :attr:`point` beside its exported shape and bytes, with its offset in the
+    #: predicted plan
     tensors: list[TensorAt]
+    #: each arena at :attr:`point`: ExecuTorch's greedy, pte_lab's best fit, the lower bound, the file's size
     arenas: list[ArenaAt]
-    #: the instruction where the most bytes are alive at once, and the tensors alive there, largest first
+    #: the instruction where the most bytes are alive at once (-1: the inputs written)
     peak_instruction: int | None
+    #: the values of the tensors alive at :attr:`peak_instruction`, largest first
     peak_values: tuple[int, ...]
     #: the bytes alive there, each storage group once (a view with its base)
     peak_bytes: int
+    #: the shapes learnt from the sample runs (each planned tensor's dims as exact affine functions of the
+    #: bounds), which the prediction applies
     fit: ShapeFit = field(repr=False)
     #: the backends the method's delegate calls use: their own memory (heap) is outside the plan
     backends: tuple[str, ...] = ()
@@ -263,18 +274,23 @@ class WhatIf:
 
     @property
     def best_fit(self) -> int | None:
+        """Planned bytes with pte_lab's best fit (every arena): what ``pte-lab replan`` of that re-export
+        plans; None where it was not asked for."""
         return None if any(a.best_fit is None for a in self.arenas) else sum(a.best_fit for a in self.arenas)
 
     @property
     def lower_bound(self) -> int:
+        """The most bytes alive at once, summed over the arenas: no plan at this bound can be smaller."""
         return sum(a.lower_bound for a in self.arenas)
 
     @property
     def exported_planned(self) -> int:
+        """Planned bytes in the file (every arena, at the exported bound)."""
         return sum(a.exported for a in self.arenas)
 
     @property
     def peak_tensors(self) -> list[TensorAt]:
+        """The tensors alive at the peak (:attr:`peak_values`), largest first."""
         by = {t.value: t for t in self.tensors}
         return [by[v] for v in self.peak_values if v in by]
 
