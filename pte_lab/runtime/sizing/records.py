@@ -311,7 +311,7 @@ MALLOC_BLOCKS: dict[str, tuple[int, int, int]] = {"newlib-nano": (4, 8, 12), "ne
 
 
 def malloc_block(allocator: str, request: int) -> int:
-    """The bytes one block of ``request`` bytes takes from ``allocator``'s heap (:data:`MALLOC_BLOCKS`)."""
+    """The bytes one block of ``request`` bytes takes from ``allocator``'s heap (``MALLOC_BLOCKS``)."""
     to, added, least = MALLOC_BLOCKS[allocator]
     if allocator == "newlib":
         return max(least, align_up(request + added, to))
@@ -379,7 +379,7 @@ class Total:
 
     @property
     def bytes_with_new_pool(self) -> int:
-        """The total with operator new served from a static pool in place of a heap (:func:`with_new_pool`)."""
+        """The total with operator new served from a static pool in place of a heap (``with_new_pool``)."""
         return with_new_pool(self.bytes, self.heap_need, self.heap_blocks)
 
     def heap_with(self, allocator: str) -> int:
@@ -388,7 +388,7 @@ class Total:
 
     @property
     def heap_allocated(self) -> tuple[str, int]:
-        """The allocator of :data:`MALLOC_BLOCKS` whose heap the blocks of ``heap_blocks`` take most of, and those
+        """The allocator of ``MALLOC_BLOCKS`` whose heap the blocks of ``heap_blocks`` take most of, and those
         bytes: what a heap region must have for them whichever of newlib's mallocs serves it (``heap_need`` where
         no blocks are known)."""
         if not self.heap_blocks:
