@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from enum import Enum
+from ..vocabulary import Word
 from fractions import Fraction
 
 import numpy as np
@@ -119,15 +119,13 @@ class FromExports:
         return ", ".join(f"{n} = {value}" for n in self.names or ("the parameter",))
 
 
-class Planner(str, Enum):
+class Planner(Word):
     """Which plan a figure is: what a re-export plans (ExecuTorch's greedy), or that re-export replanned by
     ``pte-lab replan`` (pte_lab's best fit, from the same lifetimes)."""
 
     GREEDY = "greedy"
     BEST_FIT = "best_fit"
 
-    __str__ = str.__str__
-    __format__ = str.__format__
 
 
 @dataclass(frozen=True)
@@ -151,14 +149,12 @@ class Applied:
         return sum(n for _, n in self.removed)
 
 
-class Loader(str, Enum):
+class Loader(Word):
     """The data loader the app's budget is for: what it holds on the heap beyond the pools."""
 
     #: an app's C++ Module with its default LoadMode File (iOS, Android): it mallocs the program's bytes it reads
     FILE = "Module's default LoadMode File (FileDataLoader: it mallocs the program's bytes it reads; iOS, Android)"
 
-    __str__ = str.__str__
-    __format__ = str.__format__
 
 
 @dataclass(frozen=True)

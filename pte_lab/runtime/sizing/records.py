@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ...errors import MEMORY_ALLOCATION_FAILED, PteLabError
 from ...format import TENSOR_ALIGNMENT
 from ...printable import printable
-from ...vocabulary import ValueKind
+from ...vocabulary import ValueKind, Word
 from ...units import align_up
 from ..declared import DeclaredSizes
 from ..libraries import Library
@@ -154,7 +154,7 @@ HOST_ONLY = ("holds on this host only ({host}: its C library's malloc, ExecuTorc
              "mappings, what the process allocates once, the thread pool, the libraries and link line")
 
 
-class Basis(str, Enum):
+class Basis(Word):
     """How a figure was had, one word everywhere (the text, the HTML, the JSON and the header say it so). A
     ``str`` enum: a basis equals its value, and JSON writes the value. In the order of :meth:`weakest`: a figure
     read from the file is the firmest; one measured on this host and taken to hold on another target the least
@@ -170,8 +170,6 @@ class Basis(str, Enum):
     #: measured on this host (ExecuTorch's allocators or the allocation counter)
     MEASURED_HERE = "measured-here"
 
-    __str__ = str.__str__
-    __format__ = str.__format__
 
     @classmethod
     def weakest(cls, bases) -> "Basis":
@@ -184,15 +182,13 @@ class Basis(str, Enum):
 BOARD_BACKENDS = frozenset({"EthosUBackend"})
 
 
-class RunPools(str, Enum):
+class RunPools(Word):
     """The pools a configuration was run with (:class:`TargetRun`): counting ones (the sizing measures with
     them), or exactly the reported sizes (a verification)."""
 
     COUNTING = "counting"
     REPORTED = "reported"
 
-    __str__ = str.__str__
-    __format__ = str.__format__
 
 
 class SizingError(PteLabError):
@@ -270,7 +266,7 @@ class DelegateHeap:
         return self.count * self.each
 
 
-class Place(str, Enum):
+class Place(Word):
     """Where one part of a board's total (:class:`Total`) may be placed in the board's regions."""
 
     #: any RAM region the CPU reaches
@@ -280,11 +276,9 @@ class Place(str, Enum):
     #: memory the NPU reaches (the temp pool holding its scratch, the program where the NPU writes in it)
     NPU = "NPU-reachable"
 
-    __str__ = str.__str__
-    __format__ = str.__format__
 
 
-class Unplaced(str, Enum):
+class Unplaced(Word):
     """Why a part of a board's total was placed nowhere (:class:`Fit`)."""
 
     #: no region it may go in has room for it
@@ -294,8 +288,6 @@ class Unplaced(str, Enum):
     #: it must be in memory the NPU reaches and no region is marked as such (--npu-region NAME)
     NO_NPU_REGION = "no NPU region"
 
-    __str__ = str.__str__
-    __format__ = str.__format__
 
 
 #: a region of this name (any case) is the board's heap: ``--region heap=0`` says it has none

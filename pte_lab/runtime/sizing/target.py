@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from enum import Enum
+from ...vocabulary import Word
 
 from ...model.abi import abi as abi_of
 from ...model.ethos_u import MEMORY_MODES
@@ -30,7 +30,7 @@ __all__ = ["TargetPools", "TempSetBy", "target_pools", "on_target", "PoolKind", 
            "set_these"]
 
 
-class TempSetBy(str, Enum):
+class TempSetBy(Word):
     """What makes a target's temp pool (its lower figure): one home for pools.h, the text and the JSON."""
 
     #: the delegates' scratch (the blobs'), which they take from it at run time
@@ -42,10 +42,6 @@ class TempSetBy(str, Enum):
     #: kernel resolution's peak (each call's argument metadata)
     RESOLUTION_PEAK = "resolution peak"
 
-    __str__ = str.__str__
-
-    def __format__(self, spec: str) -> str:  # the value, as str formats it (not Enum's Class.NAME)
-        return str.__format__(self, spec)
 
 
 @dataclass(frozen=True)
@@ -190,7 +186,7 @@ def on_target(sizes: Sizes, pte, target: str) -> Sizes:
 
 
 # ------------------------------------------------------------------ "set these": one block per target
-class PoolKind(str, Enum):
+class PoolKind(Word):
     """What a board gives a method (a row of :class:`SetThese`)."""
 
     PLANNED = "planned buffer"
@@ -205,13 +201,9 @@ class PoolKind(str, Enum):
     #: Ethos-U's fast scratch (Dedicated_Sram): the firmware's, not in the RAM total
     FAST_SCRATCH = "NPU fast scratch"
 
-    __str__ = str.__str__
-
-    def __format__(self, spec: str) -> str:  # the value, as str formats it (not Enum's Class.NAME)
-        return str.__format__(self, spec)
 
 
-class Lives(str, Enum):
+class Lives(Word):
     """Where a pool must live on the board."""
 
     #: RAM the CPU reaches
@@ -227,10 +219,6 @@ class Lives(str, Enum):
     #: SRAM dedicated to the NPU, provided by the firmware
     NPU_DEDICATED = "NPU-dedicated SRAM"
 
-    __str__ = str.__str__
-
-    def __format__(self, spec: str) -> str:  # the value, as str formats it (not Enum's Class.NAME)
-        return str.__format__(self, spec)
 
 
 @dataclass(frozen=True)
