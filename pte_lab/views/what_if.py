@@ -236,8 +236,11 @@ def _need_lines(b) -> list[str]:
         o = fit[0]
         how = " and ".join(o.kinds) if o.kinds else "no model change"
         then = "" if o.planner == "greedy" else ", then pte-lab replan it"
+        whole = ("" if b.beyond is None else
+                 f"; with the {exact_bytes(b.beyond.total)} beside the plan, the app's {exact_bytes(o.planned + b.beyond.total)}"
+                 f" of the budget's {exact_bytes(b.budget)}, {exact_bytes(b.budget - o.planned - b.beyond.total)} left")
         out.append(f"the fewest changes that fit: {how}, re-exported with {export_change(b.at.keys, (b.need,))}"
-                   f"{then}: {exact_bytes(o.planned)} predicted")
+                   f"{then}: {exact_bytes(o.planned)} planned, predicted{whole}")
     else:
         out.append(f"none of these fits at {b.need:,}: a bound of {b.bound:,} is the most this budget plans, "
                    f"unless a change pte_lab cannot predict from the file takes more out (the findings: pte-lab "
