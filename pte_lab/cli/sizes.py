@@ -156,9 +156,11 @@ def run(args) -> int:
                       npu_regions=npu_regions) if said and s.methods else {}
     # another target's text says its total against the budget in its block; regions are placed here
     if fits and not args.json and not args.c_header and (args.target == "host" or args.region):
+        from ..runtime.sizing.records import TARGET_KINDS
         from ..views.run.sizes import fits_lines
 
-        apart = board.fits(args.budget, target="bare-metal") if kind == "host" else {}
+        # an app's total on a host is said with the bare-metal total apart
+        apart = board.fits(args.budget, target="bare-metal") if TARGET_KINDS[kind].host else {}
         sys.stdout.write("\n" + "\n".join(fits_lines(fits, apart)) + "\n")
     not_here = getattr(s, "cannot_run_here", ())  # (a kept sizing of an older pte_lab has none)
     if not s.methods:  # nothing sized: say why, per method, in one line
