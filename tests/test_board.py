@@ -205,7 +205,7 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     assert "DOES NOT FIT" in capsys.readouterr().err
     assert main(["sizes", str(SHARED), "--target", "cortex-m", "--json", "--budget", "256KiB"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "pte_lab.sizes" and doc["version"] == 1 and doc["target"] == "cortex-m"
+    assert doc["schema"] == "pte_lab.sizes" and doc["version"] == 2 and doc["target"] == "cortex-m"
     assert doc["totals"]["forward"] == {"bare-metal": doc["totals"]["forward"]["bare-metal"]}  # no host total
     assert doc["totals"]["forward"]["bare-metal"]["bytes"] == board.bytes and doc["fits"]["forward"]["fits"]
     assert doc["methods"]["forward"]["inputs"] and doc["methods"]["forward"]["outputs"]

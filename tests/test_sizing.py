@@ -286,7 +286,7 @@ def test_cli_sizes(program_path, capsys):
     path = str(program_path("portable"))
     assert main(["sizes", path, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "pte_lab.sizes" and doc["version"] == 1
+    assert doc["schema"] == "pte_lab.sizes" and doc["version"] == 2
     fwd = doc["methods"]["forward"]
     assert fwd["parts"]["method allocator"] == fwd["method_allocator"] > 0
     assert main(["sizes", path, "--method", "nope"]) == 2

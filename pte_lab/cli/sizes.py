@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     sz.add_argument("--method", "-m", action="append", help="only this method (repeatable)")
     sz.add_argument("--data", help="the program's external data file (.ptd)")
     out = sz.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="emit the pte_lab.sizes JSON document (version 1)")
+    out.add_argument("--json", action="store_true", help="emit the pte_lab.sizes JSON document (version 2)")
     out.add_argument("--c-header", action="store_true",
                      help="emit a C/C++ header: pools, planned buffers, inputs and outputs, heap, libraries")
     out.add_argument("--example-runner", metavar="DIR",

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .measure import PoolTrial, Session
 
-__all__ = ["Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort", "SIZES_COLUMNS", "PARTS",
+__all__ = ["SIZES_VERSION", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort", "SIZES_COLUMNS", "PARTS",
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
@@ -141,6 +141,10 @@ TARGET_KINDS = {k.name: k for k in (
     TargetKind("bare-metal", "a bare-metal platform layer whose et_pal_allocate returns nullptr (as Arm's does)",
                False, False, "BufferDataLoader over the program in flash", False),
 )}
+
+#: the pte_lab.sizes document's version: 2 since a total and a fit say their ``basis`` (file, modelled,
+#: measured-here, measured-on-target) and each method its ``set_these`` block, where version 1 had ``exact``
+SIZES_VERSION = 2
 
 #: what a header or report says holds on any target, and what holds on this host only (one home for the labels)
 ANY_TARGET = ("holds on any target: planned buffers, delegates' scratch, inputs and outputs, alignments; "
@@ -927,7 +931,7 @@ class Sizes:
                         "targets": [t.to_dict() for t in m.targets]}
 
         return {
-            "schema": "pte_lab.sizes", "version": 1, "target": self.target, "path": self.path, "executorch": self.executorch_version,
+            "schema": "pte_lab.sizes", "version": SIZES_VERSION, "target": self.target, "path": self.path, "executorch": self.executorch_version,
             "counted": self.counted, "kept": self.kept, "heap_runs": max((m.heap_runs for m in self.methods.values()), default=0),
             "heap_figures": HOST_DEPENDENT + "; each is the highest seen over heap_runs fresh workers, heap_low the "
                             "lowest", "pools": POOLS_EXACT,
