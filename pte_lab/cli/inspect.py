@@ -48,11 +48,7 @@ def _package(args) -> int:
         raise PteLabError(f"{args.file} is a .ptn package: --data, --etrecord and --layout go with a .pte program "
                           f"(the package holds its own constants and no plan)")
     p = open_package(args.file)
-    names = list(p.methods)
-    if args.method is not None:
-        if args.method not in p.methods:
-            raise PteLabError(f"{args.file}: no method {args.method!r} (methods: {', '.join(names)})")
-        names = [args.method]
+    names = _chosen(args, list(p.methods))
     if args.json:
         sys.stdout.write(json_text(package_document(p, names), args.compact) + "\n")
     else:
@@ -60,14 +56,25 @@ def _package(args) -> int:
     return 0
 
 
+def _chosen(args, names: list[str]) -> list[str]:
+    """The methods to show: ``--method``'s one (refused in one line, naming the others, where the file has no
+    such method), else every method in the file's order."""
+    if args.method is None:
+        return names
+    if args.method not in names:
+        raise PteLabError(f"{args.file}: no method {args.method!r} (methods: {', '.join(names)})")
+    return [args.method]
+
+
 def run(args) -> int:
     from ..format import identify
     from ..format.mixups import MixupKind
+    from ..vocabulary import FileKind
     from ..model import open_data, open_pte
     from ..views.json_doc import data_document, document
     from ..views.text import arena_picture, data_text, method_text, pte_text
 
-    if identify(args.file) == "data":
+    if identify(args.file) is FileKind.DATA:
         if args.data or args.method or args.etrecord:
             raise PteLabError(f"{args.file} is a .ptd data file: --data, --etrecord and --method go with a program")
         d = open_data(args.file)
@@ -83,11 +90,7 @@ def run(args) -> int:
         if exc.kind not in (MixupKind.PTN, MixupKind.PTG):
             raise
         return _package(args)
-    names = list(pte.methods)
-    if args.method is not None:
-        if args.method not in pte.methods:
-            raise PteLabError(f"{args.file}: no method {args.method!r} (methods: {', '.join(names)})")
-        names = [args.method]
+    names = _chosen(args, list(pte.methods))
     if args.json:
         sys.stdout.write(json_text(document(pte, names), args.compact))
         sys.stdout.write("\n")
