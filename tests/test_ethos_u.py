@@ -315,16 +315,20 @@ def test_the_shipped_programs_are_the_ones_the_export_script_names():
         examples.ethos_u_program("u65")
 
 
-def test_a_first_look_reads_each_blob_once_in_one_open(monkeypatch):
-    """The format check and the delegate's memory share one read of each Vela stream, and the look opens the file
-    once for all its blobs (a small blob is one read)."""
-    from pte_lab.format import blobs, vela
+@pytest.mark.parametrize("whole", [True, False], ids=["small file read whole", "blobs read from the file"])
+def test_a_first_look_reads_each_blob_once_in_one_open(monkeypatch, whole):
+    """The format check and the delegate's memory share one read of each Vela stream. A small file is read whole
+    when opened, so its blobs cost no second open; a file past ``WHOLE_BYTES`` (here every file, the limit set to
+    0) is opened once more for all its blobs (a small blob is one read)."""
+    from pte_lab.format import blobs, reader, vela
 
     parsed, opens = [], []
     read_vela, open_regular = vela.read_vela, blobs.open_regular
     monkeypatch.setattr("pte_lab.model.ethos_u.read_vela",
                         lambda read, size, *rest: parsed.append(size) or read_vela(read, size, *rest))
     monkeypatch.setattr(blobs, "open_regular", lambda *a: opens.append(a) or open_regular(*a))
+    if not whole:
+        monkeypatch.setattr(reader, "WHOLE_BYTES", 0)
     for path in sorted(DATA.glob("*.pte")):
         parsed.clear()
         opens.clear()
@@ -333,7 +337,7 @@ def test_a_first_look_reads_each_blob_once_in_one_open(monkeypatch):
         memory = pte.delegate_memory()
         assert "scratch" in text and all(d.stream is not None for d in memory), path.name
         assert len(parsed) == len({(d.offset, d.blob_bytes, d.backend) for d in memory}), path.name
-        assert len(opens) == 1, path.name
+        assert len(opens) == (0 if whole else 1), path.name
 
 
 def test_inspect_says_what_sizes_counts_of_the_backends_handle_and_no_app_load_modes(capsys):

@@ -388,7 +388,7 @@ def test_many_loops_over_many_values():
 def test_peak_without_the_curve_matches_the_curve():
     import numpy as np
 
-    from pte_lab.model.occupancy import occupancy, peak
+    from pte_lab.model.occupancy import occupancy, peak, peak_and_time
 
     rng = np.random.default_rng(1)
     for _ in range(200):
@@ -397,6 +397,11 @@ def test_peak_without_the_curve_matches_the_curve():
         f = rng.integers(-1, n + 1, k)
         last = np.minimum(f + rng.integers(-1, 8, k), n)
         assert peak(off, nb, f, last, n) == (int(occupancy(off, nb, f, last, n).max()) if k else 0)
+        # where the peak is first reached (the peak's story and the delegate findings' point), each way
+        occ = occupancy(off, nb, f, last, n)
+        want = (int(occ.max()), int(occ.argmax()) - 1) if k and occ.max() else (0, -1)
+        for small in (0, 8, 64):
+            assert peak_and_time(off, nb, f, last, n, small) == want
 
 
 def test_many_arenas_do_not_cost_arenas_times_instructions():

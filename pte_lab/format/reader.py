@@ -23,6 +23,10 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 
 __all__ = ["read", "read_data", "identify", "Source", "KINDS"]
 
+#: a program file up to this size is read whole at once (one read; its segments' bytes kept with it), a larger
+#: one only up to its flatbuffer's end (its segments are read when asked for)
+WHOLE_BYTES = 1 << 20
+
 #: what the identifier at bytes 4..8 says a file is
 KINDS = {_bundled.IDENTIFIER: FileKind.BUNDLED, _flat_tensor.IDENTIFIER: FileKind.DATA}
 
@@ -148,6 +152,8 @@ def read(source: Source) -> tuple[RawProgram, str | None]:
             raw.bundled, raw.container = bundle, whole
             raw.program_span = (start, length)
             return raw, o.path
+        if o.mv is None and o.size <= WHOLE_BYTES:
+            o.mv = o.whole()  # a small file in one read: its blobs are then read from memory, not opened again
         header = parse_header(o.head(HEAD_BYTES), o.size)
         raw = decode_program(o.prefix(header.program_size, "flatbuffer"), header)
         if o.mv is not None:

@@ -16,7 +16,7 @@ in :mod:`.lifetimes`, occupancy in ``occupancy``, overlaps in
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from functools import cached_property
+from .computed_once import cached_property
 from itertools import repeat
 from types import MappingProxyType
 from collections.abc import Mapping
@@ -34,7 +34,7 @@ from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
 from .occupancy import occupancy as _occupancy
-from .occupancy import peak as _peak
+from .occupancy import peak_and_time
 from .roles import declared_state, found_state, roles_of, state_values
 from .validate import Conflict, find_conflicts
 
@@ -222,10 +222,8 @@ class Analysis:
         """The planned arenas, mem_id 1..n (mem_id 0 is reserved and never listed)."""
         ids = range(1, len(self.buffer_sizes))
         held = {m: len(rows) for m, rows in self._by_arena.items()}
-        top = self._lone_peaks()  # arenas of one tensor, at once (a file may list 100,000 of them)
-        top.update((m, _peak(*self._arena_columns(m), self.n_instructions))
-                   for m, k in held.items() if k > 1 and m in ids)
-        peaks = list(map(top.get, ids, repeat(0)))
+        top = self._peaks
+        peaks = [top[m][0] if m in top else 0 for m in ids]
         sizes = self.buffer_sizes[1:]
         with paused_gc():  # a file may list many arenas, most of them empty
             return tuple(frozen_records(Arena, ids, map(runtime_index_of, ids), sizes,
@@ -233,8 +231,23 @@ class Analysis:
                                         [size / p if p else None for size, p in zip(sizes, peaks)],
                                         map(held.get, ids, repeat(0)), repeat(self.method)))
 
-    def _lone_peaks(self) -> dict[int, int]:
-        """mem_id -> peak of each arena holding one planned tensor: its bytes, if it is ever alive."""
+    def peak_time(self, mem_id: int) -> int:
+        """The first time (-1: the inputs written) arena ``mem_id``'s peak is reached: ``occupancy(mem_id).argmax()
+        - 1``, kept from when the peak was measured (-1 for an arena nothing is alive in)."""
+        return self._peaks.get(mem_id, (0, -1))[1]
+
+    @cached_property
+    def _peaks(self) -> dict[int, tuple[int, int]]:
+        """mem_id -> (peak bytes, the first time reached) of each arena holding planned tensors."""
+        top = self._lone_peaks()  # arenas of one tensor, at once (a file may list 100,000 of them)
+        n_arenas = len(self.buffer_sizes)
+        top.update((m, peak_and_time(*self._arena_columns(m), self.n_instructions))
+                   for m, rows in self._by_arena.items() if len(rows) > 1 and 1 <= m < n_arenas)
+        return top
+
+    def _lone_peaks(self) -> dict[int, tuple[int, int]]:
+        """mem_id -> (peak, time reached) of each arena holding one planned tensor: its bytes and its first
+        instruction (clipped to the method), if it is ever alive; else (0, -1)."""
         c, n = self.columns, self.n_instructions
         if not self.n_planned:
             return {}
@@ -243,13 +256,14 @@ class Analysis:
             held: dict[int, int] = {}
             for m, *_ in rows:
                 held[m] = held.get(m, 0) + 1
-            return {m: (nb if f <= k and nb > 0 and f <= n and k >= -1 else 0) for m, f, k, nb in rows
-                    if held[m] == 1 and 1 <= m < len(self.buffer_sizes)}
+            return {m: ((nb, max(-1, f)) if f <= k and nb > 0 and f <= n and k >= -1 else (0, -1))
+                    for m, f, k, nb in rows if held[m] == 1 and 1 <= m < len(self.buffer_sizes)}
         ids, counts = unique(c["mem_id"], return_counts=True)
         lone = isin(c["mem_id"], ids[counts == 1]) & (c["mem_id"] >= 1) & (c["mem_id"] < len(self.buffer_sizes))
         first, last, nb = c["first"][lone], c["last"][lone], c["nbytes"][lone]
         alive = (first <= last) & (nb > 0) & (first <= n) & (last >= -1)
-        return dict(zip(c["mem_id"][lone].tolist(), np.where(alive, nb, 0).tolist()))
+        return dict(zip(c["mem_id"][lone].tolist(), zip(np.where(alive, nb, 0).tolist(),
+                                                        np.where(alive, np.maximum(first, -1), -1).tolist())))
 
     @cached_property
     def conflicts(self) -> tuple[Conflict, ...]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from .computed_once import cached_property
 from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,6 +22,7 @@ from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, i
 from .analysis import tail_paddings, tensor_meta
 from .attribution import SOURCE_COLUMNS, TensorSource, attribute, attribute_stacktraces
 from .bulk import paused_gc
+from .computed_once import cached_property
 from .ethos_u import Blobs, DelegateMemory, delegate_memory
 from .findings import Finding, method_findings, operator_findings, plan_findings
 from .lifetimes import backward_jumps

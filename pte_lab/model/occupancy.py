@@ -74,19 +74,28 @@ def _few(offsets, nbytes, first, last, n_instructions):
 
 
 def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> int:
-    """``occupancy(...).max()``, without the per-instruction array when there are few tensors.
+    """``occupancy(...).max()``, without the per-instruction array when there are few tensors (see
+    :func:`peak_and_time`)."""
+    return peak_and_time(offsets, nbytes, first, last, n_instructions, small)[0]
+
+
+def peak_and_time(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> tuple[int, int]:
+    """(``occupancy(...).max()``, the first time it is reached: ``occupancy(...).argmax() - 1``), without the
+    per-instruction array when there are few tensors; (0, -1) when nothing is ever alive.
 
     The bytes alive only grow when a tensor's lifetime starts, so the peak is
-    reached at one of those instructions: for ``small`` tensors or fewer the
-    union is measured there alone.
+    first reached at one of those instructions: for ``small`` tensors or fewer
+    the union is measured there alone, earliest first.
     """
     if len(offsets) > small:
-        return int(occupancy(offsets, nbytes, first, last, n_instructions).max())
+        occ = occupancy(offsets, nbytes, first, last, n_instructions)
+        at = int(occ.argmax())
+        return int(occ[at]), at - 1
     if len(offsets) <= 8:  # a few tensors (a file may list 100,000 arenas of one each): in plain Python
         ts = [(s, s + n, f, l) for s, n, f, l in zip(*(np.asarray(x).tolist() for x in (offsets, nbytes, first, last)))
               if f <= l and n > 0 and f <= n_instructions and l >= -1]
-        best = 0
-        for t in {max(-1, min(f, n_instructions)) for _, _, f, _ in ts}:
+        best, when = 0, -1
+        for t in sorted({max(-1, min(f, n_instructions)) for _, _, f, _ in ts}):
             covered, reach = 0, None
             for s, e in sorted((s, e) for s, e, f, l in ts if f <= t <= l):
                 if reach is None or s >= reach:
@@ -95,19 +104,22 @@ def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> 
                 elif e > reach:
                     covered += e - reach
                     reach = e
-            best = max(best, covered)
-        return best
+            if covered > best:
+                best, when = covered, t
+        return best, when
     s = np.asarray(offsets, dtype=np.int64)
     e = s + np.asarray(nbytes, dtype=np.int64)
     first = np.asarray(first, dtype=np.int64)
     last = np.asarray(last, dtype=np.int64)
     alive = (first <= last) & (e > s) & (first <= n_instructions) & (last >= -1)
     s, e, first, last = s[alive], e[alive], first[alive], last[alive]
-    best = 0
-    for t in np.unique(np.clip(first, -1, n_instructions)):
+    best, when = 0, -1
+    for t in np.unique(np.clip(first, -1, n_instructions)).tolist():  # sorted: the earliest peak is kept
         live = (first <= t) & (last >= t)
-        best = max(best, union_length(s[live], e[live]))
-    return best
+        covered = union_length(s[live], e[live])
+        if covered > best:
+            best, when = covered, t
+    return best, when
 
 
 _GRID_CELLS = 1 << 24  # time x byte-segment cells for the vectorised path (64 MiB of int32)

@@ -217,7 +217,7 @@ def peak_point(m) -> tuple[int, int] | None:
     if not arenas:
         return None
     arena = max(arenas, key=lambda a: (a.size, a.peak_bytes, -a.mem_id))
-    return arena.mem_id, int(m.analysis.occupancy(arena.mem_id).argmax()) - 1
+    return arena.mem_id, m.analysis.peak_time(arena.mem_id)
 
 
 def explain_peak(m) -> PeakStory | None:

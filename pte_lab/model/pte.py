@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from .computed_once import cached_property
 from typing import TYPE_CHECKING
 from collections.abc import Iterator
 
