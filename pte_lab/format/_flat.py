@@ -61,8 +61,10 @@ class Table:
 
     __slots__ = ("_buf", "_n", "_pos", "_fields", "_parent", "_label", "_budget")
 
-    def __init__(self, buf: memoryview, pos: int, where, label: str = "", budget: list | None = None):
-        n = len(buf)
+    def __init__(self, buf: memoryview, pos: int, where, label: str | int = "", budget: list | None = None,
+                 n: int = -1):
+        if n < 0:
+            n = len(buf)
         self._buf = buf
         self._n = n
         self._budget = budget if budget is not None else [BUDGET_BASE + BUDGET_PER_BYTE * n]
@@ -86,8 +88,8 @@ class Table:
 
     @property
     def where(self) -> str:
-        p = self._parent
-        return (p if isinstance(p, str) else p.where) + self._label
+        p, label = self._parent, self._label
+        return (p if isinstance(p, str) else p.where) + (f"[{label}]" if isinstance(label, int) else label)
 
     # -- raw field location ---------------------------------------------------
     def _field(self, slot: int, size: int) -> int:
@@ -119,9 +121,13 @@ class Table:
     # -- scalars ----------------------------------------------------------------
     def scalar(self, slot: int, kind: str, default=0):
         packer, size, _ = _SCALARS[kind]
-        at = self._field(slot, size)
-        if not at:
+        fields = self._fields  # _field, inlined: a look reads thousands of scalars
+        off = fields[slot] if slot < len(fields) else 0
+        if not off:
             return default
+        at = self._pos + off
+        if at + size > self._n:
+            raise PteFormatError(f"{self.where}: field {slot} at offset {off} lies outside the flatbuffer")
         v = packer.unpack_from(self._buf, at)[0]
         return bool(v) if kind == "bool" else v
 
@@ -133,7 +139,7 @@ class Table:
         at = self._field(slot, 4)
         if not at:
             return None
-        return Table(self._buf, self._deref(at, what), self, "." + what, self._budget)
+        return Table(self._buf, self._deref(at, what), self, "." + what, self._budget, self._n)
 
     def string(self, slot: int, what: str, default: str | None = None) -> str | None:
         at = self._field(slot, 4)
@@ -292,7 +298,7 @@ class TableVector:
 
     def table_at(self, i: int, position: int) -> Table:
         """Element ``i``, whose :meth:`position` the caller has."""
-        return Table(self._buf, position, self, f"[{i}]", self._budget)
+        return Table(self._buf, position, self, i, self._budget)
 
     def __iter__(self):
         for i in range(self._len):
