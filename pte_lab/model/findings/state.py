@@ -77,6 +77,9 @@ def shared_state(methods) -> list[SharedState]:
     (role ``mutable_buffer``) with the same fully qualified name in the same
     arena at the same offset (what ``share_mutable_buffers=True`` writes).
     """
+    methods = list(methods)
+    if len(methods) < 2:  # state is shared between methods: one method shares none
+        return []
     where: dict[str, dict[tuple[int, int, int], list[str]]] = {}
     for m in methods:
         c = m.analysis.columns
