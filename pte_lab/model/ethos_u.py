@@ -340,10 +340,11 @@ class Blobs:
     def delegate(self, plan: RawPlan, i: int, specs: dict) -> DelegateMemory:
         d = plan.delegates[i]
         offset, size = delegate_span(self.raw, d)
-        target, system, mode = memory_mode_of(specs) if d.id in BACKENDS else (None, None, None)
+        if d.id not in BACKENDS:  # made once (dataclasses.replace costs more than the record)
+            return DelegateMemory(plan.name, i, d.id, d.location, offset, size, None, None, None,
+                                  contents=blob_contents(d.id, specs, self._read, offset, size))
+        target, system, mode = memory_mode_of(specs)
         base = DelegateMemory(plan.name, i, d.id, d.location, offset, size, target, system, mode)
-        if d.id not in BACKENDS:
-            return replace(base, contents=blob_contents(d.id, specs, self._read, offset, size))
         if self._read is None:
             return replace(base, unread="the blob was not read: the program was opened from a stream that is "
                                          "gone (open it from a path or bytes)")

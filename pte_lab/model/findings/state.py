@@ -83,7 +83,10 @@ def shared_state(methods) -> list[SharedState]:
     where: dict[str, dict[tuple[int, int, int], list[str]]] = {}
     for m in methods:
         c = m.analysis.columns
-        named = np.flatnonzero((c["role"] == Role.MUTABLE_BUFFER) & c["name"].astype(bool))
+        state = c["role"] == Role.MUTABLE_BUFFER
+        if not state.any():  # most methods plan no state
+            continue
+        named = np.flatnonzero(state & c["name"].astype(bool))
         for name, place in zip(c["name"][named].tolist(),
                                zip(*(c[k][named].tolist() for k in ("mem_id", "offset", "nbytes")))):
             where.setdefault(name, {}).setdefault(place, []).append(m.name)
