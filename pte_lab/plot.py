@@ -26,7 +26,7 @@ from .model.load_cost import LOADERS
 from .model.modules import NO_MODULE
 from .runtime.sizing import PARTS
 from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
-from .vocabulary import Role
+from .vocabulary import Region, Role
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -206,7 +206,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     right = n + 0.5
     top = max(a.size, a.peak_bytes, 1)
     padding = method.tail_padding(a.mem_id)
-    waste = a.size - padding - a.peak_bytes if a.peak_bytes else 0
+    waste = method.waste(a.mem_id)
     notes = []  # what the arena holds beyond peak live, said in the legend when too thin to draw
     if waste > 0 and waste >= 0.03 * top:  # what the plan spends beyond the bound, as a bracket
         room = max(2.4, 0.16 * (n + 2))
@@ -543,9 +543,9 @@ def placement(pte: "Pte", loader="corrected", *, ax: "Axes | None" = None, **kwa
 
 #: colours of the file's regions (Okabe-Ito)
 REGION_COLORS = {
-    "constant": "#0072B2", "inline constant": "#56B4E9", "named data": "#009E73", "delegate": "#E69F00",
-    "inline delegate": "#F0E442", "mutable data": "#CC79A7", "flatbuffer": "#D55E00", "header": "#999999",
-    "padding": "#DDDDDD", "unused segment": "#000000",
+    Region.CONSTANT: "#0072B2", Region.INLINE_CONSTANT: "#56B4E9", Region.NAMED_DATA: "#009E73",
+    Region.DELEGATE: "#E69F00", Region.INLINE_DELEGATE: "#F0E442", Region.MUTABLE_DATA: "#CC79A7",
+    Region.FLATBUFFER: "#D55E00", Region.HEADER: "#999999", Region.PADDING: "#DDDDDD", Region.UNUSED_SEGMENT: "#000000",
 }
 
 
@@ -725,7 +725,7 @@ def _diff_pairs(d: "Diff", parts: str) -> list[tuple[str, "Change"]]:
                 if p.bytes.before or p.bytes.after or p.unmeasured]
     if parts == "file":
         return [(r.region + (f" {r.name}" if r.name else ""), r.bytes) for r in d.regions
-                if r.region != "padding" or r.bytes.before or r.bytes.after]
+                if r.region != Region.PADDING or r.bytes.before or r.bytes.after]
     raise ValueError(f"parts must be 'arenas', 'sizes' or 'file', not {parts!r}")
 
 

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from collections.abc import Mapping
 
 __all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Word", "Role", "ValueKind",
-           "InstructionKind", "SegmentKind", "FileKind", "RUNTIME_OPS"]
+           "InstructionKind", "SegmentKind", "FileKind", "Region", "RUNTIME_OPS"]
 
 
 class Word(str, Enum):
@@ -97,6 +97,31 @@ class FileKind(Word):
     BUNDLED = "bundled"
     DATA = "data"
     PACKAGE = "package"
+
+
+class Region(Word):
+    """What a span of a program file holds: the ``region`` of :class:`pte_lab.model.layout.LayoutRow` (``pte-lab
+    inspect --layout``, ``Pte.file_layout()``, the diff's file rows). Its values are the words every document
+    already writes (:class:`Word`); compare a region with a member, never a literal."""
+
+    #: the flatbuffer prelude and ExecuTorch's extended header
+    HEADER = "header"
+    #: the program's tables (the flatbuffer less the data stored inline in it)
+    FLATBUFFER = "flatbuffer"
+    #: a constant stored inline in the flatbuffer (the deprecated constant_buffer table)
+    INLINE_CONSTANT = "inline constant"
+    #: a delegate blob stored inline in the flatbuffer
+    INLINE_DELEGATE = "inline delegate"
+    #: a constant buffer of the constant segment
+    CONSTANT = "constant"
+    #: a delegate blob in a segment of its own
+    DELEGATE = "delegate"
+    NAMED_DATA = "named data"
+    MUTABLE_DATA = "mutable data"
+    #: a segment no table reads
+    UNUSED_SEGMENT = "unused segment"
+    #: bytes between regions, or after the last one
+    PADDING = "padding"
 
 
 #: the namespaces of the operators ExecuTorch's runtime itself inserts (device copies, views, prim ops), as an

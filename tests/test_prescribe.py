@@ -93,6 +93,18 @@ def test_an_arena_above_its_bound_says_what_replan_recovers(program_path, capsys
     assert "arena 1 plans 100 KiB where its tensors need 88.0 KiB" in capsys.readouterr().out
 
 
+def test_a_prescription_is_its_claim_then_its_change(program_path):
+    """The claim and the change are fields of their own: the message joins them, the HTML sets the change in bold
+    after the claim (never found by searching the message for it)."""
+    m = pte_lab.open(program_path("transformer")).methods["forward"]
+    f = _one(m.findings(), Kind.ARENA_ABOVE_BOUND)
+    assert f.message == f"{f.claim}; {f.change}" and f.change not in f.claim and f.claim.endswith("at stake")
+    assert f"{html.escape(f.claim)}; <b>{html.escape(f.change)}</b>" in m._repr_html_()
+    # a finding that prescribes nothing is its claim alone
+    plain = [g for g in pte_lab.open(program_path("unplanned_io")).findings() if g.change is None]
+    assert plain and all(g.message == g.claim for g in plain)
+
+
 def test_an_arena_at_its_bound_has_no_finding(program_path):
     assert not [f for f in pte_lab.open(program_path("portable")).findings() if f.kind == Kind.ARENA_ABOVE_BOUND]
 

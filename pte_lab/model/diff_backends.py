@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import CHECK_FAILED, NOT_RUN_HERE
+from ..vocabulary import Region
 from .backends import BackendNote, backend_note
 from .diff import linked_backends
 
@@ -33,7 +34,7 @@ __all__ = ["SideKnown", "BackendVerdict", "backend_verdict", "applicable_targets
 
 #: the file's regions (``file_layout``) that hold the delegates' bytes: their blobs, and the named data they
 #: read (XNNPACK's weights, when the program keeps them out of the blob)
-DELEGATE_REGIONS = ("delegate", "inline delegate", "named data")
+DELEGATE_REGIONS = (Region.DELEGATE, Region.INLINE_DELEGATE, Region.NAMED_DATA)
 #: the kinds of target a total is for, in the order they are said (``pte_lab.sizes``' target kinds)
 TARGET_KIND_NAMES = ("host", "bare-metal")
 

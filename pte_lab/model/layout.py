@@ -20,24 +20,24 @@ import numpy as np
 from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
-from ..units import human_bytes
-from ..vocabulary import SegmentKind
+from ..vocabulary import Region, SegmentKind
 from .arrays import unique
 from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
-__all__ = ["LAYOUT_COLUMNS", "Layout", "LayoutRow", "file_layout", "duplicate_phrase", "flatbuffer_regions",
+__all__ = ["LAYOUT_COLUMNS", "Layout", "LayoutRow", "file_layout", "flatbuffer_regions",
            "PREFIX_REGIONS"]
 
 #: the columns of ``Pte.file_layout`` (the fields of :class:`LayoutRow` but its ``backend``)
 LAYOUT_COLUMNS = ("region", "name", "owner", "offset", "bytes", "sha256", "duplicate_of")
-#: the regions of the program's bytes before its segments (``Pte.flatbuffer_size``), in the words every view
-#: uses: "flatbuffer" is the program's tables alone; inline constants and inline delegate data are their own
-PREFIX_REGIONS = ("header", "flatbuffer", "inline constant", "inline delegate")
+#: the regions of the program's bytes before its segments (``Pte.flatbuffer_size``): ``Region.FLATBUFFER`` is the
+#: program's tables alone; inline constants and inline delegate data are their own
+PREFIX_REGIONS = (Region.HEADER, Region.FLATBUFFER, Region.INLINE_CONSTANT, Region.INLINE_DELEGATE)
 #: regions whose bytes are blobs worth comparing
-BLOB_REGIONS = ("constant", "inline constant", "delegate", "inline delegate", "named data", "mutable data")
+BLOB_REGIONS = (Region.CONSTANT, Region.INLINE_CONSTANT, Region.DELEGATE, Region.INLINE_DELEGATE, Region.NAMED_DATA,
+                Region.MUTABLE_DATA)
 _BLOBS = frozenset(BLOB_REGIONS)
 
 
@@ -45,7 +45,7 @@ _BLOBS = frozenset(BLOB_REGIONS)
 class LayoutRow:
     """One region of the file: its kind, name, owning methods, place and bytes, and its blob's digest."""
 
-    region: str
+    region: Region
     name: str
     #: the methods using it, comma-separated ("" for the file's own regions)
     owner: str
@@ -162,7 +162,7 @@ DUPLICATES = "duplicates"
 
 
 def file_layout(pte: "Pte", hashes: bool | str = True) -> Layout:
-    """The file's regions in file order, gaps included as ``padding`` (``Pte.layout`` keeps them). ``hashes``:
+    """The file's regions in file order, gaps included as ``Region.PADDING`` (``Pte.layout`` keeps them). ``hashes``:
     every blob's digest (True), none (False), or only those of blobs another blob has the size of
     (:data:`DUPLICATES`: what finding the copies needs; a blob of a size no other has is no copy)."""
     raw, h = pte.raw, pte.header
@@ -175,33 +175,33 @@ def file_layout(pte: "Pte", hashes: bool | str = True) -> Layout:
                 col.append(v)
 
     head_end = h.header_end
-    add("header", "flatbuffer prelude and extended header" if h.extended else "flatbuffer prelude", "", 0,
+    add(Region.HEADER, "flatbuffer prelude and extended header" if h.extended else "flatbuffer prelude", "", 0,
         head_end)
     names = _constant_names(pte)
     for i, (off, n) in enumerate(raw.inline_constant_spans):
-        add("inline constant", _label(names.get(i), f"constant_buffer[{i}]"), _owners(names.get(i)), off, n)
+        add(Region.INLINE_CONSTANT, _label(names.get(i), f"constant_buffer[{i}]"), _owners(names.get(i)), off, n)
     delegate_owner: dict[tuple[str, int], tuple[str, str]] = {}
     for m in pte.methods.values():
         for d in m.raw.delegates:
             delegate_owner.setdefault((d.location, d.index), (d.id, m.name))
     for i, (off, n) in enumerate(raw.inline_delegate_spans):
         backend, owner = delegate_owner.get(("inline", i), ("delegate", ""))
-        add("inline delegate", f"{backend} blob {i}", owner, off, n, backend)
+        add(Region.INLINE_DELEGATE, f"{backend} blob {i}", owner, off, n, backend)
     for off, n in _table_spans(raw, h):
-        add("flatbuffer", "program tables", "", off, n)
+        add(Region.FLATBUFFER, "program tables", "", off, n)
     named = {idx: key for key, idx in raw.named_data}
     for s in raw.segments:
         if s.kind == SegmentKind.CONSTANTS:
             _constant_rows(raw.constant_offsets, s, names, cols)
         elif s.kind.startswith("delegate:"):
             backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
-            add("delegate", f"{backend} blob (segment {s.index})", owner, s.offset, s.size, backend)
+            add(Region.DELEGATE, f"{backend} blob (segment {s.index})", owner, s.offset, s.size, backend)
         elif s.kind == SegmentKind.NAMED_DATA:
-            add("named data", named.get(s.index, f"segment {s.index}"), "", s.offset, s.size)
+            add(Region.NAMED_DATA, named.get(s.index, f"segment {s.index}"), "", s.offset, s.size)
         elif s.kind == SegmentKind.MUTABLE_DATA:
-            add("mutable data", f"segment {s.index}", "", s.offset, s.size)
+            add(Region.MUTABLE_DATA, f"segment {s.index}", "", s.offset, s.size)
         else:
-            add("unused segment", f"segment {s.index}", "", s.offset, s.size)
+            add(Region.UNUSED_SEGMENT, f"segment {s.index}", "", s.offset, s.size)
     region, name, owner, offset, nbytes, backend = _in_file_order(cols, h.file_size)
     if read is None:
         return Layout(region, name, owner, offset, nbytes, [None] * len(region), [None] * len(region), backend)
@@ -225,7 +225,7 @@ def _in_file_order(cols, file_size: int) -> tuple[list, ...]:
     padded for every row at once (a file may hold 110,000 constants)."""
     region, name, owner, offset, nbytes, backend = cols
     if not region:
-        return (["padding"], [""], [""], [0], [file_size], [""]) if file_size else cols
+        return ([Region.PADDING], [""], [""], [0], [file_size], [""]) if file_size else cols
     off, n = np.asarray(offset, dtype=np.int64), np.asarray(nbytes, dtype=np.int64)
     order = np.lexsort((-n, off))  # stable: equal keys keep the order they were added in
     off, n = off[order], n[order]
@@ -245,7 +245,7 @@ def _in_file_order(cols, file_size: int) -> tuple[list, ...]:
             out[-1] = padding if last is None else last
         return out.tolist()
 
-    text = [column(c, v) for c, v in ((region, "padding"), (name, ""), (owner, ""), (backend, ""))]
+    text = [column(c, v) for c, v in ((region, Region.PADDING), (name, ""), (owner, ""), (backend, ""))]
     end = int(max(reached[-1], 0))
     return (text[0], text[1], text[2], column(off, cursor[gap], end),
             column(n, off[gap] - cursor[gap], file_size - end), text[3])
@@ -266,7 +266,7 @@ def _constant_rows(offsets, segment, names, cols) -> None:
     starts, sizes = (offs[kept] + segment.offset).tolist(), sizes[kept - 1].tolist()
     kept = kept.tolist()
     region, name, owner, offset, nbytes, backend = cols
-    region += ["constant"] * len(kept)
+    region += [Region.CONSTANT] * len(kept)
     name += [f"buffer {b}" if b not in names else _label(names[b], f"buffer {b}") for b in kept]
     owner += ["" if b not in names else _owners(names[b]) for b in kept]
     offset += starts
@@ -285,13 +285,13 @@ def _table_spans(raw, h) -> list[tuple[int, int]]:
     return out
 
 
-def flatbuffer_regions(pte: "Pte") -> dict[str, int]:
+def flatbuffer_regions(pte: "Pte") -> dict[Region, int]:
     """Bytes of each of :data:`PREFIX_REGIONS` (those present) in the program's bytes before its segments,
     as ``file_layout`` counts them (no bytes read): what ``inspect`` and ``diff`` call the flatbuffer (the
     tables) and the inline data beside it."""
     raw, h = pte.raw, pte.header
-    got = {"header": h.header_end, "flatbuffer": sum(n for _, n in _table_spans(raw, h)),
-           "inline constant": raw.inline_constant_bytes, "inline delegate": raw.inline_delegate_bytes}
+    got = {Region.HEADER: h.header_end, Region.FLATBUFFER: sum(n for _, n in _table_spans(raw, h)),
+           Region.INLINE_CONSTANT: raw.inline_constant_bytes, Region.INLINE_DELEGATE: raw.inline_delegate_bytes}
     return {k: v for k, v in got.items() if v}
 
 
@@ -376,11 +376,6 @@ def _small_digests(chunk, offs, ns, small: dict[bytes, str]) -> list[str]:
             digest = small[content] = hashlib.sha256(content).hexdigest()[:16]
         digests.append(digest)
     return [digests[k] for k in which.ravel().tolist()]
-
-
-def duplicate_phrase(name: str, region: str, nbytes: int, first: str) -> str:
-    """A blob whose bytes repeat an earlier one, in words (findings and diffs): ``name (region, 1.0 KiB) = first``."""
-    return f"{name} ({region}, {human_bytes(nbytes)}) = {first}"
 
 
 def _dtype(code: int) -> str:

@@ -311,6 +311,13 @@ class Method:
         self.arena(mem_id)  # an arena the method does not have: its error
         return tail_paddings(self)[mem_id]
 
+    def waste(self, mem_id: int) -> int:
+        """Bytes of arena ``mem_id`` the plan spends beyond its peak live bytes, its :meth:`tail_padding` left
+        out (0 where no tensor is alive in it, or where nothing is spent beyond them): the room the plan wastes
+        above the bound no plan with these lifetimes goes below (``plot.arena_layout`` brackets it)."""
+        a = self.arena(mem_id)
+        return max(0, a.size - self.tail_padding(mem_id) - a.peak_bytes) if a.peak_bytes else 0
+
     def planned_bytes_by_device(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for a in self.analysis.arenas:

@@ -35,8 +35,7 @@ from ..vocabulary import RUNTIME_OPS, Role, InstructionKind
 from .plan_edit import PlanEdit
 
 __all__ = ["peak_point", "PeakGroup", "PeakCause", "PeakCauseKind", "PeakStory", "PeakAfter", "SafeSoftmax", "explain_peak",
-           "may_hold_scores", "safe_softmaxes", "safe_softmax_edit", "CAUSES", "SAFE_SOFTMAX_CHANGE",
-           "FUSED_ATTENTION_CHANGE"]
+           "may_hold_scores", "safe_softmaxes", "safe_softmax_edit", "CAUSES"]
 
 
 class PeakCauseKind(str, Enum):
@@ -53,17 +52,6 @@ class PeakCauseKind(str, Enum):
     __str__ = str.__str__
     __format__ = str.__format__
 
-
-#: the change that removes the safe softmax's planes (the peak's text and the finding ``attention_scores`` say it)
-SAFE_SOFTMAX_CHANGE = ("write the attention by hand with a plain softmax, "
-                       "torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v, in place of nn.MultiheadAttention "
-                       "or F.scaled_dot_product_attention, whose decomposition is aten::_safe_softmax (it gives 0, "
-                       "not NaN, on a row masked whole: only a fully masked row differs)")
-#: the change that takes the score planes out of the plan (tiles instead of [L, L] planes)
-FUSED_ATTENTION_CHANGE = ("a fused attention computes them in tiles instead: ExecuTorch's custom sdpa op "
-                          "(export_llm: model.use_sdpa_with_kv_cache=true; in your own model, "
-                          "torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as "
-                          "[B, S, H, D], with ExecuTorch's LLM custom-ops library linked into the app)")
 
 #: the causes ``explain_peak`` recognises, in the order a reader gets them
 CAUSES = tuple(PeakCauseKind)
@@ -114,7 +102,8 @@ class PeakAfter:
     instruction, the bytes alive there and the groups of tensors that make them, largest first."""
 
     at: int
-    at_target: str
+    #: the operator of instruction ``at`` (None where ``at`` is -1 or the method's length: no instruction)
+    at_target: str | None
     peak_bytes: int
     groups: tuple[PeakGroup, ...]
 
@@ -149,7 +138,8 @@ class PeakStory:
     peak_bytes: int
     #: the instruction where the live bytes peak (-1: as the inputs are written; n: as outputs are read)
     at: int
-    at_target: str
+    #: the operator of instruction ``at`` (None at -1 and n: no instruction runs there)
+    at_target: str | None
     n_instructions: int
     #: every group alive there, largest total first
     groups: tuple[PeakGroup, ...]
@@ -204,9 +194,9 @@ def _group(m, live) -> list[PeakGroup]:
     return groups
 
 
-def _target(m, at: int) -> str:
-    n = m.n_instructions
-    return "the inputs written" if at == -1 else "the outputs read" if at >= n else m.instructions[at].target
+def _target(m, at: int) -> str | None:
+    """The operator of instruction ``at``; None as the inputs are written (-1) or the outputs read (n)."""
+    return m.instructions[at].target if 0 <= at < m.n_instructions else None
 
 
 def peak_point(m) -> tuple[int, int] | None:
@@ -292,15 +282,16 @@ def _live_peak(rows: list[tuple[int, int, int]], n: int) -> tuple[int, int]:
     return int(live.max()), int(live.argmax()) - 1
 
 
-def safe_softmax_edit(m, safes: tuple[SafeSoftmax, ...] | None = None) -> PlanEdit | None:
+def safe_softmax_edit(m, safes: tuple[SafeSoftmax, ...] | None = None, change: str = "") -> PlanEdit | None:
     """The plain softmax's change as the planned tensors it touches: every safe softmax's tensors removed, and
-    its softmax output read where ``where``'s output was (None: ``m`` has no safe softmax)."""
+    its softmax output read where ``where``'s output was (None: ``m`` has no safe softmax). ``change``: the
+    change in words (the finding that carries the edit words it: ``findings.plan.SAFE_SOFTMAX_CHANGE``)."""
     safes = safe_softmaxes(m) if safes is None else safes
     if not safes:
         return None
     planned = {t.value: t for t in m.planned}
     swaps = tuple((v, s.scores) for s in safes for v in s.values if planned[v].producer == s.at)
-    return PlanEdit(tuple(v for s in safes for v in s.values), swaps, SAFE_SOFTMAX_CHANGE)
+    return PlanEdit(tuple(v for s in safes for v in s.values), swaps, change)
 
 
 def _without_safe_softmax(m, mem_id: int, safes: tuple[SafeSoftmax, ...]) -> tuple[int, PeakAfter | None]:

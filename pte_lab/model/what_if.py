@@ -182,12 +182,15 @@ def logged_values(method) -> list[tuple[int, tuple[int, ...]]]:
     for ins in method.instructions:
         if ins.kind == InstructionKind.KERNEL_CALL and ins.args:
             v = vals[ins.args[-1]]
-            out.append((ins.index, tuple(i for i in v.items if i >= 0) if v.kind.endswith("TensorList")
+            out.append((ins.index, tuple(i for i in v.items if i >= 0) if v.kind in _TENSOR_LISTS
                         else (ins.args[-1],)))
         elif ins.kind == InstructionKind.DELEGATE_CALL:
             out.append((ins.index, tuple(ins.args)))
     return out
 
+
+#: the kinds of value that hold a list of tensors (ETDump logs a kernel's returned list as its items)
+_TENSOR_LISTS = (ValueKind.TENSOR_LIST, ValueKind.OPTIONAL_TENSOR_LIST)
 
 #: the size arithmetic ExecuTorch emits between kernels (prim ops: ETDump does not trace them)
 _INT_OPS = {

@@ -90,7 +90,6 @@ from html import escape
 from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS, TargetChangeKind
 from ..model.backends import SettingSource
 from ..model.bulk import paused_gc
-from ..model.layout import duplicate_phrase
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
 from .html import device_badge as _device_badge, html_repr, section as _section, table as _html_table
@@ -245,8 +244,9 @@ def _arenas_left(n: int) -> str:
 
 
 def _duplicates(dups) -> str:
-    """Blobs stored twice, the first few (the JSON document has them all)."""
-    return first_few((duplicate_phrase(x.name, x.region, x.bytes, x.duplicate_of) for x in dups), 4, "; ",
+    """Blobs stored twice, the first few (the JSON document has them all), each ``name (region, 1.0 KiB) =
+    first``."""
+    return first_few((f"{x.name} ({x.region}, {human_bytes(x.bytes)}) = {x.duplicate_of}" for x in dups), 4, "; ",
                      "; and {n} more")
 
 

@@ -93,6 +93,14 @@ def backend_verdict_lines(d) -> list[str]:
     v = backend_verdict(d)
     if v is None:
         return []
+    return ["Which backend needs less memory (what is known of each side, and what is not)",
+            f"  {_side_line(d, v.first, 'first ')}", f"  {_side_line(d, v.second, 'second')}",
+            f"  verdict: {_verdict_words(v)}"]
+
+
+def _verdict_words(v) -> str:
+    """The verdict on what both sides know (the last line of :func:`backend_verdict_lines`, and the JSON's
+    ``text``)."""
     what = ("their totals on this host (measured-here)" if v.compared == "measured here"
             else "planned + the delegates' bytes (file)")
     if v.less is None:
@@ -116,8 +124,7 @@ def backend_verdict_lines(d) -> list[str]:
     if v.unknown:
         said += (f"; not known: what {' and '.join(v.unknown)} allocate{'s' if len(v.unknown) == 1 else ''} on the "
                  "device, so which needs less in all is not known here: measure each on the device (above)")
-    return ["Which backend needs less memory (what is known of each side, and what is not)",
-            f"  {_side_line(d, v.first, 'first ')}", f"  {_side_line(d, v.second, 'second')}", f"  verdict: {said}"]
+    return said
 
 
 def not_run_here_line(d) -> str | None:
@@ -145,4 +152,4 @@ def backend_verdict_record(d) -> dict | None:
         return None
     return {"first": _side_record(v.first), "second": _side_record(v.second), "compared": v.compared,
             "before": v.before, "after": v.after, "less": v.less, "by": v.by, "unknown": list(v.unknown),
-            "text": backend_verdict_lines(d)[-1].strip().removeprefix("verdict: ")}
+            "text": _verdict_words(v)}

@@ -68,11 +68,10 @@ def _fill_bar(used: int, size: int) -> str:
 
 def _findings(findings, with_method: bool = False) -> str:
     def text(f):
-        said = escape(f"[{f.method}] {f.message}" if with_method and f.method else f.message)
-        change = escape(f.change or "")
-        if change and said.endswith(change):  # a finding that prescribes: its change stands out
-            said = f"{said[: -len(change)]}<b>{change}</b>"
-        return said
+        where = f"[{f.method}] " if with_method and f.method else ""
+        if f.change:  # a finding that prescribes: its change stands out after its claim
+            return escape(f"{where}{f.claim}; ") + f"<b>{escape(f.change)}</b>"
+        return escape(f"{where}{f.claim}")
 
     return "".join(f"<div class='pte-find pte-{f.severity}'>{text(f)}</div>" for f in findings)
 

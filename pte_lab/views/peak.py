@@ -7,7 +7,8 @@ that recovers them.
 from __future__ import annotations
 
 from ..model.dtypes import short_shape
-from ..model.peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCause, PeakCauseKind, PeakGroup, PeakStory
+from ..model.findings.plan import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE
+from ..model.peak import PeakCause, PeakCauseKind, PeakGroup, PeakStory
 from ..printable import text_view
 from ..units import count, first_few, human_bytes
 from ..vocabulary import Role
@@ -23,12 +24,14 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
-def _at(at: int, target: str, n: int) -> str:
+def _at(at: int, target: str | None, n: int, lead: str = "at ") -> str:
+    """Where a peak is: ``at instruction 4 of 8 (aten::addmm.out)`` (``lead`` before an instruction), or as the
+    inputs are written (-1) or the outputs read (``n``)."""
     if at == -1:
         return "as the inputs are written"
     if at >= n:
         return "as the outputs are read"
-    return f"at instruction {at} of {n} ({target})"
+    return f"{lead}instruction {at} of {n} ({target})"
 
 
 def _where(s: PeakStory) -> str:
@@ -110,8 +113,8 @@ def safe_softmax_line(c: PeakCause, s: PeakStory) -> str:
             alive = [f"{g.dtype}{short_shape(g.shape)}" + (f" x{len(g.values)}" if len(g.values) > 1 else "")
                      + (f" ({' -> '.join(g.ops)})" if g.ops else "") for g in a.groups[:3]]
             more = f" and {count(len(a.groups) - 3, 'smaller group')}" if len(a.groups) > 3 else ""
-            where = _at(a.at, a.at_target, s.n_instructions)
-            without += (f", and the peak {'stays' if a.at == s.at else 'moves to'} {where.removeprefix('at ')}"
+            where = _at(a.at, a.at_target, s.n_instructions, lead="")
+            without += (f", and the peak {'stays' if a.at == s.at else 'moves to'} {where}"
                         f", where {', '.join(alive)}{more} are alive")
     return (f"safe softmax: the decomposition of scaled_dot_product_attention (nn.MultiheadAttention) adds "
             f"where(mask, s, full_like(s, 0)) under an eq -> logical_not -> any mask{times}: 2 more "

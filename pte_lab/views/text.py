@@ -23,7 +23,7 @@ from ..model.dtypes import short_shape
 from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable_text, text_view
-from ..vocabulary import ValueKind
+from ..vocabulary import Region, ValueKind
 from ..model.backends import HEADLINE_SETTINGS, for_a_microcontroller
 from .base import backend_note_line, text_table
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
@@ -133,8 +133,8 @@ def flatbuffer_phrase(p) -> str:
     """``flatbuffer 11.9 KiB, inline delegate data 3.5 MiB``: the program's tables and, each its own region, the
     data stored inline beside them (``layout.flatbuffer_regions``; the diff's regions say the same)."""
     r = flatbuffer_regions(p)
-    out = f"flatbuffer {human_bytes(r.get('flatbuffer', 0))}"
-    for region, words in (("inline constant", "inline constants"), ("inline delegate", "inline delegate data")):
+    out = f"flatbuffer {human_bytes(r.get(Region.FLATBUFFER, 0))}"
+    for region, words in ((Region.INLINE_CONSTANT, "inline constants"), (Region.INLINE_DELEGATE, "inline delegate data")):
         if region in r:
             out += f", {words} {human_bytes(r[region])}"
     return out

@@ -1,5 +1,6 @@
 """What every finding is: a :class:`Kind` (a stable identifier with one severity), the method it is about,
-its message, and the typed details of its kind (a :class:`Details` record, made beside its rule)."""
+its claim, and the typed details of its kind (a :class:`Details` record, made beside its rule); a finding that
+prescribes carries its bytes at stake and its change apart from its claim (a :class:`Prescription`)."""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ class Details:
 @dataclass(frozen=True)
 class Prescription(Details):
     """What a finding that prescribes carries first: the bytes at stake and the change that recovers them
-    (its wording, made beside the rule; the finding's message ends with it)."""
+    (its wording, made beside the rule), each a field of its own beside the finding's claim: the message
+    (:attr:`Finding.message`) is the claim and the change joined, never split back."""
 
     #: bytes the change recovers (at most: a bound, or the bytes of the tensors it concerns)
     at_stake: int
@@ -135,13 +137,22 @@ class ValuesDetails(Details):
 @dataclass(frozen=True)
 class Finding:
     """Something pte_lab found in a program (:attr:`Method.findings`, :attr:`Pte.findings`): its kind, the
-    method it is about, the message, and the kind's record."""
+    method it is about, its claim, and the kind's record (for a finding that prescribes, a
+    :class:`Prescription`: the bytes at stake and the change, fields apart from the claim)."""
     kind: Kind
     #: the method it is about; None for the whole program
     method: str | None
-    message: str
-    #: the kind's record (None for a kind that carries nothing but its message)
+    #: what the finding observes, without the change it prescribes (:attr:`change`): a summary shows this
+    claim: str
+    #: the kind's record (None for a kind that carries nothing but its claim)
     details: Details | None = field(default=None, compare=False)
+
+    @property
+    def message(self) -> str:
+        """The whole finding in one sentence: its claim, then (for a finding that prescribes) ``"; "`` and the
+        change that recovers its bytes at stake."""
+        change = self.change
+        return f"{self.claim}; {change}" if change else self.claim
 
     @property
     def at_stake(self) -> int | None:
@@ -157,15 +168,6 @@ class Finding:
     def edit(self) -> PlanEdit | None:
         """The change as the planned tensors it removes (None: not expressible so, or no change)."""
         return self.details.edit if isinstance(self.details, Prescription) else None
-
-    @property
-    def claim(self) -> str:
-        """What the finding observes: its message without the change it ends with (the whole message for one
-        that prescribes nothing). A summary shows this and leaves the change to :attr:`change`."""
-        change = self.change
-        if change and self.message.endswith(change):
-            return self.message[:-len(change)].rstrip("; :")
-        return self.message
 
     @property
     def severity(self) -> str:

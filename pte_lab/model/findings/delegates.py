@@ -194,7 +194,7 @@ def inline_delegate_findings(p: "Pte") -> list[Finding]:
                     f"{'is' if blobs == 1 else 'are'} stored inline in the program's flatbuffer: ExecuTorch's "
                     f"FileDataLoader reads the whole flatbuffer ({human_bytes(flat)}) into the heap at load_program "
                     f"and keeps it until the program is freed, the blobs with it after their delegates have "
-                    f"compiled them; {change}", InlineDelegateDetails(inline, change, users, flat))]
+                    f"compiled them", InlineDelegateDetails(inline, change, users, flat))]
 
 
 def _split_sources(m: "Method", between: list[int]) -> tuple[str, ...]:
@@ -260,7 +260,7 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
                     f"{count(len(between), 'operator call')} left between {backend} delegate calls ({named}){where}: "
                     f"one graph runs as {count(len(calls), 'delegate call')}, and tensors crossing between them "
                     f"are planned: {human_bytes(crossing)} of them alive at the peak of arena "
-                    f"{point[0] if point else 1}; {change}",
+                    f"{point[0] if point else 1}",
                     DelegateSplitDetails(crossing, change, backend, len(calls),
                                          tuple((op, tuple(ix)) for op, ix in ops.items()), sources))]
 
@@ -370,6 +370,6 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
     return [Finding(Kind.OUTSIDE_DELEGATE, m.name,
                     f"{count(len(outside), 'operator call')} of a method delegated to {who} run on ExecuTorch's "
                     f"CPU kernels, outside the delegate: {named}; together {human_bytes(planned)} of planned tensors, "
-                    f"{human_bytes(at_peak)} of them alive at {peak}; {change}",
+                    f"{human_bytes(at_peak)} of them alive at {peak}",
                     OutsideDelegateDetails(at_peak, change, backends, tuple(ops), planned,
                                            point[0] if point is not None else None))]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable, Mapping, Sequence
 
 from ...units import count, first_few, human_bytes
+from ...vocabulary import Region
 from ..layout import Layout, LayoutRow
 from .base import Details, Finding, Kind, Prescription
 
@@ -126,14 +127,14 @@ def data_findings(p: "Pte") -> list[Finding]:
 _DUP_SHARE, _DUP_BYTES, _DUP_NAMED = 0.01, 1024, 0.001
 #: what to change, by the regions of a blob and its copy
 _DUP_CHANGE = {
-    frozenset({"constant", "named data"}): "a weight stored both for a delegate (named data) and for a portable "
+    frozenset({Region.CONSTANT, Region.NAMED_DATA}): "a weight stored both for a delegate (named data) and for a portable "
                                            "kernel (a constant): let the partitioner take the operators that read "
                                            "it outside the delegate",
-    frozenset({"constant"}): "constant buffers with the same bytes: where they are one weight, use one parameter "
+    frozenset({Region.CONSTANT}): "constant buffers with the same bytes: where they are one weight, use one parameter "
                              "in the model (tie them)",
-    frozenset({"named data"}): "named data with the same bytes under two keys: where they are one weight, use one "
+    frozenset({Region.NAMED_DATA}): "named data with the same bytes under two keys: where they are one weight, use one "
                                "parameter in the model (tie them)",
-    frozenset({"delegate"}): "delegate blobs with the same bytes: one subgraph lowered more than once; ExecuTorch "
+    frozenset({Region.DELEGATE}): "delegate blobs with the same bytes: one subgraph lowered more than once; ExecuTorch "
                              "stores a blob once only when the delegate calls are identical",
 }
 _DUP_OTHER = "the same bytes stored twice: where they are one tensor, keep one in the model"
@@ -171,7 +172,6 @@ def duplicate_blob_findings(layout: Iterable[LayoutRow]) -> list[Finding]:
     dups = rows.take(dup_at)  # the copies, largest first: a Layout (a file may hold 110,000 copies)
     return [Finding(Kind.DUPLICATE_BLOBS, None,
                     f"{count(len(dups), 'blob')} repeat{'s' if len(dups) == 1 else ''} bytes stored earlier in "
-                    f"the file: {human_bytes(wasted)} ({wasted / total:.1%} of it) could be stored once: {shown}; "
-                    f"{change}",
+                    f"the file: {human_bytes(wasted)} ({wasted / total:.1%} of it) could be stored once: {shown}",
                     DuplicateBlobsDetails(wasted, change, dups,
                                           tuple((first, where, each, n) for first, where, each, n, _ in groups)))]

@@ -15,7 +15,7 @@ from ...vocabulary import InstructionKind, ValueKind
 from ..arrays import unique
 from ..lifetimes import Writes
 from ..dtypes import short_shape
-from ..peak import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE, PeakCauseKind, may_hold_scores, safe_softmax_edit
+from ..peak import PeakCauseKind, may_hold_scores, safe_softmax_edit
 from .base import Details, Finding, Kind, Prescription, ValuesDetails
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["plan_findings", "instruction_findings", "operator_findings", "ARGUMENT_KINDS", "ValueDetails",
            "PlanOverlapDetails", "OperandKindsDetails", "OperatorArgumentsDetails", "UncheckedOperatorsDetails",
            "prescription_findings", "ArenaBoundDetails", "DynamicBoundDetails",
-           "AttentionScoresDetails"]
+           "AttentionScoresDetails", "SAFE_SOFTMAX_CHANGE", "FUSED_ATTENTION_CHANGE"]
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,7 @@ def _arena_bound_findings(m: "Method") -> list[Finding]:
         out.append(Finding(Kind.ARENA_ABOVE_BOUND, m.name,
                            f"arena {a.mem_id} plans {human_bytes(a.size)} where its tensors need "
                            f"{human_bytes(bound)} (the most bytes alive at once: no plan with these lifetimes is "
-                           f"smaller): {human_bytes(extra)} ({extra / a.size:.0%}) at stake; {change}",
+                           f"smaller): {human_bytes(extra)} ({extra / a.size:.0%}) at stake",
                            ArenaBoundDetails(extra, change, a.mem_id, a.size, bound)))
     return out
 
@@ -332,9 +332,21 @@ def _dynamic_findings(m: "Method") -> list[Finding]:
                     f"at, and at the peak of arena {story.mem_id} they hold {human_bytes(held)} of "
                     f"{human_bytes(story.peak_bytes)} ({held / story.peak_bytes:.0%}): bytes that scale with the "
                     f"bound (linearly, or with its square in [L, L] planes), not all recoverable, since the bound "
-                    f"you need keeps its own; {change}",
+                    f"you need keeps its own",
                     DynamicBoundDetails(held, change, story.mem_id, inputs, axes, story.peak_bytes))]
 
+
+#: the change that removes the safe softmax's planes: the finding ``attention_scores`` says it (this is its wording's
+#: home), and the peak's text (``views.peak``) with it
+SAFE_SOFTMAX_CHANGE = ("write the attention by hand with a plain softmax, "
+                       "torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v, in place of nn.MultiheadAttention "
+                       "or F.scaled_dot_product_attention, whose decomposition is aten::_safe_softmax (it gives 0, "
+                       "not NaN, on a row masked whole: only a fully masked row differs)")
+#: the change that takes the score planes out of the plan (tiles instead of [L, L] planes)
+FUSED_ATTENTION_CHANGE = ("a fused attention computes them in tiles instead: ExecuTorch's custom sdpa op "
+                          "(export_llm: model.use_sdpa_with_kv_cache=true; in your own model, "
+                          "torch.ops.llama.custom_sdpa from executorch.extension.llm.custom_ops, q, k and v as "
+                          "[B, S, H, D], with ExecuTorch's LLM custom-ops library linked into the app)")
 
 @dataclass(frozen=True)
 class AttentionScoresDetails(Prescription):
@@ -378,7 +390,7 @@ def _attention_findings(m: "Method") -> list[Finding]:
             f"{human_bytes(story.peak_bytes)} peak of arena {story.mem_id}")
     edit = None
     if safe is not None and safe.recovers:
-        at_stake, edit = safe.recovers, safe_softmax_edit(m)
+        at_stake, edit = safe.recovers, safe_softmax_edit(m, change=SAFE_SOFTMAX_CHANGE)
         change = f"{SAFE_SOFTMAX_CHANGE}; beyond that, {FUSED_ATTENTION_CHANGE}"
         what += (f"; {human_bytes(safe.nbytes)} of them are the safe softmax's (where and full_like after the "
                  f"softmax, {count(safe.times, 'time')} in the method): without them the peak is "
@@ -387,7 +399,7 @@ def _attention_findings(m: "Method") -> list[Finding]:
         at_stake = scores.nbytes
         change = FUSED_ATTENTION_CHANGE
         what += ", at stake (at most)"
-    return [Finding(Kind.ATTENTION_SCORES, m.name, f"{what}; {change}",
+    return [Finding(Kind.ATTENTION_SCORES, m.name, what,
                     AttentionScoresDetails(at_stake, change, story.mem_id, g.dtype, g.shape, g.nbytes, planes,
                                            scores.nbytes, safe.times if safe else 0, safe.nbytes if safe else 0,
                                            edit=edit))]
