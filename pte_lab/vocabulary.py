@@ -10,8 +10,13 @@ from enum import Enum
 from types import MappingProxyType
 from collections.abc import Mapping
 
+# what an instruction calls and what made a planned tensor: records in a module of their own (pte_lab.format
+# makes DelegateSegment)
+from .call_targets import CallTarget, DelegateCall, DelegateSegment, MadeBy, OperatorTarget, ViewOf
+
 __all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Word", "Role", "ValueKind",
-           "InstructionKind", "SegmentKind", "FileKind", "Region", "RUNTIME_OPS"]
+           "InstructionKind", "SegmentKind", "FileKind", "Region", "RUNTIME_OPS", "OperatorTarget", "DelegateCall",
+           "DelegateSegment", "ViewOf", "CallTarget", "MadeBy"]
 
 
 class Word(str, Enum):
@@ -79,8 +84,8 @@ class InstructionKind(Word):
 
 class SegmentKind(Word):
     """What the program uses a segment of its file for (the ``kind`` of :class:`pte_lab.format.program.RawSegment` and
-    :class:`pte_lab.model.pte.Segment`). A delegate's blob is ``"delegate:<backend id>"``, a string beside these,
-    since it carries its backend."""
+    :class:`pte_lab.model.pte.Segment`). A delegate's blob is a :class:`DelegateSegment` beside these, since it
+    carries its backend."""
 
     CONSTANTS = "constants"
     NAMED_DATA = "named_data"

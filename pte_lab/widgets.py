@@ -34,7 +34,7 @@ from .printable import printable
 from .runtime.program import HOST_BYTES_NOTE
 from .units import count, first_few, human_bytes
 from .views.html import html_repr, key_values
-from .vocabulary import Role
+from .vocabulary import Role, ViewOf
 
 __all__ = ["explore", "Explorer"]
 
@@ -324,7 +324,7 @@ def live_label(t, limit: int = LIVE_LABEL_CHARS, module: str | None = None) -> s
     inside an item."""
     items = [f"v{t.value}", short_shape(t.shape), human_bytes(t.nbytes), module or "", f"@ {t.offset:,}",
              # a view's op names its base's operator too; the list keeps it short ("view of v186")
-             (t.op or t.role).split(" (")[0], t.name or ""]
+             t.op.short if isinstance(t.op, ViewOf) else t.op or t.role, t.name or ""]
     items = [i for i in items if i]
     if len(" ".join(items)) <= limit:
         return " ".join(items)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..devices import device_name
 from ..errors import PteFormatError
-from ..vocabulary import InstructionKind, SegmentKind, ValueKind
+from ..vocabulary import DelegateSegment, InstructionKind, SegmentKind, ValueKind
 from ._flat import Table, TableVector, root_table
 from ._values_fast import FEW, read_values
 from .bundled import RawBundled
@@ -133,12 +133,13 @@ class RawSegment:
     index: int
     offset: int  # absolute file offset
     size: int
-    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or ``"delegate:<id>"``
-    kind: str = SegmentKind.UNUSED
+    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or the :class:`~pte_lab.vocabulary.DelegateSegment` of the
+    #: delegate whose blob it holds (``"delegate:<id>"``)
+    kind: SegmentKind | DelegateSegment = SegmentKind.UNUSED
     #: every role the program gives it (more than one kind: one table points into another's data)
-    roles: list[str] = field(default_factory=list)
+    roles: list[SegmentKind | DelegateSegment] = field(default_factory=list)
 
-    def use(self, kind: str) -> "RawSegment":
+    def use(self, kind: SegmentKind | DelegateSegment) -> "RawSegment":
         if self.kind == SegmentKind.UNUSED:
             self.kind = kind
         if kind not in self.roles:
@@ -328,7 +329,7 @@ def _decode_delegates(plan: Table, prog: RawProgram, where: str) -> list[RawDele
             if not 0 <= idx < len(prog.segments):
                 raise PteFormatError(f"{where}.delegates[{i}] ({did!r}): segment index {idx} out of range")
             seg = prog.segments[idx]
-            seg.use(f"delegate:{did}")
+            seg.use(DelegateSegment(did))
             size = seg.size
             location = "segment"
         else:

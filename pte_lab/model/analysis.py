@@ -27,7 +27,8 @@ from ..errors import PteFormatError
 from ..format import TENSOR_ALIGNMENT, RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
 from ..units import align_up
-from ..vocabulary import InstructionKind, Role
+from ..vocabulary import CallTarget, DelegateCall, InstructionKind, MadeBy, OperatorTarget, Role, ViewOf
+from ..call_targets import escaped_target
 from .arrays import isin, unique
 from .bulk import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
@@ -39,7 +40,7 @@ from .roles import declared_state, found_state, roles_of, state_values
 from .validate import Conflict, find_conflicts
 
 __all__ = ["analyse", "Analysis", "PlannedTensor", "Arena", "TENSOR_COLUMNS", "MAX_BYTES",
-           "operator_name", "instruction_targets", "tensor_meta", "tail_paddings"]
+           "instruction_targets", "tensor_meta", "tail_paddings"]
 
 
 
@@ -57,9 +58,10 @@ class PlannedTensor:
     device: str
     first: int | None
     last: int | None
-    #: the instruction that first writes it, and what that instruction calls
+    #: the instruction that first writes it, and what that instruction calls (for a view, the value it views:
+    #: a :class:`~pte_lab.vocabulary.ViewOf`); its names from the file made safe to show
     producer: int | None
-    op: str | None
+    op: MadeBy | None
     dynamic: bool
     name: str | None
 
@@ -113,22 +115,18 @@ def tail_paddings(method) -> dict[int, int]:
     return {a.mem_id: max(0, a.size - align_up(ends.get(a.mem_id, 0), TENSOR_ALIGNMENT)) for a in method.arenas}
 
 
-def operator_name(name: str, overload: str) -> str:
-    """``("aten::add", "out")`` -> ``"aten::add.out"``."""
-    return f"{name}.{overload}" if overload else name
-
-
-def instruction_targets(plan: RawPlan) -> list[str]:
-    """What each instruction calls: an operator, ``delegate:<backend>``, or its kind (control flow)."""
-    ops = [operator_name(n, o) for n, o in plan.operators]
-    out = []
+def instruction_targets(plan: RawPlan) -> list[CallTarget]:
+    """What each instruction calls: an :class:`~pte_lab.vocabulary.OperatorTarget`, a
+    :class:`~pte_lab.vocabulary.DelegateCall`, or (control flow) its :class:`~pte_lab.vocabulary.InstructionKind`."""
+    ops = [OperatorTarget.from_table(n, o) for n, o in plan.operators]
+    out: list[CallTarget] = []
     for ins in plan.instructions:
         if ins.kind == InstructionKind.KERNEL_CALL:
             out.append(ops[ins.target])
         elif ins.kind == InstructionKind.DELEGATE_CALL:
-            out.append(f"delegate:{plan.delegates[ins.target].id}")
+            out.append(DelegateCall(plan.delegates[ins.target].id))
         else:
-            out.append(str(ins.kind))  # control flow: the kind is its target, as a plain string
+            out.append(ins.kind)  # control flow: the kind is its target
     return out
 
 
@@ -362,7 +360,7 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
     if len(made):
         producer[made] = at
         targets = instruction_targets(plan)
-        shown = {t: printable(t) for t in set(targets)}  # a name from the file, terminal-safe: once per name
+        shown = {t: escaped_target(t) for t in set(targets)}  # names from the file, terminal-safe: once each
         op[made] = np.array([shown[t] for t in targets], dtype=object)[at]
     if not views:
         return {"producer": producer, "op": op}
@@ -372,6 +370,5 @@ def _producer_columns(plan, values, role, first_use, columns, views) -> dict[str
     producer[seen[known]] = starts[known]
     rows = np.searchsorted(values, [views[v] for v in values[seen].tolist()])  # bases are planned, never views
     for i, base, row in zip(seen.tolist(), values[rows].tolist(), rows.tolist()):
-        via = f" ({op[row]})" if role[i] == Role.VIEW and op[row] else ""
-        op[i] = f"view of v{base}{via}"
+        op[i] = ViewOf(base, op[row] if role[i] == Role.VIEW and op[row] else None)
     return {"producer": producer, "op": op}

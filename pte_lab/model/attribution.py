@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from ..errors import ETRecordError
 from ..format.etrecord import (ETRecord, MethodRecord, NodeInfo, SourceLine, check_counts, check_methods,
-                               innermost_user, mismatch, op_base)
+                               innermost_user, mismatch)
 from ..printable import printable
 from ..units import first_few
 from ..vocabulary import Role, InstructionKind
@@ -169,7 +169,7 @@ def check_etrecord(method_names: Iterable[str], record: ETRecord, instructions=N
 
 def _kernel_op(instruction) -> str:
     """A kernel call's operator base name as the ETRecord's records show names."""
-    return op_base(printable(instruction.target))
+    return printable(instruction.operator.name)
 
 
 def check_method(method: "Method", rec: MethodRecord) -> None:
@@ -177,7 +177,7 @@ def check_method(method: "Method", rec: MethodRecord) -> None:
     instructions = method.instructions
     n = len(instructions)
     check_counts(method.name, n, rec.handles)
-    ours = {i.index: printable(i.target.removeprefix("delegate:")) for i in instructions if i.kind == InstructionKind.DELEGATE_CALL}
+    ours = {i.index: printable(i.backend) for i in instructions if i.backend is not None}
     if set(ours) != set(rec.delegates):
         raise mismatch(method.name, f"delegate calls at instructions [{first_few(sorted(rec.delegates), 12)}] in "
                                     f"the ETRecord, [{first_few(sorted(ours), 12)}] in the program")

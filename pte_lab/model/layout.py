@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import PteLabError
 from ..format import TensorDataLocation
 from ..format.blobs import program_reader
-from ..vocabulary import Region, SegmentKind
+from ..vocabulary import DelegateSegment, Region, SegmentKind
 from .arrays import unique
 from .dtypes import SCALAR_TYPES
 
@@ -193,8 +193,8 @@ def file_layout(pte: "Pte", hashes: bool | str = True) -> Layout:
     for s in raw.segments:
         if s.kind == SegmentKind.CONSTANTS:
             _constant_rows(raw.constant_offsets, s, names, cols)
-        elif s.kind.startswith("delegate:"):
-            backend, owner = delegate_owner.get(("segment", s.index), (s.kind.removeprefix("delegate:"), ""))
+        elif isinstance(s.kind, DelegateSegment):
+            backend, owner = delegate_owner.get(("segment", s.index), (s.kind.backend, ""))
             add(Region.DELEGATE, f"{backend} blob (segment {s.index})", owner, s.offset, s.size, backend)
         elif s.kind == SegmentKind.NAMED_DATA:
             add(Region.NAMED_DATA, named.get(s.index, f"segment {s.index}"), "", s.offset, s.size)

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..errors import PteFormatError
 from ..format import RawPlan, TensorShapeDynamism
-from ..vocabulary import Role, InstructionKind
-from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets, operator_name
+from ..vocabulary import CallTarget, DelegateCall, OperatorTarget, Role, InstructionKind
+from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets
 from .analysis import tail_paddings, tensor_meta
 from .attribution import SOURCE_COLUMNS, TensorSource, attribute, attribute_stacktraces
 from .bulk import paused_gc
@@ -66,10 +66,21 @@ class Instruction:
     JumpFalseCall, FreeCall), what it calls and the values it names."""
     index: int
     kind: InstructionKind
-    #: operator name ("aten::add.out"), "delegate:<backend>", or the kind for control flow
-    target: str
+    #: an :class:`~pte_lab.vocabulary.OperatorTarget` (``"aten::add.out"``), a
+    #: :class:`~pte_lab.vocabulary.DelegateCall` (``"delegate:<backend>"``), or the kind for control flow
+    target: CallTarget
     args: tuple[int, ...]
     destination: int | None = None
+
+    @property
+    def operator(self) -> OperatorTarget | None:
+        """The operator a kernel call runs; None for any other instruction."""
+        return self.target if isinstance(self.target, OperatorTarget) else None
+
+    @property
+    def backend(self) -> str | None:
+        """The backend a delegate call hands its work to; None for any other instruction."""
+        return self.target.backend if isinstance(self.target, DelegateCall) else None
 
 
 @dataclass(frozen=True)
@@ -121,8 +132,8 @@ class Method:
         return len(self._raw.values)
 
     @cached_property
-    def operators(self) -> list[str]:
-        return [operator_name(n, o) for n, o in self._raw.operators]
+    def operators(self) -> list[OperatorTarget]:
+        return [OperatorTarget.from_table(n, o) for n, o in self._raw.operators]
 
     @cached_property
     def delegates(self) -> list[Delegate]:
@@ -153,7 +164,7 @@ class Method:
                 for i, ins in enumerate(self._raw.instructions)]
 
     @cached_property
-    def operator_counts(self) -> dict[str, int]:
+    def operator_counts(self) -> dict[CallTarget, int]:
         """How many instructions call each operator or delegate backend."""
         return dict(Counter(i.target for i in self.instructions if i.kind in (InstructionKind.KERNEL_CALL, InstructionKind.DELEGATE_CALL)))
 

@@ -14,7 +14,7 @@ from ..errors import NotFoundError, PteFormatError, PteLabError
 from ..format import RawProgram, Source, TensorDataLocation, read
 from ..format.etrecord import ETRecord, read_etrecord
 from ..units import count
-from ..vocabulary import SegmentKind
+from ..vocabulary import DelegateSegment, SegmentKind
 from .arrays import isin
 from .bulk import paused_gc
 from .bundled import Bundled
@@ -36,8 +36,9 @@ __all__ = ["Pte", "Segment", "open_pte"]
 class Segment:
     """A segment of the file (:attr:`Pte.segments`): what it holds, its file offset and its bytes."""
     index: int
-    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or ``"delegate:<backend>"``
-    kind: str
+    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or the :class:`~pte_lab.vocabulary.DelegateSegment` of the
+    #: delegate whose blob it holds (``"delegate:<backend>"``)
+    kind: SegmentKind | DelegateSegment
     #: absolute file offset
     offset: int
     size: int

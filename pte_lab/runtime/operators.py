@@ -14,6 +14,7 @@ import importlib
 import sys
 from dataclasses import dataclass, field
 
+from ..call_targets import namespaces
 from ..quiet import quiet_import
 from ..units import count, first_few
 
@@ -62,7 +63,7 @@ def provide(operators: list[str]) -> Provision:
     """Register the libraries that provide the missing ``operators`` (known namespaces only): what is still
     missing (sorted), and what was registered."""
     loaded = {}
-    for ns in sorted({op.split("::")[0] for op in operators if "::" in op} & set(PROVIDERS)):
+    for ns in sorted(namespaces(operators) & set(PROVIDERS)):
         module, what = PROVIDERS[ns]
         if module in _UNREPORTED:  # registered earlier by pte_lab, while looking up schemas
             _UNREPORTED.discard(module)
@@ -70,7 +71,7 @@ def provide(operators: list[str]) -> Provision:
     if _SEEN.issuperset(operators):
         return Provision((), loaded)
     missing = sorted(set(operators) - registered_operators())
-    for ns in sorted({op.split("::")[0] for op in missing if "::" in op}):
+    for ns in sorted(namespaces(missing)):
         if ns not in PROVIDERS:
             continue
         module, what = PROVIDERS[ns]
@@ -87,7 +88,7 @@ def provide(operators: list[str]) -> Provision:
 def missing_message(method: str, missing: list[str]) -> str:
     shown = first_few(missing, 8)
     hints = []
-    for ns in sorted({op.split("::")[0] for op in missing if "::" in op}):
+    for ns in sorted(namespaces(missing)):
         if ns in PROVIDERS:
             hints.append(f"{ns}:: comes from {PROVIDERS[ns][1]} (import {PROVIDERS[ns][0]}), which did not load here")
     hint = "; ".join(hints) or ("load the kernel library that registers them (a custom-op .so with "

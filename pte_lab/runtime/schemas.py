@@ -26,7 +26,8 @@ from ..cache import cache_dir, dist_version
 from ..errors import PteFormatError
 from ..model.findings import REFUSED_BEFORE_LOADING, Kind, operator_findings
 from ..quiet import quiet
-from ..vocabulary import InstructionKind
+from ..call_targets import namespaces
+from ..vocabulary import InstructionKind, OperatorTarget
 from . import kept
 from .operators import PROVIDERS, import_provider
 
@@ -123,13 +124,14 @@ def _look_up(operators: list[str]) -> dict[str, dict | None]:
     with quiet():  # torch, exir and the custom-op libraries print as they load
         import torch
 
-        _register({op.split("::")[0] for op in operators if "::" in op})
+        _register(namespaces(operators))
     out: dict[str, dict | None] = {}
     for op in operators:
-        name, _, overload = op.partition(".")
-        overload = "" if overload == "default" else overload
+        target = OperatorTarget.parse(op)
+        overload = "" if target.overload in (None, "default") else target.overload
         try:
-            found = [s for s in torch._C._jit_get_schemas_for_operator(name) if s.overload_name == overload]
+            found = [s for s in torch._C._jit_get_schemas_for_operator(target.qualified)
+                     if s.overload_name == overload]
         except Exception:  # noqa: BLE001 - a name torch cannot parse has no schema
             found = []
         if not found:

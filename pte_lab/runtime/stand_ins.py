@@ -18,6 +18,7 @@ import ctypes
 from functools import lru_cache
 
 from ..model.method_pool import BACKEND_SOURCES_READ
+from ..vocabulary import OperatorTarget
 from . import native
 
 __all__ = ["STAND_INS", "KERNEL_NAMESPACES", "stand_ins_for", "register", "stats", "follows"]
@@ -40,7 +41,7 @@ KERNEL_NAMESPACES = tuple(k[:-2] for k in STAND_INS if k.endswith("::"))
 
 def follows(what: str, version: str) -> bool:
     """Whether pte_lab's stand-in for ``what`` follows ExecuTorch ``version``'s source (``"1.5.1+cpu"``)."""
-    key = what if what in STAND_INS else f"{what.split('::')[0]}::"
+    key = what if what in STAND_INS else f"{OperatorTarget.parse(what).namespace}::"
     if key not in STAND_INS:
         return False
     lo, hi = STAND_INS[key][0]
@@ -51,7 +52,7 @@ def follows(what: str, version: str) -> bool:
 def stand_ins_for(backends, operators, version: str) -> tuple[list[str], list[str]]:
     """(backends, operators) among those missing that pte_lab has stand-ins for under ExecuTorch ``version``."""
     b = [x for x in backends if x in STAND_INS and follows(x, version)]
-    ops = [x for x in operators if x.split("::")[0] in KERNEL_NAMESPACES and follows(x, version)]
+    ops = [x for x in operators if OperatorTarget.parse(x).namespace in KERNEL_NAMESPACES and follows(x, version)]
     return b, ops
 
 

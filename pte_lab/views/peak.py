@@ -11,7 +11,7 @@ from ..model.findings.plan import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE
 from ..model.peak import PeakCause, PeakCauseKind, PeakGroup, PeakStory
 from ..printable import text_view
 from ..units import count, first_few, human_bytes
-from ..vocabulary import Role
+from ..vocabulary import DelegateCall, Role
 
 __all__ = ["peak_lines", "peak_head", "peak_text", "cause_line", "group_phrase"]
 
@@ -58,7 +58,7 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
     at_stake = f"{human_bytes(c.nbytes)} ({_share(c.nbytes, s.peak_bytes)} of the peak)"
     if c.kind is PeakCauseKind.ATTENTION_SCORES:
         side = s.groups[c.groups[0]].shape[-1]
-        inside = sorted({op.removeprefix("delegate:") for op in c.names if op.startswith("delegate:")})
+        inside = sorted({op.backend for op in c.names if isinstance(op, DelegateCall)})
         how = (f"separate kernels (its softmax inside {first_few(inside, 2)}, the planes passed between delegate "
                f"calls and planned)" if inside else "portable kernels")
         return (f"attention scores: {at_stake} in square [..., {side}, {side}] tensors around a softmax "

@@ -17,13 +17,12 @@ import weakref
 
 import numpy as np
 
-from ..format.etrecord import op_base
 from ..model.ethos_u import describe_io
 from ..model.dtypes import short_shape
 from ..model.layout import Layout, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from ..printable import printable_text, text_view
-from ..vocabulary import Region, ValueKind
+from ..vocabulary import OperatorTarget, Region, ValueKind, ViewOf
 from ..model.backends import HEADLINE_SETTINGS, for_a_microcontroller
 from .base import backend_note_line, text_table
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, exact_bytes, first_few, human_bytes, ratio
@@ -300,13 +299,13 @@ def _clashes(conflicts, times: list[int], scale: float, width: int) -> dict[int,
 
 
 def _short_op(t) -> str:
-    """What writes a tensor, short: the operator's base name (``addmm``), the delegate's backend, else its role."""
+    """What writes a tensor, short: the operator's base name (``addmm``), the delegate call, the view without its
+    base's operator (``view of v12``), else its role."""
     if t.op is None:
         return t.role
-    if t.op.startswith("delegate:"):
-        return t.op
-    name = t.op.split(" (")[0]
-    return op_base(name) if "::" in name else name
+    if isinstance(t.op, OperatorTarget) and t.op.namespace is not None:
+        return t.op.name
+    return t.op.short if isinstance(t.op, ViewOf) else t.op
 
 
 def _wrapped(head: str, entries: list[str], width: int) -> list[str]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ETRecordError
 from ...units import count, first_few, human_bytes
-from ...vocabulary import RUNTIME_OPS, Role, InstructionKind
+from ...vocabulary import RUNTIME_OPS, InstructionKind, OperatorTarget, Role
 from ..delegates import blob_problem, blob_uses
 from ..ethos_u import Blobs, io_checks
 from ..peak import peak_point
@@ -228,7 +228,7 @@ def delegate_split_findings(m: "Method") -> list[Finding]:
                if i.kind == InstructionKind.KERNEL_CALL and not i.target.startswith(RUNTIME_OPS)]
     if not between:
         return []
-    backends = [instructions[i].target.removeprefix("delegate:") for i in calls]
+    backends = [b for i in calls if (b := instructions[i].backend) is not None]
     backend = max(dict.fromkeys(backends), key=backends.count)
     ops: dict[str, list[int]] = {}
     for i in between:
@@ -275,18 +275,12 @@ RESHUFFLES = frozenset({"slice_copy", "slice", "cat", "permute_copy", "split_cop
                         "pixel_unshuffle", "pixel_shuffle"})
 
 
-def _base(operator: str) -> str:
-    """``aten::slice_copy.Tensor_out`` -> ``slice_copy``; ``cortex_m::quantize_per_tensor.out`` ->
-    ``quantize_per_tensor``."""
-    return operator.split("::")[-1].split(".")[0]
-
-
 @dataclass(frozen=True)
 class OutsideOperator:
     """One operator a delegated method runs on ExecuTorch's own kernels, where it runs, and the bytes of the
     planned tensors it writes (views left out: they are their base's)."""
 
-    operator: str
+    operator: OperatorTarget
     #: one of :data:`OUTSIDE_WHERE`
     where: str
     instructions: tuple[int, ...]
@@ -317,19 +311,19 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
     calls = [i.index for i in instructions if i.kind == InstructionKind.DELEGATE_CALL]
     if not calls:
         return []
-    outside = [i.index for i in instructions if i.kind == InstructionKind.KERNEL_CALL and not i.target.startswith(RUNTIME_OPS)]
+    outside = {i.index: op for i in instructions if (op := i.operator) is not None and not op.startswith(RUNTIME_OPS)}
     if not outside:
         return []
-    backends = tuple(dict.fromkeys(instructions[i].target.removeprefix("delegate:") for i in calls))
+    backends = tuple(dict.fromkeys(b for i in calls if (b := instructions[i].backend) is not None))
     point = peak_point(m)  # (arena, instruction) of the peak: all this needs
     written: dict[int, list] = {}
     for t in m.planned:
         if t.role != Role.VIEW and t.producer is not None:
             written.setdefault(t.producer, []).append(t)
-    by: dict[tuple[str, str], list[int]] = {}
-    for i in outside:
+    by: dict[tuple[OperatorTarget, str], list[int]] = {}
+    for i, op in outside.items():
         where = OUTSIDE_WHERE[0 if i < calls[0] else 2 if i > calls[-1] else 1]
-        by.setdefault((instructions[i].target, where), []).append(i)
+        by.setdefault((op, where), []).append(i)
     ops = []
     for (op, where), ix in by.items():
         ts = [t for i in ix for t in written.get(i, ())]
@@ -343,11 +337,11 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
                        f"{human_bytes(o.at_peak)} alive at the peak)" for o in sorted(ops, key=lambda o: -o.at_peak)),
                       3, "; ", "; and {n} more")
     who = " and ".join(backends)
-    edges = [o for o in ops if _base(o.operator) in IO_CONVERSIONS and o.where != OUTSIDE_WHERE[1]]
+    edges = [o for o in ops if o.operator.name in IO_CONVERSIONS and o.where != OUTSIDE_WHERE[1]]
     rest = [o for o in ops if o not in edges]
     change = ""
     if rest:
-        reshuffle = (" such as a Focus layer's strided slices" if any(_base(o.operator) in RESHUFFLES for o in rest)
+        reshuffle = (" such as a Focus layer's strided slices" if any(o.operator.name in RESHUFFLES for o in rest)
                      else "")
         change = (f"{who}'s partitioner did not take {'it' if len(rest) == 1 else 'them'}: write that part of the "
                   f"model with operators {who} takes, or do it before the program (in the app, on its input) where "
@@ -356,9 +350,9 @@ def outside_delegate_findings(m: "Method") -> list[Finding]:
                   f"holds what is alive at once in memory of its own")
     if edges:
         what = " and ".join(dict.fromkeys(
-            "the quantize converts the float input to int8 before the first delegate call" if not _base(
-                o.operator).startswith("de") else "the dequantize converts the int8 output back to float after the "
-                "last" for o in edges))
+            "the quantize converts the float input to int8 before the first delegate call"
+            if not o.operator.name.startswith("de") else "the dequantize converts the int8 output back to float after "
+            "the last" for o in edges))
         change += ("; " if change else "") + (
             f"{what}: export the program with int8 inputs and outputs (quantized I/O: exir.passes.quantize_io_pass's "
             f"QuantizeInputs and QuantizeOutputs, which keep each one's scale and zero point in the program), so "

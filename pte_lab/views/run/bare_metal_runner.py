@@ -23,6 +23,7 @@ from ...errors import PteLabError
 from ...format.regular_file import check_writable
 from ...runtime.native import executorch_dir, executorch_version
 from ...shell_text import sh_comment, sh_word, sh_words
+from ...call_targets import namespaces
 from ...vocabulary import ValueKind
 from ..c_text import c_comment, c_string
 from .sizes import block_comment, c_identifiers, target_guard
@@ -71,7 +72,7 @@ def _libraries(methods) -> tuple[list[str], list[str]]:
     """(the libraries linked whole, those linked as usual): each a file name, ``a|b`` (the first found), or
     ``name?`` (linked where the build has it)."""
     whole, usual = list(TARGET_LIBRARIES["runtime"][0]), []
-    keys = sorted({op.split("::")[0] for m in methods for op in m.operators} & set(TARGET_LIBRARIES))
+    keys = sorted(namespaces(op for m in methods for op in m.operators) & set(TARGET_LIBRARIES))
     keys += sorted({b for m in methods for b in m.backends})
     for key in keys:
         # a backend pte_lab has no library for: a placeholder that names it in letters, digits and '_' alone (the
