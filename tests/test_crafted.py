@@ -413,3 +413,19 @@ def test_external_blocks_name_their_named_data():
     assert d.weight_bytes == 12345
     (w,) = [p for p in d.parts() if p.part == "weights"]
     assert w.source == "named data" and w.allocator.startswith("read in place from named data abababab")
+
+
+def test_an_operator_prints_as_the_file_names_it_and_is_read_by_its_parts():
+    # three kernels: an operator with no overload, one with no namespace, one whose name carries an escape
+    values = [("tensor", 1, 0, 4), ("tensor", 1, 16, 4), ("tensor", 1, 32, 4), ("tensor", 1, 48, 4)]
+    ops = (("aten::relu", ""), ("my_op", "out"), ("evil::x\x1b[2J", "out"))
+    data = build_program(values, [(0, [0, 1]), (1, [1, 2]), (2, [2, 3])], sizes=(0, 64), operators=ops)
+    m = pte_lab.open(data).methods["forward"]
+    assert [i.target for i in m.instructions] == ["aten::relu", "my_op.out", "evil::x\x1b[2J.out"]
+    assert [(o.namespace, o.name, o.overload) for o in m.operators] == [
+        ("aten", "relu", None), (None, "my_op", "out"), ("evil", "x\x1b[2J", "out")]
+    assert [i.operator.name for i in m.instructions] == ["relu", "my_op", "x\x1b[2J"]
+    # what wrote each tensor, as the tensors table and the text show it: the file's text, escaped
+    made = m.tensors.set_index("value")["op"]
+    assert [made[v] for v in (1, 2, 3)] == ["aten::relu", "my_op.out", "evil::x\\x1b[2J.out"]
+    assert "\x1b" not in repr(m) and "\x1b" not in repr(m.arena(1))
