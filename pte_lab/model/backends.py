@@ -35,7 +35,7 @@ import struct
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from collections.abc import Callable, Mapping
 
 from ..errors import PteLabError
@@ -488,7 +488,7 @@ MICROCONTROLLER_BACKENDS = frozenset(b.id for b in BACKENDS.values() if b.microc
 MICROCONTROLLER_OPERATORS = ("cortex_m::",)
 
 
-def for_a_microcontroller(pte: Any) -> bool:
+def for_a_microcontroller(pte) -> bool:
     """``pte`` (a :class:`~pte_lab.model.Pte`) calls a microcontroller or NPU backend (EthosUBackend) or
     microcontroller kernels (``cortex_m::``): it runs in bare-metal firmware, where an app's ``Module`` and its
     load modes (Android, iOS, desktop) do not apply."""
