@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .model.backends import XNNPACK
 from .model.diff import Change
 from .model.load_cost import LOADERS
 from .model.modules import NO_MODULE
@@ -220,7 +221,7 @@ def arena_layout(method: "Method", mem_id: int | None = None, *, ax: "Axes | Non
     elif waste > 0:
         notes.append(f"+ waste {human_bytes(waste)} above {PEAK_LIVE}")
     if padding:
-        who = "an XNNPACK delegate" if any(d.backend == "XnnpackBackend" for d in method.delegates) else "a delegate"
+        who = f"an {XNNPACK.name} delegate" if any(d.backend == XNNPACK.id for d in method.delegates) else "a delegate"
         notes.append(f"+ {human_bytes(padding)} past the last tensor:\n   exir's padding of every arena of a method\n"
                      f"   with {who} (the planner's, not the plan's waste)")
     ax.set_xlim(-1.5, right)

@@ -297,6 +297,7 @@ def _definitions(name: str) -> list[str]:
     ("LayoutRow", "pte_lab.model.layout"), ("MemoryMode", "pte_lab.model.ethos_u"),
     ("MEMORY_MODES", "pte_lab.model.ethos_u"), ("DelegateMemory", "pte_lab.model.ethos_u"),
     ("BlobUse", "pte_lab.model.delegates"), ("BLOB_CHECKS", "pte_lab.model.delegates"),
+    ("Backend", "pte_lab.model.backends"), ("registration", "pte_lab.model.backends"),
     ("text_table", "pte_lab.views.base"), ("indented", "pte_lab.views.text"),
     ("LedgerEvent", "pte_lab.runtime.native"), ("ledger_frame", "pte_lab.runtime.device"),
     ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing.records"),
@@ -836,4 +837,32 @@ def test_the_kind_check_sees_a_word():
     fine = ['ins.kind == InstructionKind.KERNEL_CALL', 'exc.kind in (MixupKind.PTN, MixupKind.PTG)',
             'a.dtype.kind not in "iu"', 'kind_of == "x"', 't.role == "view"', 'ins.kind == other.kind']
     found = {k for k, text in enumerate(forms + fine) if _kind_literals(ast.parse(f"x = {text}\n"))}
+    assert found == set(range(len(forms)))
+
+
+#: where a backend's id may be written as a literal: its registration, and the format reader of its blob
+BACKEND_ID_HOMES = ("pte_lab.model.backends", "pte_lab.format.")
+
+
+def _backend_id_literals(tree: ast.AST, ids) -> list[int]:
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in ids]
+
+
+def test_a_backend_id_is_written_only_in_its_registration():
+    """``"XnnpackBackend"`` is written once, where the backend is registered (``pte_lab.model.backends``) or its
+    blob is read (``pte_lab.format.xnnpack.BACKEND``); every other module asks the registration
+    (``registration(b).heap``, ``XNNPACK.id``), so a new backend is one registration, not a hunt through the views."""
+    from pte_lab.model.backends import BACKENDS
+
+    ids = set(BACKENDS)
+    bad = [f"{_module_name(p)}:{line}" for p in SOURCES if not _module_name(p).startswith(BACKEND_ID_HOMES)
+           for line in _backend_id_literals(_tree(p), ids)]
+    assert not bad, bad
+
+
+def test_the_backend_id_check_sees_a_literal():
+    ids = {"XnnpackBackend", "EthosUBackend"}
+    forms = ['b == "XnnpackBackend"', '{"EthosUBackend": 1}', 'f(backend="XnnpackBackend")']
+    fine = ['b == XNNPACK.id', '"an XnnpackBackend delegate"', 'f"{b} (EthosUBackend)"']
+    found = {k for k, text in enumerate(forms + fine) if _backend_id_literals(ast.parse(f"x = {text}\n"), ids)}
     assert found == set(range(len(forms)))

@@ -51,9 +51,11 @@ __all__ = ["read_vela", "VelaStream", "VelaBlock", "VelaIO", "VelaReader", "READ
            "BACKENDS", "BLOCK_HEADER_BYTES", "STREAM_ALIGNMENT", "SHAPE_DIMS", "LEGACY_SHAPE_DIMS", "IO_BYTES",
            "EXTERNAL_KEY_BYTES", "MAX_BLOCKS"]
 
-#: the backend id whose blobs are Vela bin streams (ExecuTorch 0.6 and later)
+#: the backend id whose blobs are Vela bin streams (ExecuTorch 0.6 and later); what pte_lab knows of the backend
+#: is its registration, ``pte_lab.model.backends.ETHOS_U``
 BACKEND = "EthosUBackend"
-#: the same backend's id in ExecuTorch 0.2 to 0.5 (``ArmBackendEthosU.cpp``)
+#: the same backend's id in ExecuTorch 0.2 to 0.5 (``ArmBackendEthosU.cpp``; registered as
+#: ``pte_lab.model.backends.ARM_LEGACY``)
 LEGACY_BACKEND = "ArmBackend"
 #: every backend id whose blobs are Vela bin streams
 BACKENDS = (BACKEND, LEGACY_BACKEND)
@@ -106,7 +108,7 @@ class VelaReader:
 #: backend id -> the reader of the ExecuTorch runtime that registers it (the newest of each)
 READERS = {
     BACKEND: VelaReader(BACKEND, "ExecuTorch 1.5", READ_BLOCKS, "scratch_size", SHAPE_DIMS, COMMAND_MAGICS, True),
-    LEGACY_BACKEND: VelaReader(LEGACY_BACKEND, "ExecuTorch 0.5 (ArmBackend, 0.2 to 0.5)",
+    LEGACY_BACKEND: VelaReader(LEGACY_BACKEND, f"ExecuTorch 0.5 ({LEGACY_BACKEND}, 0.2 to 0.5)",
                                (START, "cmd_data", "weight_data", LEGACY_SCRATCH, "inputs", "outputs", END),
                                LEGACY_SCRATCH, LEGACY_SHAPE_DIMS, (b"COP1",), False),
 }

@@ -9,7 +9,8 @@ import struct
 
 __all__ = ["BACKEND", "HEADER_MAGIC", "HEADER_BYTES", "GRAPH_IDENTIFIERS", "identifier", "header_graph_offset"]
 
-#: the backend id whose blobs these are
+#: the backend id whose blobs these are (what pte_lab knows of the backend is its registration,
+#: ``pte_lab.model.backends.XNNPACK``)
 BACKEND = "XnnpackBackend"
 #: the header's magic, at bytes 4..8 of the blob (:func:`identifier`)
 HEADER_MAGIC = b"XH00"

@@ -6,7 +6,8 @@ identical blobs once, so two delegates may name one segment; a reference
 retargeted at another delegate's blob makes the backend compile the wrong
 graph for its call (seen: XNNPACK aborts the process in ``load_method``).
 
-Backends' blob formats (read from their serializers in the executorch wheel):
+Backends' blob formats (read from their serializers in the executorch wheel; each backend's check is its
+registration's, :mod:`pte_lab.model.backends`):
 
 * ``XnnpackBackend``: a header naming where an XNNPACK graph flatbuffer starts,
   or that flatbuffer alone (:mod:`pte_lab.format.xnnpack` reads it).
@@ -22,11 +23,12 @@ What a blob declares about memory (Ethos-U) is :mod:`pte_lab.model.ethos_u`.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
-from ..format import xnnpack
-from ..format.vela import BACKEND, LEGACY_BACKEND
 from ..vocabulary import InstructionKind
+from .backends import BACKENDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ethos_u import Blobs
@@ -35,37 +37,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["BlobUse", "blob_uses", "blob_problem", "BLOB_CHECKS"]
 
 
-def _xnnpack_problem(blobs: "Blobs", offset: int, size: int) -> str | None:
-    read = blobs.read
-    if read is None:  # opened from a stream that is gone: the bytes cannot be checked
-        return None
-    head = read(offset, min(size, xnnpack.HEADER_BYTES))
-    fb = xnnpack.header_graph_offset(head)
-    if fb is not None:
-        if fb + 8 > size:
-            return f"its XNNPACK header puts the graph at byte {fb}, past the blob's {size} bytes"
-        ident = xnnpack.identifier(read(offset + fb, 8))
-        if ident in xnnpack.GRAPH_IDENTIFIERS:
-            return None
-        return f"its XNNPACK header points at a graph whose identifier is {ident!r}, not {xnnpack.GRAPH_IDENTIFIERS[0]!r}"
-    if xnnpack.identifier(head) in xnnpack.GRAPH_IDENTIFIERS:
-        return None
-    return (f"it starts with {head[:8]!r}: neither XNNPACK's header ({xnnpack.HEADER_MAGIC!r} at bytes 4..8) "
-            f"nor an XNNPACK graph ({xnnpack.GRAPH_IDENTIFIERS[0]!r})")
-
-
-def _vela_problem(blobs: "Blobs", offset: int, size: int, backend: str = BACKEND) -> str | None:
-    stream = blobs.vela(offset, size, backend)  # read once, for this check and for the delegate's memory
-    if stream.ok:
-        return None
-    more = len(stream.problems) - 1
-    return stream.problems[0] + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
-
-
 #: backend id -> the check of a blob's first bytes, ``check(blobs, offset, size)`` (``blobs``: the program's
-#: :class:`~pte_lab.model.ethos_u.Blobs`; backends not listed are not checked)
-BLOB_CHECKS = {xnnpack.BACKEND: _xnnpack_problem, BACKEND: _vela_problem,
-               LEGACY_BACKEND: lambda blobs, offset, size: _vela_problem(blobs, offset, size, LEGACY_BACKEND)}
+#: :class:`~pte_lab.model.ethos_u.Blobs`; backends not listed are not checked): each backend's registration's
+#: (:attr:`pte_lab.model.backends.Backend.check_blob`)
+BLOB_CHECKS: Mapping[str, Callable[["Blobs", int, int], str | None]] = MappingProxyType(
+    {b.id: b.check_blob for b in BACKENDS.values() if b.check_blob is not None})
 
 
 class BlobUse:

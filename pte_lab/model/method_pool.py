@@ -20,11 +20,14 @@ wheel's headers compiled for it (:mod:`pte_lab.runtime.abi_probe`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
+from collections.abc import Mapping
 
 from ..format import TensorDataLocation, TensorShapeDynamism
 from ..format.method_tables import method_tables
 from ..units import align_up
 from ..vocabulary import InstructionKind, ValueKind
+from .backends import BACKENDS, ETHOS_U
 from .abi import TARGETS, Abi, UnknownTargetError, abi, abis
 
 
@@ -32,31 +35,17 @@ __all__ = ["Abi", "abis", "TARGETS", "MethodPool", "PoolPart", "method_pool", "U
            "BACKEND_INIT", "BACKEND_HEAP", "BACKEND_SOURCES_READ"]
 
 #: what a backend's init() takes from the method allocator, per target: backend id -> target ->
-#: ((what, bytes, alignment), ...); a target missing: not known there (the pool is not modelled).
-#: XnnpackBackend: allocateInstance<XNNExecutor> (backends/xnnpack/runtime/XNNPACKBackend.cpp); XNNExecutor's
-#: header is not in the wheel, so its x86-64 size is the one the sizing runner measured (xnnpack.pte; the other
-#: XNNPACK programs check it); XNNPACK has no Cortex-M build. EthosUBackend: its handle comes from new and
-#: platform_init returns nullptr on Cortex-M (:data:`BACKEND_SOURCES_READ`): nothing; pte_lab's host stand-in takes
-#: the same (ExecuTorch 1.0 took the handle from the method allocator, allocateInstance<ExecutionHandle>: a
-#: program run by 1.0 needs it there instead).
-BACKEND_INIT: dict[str, dict[str, tuple[tuple[str, int, int], ...]]] = {
-    "XnnpackBackend": {"host": (("XNNExecutor", 272, 8),)},
-    "EthosUBackend": {"host": (), "cortex-m": ()},
-}
+#: ((what, bytes, alignment), ...); a target missing: not known there (the pool is not modelled). Each backend's
+#: is its registration's (:attr:`pte_lab.model.backends.Backend.init`, with the source it was read from)
+BACKEND_INIT: Mapping[str, Mapping[str, tuple[tuple[str, int, int], ...]]] = MappingProxyType(
+    {b.id: b.init for b in BACKENDS.values() if b.init})
 #: what a backend's init() allocates itself on the heap, outside ExecuTorch's allocators, one per delegate:
-#: backend id -> (the type, how, its size in pointer-sized words). EthosUBackend: ``new (std::nothrow)
-#: ExecutionHandle()`` (a PlatformState pointer and VelaHandles' eight pointer-sized fields), freed by destroy();
-#: init fails with MemoryAllocationFailed where new returns null (a heap-less board).
-BACKEND_HEAP: dict[str, tuple[str, str, int]] = {
-    "EthosUBackend": ("ExecutionHandle", "operator new", 9),
-}
+#: backend id -> (the type, how, its size in pointer-sized words) (:attr:`pte_lab.model.backends.Backend.heap`)
+BACKEND_HEAP: Mapping[str, tuple[str, str, int]] = MappingProxyType(
+    {b.id: b.heap for b in BACKENDS.values() if b.heap is not None})
 #: the ExecuTorch source BACKEND_INIT and BACKEND_HEAP (and the stand-ins, pte_lab.runtime.stand_ins) follow for
-#: EthosUBackend (backends/arm/runtime/EthosUBackend.cpp, EthosUBackend_Cortex_M.cpp, VelaBinStream.h). The 1.5.1
-#: wheel ships no Arm runtime source and names its commit (3b60683923...), which no mirror read here holds; the
-#: newest source read is main of 2026-08-22 (cff6f4dd32, version 1.5.0, a day after the 2026-08-21 nightly), the
-#: same in every line read since 1.2.0
-BACKEND_SOURCES_READ = ("ExecuTorch v1.2.0 to v1.4.1 and main of 2026-08-22 (cff6f4dd32, version 1.5.0: the "
-                        "nearest to the 1.5.1 wheel, whose commit 3b60683923 no mirror read here holds)")
+#: EthosUBackend (:attr:`pte_lab.model.backends.Backend.sources_read`)
+BACKEND_SOURCES_READ: str = ETHOS_U.sources_read or ""
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ..format.schema import TensorDataLocation
 from ..vocabulary import Role, InstructionKind, ValueKind
 from .analysis import tensor_meta
 from .attribution import kernel_node
+from .backends import XNNPACK
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -259,7 +260,7 @@ def _program_named(blobs) -> dict[str, int]:
 
 def _blob_keys(m: "Method", d: int, blobs, named: dict[str, int]) -> list[tuple[str, int]]:
     """The named data keys an XNNPACK blob names (its weights), with their bytes; [] for other backends."""
-    if blobs is None or m.delegates[d].backend != "XnnpackBackend":
+    if blobs is None or m.delegates[d].backend != XNNPACK.id:
         return []
     if not named:
         return []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 from functools import lru_cache
 
+from ..model.backends import BACKENDS, registration
 from ..model.method_pool import BACKEND_SOURCES_READ
 from ..vocabulary import OperatorTarget
 from . import native
@@ -24,11 +25,10 @@ from . import native
 __all__ = ["STAND_INS", "KERNEL_NAMESPACES", "stand_ins_for", "register", "stats", "follows"]
 
 #: what a stand-in replaces -> (the ExecuTorch versions whose source it follows, what the real one takes from
-#: ExecuTorch's allocators and the heap, as the stand-in does)
+#: ExecuTorch's allocators and the heap, as the stand-in does): a backend's is its registration's
+#: (:attr:`pte_lab.model.backends.Backend.stand_in`)
 STAND_INS = {
-    "EthosUBackend": (("1.2", "1.5"), "init: its ExecutionHandle with new (the heap: 9 words, 72 bytes here, 36 on a "
-                                      "32-bit Cortex-M), nothing from the method allocator; execute: scratch_size "
-                                      "bytes, 16-byte aligned, from the temp allocator"),
+    **{b.id: (b.stand_in.versions, b.stand_in.takes) for b in BACKENDS.values() if b.stand_in is not None},
     "cortex_m::": (("1.2", "1.5"), "nothing from ExecuTorch's allocators (a kernel's scratch is a planned tensor "
                                    "argument); the stand-in leaves its output as it is"),
 }
@@ -59,7 +59,9 @@ def stand_ins_for(backends, operators, version: str) -> tuple[list[str], list[st
 @lru_cache(maxsize=1)
 def _lib():
     lib = native.library()
-    lib.pte_lab_stand_in_ethos_u.restype = ctypes.c_int32
+    for b in BACKENDS.values():
+        if b.stand_in is not None:
+            getattr(lib, b.stand_in.symbol).restype = ctypes.c_int32
     lib.pte_lab_stand_in_kernel.argtypes = [ctypes.c_char_p]
     lib.pte_lab_stand_in_kernel.restype = ctypes.c_int32
     lib.pte_lab_stand_in_stats.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
@@ -73,7 +75,8 @@ def register(backends: list[str], operators: list[str]) -> list[str]:
     lib = _lib()
     done = []
     for b in backends:
-        if b == "EthosUBackend" and lib.pte_lab_stand_in_ethos_u() == 0:
+        stand_in = registration(b).stand_in
+        if stand_in is not None and getattr(lib, stand_in.symbol)() == 0:
             done.append(b)
     for op in operators:
         if lib.pte_lab_stand_in_kernel(op.encode()) == 0:

@@ -9,6 +9,7 @@ from functools import cache
 from html import escape
 from importlib.resources import files
 
+from ..model.backends import registration
 from ..printable import printable
 
 __all__ = ["text_table", "html_repr", "delegate_heap_note", "backend_note_line"]
@@ -47,17 +48,19 @@ def html_repr(body: str, fallback: str) -> str:
 def delegate_heap_note(backends, not_here=()) -> str:
     """What the plan leaves out for a method that calls ``backends``: their own memory, in the heap;
     ``not_here``: the backends pte_lab cannot run on this host (``pte-lab sizes`` does not measure them)."""
-    xnn = "XnnpackBackend" in backends
-    others = [b for b in backends if b != "XnnpackBackend"]
-    parts = (["XNNPACK's packed weights and workspaces (made at load_method and the first execute)"] if xnn else []) + \
-        [f"what {b} allocates for itself" for b in others]
-    verb = "live" if xnn or len(parts) > 1 else "lives"
+    regs = [registration(b) for b in backends]
+    # backends whose own memory is named (XNNPACK's packed weights and workspaces), first, each once
+    said = list({r.id: r for r in regs if r.own_memory is not None}.values())
+    parts = [r.own_memory or "" for r in said] + [f"what {r.id} allocates for itself" for r in regs
+                                                  if r.own_memory is None]
+    verb = "live" if said or len(parts) > 1 else "lives"
+    measured = " and ".join(f"{r.user_name}'s" for r in said)
     if not not_here:
         return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap, outside "
                 f"the planned arenas; `pte-lab sizes FILE` measures them")
     return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap or the "
             f"accelerator's memory, outside the planned arenas; "
-            + ("`pte-lab sizes FILE` measures XNNPACK's; " if xnn else "")
+            + (f"`pte-lab sizes FILE` measures {measured}; " if said else "")
             + f"{' and '.join(not_here)} cannot run here: measure it on the device (its backend line says how)")
 
 

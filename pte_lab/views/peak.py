@@ -6,6 +6,7 @@ that recovers them.
 
 from __future__ import annotations
 
+from ..model.backends import XNNPACK
 from ..model.dtypes import short_shape
 from ..model.findings.plan import FUSED_ATTENTION_CHANGE, SAFE_SOFTMAX_CHANGE
 from ..model.peak import PeakCause, PeakCauseKind, PeakGroup, PeakStory
@@ -85,7 +86,7 @@ def cause_line(c: PeakCause, s: PeakStory) -> str:
     if c.kind is PeakCauseKind.OUTSIDE_DELEGATE:
         # export_llm's option is XNNPACK's: said only where the method delegates to XNNPACK
         llm = (" (export_llm lowers only the quantized linears unless backend.xnnpack.extended_ops=true)"
-               if "XnnpackBackend" in s.backends else "")
+               if XNNPACK.id in s.backends else "")
         return (f"operators outside the delegate: {at_stake} written by ExecuTorch's CPU kernels outside the "
                 f"delegate calls ({first_few(c.names, 4)}; the outside_delegate finding says where each runs). "
                 f"The partitioner did not take these operators{llm}; "

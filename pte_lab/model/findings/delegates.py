@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ...errors import ETRecordError
 from ...units import count, first_few, human_bytes
 from ...vocabulary import RUNTIME_OPS, InstructionKind, OperatorTarget, Role
+from ..backends import BACKENDS
 from ..delegates import blob_problem, blob_uses
 from ..ethos_u import Blobs, io_checks
 from ..peak import peak_point
@@ -140,12 +141,9 @@ def delegate_memory_findings(m: "Method") -> list[Finding]:
 _INLINE_BYTES = 1024
 
 
-#: where a backend holds what is alive inside one of its calls (a delegate split's advice says it per backend)
-CALL_WORKSPACE = {
-    "XnnpackBackend": "its own workspace on the heap (`pte-lab sizes FILE` measures it)",
-    "EthosUBackend": "the scratch it takes from the temp allocator at every execute (the blob's scratch_size: "
-                     "`pte-lab inspect FILE` shows it)",
-}
+#: where a backend holds what is alive inside one of its calls (a delegate split's advice says it per backend):
+#: each backend's registration's (:attr:`pte_lab.model.backends.Backend.call_workspace`)
+CALL_WORKSPACE = {b.id: b.call_workspace for b in BACKENDS.values() if b.call_workspace is not None}
 
 
 @dataclass(frozen=True)

@@ -209,6 +209,7 @@ class EthosUStandIn final : public BackendInterface {
 };
 
 EthosUStandIn ethos_u_stand_in;
+// The id's Python side is pte_lab.model.backends.ETHOS_U, whose StandIn names pte_lab_stand_in_ethos_u below.
 Backend ethos_u_backend{"EthosUBackend", &ethos_u_stand_in};
 
 void leave_output(KernelRuntimeContext&, Span<EValue*>) {}

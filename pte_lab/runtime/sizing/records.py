@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import MEMORY_ALLOCATION_FAILED, PteLabError
 from ...format import TENSOR_ALIGNMENT
+from ...model.backends import BACKENDS, MICROCONTROLLER_BACKENDS
 from ...printable import printable
 from ...vocabulary import ValueKind, Word
 from ...units import align_up
@@ -99,8 +100,9 @@ MEASURED_PARTS = {"heap kept by load_program": "heap_load_program", "heap kept b
                   "program file resident": "file_resident"}
 
 #: backends that allocate their own memory with malloc, outside ExecuTorch's allocators -> what the heap they need
-#: holds (a board's total counts it: without a heap that size they do not run)
-SELF_ALLOCATING = {"XnnpackBackend": "XNNPACK allocates itself (packed weights at load_method, workspaces at execute)"}
+#: holds (a board's total counts it: without a heap that size they do not run): each backend's registration's
+#: (:attr:`pte_lab.model.backends.Backend.own_heap`)
+SELF_ALLOCATING = {b.id: b.own_heap for b in BACKENDS.values() if b.own_heap is not None}
 
 
 def _its(backends) -> str:
@@ -183,7 +185,7 @@ class Basis(Word):
 
 
 #: backends that run on a microcontroller's NPU: a program that delegates to one is a board's (its budget bare-metal)
-BOARD_BACKENDS = frozenset({"EthosUBackend"})
+BOARD_BACKENDS = MICROCONTROLLER_BACKENDS
 
 
 class RunPools(Word):

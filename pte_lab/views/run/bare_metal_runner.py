@@ -21,6 +21,7 @@ import re
 
 from ...errors import PteLabError
 from ...format.regular_file import check_writable
+from ...model.backends import BACKENDS
 from ...runtime.native import executorch_dir, executorch_version
 from ...shell_text import sh_comment, sh_word, sh_words
 from ...call_targets import namespaces
@@ -49,20 +50,14 @@ TARGET_LIBRARIES = {
              ("libportable_kernels.a", "libkernels_util_all_deps.a?")),
     "quantized_decomposed": (("libquantized_ops_lib.a",), ("libquantized_kernels.a", "libportable_kernels.a")),
     "cortex_m": (("libcortex_m_ops_lib.a",), ("libcortex_m_kernels.a", "libcmsis-nn.a?")),
-    "EthosUBackend": (("libexecutorch_delegate_ethos_u.a",), ()),
+    # a backend's: its registration's (:attr:`pte_lab.model.backends.Backend.firmware_libraries`)
+    **{b.id: b.firmware_libraries for b in BACKENDS.values() if b.firmware_libraries is not None},
 }
 
 
-#: what a backend needs beyond its library, said in build.sh (one line a comment)
-BACKEND_BUILD_NOTES = {
-    "EthosUBackend": (
-        "EthosUBackend: link Arm's Ethos-U core driver too (libethosu_core_driver.a, ethos-u-core-driver: the",
-        "backend reserves the driver with ethosu_reserve_driver and runs the command stream with ethosu_invoke_v3),",
-        "and initialise the NPU before main() loads a method: ethosu_init() with the NPU's base address, your",
-        "board's startup (Arm's core-platform does it in its Corstone targets) and an IRQ handler that calls",
-        "ethosu_irq_handler; add those libraries to LDFLAGS.",
-    ),
-}
+#: what a backend needs beyond its library, said in build.sh (one line a comment): its registration's
+#: (:attr:`pte_lab.model.backends.Backend.firmware_notes`)
+BACKEND_BUILD_NOTES = {b.id: b.firmware_notes for b in BACKENDS.values() if b.firmware_notes}
 
 
 _NOT_WORD = re.compile(r"[^0-9A-Za-z_]+")

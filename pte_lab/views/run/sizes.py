@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ...devices import DEVICE_TYPES, parse_device
 from ...model.abi import abi
-from ...model.backends import backend_note
+from ...model.backends import BACKENDS, backend_note
 from ...printable import text_view
 from ..base import backend_note_line
 from ..rows import mapped_rows_line
@@ -323,9 +323,9 @@ def _host_label() -> str:
     return HOST_ONLY.format(host=f"{platform.system()} {platform.machine()}")
 
 
-#: what a heap part holds where the method's backends say it: (backend, part) -> the cause
-HEAP_CAUSES = {("XnnpackBackend", "heap kept by load_method"): "XNNPACK's packed weights",
-               ("XnnpackBackend", "heap kept by execute"): "XNNPACK's workspace"}
+#: what a heap part holds where the method's backends say it: (backend, part) -> the cause (each backend's
+#: registration's, :attr:`pte_lab.model.backends.Backend.heap_causes`)
+HEAP_CAUSES = {(b.id, part): cause for b in BACKENDS.values() for part, cause in b.heap_causes.items()}
 
 
 def part_label(part: str, m) -> str:
