@@ -473,9 +473,18 @@ OPENVINO = _register(Backend(
     measure="on the target: OpenVINO's benchmark_app (-pc, memory reports) or the process's memory around "
             "load_method and execute", targets=("host",)))
 
-#: Ethos-U under its ExecuTorch 0.2 to 0.5 id: its blob checked as that runtime's reader checks it (nothing else
-#: is registered for it: its note is any delegate's)
-ARM_LEGACY = _register(Backend(vela.LEGACY_BACKEND, check_blob=partial(_vela_problem, backend=vela.LEGACY_BACKEND)))
+#: Ethos-U under its ExecuTorch 0.2 to 0.5 id: its blob checked as that runtime's reader checks it; a board's
+#: backend like Ethos-U's (its advice is a microcontroller's), whose handle and stand-in are not modelled for it
+ARM_LEGACY = _register(Backend(
+    vela.LEGACY_BACKEND, "Arm Ethos-U (ExecuTorch 0.2 to 0.5's id)",
+    known="the command stream, weights and scratch the blob declares (the scratch from the temp allocator at every "
+          "execute) and where the memory mode needs each",
+    unknown=f"the backend's own allocations in the runtime that wrote this id (ExecuTorch 1.x registers the backend "
+            f"as {vela.BACKEND}, and does not load a program that names {vela.LEGACY_BACKEND}: export it again), and "
+            "the fast scratch the firmware provides under Dedicated_Sram",
+    measure=ETHOS_U.measure,
+    targets=("bare-metal",), microcontroller=True,
+    check_blob=partial(_vela_problem, backend=vela.LEGACY_BACKEND)))
 
 
 # ------------------------------------------------------------------------- tables derived from the registrations
