@@ -681,7 +681,7 @@ def target_guard(target: str) -> list[str]:
 
 
 def _globals(sizes: "Sizes") -> list[str]:
-    kinds = sorted({parse_device(d)[0] for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
+    kinds = sorted({parse_device(d).kind for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
                    key=lambda k: DEVICE_TYPES[k])
     codes = ", ".join(f"{DEVICE_TYPES[k]} = {k}" for k in kinds)
     lines = [*target_guard(sizes.target),
@@ -812,7 +812,8 @@ def _planned_buffers(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     n = len(m.planned)
     lines = [f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {n}u"]
     for i, (_, dev, b) in enumerate(m.planned):
-        _, code, index = parse_device(dev)
+        d = parse_device(dev)
+        code, index = d.device_type, d.device_index
         lines += [f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_BYTES {b}u",
                   f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_DEVICE_TYPE {code}",
                   f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_DEVICE_INDEX {index}"]
