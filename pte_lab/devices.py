@@ -26,7 +26,7 @@ DEVICE_NAMES: dict[int, str] = {v: k for k, v in DEVICE_TYPES.items()}
 class Device(str):
     """A device as ExecuTorch numbers it: its ``device_type`` (``DeviceType`` code) and ``device_index`` (named as
     ``program.fbs`` names them; ``index`` would hide ``str.index``), read once where the
-    file's bytes (:func:`device_name`) or a name (:meth:`of`, :func:`parse_device`) enter. It is also the
+    file's bytes (``device_name``) or a name (:meth:`of`, ``parse_device``) enter. It is also the
     ``str`` pte_lab names it by (``"cpu"``, ``"cuda:0"``; a type ExecuTorch does not define ``"device7:0"``),
     so every document, table and repr reads as the name did, and it compares equal to that name. Ask it
     :attr:`kind`, :attr:`device_type` and :attr:`device_index`; never split its name."""
@@ -48,7 +48,7 @@ class Device(str):
 
     @property
     def known(self) -> bool:
-        """ExecuTorch defines its type (:data:`DEVICE_TYPES`)."""
+        """ExecuTorch defines its type (``DEVICE_TYPES``)."""
         return self.device_type in DEVICE_NAMES
 
     def __reduce__(self):
