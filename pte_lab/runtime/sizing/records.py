@@ -689,10 +689,11 @@ class MethodSizes:
 
     def seen(self, field_name: str) -> tuple[int, int] | None:
         """(lowest, highest) seen over the fresh runs of a heap field (:data:`HEAP_FIELDS`, or a part of
-        :data:`MEASURED_PARTS`); None: not measured."""
-        if isinstance(field_name, MemoryPart):
-            low = None if self.heap_low is None else self.heap_low.parts()[field_name]
-            high = self.parts()[field_name]
+        :data:`MEASURED_PARTS`, the member or its words); None: not measured."""
+        if field_name not in HEAP_FIELDS:  # a part: read as its member (a MemoryPart is its words)
+            part = MemoryPart(field_name)
+            low = None if self.heap_low is None else self.heap_low.parts()[part]
+            high = self.parts()[part]
         else:
             low = None if self.heap_low is None else getattr(self.heap_low, HEAP_FIELDS[field_name])
             high = getattr(self, field_name)
