@@ -16,7 +16,8 @@ from .call_targets import CallTarget, DelegateCall, DelegateSegment, MadeBy, Ope
 
 __all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Word", "Role", "ValueKind",
            "InstructionKind", "SegmentKind", "FileKind", "Region", "RUNTIME_OPS", "OperatorTarget", "DelegateCall",
-           "DelegateSegment", "ViewOf", "CallTarget", "MadeBy", "Pool", "MemoryPart"]
+           "DelegateSegment", "ViewOf", "CallTarget", "MadeBy", "Pool", "MemoryPart",
+           "Configuration"]
 
 
 class Word(str, Enum):
@@ -145,6 +146,16 @@ class Pool(Word):
         return {Pool.PLANNED_BUFFERS: (MemoryPart.PLANNED_ARENAS,),
                 Pool.METHOD_POOL: (MemoryPart.METHOD_ALLOCATOR,),
                 Pool.TEMP_POOL: (MemoryPart.TEMP_ALLOCATOR, MemoryPart.DELEGATE_SCRATCH)}[self]
+
+
+class Configuration(Word):
+    """How a method's pools are given when it is sized and run (``pte_lab.runtime.sizing.CONFIGURATIONS`` says
+    each in a sentence)."""
+
+    #: a method pool and a temp pool (kernel resolution and the delegates' scratch take the temp pool)
+    METHOD_TEMP = "method + temp"
+    #: a method pool and no temp allocator (MemoryManager's temp_allocator nullptr, as many runners pass)
+    METHOD_ALONE = "method alone"
 
 
 class MemoryPart(Word):

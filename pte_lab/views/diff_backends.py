@@ -17,9 +17,10 @@ __all__ = ["part_basis", "totals_table", "totals_left_out_line", "backend_verdic
 TARGET_WORDS = {"host": "in an app or on this host", "bare-metal": "on a bare-metal board"}
 
 
-def _loader(words: str) -> str:
-    """A loader's name, without what it does (``FileDataLoader``)."""
-    return words.split(" (", 1)[0]
+def _loader(loader: str) -> str:
+    """A loader's name, without what it does (``FileDataLoader``): a :class:`~pte_lab.runtime.sizing.Loader`'s
+    name (a plain string, with no name apart, is shown whole)."""
+    return getattr(loader, "name", loader)
 
 
 def part_basis(p) -> str:

@@ -22,7 +22,7 @@ from ...errors import MEMORY_ALLOCATION_FAILED, PteLabError
 from ...format import TENSOR_ALIGNMENT
 from ...model.backends import BACKENDS, MICROCONTROLLER_BACKENDS
 from ...printable import printable
-from ...vocabulary import MemoryPart, Pool, ValueKind, Word
+from ...vocabulary import Configuration, MemoryPart, Pool, ValueKind, Word
 from ...units import align_up
 from ..declared import DeclaredSizes
 from ..libraries import Library
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .measure import PoolTrial, Session
 
 __all__ = ["SIZES_VERSION", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "TempShort", "SIZES_COLUMNS", "PARTS",
-           "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
+           "POOLS", "SizingError", "CONFIGURATIONS", "Loader", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
            "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "PLATFORM_NODE", "platform_request",
@@ -109,11 +109,29 @@ def _its(backends) -> str:
 
 #: the pool configurations every method is sized and verified in: name -> what it is
 CONFIGURATIONS = {
-    "method + temp": "a method pool and a temp pool (the temp figure is tight only together with this method "
+    Configuration.METHOD_TEMP: "a method pool and a temp pool (the temp figure is tight only together with this method "
                      "pool: with a smaller temp pool, Method::init resolves kernels in the method pool)",
-    "method alone": "a method pool and no temp allocator (MemoryManager's temp_allocator nullptr, as many runners "
+    Configuration.METHOD_ALONE: "a method pool and no temp allocator (MemoryManager's temp_allocator nullptr, as many runners "
                     "pass): kernel resolution then takes the method pool",
 }
+
+
+class Loader(str):
+    """The data loader a target's total assumes: a ``str`` that documents write as the loader and what it does
+    (``words``: "FileDataLoader (it mallocs the program's bytes it reads)"); :attr:`name` is the loader alone
+    ("FileDataLoader"), which the words start with."""
+
+    name: str
+
+    def __new__(cls, words: str, name: str) -> "Loader":
+        if not words.startswith(name):
+            raise ValueError(f"{words!r} does not start with the loader's name {name!r}")
+        self = super().__new__(cls, words)
+        self.name = name
+        return self
+
+    def __reduce__(self):
+        return Loader, (str(self), self.name)
 
 
 @dataclass(frozen=True)
@@ -130,16 +148,16 @@ class TargetKind:
     #: the heap, mapping and library figures measured here hold there
     host: bool
     #: the data loader its total assumes, and whether the program's bytes are in RAM with it
-    loader: str
+    loader: Loader
     program_in_ram: bool
 
 
 #: the target kinds every configuration is run under (the first is this host)
 TARGET_KINDS = {k.name: k for k in (
     TargetKind("host", "this host's platform layer (ExecuTorch's POSIX one: et_pal_allocate is malloc)", True,
-               True, "FileDataLoader (it mallocs the program's bytes it reads)", True),
+               True, Loader("FileDataLoader (it mallocs the program's bytes it reads)", "FileDataLoader"), True),
     TargetKind("bare-metal", "a bare-metal platform layer whose et_pal_allocate returns nullptr (as Arm's does)",
-               False, False, "BufferDataLoader over the program in flash", False),
+               False, False, Loader("BufferDataLoader over the program in flash", "BufferDataLoader"), False),
 )}
 
 #: the pte_lab.sizes document's version: 2 since a total and a fit say their ``basis`` (file, modelled,
@@ -642,11 +660,11 @@ class MethodSizes:
         a FileDataLoader needs (the highest seen; it holds the loader's copy of the program)."""
         host_planned = tuple((f"planned buffer {mem_id}", b) for mem_id, dev, b in self.planned if dev == "cpu")
         devices = tuple((f"planned buffer {mem_id} ({dev})", b) for mem_id, dev, b in self.planned if dev != "cpu")
-        pools = {"method + temp": (("method pool", self.method_allocator),
+        pools = {Configuration.METHOD_TEMP: (("method pool", self.method_allocator),
                                    (f"temp pool (covers the delegates' scratch, {self.delegate_scratch:,} B)"
                                     if self.delegate_scratch else "temp pool", self.temp_allocator))}
         if self.method_pool_alone is not None:
-            pools["method alone"] = (("method pool", self.method_pool_alone),)
+            pools[Configuration.METHOD_ALONE] = (("method pool", self.method_pool_alone),)
         out = {}
         for kind in TARGET_KINDS.values():
             if kind.host and self.abi != "host":  # another ABI's pools with this host's heap: no one's total
@@ -654,14 +672,14 @@ class MethodSizes:
             runs = {c: self.holds_on(c).get(kind.name) for c in pools}
             holding = [c for c in pools if runs[c] is not None and runs[c].runnable]
             if kind.host:  # a Linux runner: the pools with a temp allocator, and the heap it needs beyond them
-                config = "method + temp"
+                config = Configuration.METHOD_TEMP
             else:
-                config = min(holding or ["method + temp"], key=lambda c: sum(b for _, b in pools[c]))
+                config = min(holding or [Configuration.METHOD_TEMP], key=lambda c: sum(b for _, b in pools[c]))
             parts = list(host_planned) + list(pools[config])
             # where each part may go on the board: the temp pool holding the NPU's scratch and the program the
             # NPU writes in, in memory the NPU reaches; what operator new and malloc give, in the heap
             places = [Place.RAM] * len(parts)
-            if not kind.host and config == "method + temp" and self.delegate_scratch:
+            if not kind.host and config == Configuration.METHOD_TEMP and self.delegate_scratch:
                 places[-1] = Place.NPU
             if kind.host:
                 if self.file_heap_peak is not None:
@@ -789,7 +807,7 @@ class PoolVerification:
     #: what ExecuTorch said to the smaller pool (None: nothing, or not tried)
     smaller_error: str | None
     #: the configuration (:data:`CONFIGURATIONS`), executes run, the planned buffers' base alignment
-    configuration: str = "method + temp"
+    configuration: str = Configuration.METHOD_TEMP
     runs: int = 1
     planned_alignment: int = PLANNED_ALIGNMENT
     #: the data loader the runs used ("FileDataLoader(16)", "MmapDataLoader")
@@ -818,7 +836,7 @@ class PoolVerification:
     def of(cls, trial: PoolTrial, m: "MethodSizes") -> "PoolVerification":
         """What ``trial``'s runs proved of ``m``'s pools."""
         ok, smaller = trial.exact, trial.smaller
-        configuration = "method + temp" if trial.temp_pool is not None else "method alone"
+        configuration = Configuration.METHOD_TEMP if trial.temp_pool is not None else Configuration.METHOD_ALONE
         temp_failures = ok.pools.temp_failed if ok.pools else 0
         sufficient = ok.ok and not temp_failures
         why = None if sufficient else failure(ok) if not ok.ok else (

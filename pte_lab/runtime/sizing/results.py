@@ -14,7 +14,7 @@ from ...errors import NotFoundError, PteLabError, RuntimeCrashedError
 from ...format.regular_file import check_regular
 from ...model import open_pte
 from ...progress import reporter
-from ...vocabulary import InstructionKind
+from ...vocabulary import Configuration, InstructionKind
 from .. import kept, native
 from ..checked import checked
 from ..declared import DeclaredSizes, declared_sizes
@@ -282,8 +282,8 @@ def _file_heap(*results: RunnerResult) -> tuple[int | None, int | None]:
 def _targets(measured: Measurement) -> tuple[TargetRun, ...]:
     """Both configurations under both target kinds' platform layers (host: the counting runs; none where the
     bare-metal runs were not made)."""
-    runs = [(measured.first, "method + temp"), (measured.alone, "method alone"),
-            (measured.bare, "method + temp"), (measured.bare_alone, "method alone")]
+    runs = [(measured.first, Configuration.METHOD_TEMP), (measured.alone, Configuration.METHOD_ALONE),
+            (measured.bare, Configuration.METHOD_TEMP), (measured.bare_alone, Configuration.METHOD_ALONE)]
     return tuple(TargetRun.of(r, c) for r, c in runs if r is not None)
 
 

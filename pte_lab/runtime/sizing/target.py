@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from ...vocabulary import MemoryPart, Word
+from ...vocabulary import Configuration, MemoryPart, Word
 
 from ...model.abi import abi as abi_of
 from ...model.ethos_u import MEMORY_MODES
@@ -328,7 +328,7 @@ def set_these(sizes: Sizes, board: Sizes, pte, target: str, budget: int | None =
             rows.append(TargetPool(PoolKind.PLANNED, b, Basis.FILE, Lives.RAM if device == "cpu" else Lives.DEVICE,
                                    in_total=device == "cpu", mem_id=mem_id, device=device))
         pool_basis = Basis.MODELLED if p.why is None else Basis.MEASURED_HERE
-        if t.configuration == "method + temp":
+        if t.configuration == Configuration.METHOD_TEMP:
             rows.append(TargetPool(PoolKind.METHOD, mb.method_allocator, pool_basis, Lives.RAM))
             npu = bool(mb.delegate_scratch) and mode is not None
             rows.append(TargetPool(PoolKind.TEMP, mb.temp_allocator, p.temp_basis, Lives.NPU if npu else Lives.RAM,

@@ -25,7 +25,7 @@ from ...model.backends import BACKENDS
 from ...runtime.native import executorch_dir, executorch_version
 from ...shell_text import sh_comment, sh_word, sh_words
 from ...call_targets import namespaces
-from ...vocabulary import ValueKind
+from ...vocabulary import Configuration, ValueKind
 from ..c_text import c_comment, c_string
 from .sizes import block_comment, c_identifiers, target_guard
 from ...runtime.sizing.records import NEW_ALIGNMENT, operator_new_pool
@@ -81,7 +81,7 @@ def _libraries(methods) -> tuple[list[str], list[str]]:
 def _alone(p, up: str, target: str, m) -> list[str]:
     """The "method alone" pool (main.cpp built with -DPTE_LAB_NO_TEMP_POOL: no temp allocator), where it runs on
     a heap-less target; else a comment saying why it is not given."""
-    bare = m.holds_on("method alone").get("bare-metal")
+    bare = m.holds_on(Configuration.METHOD_ALONE).get("bare-metal")
     if p.method_pool_alone is not None and bare is not None and bare.runnable:
         return [*block_comment(f"method alone (main.cpp built with -DPTE_LAB_NO_TEMP_POOL: no temp allocator, "
                                 f"kernel resolution in the method pool): runs on a heap-less {target}, checked "

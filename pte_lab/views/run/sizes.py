@@ -50,7 +50,7 @@ from ...runtime.sizing.records import (
     platform_request,
 )
 from ...units import capacity_bytes, count, exact_bytes, human_bytes, local_minute
-from ...vocabulary import MemoryPart, ValueKind
+from ...vocabulary import Configuration, MemoryPart, ValueKind
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
 from ..base import html_repr, text_table
@@ -238,13 +238,13 @@ def sizes_text(sizes: "Sizes") -> str:
         out += [line for line in [stand_in_line(m)] if line]
         out.append(("  with stand-ins: " if m.stand_ins else "  ") + verdict((sizes.verified or {}).get(m.method), m.delegate_scratch))
         if sizes.verified is None and m.targets:
-            out.append("  " + holds_on(m.holds_on("method + temp"), UNVERIFIED_LEAD, m.delegate_scratch))
+            out.append("  " + holds_on(m.holds_on(Configuration.METHOD_TEMP), UNVERIFIED_LEAD, m.delegate_scratch))
         if m.method_pool_alone is not None:
             out.append(f"pools, method alone (no temp allocator): method {m.method_pool_alone:,} B")
             if sizes.verified is not None:
                 out.append("  " + verdict((sizes.verified_alone or {}).get(m.method), m.delegate_scratch))
             elif m.targets:
-                out.append("  " + holds_on(m.holds_on("method alone"), UNVERIFIED_LEAD, m.delegate_scratch))
+                out.append("  " + holds_on(m.holds_on(Configuration.METHOD_ALONE), UNVERIFIED_LEAD, m.delegate_scratch))
         else:
             out.append(f"pools, method alone (no temp allocator): not possible ({m.alone_error})")
         out.append(f"planned buffers' bases aligned to {m.planned_alignment} B")
@@ -510,7 +510,7 @@ def sizes_html(sizes: "Sizes") -> str:
               for n, v in (sizes.verified or {}).items() if v.smaller_temp is not None]
     notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label), UNVERIFIED_LEAD, m.delegate_scratch)}")
               for n, m in sizes.methods.items() if sizes.verified is None and m.targets
-              for label in ("method + temp", "method alone") if m.holds_on(label)]
+              for label in (Configuration.METHOD_TEMP, Configuration.METHOD_ALONE) if m.holds_on(label)]
     notes += [escape(f"{n}: {total_line(t)}") for n, m in sizes.methods.items() for t in m.totals().values()]
     notes += [escape(f"the 'holds on' column: {any_target_label(sizes.target)}; {_host_label()}") for _ in [0] if sizes.methods]
     notes += [escape(f"this host's heap {mapped_rows_line()}") for _ in [0] if sizes.methods]
@@ -735,16 +735,16 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
                  + ("the temp allocator's measured peak" if m.abi == "host" else
                     f"the most the temp pool holds at once on {m.abi}, modelled"
                     if not m.inexact else f"this host's ({HOST_ABI}) measured peak: {m.abi}'s is not known") + " */")
-    for label, v in (("method + temp", (sizes.verified or {}).get(m.method)),
-                     ("method alone", (sizes.verified_alone or {}).get(m.method))):
+    for label, v in ((Configuration.METHOD_TEMP, (sizes.verified or {}).get(m.method)),
+                     (Configuration.METHOD_ALONE, (sizes.verified_alone or {}).get(m.method))):
         if v is not None:
             lines.append(f"/* {label}: {_comment(verdict(v, m.delegate_scratch))} */")
     v = (sizes.verified or {}).get(m.method)
     if v is not None and v.smaller_temp is not None:
         lines.append(f"/* a temp pool one byte smaller: {_comment(temp_verdict(v))} */")
         lines.append(f"#define PTE_LAB_{up}_TEMP_SHORT_IS_SILENT {int(v.temp_short_is_silent)}")
-    for label, macro, v in (("method + temp", "METHOD_TEMP", (sizes.verified or {}).get(m.method)),
-                            ("method alone", "METHOD_ALONE", (sizes.verified_alone or {}).get(m.method))):
+    for label, macro, v in ((Configuration.METHOD_TEMP, "METHOD_TEMP", (sizes.verified or {}).get(m.method)),
+                            (Configuration.METHOD_ALONE, "METHOD_ALONE", (sizes.verified_alone or {}).get(m.method))):
         runs = v.holds_on() if v is not None and v.bare_metal is not None else m.holds_on(label)
         bare = runs.get("bare-metal")
         if bare is not None:

@@ -23,6 +23,7 @@ from ...runtime.sizing.target import (
     target_pools,
 )
 from ...units import capacity_bytes, human_bytes
+from ...vocabulary import Configuration
 from ..base import html_repr, text_table
 from .declared import stand_in_line
 from .sizes import HOW_MODELLED, heap_need_words, kept_line, new_pool_words, no_heap_words, not_runnable, verdict
@@ -179,8 +180,8 @@ def set_these_text(sizes, board, blocks: dict[str, SetThese], pte, *, verify: bo
         if not b.runnable:
             out.append(f"  NOT RUNNABLE on a bare-metal {target}: no pool configuration ran there")
         m = sizes.methods[b.method]
-        if p.method_pool_alone is not None and b.configuration == "method + temp":
-            bare = m.holds_on("method alone").get("bare-metal")
+        if p.method_pool_alone is not None and b.configuration == Configuration.METHOD_TEMP:
+            bare = m.holds_on(Configuration.METHOD_ALONE).get("bare-metal")
             there = ("" if bare is None else "; it runs on a heap-less board" if bare.runnable else
                      f"; not on a heap-less {target}: {not_runnable(bare, m.delegate_scratch, target)}")
             out.append(f"  (or: a method pool alone of {p.method_pool_alone:,} B and no temp allocator: temp memory then "
