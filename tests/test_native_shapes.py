@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import pte_lab
-from pte_lab.model.what_if import sample_points
+from pte_lab.model.shape_fit import sample_points
 from pte_lab.runtime.shapes import plain_inputs, program_scalars
 
 #: the dynamic programs what-if's tests run, and the dim each is asked about: a linear layer's batch; export_llm's

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pte_lab
-from pte_lab.model.what_if import WhatIfError, check_axes, check_bounds, fit_shapes, read_axes, sample_points
+from pte_lab.model.shape_fit import WhatIfError, check_axes, check_bounds, fit_shapes, read_axes, sample_points
 from pte_lab.planning.what_if import parse_budget
 
 

@@ -13,7 +13,7 @@ from filelock import FileLock
 
 import pte_lab
 import pte_lab.planning.what_if_from as wif
-from pte_lab.model.what_if import WhatIfError
+from pte_lab.model.shape_fit import WhatIfError
 from pte_lab.planning.what_if_from import ExportsMismatch, pair_tensors, what_if_from
 
 

@@ -11,7 +11,7 @@ arenas are replanned with ExecuTorch's greedy exactly as :func:`~pte_lab.plannin
 Refused, with one line naming the first mismatch (:class:`ExportsMismatch`): a pair whose methods,
 instructions or planned tensors do not match one to one, or that differs in a second parameter (export_llm's
 metadata methods, ``get_vocab_size``..., other than the ones that carry the values). A dim that is not a
-whole size at ``at`` is refused, naming the tensor (:class:`~pte_lab.model.what_if.WhatIfError`).
+whole size at ``at`` is refused, naming the tensor (:class:`~pte_lab.model.shape_fit.WhatIfError`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from math import lcm
 from ..arguments import COUNT, NAME, PROGRAM, TWO, arguments, optional
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
-from ..model.what_if import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, describe_tensor, dynamic_inputs
+from ..model.shape_fit import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, describe_tensor, dynamic_inputs
 from ..units import check_int64
 from ..vocabulary import ValueKind
 from .what_if import FromExports, Predictor, WhatIf
@@ -265,7 +265,7 @@ def what_if_from(a, b, values, at: int, method: str | None = None) -> WhatIf:
     ------
     ExportsMismatch
         For a pair that is not one model at two values of one parameter (naming the first mismatch).
-    pte_lab.model.what_if.WhatIfError
+    pte_lab.model.shape_fit.WhatIfError
         For values that are not two distinct ints, ``at`` not above 0, or a dim not whole at ``at``.
     """
     v0, v1, at = check_values(values, at)
