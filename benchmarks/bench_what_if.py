@@ -109,7 +109,7 @@ def main() -> int:
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import pte_lab
-    from pte_lab.planning.what_if import Predictor, learn, search_budget
+    from pte_lab.planning.at_bound import Predictor, learn, search_budget
 
     if args.program or args.layers:
         path = Path(args.program) if args.program else export(args.layers, args.bound)

@@ -66,9 +66,9 @@ _LAZY = {
     "LabProgram": ("pte_lab.runtime", "LabProgram"),
     "LabMethod": ("pte_lab.runtime", "LabMethod"),
     "explore": ("pte_lab.widgets", "explore"),
-    "what_if": ("pte_lab.planning.what_if", "what_if"),
-    "largest_bound": ("pte_lab.planning.what_if", "largest_bound"),
-    "usage_at": ("pte_lab.planning.what_if", "usage_at"),
+    "what_if": ("pte_lab.planning.at_bound", "what_if"),
+    "largest_bound": ("pte_lab.planning.at_bound", "largest_bound"),
+    "usage_at": ("pte_lab.planning.at_bound", "usage_at"),
     "what_if_from": ("pte_lab.planning.what_if_from", "what_if_from"),
 }
 _SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime", "plot", "widgets", "planning",

@@ -187,7 +187,7 @@ def llm_at(program_path, program_dir):
 
 @pytest.mark.slow
 def test_llm_prediction_equals_the_reexport(llm_at, capsys):
-    from pte_lab.planning.what_if import Predictor, _peak
+    from pte_lab.planning.at_bound import Predictor, _peak
 
     v0, v1, at = SEQ
     w = what_if_from(llm_at[v0], llm_at[v1], values=(v0, v1), at=at)

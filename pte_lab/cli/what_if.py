@@ -48,7 +48,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..planning.what_if import largest_bound, usage_at, what_if
+    from ..planning.at_bound import largest_bound, usage_at, what_if
 
     cache = False if args.no_cache else None
     if args.other is not None or args.values is not None or args.at is not None:
@@ -125,7 +125,7 @@ def _what_if_from(args) -> int:
 
 def _at_shape(args) -> dict:
     """``--at-shape 0=1,800,258`` -> {(0, 1): 800}: the axes whose size differs from the exported shape."""
-    from ..planning.what_if import what_if_method, program_and_path
+    from ..planning.at_bound import what_if_method, program_and_path
 
     wanted = {}
     for a in args.at_shape:

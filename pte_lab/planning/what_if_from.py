@@ -5,8 +5,8 @@ differ only in one parameter (an LLM's ``max_seq_length`` / ``max_context_length
 masks, the rotary tables all scale with it) predict a third export, tensor by tensor. Tensors are paired by
 place in the instruction order (the same instructions, the same operators, each planned tensor used at the
 same places), each dim is fitted as an exact affine function of the parameter from its two sizes, and the
-arenas are replanned with ExecuTorch's greedy exactly as :func:`~pte_lab.planning.what_if.what_if` does
-(:class:`~pte_lab.planning.what_if.Predictor`; lifetimes and aliases are the file's).
+arenas are replanned with ExecuTorch's greedy exactly as :func:`~pte_lab.planning.at_bound.what_if` does
+(:class:`~pte_lab.planning.at_bound.Predictor`; lifetimes and aliases are the file's).
 
 Refused, with one line naming the first mismatch (:class:`ExportsMismatch`): a pair whose methods,
 instructions or planned tensors do not match one to one, or that differs in a second parameter (export_llm's
@@ -28,7 +28,7 @@ from ..model.dtypes import scalar_type, short_shape
 from ..model.shape_fit import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, describe_tensor, dynamic_inputs
 from ..units import check_int64
 from ..vocabulary import ValueKind
-from .what_if import FromExports, Predictor, WhatIf
+from .at_bound import FromExports, Predictor, WhatIf
 
 __all__ = ["what_if_from", "pair_tensors", "fit_pair", "ExportsMismatch", "check_values"]
 
@@ -258,7 +258,7 @@ def what_if_from(a, b, values, at: int, method: str | None = None) -> WhatIf:
 
     Returns
     -------
-    pte_lab.planning.what_if.WhatIf
+    pte_lab.planning.at_bound.WhatIf
         The prediction (its ``exports`` says where it comes from).
 
     Raises

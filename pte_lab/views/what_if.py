@@ -1,4 +1,4 @@
-"""Views of the what-if records (:mod:`pte_lab.planning.what_if`): text, JSON-ready dicts, HTML."""
+"""Views of the what-if records (:mod:`pte_lab.planning.at_bound`): text, JSON-ready dicts, HTML."""
 
 from __future__ import annotations
 
