@@ -69,7 +69,7 @@ _LAZY = {
     "what_if": ("pte_lab.planning.at_bound", "what_if"),
     "largest_bound": ("pte_lab.planning.at_bound", "largest_bound"),
     "usage_at": ("pte_lab.planning.at_bound", "usage_at"),
-    "what_if_from": ("pte_lab.planning.what_if_from", "what_if_from"),
+    "what_if_from": ("pte_lab.planning.from_two_exports", "what_if_from"),
 }
 _SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime", "plot", "widgets", "planning",
                "experiments", "units", "devices"}

@@ -12,9 +12,9 @@ from crafting import build_program
 from filelock import FileLock
 
 import pte_lab
-import pte_lab.planning.what_if_from as wif
+import pte_lab.planning.from_two_exports as wif
 from pte_lab.model.shape_fit import WhatIfError
-from pte_lab.planning.what_if_from import ExportsMismatch, pair_tensors, what_if_from
+from pte_lab.planning.from_two_exports import ExportsMismatch, pair_tensors, what_if_from
 
 
 def _at(p: int, *, op: str = "aten::op", extra: bool = False, dtype: int = 6, planned_last: bool = True,

@@ -113,7 +113,7 @@ def _need_status(r) -> int:
 
 
 def _what_if_from(args) -> int:
-    from ..planning.what_if_from import what_if_from
+    from ..planning.from_two_exports import what_if_from
 
     if args.other is None or args.values is None or args.at is None or args.bound or args.budget or args.apply:
         raise PteLabError("what-if A.pte B.pte takes --values A,B and --at N (not --bound, --budget or --apply)")

@@ -105,7 +105,7 @@ class ArenaAt:
 
 @dataclass(frozen=True)
 class FromExports:
-    """Where a static prediction comes from (:func:`~pte_lab.planning.what_if_from.what_if_from`): two exports
+    """Where a static prediction comes from (:func:`~pte_lab.planning.from_two_exports.what_if_from`): two exports
     at two values of one parameter."""
 
     sources: tuple[str | None, str | None]
