@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import pte_lab
-from pte_lab.format.program import RawInstruction, RawPlan, RawTensor, RawValue
+from pte_lab.format.program_tables import RawInstruction, RawPlan, RawTensor, RawValue
 from pte_lab.model import Method
 from pte_lab.model.findings import DeviceAllocatorDetails
 
@@ -438,7 +438,7 @@ def test_the_ways_for_a_few_values_say_what_the_array_ways_say(program_path, mon
     method, and the program reads the same: summary, methods, JSON document."""
     import json
 
-    import pte_lab.format.program as program_mod
+    import pte_lab.format.program_tables as program_mod
     import pte_lab.model.analysis as analysis_mod
     import pte_lab.model.arrays as arrays_mod
     import pte_lab.model.lifetimes as lifetimes_mod
