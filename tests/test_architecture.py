@@ -127,7 +127,7 @@ def _within(mod: str, prefixes) -> bool:
 
 
 def test_the_graph_sees_every_module():
-    assert "pte_lab.model.analysis" in GRAPH and "pte_lab.runtime.program" in GRAPH
+    assert "pte_lab.model.analysis" in GRAPH and "pte_lab.runtime.loaded" in GRAPH
     assert any(t == "pte_lab.views.html" and f == "_repr_html_" for t, f, _ in GRAPH["pte_lab.model.method"])
 
 
@@ -210,7 +210,7 @@ def test_the_cycle_check_sees_a_cycle_through_a_function_level_import():
 #: engine (in this process or a worker; the native engine, which never imports ExecuTorch's Python package, under
 #: the Python runtime's), which drives the native runner, the device and the counters
 RUNTIME_TIERS = [
-    {"pte_lab.runtime", "pte_lab.runtime.program", "pte_lab.runtime.sizing", "pte_lab.runtime.run_all"},
+    {"pte_lab.runtime", "pte_lab.runtime.loaded", "pte_lab.runtime.sizing", "pte_lab.runtime.run_all"},
     {"pte_lab.runtime.sizing.results"},
     {"pte_lab.runtime.sizing.kept_sizes", "pte_lab.runtime.sizing.target"},
     {"pte_lab.runtime.sizing.records"},

@@ -12,7 +12,7 @@ from ..html import html_repr, key_values
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.device import EmulatedDevice
     from ...runtime.info import RuntimeInfo
-    from ...runtime.program import LabProgram
+    from ...runtime.loaded import LabProgram
 
 __all__ = ["lab_program_html", "runtime_info_text", "runtime_info_html", "emulated_device_html"]
 
