@@ -79,7 +79,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @arguments(source=SOURCE,
-           data=optional(either(SOURCE, instance("pte_lab.model.data", "DataFile", "a .ptd opened by pte_lab.open"))),
+           data=optional(either(SOURCE, instance("pte_lab.model.data_file", "DataFile", "a .ptd opened by pte_lab.open"))),
            etrecord=optional(either(PATH_OR_BYTES, instance("pte_lab.format.etrecord", "ETRecord", "an ETRecord"))))
 def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
     """Open a ``.pte``, a bundled ``.bpte``, a ``.ptd`` data file or a ``.ptn`` package (path, bytes or binary file).

@@ -30,7 +30,7 @@ from ..units import align_up
 from ..vocabulary import CallTarget, DelegateCall, InstructionKind, MadeBy, OperatorTarget, Role, ViewOf
 from ..call_targets import escaped_target
 from .arrays import isin, unique
-from .bulk import frozen_records, paused_gc
+from .many_records import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views

@@ -38,10 +38,10 @@ from collections.abc import Iterable, Mapping
 
 from ..errors import CHECK_FAILED, TARGET_CHANGED, PteLabError
 from ..vocabulary import BUDGET_KINDS, InstructionKind, Role, ValueKind, Word
-from .align import align
+from .sequence_match import match_sequences
 from .backends import BLOB_SETTINGS
 from .analysis import Arena, PlannedTensor, instruction_targets, tail_paddings
-from .bulk import paused_gc
+from .many_records import paused_gc
 from .ethos_u import IN_BLOB, describe_io
 from .lifetimes import instruction_uses
 from .load_cost import LOADERS, STEPS
@@ -960,7 +960,7 @@ def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tu
     ua, ub = instruction_uses(a.raw)[0], instruction_uses(b.raw)[0]
     ka = sorted(_keys(a, (t for v, t in pa.items() if v not in used_a), ua, instruction_targets(a.raw)))
     kb = sorted(_keys(b, (t for v, t in pb.items() if v not in used_b), ub, instruction_targets(b.raw)))
-    for i, j in align([k for _, k in ka], [k for _, k in kb]):
+    for i, j in match_sequences([k for _, k in ka], [k for _, k in kb]):
         take("operators", ka[i][0][1], kb[j][0][1])
     matched = tuple(sorted((TensorMatch(by, pa[va], pb[vb], _changed(pa[va], pb[vb])) for by, va, vb in pairs),
                            key=lambda m: m.after.value))

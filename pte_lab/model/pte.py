@@ -16,10 +16,10 @@ from ..format.etrecord import ETRecord, read_etrecord
 from ..units import count
 from ..vocabulary import DelegateSegment, SegmentKind
 from .arrays import isin
-from .bulk import paused_gc
+from .many_records import paused_gc
 from .bundled import Bundled
 from .ethos_u import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
-from .data import DataFile, open_data
+from .data_file import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
 from .layout import DUPLICATES, LAYOUT_COLUMNS, Layout, file_layout
 from .load_cost import INT_COLUMNS, LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocation_columns

@@ -89,7 +89,7 @@ from html import escape
 
 from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS, TargetChangeKind
 from ..model.backends import SettingSource
-from ..model.bulk import paused_gc
+from ..model.many_records import paused_gc
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
 from .html import device_badge as _device_badge, html_repr, section as _section, table as _html_table
