@@ -544,7 +544,7 @@ def test_views_are_given_the_layout_and_findings_they_render():
     body = _function("pte_lab.views.text", "layout_text")
     called = {getattr(n.func, "id", getattr(n.func, "attr", None)) for n in ast.walk(body) if isinstance(n, ast.Call)}
     assert not [n for n in ast.walk(body) if isinstance(n, (ast.Import, ast.ImportFrom))]
-    assert not called & {"file_layout", "duplicate_blob_findings", "layout", "duplicate_blobs", "warnings"}
+    assert not called & {"file_layout", "file_regions", "duplicate_blob_findings", "layout", "duplicate_blobs", "warnings"}
 
 
 def test_planners_pass_records_not_string_keyed_dicts():

@@ -76,9 +76,9 @@ def _paths(name: str, data: bytes, path) -> dict:
                 md.causes(a.mem_id)
 
     def layout():
-        from pte_lab.model.layout import file_layout
+        from pte_lab.model.layout import file_regions
 
-        file_layout(opened())
+        file_regions(opened())
 
     variant = data
     if name == "many arenas":  # every arena and every tensor changes

@@ -7,7 +7,7 @@ Facts only, each before and after (a :class:`Change`):
   planned-tensor counts, the state kept between calls;
 * planned tensors matched across the two files (:func:`match_tensors`), what
   changed for each pair, and every tensor that could not be matched;
-* the program: file size, where its bytes go (:func:`~pte_lab.model.layout.file_layout`
+* the program: file size, where its bytes go (:func:`~pte_lab.model.layout.file_regions`
   regions, delegate blobs per backend), identical blobs stored twice gained or
   lost, and what each loader allocates at each step;
 * optionally the run-time sizes of both (:meth:`Diff.with_sizes`, from two
