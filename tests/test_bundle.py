@@ -76,18 +76,18 @@ def test_a_native_report_reads_back_and_shows_the_driver_and_each_arena():
 
 def test_compare_names_every_difference_and_only_those():
     a, b = dp.Report.from_dict(_native_doc()), dp.Report.from_dict(_native_doc())
-    assert dp.compare(a, b) == []
+    assert dp.disagreements(a, b) == []
     b.runtimes[0].steps[1]["host_bytes"] += dp.HOST_TOLERANCE  # within the tolerance
     b.runtimes[0].steps[0]["seconds"] = 99.0  # never compared
     for s in (a, b):  # a large step may differ by a share of its bytes
         s.runtimes[0].steps[4]["host_bytes"] = 16 << 20
     b.runtimes[0].steps[4]["host_bytes"] += int(dp.HOST_TOLERANCE_SHARE * (16 << 20))
-    assert dp.compare(a, b) == []
+    assert dp.disagreements(a, b) == []
     b.runtimes[0].steps[4]["host_bytes"] += 1
     b.runtimes[0].steps[1]["host_bytes"] += 1
     b.runtimes[0].steps[2]["device_bytes"] = 0
     b.runtimes[0].steps[3]["correct"] = False
-    diffs = dp.compare(a, b)
+    diffs = dp.disagreements(a, b)
     assert len(diffs) == 4, diffs
     assert any("load_method forward: host bytes" in d for d in diffs)
     assert any("execute forward: host bytes" in d for d in diffs)
@@ -288,7 +288,7 @@ def test_run_sh_without_python_gives_the_figures_pte_lab_measure_gives(bundle, m
     # One execute differs by the library, not the loader: 1.4.1's kernels take some 8 MiB more (a thread's
     # stack size, an anonymous mapping the counter sees) on forward's first run; 1.5.1's, which the runner
     # mirrors the pre-fix loader on, do not
-    diffs = dp.compare(measured, report)
+    diffs = dp.disagreements(measured, report)
     assert all(d.startswith("before, execute forward: host bytes") for d in diffs), diffs
     assert after.measured_by == measured.runtimes[1].measured_by  # the same ledger, read the same way
     for r in (before, after):  # outputs equal eager PyTorch's bit for bit
