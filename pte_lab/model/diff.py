@@ -1121,7 +1121,7 @@ def _pool(m, attr: str) -> int | None:
 
 
 # ------------------------------------------------------------------------ the diff
-@paused_gc()  # the pairs and rows hold no cycles: see model.bulk
+@paused_gc()  # the pairs and rows hold no cycles: see model.many_records
 def diff_programs(a: "Pte", b: "Pte", methods: Iterable[str] | None = None, hashes: bool = True,
                   labels: tuple[str, str] | None = None) -> Diff:
     """What changed in memory from program ``a`` to program ``b`` (two opened :class:`Pte`).
