@@ -27,7 +27,7 @@ from .model.load_cost import LOADERS
 from .model.modules import NO_MODULE
 from .runtime.sizing import PARTS
 from .units import PEAK_LIVE, SIZE_OVER_PEAK, delta_bytes, growth, human_bytes, ratio, tick_bytes
-from .vocabulary import Region, Role
+from .vocabulary import MemoryPart, Region, Role
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -589,7 +589,7 @@ def file_layout(pte: "Pte", *, ax: "Axes | None" = None, hashes: bool = True, **
 PART_PALETTE = ("#0072B2", "#56B4E9", "#000000", "#009E73", "#F0E442", "#E69F00", "#D55E00", "#CC79A7", "#999999")
 
 
-def _part_colors() -> dict[str, str]:
+def _part_colors() -> dict[MemoryPart, str]:
     return dict(zip(PARTS, PART_PALETTE))
 
 
@@ -633,8 +633,8 @@ def run_memory(sizes, *, ax: "Axes | None" = None, methods: Sequence[str] | None
                                            DEVICE_HATCH if r.device != "cpu" else None), **kwargs})
                 seen[(part, r.device, declared)] = None
                 left += int(r.bytes)
-        plan = int(rows[rows.part == "planned arenas"].bytes.sum())
-        mapped = int(rows[rows.part == "program file resident"].bytes.sum())
+        plan = int(rows[rows.part == MemoryPart.PLANNED_ARENAS].bytes.sum())
+        mapped = int(rows[rows.part == MemoryPart.FILE_RESIDENT].bytes.sum())
         times = f", {left / plan:.1f}x the plan" if plan else ""
         # short lines: the note stays inside the axes, left of the legend (a long one ran over it)
         file_note = f"\n (of it {human_bytes(mapped)}: the file's pages\n  in this host's page cache)" if mapped else ""

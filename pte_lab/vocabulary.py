@@ -16,7 +16,7 @@ from .call_targets import CallTarget, DelegateCall, DelegateSegment, MadeBy, Ope
 
 __all__ = ["PLANNER_NAMES", "BUDGET_KINDS", "INPUT_LIMIT_ENV", "DEFAULT_INPUT_LIMIT", "Word", "Role", "ValueKind",
            "InstructionKind", "SegmentKind", "FileKind", "Region", "RUNTIME_OPS", "OperatorTarget", "DelegateCall",
-           "DelegateSegment", "ViewOf", "CallTarget", "MadeBy"]
+           "DelegateSegment", "ViewOf", "CallTarget", "MadeBy", "Pool", "MemoryPart"]
 
 
 class Word(str, Enum):
@@ -128,6 +128,66 @@ class Region(Word):
     #: bytes between regions, or after the last one
     PADDING = "padding"
 
+
+class Pool(Word):
+    """A pool a bare-metal build gives a method, as ``Sizes.pools()``' columns and a diff's pools name it: the
+    planned buffers (the file's), the method pool (the method allocator's) and the temp pool (the temp
+    allocator's). :attr:`parts` says which :class:`MemoryPart` figures it is made of."""
+
+    PLANNED_BUFFERS = "planned_buffers"
+    METHOD_POOL = "method_pool"
+    TEMP_POOL = "temp_pool"
+
+    @property
+    def parts(self) -> "tuple[MemoryPart, ...]":
+        """The parts whose sum is this pool (the temp pool: the temp allocator beyond the delegates' scratch,
+        and that scratch)."""
+        return {Pool.PLANNED_BUFFERS: (MemoryPart.PLANNED_ARENAS,),
+                Pool.METHOD_POOL: (MemoryPart.METHOD_ALLOCATOR,),
+                Pool.TEMP_POOL: (MemoryPart.TEMP_ALLOCATOR, MemoryPart.DELEGATE_SCRATCH)}[self]
+
+
+class MemoryPart(Word):
+    """A part of a method's run-time memory (the keys of ``MethodSizes.parts()``, the ``part`` of the sizes
+    table and of a diff's run-time rows), in the order a stacked bar draws them. Its value is the phrase every
+    document already writes (:class:`Word`); what each is and who measured it is
+    ``pte_lab.runtime.sizing.PARTS``'."""
+
+    PLANNED_ARENAS = "planned arenas"
+    METHOD_ALLOCATOR = "method allocator"
+    DELEGATE_SCRATCH = "delegate scratch"
+    TEMP_ALLOCATOR = "temp allocator"
+    HEAP_LOAD_PROGRAM = "heap kept by load_program"
+    HEAP_LOAD_METHOD = "heap kept by load_method"
+    HEAP_EXECUTE = "heap kept by execute"
+    ANONYMOUS_MAPPINGS = "anonymous mappings"
+    FILE_RESIDENT = "program file resident"
+
+    @property
+    def measured_here(self) -> bool:
+        """A host-dependent measurement (the heap, mappings, resident pages: they move with the CPU, the
+        allocator and the run): never budgeted, and given as the range seen over fresh runs."""
+        return self in _MEASURED_HERE
+
+    @property
+    def pool(self) -> Pool | None:
+        """The pool this part's figure is (the planned arenas, the method allocator); None for the others."""
+        return {MemoryPart.PLANNED_ARENAS: Pool.PLANNED_BUFFERS, MemoryPart.METHOD_ALLOCATOR: Pool.METHOD_POOL}.get(self)
+
+    @property
+    def remainder_of(self) -> Pool | None:
+        """The pool this part is the rest of, less another part (the temp allocator: the temp pool beyond the
+        delegates' scratch), not a figure measured on its own; None for the others."""
+        return Pool.TEMP_POOL if self is MemoryPart.TEMP_ALLOCATOR else None
+
+    @property
+    def abi_dependent(self) -> bool:
+        """Its size depends on the ABI (the pools whose allocations hold pointers and vectors of them)."""
+        return self in (MemoryPart.METHOD_ALLOCATOR, MemoryPart.TEMP_ALLOCATOR)
+
+
+_MEASURED_HERE = frozenset({MemoryPart.HEAP_LOAD_PROGRAM, MemoryPart.HEAP_LOAD_METHOD, MemoryPart.HEAP_EXECUTE,
+                            MemoryPart.ANONYMOUS_MAPPINGS, MemoryPart.FILE_RESIDENT})
 
 #: the namespaces of the operators ExecuTorch's runtime itself inserts (device copies, views, prim ops), as an
 #: operator target starts: no partitioner or delegate takes them

@@ -39,6 +39,21 @@ def test_device_program_arenas_and_findings(program_path):
     assert dev.operator_counts["delegate:BackendWithCompilerDemo"] == 1
 
 
+def test_a_device_is_read_once_and_named_as_before(program_path):
+    """An arena's device is a record (its type and index as the file numbers them) that reads, prints and
+    writes as the name every document gives it, and survives the trip to an isolated worker."""
+    import json
+    import pickle
+
+    from pte_lab.devices import Device
+
+    a = pte_lab.open(program_path("device_demo")).methods["forward2"].arena(2)
+    assert isinstance(a.device, Device)
+    assert (a.device.kind, a.device.device_type, a.device.device_index) == ("cuda", 1, 0)
+    assert a.device == "cuda:0" and repr(a.device) == "'cuda:0'" and json.dumps({a.device: a.device}) == '{"cuda:0": "cuda:0"}'
+    assert pickle.loads(pickle.dumps(a.device)).device_index == 0 and Device.of("cuda:0") == a.device
+
+
 def test_host_planned_device_tags_are_named(program_path):
     pte = pte_lab.open(program_path("device_hostplanned"))
     dev = pte.methods["forward2"]

@@ -517,3 +517,22 @@ def test_example_runner_of_an_llm(program_path, tmp_path, capsys):
     assert r.returncode == 1 and "forward: execute 2 ok" in r.stdout, r.stdout
     assert re.search(r"^forward: \d+ temp allocations refused during execute \(it returned Ok\)$", r.stdout, re.M)
     assert "Failed to allocate temp memory" in r.stderr
+
+
+def test_a_part_of_a_method_s_memory_is_asked_by_its_member_or_its_words():
+    """``MethodSizes.parts()`` is keyed by ``MemoryPart`` members, which are the words the documents write: a
+    notebook's ``m.seen("heap kept by load_method")`` and ``m.parts()["temp allocator"]`` read what the members
+    read, and the JSON keys are the words."""
+    import json
+
+    from pte_lab.runtime.sizing import HeapFigures, MethodSizes
+    from pte_lab.vocabulary import MemoryPart
+
+    m = MethodSizes("forward", ((1, "cpu", 64),), method_allocator=100, method_allocations=3, temp_allocator=50,
+                    temp_peak=40, resolution_minimum=50, alignment=16, heap_load_method=7, heap_execute=None,
+                    heap_execute_peak=None, anonymous_mapped=0, file_resident=None, heap_load_program=2, runs=1,
+                    delegate_scratch=8, heap_low=HeapFigures(load_method=5))
+    assert m.seen("heap kept by load_method") == m.seen(MemoryPart.HEAP_LOAD_METHOD) == (5, 7)
+    assert m.seen("heap kept by execute") is None
+    assert m.parts()["temp allocator"] == m.parts()[MemoryPart.TEMP_ALLOCATOR] == 50 - 8
+    assert list(json.loads(json.dumps(m.parts()))) == [p.value for p in m.parts()] and "method allocator" in m.parts()

@@ -4,7 +4,7 @@ Standalone on purpose: it imports neither pte_lab nor anything but torch,
 executorch and the standard library, so it runs under another interpreter
 (e.g. executorch 1.4.1 in its own venv). Usage::
 
-    python _placement_steps.py '{"pte": PATH, "reference": PATH, "device": "cuda:0",
+    python _placement_steps.py '{"pte": PATH, "reference": PATH, "device": "cuda:0", "device_index": 0,
                                  "helper": PATH-or-null}'
 
 ``reference`` is a ``torch.save`` file ``{"inputs": [x, y], "expect": {method:
@@ -46,8 +46,8 @@ def main(args):
     except Exception:  # noqa: BLE001 - no distribution metadata (a source build): the module's own version
         et_version = getattr(executorch, "__version__", "unknown")
     rt = Runtime.get()
-    device = args.get("device", "cuda:0")
-    dev_index = int(device.split(":")[1]) if ":" in device else 0
+    # the caller parsed the device (pte_lab.devices.parse_device): its index comes as a number
+    dev_index = int(args.get("device_index", 0))
     helper = None
     measured_by = "none"
     if args.get("helper"):

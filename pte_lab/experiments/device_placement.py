@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from .. import examples
 from ..cache import cache_dir
+from ..devices import parse_device
 from ..model import open_pte
 from ..plot import bytes_axis
 from ..progress import reporter
@@ -532,7 +533,8 @@ def run_runtime(label: str, python: str, pte: str, reference: str, device: str =
             res.failure = f"emulated device unavailable for {python}: {exc}"
             return res
     script = files("pte_lab.experiments").joinpath("_placement_steps.py")
-    args = json.dumps({"pte": pte, "reference": reference, "device": device, "helper": helper})
+    args = json.dumps({"pte": pte, "reference": reference, "device": device,
+                       "device_index": parse_device(device).device_index, "helper": helper})
     env = dict(os.environ)
     try:  # exact host bytes: the allocation counter preloaded (it needs no executorch, any version)
         env["LD_PRELOAD"] = " ".join(filter(None, [str(native.counter_path()), env.get("LD_PRELOAD")]))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..devices import device_name
+from ..devices import CPU, Device, device_name
 from ..errors import PteFormatError
 from ..vocabulary import DelegateSegment, InstructionKind, SegmentKind, ValueKind
 from ._flat import Table, TableVector, root_table
@@ -47,7 +47,7 @@ class RawTensor:
     offset: int | None
     #: a :class:`~.schema.TensorShapeDynamism` code
     shape_dynamism: int
-    device: str = "cpu"
+    device: Device = CPU
     fqn: str | None = None
     #: a :class:`~.schema.TensorDataLocation` code (EXTERNAL: data in a .ptd file); None without extra_tensor_info
     location: int | None = None
@@ -102,7 +102,7 @@ class RawPlan:
     delegates: list[RawDelegate]
     buffer_sizes: tuple[int, ...]
     #: mem_id -> device name, for non-CPU arenas only (the file's sparse list)
-    buffer_devices: dict[int, str]
+    buffer_devices: dict[int, Device]
     has_stacktrace: bool = False
     #: with ``ExecutorchBackendConfig(emit_stacktrace=True)``: each instruction's stack trace (``Chain.stacktrace``,
     #: a ``FrameList`` per instruction), outermost frame first; ``()`` where a chain gives an instruction none
@@ -521,7 +521,7 @@ def _decode_plan(plan: Table, prog: RawProgram, delegates: list[RawDelegate] | N
     sizes = plan.scalars(8, "int64", "non_const_buffer_sizes")
     if len(sizes) and sizes.min() < 0:
         raise PteFormatError(f"{where}.non_const_buffer_sizes: negative size {int(sizes.min())}")
-    devices: dict[int, str] = {}
+    devices: dict[int, Device] = {}
     for d in plan.tables(9, "non_const_buffer_device"):
         idx = d.scalar(0, "int32")
         if not 1 <= idx < len(sizes):

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..devices import CPU, Device
 from ..errors import PteFormatError
 from ..format import TENSOR_ALIGNMENT, RawPlan, TensorShapeDynamism, runtime_index_of
 from ..printable import printable
@@ -80,8 +81,8 @@ class Arena:
     runtime_index: int
     #: bytes, from ``non_const_buffer_sizes``
     size: int
-    #: "cpu" or a device such as "cuda:0" (``non_const_buffer_device``)
-    device: str
+    #: the CPU or a device such as cuda:0 (``non_const_buffer_device``), named as ``"cpu"``, ``"cuda:0"``
+    device: Device
     #: bytes alive at once at the worst instruction (aliases once): the lower bound
     peak_bytes: int
     #: size / peak_bytes: 1.0 means no plan with these lifetimes could be smaller, 2.0
@@ -152,7 +153,7 @@ class Analysis:
     n_instructions: int
     #: ``non_const_buffer_sizes`` (index 0 reserved) and the sparse device list
     buffer_sizes: tuple[int, ...]
-    buffer_devices: Mapping[int, str]
+    buffer_devices: Mapping[int, Device]
     #: view value -> the value whose bytes it shares
     views: Mapping[int, int]
     #: the planned tensors, in value order, one array per column of :data:`TENSOR_COLUMNS`:
@@ -225,7 +226,7 @@ class Analysis:
         sizes = self.buffer_sizes[1:]
         with paused_gc():  # a file may list many arenas, most of them empty
             return tuple(frozen_records(Arena, ids, map(runtime_index_of, ids), sizes,
-                                        map(self.buffer_devices.get, ids, repeat("cpu")), peaks,
+                                        map(self.buffer_devices.get, ids, repeat(CPU)), peaks,
                                         [size / p if p else None for size, p in zip(sizes, peaks)],
                                         map(held.get, ids, repeat(0)), repeat(self.method)))
 

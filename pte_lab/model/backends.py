@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 
 from ..errors import PteLabError
 from ..format import vela, xnnpack
+from ..vocabulary import MemoryPart
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ethos_u import Blobs
@@ -131,7 +132,7 @@ class Backend:
     #: the same, as the plan's note names it (a plural noun phrase: "X's packed weights and workspaces")
     own_memory: str | None = None
     #: a heap part of ``pte-lab sizes`` (``pte_lab.runtime.sizing.PARTS``) -> what of it the backend takes
-    heap_causes: Mapping[str, str] = field(default_factory=dict)
+    heap_causes: Mapping[MemoryPart, str] = field(default_factory=dict)
     #: where it holds what is alive inside one of its calls (a delegate split's advice says it)
     call_workspace: str | None = None
     #: the stand-in the sizing worker registers where the wheel lacks it
@@ -398,8 +399,8 @@ XNNPACK = _register(Backend(
     init={"host": (("XNNExecutor", 272, 8),)},
     own_heap="XNNPACK allocates itself (packed weights at load_method, workspaces at execute)",
     own_memory="XNNPACK's packed weights and workspaces (made at load_method and the first execute)",
-    heap_causes={"heap kept by load_method": "XNNPACK's packed weights",
-                 "heap kept by execute": "XNNPACK's workspace"},
+    heap_causes={MemoryPart.HEAP_LOAD_METHOD: "XNNPACK's packed weights",
+                 MemoryPart.HEAP_EXECUTE: "XNNPACK's workspace"},
     call_workspace="its own workspace on the heap (`pte-lab sizes FILE` measures it)"))
 
 #: EthosUBackend's handle: ``new (std::nothrow) ExecutionHandle()`` (a PlatformState pointer and VelaHandles'

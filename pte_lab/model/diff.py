@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable, Mapping
 
 from ..errors import CHECK_FAILED, TARGET_CHANGED, PteLabError
-from ..vocabulary import BUDGET_KINDS, InstructionKind, Role, ValueKind, Word
+from ..vocabulary import BUDGET_KINDS, InstructionKind, MemoryPart, Pool, Role, ValueKind, Word
 from .sequence_match import match_sequences
 from .backends import BLOB_SETTINGS
 from .analysis import Arena, PlannedTensor, instruction_targets, tail_paddings
@@ -56,8 +56,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["diff_programs", "Diff", "Change", "MethodDiff", "ArenaDiff", "TensorMatch", "ArenaCauses",
            "RegionDiff", "DuplicateBlob", "LoadCostDiff", "SizesDiff", "PartDiff", "TotalDiff", "BudgetCheck",
            "BudgetVerdict",
-           "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "POOL_ATTRIBUTES", "DIFF_TENSOR_COLUMNS",
-           "DelegateDiff", "Setting", "POOL_REMAINDERS", "POOL_PARTS", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS",
+           "match_tensors", "MATCHED_BY", "TENSOR_CHANGES", "DIFF_TENSOR_COLUMNS",
+           "DelegateDiff", "Setting", "PLANNED_SUM", "BUDGETED_POOLS", "BUDGET_KINDS",
            "TargetChange", "DELEGATE_SETTINGS", "TARGET_CHANGES",
            "TARGET_CHANGE_KINDS", "TargetChangeKind", "pair_delegates", "linked_backends"]
 
@@ -68,20 +68,9 @@ TENSOR_CHANGES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "role": ("role",), "dtype": ("dtype",), "shape": ("shape",), "size": ("nbytes",), "arena": ("mem_id",),
     "offset": ("offset",), "lifetime": ("first", "last"), "device": ("device",),
 })
-#: the pools a bare-metal build gives a method (named as ``Sizes.pools()`` names them) -> the attribute
-#: of ``pte_lab.sizes``' ``MethodSizes`` read (``planned`` summed over the method's planned buffers)
-POOL_ATTRIBUTES: Mapping[str, str] = MappingProxyType({
-    "planned_buffers": "planned", "method_pool": "method_allocator", "temp_pool": "temp_allocator"})
-
 #: the pools a budget holds (:meth:`Diff.budget`): ``planned_buffers`` are the method's planned bytes, read
 #: from the file, so the planned bytes' check is theirs
-BUDGETED_POOLS = ("method_pool", "temp_pool")
-#: parts of ``MethodSizes.parts()`` that are a pool less another part, not a figure measured on its own (the
-#: temp allocator's peak less the delegates' scratch): part -> the pool (a diff compares the pool instead)
-POOL_REMAINDERS: Mapping[str, str] = MappingProxyType({"temp allocator": "temp_pool"})
-#: parts of ``MethodSizes.parts()`` that are a pool itself under another name: part -> the pool (a summary
-#: shows the figure once, as the pool)
-POOL_PARTS: Mapping[str, str] = MappingProxyType({"method allocator": "method_pool"})
+BUDGETED_POOLS = (Pool.METHOD_POOL, Pool.TEMP_POOL)
 #: what the planned bytes of several methods are called: a sum over the methods, which no loader allocates
 #: (``load_program`` shares arenas between host-only methods; see :attr:`Diff.load_cost`)
 PLANNED_SUM = "planned bytes, summed over methods"
@@ -341,11 +330,12 @@ class LoadCostDiff:
 
 @dataclass(frozen=True)
 class PartDiff:
-    """One figure of a method's run-time sizes (a part of ``MethodSizes.parts()`` or a pool of
-    :data:`POOL_ATTRIBUTES`); a side is None where it was not measured or the method was not sized."""
+    """One figure of a method's run-time sizes (a part of ``MethodSizes.parts()``, a :class:`MemoryPart`, or a
+    :class:`Pool`; a total's ``"total (<target>)"``); a side is None where it was not measured or the method was
+    not sized."""
 
     method: str
-    part: str
+    part: MemoryPart | Pool | str
     bytes: Change
     #: the sides that have the method but did not measure this figure ("first", "second", "both"; None:
     #: measured wherever the method is): such a figure is neither unchanged nor grown, and no budget holds
@@ -373,7 +363,7 @@ class SizesDiff:
 
     #: every part of every method sized in either program, in ``parts()`` order
     parts: tuple[PartDiff, ...]
-    #: the pools (:data:`POOL_ATTRIBUTES`) of every method
+    #: the pools (:class:`Pool`) of every method
     pools: tuple[PartDiff, ...]
     #: methods that could not be sized, and why
     skipped_before: Mapping[str, str]
@@ -381,7 +371,7 @@ class SizesDiff:
     executorch: tuple[str, str]
     #: the parts that are this host's measurements (heap, mappings, resident pages: they move with the CPU, the
     #: allocator and the run), never budgeted (:meth:`Diff.not_budgeted`)
-    host_dependent: tuple[str, ...] = ()
+    host_dependent: tuple[MemoryPart, ...] = ()
     #: each method's total per kind of target (``MethodSizes.totals()``: this host's, a bare-metal board's), as
     #: ``pte-lab sizes`` gives them: the one figure per side to decide on (part: ``"total (<target>)"``)
     totals: tuple["TotalDiff", ...] = ()
@@ -747,7 +737,7 @@ class Diff:
         return (tuple(c for d in self.delegates for c in d.target_changes)
                 + tuple(TargetChange(n, None, "method gone", n, None) for n in self.removed))
 
-    def with_sizes(self, before, after, host_dependent: Iterable[str] = ()) -> "Diff":
+    def with_sizes(self, before, after, host_dependent: Iterable[MemoryPart] = ()) -> "Diff":
         """This diff with two ``pte_lab.sizes`` results (the first program's, then the second's);
         ``host_dependent``: the parts that are this host's measurements (``MEASURED_PARTS``), never budgeted."""
         return replace(self, sizes=sizes_diff(before, after, [*self.methods, *self.removed, *self.added],
@@ -1031,10 +1021,10 @@ def _load_cost_diff(a: "Pte", b: "Pte") -> tuple[LoadCostDiff, ...]:
 
 
 # ---------------------------------------------------------------------- run time
-def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterable[str] = ()) -> SizesDiff:
+def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterable[MemoryPart] = ()) -> SizesDiff:
     """Two ``pte_lab.sizes`` results side by side (read through ``methods``, ``skipped`` and each
-    ``MethodSizes``' ``parts()``, ``totals()`` and the :data:`POOL_ATTRIBUTES`; nothing is imported from the
-    runtime)."""
+    ``MethodSizes``' ``parts()`` and ``totals()``, each pool the sum of its :attr:`Pool.parts`; nothing is
+    imported from the runtime)."""
     ma, mb = before.methods, after.methods
     sa, sb = before.skipped, after.skipped
     # what the file declares of a method a side did not size (``Sizes.declared``): its figures, basis "file"
@@ -1054,17 +1044,16 @@ def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterabl
 
     for n in names:
         xa, xb = ma.get(n), mb.get(n)
-        pa = xa.parts() if xa is not None else da.get(n, {})
-        pb = xb.parts() if xb is not None else db.get(n, {})
+        pa = _parts(xa) if xa is not None else da.get(n, {})
+        pb = _parts(xb) if xb is not None else db.get(n, {})
         fa, fb = sources(xa, da, n), sources(xb, db, n)
         sized = [*(pa if xa is not None else ()), *(pb if xb is not None else ())]  # a sized side's order first
         for part in dict.fromkeys([*sized, *pa, *pb, *(p for p in POOL_PARTS_ORDER if n in sa or n in sb)]):
             va, vb = pa.get(part), pb.get(part)
             parts.append(PartDiff(n, part, Change(va, vb), unmeasured(n, va, vb),
                                   (fa.get(part) if va is not None else None, fb.get(part) if vb is not None else None)))
-        for pool, attr in POOL_ATTRIBUTES.items():
-            va = _pool(xa, attr) if xa is not None else da.get(n, {}).get(_DECLARED_POOLS.get(pool, ""))
-            vb = _pool(xb, attr) if xb is not None else db.get(n, {}).get(_DECLARED_POOLS.get(pool, ""))
+        for pool in Pool:
+            va, vb = _pool(pa, pool), _pool(pb, pool)
             pools.append(PartDiff(n, pool, Change(va, vb), unmeasured(n, va, vb)))
         # the totals where the records give them (a sizing read back from elsewhere may hold the parts alone)
         ta = xa.totals() if hasattr(xa, "totals") else {}
@@ -1088,20 +1077,29 @@ def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterabl
 
 #: the parts a sized method has and the file alone cannot give, listed (as not measured) for a method a side
 #: could not run, in ``MethodSizes.parts()`` order
-POOL_PARTS_ORDER = ("method allocator", "temp allocator")
-#: the pools (:data:`POOL_ATTRIBUTES`) the file declares for a method not sized -> the part that holds it
-_DECLARED_POOLS = {"planned_buffers": "planned arenas"}
+POOL_PARTS_ORDER = (MemoryPart.METHOD_ALLOCATOR, MemoryPart.TEMP_ALLOCATOR)
 
 
-def _declared_parts(declared: Mapping) -> dict[str, dict[str, int]]:
+def _parts(m) -> dict[MemoryPart, int | None]:
+    """``m.parts()`` keyed by :class:`MemoryPart` (a sizing read back from elsewhere may key them by their words)."""
+    return {MemoryPart(k): v for k, v in m.parts().items()}
+
+
+def _pool(parts: Mapping[MemoryPart, int | None], pool: Pool) -> int | None:
+    """The bytes of ``pool``: the sum of its parts (:attr:`Pool.parts`), None where one is not known."""
+    got = [parts.get(p) for p in pool.parts]
+    return None if any(v is None for v in got) else sum(v for v in got if v is not None)
+
+
+def _declared_parts(declared: Mapping) -> dict[str, dict[MemoryPart, int | None]]:
     """Method -> the parts of ``MethodSizes.parts()`` its file declares, for the methods a side could not size
     (``Sizes.declared``: ``DeclaredSizes``): the planned arenas, and the delegates' scratch where every
     delegate's blob declares one (a blob that does not say leaves the scratch to running)."""
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, dict[MemoryPart, int | None]] = {}
     for n, d in declared.items():
-        got = {"planned arenas": sum(b for _, _, b in d.planned)}
+        got: dict[MemoryPart, int | None] = {MemoryPart.PLANNED_ARENAS: sum(b for _, _, b in d.planned)}
         if all(scratch is not None for _, _, scratch, _ in d.delegates):
-            got["delegate scratch"] = d.delegate_scratch
+            got[MemoryPart.DELEGATE_SCRATCH] = d.delegate_scratch
         out[n] = got
     return out
 
@@ -1112,12 +1110,6 @@ def _check_limit(limit_pct) -> None:
     if not limit_pct >= 0:
         raise ValueError(f"the budget must be a percentage of at least 0, not {limit_pct}")
 
-
-def _pool(m, attr: str) -> int | None:
-    if m is None:
-        return None
-    v = getattr(m, attr)
-    return sum(b for _, _, b in v) if attr == "planned" else v
 
 
 # ------------------------------------------------------------------------ the diff

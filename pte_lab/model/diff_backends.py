@@ -25,6 +25,7 @@ from ..errors import CHECK_FAILED, NOT_RUN_HERE
 from ..vocabulary import Region
 from .backends import BackendNote, backend_note
 from .diff import linked_backends
+from ..vocabulary import MemoryPart
 
 if TYPE_CHECKING:  # pragma: no cover
     from .diff import Diff
@@ -133,8 +134,8 @@ def _side(d: "Diff", side: str) -> SideKnown:
         got = [t.bytes.before if side == "first" else t.bytes.after for t in host]
         if len(common) == 1 and len(got) == 1 and got[0] is not None:
             measured, loader = got[0], host[0].loader
-            own = [p for p in s.parts if p.method in common and p.part in ("heap kept by load_method",
-                                                                          "heap kept by execute")]
+            own = [p for p in s.parts if p.method in common and p.part in (MemoryPart.HEAP_LOAD_METHOD,
+                                                                          MemoryPart.HEAP_EXECUTE)]
             vals = [p.bytes.before if side == "first" else p.bytes.after for p in own]
             heap = sum(v for v in vals if v is not None) if vals and all(v is not None for v in vals) else None
     one = next(iter(d.methods)) if len(d.methods) == 1 else None

@@ -30,7 +30,7 @@ from ..format import RawPlan, RawProgram, ScalarType
 from ..format.blobs import blob_reader, delegate_span, held_open, named_data_span, program_reader
 from ..format.vela import BACKENDS, VelaIO, VelaStream, read_vela
 from ..units import count as plural
-from ..vocabulary import InstructionKind
+from ..vocabulary import InstructionKind, MemoryPart
 from .analysis import tensor_meta
 from .backends import HEADLINE_SETTINGS, BlobContents, SettingSource, blob_contents
 from .dtypes import SCALAR_TYPES
@@ -47,7 +47,7 @@ __all__ = ["DelegateMemory", "DelegatePart", "Blobs", "delegate_memory", "Memory
 #: the temp allocator's alignment for the scratch (``temp_allocator->allocate(scratch_data_size, 16)``)
 SCRATCH_ALIGNMENT = 16
 #: the allocator the runtime takes the scratch from, as every view names it
-TEMP_ALLOCATOR = "temp allocator"
+TEMP_ALLOCATOR = MemoryPart.TEMP_ALLOCATOR
 #: where the scratch is when the blob carries it (a ``scratch_data`` block, before ExecuTorch 0.7)
 IN_BLOB = "the program's bytes (a scratch_data block)"
 #: what is said of a target or memory mode the program does not carry

@@ -134,7 +134,8 @@ def emulate_device(device: str = "cuda:0", *, capacity: int | None = None) -> Em
     pte_lab.errors.NativeBuildError
         If the helper cannot be built (no C++ compiler).
     """
-    kind, code, _ = parse_device(device)
+    d = parse_device(device)
+    kind, code = d.kind, d.device_type
     if code == 0:
         raise ValueError("the CPU needs no emulation: host arenas are ordinary host memory")
     lib = native.library()
@@ -152,7 +153,7 @@ def emulate_device(device: str = "cuda:0", *, capacity: int | None = None) -> Em
 
 
 def is_emulated(device: str) -> bool:
-    _, code, _ = parse_device(device)
+    code = parse_device(device).device_type
     try:
         return bool(native.library().pte_lab_is_emulated(code))
     except PteLabError:
@@ -161,7 +162,7 @@ def is_emulated(device: str) -> bool:
 
 def allocator_registered(device: str) -> bool | None:
     """Whether ExecuTorch has an allocator for ``device``'s type (None: cannot tell)."""
-    _, code, _ = parse_device(device)
+    code = parse_device(device).device_type
     if code == 0:
         return True
     try:

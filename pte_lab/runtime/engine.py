@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..devices import parse_device
+from ..devices import DEVICE_TYPES, parse_device
 from ..quiet import quiet_import
 from . import device as devmod
 from . import memory
@@ -64,11 +64,11 @@ class Engine(NativeOps):
     # ------------------------------------------------------------ measuring
     def _device_probe(self, device: str) -> tuple[int | None, str]:
         """(bytes taken on ``device`` so far, how it is measured)."""
-        kind, code, index = parse_device(device)
+        d = parse_device(device)
         if devmod.is_emulated(device):
-            return int(devmod.native.library().pte_lab_outstanding(code)), "exact (emulated device ledger)"
-        if kind == "cuda" and memory.CudaProbe.available():
-            return -memory.CudaProbe.free(index), "torch.cuda.mem_get_info"
+            return int(devmod.native.library().pte_lab_outstanding(d.device_type)), "exact (emulated device ledger)"
+        if d.device_type == DEVICE_TYPES["cuda"] and memory.CudaProbe.available():
+            return -memory.CudaProbe.free(d.device_index), "torch.cuda.mem_get_info"
         return None, "not measurable (no allocator)"
 
     def snapshot(self) -> dict:
@@ -169,14 +169,14 @@ class Engine(NativeOps):
 
     def available(self, device: str) -> int | None:
         """Free bytes on ``device`` where they can be read, else None."""
-        kind, code, index = parse_device(device)
-        if kind == "cpu":
+        d = parse_device(device)
+        if d.device_type == DEVICE_TYPES["cpu"]:
             return memory.host_available()
         if devmod.is_emulated(device):
-            cap = devmod.native.library().pte_lab_capacity(code)
-            return None if not cap else max(0, int(cap) - int(devmod.native.library().pte_lab_outstanding(code)))
-        if kind == "cuda" and memory.CudaProbe.available():
-            return memory.CudaProbe.free(index)
+            cap = devmod.native.library().pte_lab_capacity(d.device_type)
+            return None if not cap else max(0, int(cap) - int(devmod.native.library().pte_lab_outstanding(d.device_type)))
+        if d.device_type == DEVICE_TYPES["cuda"] and memory.CudaProbe.available():
+            return memory.CudaProbe.free(d.device_index)
         return None
 
     def meta(self, name: str) -> MethodMeta:

@@ -318,7 +318,7 @@ class LabProgram:
             nbytes, index, dtype, didx = (int(g) for g in m.groups())
             mem_id = mem_id_of(index)
             device = device_name(dtype, didx)
-            kind = device.split(":")[0]
+            kind = device.kind
             return DeviceAllocationError(
                 f"method {method!r}: could not allocate arena mem_id {mem_id} (runtime buffer {index}, "
                 f"{nbytes:,} bytes = {human_bytes(nbytes)}) on {device}: no {kind} device "

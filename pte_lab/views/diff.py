@@ -78,7 +78,7 @@ tensors are paired by their place in the computation, not by their shape (a shap
 
 Tensors are the ``pte_lab.inspect`` document's tensor records (:data:`pte_lab.model.TENSOR_COLUMNS`);
 ``rule`` is one of :data:`pte_lab.model.diff.MATCHED_BY`, ``what`` a key of
-:data:`pte_lab.model.diff.TENSOR_CHANGES`; ``pool`` a key of :data:`pte_lab.model.diff.POOL_ATTRIBUTES`
+:data:`pte_lab.model.diff.TENSOR_CHANGES`; ``pool`` a :class:`pte_lab.vocabulary.Pool`
 (``planned_buffers``, ``method_pool``, ``temp_pool``: the columns of ``Sizes.pools()``).
 """
 
@@ -87,11 +87,12 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, POOL_REMAINDERS, TargetChangeKind
+from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, TargetChangeKind
 from ..model.backends import SettingSource
 from ..model.many_records import paused_gc
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
+from ..vocabulary import MemoryPart
 from .html import device_badge as _device_badge, html_repr, section as _section, table as _html_table
 from .diff_backends import (backend_verdict_lines, backend_verdict_record, not_run_here_line,
                             part_basis, totals_left_out_line, totals_table)
@@ -404,7 +405,8 @@ def _part_cells(p) -> list[str]:
 
 
 def _part_label(p) -> str:
-    return f"{p.part} (the pool less the delegates' scratch)" if p.part in POOL_REMAINDERS else p.part
+    remainder = isinstance(p.part, MemoryPart) and p.part.remainder_of is not None
+    return f"{p.part} (the pool less the delegates' scratch)" if remainder else p.part
 
 
 # ------------------------------------------------------------------ the budget

@@ -15,7 +15,8 @@ from ..model.analysis import TENSOR_COLUMNS
 from ..model.attribution import SOURCE_COLUMNS
 from ..model.backends import BackendNote, backend_note
 from ..model.many_records import dict_maker
-from ..model.diff import PLANNED_SUM, POOL_PARTS, POOL_REMAINDERS, Change
+from ..model.diff import PLANNED_SUM, Change
+from ..vocabulary import MemoryPart, Pool
 from ..model.load_cost import (LOAD_COST_COLUMNS, LOADERS, MODULE_LOAD_MODES, PROGRAM_APIS, STEPS,
                                DataLoaderKind)
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, first_few
@@ -319,10 +320,11 @@ def diff_lines(d) -> list[DiffLine]:
         out.append(DiffLine(f"file: {r.region}" + (f" {r.name}" if r.name else ""), "region", r.bytes))
     if d.sizes is not None:  # a figure a side did not measure is neither the same nor grown: left out
         for p in d.sizes.pools:
-            if p.unmeasured is None and not (p.part == "planned_buffers" and p.bytes == planned.get(p.method)):
+            if p.unmeasured is None and not (p.part is Pool.PLANNED_BUFFERS and p.bytes == planned.get(p.method)):
                 out.append(DiffLine(f"{p.method}: {p.part.replace('_', ' ')}", "pool", p.bytes))
         for p in d.sizes.parts:
-            if (p.part != "planned arenas" and p.part not in POOL_REMAINDERS and p.part not in POOL_PARTS
+            # a part that is a pool (or a pool less another part) is said once, as the pool
+            if (isinstance(p.part, MemoryPart) and p.part.pool is None and p.part.remainder_of is None
                     and p.unmeasured is None):
                 out.append(DiffLine(f"{p.method}: {p.part}", "part", p.bytes))
     return out

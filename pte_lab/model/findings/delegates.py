@@ -11,7 +11,7 @@ from ...units import count, first_few, human_bytes
 from ...vocabulary import RUNTIME_OPS, InstructionKind, OperatorTarget, Role
 from ..backends import BACKENDS
 from ..delegates import blob_problem, blob_uses
-from ..ethos_u import Blobs, io_checks
+from ..ethos_u import TEMP_ALLOCATOR, Blobs, io_checks
 from ..peak import peak_point
 from .base import Details, Finding, Kind, Prescription
 
@@ -112,7 +112,7 @@ def delegate_memory_findings(m: "Method") -> list[Finding]:
         if d.scratch_bytes:
             mode = d.placement
             where = f", in {mode.scratch}" if mode is not None else ""
-            from_ = ("from the temp allocator at every execute" if d.scratch_from == "temp allocator"
+            from_ = ("from the temp allocator at every execute" if d.scratch_from == TEMP_ALLOCATOR
                      else f"from {d.scratch_from}")
             extra = (f"; the NPU also uses a fast scratch the firmware provides ({mode.fast_scratch}), whose size "
                      f"the file does not give" + (f" (Vela's limit in this mode: {human_bytes(d.fast_scratch_limit)})"

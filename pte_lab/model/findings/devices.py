@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...devices import device_problem
+from ...devices import Device, device_problem
 from ...units import count
 from ..arrays import unique
 from .base import Details, Finding, Kind, ValuesDetails
@@ -77,6 +77,6 @@ def device_findings(m: "Method") -> list[Finding]:
         out.append(Finding(
             Kind.DEVICE_ALLOCATOR, m.name,
             f"arena mem_id {a.mem_id} (runtime buffer {a.runtime_index}, {a.size} bytes) lives on "
-            f"{a.device}: loading this method needs a {a.device.split(':')[0]} device allocator",
+            f"{a.device}: loading this method needs a {Device.of(a.device).kind} device allocator",
             DeviceAllocatorDetails(a.mem_id, a.device, a.size)))
     return out

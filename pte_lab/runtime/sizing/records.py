@@ -22,7 +22,7 @@ from ...errors import MEMORY_ALLOCATION_FAILED, PteLabError
 from ...format import TENSOR_ALIGNMENT
 from ...model.backends import BACKENDS, MICROCONTROLLER_BACKENDS
 from ...printable import printable
-from ...vocabulary import ValueKind, Word
+from ...vocabulary import MemoryPart, Pool, ValueKind, Word
 from ...units import align_up
 from ..declared import DeclaredSizes
 from ..libraries import Library
@@ -45,23 +45,23 @@ __all__ = ["SIZES_VERSION", "Sizes", "MethodSizes", "PoolVerification", "TempPro
 #: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
 SIZES_COLUMNS = ["method", "part", "device", "bytes", "lowest", "source"]
 
-#: the parts of a method's run-time memory, in the order a stacked bar draws them: part ->
-#: (who measured it: "file", "runner", "counter" or "kernel"; what it is)
-PARTS = {
-    "planned arenas": ("file", "non_const_buffer_sizes, as ExecuTorch's MethodMeta reads them; "
+#: the parts of a method's run-time memory (:class:`~pte_lab.vocabulary.MemoryPart`), in the order a stacked bar
+#: draws them: part -> (who measured it: "file", "runner", "counter" or "kernel"; what it is)
+PARTS: dict[MemoryPart, tuple[str, str]] = {
+    MemoryPart.PLANNED_ARENAS: ("file", "non_const_buffer_sizes, as ExecuTorch's MethodMeta reads them; "
                                "the runner allocates exactly these"),
-    "method allocator": ("runner", "high-water mark of the method allocator during load_method"),
-    "delegate scratch": ("delegate blob", "the largest scratch one delegate call takes from the temp allocator, "
+    MemoryPart.METHOD_ALLOCATOR: ("runner", "high-water mark of the method allocator during load_method"),
+    MemoryPart.DELEGATE_SCRATCH: ("delegate blob", "the largest scratch one delegate call takes from the temp allocator, "
                                           "as the delegates' blobs declare it (Ethos-U: scratch_size); part of "
                                           "the temp pool"),
-    "temp allocator": ("runner", "peak of the temp allocator over load_method and the runs, at least what "
+    MemoryPart.TEMP_ALLOCATOR: ("runner", "peak of the temp allocator over load_method and the runs, at least what "
                                  "kernel resolution needs, beyond the delegates' scratch"),
-    "heap kept by load_program": ("counter", "malloc'd by Program::load and still held"),
-    "heap kept by load_method": ("counter", "malloc'd during load_method and still held (delegates' state, "
+    MemoryPart.HEAP_LOAD_PROGRAM: ("counter", "malloc'd by Program::load and still held"),
+    MemoryPart.HEAP_LOAD_METHOD: ("counter", "malloc'd during load_method and still held (delegates' state, "
                                             "packed weights, kernels)"),
-    "heap kept by execute": ("counter", "malloc'd during the runs and still held (workspaces, thread pools)"),
-    "anonymous mappings": ("counter", "mmap'd outside malloc during the steps and still held"),
-    "program file resident": ("kernel", "pages of the program file (and .ptd) mapped in and resident "
+    MemoryPart.HEAP_EXECUTE: ("counter", "malloc'd during the runs and still held (workspaces, thread pools)"),
+    MemoryPart.ANONYMOUS_MAPPINGS: ("counter", "mmap'd outside malloc during the steps and still held"),
+    MemoryPart.FILE_RESIDENT: ("kernel", "pages of the program file (and .ptd) mapped in and resident "
                                         "(Rss in /proc/self/smaps); the loader mlocks them where the "
                                         "memlock limit allows, as Runtime.load_program does"),
 }
@@ -75,10 +75,10 @@ MIN_POOL_ALIGNMENT = TENSOR_ALIGNMENT
 PLANNED_ALIGNMENT = TENSOR_ALIGNMENT
 
 #: sizes of pools a method needs to be given (what a bare-metal build sizes by hand)
-POOLS = ("planned arenas", "method allocator", "temp allocator")
+POOLS = (MemoryPart.PLANNED_ARENAS, MemoryPart.METHOD_ALLOCATOR, MemoryPart.TEMP_ALLOCATOR)
 #: the pools whose size depends on the ABI (their allocations hold pointers and vectors of them); the planned
 #: arenas are the file's
-ABI_POOLS = ("method allocator", "temp allocator")
+ABI_POOLS = tuple(p for p in MemoryPart if p.abi_dependent)
 
 #: how many fresh workers measure each method's heap (the lowest and highest seen are kept)
 HEAP_RUNS = 3
@@ -94,10 +94,8 @@ HEAP_FIELDS = {"heap_load_program": "load_program", "heap_load_method": "load_me
                "file_resident": "file_resident", "heap_peak": "peak", "heap_kept": "kept",
                "file_heap_peak": "file_peak", "file_heap_kept": "file_kept", "heap_once": "once"}
 
-#: parts (:data:`PARTS`) that are host-dependent measurements -> their MethodSizes field
-MEASURED_PARTS = {"heap kept by load_program": "heap_load_program", "heap kept by load_method": "heap_load_method",
-                  "heap kept by execute": "heap_execute", "anonymous mappings": "anonymous_mapped",
-                  "program file resident": "file_resident"}
+#: the parts (:data:`PARTS`) that are host-dependent measurements (``MemoryPart.measured_here``)
+MEASURED_PARTS = tuple(p for p in MemoryPart if p.measured_here)
 
 #: backends that allocate their own memory with malloc, outside ExecuTorch's allocators -> what the heap they need
 #: holds (a board's total counts it: without a heap that size they do not run): each backend's registration's
@@ -517,6 +515,12 @@ class HeapFigures:
     def of(cls, m: "MethodSizes") -> "HeapFigures":
         return cls(**{short: getattr(m, name) for name, short in HEAP_FIELDS.items()})
 
+    def parts(self) -> dict[MemoryPart, int | None]:
+        """The measured parts (:data:`MEASURED_PARTS`) these figures hold, as :meth:`MethodSizes.parts` keys them."""
+        return {MemoryPart.HEAP_LOAD_PROGRAM: self.load_program, MemoryPart.HEAP_LOAD_METHOD: self.load_method,
+                MemoryPart.HEAP_EXECUTE: self.execute, MemoryPart.ANONYMOUS_MAPPINGS: self.anonymous_mapped,
+                MemoryPart.FILE_RESIDENT: self.file_resident}
+
 
 @dataclass(frozen=True)
 class MethodSizes:
@@ -687,31 +691,34 @@ class MethodSizes:
 
     def seen(self, field_name: str) -> tuple[int, int] | None:
         """(lowest, highest) seen over the fresh runs of a heap field (:data:`HEAP_FIELDS`, or a part of
-        :data:`MEASURED_PARTS`); None: not measured."""
-        field_name = MEASURED_PARTS.get(field_name, field_name)
-        short = HEAP_FIELDS[field_name]
-        low = None if self.heap_low is None else getattr(self.heap_low, short)
-        high = getattr(self, field_name)
+        :data:`MEASURED_PARTS`, the member or its words); None: not measured."""
+        if field_name not in HEAP_FIELDS:  # a part: read as its member (a MemoryPart is its words)
+            part = MemoryPart(field_name)
+            low = None if self.heap_low is None else self.heap_low.parts()[part]
+            high = self.parts()[part]
+        else:
+            low = None if self.heap_low is None else getattr(self.heap_low, HEAP_FIELDS[field_name])
+            high = getattr(self, field_name)
         if high is None:
             return None
         return (high if low is None else low), high
 
-    def parts(self) -> dict[str, int | None]:
+    def parts(self) -> dict[MemoryPart, int | None]:
         """The run-time bytes by part (:data:`PARTS`); planned arenas summed over devices; the measured parts
         (:data:`MEASURED_PARTS`) are the highest seen (:meth:`seen` has the lowest)."""
         return {
-            "planned arenas": sum(b for _, _, b in self.planned),
-            "heap kept by load_program": self.heap_load_program,
-            "method allocator": self.method_allocator,
-            "delegate scratch": self.delegate_scratch,
-            "temp allocator": self.temp_allocator - self.delegate_scratch,
-            "heap kept by load_method": self.heap_load_method,
-            "heap kept by execute": self.heap_execute,
-            "anonymous mappings": self.anonymous_mapped,
-            "program file resident": self.file_resident,
+            MemoryPart.PLANNED_ARENAS: sum(b for _, _, b in self.planned),
+            MemoryPart.HEAP_LOAD_PROGRAM: self.heap_load_program,
+            MemoryPart.METHOD_ALLOCATOR: self.method_allocator,
+            MemoryPart.DELEGATE_SCRATCH: self.delegate_scratch,
+            MemoryPart.TEMP_ALLOCATOR: self.temp_allocator - self.delegate_scratch,
+            MemoryPart.HEAP_LOAD_METHOD: self.heap_load_method,
+            MemoryPart.HEAP_EXECUTE: self.heap_execute,
+            MemoryPart.ANONYMOUS_MAPPINGS: self.anonymous_mapped,
+            MemoryPart.FILE_RESIDENT: self.file_resident,
         }
 
-    def part_sources(self) -> dict[str, str]:
+    def part_sources(self) -> dict[MemoryPart, str]:
         """Each of :meth:`parts`' basis, as the sizes table's ``from`` column says it (``part_source``)."""
         return {part: part_source(part, self) for part in self.parts()}
 
@@ -852,18 +859,19 @@ class Sizes:
         rows = []
         for m in self.methods.values():
             for mem_dev, b in sorted(m.planned_by_device().items(), key=lambda kv: (kv[0] != "cpu", kv[0])):
-                rows.append((m.method, "planned arenas", mem_dev, b, b, PARTS["planned arenas"][0]))
+                rows.append((m.method, MemoryPart.PLANNED_ARENAS, mem_dev, b, b, PARTS[MemoryPart.PLANNED_ARENAS][0]))
             for part, b in m.parts().items():
-                if part == "planned arenas" or b is None or (part == "delegate scratch" and not b):
+                if part is MemoryPart.PLANNED_ARENAS or b is None or (part is MemoryPart.DELEGATE_SCRATCH and not b):
                     continue
-                low = m.seen(part)[0] if part in MEASURED_PARTS else b
+                seen = m.seen(part) if part.measured_here else None
+                low = b if seen is None else seen[0]
                 rows.append((m.method, part, "cpu", b, low, part_source(part, m)))
         for d in self.declared.values():
             for _, dev, b in d.planned:
-                rows.append((d.method, "planned arenas", dev, b, b, PARTS["planned arenas"][0]))
+                rows.append((d.method, MemoryPart.PLANNED_ARENAS, dev, b, b, PARTS[MemoryPart.PLANNED_ARENAS][0]))
             if d.delegate_scratch:
-                rows.append((d.method, "delegate scratch", "cpu", d.delegate_scratch, d.delegate_scratch,
-                             PARTS["delegate scratch"][0]))
+                rows.append((d.method, MemoryPart.DELEGATE_SCRATCH, "cpu", d.delegate_scratch, d.delegate_scratch,
+                             PARTS[MemoryPart.DELEGATE_SCRATCH][0]))
         df = pd.DataFrame(rows, columns=SIZES_COLUMNS)
         df.attrs.update(path=self.path, counted=self.counted, executorch=self.executorch_version,
                         heap_runs=max((m.heap_runs for m in self.methods.values()), default=0))
@@ -877,8 +885,8 @@ class Sizes:
         rows = [(m.method, m.method_allocator, m.temp_allocator, m.method_pool_alone, m.alignment,
                  tuple(b for _, _, b in m.planned), tuple(d for _, d, _ in m.planned), m.planned_alignment)
                 for m in self.methods.values()]
-        return pd.DataFrame(rows, columns=["method", "method_pool", "temp_pool", "method_pool_alone", "alignment",
-                                           "planned_buffers", "planned_devices", "planned_alignment"])
+        return pd.DataFrame(rows, columns=["method", Pool.METHOD_POOL, Pool.TEMP_POOL, "method_pool_alone", "alignment",
+                                           Pool.PLANNED_BUFFERS, "planned_devices", "planned_alignment"])
 
     def totals(self) -> dict[str, dict[str, Total]]:
         """Method -> target kind (:data:`TARGET_KINDS`) -> what it must have in RAM there
@@ -992,7 +1000,7 @@ class Sizes:
         return f"<Sizes {os.path.basename(self.path)!r}: {', '.join(map(printable, self.methods))}>"
 
 
-def part_source(part: str, m: MethodSizes) -> str:
+def part_source(part: MemoryPart, m: MethodSizes) -> str:
     """Who measured ``part`` (:data:`PARTS`), and "with stand-ins" where stand-ins ran in the measurement."""
     how = PARTS[part][0]
     return f"{how}, with stand-ins" if m.stand_ins and how in ("runner", "counter") else how

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from ...vocabulary import Word
+from ...vocabulary import MemoryPart, Word
 
 from ...model.abi import abi as abi_of
 from ...model.ethos_u import MEMORY_MODES
@@ -34,7 +34,7 @@ class TempSetBy(Word):
     """What makes a target's temp pool (its lower figure): one home for pools.h, the text and the JSON."""
 
     #: the delegates' scratch (the blobs'), which they take from it at run time
-    SCRATCH = "delegate scratch"
+    SCRATCH = MemoryPart.DELEGATE_SCRATCH.value
     #: what the kernels take from it at run time (allocate_temp), measured here
     RUN_TIME = "run time"
     #: kernel resolution's threshold: Method::init resolves in the temp pool only where the widest call fits

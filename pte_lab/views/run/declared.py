@@ -62,9 +62,9 @@ def header_declared_lines(d, up: str, low: str) -> list[str]:
         out += [f"static const size_t pte_lab_{low}_planned_buffer_sizes[{n}] = "
                 f"{{{', '.join(f'{b}u' for _, _, b in d.planned)}}};",
                 f"static const int pte_lab_{low}_planned_buffer_device_types[{n}] = "
-                f"{{{', '.join(str(parse_device(dev)[1]) for _, dev, _ in d.planned)}}};",
+                f"{{{', '.join(str(parse_device(dev).device_type) for _, dev, _ in d.planned)}}};",
                 f"static const int pte_lab_{low}_planned_buffer_device_indices[{n}] = "
-                f"{{{', '.join(str(parse_device(dev)[2]) for _, dev, _ in d.planned)}}};"]
+                f"{{{', '.join(str(parse_device(dev).device_index) for _, dev, _ in d.planned)}}};"]
     if d.delegate_scratch:
         out.append(f"#define PTE_LAB_{up}_DELEGATE_SCRATCH_BYTES {d.delegate_scratch}u "
                    f"/* the least temp pool, at a 16-byte aligned base (delegate blob) */")

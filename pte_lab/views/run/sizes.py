@@ -26,7 +26,6 @@ from ..base import backend_note_line
 from ..rows import mapped_rows_line
 from ...runtime.libraries import AS_NEEDED, KERNEL_LIBRARY_NOTES, libpython, link_flags
 from ...runtime.sizing.records import (
-    ABI_POOLS,
     ANY_TARGET,
     HOST_ABI,
     HOST_DEPENDENT,
@@ -37,7 +36,6 @@ from ...runtime.sizing.records import (
     HEAP_REGION,
     INPUT_VALUES,
     MALLOC_BLOCKS,
-    MEASURED_PARTS,
     MIN_POOL_ALIGNMENT,
     PLATFORM_NODE,
     PLANNED_ALIGNMENT,
@@ -52,7 +50,7 @@ from ...runtime.sizing.records import (
     platform_request,
 )
 from ...units import capacity_bytes, count, exact_bytes, human_bytes, local_minute
-from ...vocabulary import ValueKind
+from ...vocabulary import MemoryPart, ValueKind
 from ..c_text import c_comment as _comment
 from ..c_text import c_string
 from ..base import html_repr, text_table
@@ -225,12 +223,12 @@ def sizes_text(sizes: "Sizes") -> str:
         for mem_id, device, b in m.planned:
             anywhere.append([f"planned arena {mem_id}", device, f"{b:,}", human_bytes(b), "exact", "file"])
         for part, b in m.parts().items():
-            if part == "planned arenas" or b is None:
+            if part is MemoryPart.PLANNED_ARENAS or b is None:
                 continue
-            if part == "delegate scratch" and not b:
+            if part is MemoryPart.DELEGATE_SCRATCH and not b:
                 continue
-            seen = _range(m, part) if part in MEASURED_PARTS else "exact"
-            (here if part in MEASURED_PARTS else anywhere).append(
+            seen = _range(m, part) if part.measured_here else "exact"
+            (here if part.measured_here else anywhere).append(
                 [part_label(part, m), "cpu", f"{b:,}", human_bytes(b), seen, part_source(part, m)])
         head = ["part", "device", "bytes", "", f"seen over {m.heap_runs} runs", "from"]
         out += ["", f"method {m.method!r}", f"-- {any_target_label(m.abi)}:", text_table(head, anywhere)]
@@ -298,13 +296,13 @@ def any_target_label(abi: str = "host") -> str:
     return ANY_TARGET.format(pools=HOST_POOLS if abi == "host" else TARGET_POOLS.format(target=abi))
 
 
-def part_holds_on(part: str, target: str = "host") -> str:
+def part_holds_on(part: MemoryPart, target: str = "host") -> str:
     """Where one part's figure holds, for the table's "holds on" column: a heap or page figure on this host;
     a pool (its allocations hold pointers and vectors) on this ABI, or the modelled target's; what the file
     and the delegates' blobs fix, on any target."""
-    if part in MEASURED_PARTS:
+    if part.measured_here:
         return "this host"
-    if part in ABI_POOLS:
+    if part.abi_dependent:
         return f"this ABI ({HOST_ABI})" if target == "host" else f"{target} (modelled)"
     return "any target"
 
@@ -328,11 +326,11 @@ def _host_label() -> str:
 HEAP_CAUSES = {(b.id, part): cause for b in BACKENDS.values() for part, cause in b.heap_causes.items()}
 
 
-def part_label(part: str, m) -> str:
+def part_label(part: MemoryPart, m) -> str:
     """A part (:data:`PARTS`) as a table row names it: the temp allocator's row, beside a delegate's scratch,
     is what the temp pool holds beyond that scratch; a heap part says what it holds where a backend of the
     method is known to take it (:data:`HEAP_CAUSES`)."""
-    if part == "temp allocator" and m.delegate_scratch:
+    if part is MemoryPart.TEMP_ALLOCATOR and m.delegate_scratch:
         return "temp allocator beyond the delegates' scratch"
     causes = [HEAP_CAUSES[(b, part)] for b in m.backends if (b, part) in HEAP_CAUSES]
     return f"{part} (of it {', '.join(causes)})" if causes else part
@@ -683,7 +681,7 @@ def target_guard(target: str) -> list[str]:
 
 
 def _globals(sizes: "Sizes") -> list[str]:
-    kinds = sorted({parse_device(d)[0] for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
+    kinds = sorted({parse_device(d).kind for m in sizes.methods.values() for _, d, _ in m.planned} | {"cpu"},
                    key=lambda k: DEVICE_TYPES[k])
     codes = ", ".join(f"{DEVICE_TYPES[k]} = {k}" for k in kinds)
     lines = [*target_guard(sizes.target),
@@ -814,7 +812,8 @@ def _planned_buffers(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     n = len(m.planned)
     lines = [f"#define PTE_LAB_{up}_NUM_PLANNED_BUFFERS {n}u"]
     for i, (_, dev, b) in enumerate(m.planned):
-        _, code, index = parse_device(dev)
+        d = parse_device(dev)
+        code, index = d.device_type, d.device_index
         lines += [f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_BYTES {b}u",
                   f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_DEVICE_TYPE {code}",
                   f"#define PTE_LAB_{up}_PLANNED_BUFFER_{i}_DEVICE_INDEX {index}"]
