@@ -45,7 +45,7 @@ LAZY_ALLOWED = {
     ("pte_lab.runtime.worker", "pte_lab.runtime.engine"): "after stdout goes to stderr: imports print no protocol",
     ("pte_lab.runtime.worker", "pte_lab.runtime.native_engine"): "after stdout goes to stderr, and only the engine "
                                                                  "asked for: the native one never imports torch",
-    ("pte_lab.runtime.runner_records", "pte_lab.model.dtypes"): "the native worker makes these records and never "
+    ("pte_lab.runtime.sizing_runner_records", "pte_lab.model.dtypes"): "the native worker makes these records and never "
                                                                  "imports the model: the caller reads the dtype's name",
     **{("pte_lab.runtime.sizing.records", m): "Sizes.verify runs the program: a kept sizing, these records read "
                                                 "back, loads none of the measuring machinery"
@@ -218,11 +218,11 @@ RUNTIME_TIERS = [
     {"pte_lab.runtime.checked", "pte_lab.runtime.isolate", "pte_lab.runtime.worker"},
     {"pte_lab.runtime.engine"},
     {"pte_lab.runtime.native_engine"},
-    {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
+    {"pte_lab.runtime.sizing_runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
      "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
      "pte_lab.runtime.schemas", "pte_lab.runtime.stand_ins", "pte_lab.runtime.declared",
      "pte_lab.runtime.libraries", "pte_lab.runtime.raw", "pte_lab.runtime.abi_probe",
-     "pte_lab.runtime.shapes", "pte_lab.runtime.kept", "pte_lab.runtime.recorder", "pte_lab.runtime.runner_records"},
+     "pte_lab.runtime.shapes", "pte_lab.runtime.kept", "pte_lab.runtime.recorder", "pte_lab.runtime.sizing_runner_records"},
 ]
 
 
@@ -403,7 +403,7 @@ def test_the_runtime_hands_records_across_the_worker_boundary(mod, qualname, rec
     ("pte_lab.runtime.sizing.measure", "Session.trial", ["self", "name"]),
     ("pte_lab.runtime.sizing.results", "_method_sizes", ["measured"]),
     ("pte_lab.runtime.sizing.results", "_heap_round", ["path", "data_path"]),
-    ("pte_lab.runtime.runner", "run_method", ["path", "name"]),
+    ("pte_lab.runtime.sizing_runner", "run_method", ["path", "name"]),
     ("pte_lab.runtime.native_engine", "NativeOps.size_method", ["self", "path", "name"]),
 ])
 def test_sizing_calls_name_their_pools(mod, qualname, positional):

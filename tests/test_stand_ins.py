@@ -19,7 +19,7 @@ import pte_lab
 from pte_lab import examples
 from pte_lab.cli import main
 from pte_lab.runtime import stand_ins
-from pte_lab.runtime.runner import Step, StepKind
+from pte_lab.runtime.sizing_runner import Step, StepKind
 from pte_lab.runtime.sizing import MethodSizes, Session, Sizes
 from pte_lab.views.run.sizes import c_header, sizes_text
 

@@ -26,7 +26,7 @@ from ...vocabulary import MemoryPart, Pool, ValueKind, Word
 from ...units import align_up
 from ..declared import DeclaredSizes
 from ..libraries import Library
-from ..runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse, failure
+from ..sizing_runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse, failure
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
