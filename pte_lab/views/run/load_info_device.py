@@ -1,4 +1,5 @@
-"""Views of the runtime's results: a loaded program's memory report, the installation, an emulated device."""
+"""Views of what ``pte_lab.load``, ``runtime_info`` and ``emulate_device`` return: a loaded program's memory
+report, the installation, an emulated device."""
 
 from __future__ import annotations
 
