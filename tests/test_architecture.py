@@ -6,7 +6,7 @@ source with ``ast`` (every import, including those inside functions).
 The one accepted way for a lower layer (the model, the runtime) to reach a
 view is a display hook of its record (``__repr__``, ``__str__``,
 ``_repr_html_``, ``to_dict``) handing the record to its view, lazily; the
-runtime's results have their views in ``pte_lab.views.run``.
+runtime's results have their views in ``pte_lab.views.runtime``.
 
 Imports sit at the top of their module, where a reader sees the graph. An
 import inside a function is kept only for a heavy optional module
@@ -303,7 +303,7 @@ def _definitions(name: str) -> list[str]:
     ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing.records"),
     ("MemoryPart", "pte_lab.vocabulary"), ("Pool", "pte_lab.vocabulary"),
     ("PoolVerification", "pte_lab.runtime.sizing.records"), ("counts_fields", "pte_lab.runtime.native"),
-    ("verdict", "pte_lab.views.run.sizes"), ("Checked", "pte_lab.runtime.checked"),
+    ("verdict", "pte_lab.views.runtime.sizes"), ("Checked", "pte_lab.runtime.checked"),
     ("ScalarType", "pte_lab.format.schema"), ("TensorShapeDynamism", "pte_lab.format.schema"),
     ("TensorDataLocation", "pte_lab.format.schema"), ("DataLocation", "pte_lab.format.schema"),
     ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("runtime_index_of", "pte_lab.format.schema"),
@@ -355,7 +355,7 @@ def test_the_temp_probe_is_decided_in_one_file_and_worded_in_one_view():
     """A temp pool one byte short is a :class:`TempProbe` (an outcome and its detail), decided in the sizing's
     results; its words ("refused: ...", "silent: ...") are written in one view and parsed nowhere."""
     worded = {mod for mod, text in _string_constants("pte_lab") if text.startswith(("refused:", "silent:"))}
-    assert worded == {"pte_lab.views.run.sizes"}
+    assert worded == {"pte_lab.views.runtime.sizes"}
     assert _definitions("TempShort") == ["pte_lab.runtime.sizing.records"]
     parsed = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES for node in ast.walk(_tree(p))
               if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("startswith", "endswith")
@@ -420,10 +420,10 @@ def test_a_session_learns_what_the_process_allocates_once_in_one_state():
 
 
 def test_views_of_the_model_never_import_the_runtime():
-    """The runtime's results have their views in :mod:`pte_lab.views.run`; the rest of ``pte_lab.views`` renders
+    """The runtime's results have their views in :mod:`pte_lab.views.runtime`; the rest of ``pte_lab.views`` renders
     the file's model only."""
     bad = [f"{mod} imports {t}" for mod, imports in GRAPH.items()
-           if _within(mod, ["pte_lab.views"]) and not _within(mod, ["pte_lab.views.run"])
+           if _within(mod, ["pte_lab.views"]) and not _within(mod, ["pte_lab.views.runtime"])
            for imported, _, names in imports for t in _targets(imported, names) if _within(t, ["pte_lab.runtime"])]
     assert not bad, "\n".join(bad)
 
