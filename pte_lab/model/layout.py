@@ -1,6 +1,6 @@
 """Where a file's bytes go: header, tables, each constant, delegate blobs, named data, padding.
 
-:func:`file_regions` lists regions in file order; their ``bytes`` add up to the
+``file_regions`` lists regions in file order; their ``bytes`` add up to the
 file size. Blobs (each constant buffer, delegate blob, named-data and
 mutable-data segment) are hashed so that identical ones stored twice are found
 (an XNNPACK export whose identical weights stopped being shared grows by their
@@ -65,7 +65,7 @@ class LayoutRow:
 
 
 class Layout(Sequence[LayoutRow]):
-    """The file's regions (:func:`file_regions`) as columns: a :class:`LayoutRow` is made when a row is read.
+    """The file's regions (``file_regions``) as columns: a :class:`LayoutRow` is made when a row is read.
 
     A file may hold 110,000 constants: totals, duplicates and diffs read the columns (``region``, ``bytes``,
     ...: lists, one item a row) and make records of the rows they show only.
@@ -287,7 +287,7 @@ def _table_spans(raw, h) -> list[tuple[int, int]]:
 
 def flatbuffer_regions(pte: "Pte") -> dict[Region, int]:
     """Bytes of each of :data:`PREFIX_REGIONS` (those present) in the program's bytes before its segments,
-    as :func:`file_regions` counts them (no bytes read): what ``inspect`` and ``diff`` call the flatbuffer (the
+    as ``file_regions`` counts them (no bytes read): what ``inspect`` and ``diff`` call the flatbuffer (the
     tables) and the inline data beside it."""
     raw, h = pte.raw, pte.header
     got = {Region.HEADER: h.header_end, Region.FLATBUFFER: sum(n for _, n in _table_spans(raw, h)),
