@@ -277,6 +277,12 @@ def test_one_verdict_line_per_backend_says_what_is_known_and_what_is_not(sized):
     v = sized.to_dict()["backend_verdict"]
     a, b = v["first"], v["second"]
     assert a["from_file"] == a["planned"] + a["delegate_bytes"] and a["measured_here"] is None
+    # of Core ML's known bytes, its blob's debug files are said for what they are (not the model); XNNPACK has none
+    (d,) = pte_lab.open(COREML).methods["forward"].delegate_memory
+    debug = {p.part: p.bytes for p in d.contents.parts}["debug files"]
+    assert a["debug_bytes"] == debug > 0 and b["debug_bytes"] == 0
+    assert f"of the blobs, ExecuTorch's debug files {human_bytes(debug)} (the profiler's map" in first
+    assert "debug files" not in second
     assert b["measured_here"] > b["planned"]
     assert v["compared"] == "file" and (v["before"], v["after"]) == (a["from_file"], b["from_file"])
     assert v["less"] == ("second" if b["from_file"] < a["from_file"] else "first")

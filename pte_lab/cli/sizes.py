@@ -79,6 +79,14 @@ def _board_heap(args) -> bool | None:
     return True if sizes else None
 
 
+def _regions(args) -> tuple[tuple[str, int], ...]:
+    """The regions given, less a heap region of 0 bytes: that one says the board has no heap (``_board_heap``),
+    and with no other region the budget is the board's RAM."""
+    from ..runtime.sizing.records import HEAP_REGION
+
+    return tuple((n, b) for n, b in args.region or () if b or n.lower() != HEAP_REGION)
+
+
 def _check_npu_regions(args) -> tuple[str, ...]:
     names = [n for n, _ in args.region or ()]
     for n in args.npu_region or ():
@@ -140,19 +148,20 @@ def run(args) -> int:
                    *(["--data", args.data] if args.data else [])]
         print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}; run: {sh_words(command)}")
     elif args.json:
-        sys.stdout.write(json_text(s.to_dict(args.budget, tuple(args.region or ()), heap=heap,
+        sys.stdout.write(json_text(s.to_dict(args.budget, _regions(args), heap=heap,
                                              npu_regions=npu_regions)))
         sys.stdout.write("\n")
     elif args.c_header:
-        sys.stdout.write(c_header(s, budget=args.budget, regions=tuple(args.region or ()), heap=heap,
+        sys.stdout.write(c_header(s, budget=args.budget, regions=_regions(args), heap=heap,
                                   npu_regions=npu_regions))
     elif args.target == "host":
         sys.stdout.write(sizes_text(s) + "\n")
     # a budget on this host is an app's (its total with Module's FileDataLoader) unless the program is a board's;
     # regions, a board without a heap and another target are a board's
-    kind = "bare-metal" if args.region or heap is False else board.budget_target
-    said = args.budget is not None or args.region or heap is False
-    fits = board.fits(args.budget, tuple(args.region or ()), target=kind, heap=heap,
+    regions = _regions(args)
+    kind = "bare-metal" if regions or heap is False else board.budget_target
+    said = args.budget is not None or regions or heap is False
+    fits = board.fits(args.budget, regions, target=kind, heap=heap,
                       npu_regions=npu_regions) if said and s.methods else {}
     # another target's text says its total against the budget in its block; regions are placed here
     if fits and not args.json and not args.c_header and (args.target == "host" or args.region):

@@ -203,6 +203,9 @@ class BlobPart:
 
     part: str
     bytes: int
+    #: ExecuTorch's debug files (Core ML's ``debug_info.json`` and ``executorch_debug_handle_mapping.json``: the
+    #: profiler's map from the model's operations to the program's debug handles), not the model
+    debug: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,11 @@ class BlobContents:
 
     def setting(self, what: str) -> BlobSetting | None:
         return next((s for s in self.settings if s.what == what), None)
+
+    @property
+    def debug_bytes(self) -> int:
+        """Of the blob, the bytes of ExecuTorch's debug files (:attr:`BlobPart.debug`)."""
+        return sum(p.bytes for p in self.parts if p.debug)
 
 
 #: coremltools' ``ct.target`` numbers (``AvailableTarget``; also the Core ML specification version each OS
@@ -290,11 +298,11 @@ def _coreml_blob(read: Callable[[int, int], bytes], offset: int, size: int
     if outside:
         return [], [], f"its file table puts {outside[0]!r} outside the blob's {size:,} bytes"
     parts = []
-    for part, names in (("model", ("model.mlmodel",)), ("weights", ("weight.bin",)),
-                        ("debug files", ("debug_info.json", "executorch_debug_handle_mapping.json"))):
+    for part, names, debug in (("model", ("model.mlmodel",), False), ("weights", ("weight.bin",), False),
+                               ("debug files", ("debug_info.json", "executorch_debug_handle_mapping.json"), True)):
         n = sum(files[k][1] for k in names if k in files)
         if any(k in files for k in names):
-            parts.append(BlobPart(part, n))
+            parts.append(BlobPart(part, n, debug))
     settings = []
     if "model.mlmodel" in files:
         at, n = files["model.mlmodel"]

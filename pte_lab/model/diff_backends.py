@@ -54,6 +54,9 @@ class SideKnown:
     delegate_bytes: int
     #: of :attr:`delegate_bytes`, (region, backend or "", bytes)
     delegate_parts: tuple[tuple[str, str, int], ...]
+    #: of :attr:`delegate_bytes`, ExecuTorch's debug files inside the blobs (Core ML's: the profiler's map, not the
+    #: model), read with the blob at load_method like the rest of it
+    debug_bytes: int
     #: the method both programs have, where there is one: what :attr:`measured_here` is of
     method: str | None
     #: :attr:`method`'s total on this host as ``--sizes`` measured it (planned buffers, pools, the heap with the
@@ -139,8 +142,11 @@ def _side(d: "Diff", side: str) -> SideKnown:
             vals = [p.bytes.before if side == "first" else p.bytes.after for p in own]
             heap = sum(v for v in vals if v is not None) if vals and all(v is not None for v in vals) else None
     one = next(iter(d.methods)) if len(d.methods) == 1 else None
-    return SideKnown(side, backends, planned or 0, sum(n for _, _, n in parts), tuple(parts), one, measured, loader,
-                     heap, why, tuple(backend_note(b) for b in backends))
+    # each blob once, however many calls name it (a blob's debug files are in its bytes once)
+    blobs = {(dm.offset, dm.blob_bytes): dm.contents.debug_bytes for n in names if n in p.methods
+             for dm in p.methods[n].delegate_memory if dm.contents is not None}
+    return SideKnown(side, backends, planned or 0, sum(n for _, _, n in parts), tuple(parts), sum(blobs.values()),
+                     one, measured, loader, heap, why, tuple(backend_note(b) for b in backends))
 
 
 def backend_verdict(d: "Diff") -> BackendVerdict | None:

@@ -53,7 +53,7 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                        "skipped_before": {method: why}, "skipped_after": {method: why},
                        "not_measured": [{"side", "method", "why"}]},
       "backend_verdict": null | {"first"/"second": {"backends", "planned", "delegate_bytes", "delegate_parts",
-                                 "from_file", "measured_here", "loader", "heap_here", "not_run_here",
+                                 "debug_bytes", "from_file", "measured_here", "loader", "heap_here", "not_run_here",
                                  "not_known": [{"backend", "what", "measure"}]},
                                  "compared" ("file" | "measured here"), "before", "after", "less" (first |
                                  second | null), "by", "unknown": [backend], "text"},

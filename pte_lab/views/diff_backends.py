@@ -70,8 +70,11 @@ def _side_line(d, s, label: str) -> str:
     who = ", ".join(s.backends) or "portable kernels only"
     parts = ", ".join(f"{'blob' if r != 'named data' else 'named data'}{' ' + n if n and r != 'named data' else ''}"
                       f" {human_bytes(b)}" for r, n, b in s.delegate_parts)
+    debug = (f"; of the blobs, ExecuTorch's debug files {human_bytes(s.debug_bytes)} (the profiler's map from the "
+             f"model's operations to the program's debug handles, not the model: read with the blob at load_method "
+             f"like the rest of it)" if s.debug_bytes else "")
     known = (f"planned {human_bytes(s.planned)} + the delegates' bytes {human_bytes(s.delegate_bytes)}"
-             + (f" ({parts})" if parts else "") + f" = {exact_bytes(s.from_file)} (file)")
+             + (f" ({parts}{debug})" if parts else "") + f" = {exact_bytes(s.from_file)} (file)")
     if s.measured_here is not None:
         here = (f"total of {s.method!r} on this host{' with a ' + _loader(s.loader) if s.loader else ''} "
                 f"{exact_bytes(s.measured_here)}"
@@ -140,7 +143,7 @@ def not_run_here_line(d) -> str | None:
 def _side_record(s) -> dict:
     return {"backends": list(s.backends), "planned": s.planned, "delegate_bytes": s.delegate_bytes,
             "delegate_parts": [{"region": r, "backend": n, "bytes": b} for r, n, b in s.delegate_parts],
-            "from_file": s.from_file, "measured_here": s.measured_here, "loader": s.loader,
+            "debug_bytes": s.debug_bytes, "from_file": s.from_file, "measured_here": s.measured_here, "loader": s.loader,
             "heap_here": s.heap_here, "not_run_here": s.not_run_here,
             "not_known": [{"backend": n.backend, "what": n.unknown, "measure": n.measure} for n in s.notes]}
 

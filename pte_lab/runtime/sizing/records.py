@@ -37,8 +37,8 @@ __all__ = ["SIZES_VERSION", "Sizes", "MethodSizes", "PoolVerification", "TempPro
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "with_new_pool", "PLATFORM_NODE", "platform_request",
-           "NEW_ALIGNMENT", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
+           "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "PLATFORM_NODE", "platform_request",
+           "NEW_ALIGNMENT", "NEW_POOL_PART", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
            "RunPools", "DelegateHeap"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
@@ -275,8 +275,11 @@ class Place(Word):
 
     #: any RAM region the CPU reaches
     RAM = "RAM"
-    #: the heap: the part comes from operator new or malloc at run time, not from a static pool
+    #: the heap: the part comes from malloc at run time, not from a static pool
     HEAP = "heap"
+    #: operator new at run time: the heap, or on a board without one a static pool the runner gives operator new
+    #: (:meth:`Total.with_new_pool`)
+    NEW = "operator new"
     #: memory the NPU reaches (the temp pool holding its scratch, the program where the NPU writes in it)
     NPU = "NPU-reachable"
 
@@ -287,12 +290,15 @@ class Unplaced(Word):
 
     #: no region it may go in has room for it
     NO_ROOM = "no room"
-    #: it comes from the heap (operator new) and the board has none
+    #: it comes from malloc and the board has no heap
     NO_HEAP = "no heap"
     #: it must be in memory the NPU reaches and no region is marked as such (--npu-region NAME)
     NO_NPU_REGION = "no NPU region"
 
 
+
+#: the part of a board's total that is the static operator-new pool (:meth:`Total.with_new_pool`)
+NEW_POOL_PART = "operator-new pool (a static pool: the board has no heap)"
 
 #: a region of this name (any case) is the board's heap: ``--region heap=0`` says it has none
 HEAP_REGION = "heap"
@@ -324,13 +330,6 @@ def operator_new_pool(blocks) -> int:
     return sum(align_up(b, NEW_ALIGNMENT) for b in blocks)
 
 
-def with_new_pool(total: int, heap_need: int, blocks) -> int:
-    """A board's RAM total with operator new served from a static pool (:func:`operator_new_pool` of ``blocks``;
-    ``heap_need`` where no blocks are known) in place of the ``heap_need`` bytes it asked of a heap: what a board
-    without a heap needs once fixed."""
-    return total - heap_need + (operator_new_pool(blocks) if blocks else heap_need)
-
-
 @dataclass(frozen=True)
 class Total:
     """What one method must have in RAM on one kind of target (:data:`TARGET_KINDS`), in one configuration:
@@ -353,8 +352,11 @@ class Total:
     basis: Basis = Basis.MEASURED_HERE
     #: where each part (in the order of ``parts``) may be placed; () or a part past its end: any RAM
     part_places: tuple[Place, ...] = ()
-    #: the blocks a part of Place.HEAP asks operator new for (bytes each), in the order of the heap parts
+    #: the blocks the parts of Place.NEW ask operator new for (bytes each), in the order of those parts
     heap_blocks: tuple[int, ...] = ()
+    #: the bytes of the static operator-new pool among the parts, in place of the operator-new parts a board without
+    #: a heap cannot have (:meth:`with_new_pool`); 0: none
+    new_pool: int = 0
 
     @property
     def bytes(self) -> int:
@@ -371,12 +373,23 @@ class Total:
     @property
     def heap_need(self) -> int:
         """The bytes its parts ask of the heap (operator new, malloc), the allocator's overhead not included."""
-        return sum(b for i, (_, b) in enumerate(self.parts) if self.place_of(i) is Place.HEAP)
+        return sum(b for i, (_, b) in enumerate(self.parts) if self.place_of(i) in (Place.HEAP, Place.NEW))
 
     @property
-    def bytes_with_new_pool(self) -> int:
-        """The total with operator new served from a static pool in place of a heap (``with_new_pool``)."""
-        return with_new_pool(self.bytes, self.heap_need, self.heap_blocks)
+    def new_need(self) -> int:
+        """The bytes its parts ask of operator new (Place.NEW), the allocator's overhead not included."""
+        return sum(b for i, (_, b) in enumerate(self.parts) if self.place_of(i) is Place.NEW)
+
+    def with_new_pool(self) -> "Total":
+        """This total on a board without a heap: its operator-new parts as one static pool in RAM
+        (:func:`operator_new_pool` of :attr:`heap_blocks`), which the runner gives operator new; itself where no part
+        comes from operator new. A part from malloc stays in the heap: such a board cannot give it."""
+        if not self.new_need:
+            return self
+        kept = [i for i in range(len(self.parts)) if self.place_of(i) is not Place.NEW]
+        pool = operator_new_pool(self.heap_blocks) if self.heap_blocks else self.new_need
+        return replace(self, parts=(*(self.parts[i] for i in kept), (NEW_POOL_PART, pool)),
+                       part_places=(*(self.place_of(i) for i in kept), Place.RAM), new_pool=pool)
 
     def heap_with(self, allocator: str) -> int:
         """The heap ``allocator`` needs for the blocks of ``heap_blocks`` (``malloc_block``)."""
@@ -430,7 +443,8 @@ class Fit:
 
     @property
     def no_heap(self) -> bool:
-        """It does not fit because the board has no heap and a part comes from operator new."""
+        """It does not fit because the board has no heap and a part comes from malloc (what operator new asks is
+        given from a static pool there: :meth:`Total.with_new_pool`)."""
         return Unplaced.NO_HEAP in self.why_unplaced
 
     @classmethod
@@ -442,6 +456,8 @@ class Fit:
             heap = False
         if heap_region is not None and heap is None:
             heap = True
+        if heap is False:  # operator new from a static pool: what a board without a heap is given
+            total = total.with_new_pool()
         unplaced: list[str] = []
         why: list[Unplaced] = []
         order = sorted(range(len(total.parts)), key=lambda i: -total.parts[i][1])
@@ -461,8 +477,9 @@ class Fit:
         # the parts the NPU must reach first, so that RAM parts do not take their room
         for i in sorted(order, key=lambda i: total.place_of(i) is not Place.NPU):
             part, b = total.parts[i]
-            where_ok = {Place.HEAP: [heap_region] if heap_region is not None else ram, Place.NPU: npu,
-                        Place.RAM: ram}[total.place_of(i)]
+            from_heap = total.place_of(i) in (Place.HEAP, Place.NEW)
+            where_ok = ([heap_region] if heap_region is not None else ram) if from_heap else \
+                {Place.NPU: npu, Place.RAM: ram}[total.place_of(i)]
             if total.place_of(i) is Place.HEAP and heap is False:
                 unplaced.append(part)
                 why.append(Unplaced.NO_HEAP)
@@ -471,7 +488,7 @@ class Fit:
                 unplaced.append(part)
                 why.append(Unplaced.NO_NPU_REGION)
                 continue
-            need = {n: b + (overhead if n == heap_region and total.place_of(i) is Place.HEAP else 0) for n in where_ok}
+            need = {n: b + (overhead if n == heap_region and from_heap else 0) for n in where_ok}
             where = next((n for n in where_ok if free[n] >= need[n]), None)
             if where is None:
                 unplaced.append(part)
@@ -479,7 +496,7 @@ class Fit:
             else:
                 free[where] -= need[where]
                 placed[where].append(part)
-                if where == heap_region and total.place_of(i) is Place.HEAP:
+                if where == heap_region and from_heap:
                     overhead = 0
         return cls(total, None, regions, tuple((n, tuple(p)) for n, p in placed.items()), tuple(unplaced),
                    tuple(why), heap, tuple(npu_regions))
@@ -490,6 +507,9 @@ class Fit:
                 "regions": dict(self.regions), "placed": {n: list(p) for n, p in self.placed},
                 "unplaced": list(self.unplaced), "why_unplaced": list(self.why_unplaced), "fits": self.fits,
                 "heap": self.heap, "heap_need": self.total.heap_need, "npu_regions": list(self.npu_regions),
+                "new_pool": self.total.new_pool, "heap_blocks": list(self.total.heap_blocks),
+                "heap_allocated": ({"allocator": self.total.heap_allocated[0], "bytes": self.total.heap_allocated[1]}
+                                   if self.total.heap_blocks and not self.total.new_pool else None),
                 "abi": self.total.abi, "basis": self.total.basis, "inexact": self.total.inexact, "left": self.left,
                 "largest": [list(p) for p in self.total.largest()]}
 
@@ -658,7 +678,7 @@ class MethodSizes:
             if not kind.host:
                 for h in self.delegate_heap:  # what the delegates take with operator new there (their source's)
                     parts.append((f"heap: {h.backend}'s {h.what} x{h.count} ({h.how})", h.bytes))
-                    places.append(Place.HEAP)
+                    places.append(Place.NEW)
                     blocks += [h.each] * h.count
                     bases.append(Basis.MODELLED)
             if not kind.host and own:  # a board runs them only with a heap of this much, beyond every pool

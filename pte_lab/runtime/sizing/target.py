@@ -24,7 +24,7 @@ from ...vocabulary import MemoryPart, Word
 from ...model.abi import abi as abi_of
 from ...model.ethos_u import MEMORY_MODES
 from ...model.method_pool import BACKEND_HEAP, BACKEND_SOURCES_READ, method_pool
-from .records import TARGET_KINDS, Basis, DelegateHeap, Sizes, Total, with_new_pool
+from .records import TARGET_KINDS, Basis, DelegateHeap, Sizes, Total
 
 __all__ = ["TargetPools", "TempSetBy", "target_pools", "on_target", "PoolKind", "Lives", "TargetPool", "SetThese",
            "set_these"]
@@ -194,6 +194,9 @@ class PoolKind(Word):
     TEMP = "temp pool"
     #: what the delegates allocate themselves (operator new, malloc): the board's heap
     HEAP = "heap"
+    #: what the delegates ask of operator new, on a board without a heap: a static pool the runner gives
+    #: operator new (``pte-lab sizes --example-runner`` writes one)
+    NEW_POOL = "operator-new pool"
     #: the program's bytes where the delegates' memory mode needs them in RAM
     PROGRAM_IN_RAM = "program in RAM"
     #: the program's bytes read in place (flash): not in the RAM total
@@ -240,9 +243,11 @@ class TargetPool:
     scratch: int = 0
     set_by: TempSetBy | None = None
     low: int | None = None
-    #: HEAP: a delegate's own allocation (its record), or the backends that malloc their own (measured here)
+    #: HEAP: a delegate's own allocation (its record), or the backends that malloc their own (measured here);
+    #: NEW_POOL: the first delegate's allocation it serves, and the blocks it serves (bytes each)
     heap: DelegateHeap | None = None
     backends: tuple[str, ...] = ()
+    new_blocks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -288,13 +293,14 @@ class SetThese:
 
     @property
     def no_heap(self) -> bool:
-        """It needs a heap and the board has none: load_method fails (MemoryAllocationFailed)."""
+        """It needs a heap (malloc) and the board has none: it does not run there (what operator new asks is a
+        static pool's row there, :attr:`new_pool`)."""
         return self.heap is False and self.heap_need > 0
 
     @property
-    def total_with_new_pool(self) -> int:
-        """The total with operator new served from a static pool in place of a heap (the fix of :attr:`no_heap`)."""
-        return with_new_pool(self.total, self.heap_need, self.heap_blocks)
+    def new_pool(self) -> TargetPool | None:
+        """The static operator-new pool's row, on a board without a heap (None: none)."""
+        return next((p for p in self.pools if p.kind is PoolKind.NEW_POOL), None)
 
     @property
     def fits(self) -> bool | None:
@@ -332,8 +338,12 @@ def set_these(sizes: Sizes, board: Sizes, pte, target: str, budget: int | None =
             rows.append(TargetPool(PoolKind.METHOD, mb.method_pool_alone, pool_basis, Lives.RAM))
         if mb.program_in_ram:
             rows.append(TargetPool(PoolKind.PROGRAM_IN_RAM, mb.program_in_ram, Basis.FILE, Lives.NPU, memory_mode=mode))
-        for h in mb.delegate_heap:
-            rows.append(TargetPool(PoolKind.HEAP, h.bytes, Basis.MODELLED, Lives.HEAP, heap=h))
+        if heap is False and mb.delegate_heap:  # no heap: operator new from a static pool in RAM
+            rows.append(TargetPool(PoolKind.NEW_POOL, t.with_new_pool().new_pool, Basis.MODELLED, Lives.RAM,
+                                   heap=mb.delegate_heap[0], new_blocks=t.heap_blocks))
+        else:
+            for h in mb.delegate_heap:
+                rows.append(TargetPool(PoolKind.HEAP, h.bytes, Basis.MODELLED, Lives.HEAP, heap=h))
         own = mb.delegates_own_heap
         if own:
             rows.append(TargetPool(PoolKind.HEAP, mb.heap_peak, Basis.MEASURED_HERE, Lives.HEAP, backends=own))

@@ -375,20 +375,19 @@ def malloc_overhead_words(blocks: tuple[int, ...]) -> str:
             f"{count(len(blocks), 'block')}; newlib's full malloc 4 B, rounded up to 8 B: {full:,} B")
 
 
-def no_heap_words(need: int, blocks: tuple[int, ...], fixed: int | None = None, budget: int | None = None) -> str:
-    """Why a method that needs a heap does not fit a board without one, and the fix, in a phrase; with ``fixed``
-    (the RAM total once fixed: ``Total.bytes_with_new_pool``), what the board then needs, against ``budget``."""
-    pool = operator_new_pool(blocks) if blocks else need
-    then = ""
-    if fixed is not None:
-        against = ("" if budget is None else
-                   f": within the budget of {capacity_bytes(budget)}, {capacity_bytes(budget - fixed)} left" if fixed <= budget
-                   else f": over the budget of {capacity_bytes(budget)} by {capacity_bytes(fixed - budget)}")
-        then = (f"; with it the board needs {fixed:,} B of RAM (the {pool:,} B pool in place of the {need:,} B "
-                f"heap){against}")
-    return (f"DOES NOT FIT: load_method fails with MemoryAllocationFailed: the delegates take {need:,} B with "
-            f"operator new and the board has no heap; fix: provide operator new from a static pool of {pool:,} B "
-            f"(each block 8-byte aligned; pte-lab sizes FILE --target cortex-m --example-runner DIR writes one){then}")
+def no_heap_words(need: int) -> str:
+    """Why a method whose backends malloc their own memory does not fit a board without a heap, in a phrase
+    (what operator new asks is given from a static pool there: :func:`new_pool_words`)."""
+    return (f"DOES NOT FIT: the backends allocate {need:,} B with malloc (this host's figure) and the board has no "
+            f"heap: give it a heap of at least that much (--region heap=N checks one)")
+
+
+def new_pool_words(pool: int, blocks: tuple[int, ...]) -> str:
+    """The static operator-new pool of a board without a heap, and why it is there, in a phrase."""
+    return (f"operator new served from a static pool of {pool:,} B ({count(len(blocks), 'block')}, each 8-byte "
+            f"aligned) in place of the heap the board lacks: the delegates ask operator new for it at load_method, "
+            f"and without the pool load_method fails with MemoryAllocationFailed (pte-lab sizes FILE --target "
+            f"cortex-m --example-runner DIR writes a runner that provides it)")
 
 
 def heap_region_words(t: "Total", region: str, size: int) -> str:
@@ -424,14 +423,15 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
     for name, f in fits.items():
         t = f.total
         largest = ", ".join(f"{p} {b:,} B" for p, b in t.largest())
-        heap = (no_heap_words(t.heap_need, t.heap_blocks, t.bytes_with_new_pool, f.budget) if f.no_heap
+        heap = (no_heap_words(t.heap_need) if f.no_heap
                 else heap_need_words(t.heap_need, t.heap_blocks) if t.heap_need else None)
+        pool = f"; {new_pool_words(t.new_pool, t.heap_blocks)}" if t.new_pool else ""
         if f.budget is not None or not f.regions:
             budget = f" against a budget of {capacity_bytes(f.budget)}" if f.budget is not None else ""
             if f.no_heap:
                 verdict_ = heap
             elif f.fits:
-                verdict_ = "fits" + (f"; it {heap}" if heap else "")
+                verdict_ = "fits" + (f"; it {heap}" if heap else "") + pool
             else:
                 verdict_ = f"DOES NOT FIT (over by {t.bytes - (f.budget or 0):,} B; the largest parts: {largest})"
             where = (f"an app on this host or a phone, with {TARGET_KINDS[t.target].loader} as an app's Module reads "
@@ -449,7 +449,7 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
                        if heap_region is not None and heap_region[1] and t.heap_need else None)
             # a part named for its region (heap: ...) is not named so twice
             placed = "; ".join(f"{n}: {', '.join(x.removeprefix(f'{n}: ') for x in p) or 'nothing'}" for n, p in f.placed)
-            heap_parts = {p for i, (p, _) in enumerate(t.parts) if t.place_of(i) is Place.HEAP}
+            heap_parts = {p for i, (p, _) in enumerate(t.parts) if t.place_of(i) in (Place.HEAP, Place.NEW)}
             if f.fits:
                 npu = [p for i, (p, _) in enumerate(t.parts) if t.place_of(i) is Place.NPU]
                 marked = [n for n, _ in f.regions if n in f.npu_regions]
@@ -457,7 +457,7 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
                          f"reaches" if marked else f"; {', '.join(npu)} in the only RAM region given, taken to be "
                          f"memory the NPU reaches (--npu-region NAME marks one)")
                 verdict_ = ("fits" + (f"; the heap region: {checked}" if checked else f"; it {heap}" if heap else "")
-                            + where)
+                            + pool + where)
             else:
                 others = [f"{p}: {_UNPLACED_WORDS[w]}" + (f" ({checked})" if checked and p in heap_parts else "")
                           for p, w in zip(f.unplaced, f.why_unplaced) if w is not Unplaced.NO_HEAP]

@@ -25,7 +25,7 @@ from ...runtime.sizing.target import (
 from ...units import capacity_bytes, human_bytes
 from ..base import html_repr, text_table
 from .declared import stand_in_line
-from .sizes import HOW_MODELLED, heap_need_words, kept_line, no_heap_words, not_runnable, verdict
+from .sizes import HOW_MODELLED, heap_need_words, kept_line, new_pool_words, no_heap_words, not_runnable, verdict
 
 __all__ = ["TargetPools", "target_pools", "on_target", "set_these", "target_pools_text", "target_pools_dict",
            "set_these_text", "set_these_html", "set_these_dict", "temp_set_by_words", "BASIS_WORDS", "HOW_MODELLED"]
@@ -95,6 +95,10 @@ def _note(r: TargetPool, p: TargetPools) -> str | None:
                f"on this host (the method did not run, or its run-time allocations were padded), so the total takes "
                f"the upper end; " if r.low is not None else "")
         return f"{held}{rng}set by {temp_set_by_words(p)}" if p.temp_set_by is not None else (held.rstrip("; ") or None)
+    if r.kind is PoolKind.NEW_POOL and r.heap is not None:
+        h = r.heap
+        return (f"{new_pool_words(r.bytes or 0, r.new_blocks)}; it holds {h.backend}'s {h.what}, {h.count} x {h.each} B "
+                f"({h.how} at load_method, one per delegate), as read in {h.source}")
     if r.kind is PoolKind.HEAP and r.heap is not None:
         h = r.heap
         return (f"{h.backend}'s {h.what}, {h.count} x {h.each} B ({h.how} at load_method, one per delegate), as "
@@ -130,7 +134,7 @@ def _heap_verdict(b: SetThese) -> str | None:
     if not b.heap_need:
         return None
     if b.no_heap:
-        return f"  {no_heap_words(b.heap_need, b.heap_blocks, b.total_with_new_pool, b.budget)}"
+        return f"  {no_heap_words(b.heap_need)}"
     said = "" if b.heap is not None else " (--no-heap says the board has none: then it does not fit)"
     return f"  the board {heap_need_words(b.heap_need, b.heap_blocks)}{said}"
 
@@ -233,7 +237,8 @@ def set_these_dict(blocks: dict[str, SetThese]) -> dict:
     return {n: {"target": b.target, "abi": b.abi, "kind": b.kind, "loader": b.loader, "configuration": b.configuration,
                 "pools": [pool(r) for r in b.pools], "total": b.total, "basis": b.basis, "budget": b.budget,
                 "left": b.left, "fits": b.fits, "runnable": b.runnable, "why": b.why, "heap": b.heap,
-                "heap_need": b.heap_need, "heap_blocks": list(b.heap_blocks), "no_heap": b.no_heap}
+                "heap_need": b.heap_need, "heap_blocks": list(b.heap_blocks), "no_heap": b.no_heap,
+                "new_pool": None if b.new_pool is None else b.new_pool.bytes}
             for n, b in blocks.items()}
 
 
