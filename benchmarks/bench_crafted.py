@@ -188,7 +188,7 @@ def instances() -> int:
     """Issue 29's instances on whichever ``pte_lab`` is imported (``--code``: another checkout's, e.g. main)."""
     import pte_lab
     from pte_lab.model.ethos_u import io_checks
-    from pte_lab.model.layout import file_layout
+    from pte_lab.model.layout import file_regions
 
     from tests.crafting import jump_chain, long_offsets, many_descriptors
 
@@ -197,7 +197,7 @@ def instances() -> int:
         return [io_checks(m.raw, d) for d in m.delegate_memory]
 
     cases = {"jump chain 2,000: Method.tensors": lambda: pte_lab.open(jump_chain(2000)).methods["forward"].tensors,
-             "offsets 20,000: file_layout": lambda: file_layout(pte_lab.open(long_offsets(20000))),
+             "offsets 20,000: file_layout": lambda: file_regions(pte_lab.open(long_offsets(20000))),
              "descriptors 2,000 x 2,000 calls: io_checks": checks}
     for name, f in cases.items():
         c = time.process_time()

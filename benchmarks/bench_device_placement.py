@@ -5,7 +5,7 @@
 Creates the executorch 1.4.1 environment first if needed (`pte-lab legacy-env`), then runs both
 runtimes in fresh processes and prints the report as Markdown. With --bundle it also writes the
 bundle (`pte-lab measure --bundle DIR`), runs its run.sh with no Python on PATH, prints that report
-and the differences between the two (`device_placement.compare`; none expected on the emulated
+and the differences between the two (`device_placement.disagreements`; none expected on the emulated
 device), with each side's wall time.
 """
 
@@ -62,8 +62,8 @@ def main() -> int:
         native = dp.Report.load(out)
         print(native.to_markdown())
         print(f"\n(wall {bwall:.1f} s, run.sh: both loaders)")
-        diffs = dp.compare(report, native)
-        print("\npte-lab measure vs the bundle (dp.compare): " + ("no difference" if not diffs else ""))
+        diffs = dp.disagreements(report, native)
+        print("\npte-lab measure vs the bundle (dp.disagreements): " + ("no difference" if not diffs else ""))
         for d in diffs:
             print("  " + d)
     return 0

@@ -44,7 +44,7 @@ BLOCK = [((1, "L", 64), None), ((1, "L", 64), None), ((1, "L", 64), None), ((1, 
 def generated(tensors: int, bound: int):
     """(the method, its shape fit) of a generated program of ``tensors`` planned tensors (see the module)."""
     import pte_lab
-    from pte_lab.model.what_if import AffineDim, ShapeFit
+    from pte_lab.model.shape_fit import AffineDim, ShapeFit
     from tests.crafting import build_program
 
     dims = [BLOCK[i % len(BLOCK)][0] for i in range(tensors)]
@@ -109,7 +109,7 @@ def main() -> int:
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import pte_lab
-    from pte_lab.planning.what_if import Predictor, learn, search_budget
+    from pte_lab.planning.at_bound import Predictor, learn, search_budget
 
     if args.program or args.layers:
         path = Path(args.program) if args.program else export(args.layers, args.bound)

@@ -66,10 +66,10 @@ _LAZY = {
     "LabProgram": ("pte_lab.runtime", "LabProgram"),
     "LabMethod": ("pte_lab.runtime", "LabMethod"),
     "explore": ("pte_lab.widgets", "explore"),
-    "what_if": ("pte_lab.planning.what_if", "what_if"),
-    "largest_bound": ("pte_lab.planning.what_if", "largest_bound"),
-    "usage_at": ("pte_lab.planning.what_if", "usage_at"),
-    "what_if_from": ("pte_lab.planning.what_if_from", "what_if_from"),
+    "what_if": ("pte_lab.planning.at_bound", "what_if"),
+    "largest_bound": ("pte_lab.planning.at_bound", "largest_bound"),
+    "usage_at": ("pte_lab.planning.at_bound", "usage_at"),
+    "what_if_from": ("pte_lab.planning.from_two_exports", "what_if_from"),
 }
 _SUBMODULES = {"format", "model", "views", "examples", "cli", "runtime", "plot", "widgets", "planning",
                "experiments", "units", "devices"}
@@ -79,7 +79,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @arguments(source=SOURCE,
-           data=optional(either(SOURCE, instance("pte_lab.model.data", "DataFile", "a .ptd opened by pte_lab.open"))),
+           data=optional(either(SOURCE, instance("pte_lab.model.data_file", "DataFile", "a .ptd opened by pte_lab.open"))),
            etrecord=optional(either(PATH_OR_BYTES, instance("pte_lab.format.etrecord", "ETRecord", "an ETRecord"))))
 def open(source, data=None, *, etrecord=None):  # the natural name, like io.open
     """Open a ``.pte``, a bundled ``.bpte``, a ``.ptd`` data file or a ``.ptn`` package (path, bytes or binary file).

@@ -118,7 +118,7 @@ class DelegateCall(_Delegated):
 
 
 class DelegateSegment(_Delegated):
-    """What a segment holding a delegate's blob is for (a :class:`pte_lab.format.program.RawSegment`'s kind beside
+    """What a segment holding a delegate's blob is for (a :class:`pte_lab.format.program_tables.RawSegment`'s kind beside
     the :class:`pte_lab.vocabulary.SegmentKind` members): the delegate's backend id (``"delegate:XnnpackBackend"``)."""
 
 

@@ -39,7 +39,7 @@ from .errors import TARGET_CHANGED
 from .model import open_pte
 from .model.ethos_u import io_checks
 from .model.diff import TargetChangeKind, diff_programs
-from .planning.what_if import Predictor, largest_bound, what_if
+from .planning.at_bound import Predictor, largest_bound, what_if
 from .quiet import quiet, quiet_import
 from .units import align_up
 from .vocabulary import Role, InstructionKind

@@ -847,7 +847,7 @@ def diff(d: "Diff", method: str | None = None, mem_id: int | None = None, *, par
 
 
 def what_if_curve(b, *, ax: "Axes | None" = None, **kwargs) -> "Axes":
-    """Planned bytes against the export bound (a :class:`~pte_lab.planning.what_if.BoundUnderBudget`):
+    """Planned bytes against the export bound (a :class:`~pte_lab.planning.at_bound.BoundUnderBudget`):
     ExecuTorch's greedy as pte_lab predicts it and the lower bound, the budget dashed, the answer marked. Every
     point is a prediction from the shapes learnt at a few small sizes (no bound is re-exported here), and the
     legend says so. Other keywords go to the greedy curve (``Axes.plot``). Returns the Axes. Raises nothing of

@@ -73,7 +73,7 @@ class ValueKind(Word):
 
 class InstructionKind(Word):
     """What an instruction of an execution plan does: the ``InstructionArguments`` union of ExecuTorch's
-    ``program.fbs``, named as the schema names it (the ``kind`` of :class:`pte_lab.format.program.RawInstruction` and of
+    ``program.fbs``, named as the schema names it (the ``kind`` of :class:`pte_lab.format.program_tables.RawInstruction` and of
     :class:`pte_lab.model.method.Instruction`). Compare a kind with a member, never a literal."""
 
     KERNEL_CALL = "KernelCall"
@@ -84,7 +84,7 @@ class InstructionKind(Word):
 
 
 class SegmentKind(Word):
-    """What the program uses a segment of its file for (the ``kind`` of :class:`pte_lab.format.program.RawSegment` and
+    """What the program uses a segment of its file for (the ``kind`` of :class:`pte_lab.format.program_tables.RawSegment` and
     :class:`pte_lab.model.pte.Segment`). A delegate's blob is a :class:`DelegateSegment` beside these, since it
     carries its backend."""
 

@@ -31,7 +31,7 @@ from .model import Pte, open_pte
 from .model.dtypes import short_shape
 from .runtime import run_all
 from .printable import printable
-from .runtime.program import HOST_BYTES_NOTE
+from .runtime.loaded import HOST_BYTES_NOTE
 from .units import count, first_few, human_bytes
 from .views.html import html_repr, key_values
 from .vocabulary import Role, ViewOf

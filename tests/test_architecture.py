@@ -6,7 +6,7 @@ source with ``ast`` (every import, including those inside functions).
 The one accepted way for a lower layer (the model, the runtime) to reach a
 view is a display hook of its record (``__repr__``, ``__str__``,
 ``_repr_html_``, ``to_dict``) handing the record to its view, lazily; the
-runtime's results have their views in ``pte_lab.views.run``.
+runtime's results have their views in ``pte_lab.views.runtime``.
 
 Imports sit at the top of their module, where a reader sees the graph. An
 import inside a function is kept only for a heavy optional module
@@ -45,7 +45,7 @@ LAZY_ALLOWED = {
     ("pte_lab.runtime.worker", "pte_lab.runtime.engine"): "after stdout goes to stderr: imports print no protocol",
     ("pte_lab.runtime.worker", "pte_lab.runtime.native_engine"): "after stdout goes to stderr, and only the engine "
                                                                  "asked for: the native one never imports torch",
-    ("pte_lab.runtime.runner_records", "pte_lab.model.dtypes"): "the native worker makes these records and never "
+    ("pte_lab.runtime.sizing_runner_records", "pte_lab.model.dtypes"): "the native worker makes these records and never "
                                                                  "imports the model: the caller reads the dtype's name",
     **{("pte_lab.runtime.sizing.records", m): "Sizes.verify runs the program: a kept sizing, these records read "
                                                 "back, loads none of the measuring machinery"
@@ -127,7 +127,7 @@ def _within(mod: str, prefixes) -> bool:
 
 
 def test_the_graph_sees_every_module():
-    assert "pte_lab.model.analysis" in GRAPH and "pte_lab.runtime.program" in GRAPH
+    assert "pte_lab.model.analysis" in GRAPH and "pte_lab.runtime.loaded" in GRAPH
     assert any(t == "pte_lab.views.html" and f == "_repr_html_" for t, f, _ in GRAPH["pte_lab.model.method"])
 
 
@@ -210,7 +210,7 @@ def test_the_cycle_check_sees_a_cycle_through_a_function_level_import():
 #: engine (in this process or a worker; the native engine, which never imports ExecuTorch's Python package, under
 #: the Python runtime's), which drives the native runner, the device and the counters
 RUNTIME_TIERS = [
-    {"pte_lab.runtime", "pte_lab.runtime.program", "pte_lab.runtime.sizing", "pte_lab.runtime.run_all"},
+    {"pte_lab.runtime", "pte_lab.runtime.loaded", "pte_lab.runtime.sizing", "pte_lab.runtime.run_all"},
     {"pte_lab.runtime.sizing.results"},
     {"pte_lab.runtime.sizing.kept_sizes", "pte_lab.runtime.sizing.target"},
     {"pte_lab.runtime.sizing.records"},
@@ -218,11 +218,11 @@ RUNTIME_TIERS = [
     {"pte_lab.runtime.checked", "pte_lab.runtime.isolate", "pte_lab.runtime.worker"},
     {"pte_lab.runtime.engine"},
     {"pte_lab.runtime.native_engine"},
-    {"pte_lab.runtime.runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
+    {"pte_lab.runtime.sizing_runner", "pte_lab.runtime.device", "pte_lab.runtime.memory", "pte_lab.runtime.native",
      "pte_lab.runtime.operators", "pte_lab.runtime.info", "pte_lab.runtime.inputs", "pte_lab.runtime._protocol",
      "pte_lab.runtime.schemas", "pte_lab.runtime.stand_ins", "pte_lab.runtime.declared",
      "pte_lab.runtime.libraries", "pte_lab.runtime.raw", "pte_lab.runtime.abi_probe",
-     "pte_lab.runtime.shapes", "pte_lab.runtime.kept", "pte_lab.runtime.recorder", "pte_lab.runtime.runner_records"},
+     "pte_lab.runtime.shapes", "pte_lab.runtime.kept", "pte_lab.runtime.recorder", "pte_lab.runtime.sizing_runner_records"},
 ]
 
 
@@ -303,7 +303,7 @@ def _definitions(name: str) -> list[str]:
     ("error_name", "pte_lab.errors"), ("PARTS", "pte_lab.runtime.sizing.records"),
     ("MemoryPart", "pte_lab.vocabulary"), ("Pool", "pte_lab.vocabulary"),
     ("PoolVerification", "pte_lab.runtime.sizing.records"), ("counts_fields", "pte_lab.runtime.native"),
-    ("verdict", "pte_lab.views.run.sizes"), ("Checked", "pte_lab.runtime.checked"),
+    ("verdict", "pte_lab.views.runtime.sizes"), ("Checked", "pte_lab.runtime.checked"),
     ("ScalarType", "pte_lab.format.schema"), ("TensorShapeDynamism", "pte_lab.format.schema"),
     ("TensorDataLocation", "pte_lab.format.schema"), ("DataLocation", "pte_lab.format.schema"),
     ("TENSOR_ALIGNMENT", "pte_lab.format.schema"), ("runtime_index_of", "pte_lab.format.schema"),
@@ -355,7 +355,7 @@ def test_the_temp_probe_is_decided_in_one_file_and_worded_in_one_view():
     """A temp pool one byte short is a :class:`TempProbe` (an outcome and its detail), decided in the sizing's
     results; its words ("refused: ...", "silent: ...") are written in one view and parsed nowhere."""
     worded = {mod for mod, text in _string_constants("pte_lab") if text.startswith(("refused:", "silent:"))}
-    assert worded == {"pte_lab.views.run.sizes"}
+    assert worded == {"pte_lab.views.runtime.sizes"}
     assert _definitions("TempShort") == ["pte_lab.runtime.sizing.records"]
     parsed = [f"{_module_name(p)}:{node.lineno}" for p in SOURCES for node in ast.walk(_tree(p))
               if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("startswith", "endswith")
@@ -403,7 +403,7 @@ def test_the_runtime_hands_records_across_the_worker_boundary(mod, qualname, rec
     ("pte_lab.runtime.sizing.measure", "Session.trial", ["self", "name"]),
     ("pte_lab.runtime.sizing.results", "_method_sizes", ["measured"]),
     ("pte_lab.runtime.sizing.results", "_heap_round", ["path", "data_path"]),
-    ("pte_lab.runtime.runner", "run_method", ["path", "name"]),
+    ("pte_lab.runtime.sizing_runner", "run_method", ["path", "name"]),
     ("pte_lab.runtime.native_engine", "NativeOps.size_method", ["self", "path", "name"]),
 ])
 def test_sizing_calls_name_their_pools(mod, qualname, positional):
@@ -420,10 +420,10 @@ def test_a_session_learns_what_the_process_allocates_once_in_one_state():
 
 
 def test_views_of_the_model_never_import_the_runtime():
-    """The runtime's results have their views in :mod:`pte_lab.views.run`; the rest of ``pte_lab.views`` renders
+    """The runtime's results have their views in :mod:`pte_lab.views.runtime`; the rest of ``pte_lab.views`` renders
     the file's model only."""
     bad = [f"{mod} imports {t}" for mod, imports in GRAPH.items()
-           if _within(mod, ["pte_lab.views"]) and not _within(mod, ["pte_lab.views.run"])
+           if _within(mod, ["pte_lab.views"]) and not _within(mod, ["pte_lab.views.runtime"])
            for imported, _, names in imports for t in _targets(imported, names) if _within(t, ["pte_lab.runtime"])]
     assert not bad, "\n".join(bad)
 
@@ -546,7 +546,7 @@ def test_views_are_given_the_layout_and_findings_they_render():
     body = _function("pte_lab.views.text", "layout_text")
     called = {getattr(n.func, "id", getattr(n.func, "attr", None)) for n in ast.walk(body) if isinstance(n, ast.Call)}
     assert not [n for n in ast.walk(body) if isinstance(n, (ast.Import, ast.ImportFrom))]
-    assert not called & {"file_layout", "duplicate_blob_findings", "layout", "duplicate_blobs", "warnings"}
+    assert not called & {"file_layout", "file_regions", "duplicate_blob_findings", "layout", "duplicate_blobs", "warnings"}
 
 
 def test_planners_pass_records_not_string_keyed_dicts():

@@ -26,8 +26,8 @@ from pte_lab import examples
 from pte_lab.cli import main
 from pte_lab.units import parse_bytes
 from pte_lab.runtime.sizing import HOST_ABI
-from pte_lab.views.run.sizes import c_header, sizes_text
-from pte_lab.views.run.target_pools import on_target
+from pte_lab.views.runtime.sizes import c_header, sizes_text
+from pte_lab.views.runtime.target_pools import on_target
 
 DATA = Path(examples.ETHOS_U_PROGRAMS)
 SRAM_ONLY = DATA / "u55_128_sram_only.pte"
@@ -109,7 +109,7 @@ def test_method_alone_is_verified_on_this_host_only_and_not_runnable_on_a_bare_m
     assert "#define PTE_LAB_FORWARD_METHOD_TEMP_RUNS_ON_BARE_METAL 1" in header
     assert "/* method alone: verified on this host only" in header
     # the cortex-m runner's header gives no method-alone pool for it, and says why
-    from pte_lab.views.run.bare_metal_runner import target_header
+    from pte_lab.views.runtime.bare_metal_runner import target_header
     board = _flat(target_header(sram_only, pte_lab.open(str(SRAM_ONLY)), "cortex-m"))
     assert "METHOD_POOL_ALONE_BYTES" not in board and "not runnable on a heap-less cortex-m" in board
     assert "temp pool: the delegates' scratch (6,144 B)" in board
@@ -218,7 +218,7 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     assert "#if defined(__SIZEOF_POINTER__) && __SIZEOF_POINTER__ != 4" in header
     assert "#define PTE_LAB_FORWARD_TOTAL_BYTES_HOST" not in header
     # the runner of an Ethos-U program names the NPU's driver and its initialisation; a Shared_Sram program in flash
-    from pte_lab.views.run.bare_metal_runner import bare_metal_runner
+    from pte_lab.views.runtime.bare_metal_runner import bare_metal_runner
 
     files = bare_metal_runner(s, pte_lab.open(str(SHARED)), "cortex-m")
     assert "libethosu_core_driver.a" in files["build.sh"] and "ethosu_init()" in files["build.sh"]
@@ -278,7 +278,7 @@ def test_set_these_gives_each_pool_its_basis_and_place_and_says_what_was_verifie
     source read), one total against the budget with what is left; --verify says it checked this host with
     stand-ins, not the board."""
     from pte_lab.model.method_pool import BACKEND_SOURCES_READ
-    from pte_lab.views.run.target_pools import set_these, set_these_text
+    from pte_lab.views.runtime.target_pools import set_these, set_these_text
 
     pte = pte_lab.open(str(SRAM_ONLY))
     board = on_target(sram_only, pte, "cortex-m")
@@ -404,7 +404,7 @@ def test_the_bare_metal_runner_serves_operator_new_from_a_static_pool(tmp_path):
     """main.cpp says "no heap": EthosUBackend's handle (operator new at load_method) then comes from a static
     pool of the bytes the model asks (36 B on a Cortex-M: a 40 B pool, 8-byte blocks), which it reports; a
     program whose delegates take nothing with new gets no such pool."""
-    from pte_lab.views.run.bare_metal_runner import bare_metal_runner, write_bare_metal_runner
+    from pte_lab.views.runtime.bare_metal_runner import bare_metal_runner, write_bare_metal_runner
 
     s = pte_lab.sizes(str(SHARED), heap_runs=1)
     out = tmp_path / "runner"

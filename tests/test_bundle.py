@@ -76,18 +76,18 @@ def test_a_native_report_reads_back_and_shows_the_driver_and_each_arena():
 
 def test_compare_names_every_difference_and_only_those():
     a, b = dp.Report.from_dict(_native_doc()), dp.Report.from_dict(_native_doc())
-    assert dp.compare(a, b) == []
+    assert dp.disagreements(a, b) == []
     b.runtimes[0].steps[1]["host_bytes"] += dp.HOST_TOLERANCE  # within the tolerance
     b.runtimes[0].steps[0]["seconds"] = 99.0  # never compared
     for s in (a, b):  # a large step may differ by a share of its bytes
         s.runtimes[0].steps[4]["host_bytes"] = 16 << 20
     b.runtimes[0].steps[4]["host_bytes"] += int(dp.HOST_TOLERANCE_SHARE * (16 << 20))
-    assert dp.compare(a, b) == []
+    assert dp.disagreements(a, b) == []
     b.runtimes[0].steps[4]["host_bytes"] += 1
     b.runtimes[0].steps[1]["host_bytes"] += 1
     b.runtimes[0].steps[2]["device_bytes"] = 0
     b.runtimes[0].steps[3]["correct"] = False
-    diffs = dp.compare(a, b)
+    diffs = dp.disagreements(a, b)
     assert len(diffs) == 4, diffs
     assert any("load_method forward: host bytes" in d for d in diffs)
     assert any("execute forward: host bytes" in d for d in diffs)
@@ -163,17 +163,18 @@ BAD_LINES = [
 
 def test_a_child_s_lines_read_as_typed_records_that_cross_a_pipe():
     child = pl.read(LINES)
-    assert [type(r).__name__ for r in child.records] == [
-        "Begin", "Arena", "Step", "Begin", "Arena", "Step", "Begin", "Step", "Note", "Runtime", "End"]
-    first, _, failed = child.of(pl.Step)
+    assert [type(r) for r in child.records] == [
+        pl.BeginLine, pl.ArenaLine, pl.StepLine, pl.BeginLine, pl.ArenaLine, pl.StepLine, pl.BeginLine, pl.StepLine,
+        pl.NoteLine, pl.RuntimeLine, pl.EndLine]
+    first, _, failed = child.of(pl.StepLine)
     assert (first.step, first.error, first.correct, first.seconds, first.host_bytes, first.driver_device_bytes) == (
         "load_program", None, None, 0.000228, 50336, None)
     assert (failed.error, failed.correct, failed.host_bytes, failed.driver_device_bytes) == (
         "RuntimeError: method->execute() failed", False, -16752, 2 << 20)
-    _, device = child.of(pl.Arena)
+    _, device = child.of(pl.ArenaLine)
     assert (device.mem_id, device.bytes, device.why) == (2, PLANNED, "on CUDA it would get managed memory")
     assert device.touched_by == ("delegate XnnpackBackend (runs on the host)", "method input 0")
-    assert child.of(pl.Note)[0].text == "a note\twith a tab and a back\\slash"
+    assert child.of(pl.NoteLine)[0].text == "a note\twith a tab and a back\\slash"
     assert child.ended and child.runtime.failure is None
     assert pickle.loads(pickle.dumps(child)) == child
     rt = pl.to_runtime(child)  # what the runner's document holds for this child
@@ -181,7 +182,7 @@ def test_a_child_s_lines_read_as_typed_records_that_cross_a_pipe():
                             "device": "cuda:0", "bytes": PLANNED, "memory": "host memory (the emulated device)",
                             "why": "on CUDA it would get managed memory",
                             "touched_by": ["delegate XnnpackBackend (runs on the host)", "method input 0"]}
-    assert rt.step("execute forward2")["correct"] is False and rt.notes == [child.of(pl.Note)[0].text]
+    assert rt.step("execute forward2")["correct"] is False and rt.notes == [child.of(pl.NoteLine)[0].text]
 
 
 @pytest.mark.parametrize("text, message", BAD_LINES, ids=[m.split(": ", 1)[-1][:40] for _, m in BAD_LINES])
@@ -197,9 +198,9 @@ def test_the_python_records_have_the_fields_the_runner_s_header_declares():
     from pte_lab.runtime import native
 
     declared = native.placement_line_fields()
-    assert [f.name for f in fields(pl.Step)] == list(declared["STEP"])
-    assert [f.name for f in fields(pl.Arena)] == [*declared["ARENA"], "touched_by"]
-    assert [f.name for f in fields(pl.Runtime)] == list(declared["RUNTIME"])
+    assert [f.name for f in fields(pl.StepLine)] == list(declared["STEP"])
+    assert [f.name for f in fields(pl.ArenaLine)] == [*declared["ARENA"], "touched_by"]
+    assert [f.name for f in fields(pl.RuntimeLine)] == list(declared["RUNTIME"])
 
 
 def test_bundle_refuses_a_folder_it_did_not_write(tmp_path):
@@ -288,7 +289,7 @@ def test_run_sh_without_python_gives_the_figures_pte_lab_measure_gives(bundle, m
     # One execute differs by the library, not the loader: 1.4.1's kernels take some 8 MiB more (a thread's
     # stack size, an anonymous mapping the counter sees) on forward's first run; 1.5.1's, which the runner
     # mirrors the pre-fix loader on, do not
-    diffs = dp.compare(measured, report)
+    diffs = dp.disagreements(measured, report)
     assert all(d.startswith("before, execute forward: host bytes") for d in diffs), diffs
     assert after.measured_by == measured.runtimes[1].measured_by  # the same ledger, read the same way
     for r in (before, after):  # outputs equal eager PyTorch's bit for bit
@@ -453,8 +454,8 @@ def test_the_runner_and_python_read_a_child_s_lines_alike(bundle, tmp_path):
     assert read.returncode == 0, read.stderr
     assert json.loads(read.stdout) == asdict(pl.to_runtime(pl.read(child.stdout)))  # both readers, one record
     ran = pl.read(child.stdout)
-    assert [s.step for s in ran.of(pl.Step)] == dp.STEPS and all(s.error is None for s in ran.of(pl.Step))
-    (device,) = [a for a in ran.of(pl.Arena) if a.device == "cuda:0"]
+    assert [s.step for s in ran.of(pl.StepLine)] == dp.STEPS and all(s.error is None for s in ran.of(pl.StepLine))
+    (device,) = [a for a in ran.of(pl.ArenaLine) if a.device == "cuda:0"]
     assert (device.when, device.bytes, device.mem_id) == ("load_method forward2", PLANNED, 2)
     # the parent refuses what Python refuses, with the same line, and does not crash
     for i, (text, message) in enumerate(BAD_LINES):

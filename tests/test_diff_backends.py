@@ -190,7 +190,7 @@ def test_sizes_names_what_it_cannot_know_of_core_ml(capsys):
 def test_sizes_rows_name_their_loader():
     """The host rows are the program mapped; the FileDataLoader an app's Module uses by default is its own
     line: the rows say which they are."""
-    from pte_lab.views.run.sizes import sizes_text
+    from pte_lab.views.runtime.sizes import sizes_text
 
     text = sizes_text(pte_lab.sizes(XNNPACK))
     lines = text.splitlines()

@@ -44,12 +44,12 @@ def test_the_api_page_gives_open_parameters_and_the_records_fields(quick_site):
     assert "source (" in _entry(html, "pte_lab.what_if")
     assert "Returns" in _entry(html, "pte_lab.diff")
     for record in ("WhatIf", "BoundUnderBudget", "UsageAt"):
-        assert f'id="pte_lab.planning.what_if.{record}"' in html, f"{record} is not documented"
+        assert f'id="pte_lab.planning.at_bound.{record}"' in html, f"{record} is not documented"
     assert 'id="pte_lab.widgets.Explorer"' in html and 'id="pte_lab.model.diff.Diff"' in html
-    from pte_lab.planning.what_if import WhatIf
+    from pte_lab.planning.at_bound import WhatIf
 
     fields = [f for f in WhatIf.__dataclass_fields__ if not f.startswith("_")]
-    documented = [f for f in fields if f'id="pte_lab.planning.what_if.WhatIf.{f}"' in html]
+    documented = [f for f in fields if f'id="pte_lab.planning.at_bound.WhatIf.{f}"' in html]
     assert documented == fields, f"WhatIf's fields not on the page: {sorted(set(fields) - set(documented))}"
     # a returned type links to its record, not to nothing
     assert 'href="#pte_lab.model.diff.Diff"' in html

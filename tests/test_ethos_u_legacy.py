@@ -170,7 +170,7 @@ def test_sizes_declares_the_scratch_outside_the_temp_pool(legacy):
     """An ArmBackend program runs on no runtime of today: sizes reports what the file declares, and the scratch
     is in the program's bytes, so the temp pool need not hold it."""
     from pte_lab.runtime.declared import declared_sizes
-    from pte_lab.views.run.declared import declared_lines
+    from pte_lab.views.runtime.declared import declared_lines
 
     m = pte_lab.open(legacy["shared"]).methods["forward"]
     (n,) = _shipped_scratch("u55_128_shared_sram.pte")

@@ -100,7 +100,7 @@ def test_an_entry_that_cannot_be_read_back_is_measured_again(program_path, tmp_p
 def test_what_if_learns_once_and_says_so(program_path, tmp_path, kept_here, monkeypatch, capsys):
     """The shapes what-if learns from runs are kept on disk too: another process (the CLI again) asks no
     worker, says the runs were kept, and gives the same answer; --no-cache runs them again."""
-    from pte_lab.planning import what_if as planning
+    from pte_lab.planning import at_bound as planning
 
     started = []
     real = planning.Worker

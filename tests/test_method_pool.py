@@ -154,7 +154,7 @@ def test_the_cortex_m_temp_pool_is_exact_where_run_time_use_is_measured_apart(pr
     peak over init and the runs was known); a method that did not run keeps the range."""
     from dataclasses import replace
 
-    from pte_lab.views.run.target_pools import target_pools
+    from pte_lab.views.runtime.target_pools import target_pools
 
     pte = pte_lab.open(str(program_path("portable")))
     m = portable_sizes.methods["forward"]
@@ -169,7 +169,7 @@ def test_the_cortex_m_temp_pool_is_exact_where_run_time_use_is_measured_apart(pr
 
 @needs_arm
 def test_the_bare_metal_runner_compiles_for_cortex_m55(program_path, portable_sizes, tmp_path):
-    from pte_lab.views.run.bare_metal_runner import BARE_METAL_FILES, write_bare_metal_runner
+    from pte_lab.views.runtime.bare_metal_runner import BARE_METAL_FILES, write_bare_metal_runner
 
     path = program_path("portable")
     out = tmp_path / "runner"
@@ -208,7 +208,7 @@ _QEMU_LIBS = os.environ.get("PTE_LAB_CORTEX_M_QEMU_LIBS")
                     reason="no ExecuTorch libraries built for the Cortex-M55 (benchmarks/cortex_m_qemu/"
                            "build_executorch.sh; PTE_LAB_CORTEX_M_QEMU_LIBS names its OUT) or no qemu-system-arm")
 def test_the_bare_metal_runner_runs_under_qemu_in_exactly_its_pools(program_path, portable_sizes, tmp_path):
-    from pte_lab.views.run.bare_metal_runner import write_bare_metal_runner
+    from pte_lab.views.runtime.bare_metal_runner import write_bare_metal_runner
 
     out = tmp_path / "runner"
     write_bare_metal_runner(portable_sizes, pte_lab.open(str(program_path("portable"))), out, "cortex-m")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import pte_lab
-from pte_lab.format.program import RawInstruction, RawPlan, RawTensor, RawValue
+from pte_lab.format.program_tables import RawInstruction, RawPlan, RawTensor, RawValue
 from pte_lab.model import Method
 from pte_lab.model.findings import DeviceAllocatorDetails
 
@@ -302,7 +302,7 @@ def test_validator_and_occupancy_match_brute_force(monkeypatch, few):
     monkeypatch.setattr(validate, "_CHUNK", 7)  # exercise the chunked walk
     monkeypatch.setattr(validate, "_FIRST_CHUNK", 2)
     monkeypatch.setattr(validate, "_ASKED", 5)  # ... and the questions asked in parts
-    from pte_lab.model.occupancy import occupancy
+    from pte_lab.model.occupancy import occupied_bytes
     from pte_lab.model.validate import find_conflicts
 
     rng = np.random.default_rng(0)
@@ -324,12 +324,12 @@ def test_validator_and_occupancy_match_brute_force(monkeypatch, few):
         assert {tuple(sorted(p)) for p in got} == expected and len(found) == len(expected)
         assert all((f[a], a) < (f[b], b) for a, b in got)  # a starts first
         assert len(find_conflicts(np.arange(n), mem, off, nb, f, l, limit=2, storage=storage)) == min(2, len(expected))
-        occ = occupancy(off, nb, f, l, N)
+        occ = occupied_bytes(off, nb, f, l, N)
         with monkeypatch.context() as mp:  # the ways for huge grids agree too: sums and the tangled apart...
             mp.setattr(occupancy_mod, "_GRID_CELLS", 0)
-            assert (occupancy(off, nb, f, l, N) == occ).all()
+            assert (occupied_bytes(off, nb, f, l, N) == occ).all()
             mp.setattr(occupancy_mod, "_TANGLED_PAIRS", 0)  # ... or every tensor swept
-            assert (occupancy(off, nb, f, l, N) == occ).all()
+            assert (occupied_bytes(off, nb, f, l, N) == occ).all()
         for t in range(-1, N + 1):
             live = np.flatnonzero((f <= t) & (l >= t))
             covered = set().union(*(range(off[i], off[i] + nb[i]) for i in live)) if len(live) else set()
@@ -403,7 +403,7 @@ def test_many_loops_over_many_values():
 def test_peak_without_the_curve_matches_the_curve():
     import numpy as np
 
-    from pte_lab.model.occupancy import occupancy, peak, peak_and_time
+    from pte_lab.model.occupancy import occupied_bytes, peak, peak_and_time
 
     rng = np.random.default_rng(1)
     for _ in range(200):
@@ -411,9 +411,9 @@ def test_peak_without_the_curve_matches_the_curve():
         off, nb = rng.integers(0, 50, k) * 8, rng.integers(0, 20, k) * 8
         f = rng.integers(-1, n + 1, k)
         last = np.minimum(f + rng.integers(-1, 8, k), n)
-        assert peak(off, nb, f, last, n) == (int(occupancy(off, nb, f, last, n).max()) if k else 0)
+        assert peak(off, nb, f, last, n) == (int(occupied_bytes(off, nb, f, last, n).max()) if k else 0)
         # where the peak is first reached (the peak's story and the delegate findings' point), each way
-        occ = occupancy(off, nb, f, last, n)
+        occ = occupied_bytes(off, nb, f, last, n)
         want = (int(occ.max()), int(occ.argmax()) - 1) if k and occ.max() else (0, -1)
         for small in (0, 8, 64):
             assert peak_and_time(off, nb, f, last, n, small) == want
@@ -453,7 +453,7 @@ def test_the_ways_for_a_few_values_say_what_the_array_ways_say(program_path, mon
     method, and the program reads the same: summary, methods, JSON document."""
     import json
 
-    import pte_lab.format.program as program_mod
+    import pte_lab.format.program_tables as program_mod
     import pte_lab.model.analysis as analysis_mod
     import pte_lab.model.arrays as arrays_mod
     import pte_lab.model.lifetimes as lifetimes_mod

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import pte_lab
-from pte_lab.model.what_if import sample_points
+from pte_lab.model.shape_fit import sample_points
 from pte_lab.runtime.shapes import plain_inputs, program_scalars
 
 #: the dynamic programs what-if's tests run, and the dim each is asked about: a linear layer's batch; export_llm's
@@ -59,7 +59,7 @@ def test_the_native_recorder_logs_what_etdump_logs_entry_for_entry(program_path,
     and once through pte_lab's recorder in a worker that never imports ExecuTorch's Python package: the two
     sequences of (instruction, sizes) are equal."""
     pytest.importorskip("executorch.extension.pybindings.portable_lib")
-    from pte_lab.planning.what_if import _debug_buffer, _shapes_at
+    from pte_lab.planning.at_bound import _debug_buffer, _shapes_at
     from pte_lab.runtime.inputs import example_inputs
     from pte_lab.runtime.isolate import Worker
 

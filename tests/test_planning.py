@@ -10,7 +10,7 @@ import pytest
 
 import pte_lab
 from pte_lab import examples, planning
-from pte_lab.format.program import RawInstruction, RawPlan, RawTensor, RawValue
+from pte_lab.format.program_tables import RawInstruction, RawPlan, RawTensor, RawValue
 from pte_lab.model import Method
 
 

@@ -238,16 +238,16 @@ def test_finding_copies_hashes_only_blobs_that_share_a_size(program_path):
     same copies as hashing every blob (a 40 MB LLM's inspect hashed all of its weights)."""
     from collections import Counter
 
-    from pte_lab.model.layout import DUPLICATES, file_layout
+    from pte_lab.model.layout import DUPLICATES, file_regions
     from tests.crafting import long_offsets
 
     unique = []
     for pte in (pte_lab.open(program_path("transformer")), pte_lab.open(long_offsets(600))):
-        full, some = file_layout(pte, True), file_layout(pte, DUPLICATES)
+        full, some = file_regions(pte, True), file_regions(pte, DUPLICATES)
         assert list(some.duplicate_of) == list(full.duplicate_of)
         spans = {(r.offset, r.bytes) for r in full if r.sha256 is not None}
         shared = Counter(n for _, n in spans)
         assert {(r.offset, r.bytes) for r in some if r.sha256 is not None} == {s for s in spans if shared[s[1]] > 1}
         unique.append(sum(shared[n] == 1 for _, n in spans))
     assert unique[0] > 0  # the transformer has a blob of its own size: not hashed
-    assert any(r.duplicate_of for r in file_layout(pte, DUPLICATES))  # the crafted file: 349 copies
+    assert any(r.duplicate_of for r in file_regions(pte, DUPLICATES))  # the crafted file: 349 copies

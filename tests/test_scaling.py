@@ -76,9 +76,9 @@ def _paths(name: str, data: bytes, path) -> dict:
                 md.causes(a.mem_id)
 
     def layout():
-        from pte_lab.model.layout import file_layout
+        from pte_lab.model.layout import file_regions
 
-        file_layout(opened())
+        file_regions(opened())
 
     variant = data
     if name == "many arenas":  # every arena and every tensor changes
@@ -166,7 +166,7 @@ def test_a_blob_named_by_many_tables_is_listed_for_each_and_hashed_once(monkeypa
     hashed = []
     real = hashlib.sha256
     monkeypatch.setattr(layout.hashlib, "sha256", lambda b: hashed.append(len(b)) or real(b))
-    rows = layout.file_layout(pte_lab.open(one_table_named_often(100, blob_bytes=4096)))
+    rows = layout.file_regions(pte_lab.open(one_table_named_often(100, blob_bytes=4096)))
     consts = [r for r in rows if r.region == "inline constant"]
     assert len(consts) == 100 and len({r.sha256 for r in consts}) == 1
     assert consts[0].name.endswith("(+99 more)")  # constant 1 is named by 100 values
@@ -184,10 +184,10 @@ def test_small_constants_are_told_apart_by_their_bytes(monkeypatch):
     from tests.crafting import long_offsets
 
     data = long_offsets(600)  # 600 one-byte constants, 251 distinct bytes
-    rows = list(layout.file_layout(pte_lab.open(data)))
+    rows = list(layout.file_regions(pte_lab.open(data)))
     consts = [r for r in rows if r.region == "constant"]
     assert len(consts) == 600 and len({r.sha256 for r in consts}) == 251
     assert all(r.sha256 == hashlib.sha256(data[r.offset:r.offset + r.bytes]).hexdigest()[:16] for r in consts)
     assert sum(r.duplicate_of is not None for r in consts) == 600 - 251
     monkeypatch.setattr(layout, "_MIX", np.zeros_like(layout._MIX))  # every row mixes alike
-    assert list(layout.file_layout(pte_lab.open(data))) == rows
+    assert list(layout.file_regions(pte_lab.open(data))) == rows

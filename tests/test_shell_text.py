@@ -100,7 +100,7 @@ def test_the_example_runner_builds_and_runs_under_hostile_names(program_path, tm
 def test_the_bare_metal_runner_compiles_under_hostile_names(program_path, tmp_path):
     """`sizes FILE --target cortex-m --example-runner DIR` under the same names: build.sh --compile-only
     compiles main.cpp for the board and nothing else happens."""
-    from pte_lab.views.run.bare_metal_runner import BARE_METAL_FILES, write_bare_metal_runner
+    from pte_lab.views.runtime.bare_metal_runner import BARE_METAL_FILES, write_bare_metal_runner
 
     work = tmp_path / "work"
     work.mkdir()

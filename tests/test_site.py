@@ -320,7 +320,7 @@ def test_the_landing_page_the_api_and_the_cli_in_chromium(quick_site, tmp_path):
 
     import pte_lab
     from pte_lab.cli import build_parser
-    from pte_lab.planning.what_if import WhatIf
+    from pte_lab.planning.at_bound import WhatIf
 
     shots = Path(os.environ.get("PTE_LAB_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
@@ -348,7 +348,7 @@ def test_the_landing_page_the_api_and_the_cli_in_chromium(quick_site, tmp_path):
         assert listed == list(inspect.signature(pte_lab.open).parameters), f"open's parameters: {listed}"
         assert opened.locator("dt", has_text="Returns").count() == 1
         for field in (f.name for f in dataclasses.fields(WhatIf) if not f.name.startswith("_")):
-            entry = page.locator(f"dt[id='pte_lab.planning.what_if.WhatIf.{field}']")
+            entry = page.locator(f"dt[id='pte_lab.planning.at_bound.WhatIf.{field}']")
             assert entry.count() == 1, f"WhatIf.{field} is not on the API page"
             entry.scroll_into_view_if_needed()
             assert entry.is_visible(), f"WhatIf.{field}"

@@ -28,7 +28,7 @@ import pte_lab
 from pte_lab.cli import main
 from pte_lab.runtime import native
 from pte_lab.runtime.sizing import TempShort
-from pte_lab.views.run.sizes import c_header, c_identifiers, sizes_text
+from pte_lab.views.runtime.sizes import c_header, c_identifiers, sizes_text
 
 
 def _planned_by_reader(pte, name):

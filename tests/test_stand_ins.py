@@ -19,9 +19,9 @@ import pte_lab
 from pte_lab import examples
 from pte_lab.cli import main
 from pte_lab.runtime import stand_ins
-from pte_lab.runtime.runner import Step, StepKind
+from pte_lab.runtime.sizing_runner import Step, StepKind
 from pte_lab.runtime.sizing import MethodSizes, Session, Sizes
-from pte_lab.views.run.sizes import c_header, sizes_text
+from pte_lab.views.runtime.sizes import c_header, sizes_text
 
 DATA = Path(examples.ETHOS_U_PROGRAMS)
 SPLIT = DATA / "u55_128_shared_sram_split.pte"
@@ -82,7 +82,7 @@ def test_an_ethos_u_program_is_sized_with_stand_ins_and_its_temp_pool_covers_the
                              tmp_path)
     assert got == [str(m.method_allocator), str(m.temp_allocator), "4864"]
     # the example runner builds against the wheel, which lacks the backend: it leaves the method out and says why
-    from pte_lab.views.run.example_runner import main_cpp
+    from pte_lab.views.runtime.example_runner import main_cpp
 
     assert ('method "forward" is not in this example: it was measured with pte_lab\'s stand-ins for EthosUBackend'
             in main_cpp(s))

@@ -219,12 +219,12 @@ def _seeds(program_path) -> dict[str, bytes]:
 
 def _static_paths(path: Path, out: Path) -> None:
     """Every public path that reads a file without running it (the CLI's exit status 3 is a bug)."""
-    from pte_lab.model.layout import file_layout
+    from pte_lab.model.layout import file_regions
     from pte_lab.views.json_doc import document
     from pte_lab.views.text import layout_text
 
     pte = pte_lab.open(path)
-    repr(pte), pte._repr_html_(), document(pte), pte.to_dict(), pte.warnings(), file_layout(pte)
+    repr(pte), pte._repr_html_(), document(pte), pte.to_dict(), pte.warnings(), file_regions(pte)
     layout_text(pte.layout(), pte.duplicate_blobs())
     for m in pte.methods.values():
         repr(m), m._repr_html_()

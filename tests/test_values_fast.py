@@ -7,7 +7,7 @@ import pytest
 
 from pte_lab.errors import PteLabError
 from pte_lab.format import _values_fast
-from pte_lab.format import program as P
+from pte_lab.format import program_tables as P
 from pte_lab.format import read
 
 from tests.crafting import build_program

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import pte_lab
-from pte_lab.model.what_if import WhatIfError, check_axes, check_bounds, fit_shapes, read_axes, sample_points
-from pte_lab.planning.what_if import parse_budget
+from pte_lab.model.shape_fit import WhatIfError, check_axes, check_bounds, fit_shapes, read_axes, sample_points
+from pte_lab.planning.at_bound import parse_budget
 
 
 def _transformer_at(bound: int, backend: str = "portable") -> bytes:
@@ -73,7 +73,7 @@ def test_a_static_axis_is_refused_before_any_run_naming_the_dynamic_axes(tmp_pat
     m = pte_lab.open(str(path)).methods["forward"]
     axes = read_axes(m, program_scalars(str(path), "forward")[0])
     assert axes == {0: frozenset({1})}
-    assert pte_lab.planning.what_if.dynamic_dims(str(path)) == ((0, 1),)  # what --budget without --bound searches
+    assert pte_lab.planning.at_bound.dynamic_dims(str(path)) == ((0, 1),)  # what --budget without --bound searches
     check_axes(m, ((0, 1),), axes)
     with pytest.raises(WhatIfError, match=r"input 0 axis 2 is static .* reads are input 0 axis 1$"):
         check_axes(m, ((0, 2),), axes)
@@ -165,7 +165,7 @@ def test_inputs_over_the_limit_are_refused_before_anything_is_built(program_path
                                                                      capsys, width):
     """A static axis declared 2**25 (1 GiB at 8 rows) or 2**31 - 1 wide (64 GiB): the same quick refusal, the
     exact bytes in its one line, nothing built and no worker started."""
-    import pte_lab.planning.what_if as pw
+    import pte_lab.planning.at_bound as pw
     from pte_lab.cli import main
     from pte_lab.errors import DeclaredSizeError
 
@@ -209,7 +209,7 @@ def test_runs_build_their_inputs_at_the_sizes_sampled_never_at_the_bound(program
                                                                          monkeypatch):
     """The prediction comes from runs at 8, 16 and 13 rows: those are the inputs built, never the bound's 32 rows
     (nor 2**25 where the file declares that bound)."""
-    import pte_lab.planning.what_if as pw
+    import pte_lab.planning.at_bound as pw
 
     monkeypatch.setattr(pw, "_FITS", {})
     w = pte_lab.what_if(str(program_path("dynamic")), {(0, 0): 8})
@@ -293,7 +293,7 @@ def test_cli_at_shape_prints_each_tensors_bytes_and_the_gap(program_path, capsys
     rows = {r["value"]: r for r in doc["tensors"]}
     assert rows[8]["shape"] == [5, 8] and rows[8]["used"] == 5 * 8 * 4 and rows[8]["planned_at_bound"] == 32 * 8 * 4
     # the text of the same record (one run is enough: the view renders what the JSON holds)
-    from pte_lab.planning.what_if import UsageAt
+    from pte_lab.planning.at_bound import UsageAt
 
     text = str(UsageAt(doc["method"], ((0, 0),), (5,), [(r["value"], r["role"], tuple(r["shape"]), r["used"],
                                                         r["planned_at_bound"]) for r in doc["tensors"]],
@@ -327,7 +327,7 @@ def _made_up_fit(m):
 def test_an_unrecorded_tensor_is_refused_alike_by_bound_and_at_shape_naming_its_operator(program_path, monkeypatch):
     """A run that logged nothing for v8: --bound (the fit) and --at-shape (usage_at) give one wording, naming the
     operator that writes it, why and what to do."""
-    import pte_lab.planning.what_if as pw
+    import pte_lab.planning.at_bound as pw
 
     path = str(program_path("dynamic"))
     monkeypatch.setattr(pw, "_FITS", {})
@@ -349,7 +349,7 @@ def test_an_unrecorded_tensor_is_refused_alike_by_bound_and_at_shape_naming_its_
 def test_the_budget_search_is_exact_though_the_plan_dips():
     """The greedy's plan is not monotonic in the bound (a larger bound can plan less): the answer is the largest
     bound whose plan fits, as a brute force over every bound finds it, at every budget."""
-    from pte_lab.planning.what_if import _search
+    from pte_lab.planning.at_bound import _search
 
     planned = {n: 100 * n + (500 if n in (47, 59, 60) else 0) for n in range(1, 101)}  # dips after 47 and 60
 
@@ -381,7 +381,7 @@ def test_the_budget_search_is_exact_though_the_plan_dips():
 
 def test_budget_text_names_the_smallest_bound_and_budget_without_bound_uses_the_one_dim(program_path, capsys,
                                                                                          monkeypatch):
-    import pte_lab.planning.what_if as pw
+    import pte_lab.planning.at_bound as pw
     from pte_lab.cli import main
 
     path = str(program_path("dynamic"))
@@ -477,7 +477,7 @@ def test_planned_arenas_beyond_the_memory_free_are_refused_before_a_worker(progr
     than this machine has free is refused in one line giving the bytes, and no worker starts (a 2 KB file
     declaring 96 GiB ended in std::bad_alloc)."""
     from pte_lab.errors import DeclaredSizeError
-    from pte_lab.planning import what_if as planning
+    from pte_lab.planning import at_bound as planning
     from pte_lab.runtime import inputs
 
     def no_worker(*a, **k):

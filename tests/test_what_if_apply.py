@@ -11,8 +11,8 @@ import pytest
 import pte_lab
 from pte_lab.cli import main
 from pte_lab.model.plan_edit import PlanEdit
-from pte_lab.model.what_if import WhatIfError
-from pte_lab.planning.what_if import largest_bound, what_if
+from pte_lab.model.shape_fit import WhatIfError
+from pte_lab.planning.at_bound import largest_bound, what_if
 
 torch = pytest.importorskip("torch")
 

@@ -12,9 +12,9 @@ from crafting import build_program
 from filelock import FileLock
 
 import pte_lab
-import pte_lab.planning.what_if_from as wif
-from pte_lab.model.what_if import WhatIfError
-from pte_lab.planning.what_if_from import ExportsMismatch, pair_tensors, what_if_from
+import pte_lab.planning.from_two_exports as wif
+from pte_lab.model.shape_fit import WhatIfError
+from pte_lab.planning.from_two_exports import ExportsMismatch, pair_tensors, what_if_from
 
 
 def _at(p: int, *, op: str = "aten::op", extra: bool = False, dtype: int = 6, planned_last: bool = True,
@@ -187,7 +187,7 @@ def llm_at(program_path, program_dir):
 
 @pytest.mark.slow
 def test_llm_prediction_equals_the_reexport(llm_at, capsys):
-    from pte_lab.planning.what_if import Predictor, _peak
+    from pte_lab.planning.at_bound import Predictor, _peak
 
     v0, v1, at = SEQ
     w = what_if_from(llm_at[v0], llm_at[v1], values=(v0, v1), at=at)

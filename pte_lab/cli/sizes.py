@@ -98,7 +98,7 @@ def _check_npu_regions(args) -> tuple[str, ...]:
 
 def run(args) -> int:
     from ..runtime.sizing.kept_sizes import kept_sizes
-    from ..views.run.sizes import c_header, sizes_text
+    from ..views.runtime.sizes import c_header, sizes_text
 
     heap, npu_regions = _board_heap(args), _check_npu_regions(args)
 
@@ -114,8 +114,8 @@ def run(args) -> int:
             raise PteLabError(f"{args.file}: no method {name!r} (methods: {', '.join(pte.methods)})")
     if args.example_runner is not None:  # said before the measurement, not after
         from ..format.regular_file import check_writable
-        from ..views.run.bare_metal_runner import BARE_METAL_FILES
-        from ..views.run.example_runner import FILES
+        from ..views.runtime.bare_metal_runner import BARE_METAL_FILES
+        from ..views.runtime.example_runner import FILES
 
         if os.path.exists(args.example_runner) and not os.path.isdir(args.example_runner):
             raise PteLabError(f"--example-runner {args.example_runner}: exists and is not a folder")
@@ -138,7 +138,7 @@ def run(args) -> int:
         if board is None:
             return 0
     elif args.example_runner is not None:
-        from ..views.run.example_runner import left_out, write_example_runner
+        from ..views.runtime.example_runner import left_out, write_example_runner
 
         for path in write_example_runner(s, args.example_runner, args.method):
             print(path)
@@ -166,7 +166,7 @@ def run(args) -> int:
     # another target's text says its total against the budget in its block; regions are placed here
     if fits and not args.json and not args.c_header and (args.target == "host" or args.region):
         from ..runtime.sizing.records import TARGET_KINDS
-        from ..views.run.sizes import fits_lines
+        from ..views.runtime.sizes import fits_lines
 
         # an app's total on a host is said with the bare-metal total apart
         apart = board.fits(args.budget, target="bare-metal") if TARGET_KINDS[kind].host else {}
@@ -189,7 +189,7 @@ def run(args) -> int:
     if verify and not s.proven:
         return 1
     if any(not f.fits for f in fits.values()):
-        from ..views.run.sizes import fits_lines
+        from ..views.runtime.sizes import fits_lines
 
         for line in fits_lines({n: f for n, f in fits.items() if not f.fits}):
             print(f"pte-lab: {line}", file=sys.stderr)
@@ -230,14 +230,14 @@ def _warn_large(args, pte) -> None:
 def _target_sizes(args, pte, s):
     """``sizes --target`` another than this host: the bare-metal runner (returns 0), or the text, --json or
     --c-header of the modelled pools with the board's totals (returns the sizes to check the budget with)."""
-    from ..views.run.target_pools import on_target, set_these, set_these_dict, set_these_text, target_pools_dict
+    from ..views.runtime.target_pools import on_target, set_these, set_these_dict, set_these_text, target_pools_dict
 
     budget, regions = args.budget, tuple(args.region or ())
     heap, npu_regions = _board_heap(args), tuple(args.npu_region or ())
     board = on_target(s, pte, args.target)
     if args.example_runner is not None:
         from ..runtime.sizing.records import operator_new_pool
-        from ..views.run.bare_metal_runner import new_blocks, staging_bytes, write_bare_metal_runner
+        from ..views.runtime.bare_metal_runner import new_blocks, staging_bytes, write_bare_metal_runner
 
         for path in write_bare_metal_runner(s, pte, args.example_runner, args.target, args.method):
             print(path)
@@ -256,7 +256,7 @@ def _target_sizes(args, pte, s):
         print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}")
         return None
     if args.c_header:
-        from ..views.run.sizes import c_header
+        from ..views.runtime.sizes import c_header
 
         sys.stdout.write(c_header(board, budget=budget, regions=regions, heap=heap, npu_regions=npu_regions))
         return board

@@ -48,7 +48,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..planning.what_if import largest_bound, usage_at, what_if
+    from ..planning.at_bound import largest_bound, usage_at, what_if
 
     cache = False if args.no_cache else None
     if args.other is not None or args.values is not None or args.at is not None:
@@ -113,7 +113,7 @@ def _need_status(r) -> int:
 
 
 def _what_if_from(args) -> int:
-    from ..planning.what_if_from import what_if_from
+    from ..planning.from_two_exports import what_if_from
 
     if args.other is None or args.values is None or args.at is None or args.bound or args.budget or args.apply:
         raise PteLabError("what-if A.pte B.pte takes --values A,B and --at N (not --bound, --budget or --apply)")
@@ -125,7 +125,7 @@ def _what_if_from(args) -> int:
 
 def _at_shape(args) -> dict:
     """``--at-shape 0=1,800,258`` -> {(0, 1): 800}: the axes whose size differs from the exported shape."""
-    from ..planning.what_if import what_if_method, program_and_path
+    from ..planning.at_bound import what_if_method, program_and_path
 
     wanted = {}
     for a in args.at_shape:

@@ -16,7 +16,7 @@
 Copied to any x86-64 Linux machine it runs as is: with an NVIDIA driver the runner
 measures real CUDA memory through the driver API (``cuMemAlloc``/``cuMemAllocManaged``,
 ``cuMemGetInfo``); without one it says so in one line and uses the emulated device, whose
-figures equal ``pte-lab measure``'s (:func:`pte_lab.experiments.device_placement.compare`).
+figures equal ``pte-lab measure``'s (:func:`pte_lab.experiments.device_placement.disagreements`).
 """
 
 from __future__ import annotations

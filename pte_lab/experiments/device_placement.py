@@ -15,7 +15,7 @@ The same steps travel without Python: ``pte-lab measure --bundle DIR``
 (:mod:`pte_lab.experiments.bundle`) writes a native runner that mirrors both
 loaders in C++ and measures real CUDA memory through the driver API where a
 GPU is present. Its JSON is this module's document; :meth:`Report.load` reads
-it, :func:`compare` checks two reports agree, :func:`recorded` gives the runs
+it, :func:`disagreements` checks two reports agree, :func:`recorded` gives the runs
 recorded on real GPUs that ship with pte_lab.
 """
 
@@ -325,8 +325,8 @@ HOST_TOLERANCE = 8 * 1024
 HOST_TOLERANCE_SHARE = 0.0025
 
 
-def compare(a: Report, b: Report, host_tolerance: int = HOST_TOLERANCE,
-            host_share: float = HOST_TOLERANCE_SHARE) -> list[str]:
+def disagreements(a: Report, b: Report, host_tolerance: int = HOST_TOLERANCE,
+                  host_share: float = HOST_TOLERANCE_SHARE) -> list[str]:
     """Where two reports of the same program disagree, one sentence each (empty: they agree).
 
     For each runtime label both have ("before", "after"): the steps (names, in order) and, per step, the

@@ -27,14 +27,14 @@ _UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
 
 @dataclass(frozen=True)
-class Begin:
+class BeginLine:
     """BEGIN: a step started (a child that dies before the step's STEP died in it)."""
 
     step: str
 
 
 @dataclass(frozen=True)
-class Step:
+class StepLine:
     """STEP: one step of a loader, what it cost and how it ended (``error`` None: it succeeded)."""
 
     step: str
@@ -48,7 +48,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Arena:
+class ArenaLine:
     """ARENA: one arena a loader allocated: when, for which methods, where, and why there."""
 
     when: str
@@ -68,14 +68,14 @@ class Arena:
 
 
 @dataclass(frozen=True)
-class Note:
+class NoteLine:
     """NOTE: something the loader's run should say."""
 
     text: str
 
 
 @dataclass(frozen=True)
-class Runtime:
+class RuntimeLine:
     """RUNTIME: what the loader's run was: how it measured, and why it could not run (``failure``)."""
 
     label: str
@@ -88,13 +88,13 @@ class Runtime:
 
 
 @dataclass(frozen=True)
-class End:
+class EndLine:
     """END: the last line; nothing was lost."""
 
 
 #: each line kind's record
-KINDS: dict[str, type] = {"BEGIN": Begin, "STEP": Step, "ARENA": Arena, "NOTE": Note, "RUNTIME": Runtime,
-                          "END": End}
+KINDS: dict[str, type] = {"BEGIN": BeginLine, "STEP": StepLine, "ARENA": ArenaLine, "NOTE": NoteLine,
+                          "RUNTIME": RuntimeLine, "END": EndLine}
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,13 @@ class ChildLines:
         return [r for r in self.records if isinstance(r, kind)]
 
     @property
-    def runtime(self) -> Runtime | None:
-        found = self.of(Runtime)
+    def runtime(self) -> RuntimeLine | None:
+        found = self.of(RuntimeLine)
         return found[-1] if found else None
 
     @property
     def ended(self) -> bool:
-        return bool(self.records) and isinstance(self.records[-1], End)
+        return bool(self.records) and isinstance(self.records[-1], EndLine)
 
 
 def _unescape(raw: str, where: str) -> str | None:
@@ -193,7 +193,7 @@ def read(text: str) -> ChildLines:
         raise RunnerLinesError(f"line 1: expected '{HEAD}', read '{lines[0][:80]}'")
     records: list = []
     for number, line in enumerate(lines[1:-1], start=2):
-        if records and isinstance(records[-1], End):
+        if records and isinstance(records[-1], EndLine):
             raise RunnerLinesError(f"line {number}: a record after END")
         records.append(parse_line(line, number))
     return ChildLines(tuple(records))
@@ -207,8 +207,8 @@ def to_runtime(child: ChildLines):
         raise RunnerLinesError("the lines end before their RUNTIME and END records")
     arenas = [{"when": a.when, "methods": a.methods, "runtime_index": a.runtime_index, "mem_id": a.mem_id,
                "device": a.device, "bytes": a.bytes, "memory": a.memory, "why": a.why,
-               "touched_by": list(a.touched_by)} for a in child.of(Arena)]
+               "touched_by": list(a.touched_by)} for a in child.of(ArenaLine)]
     return RuntimeResult(label=rt.label, python=None, executorch_version=rt.executorch_version,
                          measured_by=rt.measured_by, host_measured_by=rt.host_measured_by,
-                         steps=[asdict(s) for s in child.of(Step)], failure=rt.failure, runner=rt.runner,
-                         backend=rt.backend, arenas=arenas, notes=[n.text for n in child.of(Note)])
+                         steps=[asdict(s) for s in child.of(StepLine)], failure=rt.failure, runner=rt.runner,
+                         backend=rt.backend, arenas=arenas, notes=[n.text for n in child.of(NoteLine)])

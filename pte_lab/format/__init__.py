@@ -19,7 +19,7 @@ from ..lazy_names import lazy_names
 _LAZY = {
     "read": "reader", "read_data": "reader", "identify": "reader", "Source": "reader", "KINDS": "reader",
     "Header": "header",
-    "RawProgram": "program", "RawPlan": "program", "RawTensor": "program", "RawValue": "program",
+    "RawProgram": "program_tables", "RawPlan": "program_tables", "RawTensor": "program_tables", "RawValue": "program_tables",
     "RawBundled": "bundled", "RawData": "flat_tensor", "RawPackage": "ptn", "read_package": "ptn",
     "ScalarType": "schema", "TensorShapeDynamism": "schema", "TensorDataLocation": "schema", "DataLocation": "schema",
     "TENSOR_ALIGNMENT": "schema", "mem_id_of": "schema", "runtime_index_of": "schema",
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .flat_tensor import RawData
     from .header import Header
     from .ptn import RawPackage, read_package
-    from .program import RawPlan, RawProgram, RawTensor, RawValue
+    from .program_tables import RawPlan, RawProgram, RawTensor, RawValue
     from .reader import Source, identify, read, read_data
     from .schema import (TENSOR_ALIGNMENT, DataLocation, ScalarType, TensorDataLocation, TensorShapeDynamism,
                          mem_id_of, runtime_index_of)

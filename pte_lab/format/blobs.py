@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from collections.abc import Callable, Iterator
 
 from ..errors import PteLabError
-from .program import RawDelegate, RawProgram
+from .program_tables import RawDelegate, RawProgram
 from .regular_file import open_regular
 
 __all__ = ["program_reader", "held_open", "blob_reader", "WHOLE_BLOB_BYTES", "delegate_span", "named_data_span"]

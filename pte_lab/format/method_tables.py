@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..vocabulary import ValueKind
-from .program import RawProgram
+from .program_tables import RawProgram
 
 __all__ = ["MethodTables", "method_tables"]
 

@@ -16,7 +16,7 @@ from .bundled import decode_bundled
 from .flat_tensor import RawData, decode_data, parse_data_header
 from .header import HEAD_BYTES, SUPPORTED_IDENTIFIERS, parse_header
 from .mixups import MIXUPS, MixupKind
-from .program import RawProgram, decode_program
+from .program_tables import RawProgram, decode_program
 from .regular_file import open_regular
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]

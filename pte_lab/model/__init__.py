@@ -19,7 +19,7 @@ _LAZY = {
     "TENSOR_COLUMNS": "analysis", "Analysis": "analysis", "Arena": "analysis", "PlannedTensor": "analysis",
     "analyse": "analysis",
     "Bundled": "bundled", "BundledValue": "bundled", "TestSuite": "bundled",
-    "DataFile": "data", "NamedTensor": "data", "open_data": "data",
+    "DataFile": "data_file", "NamedTensor": "data_file", "open_data": "data_file",
     "Finding": "findings", "Kind": "findings",
     "LOAD_COST_COLUMNS": "load_cost", "LOADERS": "load_cost", "STEPS": "load_cost",
     "Delegate": "method", "Instruction": "method", "IOSpec": "method", "Method": "method",
@@ -37,7 +37,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse
     from .bundled import Bundled, BundledValue, TestSuite
-    from .data import DataFile, NamedTensor, open_data
+    from .data_file import DataFile, NamedTensor, open_data
     from .findings import Finding, Kind
     from .load_cost import LOAD_COST_COLUMNS, LOADERS, STEPS
     from .method import Delegate, Instruction, IOSpec, Method

@@ -1,7 +1,7 @@
 """Each target's ABI: the sizes and alignments of ExecuTorch's runtime objects there (``pte_lab/data/abi.json``,
 read from the executorch wheel's headers compiled for it by :mod:`pte_lab.runtime.abi_probe`). The method pool
 a target needs is replayed with it (:mod:`pte_lab.model.method_pool`); a header names the target's pointer size
-from it (:mod:`pte_lab.views.run.sizes`)."""
+from it (:mod:`pte_lab.views.runtime.sizes`)."""
 
 from __future__ import annotations
 

@@ -31,11 +31,11 @@ from ..units import align_up
 from ..vocabulary import CallTarget, DelegateCall, InstructionKind, MadeBy, OperatorTarget, Role, ViewOf
 from ..call_targets import escaped_target
 from .arrays import isin, unique
-from .bulk import frozen_records, paused_gc
+from .many_records import frozen_records, paused_gc
 from .dtypes import MAX_BYTES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
-from .occupancy import occupancy as _occupancy
+from .occupancy import occupied_bytes
 from .occupancy import peak_and_time
 from .roles import declared_state, found_state, roles_of, state_values
 from .validate import Conflict, find_conflicts
@@ -214,7 +214,7 @@ class Analysis:
         """
         if not 1 <= mem_id < len(self.buffer_sizes):
             raise KeyError(f"method {self.method!r} has no arena with mem_id {mem_id}")
-        return _occupancy(*self._arena_columns(mem_id), self.n_instructions)
+        return occupied_bytes(*self._arena_columns(mem_id), self.n_instructions)
 
     @cached_property
     def arenas(self) -> tuple[Arena, ...]:

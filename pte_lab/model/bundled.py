@@ -16,7 +16,7 @@ from .dtypes import nbytes, scalar_type
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["Bundled", "TestSuite", "BundledValue", "Verdict", "compare_outputs", "PLAIN_DTYPES", "unplain"]
+__all__ = ["Bundled", "TestSuite", "BundledValue", "OutputsVerdict", "compare_outputs", "PLAIN_DTYPES", "unplain"]
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def unplain(values) -> str | None:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class OutputsVerdict:
     """One bundled case's outputs against the expected ones."""
 
     passed: bool
@@ -212,7 +212,7 @@ def _close(a, e, rtol: float, atol: float):
     return bool(ok.all()), float(finite.max()) if finite.size else 0.0
 
 
-def compare_outputs(actual: list, expected: list, rtol: float, atol: float) -> Verdict:
+def compare_outputs(actual: list, expected: list, rtol: float, atol: float) -> OutputsVerdict:
     """Outputs against expected outputs, on raw bytes: ``(dtype, shape, bytes)`` tensors, or scalars.
 
     As ExecuTorch's ``verify_result_with_bundled_expected_output``: dtype and
@@ -222,7 +222,7 @@ def compare_outputs(actual: list, expected: list, rtol: float, atol: float) -> V
     quantized dtype) fails as "not compared", never crashes.
     """
     if len(actual) != len(expected):
-        return Verdict(False, None, f"{count(len(actual), 'output')}, {len(expected):,} expected")
+        return OutputsVerdict(False, None, f"{count(len(actual), 'output')}, {len(expected):,} expected")
     worst, compared, differs, whys = 0.0, False, False, []
     for k, (o, e) in enumerate(zip(actual, expected)):
         if isinstance(e, tuple):
@@ -260,4 +260,4 @@ def compare_outputs(actual: list, expected: list, rtol: float, atol: float) -> V
                 compared = True
                 if type(o) is not type(e) or o != e:
                     whys.append(f"output {k} is {o!r}, expected {e!r}")
-    return Verdict(not whys and not differs, worst if compared else None, "; ".join(whys))
+    return OutputsVerdict(not whys and not differs, worst if compared else None, "; ".join(whys))

@@ -7,7 +7,7 @@ Facts only, each before and after (a :class:`Change`):
   planned-tensor counts, the state kept between calls;
 * planned tensors matched across the two files (:func:`match_tensors`), what
   changed for each pair, and every tensor that could not be matched;
-* the program: file size, where its bytes go (:func:`~pte_lab.model.layout.file_layout`
+* the program: file size, where its bytes go (:func:`~pte_lab.model.layout.file_regions`
   regions, delegate blobs per backend), identical blobs stored twice gained or
   lost, and what each loader allocates at each step;
 * optionally the run-time sizes of both (:meth:`Diff.with_sizes`, from two
@@ -38,10 +38,10 @@ from collections.abc import Iterable, Mapping
 
 from ..errors import CHECK_FAILED, TARGET_CHANGED, PteLabError
 from ..vocabulary import BUDGET_KINDS, InstructionKind, MemoryPart, Pool, Role, ValueKind, Word
-from .align import align
+from .sequence_match import match_sequences
 from .backends import BLOB_SETTINGS
 from .analysis import Arena, PlannedTensor, instruction_targets, tail_paddings
-from .bulk import paused_gc
+from .many_records import paused_gc
 from .ethos_u import IN_BLOB, describe_io
 from .lifetimes import instruction_uses
 from .load_cost import LOADERS, STEPS
@@ -950,7 +950,7 @@ def match_tensors(a: "Method", b: "Method") -> tuple[tuple[TensorMatch, ...], tu
     ua, ub = instruction_uses(a.raw)[0], instruction_uses(b.raw)[0]
     ka = sorted(_keys(a, (t for v, t in pa.items() if v not in used_a), ua, instruction_targets(a.raw)))
     kb = sorted(_keys(b, (t for v, t in pb.items() if v not in used_b), ub, instruction_targets(b.raw)))
-    for i, j in align([k for _, k in ka], [k for _, k in kb]):
+    for i, j in match_sequences([k for _, k in ka], [k for _, k in kb]):
         take("operators", ka[i][0][1], kb[j][0][1])
     matched = tuple(sorted((TensorMatch(by, pa[va], pb[vb], _changed(pa[va], pb[vb])) for by, va, vb in pairs),
                            key=lambda m: m.after.value))
@@ -1113,7 +1113,7 @@ def _check_limit(limit_pct) -> None:
 
 
 # ------------------------------------------------------------------------ the diff
-@paused_gc()  # the pairs and rows hold no cycles: see model.bulk
+@paused_gc()  # the pairs and rows hold no cycles: see model.many_records
 def diff_programs(a: "Pte", b: "Pte", methods: Iterable[str] | None = None, hashes: bool = True,
                   labels: tuple[str, str] | None = None) -> Diff:
     """What changed in memory from program ``a`` to program ``b`` (two opened :class:`Pte`).

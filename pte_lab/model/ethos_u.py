@@ -36,7 +36,7 @@ from .backends import HEADLINE_SETTINGS, BlobContents, SettingSource, blob_conte
 from .dtypes import SCALAR_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .data import DataFile
+    from .data_file import DataFile
 
 __all__ = ["DelegateMemory", "DelegatePart", "Blobs", "delegate_memory", "MemoryMode", "MEMORY_MODES",
            "DELEGATE_COLUMNS", "IOCheck", "io_checks", "io_refusal", "memory_mode_of", "describe_io",

@@ -1,6 +1,6 @@
 """Where a file's bytes go: header, tables, each constant, delegate blobs, named data, padding.
 
-``file_layout`` lists regions in file order; their ``bytes`` add up to the
+``file_regions`` lists regions in file order; their ``bytes`` add up to the
 file size. Blobs (each constant buffer, delegate blob, named-data and
 mutable-data segment) are hashed so that identical ones stored twice are found
 (an XNNPACK export whose identical weights stopped being shared grows by their
@@ -27,7 +27,7 @@ from .dtypes import SCALAR_TYPES
 if TYPE_CHECKING:  # pragma: no cover
     from .pte import Pte
 
-__all__ = ["LAYOUT_COLUMNS", "Layout", "LayoutRow", "file_layout", "flatbuffer_regions",
+__all__ = ["LAYOUT_COLUMNS", "Layout", "LayoutRow", "file_regions", "flatbuffer_regions",
            "PREFIX_REGIONS"]
 
 #: the columns of ``Pte.file_layout`` (the fields of :class:`LayoutRow` but its ``backend``)
@@ -65,7 +65,7 @@ class LayoutRow:
 
 
 class Layout(Sequence[LayoutRow]):
-    """The file's regions (``file_layout``) as columns: a :class:`LayoutRow` is made when a row is read.
+    """The file's regions (``file_regions``) as columns: a :class:`LayoutRow` is made when a row is read.
 
     A file may hold 110,000 constants: totals, duplicates and diffs read the columns (``region``, ``bytes``,
     ...: lists, one item a row) and make records of the rows they show only.
@@ -157,11 +157,11 @@ def _constant_names(pte: "Pte") -> dict[int, list]:
     return out
 
 
-#: ``file_layout(pte, hashes=DUPLICATES)``: hash only the blobs that may have a copy (another blob of their size)
+#: ``file_regions(pte, hashes=DUPLICATES)``: hash only the blobs that may have a copy (another blob of their size)
 DUPLICATES = "duplicates"
 
 
-def file_layout(pte: "Pte", hashes: bool | str = True) -> Layout:
+def file_regions(pte: "Pte", hashes: bool | str = True) -> Layout:
     """The file's regions in file order, gaps included as ``Region.PADDING`` (``Pte.layout`` keeps them). ``hashes``:
     every blob's digest (True), none (False), or only those of blobs another blob has the size of
     (:data:`DUPLICATES`: what finding the copies needs; a blob of a size no other has is no copy)."""
@@ -287,7 +287,7 @@ def _table_spans(raw, h) -> list[tuple[int, int]]:
 
 def flatbuffer_regions(pte: "Pte") -> dict[Region, int]:
     """Bytes of each of :data:`PREFIX_REGIONS` (those present) in the program's bytes before its segments,
-    as ``file_layout`` counts them (no bytes read): what ``inspect`` and ``diff`` call the flatbuffer (the
+    as ``file_regions`` counts them (no bytes read): what ``inspect`` and ``diff`` call the flatbuffer (the
     tables) and the inline data beside it."""
     raw, h = pte.raw, pte.header
     got = {Region.HEADER: h.header_end, Region.FLATBUFFER: sum(n for _, n in _table_spans(raw, h)),

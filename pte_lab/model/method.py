@@ -21,7 +21,7 @@ from ..vocabulary import CallTarget, DelegateCall, OperatorTarget, Role, Instruc
 from .analysis import TENSOR_COLUMNS, Analysis, Arena, PlannedTensor, analyse, instruction_targets
 from .analysis import tail_paddings, tensor_meta
 from .attribution import SOURCE_COLUMNS, TensorSource, attribute, attribute_stacktraces
-from .bulk import paused_gc
+from .many_records import paused_gc
 from .computed_once import cached_property
 from .ethos_u import Blobs, DelegateMemory, delegate_memory
 from .findings import Finding, method_findings, operator_findings, plan_findings

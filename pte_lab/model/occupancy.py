@@ -28,7 +28,7 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(np.maximum(0, e - np.maximum(s, prev)).sum())
 
 
-def occupancy(offsets, nbytes, first, last, n_instructions: int) -> np.ndarray:
+def occupied_bytes(offsets, nbytes, first, last, n_instructions: int) -> np.ndarray:
     """Occupied bytes at each time ``-1 .. n_instructions`` (array index = time + 1).
 
     All arguments are equal-length integer arrays of the tensors of one arena.
@@ -52,7 +52,7 @@ _FEW = 8  # tensors measured in plain Python at each time the live set changes
 
 
 def _few(offsets, nbytes, first, last, n_instructions):
-    """:func:`occupancy` of a few tensors (lists): those alive, lifetimes clipped to the method, the union
+    """:func:`occupied_bytes` of a few tensors (lists): those alive, lifetimes clipped to the method, the union
     measured in plain Python where the live set changes (a lifetime starts, or one ended just before), held until
     the next change."""
     rows = [(s, s + n, max(-1, min(f, n_instructions)), max(-1, min(k, n_instructions)))
@@ -74,13 +74,13 @@ def _few(offsets, nbytes, first, last, n_instructions):
 
 
 def peak(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> int:
-    """``occupancy(...).max()``, without the per-instruction array when there are few tensors (see
+    """``occupied_bytes(...).max()``, without the per-instruction array when there are few tensors (see
     :func:`peak_and_time`)."""
     return peak_and_time(offsets, nbytes, first, last, n_instructions, small)[0]
 
 
 def peak_and_time(offsets, nbytes, first, last, n_instructions: int, small: int = 64) -> tuple[int, int]:
-    """(``occupancy(...).max()``, the first time it is reached: ``occupancy(...).argmax() - 1``), without the
+    """(``occupied_bytes(...).max()``, the first time it is reached: ``occupied_bytes(...).argmax() - 1``), without the
     per-instruction array when there are few tensors; (0, -1) when nothing is ever alive.
 
     The bytes alive only grow when a tensor's lifetime starts, so the peak is
@@ -88,7 +88,7 @@ def peak_and_time(offsets, nbytes, first, last, n_instructions: int, small: int 
     the union is measured there alone, earliest first.
     """
     if len(offsets) > small:
-        occ = occupancy(offsets, nbytes, first, last, n_instructions)
+        occ = occupied_bytes(offsets, nbytes, first, last, n_instructions)
         at = int(occ.argmax())
         return int(occ[at]), at - 1
     if len(offsets) <= 8:  # a few tensors (a file may list 100,000 arenas of one each): in plain Python

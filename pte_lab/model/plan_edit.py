@@ -3,7 +3,7 @@ read in place of a removed one (which then lives until the removed one's last us
 
 A finding's change is worded for a person (:attr:`~pte_lab.model.findings.Finding.change`); where the same
 change is "these tensors go, that one is read instead" on the file's own graph, the finding carries it as a
-:class:`PlanEdit` too, so that :mod:`pte_lab.planning.what_if` can replan the method with the change made, at
+:class:`PlanEdit` too, so that :mod:`pte_lab.planning.at_bound` can replan the method with the change made, at
 any bound (``pte-lab what-if FILE --apply KIND``), without parsing words. Pure: a record.
 
 Only changes that keep every other tensor as it is are expressible: the safe softmax's planes

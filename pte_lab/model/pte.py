@@ -16,12 +16,12 @@ from ..format.etrecord import ETRecord, read_etrecord
 from ..units import count
 from ..vocabulary import DelegateSegment, SegmentKind
 from .arrays import isin
-from .bulk import paused_gc
+from .many_records import paused_gc
 from .bundled import Bundled
 from .ethos_u import DELEGATE_COLUMNS, Blobs, DelegateMemory, describe_io
-from .data import DataFile, open_data
+from .data_file import DataFile, open_data
 from .findings import Finding, duplicate_blob_findings, program_findings
-from .layout import DUPLICATES, LAYOUT_COLUMNS, Layout, file_layout
+from .layout import DUPLICATES, LAYOUT_COLUMNS, Layout, file_regions
 from .load_cost import INT_COLUMNS, LOAD_COST_COLUMNS, LOADERS, Allocation, PlanArenas, allocation_columns
 from .attribution import check_etrecord
 from .method import Method
@@ -312,7 +312,7 @@ class Pte:
         held as columns, worked out (and with ``hashes``, the blobs read) once."""
         rows = self._layouts.get(hashes)
         if rows is None:
-            rows = self._layouts[hashes] = file_layout(self, hashes)
+            rows = self._layouts[hashes] = file_regions(self, hashes)
         return rows
 
     def duplicate_blobs(self) -> list[Finding]:

@@ -13,8 +13,8 @@ from ..lazy_names import lazy_names
 
 #: each public name -> the submodule that defines it
 _LAZY = {
-    "load": "program", "LabProgram": "program", "LabMethod": "program", "SharedArenasWarning": "program",
-    "OperatorLibraryWarning": "program",
+    "load": "loaded", "LabProgram": "loaded", "LabMethod": "loaded", "SharedArenasWarning": "loaded",
+    "OperatorLibraryWarning": "loaded",
     "emulate_device": "device", "EmulatedDevice": "device",
     "runtime_info": "info", "RuntimeInfo": "info",
     "example_inputs": "inputs", "call_sequence": "inputs",
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .device import EmulatedDevice, emulate_device
     from .info import RuntimeInfo, runtime_info
     from .inputs import call_sequence, example_inputs
-    from .program import LabMethod, LabProgram, OperatorLibraryWarning, SharedArenasWarning, load
+    from .loaded import LabMethod, LabProgram, OperatorLibraryWarning, SharedArenasWarning, load
     from .run_all import MethodRun, RunAll, run_all
     from .sizing import MethodSizes, PoolVerification, Sizes, SizingError, sizes
 

@@ -96,7 +96,7 @@ class EmulatedDevice:
         return int(native.library().pte_lab_event_count())
 
     def _repr_html_(self) -> str:
-        from ..views.run.runtime import emulated_device_html
+        from ..views.runtime.load_info_device import emulated_device_html
 
         return emulated_device_html(self)
 

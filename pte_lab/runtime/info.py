@@ -50,12 +50,12 @@ class RuntimeInfo:
         ]
 
     def __repr__(self) -> str:
-        from ..views.run.runtime import runtime_info_text
+        from ..views.runtime.load_info_device import runtime_info_text
 
         return runtime_info_text(self)
 
     def _repr_html_(self) -> str:
-        from ..views.run.runtime import runtime_info_html
+        from ..views.runtime.load_info_device import runtime_info_html
 
         return runtime_info_html(self)
 

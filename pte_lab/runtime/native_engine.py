@@ -25,11 +25,11 @@ from . import native
 from .libraries import registry
 from .operators import Provision
 from .recorder import record
-from .runner import file_loader_default_alignment, run_method
+from .sizing_runner import file_loader_default_alignment, run_method
 from .stand_ins import register, stats
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import RunnerResult
+    from .sizing_runner import RunnerResult
 
 __all__ = ["NativeEngine", "NativeOps"]
 
@@ -39,7 +39,7 @@ class NativeOps:
     Shared by :class:`NativeEngine` and the Python runtime's :class:`~pte_lab.runtime.engine.Engine`."""
 
     def size_method(self, path: str, name: str, **pools) -> "RunnerResult":
-        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.runner`; ``pools``: its
+        """Load and run ``name`` with pte_lab's sizing runner (see :mod:`pte_lab.runtime.sizing_runner`; ``pools``: its
         keyword arguments)."""
         return run_method(path, name, **pools)
 

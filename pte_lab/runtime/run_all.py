@@ -10,7 +10,7 @@ from ..errors import PteLabBug, PteLabError, bug_line
 from ..model import open_pte
 from .device import emulate_device
 from .inputs import defaulted_inputs, example_inputs
-from .program import load
+from .loaded import load
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -6,7 +6,7 @@ instruction writes: a kernel call's returned value (a tensor list as its tensors
 delegate call's arguments (its inputs, then its outputs). :func:`record_shapes` runs one method once with
 ETDump on and hands back what it logged, as ``(instruction, sizes)`` pairs in order (sizes None: a
 value that is not a tensor); the method's own outputs, logged again at the end, are left out.
-:func:`pte_lab.model.what_if.value_shapes` maps them to the program's values.
+:func:`pte_lab.model.shape_fit.value_shapes` maps them to the program's values.
 
 What-if records the same sequence without ExecuTorch's Python package: pte_lab's own event tracer in the native
 helper (:mod:`pte_lab.runtime.recorder`, through

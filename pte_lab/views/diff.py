@@ -89,7 +89,7 @@ from html import escape
 
 from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, TargetChangeKind
 from ..model.backends import SettingSource
-from ..model.bulk import paused_gc
+from ..model.many_records import paused_gc
 from ..printable import text_view
 from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
 from ..vocabulary import MemoryPart
@@ -585,7 +585,7 @@ def diff_summary(d) -> str:
 
 
 @text_view
-@paused_gc()  # many rows, no cycles (model.bulk)
+@paused_gc()  # many rows, no cycles (model.many_records)
 def diff_text(d, rows: int = _ROWS) -> str:
     """The diff as text: the summary, what grew and shrank, each method, the file, the loaders, sizes."""
     a, b = d.labels
@@ -728,7 +728,7 @@ def _method_html(md) -> str:
     return "".join(parts)
 
 
-@paused_gc()  # many rows, no cycles (model.bulk)
+@paused_gc()  # many rows, no cycles (model.many_records)
 def diff_html(d) -> str:
     a, b = d.labels
     head = (f"<div class='pte-header'>What changed: <span class='pte-path'>{escape(a)}</span> &rarr; "
@@ -882,7 +882,7 @@ def _target_record(c) -> dict:
             "after": c.after, "bytes": c.bytes, "text": target_change_text(c)}
 
 
-@paused_gc()  # many rows, no cycles (model.bulk)
+@paused_gc()  # many rows, no cycles (model.many_records)
 def diff_document(d, limit_pct: float | None = None) -> dict:
     """The ``pte_lab.diff`` document (version 2); with ``limit_pct`` (or a diff held to a budget,
     :meth:`~pte_lab.model.diff.Diff.with_budget`), the budget checks and verdict too."""

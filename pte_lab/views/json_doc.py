@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..model.bulk import paused_gc
+from ..model.many_records import paused_gc
 from ..model.layout import PREFIX_REGIONS, flatbuffer_regions
 from ..model.load_cost import LOADERS
 from .rows import (

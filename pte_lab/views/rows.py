@@ -14,7 +14,7 @@ from operator import attrgetter
 from ..model.analysis import TENSOR_COLUMNS
 from ..model.attribution import SOURCE_COLUMNS
 from ..model.backends import BackendNote, backend_note
-from ..model.bulk import dict_maker
+from ..model.many_records import dict_maker
 from ..model.diff import PLANNED_SUM, Change
 from ..vocabulary import MemoryPart, Pool
 from ..model.load_cost import (LOAD_COST_COLUMNS, LOADERS, MODULE_LOAD_MODES, PROGRAM_APIS, STEPS,

@@ -1,11 +1,11 @@
-"""Views of the what-if records (:mod:`pte_lab.planning.what_if`): text, JSON-ready dicts, HTML."""
+"""Views of the what-if records (:mod:`pte_lab.planning.at_bound`): text, JSON-ready dicts, HTML."""
 
 from __future__ import annotations
 
 import html
 
 from ..model.dtypes import short_shape
-from ..model.what_if import dim_name, dim_text, export_change
+from ..model.shape_fit import dim_name, dim_text, export_change
 from ..units import count, exact_bytes, human_bytes, local_minute
 from .base import delegate_heap_note, text_table
 

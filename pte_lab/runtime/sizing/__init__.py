@@ -46,7 +46,7 @@ the scalar heap fields and the C header's ``HEAP_*`` macros are the highest.
 The package has one job per module: ``measure`` runs the methods in a fresh worker and hands back the raw
 runs; ``results`` sums them up into the records a user reads, which ``records`` defines (:class:`MethodSizes`,
 :class:`PoolVerification`, :class:`Sizes` with its table, pools and JSON) and a kept sizing holds: they import
-none of the measuring machinery. Their views are in :mod:`pte_lab.views.run.sizes`. Importing the package
+none of the measuring machinery. Their views are in :mod:`pte_lab.views.runtime.sizes`. Importing the package
 imports none of its modules: each name is loaded when first used (``pte_lab.lazy_names``).
 """
 

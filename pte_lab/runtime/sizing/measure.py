@@ -1,6 +1,6 @@
 """The measuring session: a fresh counted worker that loads and runs one program's methods with the sizing runner.
 
-What it hands back is raw: each run's :class:`~pte_lab.runtime.runner.RunnerResult`, grouped per method
+What it hands back is raw: each run's :class:`~pte_lab.runtime.sizing_runner.RunnerResult`, grouped per method
 (:class:`Measurement`) or per verified configuration (:class:`PoolTrial`). :mod:`.results` sums them up
 into the figures a user reads.
 """
@@ -15,8 +15,8 @@ from .. import native
 from ..isolate import Worker
 from ..libraries import registry
 from ..native import executorch_version
-from ..runner import NO_TEMP
-from ..runner_records import RunnerResult, StepUse, failure
+from ..sizing_runner import NO_TEMP
+from ..sizing_runner_records import RunnerResult, StepUse, failure
 from ..stand_ins import stand_ins_for
 
 __all__ = ["Session", "Measurement", "PoolTrial", "OnceHeap", "HEAP_ONCE_ROUNDING", "COUNTING_RESERVATION",

@@ -4,7 +4,7 @@ verdict is decided here), the whole program's (:class:`Sizes`: its table, pools,
 of them names (:data:`PARTS`, :data:`TARGET_KINDS`...).
 
 A kept sizing (:mod:`pte_lab.runtime.kept`) is these records, read back and shown by
-:mod:`pte_lab.views.run.sizes`: this module imports nothing of the measuring machinery (the worker, the engines,
+:mod:`pte_lab.views.runtime.sizes`: this module imports nothing of the measuring machinery (the worker, the engines,
 the native library, the program's model), which :mod:`.results` holds with :func:`~.results.sizes`, the function
 that measures and sums up into them.
 """
@@ -26,7 +26,7 @@ from ...vocabulary import Configuration, MemoryPart, Pool, ValueKind, Word
 from ...units import align_up
 from ..declared import DeclaredSizes
 from ..libraries import Library
-from ..runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse, failure
+from ..sizing_runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, StepUse, failure
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -636,13 +636,13 @@ class MethodSizes:
     program_in_ram: int = 0
     program_in_ram_why: str | None = None
     #: the target whose ABI the pools are for ("host": measured here; "cortex-m": modelled, see
-    #: pte_lab.views.run.target_pools), and why its board total is not exact there (None: it is)
+    #: pte_lab.views.runtime.target_pools), and why its board total is not exact there (None: it is)
     abi: str = "host"
     inexact: str | None = None
     #: the temp allocator's peak from the first execute on (what kernels and delegates take at run time; None:
     #: the method did not run), and how many of those allocations found the pool's cursor off their alignment
     #: (0: the run-time bytes are the requests' own sizes, the same on a target whose default alignment is
-    #: smaller, as pte_lab.views.run.target_pools takes them)
+    #: smaller, as pte_lab.views.runtime.target_pools takes them)
     temp_run_peak: int | None = None
     temp_run_padded: int = 0
     #: what the delegates allocate themselves on the target's heap (operator new), per their source; set for
@@ -775,7 +775,7 @@ class TempShort(Enum):
 @dataclass(frozen=True)
 class TempProbe:
     """A temp pool one byte short, tried: the verdict (decided here, by :meth:`of`; worded by
-    :mod:`pte_lab.views.run.sizes`) and its detail."""
+    :mod:`pte_lab.views.runtime.sizes`) and its detail."""
 
     outcome: TempShort
     #: REFUSED: what ExecuTorch said, and at which step
@@ -856,7 +856,7 @@ class PoolVerification:
             bare_metal=None if trial.bare is None else TargetRun.of(trial.bare, configuration, exact=True))
 
     def to_dict(self) -> dict:
-        from ...views.run.sizes import temp_probe_words
+        from ...views.runtime.sizes import temp_probe_words
 
         return asdict(self) | {"smaller_temp": None if self.smaller_temp is None
                                else temp_probe_words(self.smaller_temp),
@@ -933,7 +933,7 @@ class Sizes:
 
     @property
     def target(self) -> str:
-        """The target whose ABI the pools are for ("host" unless ``pte_lab.views.run.target_pools.on_target``
+        """The target whose ABI the pools are for ("host" unless ``pte_lab.views.runtime.target_pools.on_target``
         made these sizes for another)."""
         return next((m.abi for m in self.methods.values()), "host")
 
@@ -1030,7 +1030,7 @@ class Sizes:
         return self.verified
 
     def _repr_html_(self) -> str:
-        from ...views.run.sizes import sizes_html
+        from ...views.runtime.sizes import sizes_html
 
         return sizes_html(self)
 

@@ -21,7 +21,7 @@ from ..declared import DeclaredSizes, declared_sizes
 from ..inputs import check_build, input_parts
 from ..libraries import Library, needed
 from ..native import executorch_version
-from ..runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, failure
+from ..sizing_runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, failure
 from .kept_sizes import KIND, options
 from .measure import HEAP_ONCE_ROUNDING, Measurement, Session, cannot_run_here, held
 from .records import (ABI_POOLS, ANY_TARGET, CONFIGURATIONS, HEAP_FIELDS, HEAP_RUNS, HOST_ABI, HOST_DEPENDENT,

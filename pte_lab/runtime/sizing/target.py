@@ -2,7 +2,7 @@
 replayed from the program's tables with the target's ABI (:mod:`pte_lab.model.method_pool`), trusted only where the
 same replay with this host's ABI gives the sizing runner's measurement exactly (:class:`TargetPools`), and what a
 board must be given, pool by pool, with each figure's basis and where it must live (:class:`SetThese`). The views
-(:mod:`pte_lab.views.run.target_pools`) only render them.
+(:mod:`pte_lab.views.runtime.target_pools`) only render them.
 
 The planned arenas are the file's, the same on every target. The temp pool holds kernel resolution's
 TensorMeta lists (ABI-dependent, modelled) and what kernels and delegates take at run time (the delegates'

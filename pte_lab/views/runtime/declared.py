@@ -1,6 +1,6 @@
 """What a sizing says beyond what it measured: the stand-ins it ran with, and what the file declares for
 methods it could not run (:class:`~pte_lab.runtime.declared.DeclaredSizes`). Text lines, HTML notes and C
-header lines that :mod:`pte_lab.views.run.sizes` includes."""
+header lines that :mod:`pte_lab.views.runtime.sizes` includes."""
 
 from __future__ import annotations
 

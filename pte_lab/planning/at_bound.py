@@ -2,7 +2,7 @@
 a call at one shape really uses.
 
 ``pte_lab.what_if("model.pte", bounds={(0, 1): 800})`` runs the method at a few sizes in an isolated worker
-(:mod:`pte_lab.runtime.shapes`), fits every planned tensor's dims exactly (:mod:`pte_lab.model.what_if`;
+(:mod:`pte_lab.runtime.shapes`), fits every planned tensor's dims exactly (:mod:`pte_lab.model.shape_fit`;
 refused, naming the tensor, where a dim is not affine), then replans each arena with ExecuTorch's own
 greedy (:func:`~.algorithms.greedy`: 16-byte alignment, XNNPACK's 64-byte tail kept), so that the prediction
 is what a re-export at ``Dim(..., max=800)`` plans, byte for byte; pte_lab's ``best_fit`` and the lower bound
@@ -35,7 +35,7 @@ from ..model.dtypes import scalar_type, short_shape
 from ..model.findings import Finding
 from ..model.method_pool import method_pool
 from ..model.plan_edit import PlanEdit
-from ..model.what_if import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs,
+from ..model.shape_fit import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs,
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
                               unrecorded, value_shapes)
 from ..runtime.inputs import check_build, example_inputs, input_parts, shape_bytes
@@ -105,7 +105,7 @@ class ArenaAt:
 
 @dataclass(frozen=True)
 class FromExports:
-    """Where a static prediction comes from (:func:`~pte_lab.planning.what_if_from.what_if_from`): two exports
+    """Where a static prediction comes from (:func:`~pte_lab.planning.from_two_exports.what_if_from`): two exports
     at two values of one parameter."""
 
     sources: tuple[str | None, str | None]
@@ -701,7 +701,7 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
 def learn(source, keys, method: str | None = None, data_path=None, max_input_bytes=None,
           cache: bool | None = None, progress=None) -> ShapeFit:
     """Every planned tensor's dims as exact affine functions of the dynamic dims ``keys`` (runs the method at
-    :func:`~pte_lab.model.what_if.sample_points`, its inputs built at each, never at the bound). Kept: per file,
+    :func:`~pte_lab.model.shape_fit.sample_points`, its inputs built at each, never at the bound). Kept: per file,
     method and keys in this process, and on disk by the file's bytes, pte_lab, ExecuTorch and the keys
     (:mod:`pte_lab.runtime.kept`; the fit's ``kept`` says when its runs were made); ``cache=False`` runs them
     again. ``max_input_bytes``: the most a run may build (``pte_lab.runtime.inputs.input_limit``)."""
@@ -797,7 +797,7 @@ def what_if(source, bounds: dict, method: str | None = None, data_path=None, max
 
     Raises
     ------
-    pte_lab.model.what_if.WhatIfError
+    pte_lab.model.shape_fit.WhatIfError
         (One line) for a bound above the exported one, a method without dynamic inputs, or a tensor whose dims
         are not affine (named).
     pte_lab.errors.DeclaredSizeError
@@ -877,7 +877,7 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
         The program's external ``.ptd``, when it has one.
     max_input_bytes : int or str, optional
         The most bytes built for one run's inputs (default 1 GiB, or ``$PTE_LAB_MAX_INPUT_BYTES``).
-    fit : pte_lab.model.what_if.ShapeFit, optional
+    fit : pte_lab.model.shape_fit.ShapeFit, optional
         Shapes already learnt (a :class:`WhatIf`'s ``fit``): no run again.
     cache : bool, optional
         As for :func:`what_if`.
@@ -901,7 +901,7 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
 
     Raises
     ------
-    pte_lab.model.what_if.WhatIfError
+    pte_lab.model.shape_fit.WhatIfError
         For a budget below what any bound plans (with the smallest total), no ``dim`` where the method has
         several dynamic dims (listed), and where :func:`what_if` does (``max_input_bytes`` as there).
     pte_lab.errors.DeclaredSizeError
@@ -1001,7 +1001,7 @@ def usage_at(source, shape: dict, method: str | None = None, data_path=None, max
 
     Raises
     ------
-    pte_lab.model.what_if.WhatIfError
+    pte_lab.model.shape_fit.WhatIfError
         For a size above the bound, a method without dynamic inputs, or a dynamic tensor no instruction logged.
     pte_lab.errors.DeclaredSizeError
         For inputs at ``shape`` over ``max_input_bytes`` (see :func:`what_if`).

@@ -8,7 +8,7 @@ and each dim is fitted as an exact affine function ``(a + b1*N1 + ... ) / q`` (i
 file plans. A dim that is not affine over the sizes sampled (``L * L``, a clamp, a data-dependent size)
 fails a check and is refused, naming the tensor: nothing is extrapolated beyond what was seen.
 
-Pure: records in, records out (no torch, no runtime). :mod:`pte_lab.planning.what_if` samples and replans.
+Pure: records in, records out (no torch, no runtime). :mod:`pte_lab.planning.at_bound` samples and replans.
 """
 
 from __future__ import annotations

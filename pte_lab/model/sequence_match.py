@@ -1,4 +1,4 @@
-"""Align two sequences of keys: the pairs of a longest common subsequence (LCS).
+"""Match two sequences of keys: the pairs of a longest common subsequence (LCS).
 
 What :func:`pte_lab.model.diff.match_tensors` uses to pair the planned tensors of two versions of
 a method: each tensor is a key (what makes it and its dtype) in instruction order, and
@@ -9,7 +9,7 @@ vectors: one row of the dynamic program per element of the first sequence, each 
 big-integer operations over the second), then read back from the stored rows. Work and
 memory: the common ends are trimmed first and keys found on one side only dropped; what is
 left costs ``len(a) * len(b)`` bits of rows. Past :data:`MAX_CELLS` the two sequences are
-cut into proportional blocks aligned one by one: still a common subsequence (equal keys, order
+cut into proportional blocks matched one by one: still a common subsequence (equal keys, order
 kept), no longer guaranteed the longest.
 
 A method's repeated layers make difflib's ``SequenceMatcher`` quadratic in practice (every key
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-__all__ = ["align", "MAX_CELLS"]
+__all__ = ["match_sequences", "MAX_CELLS"]
 
 #: the most bits of dynamic-program rows kept at once (32 MiB)
 MAX_CELLS = 1 << 28
@@ -62,7 +62,7 @@ def _lcs(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int]]:
     return pairs
 
 
-def align(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]]:
+def match_sequences(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]]:
     """Index pairs ``(i, j)`` with ``a[i] == b[j]``, increasing in both: a longest common subsequence
     (within :data:`MAX_CELLS`; see the module's docstring)."""
     lo = 0

@@ -21,7 +21,7 @@ from ..devices import device_name
 from ..errors import PteLabError
 from ..vocabulary import ValueKind
 from . import memory, native
-from .runner_records import INPUT_VALUES, MethodIO, PoolUse, RunnerResult, Step, StepKind, StepUse
+from .sizing_runner_records import INPUT_VALUES, MethodIO, PoolUse, RunnerResult, Step, StepKind, StepUse
 
 __all__ = ["run_method", "RunnerResult", "Step", "StepKind", "StepUse", "PoolUse", "MethodIO", "COUNTING", "NO_TEMP",
            "INPUT_VALUES", "file_loader_default_alignment"]

@@ -1,4 +1,4 @@
-"""What the sizing runner (:mod:`pte_lab.runtime.runner`) hands back, as plain records: they cross the worker's
+"""What the sizing runner (:mod:`pte_lab.runtime.sizing_runner`) hands back, as plain records: they cross the worker's
 pipe, and a kept sizing holds them (:mod:`pte_lab.runtime.kept`), so this module imports nothing of the runner's
 machinery (ctypes, the native library): a kept answer reads them without it."""
 

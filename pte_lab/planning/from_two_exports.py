@@ -5,13 +5,13 @@ differ only in one parameter (an LLM's ``max_seq_length`` / ``max_context_length
 masks, the rotary tables all scale with it) predict a third export, tensor by tensor. Tensors are paired by
 place in the instruction order (the same instructions, the same operators, each planned tensor used at the
 same places), each dim is fitted as an exact affine function of the parameter from its two sizes, and the
-arenas are replanned with ExecuTorch's greedy exactly as :func:`~pte_lab.planning.what_if.what_if` does
-(:class:`~pte_lab.planning.what_if.Predictor`; lifetimes and aliases are the file's).
+arenas are replanned with ExecuTorch's greedy exactly as :func:`~pte_lab.planning.at_bound.what_if` does
+(:class:`~pte_lab.planning.at_bound.Predictor`; lifetimes and aliases are the file's).
 
 Refused, with one line naming the first mismatch (:class:`ExportsMismatch`): a pair whose methods,
 instructions or planned tensors do not match one to one, or that differs in a second parameter (export_llm's
 metadata methods, ``get_vocab_size``..., other than the ones that carry the values). A dim that is not a
-whole size at ``at`` is refused, naming the tensor (:class:`~pte_lab.model.what_if.WhatIfError`).
+whole size at ``at`` is refused, naming the tensor (:class:`~pte_lab.model.shape_fit.WhatIfError`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from math import lcm
 from ..arguments import COUNT, NAME, PROGRAM, TWO, arguments, optional
 from ..model import Pte, open_pte
 from ..model.dtypes import scalar_type, short_shape
-from ..model.what_if import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, describe_tensor, dynamic_inputs
+from ..model.shape_fit import AffineDim, ShapeFit, WhatIfError, TWO_EXPORTS, describe_tensor, dynamic_inputs
 from ..units import check_int64
 from ..vocabulary import ValueKind
-from .what_if import FromExports, Predictor, WhatIf
+from .at_bound import FromExports, Predictor, WhatIf
 
 __all__ = ["what_if_from", "pair_tensors", "fit_pair", "ExportsMismatch", "check_values"]
 
@@ -258,14 +258,14 @@ def what_if_from(a, b, values, at: int, method: str | None = None) -> WhatIf:
 
     Returns
     -------
-    pte_lab.planning.what_if.WhatIf
+    pte_lab.planning.at_bound.WhatIf
         The prediction (its ``exports`` says where it comes from).
 
     Raises
     ------
     ExportsMismatch
         For a pair that is not one model at two values of one parameter (naming the first mismatch).
-    pte_lab.model.what_if.WhatIfError
+    pte_lab.model.shape_fit.WhatIfError
         For values that are not two distinct ints, ``at`` not above 0, or a dim not whole at ``at``.
     """
     v0, v1, at = check_values(values, at)

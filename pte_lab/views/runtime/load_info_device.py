@@ -1,4 +1,5 @@
-"""Views of the runtime's results: a loaded program's memory report, the installation, an emulated device."""
+"""Views of what ``pte_lab.load``, ``runtime_info`` and ``emulate_device`` return: a loaded program's memory
+report, the installation, an emulated device."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ..html import html_repr, key_values
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.device import EmulatedDevice
     from ...runtime.info import RuntimeInfo
-    from ...runtime.program import LabProgram
+    from ...runtime.loaded import LabProgram
 
 __all__ = ["lab_program_html", "runtime_info_text", "runtime_info_html", "emulated_device_html"]
 

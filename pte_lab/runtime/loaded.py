@@ -472,7 +472,7 @@ class LabProgram:
         return ledger_frame(self._engine.call("ledger_events", self._ledger_start))
 
     def _repr_html_(self) -> str:
-        from ..views.run.runtime import lab_program_html
+        from ..views.runtime.load_info_device import lab_program_html
 
         return lab_program_html(self)
 
