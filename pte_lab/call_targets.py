@@ -93,7 +93,7 @@ class OperatorTarget(_TextRecord):
         return self.name if self.namespace is None else f"{self.namespace}::{self.name}"
 
     def escaped(self) -> OperatorTarget:
-        """The same operator, each part safe to show (:func:`pte_lab.printable.printable`)."""
+        """The same operator, each part safe to show (``pte_lab.printable.printable``)."""
         return OperatorTarget(None if self.namespace is None else printable(self.namespace), printable(self.name),
                               None if self.overload is None else printable(self.overload))
 

@@ -85,7 +85,7 @@ class InstructionKind(Word):
 
 class SegmentKind(Word):
     """What the program uses a segment of its file for (the ``kind`` of :class:`pte_lab.format.program_tables.RawSegment` and
-    :class:`pte_lab.model.pte.Segment`). A delegate's blob is a :class:`DelegateSegment` beside these, since it
+    :class:`pte_lab.model.pte.Segment`). A delegate's blob is a :class:`~pte_lab.call_targets.DelegateSegment` beside these, since it
     carries its backend."""
 
     CONSTANTS = "constants"

@@ -133,7 +133,7 @@ class RawSegment:
     index: int
     offset: int  # absolute file offset
     size: int
-    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or the :class:`~pte_lab.vocabulary.DelegateSegment` of the
+    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or the :class:`~pte_lab.call_targets.DelegateSegment` of the
     #: delegate whose blob it holds (``"delegate:<id>"``)
     kind: SegmentKind | DelegateSegment = SegmentKind.UNUSED
     #: every role the program gives it (more than one kind: one table points into another's data)

@@ -60,7 +60,7 @@ class PlannedTensor:
     first: int | None
     last: int | None
     #: the instruction that first writes it, and what that instruction calls (for a view, the value it views:
-    #: a :class:`~pte_lab.vocabulary.ViewOf`); its names from the file made safe to show
+    #: a :class:`~pte_lab.call_targets.ViewOf`); its names from the file made safe to show
     producer: int | None
     op: MadeBy | None
     dynamic: bool
@@ -117,8 +117,8 @@ def tail_paddings(method) -> dict[int, int]:
 
 
 def instruction_targets(plan: RawPlan) -> list[CallTarget]:
-    """What each instruction calls: an :class:`~pte_lab.vocabulary.OperatorTarget`, a
-    :class:`~pte_lab.vocabulary.DelegateCall`, or (control flow) its :class:`~pte_lab.vocabulary.InstructionKind`."""
+    """What each instruction calls: an :class:`~pte_lab.call_targets.OperatorTarget`, a
+    :class:`~pte_lab.call_targets.DelegateCall`, or (control flow) its :class:`~pte_lab.vocabulary.InstructionKind`."""
     ops = [OperatorTarget.from_table(n, o) for n, o in plan.operators]
     out: list[CallTarget] = []
     for ins in plan.instructions:

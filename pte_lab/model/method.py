@@ -66,8 +66,8 @@ class Instruction:
     JumpFalseCall, FreeCall), what it calls and the values it names."""
     index: int
     kind: InstructionKind
-    #: an :class:`~pte_lab.vocabulary.OperatorTarget` (``"aten::add.out"``), a
-    #: :class:`~pte_lab.vocabulary.DelegateCall` (``"delegate:<backend>"``), or the kind for control flow
+    #: an :class:`~pte_lab.call_targets.OperatorTarget` (``"aten::add.out"``), a
+    #: :class:`~pte_lab.call_targets.DelegateCall` (``"delegate:<backend>"``), or the kind for control flow
     target: CallTarget
     args: tuple[int, ...]
     destination: int | None = None

@@ -36,7 +36,7 @@ __all__ = ["Pte", "Segment", "open_pte"]
 class Segment:
     """A segment of the file (:attr:`Pte.segments`): what it holds, its file offset and its bytes."""
     index: int
-    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or the :class:`~pte_lab.vocabulary.DelegateSegment` of the
+    #: a :class:`~pte_lab.vocabulary.SegmentKind`, or the :class:`~pte_lab.call_targets.DelegateSegment` of the
     #: delegate whose blob it holds (``"delegate:<backend>"``)
     kind: SegmentKind | DelegateSegment
     #: absolute file offset

@@ -1,6 +1,6 @@
 """What every finding is: a :class:`Kind` (a stable identifier with one severity), the method it is about,
 its claim, and the typed details of its kind (a :class:`Details` record, made beside its rule); a finding that
-prescribes carries its bytes at stake and its change apart from its claim (a :class:`Prescription`)."""
+prescribes carries its bytes at stake and its change apart from its claim (a :class:`~pte_lab.model.findings.base.Prescription`)."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ class ValuesDetails(Details):
 class Finding:
     """Something pte_lab found in a program (:attr:`Method.findings`, :attr:`Pte.findings`): its kind, the
     method it is about, its claim, and the kind's record (for a finding that prescribes, a
-    :class:`Prescription`: the bytes at stake and the change, fields apart from the claim)."""
+    :class:`~pte_lab.model.findings.base.Prescription`: the bytes at stake and the change, fields apart from the claim)."""
     kind: Kind
     #: the method it is about; None for the whole program
     method: str | None

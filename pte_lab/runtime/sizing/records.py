@@ -400,7 +400,7 @@ class Total:
 
     def with_new_pool(self) -> "Total":
         """This total on a board without a heap: its operator-new parts as one static pool in RAM
-        (:func:`operator_new_pool` of :attr:`heap_blocks`), which the runner gives operator new; itself where no part
+        (``operator_new_pool`` of :attr:`heap_blocks`), which the runner gives operator new; itself where no part
         comes from operator new. A part from malloc stays in the heap: such a board cannot give it."""
         if not self.new_need:
             return self
