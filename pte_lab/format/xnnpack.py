@@ -6,8 +6,10 @@ alone. What a blob that is neither means is :mod:`pte_lab.model.delegates`'."""
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
-__all__ = ["BACKEND", "HEADER_MAGIC", "HEADER_BYTES", "GRAPH_IDENTIFIERS", "identifier", "header_graph_offset"]
+__all__ = ["BACKEND", "HEADER_MAGIC", "HEADER_BYTES", "GRAPH_IDENTIFIERS", "identifier", "header_graph_offset",
+           "XnnpackHeader", "read_header"]
 
 #: the backend id whose blobs these are (what pte_lab knows of the backend is its registration,
 #: ``pte_lab.model.backends.XNNPACK``)
@@ -21,6 +23,20 @@ GRAPH_IDENTIFIERS = (b"XN01",)
 #: the graph's offset in the header: a little-endian uint32 at byte 10
 _GRAPH_OFFSET = struct.Struct("<I")
 _GRAPH_OFFSET_AT = 10
+#: the header after its magic (bytes 8..30): header length (uint16), the graph's offset and size (uint32 each), the
+#: constant data's offset (uint32) and size (uint64)
+_SPANS = struct.Struct("<HIIIQ")
+_SPANS_AT = 8
+
+
+@dataclass(frozen=True)
+class XnnpackHeader:
+    """What an ``XH00`` header says: where the graph flatbuffer and the constant data lie in the blob."""
+
+    graph_offset: int
+    graph_bytes: int
+    constants_offset: int
+    constants_bytes: int
 
 
 def identifier(head: bytes) -> bytes:
@@ -35,3 +51,12 @@ def header_graph_offset(head: bytes) -> int | None:
     if identifier(head) != HEADER_MAGIC or len(head) < _GRAPH_OFFSET_AT + _GRAPH_OFFSET.size:
         return None
     return _GRAPH_OFFSET.unpack_from(head, _GRAPH_OFFSET_AT)[0]
+
+
+def read_header(head: bytes) -> XnnpackHeader | None:
+    """The header at the start of a blob whose first bytes (:data:`HEADER_BYTES` or more) are ``head``; None where
+    they are not an ``XH00`` header (a graph flatbuffer alone, or something else: :func:`identifier` says which)."""
+    if identifier(head) != HEADER_MAGIC or len(head) < HEADER_BYTES:
+        return None
+    _, graph_at, graph_n, const_at, const_n = _SPANS.unpack_from(head, _SPANS_AT)
+    return XnnpackHeader(graph_at, graph_n, const_at, const_n)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import enum
 import json
-import struct
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
@@ -321,13 +320,13 @@ def _coreml_blob(read: Callable[[int, int], bytes], offset: int, size: int
 
 def _xnnpack_blob(read: Callable[[int, int], bytes], offset: int, size: int
                   ) -> tuple[list[BlobSetting], list[BlobPart], str | None]:
-    head = read(offset, min(size, 30))
-    if head[4:8] != b"XH00" or len(head) < 30:
-        if head[4:8] == b"XN01":
+    head = read(offset, min(size, xnnpack.HEADER_BYTES))
+    h = xnnpack.read_header(head)
+    if h is None:
+        if xnnpack.identifier(head) in xnnpack.GRAPH_IDENTIFIERS:
             return [], [BlobPart("graph", size)], None
-        return [], [], "no XNNPACK header (XH00 at bytes 4..8)"
-    _, fb_at, fb_size, const_at, const_size = struct.unpack_from("<HIIIQ", head, 8)
-    return [], [BlobPart("graph", fb_size), BlobPart("constant data", const_size)], None
+        return [], [], f"no XNNPACK header ({xnnpack.HEADER_MAGIC.decode()} at bytes 4..8)"
+    return [], [BlobPart("graph", h.graph_bytes), BlobPart("constant data", h.constants_bytes)], None
 
 
 def blob_contents(backend: str, specs: dict, read: Callable[[int, int], bytes] | None, offset: int,
