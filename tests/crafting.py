@@ -594,3 +594,26 @@ def delegates_sharing_a_handle(calls: int, nodes: int):
     return program, build_etrecord({"forward": {
         "handles": {i: [1, 2 + i] for i in range(calls)}, "delegates": {i: "XnnpackBackend" for i in range(calls)},
         "program": edge_program(graph, [f"own{calls - 1}"])}})
+
+
+def with_delegate_renamed(program: bytes, old_id: str, new_id: str, head: bytes = b"") -> bytes:
+    """``program`` (a real .pte whose one delegate is ``old_id``, its blob in a segment) with that delegate's id
+    written as ``new_id`` (no longer than ``old_id``: the string's length prefix rewritten, the rest zeroed) and
+    the first bytes of its blob replaced by ``head``: a program of a backend nothing here exports (a new
+    delegate's blob layout, CONTRIBUTING's recipe), made from one that is."""
+    import struct
+
+    from pte_lab.format import read
+
+    if len(new_id) > len(old_id):
+        raise ValueError(f"{new_id!r} is longer than {old_id!r}: the flatbuffer has no room for it")
+    data = bytearray(program)
+    key = old_id.encode()
+    at = data.find(key)
+    if data.count(key) != 1 or struct.unpack_from("<I", data, at - 4) != (len(key),):
+        raise ValueError(f"{old_id!r} is not one flatbuffer string of the program")
+    struct.pack_into("<I", data, at - 4, len(new_id))
+    data[at:at + len(key)] = new_id.encode().ljust(len(key), b"\0")
+    (seg,) = [s for s in read(bytes(data))[0].segments if s.kind == f"delegate:{new_id}"]
+    data[seg.offset:seg.offset + len(head)] = head
+    return bytes(data)

@@ -429,3 +429,24 @@ def test_an_operator_prints_as_the_file_names_it_and_is_read_by_its_parts():
     made = m.tensors.set_index("value")["op"]
     assert [made[v] for v in (1, 2, 3)] == ["aten::relu", "my_op.out", "evil::x\\x1b[2J.out"]
     assert "\x1b" not in repr(m) and "\x1b" not in repr(m.arena(1))
+
+
+def test_a_backend_pte_lab_does_not_know_gets_what_is_true_of_any_delegate(tmp_path, capsys):
+    """A program of a backend nothing here exports or registers (its XNNPACK delegate renamed, its blob's header
+    overwritten): inspect names it, counts its blob's bytes, gives any delegate's note, and reads none of its
+    bytes as XNNPACK's (what CONTRIBUTING's blob-layout recipe starts from)."""
+    from pathlib import Path
+
+    from pte_lab.cli import main
+    from tests.crafting import with_delegate_renamed
+
+    real = (Path(__file__).parent / "data" / "apple" / "focus_xnnpack.pte").read_bytes()
+    path = tmp_path / "toy.pte"
+    path.write_bytes(with_delegate_renamed(real, "XnnpackBackend", "ToyNpuBackend", b"\0\0\0\0TOY1"))
+    (d,) = pte_lab.open(path).methods["forward"].delegate_memory
+    assert d.backend == "ToyNpuBackend" and d.contents is None  # no reader registered: no parts guessed
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "ToyNpuBackend delegate 1.9 KiB" in out
+    assert "backend ToyNpuBackend (ToyNpuBackend): known: the planned arenas and the blob's bytes" in out
+    assert "XH00" not in out and "graph" not in out
