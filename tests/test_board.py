@@ -367,6 +367,11 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
         else:
             (fit,) = [ln for ln in out.splitlines() if ln.startswith("method 'forward' on a cortex-m board")]
             assert ": fits; " + said in fit and "17,852 B" in fit
+    # regions and no budget: the block points at the placement (one verdict), not at a budget nobody gave
+    assert main([*target, "--region", "SRAM=256KiB", "--npu-region", "SRAM", "--no-heap"]) == 0
+    out = capsys.readouterr().out
+    assert "placed in the regions SRAM 262,144 B (256 KiB): the last line says where each pool goes" in out
+    assert "no budget given" not in out
     # a region named heap with room: the handle goes there and nowhere else
     assert main([*target, "--region", "SRAM=256KiB", "--region", "heap=1KiB"]) == 0
     out = capsys.readouterr().out

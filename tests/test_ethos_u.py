@@ -382,3 +382,16 @@ def test_quantize_and_dequantize_left_at_the_edges_are_advised_int8_io():
             in f.message)
     assert "QuantizeInputs and QuantizeOutputs" in f.details.change
     assert f"the peak falls by up to {human_bytes(f.at_stake)}" in f.message
+
+
+def test_inspect_says_the_backend_runs_here_only_as_its_stand_in(capsys):
+    """inspect and sizes agree: EthosUBackend is sized here with pte_lab's stand-in (not 'cannot run here'), and
+    what it allocates inside is measured on the device; Core ML, with no stand-in, cannot run here at all."""
+    assert cli_main(["inspect", str(DATA / "u55_128_shared_sram.pte")]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "the plan leaves out" in ln]
+    assert "EthosUBackend runs here only as pte_lab's stand-in (`pte-lab sizes FILE` sizes the pools" in line
+    assert "cannot run here" not in line and "measure what it allocates inside on the device" in line
+    coreml = Path(__file__).parent / "data" / "apple" / "focus_coreml.pte"
+    assert cli_main(["inspect", str(coreml)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "the plan leaves out" in ln]
+    assert "CoreMLBackend cannot run here" in line and "stand-in" not in line

@@ -204,7 +204,16 @@ def test_the_budget_is_the_apps_whole_memory_pools_and_the_loaders_heap_beside_t
     bound it gives fits the whole where the planned-only answer would not."""
     import os
 
+    from pte_lab.runtime.sizing import SizingError
+    from pte_lab.planning import at_bound
+
     plain = largest_bound(attention, "1MB")
+
+    def cannot_run(*args, **kwargs):
+        raise SizingError("forward: cannot run here")
+
+    # a method that cannot be sized here: the file's figures, the heap a floor
+    monkeypatch.setattr(at_bound, "sizes", cannot_run)
     assert main(["what-if", attention, "--budget", "1MB"]) == 0
     out = capsys.readouterr().out
     b = largest_bound(attention, "1MB", whole=True)
@@ -221,12 +230,19 @@ def test_the_budget_is_the_apps_whole_memory_pools_and_the_loaders_heap_beside_t
     assert "not counted: what kernels malloc at run time" in out
     assert b.to_dict()["beyond_plan"]["total"] == y.total and b.to_dict()["plan_budget"] == 1_000_000 - y.total
 
-    # sized (kept): the measured pools and FileDataLoader's heap peak replace the file's figures
+    # nothing kept and the method runs: the answer sizes it first (and keeps that), so that the same question gets
+    # the same answer whether or not `pte-lab sizes` ran before it
+    monkeypatch.undo()
     monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    now = largest_bound(attention, "1MB", whole=True, cache=True)
+    assert now.beyond.measured and now.beyond.kept is None and not now.beyond.lower
+    assert "a sizing of these bytes made now for this answer" in str(now)
+    # sized (kept): the measured pools and FileDataLoader's heap peak replace the file's figures
     m = pte_lab.sizes(attention, cache=True).methods["forward"]
     sized = largest_bound(attention, "1MB", whole=True, cache=True)
     assert [p.bytes for p in sized.beyond.parts] == [m.method_allocator, m.temp_allocator, m.file_heap_peak]
     assert sized.beyond.parts[0].bytes == y.parts[0].bytes  # the file's method pool is the one measured
     assert sized.beyond.kept is not None and not sized.beyond.lower
+    assert (sized.bound, sized.beyond.parts[:2]) == (now.bound, now.beyond.parts[:2])  # the same answer
     assert sized.at.planned + sized.beyond.total <= 1_000_000
     assert "from a kept sizing of these bytes" in str(sized) and "not counted" not in str(sized)

@@ -260,7 +260,7 @@ def _target_sizes(args, pte, s):
 
         sys.stdout.write(c_header(board, budget=budget, regions=regions, heap=heap, npu_regions=npu_regions))
         return board
-    blocks = set_these(s, board, pte, args.target, budget, heap=heap)
+    blocks = set_these(s, board, pte, args.target, budget, heap=heap, regions=regions)
     if args.json:
         doc = board.to_dict(budget, regions, heap=heap, npu_regions=npu_regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"],
                                                 "set_these": set_these_dict(blocks)}

@@ -27,6 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..arguments import AT_LEAST_ONE, BOOL, DIM, DIM_SIZES, NAME, PATH, PROGRAM, PROGRESS, SIZE, arguments, optional
+from ..errors import PteLabError
 from ..format.regular_file import check_regular
 from ..format.schema import TensorShapeDynamism
 from ..model import Pte, open_pte
@@ -44,6 +45,7 @@ from ..runtime import kept, native
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.shapes import plain_inputs, program_scalars
 from ..runtime.sizing.kept_sizes import kept_sizes
+from ..runtime.sizing.results import sizes
 from ..runtime.sizing.measure import cannot_run_here
 from ..runtime.sizing.records import Basis
 from ..units import INT64_MAX, align_up, check_int64, exact_bytes, parse_bytes
@@ -191,20 +193,32 @@ class BeyondPlan:
         """Some part is a floor: the whole may need more (``pte-lab sizes`` measures it)."""
         return any(p.lower for p in self.parts)
 
+    @property
+    def measured(self) -> bool:
+        """Its figures are a sizing's (kept, or made for this answer), not the file's."""
+        return all(p.basis == Basis.MEASURED_HERE for p in self.parts)
 
-def beyond_plan(pte, path: str, method: str, cache: bool | None = None) -> BeyondPlan | None:
+
+def beyond_plan(pte, path: str, method: str, cache: bool | None = None, *, measure: bool = False,
+                progress=None) -> BeyondPlan | None:
     """What the app needs beyond the planned arenas of ``method`` (:class:`BeyondPlan`): a kept sizing of these
-    bytes where one is kept, else what the file says; None where neither gives the method pool (a delegate whose
-    init the model does not know)."""
+    bytes where one is kept; else, with ``measure``, a sizing of the method made now (and kept: the next question
+    asks it again for free), so that a budget's answer does not depend on whether ``pte-lab sizes`` ran first;
+    else (or where the method cannot run here) what the file says, the heap as a floor. None where none gives the
+    method pool (a delegate whose init the model does not know)."""
     for verify in (False, True):
         s = kept_sizes(path, verify=verify, cache=cache)
         m = s.methods.get(method) if s is not None else None
         if m is not None and m.file_heap_peak is not None:
-            return BeyondPlan(method, (
-                BeyondPart("method pool", m.method_allocator, Basis.MEASURED_HERE),
-                BeyondPart("temp pool", m.temp_allocator, Basis.MEASURED_HERE),
-                BeyondPart("heap peak (the loader's copy of the program, what kernels and delegates malloc)",
-                           m.file_heap_peak, Basis.MEASURED_HERE)), kept=s.kept)
+            return _measured_beyond(method, m, s.kept)
+    if measure:
+        try:  # what `pte-lab sizes FILE` measures and keeps, so that either asked first gives the other's figures
+            s = sizes(path, cache=cache, progress=progress)
+        except PteLabError:
+            s = None  # it cannot be sized here: the file's figures, said as floors
+        m = s.methods.get(method) if s is not None else None
+        if m is not None and m.file_heap_peak is not None:
+            return _measured_beyond(method, m, s.kept)
     mp = method_pool(pte, method, "host", external_data=False)
     if mp.bytes is None or pte.methods[method].raw.delegates:
         return None  # a delegate's own memory is not in the file: only a sizing says it
@@ -214,6 +228,14 @@ def beyond_plan(pte, path: str, method: str, cache: bool | None = None) -> Beyon
         BeyondPart("temp pool (kernel resolution)", max(mp.resolution_temp, mp.resolution_minimum), Basis.MODELLED,
                    lower=True),
         BeyondPart("heap: the loader's copy of the program (the file's size)", size, Basis.FILE, lower=True)))
+
+
+def _measured_beyond(method: str, m, kept: float | None) -> BeyondPlan:
+    return BeyondPlan(method, (
+        BeyondPart("method pool", m.method_allocator, Basis.MEASURED_HERE),
+        BeyondPart("temp pool", m.temp_allocator, Basis.MEASURED_HERE),
+        BeyondPart("heap peak (the loader's copy of the program, what kernels and delegates malloc)",
+                   m.file_heap_peak, Basis.MEASURED_HERE)), kept=kept)
 
 
 @dataclass(frozen=True)
@@ -929,7 +951,7 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
     edit, findings = _applied(m, apply)
     if fit is None:
         fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache, progress)
-    beyond = beyond_plan(pte, path, m.name, cache) if whole else None
+    beyond = beyond_plan(pte, path, m.name, cache, measure=True, progress=progress) if whole else None
     b = search_budget(Predictor(m, fit, edit, findings), budget, path, need=need, beyond=beyond)
     b.dim_chosen = chosen
     b.asked = given.strip() if isinstance(given, str) else None

@@ -61,7 +61,21 @@ def delegate_heap_note(backends, not_here=()) -> str:
     return (f"the plan leaves out the delegate's own memory: {' and '.join(parts)} {verb} in the heap or the "
             f"accelerator's memory, outside the planned arenas; "
             + (f"`pte-lab sizes FILE` measures {measured}; " if said else "")
-            + f"{' and '.join(not_here)} cannot run here: measure it on the device (its backend line says how)")
+            + _not_here_words([registration(b) for b in not_here]))
+
+
+def _not_here_words(regs) -> str:
+    """What is said of backends pte_lab cannot run on this host: those with a stand-in run here as it (their pools
+    sized, nothing computed), the others not at all; what each allocates inside is measured on the device."""
+    stood = [r.id for r in regs if r.stand_in is not None]
+    rest = [r.id for r in regs if r.stand_in is None]
+    said = []
+    if stood:
+        said.append(f"{' and '.join(stood)} run{'s' if len(stood) == 1 else ''} here only as pte_lab's stand-in "
+                    f"(`pte-lab sizes FILE` sizes the pools with it; it computes nothing)")
+    if rest:
+        said.append(f"{' and '.join(rest)} cannot run here")
+    return "; ".join(said) + ": measure what it allocates inside on the device (its backend line says how)"
 
 
 def backend_note_line(note) -> str:

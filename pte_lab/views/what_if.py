@@ -190,9 +190,11 @@ def _counted_lines(b) -> list[str]:
                 f"pool, temp pool and heap come on top: `pte-lab sizes FILE` measures them"]
     y = b.beyond
     parts = " + ".join(f"{p.what} {p.bytes:,} ({p.basis}{', at least' if p.lower else ''})" for p in y.parts)
-    src = (f"a kept sizing of these bytes ({local_minute(y.kept)}, at the exported bound; the pools do not change "
-           f"with the bound)" if y.kept is not None else "the file (the method pool replayed from its tables with "
-           "this host's ABI)")
+    at_bound = ("at the exported bound; the pools do not change with the bound, and the heap measured there is an "
+                "upper figure for a smaller one (what kernels malloc may shrink with the shapes)")
+    src = (f"a kept sizing of these bytes ({local_minute(y.kept)}, {at_bound})" if y.kept is not None else
+           f"a sizing of these bytes made now for this answer ({at_bound}; kept: the next question reads it)"
+           if y.measured else "the file (the method pool replayed from its tables with this host's ABI)")
     out = [f"beside the planned arenas, an app with {y.loader} needs, from {src}: {parts} = {exact_bytes(y.total)}; "
            f"the planned arenas get the rest of the budget, {exact_bytes(b.plan_budget)}"]
     if y.lower:
@@ -258,7 +260,7 @@ def budget_dict(b) -> dict:
             "smallest": b.smallest, "smallest_bound": b.smallest_bound, "plan_budget": b.plan_budget,
             # what the budget counts beside the planned arenas (null: the planned arenas alone)
             "beyond_plan": None if b.beyond is None else {
-                "loader": str(b.beyond.loader), "total": b.beyond.total, "kept": b.beyond.kept,
+                "loader": str(b.beyond.loader), "total": b.beyond.total, "kept": b.beyond.kept, "measured": b.beyond.measured,
                 "parts": [{"what": p.what, "bytes": p.bytes, "basis": str(p.basis), "at_least": p.lower}
                           for p in b.beyond.parts]},
             **({"need": b.need, "covers_need": b.covers_need,

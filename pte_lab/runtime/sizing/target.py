@@ -271,6 +271,8 @@ class SetThese:
     heap: bool | None = None
     #: the blocks the heap rows ask operator new for (bytes each)
     heap_blocks: tuple[int, ...] = ()
+    #: the board's regions (name, bytes) the total is placed in instead of a budget (``Fit`` places it)
+    regions: tuple[tuple[str, int], ...] = ()
 
     @property
     def total(self) -> int:
@@ -310,7 +312,7 @@ class SetThese:
 
 
 def set_these(sizes: Sizes, board: Sizes, pte, target: str, budget: int | None = None, *,
-              heap: bool | None = None) -> dict[str, SetThese]:
+              heap: bool | None = None, regions: tuple[tuple[str, int], ...] = ()) -> dict[str, SetThese]:
     """Per method, what a ``target`` board must be given (:class:`SetThese`): from ``sizes`` (this host's) and
     ``board`` (:func:`on_target`'s), the same pools as the board's total (:meth:`MethodSizes.totals`); ``heap``
     False: the board has no heap (what a delegate takes with operator new then fails load_method)."""
@@ -357,5 +359,5 @@ def set_these(sizes: Sizes, board: Sizes, pte, target: str, budget: int | None =
                 break
         # the same parts as the board's total (records.MethodSizes.totals): its bytes, its budget check
         out[name] = SetThese(name, target, p.abi, kind.name, kind.loader, t.configuration, tuple(rows), t.runnable,
-                             budget, p.why, heap, t.heap_blocks)
+                             budget, p.why, heap, t.heap_blocks, tuple(regions))
     return out

@@ -122,6 +122,9 @@ def _budget_words(b: SetThese) -> str:
     if b.no_heap:
         return ("" if b.budget is None else f"against a budget of {capacity_bytes(b.budget)}: ") + \
             "DOES NOT FIT on a board without a heap (below)"
+    if b.regions and b.budget is None:
+        return (f"placed in the regions {', '.join(f'{n} {capacity_bytes(size)}' for n, size in b.regions)}: "
+                f"the last line says where each pool goes and whether it fits")
     if b.budget is None or b.left is None:
         return "no budget given (--budget 256KiB checks it)"
     if b.fits:
