@@ -206,15 +206,16 @@ def test_attribution_is_linear_in_instructions_and_nodes_not_their_product():
 
 def test_each_nodes_operator_is_parsed_once(monkeypatch):
     """An operator name is parsed once per distinct target while reading (every node runs aten.op.default), and
-    once per instruction by each of the checks and the attribution: not once per node per instruction."""
-    from pte_lab.model import attribution
+    the checks and the attribution read each instruction's operator from its record (its parts, never its text
+    parsed again): not once per node per instruction."""
+    from pte_lab import call_targets
 
     reading = _count_calls(monkeypatch, etr_mod, "op_base")
-    attributing = _count_calls(monkeypatch, attribution, "op_base")
+    parsing = _count_calls(monkeypatch, call_targets.OperatorTarget, "parse")
     program, etr = program_and_etrecord(300, 3_000)
     m = pte_lab.open(program, etrecord=etr).methods["forward"]
     m.sources, m.by_module()
-    assert len(reading) <= 2 and len(attributing) <= 3 * 300
+    assert len(reading) <= 2 and len(parsing) <= 3 * 300
 
 
 def test_delegate_calls_naming_the_same_nodes_over_and_over_are_refused_not_walked():

@@ -118,8 +118,9 @@ CONFIGURATIONS = {
 
 class Loader(str):
     """The data loader a target's total assumes: a ``str`` that documents write as the loader and what it does
-    (``words``: "FileDataLoader (it mallocs the program's bytes it reads)"); :attr:`name` is the loader alone
-    ("FileDataLoader"), which the words start with."""
+    (``words``: "FileDataLoader (it mallocs the program's bytes it reads)"); :attr:`name` is the loader as a heading
+    names it, without what it does in parentheses ("FileDataLoader", "BufferDataLoader over the program in
+    flash"), which the words start with."""
 
     name: str
 
@@ -157,7 +158,7 @@ TARGET_KINDS = {k.name: k for k in (
     TargetKind("host", "this host's platform layer (ExecuTorch's POSIX one: et_pal_allocate is malloc)", True,
                True, Loader("FileDataLoader (it mallocs the program's bytes it reads)", "FileDataLoader"), True),
     TargetKind("bare-metal", "a bare-metal platform layer whose et_pal_allocate returns nullptr (as Arm's does)",
-               False, False, Loader("BufferDataLoader over the program in flash", "BufferDataLoader"), False),
+               False, False, Loader("BufferDataLoader over the program in flash", "BufferDataLoader over the program in flash"), False),
 )}
 
 #: the pte_lab.sizes document's version: 2 since a total and a fit say their ``basis`` (file, modelled,
