@@ -415,10 +415,13 @@ XNNPACK = _register(Backend(
 #: (a heap-less board)
 _ETHOS_U_HANDLE = ("ExecutionHandle", "operator new", 9)
 
+#: what a Vela stream (Ethos-U's blob, under either id) gives and pte_lab reads
+_VELA_KNOWN = ("the command stream, weights and scratch the blob declares (the scratch from the temp allocator at "
+               "every execute) and where the memory mode needs each")
+
 ETHOS_U = _register(Backend(
     vela.BACKEND, "Arm Ethos-U",
-    known="the command stream, weights and scratch the blob declares (the scratch from the temp allocator at every "
-          "execute) and where the memory mode needs each; the backend's own handle, one per delegate call "
+    known=f"{_VELA_KNOWN}; the backend's own handle, one per delegate call "
           f"({_ETHOS_U_HANDLE[0]}, {_ETHOS_U_HANDLE[2]} pointer-sized words: {_ETHOS_U_HANDLE[2] * 4} B on a 32-bit "
           f"Cortex-M, with {_ETHOS_U_HANDLE[1]} at load_method, as ExecuTorch's source reads; pte-lab sizes --target "
           "cortex-m counts it in the board's heap)",
@@ -485,8 +488,7 @@ OPENVINO = _register(Backend(
 #: backend like Ethos-U's (its advice is a microcontroller's), whose handle and stand-in are not modelled for it
 ARM_LEGACY = _register(Backend(
     vela.LEGACY_BACKEND, "Arm Ethos-U (ExecuTorch 0.2 to 0.5's id)",
-    known="the command stream, weights and scratch the blob declares (the scratch from the temp allocator at every "
-          "execute) and where the memory mode needs each",
+    known=_VELA_KNOWN,
     unknown=f"the backend's own allocations in the runtime that wrote this id (ExecuTorch 1.x registers the backend "
             f"as {vela.BACKEND}, and does not load a program that names {vela.LEGACY_BACKEND}: export it again), and "
             "the fast scratch the firmware provides under Dedicated_Sram",
