@@ -36,9 +36,10 @@ class Device(str):
 
     def __new__(cls, device_type: int, device_index: int = 0) -> "Device":
         kind = DEVICE_NAMES.get(device_type, f"device{device_type}")
-        self = super().__new__(cls, "cpu" if kind == "cpu" else f"{kind}:{device_index}")
+        host = int(device_type) == DEVICE_TYPES["cpu"]
+        self = super().__new__(cls, kind if host else f"{kind}:{device_index}")
         # the CPU is one device whatever index the file gives it, as its name says
-        self.device_type, self.device_index = int(device_type), 0 if kind == "cpu" else int(device_index)
+        self.device_type, self.device_index = int(device_type), 0 if host else int(device_index)
         return self
 
     @property
