@@ -7,7 +7,6 @@ else ``~/.cache/pte_lab``.
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import os
 from pathlib import Path
 
@@ -23,6 +22,8 @@ def cache_dir(*parts: str) -> Path:
 
 def dist_version(dist: str) -> str:
     """An installed distribution's version ("-" where it is not installed)."""
+    import importlib.metadata as md  # when asked: its import is a worker's largest
+
     try:
         return md.version(dist)
     except md.PackageNotFoundError:

@@ -111,12 +111,46 @@ def test_a_failed_step_is_named_with_executorchs_error(program_path):
         record(path, "forward", [(6, (8, 16), bytes(8 * 16 * 4))], 64)
 
 
-def test_what_if_leaves_executorchs_python_package_unimported(program_path):
+def test_what_if_leaves_executorchs_python_package_and_torch_unimported(program_path):
+    """A what-if's runs import neither ExecuTorch's Python package nor torch (its inputs are drawn with numpy, as
+    plain data: torch's import alone was most of a small program's answer)."""
     path = str(program_path("dynamic"))
     code = ("import sys, pte_lab\n"
             f"w = pte_lab.what_if({path!r}, {{(0, 0): 20}}, cache=False)\n"
-            "print(w.planned, sorted(m for m in sys.modules if m.split('.')[0] == 'executorch'))")
+            "print(w.planned, sorted({m.split('.')[0] for m in sys.modules} & {'executorch', 'torch'}))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     planned, heavy = r.stdout.strip().splitlines()[-1].split(" ", 1)
     assert int(planned) > 0 and heavy == "[]"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8",
+                                   "bool", "complex64"])
+def test_plain_inputs_drawn_without_torch_are_what_torch_would_give_the_recorder(tmp_path, dtype):
+    """For each dtype, the plain inputs what-if draws with numpy carry the ScalarType code, shape and byte count of
+    the torch tensors example_inputs builds (the recorder reads nothing else), and values a kernel takes as
+    drawn: floats finite and about standard normal, integers 0 to 3, bool 0 or 1."""
+    import numpy as np
+    import torch
+
+    from crafting import build_program
+    from pte_lab.model.dtypes import SCALAR_TYPES
+    from pte_lab.runtime.inputs import example_inputs, plain_example_inputs
+
+    code = next(c for c, (name, _) in SCALAR_TYPES.items() if name == dtype)
+    path = tmp_path / f"{dtype}.pte"  # one planned input of this dtype, [8, 16]
+    path.write_bytes(build_program([("tensor", 1, 0, [8, 16], code)], [[0, 0]], sizes=(0, 2048), outputs=[0]))
+    m = pte_lab.open(str(path)).methods["forward"]
+    assert m.inputs[0].dtype == dtype
+    plain = plain_example_inputs(m, shapes={0: (8, 16)})
+    via_torch = plain_inputs(m, example_inputs(m, shapes={0: (8, 16)}))
+    assert [(c, s, len(b)) for c, s, b in plain] == [(c, s, len(b)) for c, s, b in via_torch]
+    assert plain[0][0] == code
+    _, shape, data = plain[0]
+    values = torch.frombuffer(bytearray(data), dtype=getattr(torch, dtype)).reshape(shape)
+    if values.is_floating_point() or values.is_complex():
+        real = torch.view_as_real(values).float() if values.is_complex() else values.float()
+        assert bool(torch.isfinite(real).all()) and 0.5 < float(real.std()) < 1.5
+    else:
+        assert set(np.unique(values.numpy().astype(int))) <= {0, 1, 2, 3}
+        assert len(np.unique(values.numpy())) > 1  # drawn, not zeros

@@ -146,17 +146,26 @@ def _declared(program_path, tmp_path, shape) -> str:
 
 @pytest.fixture
 def built(monkeypatch):
-    """The shapes pte_lab asks torch.randn for: recorded, and refused (never allocated) from 1 Mi elements on."""
-    import torch
+    """The shapes pte_lab draws a run's inputs at (numpy's generator: what-if's runs take plain data, never torch
+    tensors): recorded, and refused (never allocated) from 1 Mi elements on."""
+    shapes, real = [], np.random.default_rng
 
-    shapes, real = [], torch.randn
+    class Drawing:
+        def __init__(self, seed):
+            self._rng = real(seed)
 
-    def randn(size, **kwargs):
-        shapes.append(tuple(size))
-        assert np.prod(size, dtype=object) < 2 ** 20, f"torch.randn{tuple(size)}: built at a declared size"
-        return real(size, **kwargs)
+        def _drawn(self, size):
+            shapes.append(tuple(size))
+            assert np.prod(size, dtype=object) < 2 ** 20, f"inputs drawn at {tuple(size)}: a declared size"
+            return tuple(size)
 
-    monkeypatch.setattr(torch, "randn", randn)
+        def standard_normal(self, size, *a, **k):
+            return self._rng.standard_normal(self._drawn(size), *a, **k)
+
+        def integers(self, low, high, size, *a, **k):
+            return self._rng.integers(low, high, self._drawn(size), *a, **k)
+
+    monkeypatch.setattr(np.random, "default_rng", Drawing)
     return shapes
 
 

@@ -39,11 +39,12 @@ from ..model.plan_edit import PlanEdit
 from ..model.shape_fit import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, check_bounds, dim_name, dynamic_inputs,
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
                               unrecorded, value_shapes)
-from ..runtime.inputs import check_build, example_inputs, input_parts, shape_bytes
+from ..runtime.inputs import check_build, input_parts, plain_example_inputs, shape_bytes
 from ..progress import reporter
 from ..runtime import kept, native
+from ..runtime.libraries import registry
 from ..runtime.isolate import RemoteError, Worker
-from ..runtime.shapes import plain_inputs, program_scalars
+from ..runtime.shapes import program_scalars
 from ..runtime.sizing.kept_sizes import kept_sizes
 from ..runtime.sizing.results import sizes
 from ..runtime.sizing.measure import cannot_run_here
@@ -700,15 +701,17 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
     report.step("starting an isolated worker")
     # the native engine: ExecuTorch's libraries loaded directly and pte_lab's own shape recorder, never its Python
     # package
-    engine = Worker(count=False, native=True)
+    engine = Worker(count=False, native=True, known=registry())
     try:
         engine.call("provide_operators", method.operators)
         runs = []
         for k, point in enumerate(points, 1):
             report.step(f"method {method.name!r}: a run at {point_text(keys, point)} ({k}/{len(points)})")
-            inputs = example_inputs(method, shapes=_shapes_at(method, keys, point), limit=max_input_bytes)
+            # plain data built with numpy, not torch tensors: the native recorder takes bytes, and torch's import
+            # (about 1 s of CPU) would be most of a small program's answer
+            inputs = plain_example_inputs(method, shapes=_shapes_at(method, keys, point), limit=max_input_bytes)
             try:
-                logged = engine.call("record_shapes", path, method.name, plain_inputs(method, inputs),
+                logged = engine.call("record_shapes", path, method.name, inputs,
                                      _debug_buffer(method, keys, point), data_path)
             except RemoteError as exc:
                 raise WhatIfError(f"{method.name} did not run at {point}: {exc.message.splitlines()[0]}") from None

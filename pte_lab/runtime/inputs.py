@@ -206,6 +206,55 @@ def example_inputs(method, seed: int = 0, *, shapes: dict | None = None, limit=N
     return out
 
 
+#: dtype name -> the numpy dtype a plain input of it is drawn in (bfloat16: drawn in float32, its upper half kept)
+_NUMPY_DRAWN = {"float16": "float16", "float32": "float32", "float64": "float64", "bfloat16": "float32",
+                "complex64": "complex64", "complex128": "complex128", "bool": "bool", "uint8": "uint8",
+                "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint16": "uint16",
+                "uint32": "uint32", "uint64": "uint64"}
+
+
+def plain_example_inputs(method, seed: int = 0, *, shapes: dict | None = None, limit=None) -> list:
+    """:func:`example_inputs` as plain data, without torch: a tensor as ``(ScalarType code, shape, its contiguous
+    bytes)``, a scalar as it is (what the native shape recorder takes, :func:`pte_lab.runtime.recorder.record`).
+    Drawn as :func:`example_inputs` draws them (floating point standard normal, integers 0 to 3, bool random;
+    seeded, with numpy's generator, so not the same numbers as torch's): a run's shapes do not depend on them.
+    A dtype numpy cannot draw (quantized, 8-bit float) is built as :func:`example_inputs` builds it, with torch.
+    Checked and refused as :func:`example_inputs` is."""
+    doing = "its inputs at the shapes " + ("asked" if shapes else "the file declares")
+    check_build(input_parts(method, shapes), method=method.name, doing=doing, limit=limit)
+    tensors = [s for s in method.inputs if s.kind == ValueKind.TENSOR]
+    if any(s.dtype not in _NUMPY_DRAWN for s in tensors):
+        from .shapes import plain_inputs
+
+        return plain_inputs(method, example_inputs(method, seed, shapes=shapes, limit=limit))
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out: list = []
+    for s in method.inputs:
+        if s.kind in SCALAR_DEFAULTS:
+            out.append(scalar_default(s))
+            continue
+        if s.kind != ValueKind.TENSOR:
+            raise ValueError(f"method {method.name!r} input {s.position} is a {s.kind}: pass inputs yourself")
+        shape = tuple(int(d) for d in (shapes or {}).get(s.position, s.shape))
+        drawn = np.dtype(_NUMPY_DRAWN[s.dtype])
+        if drawn.kind in "fc":
+            a = rng.standard_normal(shape)
+            if drawn.kind == "c":
+                a = a + 1j * rng.standard_normal(shape)
+            a = a.astype(drawn)
+            if s.dtype == "bfloat16":  # bfloat16 is float32's upper 16 bits (truncated)
+                a = (a.view(np.uint32) >> 16).astype(np.uint16)
+        elif drawn.kind == "b":
+            a = rng.integers(0, 2, shape).astype(bool)
+        else:
+            a = rng.integers(0, 4, shape).astype(drawn)
+        code = method.raw.values[s.value].tensor.scalar_type
+        out.append((int(code), shape, np.ascontiguousarray(a).tobytes()))
+    return out
+
+
 def is_token_position(method) -> bool:
     """Whether ``method`` takes ``(tokens int64[1, n], input_pos int64[1])``: an LLM's forward."""
     ins = method.inputs

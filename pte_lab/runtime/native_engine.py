@@ -29,6 +29,7 @@ from .sizing_runner import file_loader_default_alignment, run_method
 from .stand_ins import register, stats
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .libraries import Registry
     from .sizing_runner import RunnerResult
 
 __all__ = ["NativeEngine", "NativeOps"]
@@ -76,12 +77,15 @@ class NativeEngine(NativeOps):
     """Sizing runs in a process that never imports ExecuTorch's Python package (see the module's docstring).
 
     ``devices``: the devices the program's arenas name; ``emulate``: those to emulate where no real allocator is
-    registered (as :class:`~pte_lab.runtime.engine.Engine` does)."""
+    registered (as :class:`~pte_lab.runtime.engine.Engine` does); ``known``: the install's
+    :class:`~pte_lab.runtime.libraries.Registry` where the caller has it (else read here)."""
 
-    def __init__(self, devices: list[str] = (), emulate: list[str] = ()):
+    def __init__(self, devices: list[str] = (), emulate: list[str] = (), known: "Registry | None" = None):
         native.without_python_extension()
         native.library()  # libexecutorch.so, through the helper's own link
-        self.registry = registry()
+        # ``known``: the registry as the parent read it (each worker would otherwise list the install's
+        # libraries again to find its key, about 50 ms)
+        self.registry = known if known is not None else registry()
         self._loaded: set[str] = set()
         self._backends: list[str] = []
         for name, lib in sorted(self.registry.backends.items()):

@@ -17,8 +17,7 @@ from __future__ import annotations
 import ctypes
 from functools import lru_cache
 
-from ..model.backends import BACKENDS, registration
-from ..model.method_pool import BACKEND_SOURCES_READ
+from ..model.backends import BACKENDS, ETHOS_U, registration
 from ..vocabulary import OperatorTarget
 from . import native
 
@@ -34,7 +33,7 @@ STAND_INS = {
 }
 #: the sources the stand-ins were read from (the versions above are those they are used under: 1.5.1's wheel
 #: ships no Arm runtime source, and its Arm runtime is taken to be that of main of 2026-08-22: one home, the model's)
-SOURCES_READ = BACKEND_SOURCES_READ
+SOURCES_READ = ETHOS_U.sources_read or ""
 #: operator namespaces whose kernels get stand-ins
 KERNEL_NAMESPACES = tuple(k[:-2] for k in STAND_INS if k.endswith("::"))
 

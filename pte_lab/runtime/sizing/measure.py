@@ -164,7 +164,7 @@ class Session:
         return self
 
     def _start(self) -> None:
-        self.engine = Worker(self.devices, self.devices, native=True)
+        self.engine = Worker(self.devices, self.devices, native=True, known=registry())
         self.registered = set(self.engine.call("registered_backends"))
         #: FileDataLoader::from(path)'s default alignment: what the file-loader runs and the verification use
         self.file_loader = int(self.engine.call("file_loader_default_alignment"))
