@@ -39,6 +39,8 @@ LAZY_MODULES = HEAVY + ("torchao", "numpy", "IPython", "PIL", "tqdm", "filelock"
 #: (module, imported module) -> why it is imported inside a function although it is neither heavy nor a hook
 LAZY_ALLOWED = {
     ("pte_lab.runtime.sizing.measure", "resource"): "POSIX only: the function answers None where it is missing",
+    **{(m, "importlib.metadata"): "the largest import of a worker's start (14 ms of its 75), asked once a process"
+       for m in ("pte_lab.cache", "pte_lab.runtime.native")},
     ("pte_lab.arguments", "inspect"): "at a checked function's first call: ``import pte_lab`` stays light",
     ("pte_lab.planning", "pte_lab.planning.teaching"): "the lessons' helpers draw: plot loads when one is asked "
                                                        "for, not with the planners the CLI's parser lists",

@@ -11,7 +11,8 @@ import pytest
 
 import pte_lab
 from pte_lab.model.shape_fit import sample_points
-from pte_lab.runtime.shapes import plain_inputs, program_scalars
+from pte_lab.runtime.inputs import plain_inputs
+from pte_lab.runtime.shapes import program_scalars
 
 #: the dynamic programs what-if's tests run, and the dim each is asked about: a linear layer's batch; export_llm's
 #: llama with its KV caches (XNNPACK with custom sdpa and caches; portable with index_put_ caches), the prompt's

@@ -224,8 +224,6 @@ def plain_example_inputs(method, seed: int = 0, *, shapes: dict | None = None, l
     check_build(input_parts(method, shapes), method=method.name, doing=doing, limit=limit)
     tensors = [s for s in method.inputs if s.kind == ValueKind.TENSOR]
     if any(s.dtype not in _NUMPY_DRAWN for s in tensors):
-        from .shapes import plain_inputs
-
         return plain_inputs(method, example_inputs(method, seed, shapes=shapes, limit=limit))
     import numpy as np
 
@@ -239,19 +237,38 @@ def plain_example_inputs(method, seed: int = 0, *, shapes: dict | None = None, l
             raise ValueError(f"method {method.name!r} input {s.position} is a {s.kind}: pass inputs yourself")
         shape = tuple(int(d) for d in (shapes or {}).get(s.position, s.shape))
         drawn = np.dtype(_NUMPY_DRAWN[s.dtype])
-        if drawn.kind in "fc":
+        if np.issubdtype(drawn, np.inexact):  # floating point and complex
             a = rng.standard_normal(shape)
-            if drawn.kind == "c":
+            if np.issubdtype(drawn, np.complexfloating):
                 a = a + 1j * rng.standard_normal(shape)
             a = a.astype(drawn)
             if s.dtype == "bfloat16":  # bfloat16 is float32's upper 16 bits (truncated)
                 a = (a.view(np.uint32) >> 16).astype(np.uint16)
-        elif drawn.kind == "b":
+        elif drawn == np.bool_:
             a = rng.integers(0, 2, shape).astype(bool)
         else:
             a = rng.integers(0, 4, shape).astype(drawn)
         code = method.raw.values[s.value].tensor.scalar_type
         out.append((int(code), shape, np.ascontiguousarray(a).tobytes()))
+    return out
+
+
+def plain_inputs(method, inputs: list) -> list:
+    """``inputs`` for ``method`` (a :class:`pte_lab.model.Method`; torch tensors and Python scalars, as
+    :func:`example_inputs` makes them) as plain data for the native shape recorder
+    (:func:`pte_lab.runtime.recorder.record`): a tensor as ``(ScalarType code of the method's input, shape, its
+    contiguous bytes)``, a scalar as it is."""
+    out = []
+    for spec, v in zip(method.inputs, inputs):
+        if hasattr(v, "shape") and hasattr(v, "dtype"):
+            import torch
+
+            code = method.raw.values[spec.value].tensor.scalar_type
+            flat = v.detach().contiguous().reshape(-1)
+            data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+            out.append((int(code), tuple(int(d) for d in v.shape), data))
+        else:
+            out.append(v)
     return out
 
 

@@ -112,7 +112,7 @@ class NativeEngine(NativeOps):
 
     def record_shapes(self, path: str, name: str, inputs: list, debug_buffer: int, data_path: str | None = None):
         """Run ``name`` once with pte_lab's shape recorder: the values its instructions wrote, as ETDump logs them
-        (:func:`pte_lab.runtime.recorder.record`; ``inputs``: plain data, :func:`.shapes.plain_inputs`)."""
+        (:func:`pte_lab.runtime.recorder.record`; ``inputs``: plain data, :func:`.inputs.plain_example_inputs`)."""
         return record(path, name, inputs, debug_buffer, data_path)
 
     def registered_backends(self) -> list[str]:

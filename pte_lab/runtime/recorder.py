@@ -6,7 +6,7 @@ outputs) and keeps, per value the runtime logs, the instruction and the tensor's
 (see that file and :mod:`pte_lab.runtime.shapes`, whose :func:`~pte_lab.runtime.shapes.record_shapes` reads the
 same sequence back from an ETDump). :func:`record` returns it as plain data.
 
-Inputs are plain data too (:func:`~pte_lab.runtime.shapes.plain_inputs`): a tensor as ``(ScalarType code, shape,
+Inputs are plain data too (:func:`~pte_lab.runtime.inputs.plain_example_inputs`): a tensor as ``(ScalarType code, shape,
 contiguous bytes)``, a scalar as a Python int, float or bool.
 """
 

@@ -10,8 +10,8 @@ value that is not a tensor); the method's own outputs, logged again at the end, 
 
 What-if records the same sequence without ExecuTorch's Python package: pte_lab's own event tracer in the native
 helper (:mod:`pte_lab.runtime.recorder`, through
-:meth:`~pte_lab.runtime.native_engine.NativeEngine.record_shapes`), its inputs made plain data by
-:func:`plain_inputs`. :func:`record_shapes` is the Python runtime's way
+:meth:`~pte_lab.runtime.native_engine.NativeEngine.record_shapes`), its inputs plain data
+(:func:`pte_lab.runtime.inputs.plain_example_inputs`, drawn without torch). :func:`record_shapes` is the Python runtime's way
 (:meth:`~pte_lab.runtime.engine.Engine.record_shapes`), kept as the reference the native recorder is checked
 against. Both run where the runtime runs: in an isolated worker.
 
@@ -27,7 +27,7 @@ import tempfile
 from ..format import read
 from ..quiet import quiet, quiet_import
 
-__all__ = ["record_shapes", "program_scalars", "plain_inputs", "LoggedValue"]
+__all__ = ["record_shapes", "program_scalars", "LoggedValue"]
 
 #: one logged value: (instruction index, sizes or None when it is not a tensor)
 LoggedValue = tuple[int, "tuple[int, ...] | None"]
@@ -78,22 +78,3 @@ def program_scalars(path: str, method: str) -> tuple[dict[int, int], dict[int, t
     if method not in raw.plan_names:
         raise ValueError(f"no method {method!r}")
     return raw.plan_scalars(raw.plan_names.index(method))
-
-
-def plain_inputs(method, inputs: list) -> list:
-    """``inputs`` for ``method`` (a :class:`pte_lab.model.Method`; torch tensors and Python scalars, as
-    :func:`~pte_lab.runtime.inputs.example_inputs` makes them) as plain data for the native shape recorder
-    (:func:`pte_lab.runtime.recorder.record`): a tensor as ``(ScalarType code of the method's input, shape, its
-    contiguous bytes)``, a scalar as it is."""
-    out = []
-    for spec, v in zip(method.inputs, inputs):
-        if hasattr(v, "shape") and hasattr(v, "dtype"):
-            import torch
-
-            code = method.raw.values[spec.value].tensor.scalar_type
-            flat = v.detach().contiguous().reshape(-1)
-            data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
-            out.append((int(code), tuple(int(d) for d in v.shape), data))
-        else:
-            out.append(v)
-    return out
