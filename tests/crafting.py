@@ -56,7 +56,8 @@ def _value(b, v):
         if mem_id is None:  # no allocation_info: neither planned nor a constant (unless a buffer is given)
             t = table(b, [(0, "u8", scalar_type), (2, "off", sizes_vec), (5, "u32", buffer)])
         else:
-            alloc = table(b, [(0, "u32", mem_id), (1, "u32", offset)])
+            high = [(2, "u32", offset >> 32)] if offset >> 32 else []  # memory_offset_high: past 4 GiB
+            alloc = table(b, [(0, "u32", mem_id), (1, "u32", offset & 0xFFFFFFFF), *high])
             t = table(b, [(0, "u8", scalar_type), (2, "off", sizes_vec), (6, "off", alloc)])
     elif kind == "list":
         t = table(b, [(0, "off", ints(b, v[1]))])

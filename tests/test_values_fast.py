@@ -1,5 +1,6 @@
 """The all-at-once reader of a method's values gives what the checked reader gives: the same records on
-real programs, and on mutants the same records or the same error, word for word."""
+real programs, and on mutants the same records or the same error, word for word (with the same budget
+charged)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def _plans(data: bytes):
     """Every plan's values, or the error reading them gave (type and message)."""
     try:
         raw, _ = read(data)
-        return [(raw.plan(i).values, raw.plan(i).records) for i in range(len(raw.plan_names))]
+        plans = [(raw.plan(i).values, raw.plan(i).records) for i in range(len(raw.plan_names))]
+        return {"plans": plans, "budget left": raw._root._budget[0]}  # each reader charges the same
     except PteLabError as exc:
         return (type(exc).__name__, str(exc))
 
@@ -29,6 +31,7 @@ def _plans(data: bytes):
 def _both(data: bytes, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(_values_fast, "FEW", 0)  # the all-at-once reader on every table, however few
+        m.setattr(P, "FEW", 0)
         fast = _plans(data)
     with monkeypatch.context() as m:
         m.setattr(P, "read_values", lambda buf, positions, *a: [None] * len(positions))
@@ -39,18 +42,21 @@ def _both(data: bytes, monkeypatch):
 @pytest.mark.parametrize("name", REAL)
 def test_real_programs_read_the_same_values(name, program_bytes, monkeypatch):
     fast, checked = _both(program_bytes(name), monkeypatch)
-    assert isinstance(fast, list) and fast == checked
-    assert any(v.tensor is not None for values, _ in fast for v in values)
+    assert isinstance(fast, dict) and fast == checked
+    assert any(v.tensor is not None for values, _ in fast["plans"] for v in values)
 
 
 def test_tensor_details_come_through(program_bytes, monkeypatch):
     """Names, devices and data locations (extra_tensor_info), allocation info and dynamism."""
     fast, _ = _both(program_bytes("external"), monkeypatch)
-    assert any(v.tensor is not None and v.tensor.location for values, _ in fast for v in values)
+    assert any(v.tensor is not None and v.tensor.location for values, _ in fast["plans"] for v in values)
     fast, _ = _both(program_bytes("device"), monkeypatch)
-    assert any(v.tensor is not None and v.tensor.device != "cpu" for values, _ in fast for v in values)
+    assert any(v.tensor is not None and v.tensor.device != "cpu" for values, _ in fast["plans"] for v in values)
     fast, _ = _both(program_bytes("dynamic"), monkeypatch)
-    assert any(v.tensor is not None and v.tensor.shape_dynamism for values, _ in fast for v in values)
+    assert any(v.tensor is not None and v.tensor.shape_dynamism for values, _ in fast["plans"] for v in values)
+    big = build_program([("tensor", 1, (1 << 32) + 16, 4), ("tensor", 1, 16, 4)], [[0, 1]], sizes=(0, (1 << 32) + 64))
+    fast, checked = _both(big, monkeypatch)
+    assert fast == checked and fast["plans"][0][0][0].tensor.offset == (1 << 32) + 16  # memory_offset_high read
 
 
 @pytest.mark.parametrize("seed", ["portable", "crafted"])
@@ -62,5 +68,5 @@ def test_mutants_read_the_same_values_or_fail_with_the_same_words(seed, program_
     for buf in mutations(data, min(len(data), 4096), f"values-{seed}", 150):
         fast, checked = _both(bytes(buf), monkeypatch)
         assert fast == checked
-        outcomes.add(isinstance(fast, list))
+        outcomes.add(isinstance(fast, dict))
     assert outcomes == {True, False}  # the mutants reach both ends
