@@ -64,8 +64,7 @@ def open_regular(path, what: str = "a file") -> BinaryIO:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise _refuse(path, mode, what)
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)  # no effect on a regular file's reads; restores the usual mode
+        # O_NONBLOCK is left set: it has no effect on a regular file's reads (two system calls saved)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)

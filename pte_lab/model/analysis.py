@@ -32,7 +32,7 @@ from ..vocabulary import CallTarget, DelegateCall, InstructionKind, MadeBy, Oper
 from ..call_targets import escaped_target
 from .arrays import isin, unique
 from .many_records import frozen_records, paused_gc
-from .dtypes import MAX_BYTES, scalar_type, short_shape
+from .dtypes import MAX_BYTES, SCALAR_TYPES, scalar_type, short_shape
 from .dtypes import nbytes as _nbytes
 from .lifetimes import instruction_uses, lifetimes, resolve_views
 from .occupancy import occupied_bytes
@@ -118,7 +118,15 @@ def tail_paddings(method) -> dict[int, int]:
 
 def instruction_targets(plan: RawPlan) -> list[CallTarget]:
     """What each instruction calls: an :class:`~pte_lab.call_targets.OperatorTarget`, a
-    :class:`~pte_lab.call_targets.DelegateCall`, or (control flow) its :class:`~pte_lab.vocabulary.InstructionKind`."""
+    :class:`~pte_lab.call_targets.DelegateCall`, or (control flow) its :class:`~pte_lab.vocabulary.InstructionKind`
+    (worked out once per plan; the list is the plan's: do not change it)."""
+    got = plan.memo.get("targets")
+    if got is None:
+        got = plan.memo["targets"] = _instruction_targets(plan)
+    return got
+
+
+def _instruction_targets(plan: RawPlan) -> list[CallTarget]:
     ops = [OperatorTarget.from_table(n, o) for n, o in plan.operators]
     out: list[CallTarget] = []
     for ins in plan.instructions:
@@ -134,14 +142,15 @@ def instruction_targets(plan: RawPlan) -> list[CallTarget]:
 def tensor_meta(plan: RawPlan, v: int):
     """(raw tensor, dtype name, bytes) of value ``v``; absurd sizes or offsets are a PteFormatError."""
     t = plan.values[v].tensor
-    where = f"method {plan.name!r} value {v}"
-    dtype, elsize = scalar_type(t.scalar_type, where)
+    # the place is worded only for an error (a look asks this of every tensor)
+    dtype, elsize = SCALAR_TYPES.get(t.scalar_type) or scalar_type(t.scalar_type, f"method {plan.name!r} value {v}")
     nb = _nbytes(t.sizes, elsize)
     if nb >= MAX_BYTES:
-        raise PteFormatError(f"{where}: shape {short_shape(t.sizes)} claims 2**62 bytes or more, more than "
-                             f"any arena can hold")
+        raise PteFormatError(f"method {plan.name!r} value {v}: shape {short_shape(t.sizes)} claims 2**62 bytes or "
+                             f"more, more than any arena can hold")
     if t.offset is not None and t.offset >= MAX_BYTES:
-        raise PteFormatError(f"{where}: planned at offset {t.offset}, beyond any possible arena")
+        raise PteFormatError(f"method {plan.name!r} value {v}: planned at offset {t.offset}, beyond any possible "
+                             f"arena")
     return t, dtype, nb
 
 

@@ -21,7 +21,7 @@ delegate call passes, with what ExecuTorch's backend refuses at execute
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from collections.abc import Callable
 
@@ -343,17 +343,16 @@ class Blobs:
         if d.id not in BACKENDS:  # made once (dataclasses.replace costs more than the record)
             return DelegateMemory(plan.name, i, d.id, d.location, offset, size, None, None, None,
                                   contents=blob_contents(d.id, specs, self._read, offset, size))
-        target, system, mode = memory_mode_of(specs)
-        base = DelegateMemory(plan.name, i, d.id, d.location, offset, size, target, system, mode)
+        said = (plan.name, i, d.id, d.location, offset, size, *memory_mode_of(specs))
         if self._read is None:
-            return replace(base, unread="the blob was not read: the program was opened from a stream that is "
-                                         "gone (open it from a path or bytes)")
+            return DelegateMemory(*said, unread="the blob was not read: the program was opened from a stream "
+                                                "that is gone (open it from a path or bytes)")
         try:
             stream = self.vela(offset, size, d.id)
         except PteLabError as exc:
-            return replace(base, unread=f"the blob was not read: {exc}")
+            return DelegateMemory(*said, unread=f"the blob was not read: {exc}")
         ext = tuple((block, key, self.named_bytes(key)) for block, key in stream.external.items())
-        return replace(base, stream=stream, external=ext)
+        return DelegateMemory(*said, stream=stream, external=ext)
 
 
 def delegate_memory(plan: RawPlan, blobs: Blobs | None, specs: list[dict]) -> list[DelegateMemory]:

@@ -247,7 +247,9 @@ class Pte:
         return list(self.methods)
 
     # ------------------------------------------------------------ load costs
+    @cached_property
     def _plan_arenas(self) -> list[PlanArenas]:
+        """Each method's arenas, as the loaders' model takes them (made once: three loaders ask)."""
         return [PlanArenas(m.name, m.raw.buffer_sizes, m.raw.buffer_devices) for m in self.methods.values()]
 
     def load_cost(self, loader: str = "corrected") -> "pd.DataFrame":
@@ -278,7 +280,7 @@ class Pte:
         once per loader; the lists are the program's: do not change them)."""
         if not isinstance(loader, str) or loader not in self._allocated:
             with paused_gc():
-                self._allocated[loader] = allocation_columns(self._plan_arenas(), loader)
+                self._allocated[loader] = allocation_columns(self._plan_arenas, loader)
         return self._allocated[loader]
 
     def load_totals(self) -> dict[str, dict[str, dict[str, int]]]:

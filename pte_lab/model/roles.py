@@ -214,9 +214,33 @@ def _span(t) -> int:
     return _nbytes(t.sizes, SCALAR_TYPES.get(t.scalar_type, ("", 1))[1])
 
 
+#: planned values up to which :func:`roles_of` asks each value's rules in plain Python (numpy's masks cost more
+#: on a few)
+_FEW_ROLES = 32
+
+
+def _role(v: int, named: bool, inputs: set, outputs: set, state: set, views) -> Role:
+    """The role of one value: the first rule of :func:`roles_of` that holds."""
+    if v in state:
+        return Role.MUTABLE_BUFFER
+    if v in inputs:
+        return Role.INPUT_OUTPUT if v in outputs else Role.INPUT
+    if v in outputs:
+        return Role.OUTPUT
+    if not named:
+        return Role.UNUSED
+    return Role.VIEW if v in views else Role.INTERMEDIATE
+
+
 def roles_of(values, *, inputs, outputs, state, named, views) -> np.ndarray:
     """The role of each planned value (an object array of :class:`~pte_lab.vocabulary.Role`): ``values`` an int array,
     ``named`` whether some instruction names each (it has a lifetime), ``views`` view -> base."""
+    if len(values) <= _FEW_ROLES:  # a few: each value's rules asked in plain Python, in the same order
+        ins, outs, held = set(inputs), set(outputs), set(state)
+        out = np.empty(len(values), dtype=object)
+        out[:] = [_role(v, n, ins, outs, held, views) for v, n in zip(values.tolist(), named.tolist())]
+        return out
+
     def among(chosen):
         return isin(values, np.fromiter(chosen, np.int64))
 
