@@ -249,3 +249,31 @@ def test_the_format_s_numbers_are_compared_by_name():
                     and any(isinstance(s, ast.Constant) and type(s.value) is int for s in sides)):
                 bad.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     assert not bad, "\n".join(bad)
+
+
+def test_a_core_ml_file_table_is_read_whatever_its_size():
+    """Core ML's file table (JSON written backwards at the blob's end) is read from a tail that grows until it
+    parses: a table of a few files and one of 2,000 (past the first 4 KiB read) give every file; a blob whose
+    end is not a table says so in one line."""
+    import json
+
+    from pte_lab.format import coreml
+
+    def blob(n_files: int) -> bytes:
+        files, body = [], b""
+        for k in range(n_files):
+            data = bytes([k % 251]) * (k % 7 + 1)
+            files.append({"name": f"file{k}.bin", "kind": 0, "dataRegion": {"offset": len(body), "size": len(data)}})
+            body += data
+        files.append({"name": "folder", "kind": 1})
+        return body + json.dumps({"nodes": files}).encode()[::-1]
+
+    for n in (3, 2000):
+        data = b"\0" * 64 + blob(n) + b"\0" * 16  # the blob at offset 64 of the program, something after it
+        size = len(data) - 80
+        assert (len(json.dumps({"nodes": [0] * n})) > 4096) == (n == 2000)
+        files, problem = coreml.read_file_table(lambda off, k: data[off:off + k], 64, size)
+        assert problem is None and len(files) == n and "folder" not in files
+        assert files[f"file{n - 1}.bin"][1] == (n - 1) % 7 + 1
+    files, problem = coreml.read_file_table(lambda off, k: b"x" * k, 0, 10_000)
+    assert files is None and problem == "its file table (reversed JSON at the blob's end) could not be read"

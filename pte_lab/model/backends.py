@@ -23,14 +23,12 @@ the registry (:func:`registration`, a constant such as :data:`XNNPACK`, or a tab
 
 Read from ExecuTorch 1.5.1's wheel: ``backends/apple/coreml/compiler/coreml_preprocess.py`` (the compile
 specs and their defaults), ``backends/xnnpack/serialization/xnnpack_graph_serialize.py`` (``XNNHeader``);
-the Core ML file table from ``backends/apple/coreml/runtime/inmemoryfs/inmemory_filesystem.cpp`` (main of
-2026-08-22, the nearest source read here).
+the Core ML file table as :mod:`pte_lab.format.coreml` reads it.
 """
 
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
@@ -38,7 +36,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Callable, Mapping
 
 from ..errors import PteLabError
-from ..format import vela, xnnpack
+from ..format import coreml, vela, xnnpack
 from ..vocabulary import MemoryPart
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -240,10 +238,6 @@ BLOB_SETTINGS = ("compute units", "precision", "deployment target", "model type"
 #: the settings a delegate's one-line summary names (the others are on a line of their own)
 HEADLINE_SETTINGS = BLOB_SETTINGS[:3]
 
-#: the most bytes of a Core ML blob's end read for its file table
-_TABLE_TAIL = 1 << 20
-
-
 def _coreml_settings(specs: dict) -> list[BlobSetting]:
     out = []
 
@@ -271,50 +265,25 @@ def _coreml_settings(specs: dict) -> list[BlobSetting]:
     return out
 
 
-def _varint(b: bytes, at: int) -> tuple[int, int]:
-    n = shift = 0
-    while at < len(b):
-        c = b[at]
-        n |= (c & 0x7F) << shift
-        at += 1
-        if not c & 0x80:
-            return n, at
-        shift += 7
-    raise ValueError("truncated varint")
-
-
 def _coreml_blob(read: Callable[[int, int], bytes], offset: int, size: int
                  ) -> tuple[list[BlobSetting], list[BlobPart], str | None]:
-    tail = read(offset + size - min(size, _TABLE_TAIL), min(size, _TABLE_TAIL))
-    try:
-        table, _ = json.JSONDecoder().raw_decode(tail[::-1].decode("utf-8", "replace"))
-        nodes = table["nodes"]
-        files = {n["name"]: (int(n["dataRegion"]["offset"]), int(n["dataRegion"]["size"]))
-                 for n in nodes if n.get("kind") == 0}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return [], [], "its file table (reversed JSON at the blob's end) could not be read"
-    outside = [k for k, (at, n) in files.items() if at < 0 or n < 0 or at + n > size]
-    if outside:
-        return [], [], f"its file table puts {outside[0]!r} outside the blob's {size:,} bytes"
+    files, problem = coreml.read_file_table(read, offset, size)
+    if files is None:
+        return [], [], problem
     parts = []
-    for part, names, debug in (("model", ("model.mlmodel",), False), ("weights", ("weight.bin",), False),
+    for part, names, debug in (("model", (coreml.MODEL_FILE,), False), ("weights", ("weight.bin",), False),
                                ("debug files", ("debug_info.json", "executorch_debug_handle_mapping.json"), True)):
         n = sum(files[k][1] for k in names if k in files)
         if any(k in files for k in names):
             parts.append(BlobPart(part, n, debug))
     settings = []
-    if "model.mlmodel" in files:
-        at, n = files["model.mlmodel"]
-        head = read(offset + at, min(n, 16))
-        if head[:1] == b"\x08":  # Model.specificationVersion, field 1, a varint
-            try:
-                version, _ = _varint(head, 1)
-            except ValueError:
-                version = None
-            if version is not None:
-                oldest = COREML_TARGETS.get(version)
-                settings.append(BlobSetting("Core ML specification", f"{version}" + (
-                    f" ({oldest} and later)" if oldest else ""), str(version), SettingSource.BLOB))
+    if coreml.MODEL_FILE in files:
+        at, n = files[coreml.MODEL_FILE]
+        version = coreml.specification_version(read(offset + at, min(n, 16)))
+        if version is not None:
+            oldest = COREML_TARGETS.get(version)
+            settings.append(BlobSetting("Core ML specification", f"{version}" + (
+                f" ({oldest} and later)" if oldest else ""), str(version), SettingSource.BLOB))
     return settings, parts, None
 
 
@@ -381,7 +350,7 @@ def _vela_problem(blobs: Blobs, offset: int, size: int, backend: str = vela.BACK
 
 # ------------------------------------------------------------------------------------ the registrations
 COREML = _register(Backend(
-    "CoreMLBackend", "Core ML",
+    coreml.BACKEND, "Core ML",
     known="the blob's bytes (model, weights, debug files) and its settings (compute units, precision, deployment "
           "target)",
     unknown="what Core ML allocates inside: the model it compiles at the first load (cached by the OS), its "
