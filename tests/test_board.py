@@ -24,7 +24,7 @@ pytest.importorskip("executorch.runtime")
 import pte_lab
 from pte_lab import examples
 from pte_lab.cli import main
-from pte_lab.units import parse_bytes
+from pte_lab.units import capacity_bytes, parse_bytes
 from pte_lab.runtime.sizing import HOST_ABI
 from pte_lab.views.runtime.sizes import c_header, sizes_text
 from pte_lab.views.runtime.target_pools import on_target
@@ -171,7 +171,7 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     out = capsys.readouterr().out
     assert f"method 'forward' on a bare-metal target with this ABI's ({HOST_ABI}) pools (method + temp): " \
            f"{total.bytes:,} B against a budget of" in out
-    assert out.rstrip().endswith("fits")
+    assert out.rstrip().endswith("fits, 0 B left")  # what the budget leaves, as the set-these block says it
     assert main(["sizes", str(SHARED), "--budget", f"{total.bytes - 1}"]) == 1
     err = capsys.readouterr().err
     assert "DOES NOT FIT (over by 1 B; the largest parts: " + total.largest()[0][0] in err
@@ -187,7 +187,17 @@ def test_cli_budget_and_regions(capsys, monkeypatch, tmp_path):
     largest = total.largest()[0]
     assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}", "--region", f"DTCM={total.bytes}",
                  "--npu-region", "DTCM"]) == 0
-    assert "fits; " in capsys.readouterr().out
+    fit = capsys.readouterr().out.splitlines()[-1]
+    # what each region has left, as --budget says what the budget has left (issue 45: it said only "fits"): each
+    # region's size less the parts placed there, the same in the JSON
+    assert main(["sizes", str(SHARED), "--json", "--region", f"SRAM={largest[1] - 1}", "--region",
+                 f"DTCM={total.bytes}", "--npu-region", "DTCM"]) == 0
+    doc = json.loads(capsys.readouterr().out)["fits"]["forward"]
+    sizes_of = dict(total.parts)
+    left = {n: size - sum(sizes_of[p] for p in doc["placed"][n]) for n, size in doc["regions"].items()}
+    assert doc["left_in_regions"] == left and left["DTCM"] < total.bytes - largest[1] + 1
+    assert (f": fits, {capacity_bytes(left['SRAM'])} left in SRAM, {capacity_bytes(left['DTCM'])} left in DTCM; "
+            in fit)
     assert main(["sizes", str(SHARED), "--region", f"SRAM={largest[1] - 1}"]) == 1
     assert f"{largest[0]}: no region it may go in has room for it" in capsys.readouterr().err
     # --target cortex-m: the board's total with cortex-m's pools, checked the same way, in the same keys and macros
@@ -366,7 +376,8 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
             assert not re.search(r"\n  heap  ", block) and "DOES NOT FIT" not in out
         else:
             (fit,) = [ln for ln in out.splitlines() if ln.startswith("method 'forward' on a cortex-m board")]
-            assert ": fits; " + said in fit and "17,852 B" in fit
+            left = f"{capacity_bytes(262144 - 17852)} left" + (" in SRAM" if "SRAM=256KiB" in board else "")
+            assert f": fits, {left}; " + said in fit and "17,852 B" in fit
     # regions and no budget: the block points at the placement (one verdict), not at a budget nobody gave
     assert main([*target, "--region", "SRAM=256KiB", "--npu-region", "SRAM", "--no-heap"]) == 0
     out = capsys.readouterr().out
@@ -387,7 +398,8 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
     assert "as newlib-nano's malloc takes them, the larger of newlib's two (newlib's full malloc: 40 B)" in err
     assert main([*target, "--region", "SRAM=262104", "--region", "heap=44"]) == 0
     fit = capsys.readouterr().out.splitlines()[-1]
-    assert "in the regions SRAM 262,104 B (255.96 KiB), heap 44 B: fits; the heap region: heap 44 B checked" in fit
+    assert ("in the regions SRAM 262,104 B (255.96 KiB), heap 44 B: fits, 244,292 B (238.6 KiB) left in SRAM, 0 B left "
+            "in heap; the heap region: heap 44 B checked") in fit
     # two regions, none marked: the temp pool is placed nowhere, with what to declare
     assert main([*target, "--region", "ITCM=7KiB", "--region", "SRAM=11KiB"]) == 1
     err = capsys.readouterr().err
@@ -403,6 +415,74 @@ def test_a_heap_less_board_and_the_npu_region(capsys, monkeypatch):
     # a marked region that was not given: one line
     assert main([*target, "--region", "SRAM=24KiB", "--npu-region", "TCM"]) == 2
     assert "--npu-region TCM: not a region given with --region NAME=SIZE (SRAM)" in capsys.readouterr().err
+
+
+def test_a_heap_less_board_has_one_total_in_the_text_the_json_and_the_header(capsys, monkeypatch):
+    """Issue 45: with --no-heap the header's PTE_LAB_FORWARD_TOTAL_BYTES_BARE_METAL counted a 36 B heap (17,848)
+    while its budget comment, the text and the JSON said 17,852 with the 40 B operator-new pool: one total, the
+    heap-less board's, everywhere; the board's heap need (36 B) and the pool (40 B) are still given apart. And
+    --no-heap's help says what the tool does: that pool, not "does not fit"."""
+    from pte_lab.runtime import sizing
+
+    s = pte_lab.sizes(str(SHARED), heap_runs=1)
+    monkeypatch.setattr(sizing, "sizes", lambda *a, **k: s)
+    target = ["sizes", str(SHARED), "--target", "cortex-m", "--budget", "256KiB"]
+    for board in (["--no-heap"], ["--region", "heap=0"]):
+        assert main([*target, *board, "--c-header"]) == 0
+        header = capsys.readouterr().out
+        assert "#define PTE_LAB_FORWARD_TOTAL_BYTES_BARE_METAL 17852u" in header, board
+        total = header.split("#define PTE_LAB_FORWARD_TOTAL_BYTES_BARE_METAL")[0].rsplit("/* total on", 1)[1]
+        assert "operator-new pool (a static pool: the board has no heap) 40" in _flat(total)
+        assert "#define PTE_LAB_FORWARD_BOARD_HEAP_BYTES 36u" in header
+        assert "#define PTE_LAB_FORWARD_OPERATOR_NEW_POOL_BYTES 40u" in header
+        assert "17,852 B against a budget of 262,144 B (256 KiB): fits, 244,292 B" in _flat(header)
+        assert main([*target, *board, "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["totals"]["forward"]["bare-metal"]["bytes"] == doc["fits"]["forward"]["total"] == \
+            doc["set_these"]["forward"]["total"] == 17852
+        # heap=0 says only that the board has none: it fits in the budget there too, as the exit status says
+        assert doc["fits"]["forward"]["fits"] and "#define PTE_LAB_FORWARD_FITS 1" in header
+    # a board with a heap (or none said): the heap's 36 B in the total, the same in the header and the text
+    assert main([*target, "--c-header"]) == 0
+    assert "#define PTE_LAB_FORWARD_TOTAL_BYTES_BARE_METAL 17848u" in capsys.readouterr().out
+    assert main([*target]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\n  total +17,848  modelled", out)
+    # the block's heap line says what --no-heap gives, not "then it does not fit"
+    assert "(--no-heap says the board has none: operator new is then served from a static pool of 40 B, counted " \
+           "in the total)" in out and "then it does not fit" not in out
+    with pytest.raises(SystemExit):
+        main(["sizes", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    no_heap = said.split("--no-heap ")[1].split(" --no-cache")[0]
+    assert "served from a static operator-new pool instead, listed with the pools and counted in the total" in no_heap
+    assert "a method whose backend allocates its own memory with malloc (XNNPACK) does not fit (exit 1)" in no_heap
+    assert "allocate with operator new does not fit" not in no_heap
+
+
+def test_the_bare_metal_runner_says_what_its_verification_proved(capsys, monkeypatch, tmp_path):
+    """Issue 45: --example-runner implies --verify, and said nothing of it: one line per method says what it
+    proved, as --verify says it (this host's pools; the board's only the runner checks), and a figure that is
+    not tight fails the command (exit 1), as --verify does."""
+    from dataclasses import replace
+
+    from pte_lab.runtime import sizing
+
+    s = pte_lab.sizes(str(SHARED), heap_runs=1, verify=True)
+    monkeypatch.setattr(sizing, "sizes", lambda *a, **k: s)
+    argv = ["sizes", str(SHARED), "--target", "cortex-m", "--no-heap", "--example-runner", str(tmp_path / "r")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("verified on this host")]
+    v = s.verified["forward"]
+    assert (f"verified on this host, with pte_lab's stand-ins for EthosUBackend, cortex_m::quantize_per_tensor.out, "
+            f"cortex_m::dequantize_per_tensor.out: method 'forward', this host's pools ({v.method_pool:,} B method, "
+            f"{v.temp_pool:,} B temp): verified: these pools load and run it; tight: one byte less is refused") in line
+    assert line.endswith("the runner's cortex-m pools are not verified here: it checks them on the board, failing "
+                         "with 0x21 where one is short")
+    s.verified = {"forward": replace(v, tight=False, smaller_error=None)}
+    assert main(argv) == 1
+    assert "not tight: one byte less gave no error" in capsys.readouterr().out
 
 
 def test_the_bare_metal_runner_serves_operator_new_from_a_static_pool(tmp_path):

@@ -249,6 +249,9 @@ def test_sizes_budget_is_an_apps_total_with_its_loader_and_a_large_plan_is_said_
     assert (f"method 'forward' on an app on this host or a phone, with FileDataLoader (it mallocs the program's "
             f"bytes it reads) as an app's Module reads by default (LoadMode File) (method + temp): {app:,} B against "
             f"a budget of 1,000,000,000 B") in out
+    # what the budget leaves, as a board's line says it (issue 45: the app's line gave no bytes left)
+    from pte_lab.units import capacity_bytes
+    assert f"a budget of 1,000,000,000 B (953.7 MiB): fits, {capacity_bytes(10**9 - app)} left" in out
     assert "libexecutorch_kernels_optimized.so: the program names operators, not a kernel library" in out
     # a budget the bare-metal total fits but the app's does not: refused (exit 1), the bare-metal total apart
     assert main(["sizes", path, "--budget", str(app - 1)]) == 1
@@ -259,3 +262,29 @@ def test_sizes_budget_is_an_apps_total_with_its_loader_and_a_large_plan_is_said_
     assert main(["sizes", path, "--json", "--budget", str(app - 1)]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["fits"]["forward"]["target"] == "host" and doc["fits"]["forward"]["fits"] is False
+
+
+def test_sizes_of_an_apps_program_leads_with_the_apps_total_and_says_its_verification(program_path, capsys, tmp_path,
+                                                                                      monkeypatch):
+    """Issue 45: plain ``sizes`` on an XNNPACK program said "total on a bare-metal target ... 444,744 B" among what
+    holds on any target, noise to a phone developer: an app's program leads with the app's total, the bare-metal
+    one an aside after it, as --budget says it. --example-runner implies --verify and now says what it proved,
+    one line per method, as --verify does."""
+    from pte_lab.runtime.sizing.kept_sizes import kept_sizes
+
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path / "cache"))  # the figures the command gave, read back
+    monkeypatch.delenv("PTE_LAB_NO_CACHE")
+    path = str(program_path("xnnpack"))
+    assert main(["sizes", path, "--method", "forward"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    bare = kept_sizes(path, ["forward"]).methods["forward"].totals()["bare-metal"].bytes
+    assert not any(line.startswith("total on a bare-metal target") for line in lines)
+    at = next(i for i, line in enumerate(lines) if line.startswith("total on this host (method + temp"))
+    assert lines[at + 1].startswith(f"  apart, on a bare-metal target with this ABI's (x86-64 LP64) pools: {bare:,} B "
+                                    f"(the program read in place: no loader's copy on the heap; NOT EXACT: ")
+    portable = str(program_path("portable"))
+    assert main(["sizes", portable, "--example-runner", str(tmp_path / "runner")]) == 0
+    out = capsys.readouterr().out
+    v = kept_sizes(portable, verify=True).verified["forward"]
+    assert (f"verified on this host: method 'forward', this host's pools ({v.method_pool:,} B method, "
+            f"{v.temp_pool:,} B temp): verified: these pools load and run it; tight: one byte less is refused") in out

@@ -48,8 +48,10 @@ def register(subparsers) -> None:
                     help="a --region the NPU reaches (repeatable): the temp pool holding an NPU's scratch is placed "
                          "only there (with several regions and none marked, it is placed nowhere)")
     sz.add_argument("--no-heap", action="store_true",
-                    help="the board has no heap (no malloc, no operator new): a method whose delegates allocate "
-                         "with operator new does not fit (exit 1)")
+                    help="the board has no heap (no malloc, no operator new): what the delegates ask of operator "
+                         "new is served from a static operator-new pool instead, listed with the pools and counted "
+                         "in the total (--example-runner's runner provides it); a method whose backend allocates "
+                         "its own memory with malloc (XNNPACK) does not fit (exit 1)")
     no_cache_option(sz, "measure afresh and keep nothing (by default a program sized before, the same bytes with the same "
                   "pte_lab, ExecuTorch and options, gives its kept figures at once and says when they were "
                   "measured; pte-lab cache clear forgets them all)")
@@ -135,8 +137,8 @@ def run(args) -> int:
     board = s
     if args.target != "host":
         board = _target_sizes(args, pte, s)
-        if board is None:
-            return 0
+        if board is None:  # the bare-metal runner: its --verify fails as --verify does
+            return 1 if not s.proven else 0
     elif args.example_runner is not None:
         from ..views.runtime.example_runner import left_out, write_example_runner
 
@@ -144,6 +146,7 @@ def run(args) -> int:
             print(path)
         for name, why in left_out(s, args.method).items():
             print(f"not in the example: method {name!r}: {why}")
+        _say_verified(s, args.method)
         command = [os.path.join(args.example_runner, "runner"), args.file,
                    *(["--data", args.data] if args.data else [])]
         print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}; run: {sh_words(command)}")
@@ -227,12 +230,26 @@ def _warn_large(args, pte) -> None:
           file=sys.stderr)
 
 
+def _say_verified(s, methods, target: str = "host") -> None:
+    """What --verify proved, one line per method: --example-runner implies it (another target's runner has that
+    target's pools, which only the board checks)."""
+    from ..views.runtime.sizes import verified_line
+
+    board = (f"; the runner's {target} pools are not verified here: it checks them on the board, failing with "
+             f"0x21 where one is short") if target != "host" else ""
+    for name in s.methods:
+        if not methods or name in methods:
+            print(verified_line(s, name) + board)
+
+
 def _target_sizes(args, pte, s):
     """``sizes --target`` another than this host: the bare-metal runner (returns 0), or the text, --json or
     --c-header of the modelled pools with the board's totals (returns the sizes to check the budget with)."""
     from ..views.runtime.target_pools import on_target, set_these, set_these_dict, set_these_text, target_pools_dict
 
-    budget, regions = args.budget, tuple(args.region or ())
+    # the fit, the JSON and the header with the regions the exit status is checked with (a heap region of 0 B says
+    # only that the board has no heap); the block names every region given
+    budget, regions, given = args.budget, _regions(args), tuple(args.region or ())
     heap, npu_regions = _board_heap(args), tuple(args.npu_region or ())
     board = on_target(s, pte, args.target)
     if args.example_runner is not None:
@@ -251,6 +268,7 @@ def _target_sizes(args, pte, s):
                   f"{sum(b for _, b in blocks):,} B at load_method) is served from a static pool of "
                   f"{operator_new_pool(b for _, b in blocks):,} B (pools.h): the board needs no heap; "
                   f"CXXFLAGS_EXTRA=-DPTE_LAB_USE_HEAP takes it from your C library's heap instead")
+        _say_verified(s, args.method, args.target)
         print("set EXECUTORCH_CORTEX_M_LIB_DIR to your ExecuTorch libraries for the target (or build with "
               "--compile-only without them), then")
         print(f"build: {sh_word(os.path.join(args.example_runner, 'build.sh'))}")
@@ -260,7 +278,7 @@ def _target_sizes(args, pte, s):
 
         sys.stdout.write(c_header(board, budget=budget, regions=regions, heap=heap, npu_regions=npu_regions))
         return board
-    blocks = set_these(s, board, pte, args.target, budget, heap=heap, regions=regions)
+    blocks = set_these(s, board, pte, args.target, budget, heap=heap, regions=given)
     if args.json:
         doc = board.to_dict(budget, regions, heap=heap, npu_regions=npu_regions) | {"target_pools": target_pools_dict(s, pte, args.target)["methods"],
                                                 "set_these": set_these_dict(blocks)}

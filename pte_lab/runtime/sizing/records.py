@@ -37,7 +37,7 @@ __all__ = ["SIZES_VERSION", "Sizes", "MethodSizes", "PoolVerification", "TempPro
            "POOLS", "SizingError", "CONFIGURATIONS", "Loader", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "PLATFORM_NODE", "platform_request",
+           "Total", "Fit", "board_has_heap", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "PLATFORM_NODE", "platform_request",
            "NEW_ALIGNMENT", "NEW_POOL_PART", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
            "RunPools", "DelegateHeap"]
 
@@ -349,6 +349,15 @@ def operator_new_pool(blocks) -> int:
     return sum(align_up(b, NEW_ALIGNMENT) for b in blocks)
 
 
+def board_has_heap(heap: bool | None, regions: tuple[tuple[str, int], ...] = ()) -> bool | None:
+    """Whether a board has a heap, as ``heap`` (None: not said) and its regions say it: a region named
+    :data:`HEAP_REGION` of 0 bytes says it has none, one of more bytes that it has one."""
+    size = next((b for n, b in regions if n.lower() == HEAP_REGION), None)
+    if size == 0:
+        return False
+    return True if size is not None and heap is None else heap
+
+
 @dataclass(frozen=True)
 class Total:
     """What one method must have in RAM on one kind of target (:data:`TARGET_KINDS`), in one configuration:
@@ -446,6 +455,9 @@ class Fit:
     #: the board has a heap (None: not said; False: --no-heap or a region heap=0); the regions the NPU reaches
     heap: bool | None = None
     npu_regions: tuple[str, ...] = ()
+    #: with regions: each region's bytes left after the parts placed in it (a heap region's after what its
+    #: allocator adds to each block), in the order given
+    left_in: tuple[tuple[str, int], ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -471,10 +483,7 @@ class Fit:
               heap: bool | None = None, npu_regions: tuple[str, ...] = ()) -> "Fit":
         regions = tuple(regions)
         heap_region = next((n for n, _ in regions if n.lower() == HEAP_REGION), None)
-        if heap_region is not None and dict(regions)[heap_region] == 0:
-            heap = False
-        if heap_region is not None and heap is None:
-            heap = True
+        heap = board_has_heap(heap, regions)
         if heap is False:  # operator new from a static pool: what a board without a heap is given
             total = total.with_new_pool()
         unplaced: list[str] = []
@@ -518,7 +527,7 @@ class Fit:
                 if where == heap_region and from_heap:
                     overhead = 0
         return cls(total, None, regions, tuple((n, tuple(p)) for n, p in placed.items()), tuple(unplaced),
-                   tuple(why), heap, tuple(npu_regions))
+                   tuple(why), heap, tuple(npu_regions), tuple(free.items()))
 
     def to_dict(self) -> dict:
         return {"method": self.total.method, "target": self.total.target,
@@ -530,7 +539,7 @@ class Fit:
                 "heap_allocated": ({"allocator": self.total.heap_allocated[0], "bytes": self.total.heap_allocated[1]}
                                    if self.total.heap_blocks and not self.total.new_pool else None),
                 "abi": self.total.abi, "basis": self.total.basis, "inexact": self.total.inexact, "left": self.left,
-                "largest": [list(p) for p in self.total.largest()]}
+                "left_in_regions": dict(self.left_in), "largest": [list(p) for p in self.total.largest()]}
 
 
 @dataclass(frozen=True)
@@ -654,11 +663,19 @@ class MethodSizes:
         """Target kind -> how ``configuration`` ran under its platform layer (with counting pools)."""
         return {t.target: t for t in self.targets if t.configuration == configuration}
 
-    def totals(self) -> dict[str, Total]:
+    def totals(self, *, heap: bool | None = None) -> dict[str, Total]:
         """Target kind -> what the method must have in RAM there (:class:`Total`): the planned buffers, the
         pools of the configuration it holds in (the smaller where both do), and the program's bytes where that
         target's loader or the delegates' memory mode needs them in RAM; on this host, the heap a runner with
-        a FileDataLoader needs (the highest seen; it holds the loader's copy of the program)."""
+        a FileDataLoader needs (the highest seen; it holds the loader's copy of the program). ``heap`` False:
+        the board has no heap (--no-heap, a region heap=0): a board's total has what the delegates ask of
+        operator new as the static pool the runner gives it (:meth:`Total.with_new_pool`), as its fit has."""
+        out = self._totals()
+        if heap is False:
+            out = {k: t if TARGET_KINDS[k].host else t.with_new_pool() for k, t in out.items()}
+        return out
+
+    def _totals(self) -> dict[str, Total]:
         host_planned = tuple((f"planned buffer {mem_id}", b) for mem_id, dev, b in self.planned if dev == "cpu")
         devices = tuple((f"planned buffer {mem_id} ({dev})", b) for mem_id, dev, b in self.planned if dev != "cpu")
         pools = {Configuration.METHOD_TEMP: (("method pool", self.method_allocator),
@@ -927,10 +944,10 @@ class Sizes:
         return pd.DataFrame(rows, columns=["method", Pool.METHOD_POOL, Pool.TEMP_POOL, "method_pool_alone", "alignment",
                                            Pool.PLANNED_BUFFERS, "planned_devices", "planned_alignment"])
 
-    def totals(self) -> dict[str, dict[str, Total]]:
+    def totals(self, *, heap: bool | None = None) -> dict[str, dict[str, Total]]:
         """Method -> target kind (:data:`TARGET_KINDS`) -> what it must have in RAM there
-        (:meth:`MethodSizes.totals`)."""
-        return {n: m.totals() for n, m in self.methods.items()}
+        (:meth:`MethodSizes.totals`; ``heap`` False: on a board without a heap)."""
+        return {n: m.totals(heap=heap) for n, m in self.methods.items()}
 
     @property
     def target(self) -> str:
@@ -943,8 +960,8 @@ class Sizes:
              npu_regions: tuple[str, ...] = ()) -> dict[str, Fit]:
         """Method -> its ``target`` total checked against ``budget`` bytes, or placed in ``regions`` ((name,
         bytes), first fit, largest part first; :meth:`Fit.check`), on a board with a heap or not (``heap``
-        False: what the delegates take with operator new fits nowhere). Raises ``ValueError`` with none of
-        them."""
+        False: what the delegates ask of operator new is a static pool in RAM, :meth:`Total.with_new_pool`; what
+        a backend takes with malloc itself fits nowhere). Raises ``ValueError`` with none of them."""
         if budget is None and not regions and heap is not False:
             raise ValueError("fits() needs a budget, regions or heap=False")
         return {n: Fit.check(t[target], budget, tuple(regions), heap=heap, npu_regions=tuple(npu_regions))
@@ -952,9 +969,10 @@ class Sizes:
 
     @property
     def budget_target(self) -> str:
-        """The target kind a ``--budget`` is for (:data:`TARGET_KINDS`): a program for a microcontroller's
-        delegate (``BOARD_BACKENDS``) is a board's, checked bare-metal; any other is an app's on a host or
-        phone, checked against the total it pays with its loader there (Module's default FileDataLoader)."""
+        """The target kind a ``--budget`` is for (:data:`TARGET_KINDS`), and so the total a report leads with: a
+        program for a microcontroller's delegate (``BOARD_BACKENDS``) or another target's pools is a board's,
+        checked bare-metal; any other is an app's on a host or phone, checked against the total it pays with its
+        loader there (Module's default FileDataLoader), its bare-metal total said apart, an aside."""
         board = any(b in BOARD_BACKENDS or m.abi != "host" for m in self.methods.values() for b in (*m.backends, ""))
         return "bare-metal" if board else "host"
 
@@ -995,7 +1013,7 @@ class Sizes:
             "targets": {k: asdict(t) for k, t in TARGET_KINDS.items()},
             # one word per basis: a total says how its least sure part was had (``basis``), not "exact"
             "totals": {n: {k: {f: v for f, v in asdict(t).items() if f != "exact"} | {"bytes": t.bytes}
-                           for k, t in ts.items()} for n, ts in self.totals().items()},
+                           for k, t in ts.items()} for n, ts in self.totals(heap=heap).items()},
             "fits": None if budget is None and not regions and heap is not False else {
                 n: f.to_dict() for n, f in self.fits(budget, regions, "bare-metal" if regions or heap is False
                                                      else self.budget_target, heap=heap,

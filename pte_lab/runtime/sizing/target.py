@@ -24,7 +24,7 @@ from ...vocabulary import Configuration, MemoryPart, Word
 from ...model.abi import abi as abi_of
 from ...model.ethos_u import MEMORY_MODES
 from ...model.method_pool import BACKEND_HEAP, BACKEND_SOURCES_READ, method_pool
-from .records import TARGET_KINDS, Basis, DelegateHeap, Sizes, Total
+from .records import TARGET_KINDS, Basis, DelegateHeap, Sizes, Total, operator_new_pool
 
 __all__ = ["TargetPools", "TempSetBy", "target_pools", "on_target", "PoolKind", "Lives", "TargetPool", "SetThese",
            "set_these"]
@@ -292,6 +292,17 @@ class SetThese:
     def heap_need(self) -> int:
         """What its heap rows ask of operator new or malloc (the allocator's own overhead not included)."""
         return sum(p.bytes or 0 for p in self.pools if p.kind is PoolKind.HEAP)
+
+    @property
+    def malloc_need(self) -> int:
+        """What its heap rows ask of malloc, a backend allocating its own memory (what no static pool can give)."""
+        return sum(p.bytes or 0 for p in self.pools if p.kind is PoolKind.HEAP and p.heap is None)
+
+    @property
+    def new_pool_bytes(self) -> int:
+        """The static operator-new pool a board without a heap gives what its heap rows ask of operator new
+        (``operator_new_pool`` of :attr:`heap_blocks`; 0: they ask none)."""
+        return operator_new_pool(self.heap_blocks)
 
     @property
     def no_heap(self) -> bool:

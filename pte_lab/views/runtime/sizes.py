@@ -44,6 +44,7 @@ from ...runtime.sizing.records import (
     TempProbe,
     TempShort,
     Unplaced,
+    board_has_heap,
     malloc_block,
     operator_new_pool,
     part_source,
@@ -61,7 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.sizing.records import Fit, TargetRun, Total
 
 __all__ = ["sizes_text", "sizes_html", "verdict", "temp_verdict", "temp_probe_words", "c_header", "c_identifiers",
-           "METHOD_SECTIONS", "holds_on", "not_runnable", "part_label", "total_line", "fits_lines", "HOW_MODELLED"]
+           "METHOD_SECTIONS", "holds_on", "not_runnable", "part_label", "total_line", "apart_line", "verified_line", "fits_lines", "HOW_MODELLED"]
 
 #: how a target's pools were had (one home: the text, the header and the docs say it so)
 HOW_MODELLED = ("modelled, not measured on a {target}: the method pool replayed from the program's tables with "
@@ -164,6 +165,21 @@ def verdict(v: "PoolVerification | None", scratch: int = 0) -> str:
     return f"{where}: these pools load and run it; {tight}; {holds_on(runs, scratch=scratch)}"
 
 
+def verified_line(sizes: "Sizes", name: str) -> str:
+    """What ``--verify`` proved for one method, in one line (``--example-runner`` implies it and says this line):
+    where it ran, with which pools, and the verdict; the method pool alone's too where it did not hold."""
+    m, v = sizes.methods[name], (sizes.verified or {}).get(name)
+    if v is None:
+        return f"method {name!r}: {verdict(None)}"
+    where = f"on this host, with pte_lab's stand-ins for {', '.join(m.stand_ins)}" if m.stand_ins else "on this host"
+    line = (f"verified {where}: method {name!r}, this host's pools ({v.method_pool:,} B method, {v.temp_pool or 0:,} B "
+            f"temp): {verdict(v, m.delegate_scratch)}")
+    alone = (sizes.verified_alone or {}).get(name)
+    if alone is not None and not (alone.sufficient and alone.tight):
+        line += f"; the method pool alone ({alone.method_pool:,} B): {verdict(alone, m.delegate_scratch)}"
+    return line
+
+
 def _silent(p: TempProbe) -> str:
     return f"{p.failed} temp allocations failed during execute, which returned Ok"
 
@@ -253,7 +269,10 @@ def sizes_text(sizes: "Sizes") -> str:
             out.append(f"  a temp pool one byte smaller: {temp_verdict(v)}")
         out += _io_lines(m)
         totals = m.totals()
-        out += [total_line(t) for k, t in totals.items() if not TARGET_KINDS[k].host]
+        # an app's program (the model's budget target: this host) leads with the app's total, the bare-metal one
+        # apart after it; a board's with the bare-metal total, here among what holds on any target
+        app = TARGET_KINDS[sizes.budget_target].host
+        out += [total_line(t) for k, t in totals.items() if not TARGET_KINDS[k].host and not app]
         out += [f"-- {host_label}:"]
         if here:
             out.append(mapped_rows_line())
@@ -275,6 +294,7 @@ def sizes_text(sizes: "Sizes") -> str:
             out += [f"  {lib.name}: {KERNEL_LIBRARY_NOTES[lib.name]}" for lib in m.libraries
                     if lib.name in KERNEL_LIBRARY_NOTES]
         out += [total_line(t) for k, t in totals.items() if TARGET_KINDS[k].host]
+        out += [apart_line(t) for k, t in totals.items() if not TARGET_KINDS[k].host and app]
     for name, why in sizes.skipped.items():
         out += ["", f"method {name!r}: not sized: {why}"]
         out += declared_lines(sizes.declared[name]) if name in sizes.declared else []
@@ -358,6 +378,20 @@ def total_line(t: "Total") -> str:
             f"({exact}{firmware}){note}")
 
 
+def apart_line(t: "Total", fit: "Fit | None" = None) -> str:
+    """A bare-metal total said apart, an aside under an app's total (an app's program: ``Sizes.budget_target``),
+    in one indented line: its bytes, what ``fit`` leaves of a budget, and why it is not the app's."""
+    said = []
+    if fit is not None and fit.left is not None:
+        said.append(f"{fit.left:,} B left" if fit.fits else f"over by {-fit.left:,} B")
+    said.append("the program read in place: no loader's copy on the heap")
+    if t.inexact is not None:
+        said.append(f"NOT EXACT: {t.inexact}")
+    elif t.abi == "host":
+        said.append("exact for these pools; a 32-bit board's: --target cortex-m")
+    return f"  apart, on {board_words(t)}: {t.bytes:,} B ({'; '.join(said)})"
+
+
 def heap_need_words(need: int, blocks: tuple[int, ...]) -> str:
     """What a board's heap must give (operator new at load_method), in a phrase: the bytes asked and what
     newlib's allocators make of them on a 32-bit target (:func:`~pte_lab.runtime.sizing.records.malloc_block`)."""
@@ -431,7 +465,8 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
             if f.no_heap:
                 verdict_ = heap
             elif f.fits:
-                verdict_ = "fits" + (f"; it {heap}" if heap else "") + pool
+                left = f", {capacity_bytes(f.left)} left" if f.left is not None else ""
+                verdict_ = "fits" + left + (f"; it {heap}" if heap else "") + pool
             else:
                 verdict_ = f"DOES NOT FIT (over by {t.bytes - (f.budget or 0):,} B; the largest parts: {largest})"
             where = (f"an app on this host or a phone, with {TARGET_KINDS[t.target].loader} as an app's Module reads "
@@ -439,9 +474,7 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
             out.append(f"method {name!r} on {where} ({t.configuration}): {t.bytes:,} B{budget}: {verdict_}")
             b = (apart or {}).get(name)
             if b is not None:
-                left = (f"{b.left:,} B left" if b.fits else f"over by {-b.left:,} B") if b.left is not None else ""
-                out.append(f"  apart, on {board_words(b.total)}: {b.total.bytes:,} B ({left}; the program read in place: no "
-                           f"loader's copy on the heap)")
+                out.append(apart_line(b.total, b))
         else:
             regions = ", ".join(f"{n} {capacity_bytes(b)}" for n, b in f.regions)
             heap_region = next(((n, b) for n, b in f.regions if n.lower() == HEAP_REGION), None)
@@ -456,7 +489,9 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
                 where = ("" if not npu else f"; {', '.join(npu)} in {', '.join(marked)}, marked as memory the NPU "
                          f"reaches" if marked else f"; {', '.join(npu)} in the only RAM region given, taken to be "
                          f"memory the NPU reaches (--npu-region NAME marks one)")
-                verdict_ = ("fits" + (f"; the heap region: {checked}" if checked else f"; it {heap}" if heap else "")
+                left = ", ".join(f"{capacity_bytes(b)} left in {n}" for n, b in f.left_in)
+                verdict_ = ("fits" + (f", {left}" if left else "")
+                            + (f"; the heap region: {checked}" if checked else f"; it {heap}" if heap else "")
                             + pool + where)
             else:
                 others = [f"{p}: {_UNPLACED_WORDS[w]}" + (f" ({checked})" if checked and p in heap_parts else "")
@@ -511,7 +546,11 @@ def sizes_html(sizes: "Sizes") -> str:
     notes += [escape(f"{n}, {label}: {holds_on(m.holds_on(label), UNVERIFIED_LEAD, m.delegate_scratch)}")
               for n, m in sizes.methods.items() if sizes.verified is None and m.targets
               for label in (Configuration.METHOD_TEMP, Configuration.METHOD_ALONE) if m.holds_on(label)]
-    notes += [escape(f"{n}: {total_line(t)}") for n, m in sizes.methods.items() for t in m.totals().values()]
+    app = TARGET_KINDS[sizes.budget_target].host  # as the text: an app's program has its bare-metal total apart
+    notes += [escape(f"{n}: {total_line(t)}") for n, m in sizes.methods.items() for t in m.totals().values()
+              if TARGET_KINDS[t.target].host or not app]
+    notes += [escape(f"{n}: {apart_line(t).strip()}") for n, m in sizes.methods.items() for t in m.totals().values()
+              if app and not TARGET_KINDS[t.target].host]
     notes += [escape(f"the 'holds on' column: {any_target_label(sizes.target)}; {_host_label()}") for _ in [0] if sizes.methods]
     notes += [escape(f"this host's heap {mapped_rows_line()}") for _ in [0] if sizes.methods]
     notes += [escape(line) for line in _backend_lines(sizes)]
@@ -756,16 +795,19 @@ def _pools(sizes: "Sizes", m, up: str, low: str) -> list[str]:
     return lines
 
 
-def _totals(sizes: "Sizes", m, up: str, low: str) -> list[str]:
-    """What the method must have in RAM on a bare-metal target: one total (exact), and its parts."""
+def _totals(sizes: "Sizes", m, up: str, low: str, heap: bool | None = None) -> list[str]:
+    """What the method must have in RAM on a bare-metal target: one total (exact), and its parts; on a board
+    without a heap (``heap`` False), the total the text and the JSON give for it: what the delegates ask of
+    operator new as the static pool that serves it."""
     lines = []
-    for kind, t in m.totals().items():
+    plain = m.totals()
+    for kind, t in m.totals(heap=heap).items():
         if TARGET_KINDS[kind].host:
             continue
         lines += [*block_comment(total_line(t)),
                   f"#define PTE_LAB_{up}_TOTAL_BYTES_{_NOT_IDENT.sub('_', kind).upper()} {t.bytes}u"]
         if m.abi != "host":
-            lines += _board_heap(t, m, up)
+            lines += _board_heap(plain[kind], m, up)
     return lines
 
 
@@ -951,6 +993,7 @@ def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = N
     idents = c_identifiers(sizes.methods)
     fits = (sizes.fits(budget, regions, heap=heap, npu_regions=npu_regions)
             if budget is not None or regions or heap is False else {})
+    heap = board_has_heap(heap, tuple(regions))  # the board's total, as its fit has it
     lines = [*_preamble(sizes), f"#ifndef {guard}", f"#define {guard}", "", "#include <stddef.h>",
              "#include <stdint.h>", "", *_globals(sizes)]
     for name, m in sizes.methods.items():
@@ -961,7 +1004,7 @@ def c_header(sizes: "Sizes", guard: str | None = None, *, budget: int | None = N
                 continue
             if section is HOST_SECTIONS[0]:
                 lines += (_budget_lines(fits[name], up) if name in fits else []) + [_label(_host_label())]
-            lines += section(sizes, m, up, low)
+            lines += _totals(sizes, m, up, low, heap) if section is _totals else section(sizes, m, up, low)
     for name, why in sizes.skipped.items():
         if name in sizes.declared:
             ident = c_identifiers(list(sizes.methods) + [name])[name]

@@ -26,7 +26,15 @@ from ...units import capacity_bytes, human_bytes
 from ...vocabulary import Configuration
 from ..base import html_repr, text_table
 from .declared import stand_in_line
-from .sizes import HOW_MODELLED, heap_need_words, kept_line, new_pool_words, no_heap_words, not_runnable, verdict
+from .sizes import (
+    HOW_MODELLED,
+    heap_need_words,
+    kept_line,
+    new_pool_words,
+    no_heap_words,
+    not_runnable,
+    verified_line,
+)
 
 __all__ = ["TargetPools", "target_pools", "on_target", "set_these", "target_pools_text", "target_pools_dict",
            "set_these_text", "set_these_html", "set_these_dict", "temp_set_by_words", "BASIS_WORDS", "HOW_MODELLED"]
@@ -139,7 +147,9 @@ def _heap_verdict(b: SetThese) -> str | None:
         return None
     if b.no_heap:
         return f"  {no_heap_words(b.heap_need)}"
-    said = "" if b.heap is not None else " (--no-heap says the board has none: then it does not fit)"
+    said = ("" if b.heap is not None else " (--no-heap says the board has none: then it does not fit)" if b.malloc_need
+            else f" (--no-heap says the board has none: operator new is then served from a static pool of "
+                 f"{b.new_pool_bytes:,} B, counted in the total)")
     return f"  the board {heap_need_words(b.heap_need, b.heap_blocks)}{said}"
 
 
@@ -215,13 +225,7 @@ def _verified_lines(sizes, target: str, verify: bool) -> list[str]:
                 f"sizes (and one byte less); the {target} pools above only a runner on the board checks (pte-lab "
                 f"sizes FILE --target {target} --example-runner DIR writes one; it fails with 0x21 where a pool is "
                 f"short)."]
-    out = []
-    for name, v in sizes.verified.items():
-        m = sizes.methods[name]
-        where = (f"on this host, with pte_lab's stand-ins for {', '.join(m.stand_ins)}" if m.stand_ins
-                 else "on this host")
-        out.append(f"verified {where}: method {name!r}, this host's pools ({v.method_pool:,} B method, "
-                   f"{v.temp_pool:,} B temp): {verdict(v, m.delegate_scratch)}")
+    out = [verified_line(sizes, name) for name in sizes.verified]
     out.append(f"not verified: the {target} pools above (basis modelled or file: no {target} ran them). A runner on "
                f"the board checks them: pte-lab sizes FILE --target {target} --example-runner DIR writes one, which "
                f"prints each pool's use there and fails with 0x21 where one is short.")
