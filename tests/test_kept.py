@@ -148,3 +148,29 @@ def test_cache_counts_the_kept_exports_and_forgets_them_only_when_asked(tmp_path
     assert main(["cache", "clear", "--exports"]) == 0
     assert capsys.readouterr().out.splitlines()[1].startswith("forgot 1 kept example export (")
     assert examples_kept.summary() == (0, 0)
+
+
+def test_native_builds_are_kept_per_cache_folder_listed_and_cleared_only_when_asked(tmp_path, monkeypatch, capsys):
+    """A new cache folder builds pte_lab's native parts again, and says so as each starts (where it keeps them);
+    `pte-lab cache` lists them with their size, `cache clear` keeps them, `cache clear --native` forgets them."""
+    from pte_lab.progress import telling
+    from pte_lab.runtime import native
+
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    heard = []
+    with telling(heard.append):
+        built = native.counter_path()
+        native.counter_path()  # built: nothing to say
+    assert heard == [f"building pte_lab's allocation counter (seconds; once per ExecuTorch install and cache folder: "
+                     f"kept in {tmp_path / 'native'})"]
+    assert built.is_relative_to(tmp_path / "native") and native.builds() == (1, built.stat().st_size)
+    assert main(["cache"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[2].startswith("1 kept native build (") and str(tmp_path / "native") in listed[2]
+    assert "cleared only with clear --native" in listed[2]
+    assert main(["cache", "clear"]) == 0 and len(capsys.readouterr().out.splitlines()) == 1  # the measurements
+    assert built.exists()  # not a measurement: a build costs seconds and never goes stale
+    assert main(["cache", "clear", "--native"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("forgot 1 kept native build (")
+    assert not built.exists() and native.builds() == (0, 0)
+

@@ -40,7 +40,7 @@ from ..model.shape_fit import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, c
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
                               unrecorded, value_shapes)
 from ..runtime.inputs import check_build, input_parts, plain_example_inputs, shape_bytes
-from ..progress import reporter
+from ..progress import reporter, telling
 from ..runtime import kept, native
 from ..runtime.libraries import registry
 from ..runtime.isolate import RemoteError, Worker
@@ -699,9 +699,11 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
     check_axes(method, keys, read_axes(method, scalars[0]))
     report = reporter(progress, total=len(points), desc="what-if")
     report.step("starting an isolated worker")
-    # the native engine: ExecuTorch's libraries loaded directly and pte_lab's own shape recorder, never its Python
-    # package
-    engine = Worker(count=False, native=True, known=registry())
+    with telling(report.step):
+        native.library_path()  # built here, said as it starts (the first time), not silently inside the worker
+        # the native engine: ExecuTorch's libraries loaded directly and pte_lab's own shape recorder, never its
+        # Python package
+        engine = Worker(count=False, native=True, known=registry())
     try:
         engine.call("provide_operators", method.operators)
         runs = []
@@ -738,8 +740,9 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     fit = _FITS.get(cache_key) if kept.enabled(cache) else None
     if fit is None:
         def runs():
-            # a native part built on first use (seconds) is said as it starts, where progress is a callable
-            with native.telling_builds(progress):
+            # what takes seconds the first time (the install's registry probed, a native part built) is said as it
+            # starts, where progress is a callable (a bar is made once the runs start)
+            with telling(progress):
                 return fit_shapes(m, keys, exported, _run_shapes(path, m, keys, sample_points(keys, exported),
                                                                  data_path, max_input_bytes=max_input_bytes,
                                                                  progress=progress))

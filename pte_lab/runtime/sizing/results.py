@@ -13,9 +13,9 @@ from ...arguments import AT_LEAST_ONE, BOOL, NAMES, PATH, PROGRAM_FILE, PROGRESS
 from ...errors import NotFoundError, PteLabError, RuntimeCrashedError
 from ...format.regular_file import check_regular
 from ...model import open_pte
-from ...progress import reporter
+from ...progress import reporter, telling
 from ...vocabulary import Configuration, InstructionKind
-from .. import kept, native
+from .. import kept
 from ..checked import checked
 from ..declared import DeclaredSizes, declared_sizes
 from ..inputs import check_build, input_parts
@@ -138,10 +138,8 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                            keep=lambda s: not s.skipped, cache=cache)
         # the same bytes, perhaps under another name: the figures are this file's
         return dataclasses.replace(got, path=path, data_path=data_path)
-    # a native part built on first use (seconds) is said as it starts, where progress is a callable (the CLI's)
-    with native.telling_builds(progress):
-        return _measured(path, methods, data_path=data_path, runs=runs, verify=verify, progress=progress,
-                         heap_runs=heap_runs, max_input_bytes=max_input_bytes)
+    return _measured(path, methods, data_path=data_path, runs=runs, verify=verify, progress=progress,
+                     heap_runs=heap_runs, max_input_bytes=max_input_bytes)
 
 
 def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progress, heap_runs: int,
@@ -166,48 +164,54 @@ def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progres
     declared: dict[str, DeclaredSizes] = {}
     verified: dict[str, PoolVerification] | None = {} if verify else None
     verified_alone: dict[str, PoolVerification] | None = {} if verify else None
-    for n in names:
-        why = cannot_run_here(pte.methods[n])
-        if why is not None:
-            skipped[n] = why
-            declared[n] = declared_sizes(pte.methods[n], why)
+    # what takes seconds before the first worker (the install's registry probed, torch's schemas looked up, a
+    # native part built: each the first time only) is said as it starts, so that no wait is silent
+    with telling(progress):  # a bar is made below, once something runs
+        for n in names:
+            why = cannot_run_here(pte.methods[n])
+            if why is not None:
+                skipped[n] = why
+                declared[n] = declared_sizes(pte.methods[n], why)
     names = [n for n in names if n not in skipped]
     cannot = tuple(skipped)  # what this install cannot run: no failure
     if not names:  # no worker: nothing here can run
         return Sizes(path, data_path, out, skipped, False, executorch_version(), verified, verified_alone, declared,
                      cannot_run_here=cannot)
-    pte = checked(path, data_path).pte
     report = reporter(progress, total=len(names), desc="sizing")
-    report.step("starting an isolated worker")
-    with report, Session(path, data_path, devices) as session:
-        for k, n in enumerate(names, 1):
-            if k > 1:
-                report.advance()
-            report.step(f"method {n!r} ({k}/{len(names)}): load and run {runs}x" + (", then verify" if verify else ""))
-            plan = pte.methods[n]
-            try:
-                got = session.measure(plan, runs)
-                why = got if isinstance(got, str) else None
-                if why is None:
-                    out[n] = _method_sizes(got, plan=plan, runs=runs, path=path)
-                    if verify:
-                        verified[n], v_alone = verify_pools(session, out[n])
-                        if v_alone is not None:
-                            verified_alone[n] = v_alone
-            except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
-                why = f"the runtime crashed ({exc.signal or f'exit status {exc.exit_code}'}) while sizing it"
-                out.pop(n, None)
-                session.restart()
-            if why is not None:
-                skipped[n] = why
-                declared[n] = declared_sizes(plan, why)
-        counted = session.engine.counted
-        rounds = {n: [m] for n, m in out.items()}
-        for k in range(2, heap_runs + 1 if counted and out else 0):
-            report.step(f"the heap again, in a fresh worker ({k}/{heap_runs})")
-            for n, m in _heap_round(path, data_path, devices=devices, pte=pte, names=list(out), runs=runs).items():
-                rounds[n].append(m)
-        report.advance()
+    with report, telling(report.step):
+        pte = checked(path, data_path).pte
+        report.step("starting an isolated worker")
+        with Session(path, data_path, devices) as session:
+            for k, n in enumerate(names, 1):
+                if k > 1:
+                    report.advance()
+                report.step(f"method {n!r} ({k}/{len(names)}): load and run {runs}x"
+                            + (", then verify" if verify else ""))
+                plan = pte.methods[n]
+                try:
+                    got = session.measure(plan, runs)
+                    why = got if isinstance(got, str) else None
+                    if why is None:
+                        out[n] = _method_sizes(got, plan=plan, runs=runs, path=path)
+                        if verify:
+                            verified[n], v_alone = verify_pools(session, out[n])
+                            if v_alone is not None:
+                                verified_alone[n] = v_alone
+                except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
+                    why = f"the runtime crashed ({exc.signal or f'exit status {exc.exit_code}'}) while sizing it"
+                    out.pop(n, None)
+                    session.restart()
+                if why is not None:
+                    skipped[n] = why
+                    declared[n] = declared_sizes(plan, why)
+            counted = session.engine.counted
+            rounds = {n: [m] for n, m in out.items()}
+            for k in range(2, heap_runs + 1 if counted and out else 0):
+                report.step(f"the heap again, in a fresh worker ({k}/{heap_runs})")
+                for n, m in _heap_round(path, data_path, devices=devices, pte=pte, names=list(out),
+                                        runs=runs).items():
+                    rounds[n].append(m)
+            report.advance()
     out = {n: _over_runs(rounds[n]) for n in out}
     raise_if_insufficient(verified or {}, verified_alone or {})
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, verified_alone,
