@@ -174,3 +174,32 @@ def test_native_builds_are_kept_per_cache_folder_listed_and_cleared_only_when_as
     assert capsys.readouterr().out.splitlines()[1].startswith("forgot 1 kept native build (")
     assert not built.exists() and native.builds() == (0, 0)
 
+
+def test_diff_sizes_reads_kept_sizings_and_says_so(program_path, tmp_path, kept_here, capsys):
+    """`diff --sizes` announces a sizing only where it makes one; figures read back from a kept sizing (made by
+    `pte-lab sizes` or by an earlier diff) are said to be kept, with when they were measured, as `sizes` says it."""
+    import json
+
+    a, b = tmp_path / "a.pte", tmp_path / "b.pte"
+    a.write_bytes(program_path("portable").read_bytes())
+    b.write_bytes(program_path("xnnpack").read_bytes())
+    assert main(["sizes", str(a)]) == 0  # the first program sized (and kept) by `pte-lab sizes`
+    capsys.readouterr()
+    workers = len(kept_here)
+    assert main(["diff", "--sizes", str(a), str(b)]) == 0
+    out, err = capsys.readouterr()
+    said = [line.split("] ", 1)[1] for line in err.splitlines() if line.startswith("pte-lab: [")]
+    assert not any(s.startswith("sizing the first program") for s in said)  # kept: nothing measured
+    assert f"sizing the second program ({b})" in said and len(kept_here) > workers
+    assert "  (kept: the first program's figures, measured here " in out and "the second's" not in out
+    assert main(["diff", "--sizes", str(a), str(b)]) == 0
+    out, err = capsys.readouterr()
+    assert "sizing the" not in err and "starting an isolated worker" not in err
+    assert ("the first program's figures, measured here " in out and " and the second's, " in out
+            and "--no-cache measures again" in out)
+    assert main(["diff", "--sizes", str(a), str(b), "--json"]) == 0
+    kept_at = json.loads(capsys.readouterr().out)["sizes"]["kept"]
+    assert len(kept_at) == 2 and all(isinstance(t, float) for t in kept_at)
+    assert main(["diff", "--sizes", "--no-cache", str(a), str(b)]) == 0
+    out, err = capsys.readouterr()
+    assert "(kept:" not in out and "sizing the first program" in err and "sizing the second program" in err

@@ -22,7 +22,7 @@ from ..inputs import check_build, input_parts
 from ..libraries import Library, needed
 from ..native import executorch_version
 from ..sizing_runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, failure
-from .kept_sizes import KIND, options
+from .kept_sizes import KIND, kept_sizes, options
 from .measure import HEAP_ONCE_ROUNDING, Measurement, Session, cannot_run_here, held
 from .records import (ABI_POOLS, ANY_TARGET, CONFIGURATIONS, HEAP_FIELDS, HEAP_RUNS, HOST_ABI, HOST_DEPENDENT,
                       HOST_ONLY, HOST_POOLS, MEASURED_PARTS, MIN_POOL_ALIGNMENT, PARTS, PLANNED_ALIGNMENT, POOLS,
@@ -218,18 +218,24 @@ def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progres
                  declared, cannot_run_here=cannot)
 
 
-def sized_diff(d, before, after, *, progress=None, announce=None):
+def sized_diff(d, before, after, *, progress=None, announce=None, cache: bool | None = None):
     """``d``, a :class:`~pte_lab.model.diff.Diff` of the programs ``before`` and ``after`` (opened, from files),
-    with both sized (:func:`sizes`: the methods ``d`` compares, adds or removes, each side its own), the parts
-    side by side. ``announce``: a callable told, before each side, which program is being sized."""
+    with both sized (:func:`sizes`: the methods ``d`` compares, adds or removes, each side its own; a side's kept
+    sizing where there is one, which the diff's ``sizes.kept`` then says), the parts side by side. ``announce``: a
+    callable told, before a side is measured (not where its figures are kept), which program is being sized.
+    ``cache``: as for :func:`sizes`."""
     names = [*d.methods, *d.removed, *d.added]
     measured = []
     for label, p in (("first", before), ("second", after)):
-        if announce is not None:
-            announce(f"sizing the {label} program ({p.path}): each method loaded and run in a fresh worker")
         asked = [n for n in names if n in p.methods]
         # every method: asked as `sizes FILE` asks, so that the figures kept by one answer the other
-        measured.append(sizes(p, None if set(asked) == set(p.methods) else asked, progress=progress))
+        methods = None if set(asked) == set(p.methods) else asked
+        s = kept_sizes(p.path, methods, data_path=getattr(getattr(p, "data", None), "path", None), cache=cache)
+        if s is None:
+            if announce is not None:
+                announce(f"sizing the {label} program ({p.path})")
+            s = sizes(p, methods, progress=progress, cache=cache)
+        measured.append(s)
     return d.with_sizes(*measured, host_dependent=MEASURED_PARTS)
 
 
