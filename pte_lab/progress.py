@@ -9,16 +9,22 @@ Functions that take long (exporting, sizing, verifying, measuring) accept
   a text line for saved notebooks and plain viewers) and ends as one finished
   line, ``sizing: done, 1/1 in 12.3 s``; elsewhere it is a tqdm text bar;
 * a callable: called with one line per step (the CLI passes ``lines``).
+
+Code deep inside a long operation that has no reporter of its own to hand (a native part compiled on first use,
+torch imported to check operators' schemas, the install's registry probed) says its step with ``tell``;
+whoever runs the operation hears it inside ``telling``, so that a first answer's wait is never silent.
 """
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from html import escape
-from collections.abc import Callable
 
-__all__ = ["Reporter", "reporter", "lines"]
+__all__ = ["Reporter", "reporter", "lines", "telling", "tell"]
 
 
 def _in_notebook() -> bool:
@@ -138,3 +144,25 @@ def lines(prefix: str = "pte-lab: ", stream=None) -> Callable[[str], None]:
         print(f"{prefix}[{time.monotonic() - start:5.1f} s] {text}", file=stream or sys.stderr, flush=True)
 
     return say
+
+
+#: who hears a step said with :func:`tell` (:func:`telling`): a front's progress report, or nobody
+_TELL: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar("pte_lab_tell", default=None)
+
+
+@contextmanager
+def telling(say) -> Iterator[None]:
+    """Inside the block, each step said with :func:`tell` goes to ``say``: a :class:`Reporter`'s ``step`` (a
+    line, or a bar's text), or a callable taking one line; None or True (a bar not made yet) hear nothing."""
+    token = _TELL.set(say if callable(say) else None)
+    try:
+        yield
+    finally:
+        _TELL.reset(token)
+
+
+def tell(text: str) -> None:
+    """Say a step that takes seconds (a native part built, torch imported) to whoever is :func:`telling`."""
+    say = _TELL.get()
+    if say is not None:
+        say(text)

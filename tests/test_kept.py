@@ -148,3 +148,58 @@ def test_cache_counts_the_kept_exports_and_forgets_them_only_when_asked(tmp_path
     assert main(["cache", "clear", "--exports"]) == 0
     assert capsys.readouterr().out.splitlines()[1].startswith("forgot 1 kept example export (")
     assert examples_kept.summary() == (0, 0)
+
+
+def test_native_builds_are_kept_per_cache_folder_listed_and_cleared_only_when_asked(tmp_path, monkeypatch, capsys):
+    """A new cache folder builds pte_lab's native parts again, and says so as each starts (where it keeps them);
+    `pte-lab cache` lists them with their size, `cache clear` keeps them, `cache clear --native` forgets them."""
+    from pte_lab.progress import telling
+    from pte_lab.runtime import native
+
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    heard = []
+    with telling(heard.append):
+        built = native.counter_path()
+        native.counter_path()  # built: nothing to say
+    assert heard == [f"building pte_lab's allocation counter (seconds; once per ExecuTorch install and cache folder: "
+                     f"kept in {tmp_path / 'native'})"]
+    assert built.is_relative_to(tmp_path / "native") and native.builds() == (1, built.stat().st_size)
+    assert main(["cache"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[2].startswith("1 kept native build (") and str(tmp_path / "native") in listed[2]
+    assert "cleared only with clear --native" in listed[2]
+    assert main(["cache", "clear"]) == 0 and len(capsys.readouterr().out.splitlines()) == 1  # the measurements
+    assert built.exists()  # not a measurement: a build costs seconds and never goes stale
+    assert main(["cache", "clear", "--native"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("forgot 1 kept native build (")
+    assert not built.exists() and native.builds() == (0, 0)
+
+
+def test_diff_sizes_reads_kept_sizings_and_says_so(program_path, tmp_path, kept_here, capsys):
+    """`diff --sizes` announces a sizing only where it makes one; figures read back from a kept sizing (made by
+    `pte-lab sizes` or by an earlier diff) are said to be kept, with when they were measured, as `sizes` says it."""
+    import json
+
+    a, b = tmp_path / "a.pte", tmp_path / "b.pte"
+    a.write_bytes(program_path("portable").read_bytes())
+    b.write_bytes(program_path("xnnpack").read_bytes())
+    assert main(["sizes", str(a)]) == 0  # the first program sized (and kept) by `pte-lab sizes`
+    capsys.readouterr()
+    workers = len(kept_here)
+    assert main(["diff", "--sizes", str(a), str(b)]) == 0
+    out, err = capsys.readouterr()
+    said = [line.split("] ", 1)[1] for line in err.splitlines() if line.startswith("pte-lab: [")]
+    assert not any(s.startswith("sizing the first program") for s in said)  # kept: nothing measured
+    assert f"sizing the second program ({b})" in said and len(kept_here) > workers
+    assert "  (kept: the first program's figures, measured here " in out and "the second's" not in out
+    assert main(["diff", "--sizes", str(a), str(b)]) == 0
+    out, err = capsys.readouterr()
+    assert "sizing the" not in err and "starting an isolated worker" not in err
+    assert ("the first program's figures, measured here " in out and " and the second's, " in out
+            and "--no-cache measures again" in out)
+    assert main(["diff", "--sizes", str(a), str(b), "--json"]) == 0
+    kept_at = json.loads(capsys.readouterr().out)["sizes"]["kept"]
+    assert len(kept_at) == 2 and all(isinstance(t, float) for t in kept_at)
+    assert main(["diff", "--sizes", "--no-cache", str(a), str(b)]) == 0
+    out, err = capsys.readouterr()
+    assert "(kept:" not in out and "sizing the first program" in err and "sizing the second program" in err

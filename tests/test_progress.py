@@ -96,3 +96,42 @@ def test_in_a_notebook_the_bar_is_redrawn_in_place_and_ends_finished(monkeypatch
         r.advance()
         raise RuntimeError("boom")
     assert shown[-1]["text/plain"].startswith("sizing: stopped, 1/3 in ")  # a failure is not called done
+
+
+def test_sizes_says_the_schema_check_before_the_worker(program_path, tmp_path):
+    """What runs before the first worker and takes seconds (torch imported to check each operator's arguments
+    against its schemas) is a step of its own: no first answer waits in silence."""
+    pytest.importorskip("executorch.runtime")
+    import pte_lab
+
+    path = tmp_path / "model.pte"  # a file this process has not checked yet
+    path.write_bytes(program_path("portable").read_bytes())
+    heard = []
+    pte_lab.sizes(str(path), runs=1, heap_runs=1, progress=heard.append, cache=False)
+    assert heard[0].startswith("checking each operator's arguments against torch's schemas (importing torch: ")
+    assert heard[1] == "starting an isolated worker"
+
+
+def test_the_schemas_are_looked_up_once_per_set_of_operators(tmp_path, monkeypatch):
+    """Kept, the schemas (and that torch has none for ExecuTorch's own et_view, which a program with a view calls)
+    are looked up once: the next program with the same operators imports nothing and says nothing. An operator of
+    a namespace anyone may register in (``torch.library``) is looked up each time."""
+    from pte_lab.progress import telling
+    from pte_lab.runtime import kept, schemas
+
+    monkeypatch.delenv(kept.NO_CACHE_ENV, raising=False)
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    looked = []
+    real = schemas._look_up
+    monkeypatch.setattr(schemas, "_look_up", lambda ops: looked.append(ops) or real(ops))
+    ops = ["aten::add.out", "executorch_prim::et_view.default"]
+    heard = []
+    with telling(heard.append):
+        first = schemas.operator_schemas(ops)
+        again = schemas.operator_schemas(ops)
+    assert first == again and again["executorch_prim::et_view.default"] is None
+    assert again["aten::add.out"]["arguments"][0] == ("self", "Tensor")
+    assert looked == [ops] and len(heard) == 1 and "once per set of operators" in heard[0]
+    schemas.operator_schemas(["mylib::mine.default"])
+    schemas.operator_schemas(["mylib::mine.default"])
+    assert looked[1:] == [["mylib::mine.default"]] * 2

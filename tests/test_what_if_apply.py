@@ -227,16 +227,28 @@ def test_the_budget_is_the_apps_whole_memory_pools_and_the_loaders_heap_beside_t
                           "128; counted: the planned arenas, the pools and the loader's heap together)")
     assert "beside the planned arenas, an app with Module's default LoadMode File (FileDataLoader" in out
     assert f"= {y.total:,} B" in out and f"the planned arenas get the rest of the budget, {1_000_000 - y.total:,} B" in out
-    assert "not counted: what kernels malloc at run time" in out
+    # the sizing was tried and could not be made: said, and why (not "pte-lab sizes FILE measures them")
+    assert "not counted: what kernels malloc at run time beyond these, and the app's own memory: no sizing of these " \
+           "bytes could be made here (forward: cannot run here)" in out
+    assert y.unsized == "forward: cannot run here"
     assert b.to_dict()["beyond_plan"]["total"] == y.total and b.to_dict()["plan_budget"] == 1_000_000 - y.total
+    assert b.to_dict()["beyond_plan"]["unsized"] == "forward: cannot run here"
 
     # nothing kept and the method runs: the answer sizes it first (and keeps that), so that the same question gets
     # the same answer whether or not `pte-lab sizes` ran before it
     monkeypatch.undo()
     monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
-    now = largest_bound(attention, "1MB", whole=True, cache=True)
+    heard = []
+    now = largest_bound(attention, "1MB", whole=True, cache=True, progress=heard.append)
     assert now.beyond.measured and now.beyond.kept is None and not now.beyond.lower
-    assert "a sizing of these bytes made now for this answer" in str(now)
+    assert "a sizing of these bytes made now for this answer" in str(now) and "kept: the next question" in str(now)
+    # what that first ask costs is said before it starts: a sizing of every method, as `pte-lab sizes FILE` makes
+    sizing = heard.index("no sizing of these bytes is kept: sizing every method now, as `pte-lab sizes FILE` does, "
+                         "for the app's pools and heap (once: it is kept)")
+    assert "starting an isolated worker" in heard[sizing + 1:]
+    # --no-cache: made now, and not kept
+    unkept = largest_bound(attention, "1MB", whole=True, cache=False)
+    assert unkept.beyond.measured and "; not kept: --no-cache)" in str(unkept)
     # sized (kept): the measured pools and FileDataLoader's heap peak replace the file's figures
     m = pte_lab.sizes(attention, cache=True).methods["forward"]
     sized = largest_bound(attention, "1MB", whole=True, cache=True)
@@ -246,3 +258,33 @@ def test_the_budget_is_the_apps_whole_memory_pools_and_the_loaders_heap_beside_t
     assert (sized.bound, sized.beyond.parts[:2]) == (now.bound, now.beyond.parts[:2])  # the same answer
     assert sized.at.planned + sized.beyond.total <= 1_000_000
     assert "from a kept sizing of these bytes" in str(sized) and "not counted" not in str(sized)
+
+
+def test_the_pages_say_what_the_budget_counts_and_what_its_first_ask_costs():
+    """The help, the what-if guide and the CLI page say what --budget does: a kept sizing of these bytes, else one
+    made now (every method, as `pte-lab sizes FILE`); the guide's example is the first ask's output, and its
+    sections agree with each other and with the tool that the heap (the loader's copy, what kernels malloc) is
+    counted."""
+    import re
+    from pathlib import Path
+
+    from pte_lab.cli import build_parser
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    flat = lambda text: " ".join(text.split())  # noqa: E731 - a page's prose, its line breaks gone
+    options = {a.option_strings[0]: a.help for a in build_parser().commands["what-if"]._actions if a.option_strings}
+    assert "a kept one, else one made now (the first ask sizes every method as `pte-lab sizes FILE` does" \
+        in options["--budget"]
+    assert "nothing is sized" in options["--planned-only"]
+    guide = flat((docs / "guides" / "what-if.md").read_text())
+    cli = flat((docs / "cli.md").read_text())
+    cli_what_if = cli[cli.index("## `what-if`"):cli.index("## Sizes a file declares")]
+    for page in (guide, cli_what_if):
+        assert "sizes every method" in page and "`pte-lab sizes FILE`" in page
+    assert "once `pte-lab sizes FILE` has run" not in guide
+    # the example as the tool prints it on a first ask (tool's words: pte_lab.views.what_if)
+    assert "needs, from a sizing of these bytes made now for this answer (at the exported bound;" in guide
+    covers = guide[guide.index("## What the answer covers"):guide.index("## Static exports")]
+    assert not re.search(r"budget answer does not count|Nor does it count the program", covers)
+    assert "the budget answer on the command line counts" in covers.lower()
+    assert "the loader's copy of the program and what kernels and delegates malloc" in covers

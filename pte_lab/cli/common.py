@@ -69,7 +69,7 @@ def max_input_bytes_option(parser, what: str) -> None:
 
 def no_cache_option(parser, help: str) -> None:
     """``--no-cache``: measure afresh, keep nothing (the commands whose answers :mod:`pte_lab.runtime.kept` keeps:
-    ``sizes``, ``what-if``; ``pte-lab cache`` shows and clears them)."""
+    ``sizes``, ``what-if``, ``diff --sizes``; ``pte-lab cache`` shows and clears them)."""
     parser.add_argument("--no-cache", action="store_true", help=help)
 
 

@@ -10,7 +10,7 @@ from ..errors import TARGET_CHANGED, PteLabError
 from ..progress import lines
 from ..views.json_text import json_text
 from ..vocabulary import BUDGET_KINDS
-from .common import whole
+from .common import no_cache_option, whole
 
 
 def register(subparsers) -> None:
@@ -23,7 +23,8 @@ def register(subparsers) -> None:
     df.add_argument("--compact", action="store_true", help="with --json: no indentation")
     df.add_argument("--html", action="store_true", help="print the report as an HTML page (a notebook's view)")
     df.add_argument("--sizes", action="store_true",
-                    help="also size both programs (pte-lab sizes: loads and runs each method) and compare the parts")
+                    help="also size both programs (pte-lab sizes: loads and runs each method; a program's kept sizing "
+                         "where there is one, said in the report) and compare the parts")
     df.add_argument("--fail-if-grows", type=_percentage, metavar="PCT",
                     help="exit 1 when the file's bytes, the planned bytes (all methods, or any one method: at run time "
                          "its planned buffers), a delegate's scratch or, with --sizes, the method pool or temp pool "
@@ -42,6 +43,9 @@ def register(subparsers) -> None:
                     help=f"with --fail-if-grows: do not fail (exit {TARGET_CHANGED}) when a delegate's backend, "
                          "target or memory mode changes, its bytes move from flash to RAM or a method is gone")
     df.add_argument("--rows", type=whole(1), default=12, help="most tensors listed per table (default 12)")
+    no_cache_option(df, "with --sizes: size both programs again (by default a sizing of these same bytes, with the "
+                        "same pte_lab and ExecuTorch, is kept, by pte-lab sizes too, and used at once, said in the "
+                        "report); nothing is kept")
     df.set_defaults(func=run)
 
 
@@ -64,7 +68,9 @@ def run(args) -> int:
         from ..runtime.sizing import sized_diff
 
         say = lines()
-        d = sized_diff(d, a, b, progress=say, announce=say)
+        d = sized_diff(d, a, b, progress=say, announce=say, cache=False if args.no_cache else None)
+    elif args.no_cache:
+        raise PteLabError("--no-cache goes with --sizes: it sizes both programs again")
     limit = args.fail_if_grows
     if limit is not None:
         d = d.with_budget(limit, allow_target_change=args.allow_target_change,  # text, HTML and JSON show it

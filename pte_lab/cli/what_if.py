@@ -14,7 +14,8 @@ from .common import max_input_bytes_option, no_cache_option, whole
 
 def register(subparsers) -> None:
     wi = subparsers.add_parser("what-if", help="a dynamic method as if exported at another bound, or the largest "
-                                               "bound under a budget (runs the method at a few small sizes)")
+                                               "bound under a budget (runs the method at a few small sizes; the "
+                                               "budget's first ask sizes the program too)")
     wi.add_argument("file", help="the program (.pte) with a dynamic input")
     wi.add_argument("other", nargs="?", help="a second export of the same model at another value of one "
                                              "parameter (with --values and --at)")
@@ -29,10 +30,13 @@ def register(subparsers) -> None:
     wi.add_argument("--method", "-m", help="the method (default: the one with a dynamic input)")
     wi.add_argument("--budget", help="the largest bound whose app memory fits this (bytes; KiB, MiB, GiB; or decimal "
                                      "kB, MB, GB: 300MB): the planned arenas, the method and temp pools and the heap "
-                                     "of an app's Module with its default FileDataLoader (a kept sizing's, else the "
-                                     "file's; said in the output)")
+                                     "of an app's Module with its default FileDataLoader, from a sizing of these "
+                                     "bytes: a kept one, else one made now (the first ask sizes every method as "
+                                     "`pte-lab sizes FILE` does, in fresh workers: seconds to minutes, and keeps it "
+                                     "for both); the file's figures where it cannot run here; said in the output")
     wi.add_argument("--planned-only", action="store_true",
-                    help="with --budget: the budget is the planned arenas' alone (the pools and heap on top)")
+                    help="with --budget: the budget is the planned arenas' alone (the pools and heap on top; nothing "
+                         "is sized)")
     wi.add_argument("--need", type=whole(1), metavar="N",
                     help="with --budget: the longest input the app runs; where the largest bound under the budget "
                          "is below it, say so and what plans N under the budget instead (the findings' changes, "
@@ -41,8 +45,9 @@ def register(subparsers) -> None:
                     help="make a finding's change before replanning (its kind, e.g. attention_scores: the safe "
                          "softmax's planes removed; repeatable): a prediction of the program with the model edited")
     wi.add_argument("--json", action="store_true", help="emit the prediction as JSON")
-    no_cache_option(wi, "run the method again (by default the shapes learnt from runs of these same bytes, with the same "
-                  "pte_lab and ExecuTorch, are kept and used at once, said in the output)")
+    no_cache_option(wi, "run the method again, and with --budget size it again (by default the shapes learnt from "
+                        "runs of these same bytes, and their sizing, with the same pte_lab and ExecuTorch, are kept "
+                        "and used at once, said in the output); nothing is kept")
     max_input_bytes_option(wi, "one run's inputs (at the small sizes sampled, or --at-shape's) and ETDump's buffer")
     wi.set_defaults(func=run)
 

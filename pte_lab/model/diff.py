@@ -378,6 +378,9 @@ class SizesDiff:
     #: (side, method) of every method a side could not run at all on this host (its backend is not in this
     #: ExecuTorch build): not measured, and no failure (``Sizes.cannot_run_here``)
     cannot_run_here: tuple[tuple[str, str], ...] = ()
+    #: when each side's figures were measured, where they are kept figures (``Sizes.kept``: seconds since the
+    #: epoch); None: measured for this diff
+    kept: tuple[float | None, float | None] = (None, None)
 
     @property
     def not_measured(self) -> tuple[tuple[str, str, str], ...]:
@@ -1072,7 +1075,7 @@ def sizes_diff(before, after, order: Iterable[str] = (), host_dependent: Iterabl
     return SizesDiff(tuple(parts), tuple(pools), MappingProxyType(dict(before.skipped)),
                      MappingProxyType(dict(after.skipped)),
                      (before.executorch_version, after.executorch_version), tuple(host_dependent), tuple(totals),
-                     cannot)
+                     cannot, (getattr(before, "kept", None), getattr(after, "kept", None)))
 
 
 #: the parts a sized method has and the file alone cannot give, listed (as not measured) for a method a side

@@ -40,7 +40,7 @@ from ..model.shape_fit import (TWO_EXPORTS, ShapeFit, WhatIfError, check_axes, c
                               export_change, fit_shapes, logged_values, point_text, read_axes, sample_points,
                               unrecorded, value_shapes)
 from ..runtime.inputs import check_build, input_parts, plain_example_inputs, shape_bytes
-from ..progress import reporter
+from ..progress import reporter, telling
 from ..runtime import kept, native
 from ..runtime.libraries import registry
 from ..runtime.isolate import RemoteError, Worker
@@ -175,15 +175,20 @@ class BeyondPart:
 @dataclass(frozen=True)
 class BeyondPlan:
     """What an app pays beyond the planned arenas, per :attr:`loader`: the method and temp pools and the heap, from
-    a kept sizing of these bytes (measured here, at the exported bound: pools do not scale with the bound) or
-    from the file (the method pool replayed from its tables with this host's ABI, kernel resolution's temp pool,
-    and the loader's copy of the program). The budget search gives the planned arenas the budget less these."""
+    a sizing of these bytes (kept, or made for this answer; measured here, at the exported bound: pools do not scale
+    with the bound) or, where none can be made here (:attr:`unsized`), from the file (the method pool replayed from
+    its tables with this host's ABI, kernel resolution's temp pool, and the loader's copy of the program). The
+    budget search gives the planned arenas the budget less these."""
 
     method: str
     parts: tuple[BeyondPart, ...]
     loader: Loader = Loader.FILE
-    #: when the kept sizing was measured (seconds since the epoch); None: the figures are the file's
+    #: when the kept sizing was measured (seconds since the epoch); None: measured for this answer, or the file's
     kept: float | None = None
+    #: a sizing made for this answer is kept, and the next question reads it (False: ``cache=False``, --no-cache)
+    keeping: bool = False
+    #: why no sizing of these bytes could be made here (the figures are then the file's); None: one was made or kept
+    unsized: str | None = None
 
     @property
     def total(self) -> int:
@@ -203,8 +208,9 @@ class BeyondPlan:
 def beyond_plan(pte, path: str, method: str, cache: bool | None = None, *, measure: bool = False,
                 progress=None) -> BeyondPlan | None:
     """What the app needs beyond the planned arenas of ``method`` (:class:`BeyondPlan`): a kept sizing of these
-    bytes where one is kept; else, with ``measure``, a sizing of the method made now (and kept: the next question
-    asks it again for free), so that a budget's answer does not depend on whether ``pte-lab sizes`` ran first;
+    bytes where one is kept; else, with ``measure``, a sizing of every method made now, as ``pte-lab sizes FILE``
+    makes it (seconds: said to ``progress``; kept, so that the next question, and ``pte-lab sizes``, read it), so
+    that a budget's answer does not depend on whether ``pte-lab sizes`` ran first;
     else (or where the method cannot run here) what the file says, the heap as a floor. None where none gives the
     method pool (a delegate whose init the model does not know)."""
     for verify in (False, True):
@@ -212,14 +218,20 @@ def beyond_plan(pte, path: str, method: str, cache: bool | None = None, *, measu
         m = s.methods.get(method) if s is not None else None
         if m is not None and m.file_heap_peak is not None:
             return _measured_beyond(method, m, s.kept)
+    unsized = None
     if measure:
+        if callable(progress):
+            progress("no sizing of these bytes is kept: sizing every method now, as `pte-lab sizes FILE` does, for "
+                     "the app's pools and heap" + (" (once: it is kept)" if kept.enabled(cache) else ""))
         try:  # what `pte-lab sizes FILE` measures and keeps, so that either asked first gives the other's figures
             s = sizes(path, cache=cache, progress=progress)
-        except PteLabError:
-            s = None  # it cannot be sized here: the file's figures, said as floors
+        except PteLabError as exc:
+            s, unsized = None, str(exc).splitlines()[0]  # it cannot be sized here: the file's figures, as floors
         m = s.methods.get(method) if s is not None else None
         if m is not None and m.file_heap_peak is not None:
-            return _measured_beyond(method, m, s.kept)
+            return _measured_beyond(method, m, s.kept, keeping=s.kept is None and kept.enabled(cache))
+        if s is not None:
+            unsized = s.skipped.get(method, "the sizing gave no heap figure with FileDataLoader for it")
     mp = method_pool(pte, method, "host", external_data=False)
     if mp.bytes is None or pte.methods[method].raw.delegates:
         return None  # a delegate's own memory is not in the file: only a sizing says it
@@ -228,15 +240,16 @@ def beyond_plan(pte, path: str, method: str, cache: bool | None = None, *, measu
         BeyondPart("method pool", mp.bytes, Basis.MODELLED),
         BeyondPart("temp pool (kernel resolution)", max(mp.resolution_temp, mp.resolution_minimum), Basis.MODELLED,
                    lower=True),
-        BeyondPart("heap: the loader's copy of the program (the file's size)", size, Basis.FILE, lower=True)))
+        BeyondPart("heap: the loader's copy of the program (the file's size)", size, Basis.FILE, lower=True)),
+        unsized=unsized)
 
 
-def _measured_beyond(method: str, m, kept: float | None) -> BeyondPlan:
+def _measured_beyond(method: str, m, kept: float | None, keeping: bool = False) -> BeyondPlan:
     return BeyondPlan(method, (
         BeyondPart("method pool", m.method_allocator, Basis.MEASURED_HERE),
         BeyondPart("temp pool", m.temp_allocator, Basis.MEASURED_HERE),
         BeyondPart("heap peak (the loader's copy of the program, what kernels and delegates malloc)",
-                   m.file_heap_peak, Basis.MEASURED_HERE)), kept=kept)
+                   m.file_heap_peak, Basis.MEASURED_HERE)), kept=kept, keeping=keeping)
 
 
 @dataclass(frozen=True)
@@ -699,9 +712,11 @@ def _run_shapes(path: str, method, keys, points, data_path=None, max_input_bytes
     check_axes(method, keys, read_axes(method, scalars[0]))
     report = reporter(progress, total=len(points), desc="what-if")
     report.step("starting an isolated worker")
-    # the native engine: ExecuTorch's libraries loaded directly and pte_lab's own shape recorder, never its Python
-    # package
-    engine = Worker(count=False, native=True, known=registry())
+    with telling(report.step):
+        native.library_path()  # built here, said as it starts (the first time), not silently inside the worker
+        # the native engine: ExecuTorch's libraries loaded directly and pte_lab's own shape recorder, never its
+        # Python package
+        engine = Worker(count=False, native=True, known=registry())
     try:
         engine.call("provide_operators", method.operators)
         runs = []
@@ -738,8 +753,9 @@ def learn(source, keys, method: str | None = None, data_path=None, max_input_byt
     fit = _FITS.get(cache_key) if kept.enabled(cache) else None
     if fit is None:
         def runs():
-            # a native part built on first use (seconds) is said as it starts, where progress is a callable
-            with native.telling_builds(progress):
+            # what takes seconds the first time (the install's registry probed, a native part built) is said as it
+            # starts, where progress is a callable (a bar is made once the runs start)
+            with telling(progress):
                 return fit_shapes(m, keys, exported, _run_shapes(path, m, keys, sample_points(keys, exported),
                                                                  data_path, max_input_bytes=max_input_bytes,
                                                                  progress=progress))
@@ -917,7 +933,9 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
     whole : bool, default False
         The budget is the app's whole memory: the planned arenas get it less what the app needs beyond them
         (``beyond_plan``: the method and temp pools and the heap with Module's default FileDataLoader, from
-        a kept sizing of these bytes, else from the file); ``beyond`` says which. False: the planned arenas' alone.
+        a kept sizing of these bytes, else from one made now: the first ask sizes every method as
+        ``pte_lab.sizes`` does, and keeps it; from the file where the program cannot be sized here); ``beyond``
+        says which. False: the planned arenas' alone.
 
     Returns
     -------

@@ -6,7 +6,7 @@ library is loaded; nothing in a runner names them. A runner must therefore link
 the libraries that hold what its methods call and keep them: the linker's default
 ``--as-needed`` drops them silently (:data:`AS_NEEDED`). The registry probe
 (``native/registry_probe.cpp``) loads each library of the install in turn and
-lists what it added to ExecuTorch's registries; the answer is cached per install.
+lists what it added to ExecuTorch's registries; the answer is kept per install in the cache folder.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..cache import cache_dir
 from ..errors import NativeBuildError
+from ..progress import tell
 from . import native
 
 __all__ = ["Library", "Registry", "registry", "needed", "link_flags", "compile_flags", "libpython", "AS_NEEDED",
@@ -116,7 +117,8 @@ def _probe(args: list[str]) -> list[list[str]]:
 
 @lru_cache(maxsize=1)
 def registry() -> Registry:
-    """What each library of this interpreter's executorch install registers (probed once per install)."""
+    """What each library of this interpreter's executorch install registers (probed once per install and cache
+    folder: seconds, said to whoever is ``pte_lab.progress.telling``)."""
     et = native.executorch_dir()
     own, companions = _candidates(et)
     base = et / "lib" / "libexecutorch.so"
@@ -130,6 +132,8 @@ def registry() -> Registry:
     if cached.exists():
         doc = json.loads(cached.read_text())
     else:
+        tell("finding which library of this ExecuTorch install registers each kernel and backend (a probe loads "
+             "each in turn: seconds; once per install and cache folder)")
         doc = {"kernels": {}, "backends": {}, "python": [], "errors": {}, "unavailable": []}
 
         def take(rows, only: str | None = None) -> None:

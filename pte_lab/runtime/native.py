@@ -26,7 +26,6 @@ library of the install registers which kernels and backends
 
 from __future__ import annotations
 
-import contextvars
 import ctypes
 import hashlib
 import importlib.util
@@ -38,8 +37,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
-from contextlib import contextmanager
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -47,6 +44,7 @@ from typing import NamedTuple
 
 from ..cache import cache_dir
 from ..errors import NativeBuildError
+from ..progress import tell
 from ..quiet import quiet_import
 
 _LOCK = threading.Lock()
@@ -309,21 +307,27 @@ def placement_runner_path() -> Path:
     return out
 
 
-#: who is told of a build as it starts (:func:`telling_builds`): a front's progress report, or nobody
-_TELL: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar("pte_lab_native_tell", default=None)
+def builds_folder() -> Path:
+    """Where the native parts are built and kept, one folder per build (keyed by its sources and the ExecuTorch
+    install it is built against): the cache folder's ``native`` (``pte_lab.cache.cache_dir``). A new cache
+    folder, another install or an edited source builds again; an old build is never reused, nor removed."""
+    return cache_dir("native")
 
 
-@contextmanager
-def telling_builds(tell: Callable[[str], None] | None):
-    """Inside the block, each native part built (the first use on an install: seconds each, about 10 s for all)
-    is said to ``tell`` as it starts, so that a first answer's wait is not silent; a progress that is not a
-    callable (None, or True: a bar) hears nothing of it."""
-    tell = tell if callable(tell) else None
-    token = _TELL.set(tell)
-    try:
-        yield
-    finally:
-        _TELL.reset(token)
+def builds() -> tuple[int, int]:
+    """(builds, bytes) kept now in :func:`builds_folder` (each built file: a library, a probe, the runner)."""
+    root = builds_folder()
+    files = [p for p in root.glob("*/**/*") if p.is_file() and not p.parent.name.startswith("tmp")] \
+        if root.exists() else []
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def clear_builds() -> tuple[int, int]:
+    """Forget every native build (the next use builds what it needs again: seconds each); returns (builds,
+    bytes) removed."""
+    n, size = builds()
+    shutil.rmtree(builds_folder(), ignore_errors=True)
+    return n, size
 
 
 def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[str], out: Path,
@@ -331,9 +335,8 @@ def _build(what: str, sources: dict[str, bytes], flags: list[str], libs: list[st
     with _LOCK:
         if out.exists():
             return
-        tell = _TELL.get()
-        if tell is not None:
-            tell(f"building {what} (once per install, seconds)")
+        tell(f"building {what} (seconds; once per ExecuTorch install and cache folder: kept in "
+             f"{builds_folder()})")
         cxx = _compiler()
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=out.parent) as tmp:

@@ -19,12 +19,14 @@ import hashlib
 import importlib
 import json
 import os
+import sys
 from typing import TYPE_CHECKING
 from collections.abc import Iterable
 
 from ..cache import cache_dir, dist_version
 from ..errors import PteFormatError
 from ..model.findings import REFUSED_BEFORE_LOADING, Kind, operator_findings
+from ..progress import tell
 from ..quiet import quiet
 from ..call_targets import namespaces
 from ..vocabulary import InstructionKind, OperatorTarget
@@ -77,22 +79,37 @@ def _register(namespaces: Iterable[str]) -> None:
 def operator_schemas(operators: Iterable[str], cache: bool | None = None) -> dict[str, dict | None]:
     """``{"ns::name.overload": {"arguments": ((name, type), ...), "returns": (type, ...)} or None}``.
 
-    The schemas torch knows are kept per install (:func:`_kept_path`: by torch's and ExecuTorch's versions and
-    pte_lab's code), so that checking a program whose operators were all seen before never imports torch (over
-    a second); an operator torch does not know is looked up each time (this process may register it:
-    ``torch.library``). ``cache=False`` (or ``$PTE_LAB_NO_CACHE=1``) looks every one up."""
+    Looking them up imports torch and ExecuTorch's registrars (seconds: said with ``pte_lab.progress.tell``).
+    What it finds is kept per install (:func:`_kept_path`: by torch's and ExecuTorch's versions and pte_lab's
+    code), so that checking a program whose operators were all seen before never imports torch: each schema
+    torch knows, and each operator of ``aten`` or of ExecuTorch's own namespaces (:data:`REGISTRARS`, their
+    registrar imported) that torch has none for (``executorch_prim::et_view``, which ExecuTorch's emitter writes
+    for a view and no library registers a schema of). An operator of another namespace torch does not know is
+    looked up each time (this process may register it: ``torch.library``). ``cache=False`` (or
+    ``$PTE_LAB_NO_CACHE=1``) looks every one up."""
     operators = sorted(set(operators))
     if not kept.enabled(cache):
+        tell("checking each operator's arguments against torch's schemas (importing torch: seconds)")
         return _look_up(operators)
     path = _kept_path()
     known = _read_kept(path)
     if all(op in known for op in operators):
         return {op: known[op] for op in operators}
+    tell("checking each operator's arguments against torch's schemas (importing torch: seconds; once per set of "
+         "operators, kept in the cache folder)")
     found = _look_up(operators)
-    new = {op: s for op, s in found.items() if s is not None and op not in known}
+    new = {op: s for op, s in found.items() if op not in known and (s is not None or _settled(op))}
     if new:
         _write_kept(path, {**known, **new})
     return found
+
+
+def _settled(op: str) -> bool:
+    """Whether torch's having no schema for ``op`` holds for this install, whatever the process: an operator of
+    ``aten`` or of a namespace of :data:`REGISTRARS` whose registrar is imported (nothing a user registers goes
+    there)."""
+    ns = OperatorTarget.parse(op).namespace
+    return ns == "aten" or (ns in REGISTRARS and REGISTRARS[ns] in sys.modules)
 
 
 def _kept_path():
@@ -100,17 +117,19 @@ def _kept_path():
     return cache_dir("schemas", hashlib.sha256(doc.encode()).hexdigest()[:20] + ".json")
 
 
-def _read_kept(path) -> dict[str, dict]:
-    """The schemas kept at ``path`` (none where it cannot be read back whole)."""
+def _read_kept(path) -> dict[str, dict | None]:
+    """The schemas kept at ``path``, None for an operator torch has none for (nothing where it cannot be read
+    back whole)."""
     try:
         doc = json.loads(path.read_text())
-        return {op: {"arguments": tuple((str(n), str(t)) for n, t in s["arguments"]),
-                     "returns": tuple(str(t) for t in s["returns"])} for op, s in doc.items()}
+        return {op: None if s is None else {"arguments": tuple((str(n), str(t)) for n, t in s["arguments"]),
+                                            "returns": tuple(str(t) for t in s["returns"])}
+                for op, s in doc.items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
 
 
-def _write_kept(path, schemas: dict[str, dict]) -> None:
+def _write_kept(path, schemas: dict[str, dict | None]) -> None:
     try:  # through a temporary file renamed into place: a reader sees all of it or none
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

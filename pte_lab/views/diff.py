@@ -46,6 +46,8 @@ thing, ``growth_pct`` null there and where it grew from 0)::
                                  # basis: how each side's figure was had ("file", "runner", "counter"...; null:
                                  # none); a side that cannot run the method keeps what its file declares
                        "pools": [{"method", "pool", "bytes": change, "unmeasured"}],   # unmeasured: null|first|second|both
+                       "kept": [before, after],   # when a side's kept figures were measured (seconds since the
+                                                  # epoch); null: measured by this call
                        "totals": [{"method", "total", "bytes": change, "unmeasured", "target", "loader",
                                    "basis": [before, after], "applies"}],   # applies: both programs run on
                                                                              # that target (model.diff_backends)
@@ -91,7 +93,8 @@ from ..model.diff import BUDGET_KINDS, MATCHED_BY, PLANNED_SUM, TargetChangeKind
 from ..model.backends import SettingSource
 from ..model.many_records import paused_gc
 from ..printable import text_view
-from ..units import PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes, ratio
+from ..units import (PEAK_LIVE, SIZE_OVER_PEAK, count, delta_bytes, exact_bytes, first_few, growth, human_bytes,
+                     local_minute, ratio)
 from ..vocabulary import MemoryPart
 from .html import device_badge as _device_badge, html_repr, section as _section, table as _html_table
 from .diff_backends import (backend_verdict_lines, backend_verdict_record, not_run_here_line,
@@ -584,6 +587,17 @@ def diff_summary(d) -> str:
             f"{delta_bytes(d.file_size.delta)}, {count(len(d.methods), 'method')} in both; print() it for all>")
 
 
+def kept_lines(s) -> list[str]:
+    """The line that says which side's run-time sizes are kept figures, and when they were measured (none where
+    both were measured by this call), as ``pte-lab sizes`` says it."""
+    when = [(side, t) for side, t in zip(("first", "second"), s.kept) if t is not None]
+    if not when:
+        return []
+    said = " and ".join(f"the {side} program's figures, measured here {local_minute(t)}" if k == 0 else
+                        f"the {side}'s, {local_minute(t)}" for k, (side, t) in enumerate(when))
+    return [f"(kept: {said}, from these same bytes with this pte_lab and ExecuTorch; --no-cache measures again)"]
+
+
 @text_view
 @paused_gc()  # many rows, no cycles (model.many_records)
 def diff_text(d, rows: int = _ROWS) -> str:
@@ -627,6 +641,7 @@ def diff_text(d, rows: int = _ROWS) -> str:
     if d.sizes is not None:
         s = d.sizes
         out += ["", f"Run-time sizes (pte_lab.sizes; executorch {_arrow(*s.executorch)})",
+                *(f"  {x}" for x in kept_lines(s)),
                 indented(text_table(["method", "part", "before", "after", "change", "growth", "from"],
                                [[p.method, _part_label(p), *_part_cells(p), part_basis(p)] for p in s.parts]))]
         if s.totals:  # the one figure per side and target to decide on, as pte-lab sizes totals them
@@ -785,6 +800,7 @@ def diff_html(d) -> str:
         for side, skipped in (("first", s.skipped_before), ("second", s.skipped_after)):
             for n, why in skipped.items():
                 body += f"<div class='pte-find pte-info'>{escape(n)} not sized in the {side}: {escape(why)}</div>"
+        body = "".join(f"<div class='pte-find pte-info'>{escape(x)}</div>" for x in kept_lines(s)) + body
         parts.append(_section(f"Run-time sizes (executorch {_arrow(*s.executorch)})", body, open_=True))
     weighed = backend_verdict_lines(d)
     if weighed:
@@ -914,6 +930,7 @@ def diff_document(d, limit_pct: float | None = None) -> dict:
                         "unmeasured": p.unmeasured, "target": p.target, "loader": p.loader, "basis": list(p.basis),
                         "applies": p.target in applicable_targets(d)[0]} for p in d.sizes.totals],
             "cannot_run_here": [{"side": side, "method": n} for side, n in d.sizes.cannot_run_here],
+            "kept": list(d.sizes.kept),
             "skipped_before": dict(d.sizes.skipped_before), "skipped_after": dict(d.sizes.skipped_after),
             "not_measured": [{"side": side, "method": n, "why": why} for side, n, why in d.sizes.not_measured],
         },

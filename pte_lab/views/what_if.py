@@ -192,14 +192,16 @@ def _counted_lines(b) -> list[str]:
     parts = " + ".join(f"{p.what} {p.bytes:,} ({p.basis}{', at least' if p.lower else ''})" for p in y.parts)
     at_bound = ("at the exported bound; the pools do not change with the bound, and the heap measured there is an "
                 "upper figure for a smaller one (what kernels malloc may shrink with the shapes)")
+    kept = "kept: the next question reads it" if y.keeping else "not kept: --no-cache"
     src = (f"a kept sizing of these bytes ({local_minute(y.kept)}, {at_bound})" if y.kept is not None else
-           f"a sizing of these bytes made now for this answer ({at_bound}; kept: the next question reads it)"
+           f"a sizing of these bytes made now for this answer ({at_bound}; {kept})"
            if y.measured else "the file (the method pool replayed from its tables with this host's ABI)")
     out = [f"beside the planned arenas, an app with {y.loader} needs, from {src}: {parts} = {exact_bytes(y.total)}; "
            f"the planned arenas get the rest of the budget, {exact_bytes(b.plan_budget)}"]
     if y.lower:
         out.append("not counted: what kernels malloc at run time beyond these, and the app's own memory: "
-                   "`pte-lab sizes FILE` measures them (kept, this answer then counts its figures)")
+                   + (f"no sizing of these bytes could be made here ({y.unsized})" if y.unsized else
+                      "`pte-lab sizes FILE` measures them (kept, this answer then counts its figures)"))
     return out
 
 
@@ -261,6 +263,7 @@ def budget_dict(b) -> dict:
             # what the budget counts beside the planned arenas (null: the planned arenas alone)
             "beyond_plan": None if b.beyond is None else {
                 "loader": str(b.beyond.loader), "total": b.beyond.total, "kept": b.beyond.kept, "measured": b.beyond.measured,
+                "unsized": b.beyond.unsized,
                 "parts": [{"what": p.what, "bytes": p.bytes, "basis": str(p.basis), "at_least": p.lower}
                           for p in b.beyond.parts]},
             **({"need": b.need, "covers_need": b.covers_need,

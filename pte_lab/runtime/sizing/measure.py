@@ -130,7 +130,7 @@ def _no_backend(names) -> str:
 
 def cannot_run_here(plan) -> str | None:
     """Why the runtime cannot load ``plan``'s method here, known from the file and this install's registry
-    (:func:`~pte_lab.runtime.libraries.registry`, probed once per install) before any worker starts: a
+    (:func:`~pte_lab.runtime.libraries.registry`, probed once per install and cache folder) before any worker starts: a
     delegate's backend that no library of the install registers, or that says it is unavailable here,
     and for which pte_lab has no stand-in. None: nothing known stops it (the worker checks the rest)."""
     called = {d.backend for d in plan.delegates}

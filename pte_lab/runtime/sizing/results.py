@@ -13,16 +13,16 @@ from ...arguments import AT_LEAST_ONE, BOOL, NAMES, PATH, PROGRAM_FILE, PROGRESS
 from ...errors import NotFoundError, PteLabError, RuntimeCrashedError
 from ...format.regular_file import check_regular
 from ...model import open_pte
-from ...progress import reporter
+from ...progress import reporter, telling
 from ...vocabulary import Configuration, InstructionKind
-from .. import kept, native
+from .. import kept
 from ..checked import checked
 from ..declared import DeclaredSizes, declared_sizes
 from ..inputs import check_build, input_parts
 from ..libraries import Library, needed
 from ..native import executorch_version
 from ..sizing_runner_records import INPUT_VALUES, MethodIO, RunnerResult, Step, StepKind, failure
-from .kept_sizes import KIND, options
+from .kept_sizes import KIND, kept_sizes, options
 from .measure import HEAP_ONCE_ROUNDING, Measurement, Session, cannot_run_here, held
 from .records import (ABI_POOLS, ANY_TARGET, CONFIGURATIONS, HEAP_FIELDS, HEAP_RUNS, HOST_ABI, HOST_DEPENDENT,
                       HOST_ONLY, HOST_POOLS, MEASURED_PARTS, MIN_POOL_ALIGNMENT, PARTS, PLANNED_ALIGNMENT, POOLS,
@@ -138,10 +138,8 @@ def sizes(source, methods: list[str] | None = None, *, data_path=None, runs: int
                            keep=lambda s: not s.skipped, cache=cache)
         # the same bytes, perhaps under another name: the figures are this file's
         return dataclasses.replace(got, path=path, data_path=data_path)
-    # a native part built on first use (seconds) is said as it starts, where progress is a callable (the CLI's)
-    with native.telling_builds(progress):
-        return _measured(path, methods, data_path=data_path, runs=runs, verify=verify, progress=progress,
-                         heap_runs=heap_runs, max_input_bytes=max_input_bytes)
+    return _measured(path, methods, data_path=data_path, runs=runs, verify=verify, progress=progress,
+                     heap_runs=heap_runs, max_input_bytes=max_input_bytes)
 
 
 def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progress, heap_runs: int,
@@ -166,66 +164,78 @@ def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progres
     declared: dict[str, DeclaredSizes] = {}
     verified: dict[str, PoolVerification] | None = {} if verify else None
     verified_alone: dict[str, PoolVerification] | None = {} if verify else None
-    for n in names:
-        why = cannot_run_here(pte.methods[n])
-        if why is not None:
-            skipped[n] = why
-            declared[n] = declared_sizes(pte.methods[n], why)
+    # what takes seconds before the first worker (the install's registry probed, torch's schemas looked up, a
+    # native part built: each the first time only) is said as it starts, so that no wait is silent
+    with telling(progress):  # a bar is made below, once something runs
+        for n in names:
+            why = cannot_run_here(pte.methods[n])
+            if why is not None:
+                skipped[n] = why
+                declared[n] = declared_sizes(pte.methods[n], why)
     names = [n for n in names if n not in skipped]
     cannot = tuple(skipped)  # what this install cannot run: no failure
     if not names:  # no worker: nothing here can run
         return Sizes(path, data_path, out, skipped, False, executorch_version(), verified, verified_alone, declared,
                      cannot_run_here=cannot)
-    pte = checked(path, data_path).pte
     report = reporter(progress, total=len(names), desc="sizing")
-    report.step("starting an isolated worker")
-    with report, Session(path, data_path, devices) as session:
-        for k, n in enumerate(names, 1):
-            if k > 1:
-                report.advance()
-            report.step(f"method {n!r} ({k}/{len(names)}): load and run {runs}x" + (", then verify" if verify else ""))
-            plan = pte.methods[n]
-            try:
-                got = session.measure(plan, runs)
-                why = got if isinstance(got, str) else None
-                if why is None:
-                    out[n] = _method_sizes(got, plan=plan, runs=runs, path=path)
-                    if verify:
-                        verified[n], v_alone = verify_pools(session, out[n])
-                        if v_alone is not None:
-                            verified_alone[n] = v_alone
-            except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
-                why = f"the runtime crashed ({exc.signal or f'exit status {exc.exit_code}'}) while sizing it"
-                out.pop(n, None)
-                session.restart()
-            if why is not None:
-                skipped[n] = why
-                declared[n] = declared_sizes(plan, why)
-        counted = session.engine.counted
-        rounds = {n: [m] for n, m in out.items()}
-        for k in range(2, heap_runs + 1 if counted and out else 0):
-            report.step(f"the heap again, in a fresh worker ({k}/{heap_runs})")
-            for n, m in _heap_round(path, data_path, devices=devices, pte=pte, names=list(out), runs=runs).items():
-                rounds[n].append(m)
-        report.advance()
+    with report, telling(report.step):
+        pte = checked(path, data_path).pte
+        report.step("starting an isolated worker")
+        with Session(path, data_path, devices) as session:
+            for k, n in enumerate(names, 1):
+                if k > 1:
+                    report.advance()
+                report.step(f"method {n!r} ({k}/{len(names)}): load and run {runs}x"
+                            + (", then verify" if verify else ""))
+                plan = pte.methods[n]
+                try:
+                    got = session.measure(plan, runs)
+                    why = got if isinstance(got, str) else None
+                    if why is None:
+                        out[n] = _method_sizes(got, plan=plan, runs=runs, path=path)
+                        if verify:
+                            verified[n], v_alone = verify_pools(session, out[n])
+                            if v_alone is not None:
+                                verified_alone[n] = v_alone
+                except RuntimeCrashedError as exc:  # the worker died on this method: the others still get sized
+                    why = f"the runtime crashed ({exc.signal or f'exit status {exc.exit_code}'}) while sizing it"
+                    out.pop(n, None)
+                    session.restart()
+                if why is not None:
+                    skipped[n] = why
+                    declared[n] = declared_sizes(plan, why)
+            counted = session.engine.counted
+            rounds = {n: [m] for n, m in out.items()}
+            for k in range(2, heap_runs + 1 if counted and out else 0):
+                report.step(f"the heap again, in a fresh worker ({k}/{heap_runs})")
+                for n, m in _heap_round(path, data_path, devices=devices, pte=pte, names=list(out),
+                                        runs=runs).items():
+                    rounds[n].append(m)
+            report.advance()
     out = {n: _over_runs(rounds[n]) for n in out}
     raise_if_insufficient(verified or {}, verified_alone or {})
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, verified_alone,
                  declared, cannot_run_here=cannot)
 
 
-def sized_diff(d, before, after, *, progress=None, announce=None):
+def sized_diff(d, before, after, *, progress=None, announce=None, cache: bool | None = None):
     """``d``, a :class:`~pte_lab.model.diff.Diff` of the programs ``before`` and ``after`` (opened, from files),
-    with both sized (:func:`sizes`: the methods ``d`` compares, adds or removes, each side its own), the parts
-    side by side. ``announce``: a callable told, before each side, which program is being sized."""
+    with both sized (:func:`sizes`: the methods ``d`` compares, adds or removes, each side its own; a side's kept
+    sizing where there is one, which the diff's ``sizes.kept`` then says), the parts side by side. ``announce``: a
+    callable told, before a side is measured (not where its figures are kept), which program is being sized.
+    ``cache``: as for :func:`sizes`."""
     names = [*d.methods, *d.removed, *d.added]
     measured = []
     for label, p in (("first", before), ("second", after)):
-        if announce is not None:
-            announce(f"sizing the {label} program ({p.path}): each method loaded and run in a fresh worker")
         asked = [n for n in names if n in p.methods]
         # every method: asked as `sizes FILE` asks, so that the figures kept by one answer the other
-        measured.append(sizes(p, None if set(asked) == set(p.methods) else asked, progress=progress))
+        methods = None if set(asked) == set(p.methods) else asked
+        s = kept_sizes(p.path, methods, data_path=getattr(getattr(p, "data", None), "path", None), cache=cache)
+        if s is None:
+            if announce is not None:
+                announce(f"sizing the {label} program ({p.path})")
+            s = sizes(p, methods, progress=progress, cache=cache)
+        measured.append(s)
     return d.with_sizes(*measured, host_dependent=MEASURED_PARTS)
 
 
