@@ -275,6 +275,26 @@ def test_the_counter_counts_heap_and_mappings_exactly(tmp_path):
     assert r.stdout.startswith("None approximate")
 
 
+def test_the_heap_at_a_smaller_shape_runs_the_dynamic_input_there_and_is_kept(program_path, tmp_path, monkeypatch):
+    """``heap_at``: the sizing's heap peak with a dynamic input set at a smaller shape, as an app's shorter input
+    (what what-if's whole-app budget counts at each bound): ExecuTorch runs the method there; a shape beyond the
+    bound is refused by ExecuTorch's set_input, one line naming the step; the figure is kept by the file's bytes
+    and the shapes, and read back at once."""
+    from pte_lab.runtime import kept
+    from pte_lab.runtime.sizing import SizingError, heap_at
+
+    monkeypatch.setattr(kept, "folder", lambda: tmp_path)  # kept here; the native builds where they are
+    path = str(program_path("dynamic"))  # input 0 is [32, 16], its batch dynamic up to 32
+    got = heap_at(path, "forward", {0: (8, 16)}, cache=True)
+    assert got.file_heap_peak >= os.path.getsize(path)  # it holds the FileDataLoader's copy of the program
+    assert (got.kept, got.xnnpack_resized, got.shapes) == (None, 0, ((0, (8, 16)),))
+    again = heap_at(path, "forward", {0: (8, 16)}, cache=True)
+    assert again.kept is not None and again.file_heap_peak == got.file_heap_peak
+    with pytest.raises(SizingError) as e:
+        heap_at(path, "forward", {0: (64, 16)}, cache=False)
+    assert "set_inputs before first_execute" in str(e.value) and len(str(e.value).splitlines()) == 1
+
+
 def test_c_identifiers_are_unique_and_valid():
     ids = c_identifiers(["forward", "a-b", "a_b", "9lives", "", "décode"])
     assert len(set(ids.values())) == 6

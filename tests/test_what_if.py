@@ -499,3 +499,136 @@ def test_planned_arenas_beyond_the_memory_free_are_refused_before_a_worker(progr
     assert arena > 1000
     with pytest.raises(DeclaredSizeError, match=rf"planned arena 1: {arena:,} B.*more than the 1,000 B free"):
         pte_lab.what_if(path, {(0, 0): 8}, cache=False)
+
+
+# ------------------------------------------------------------------ the whole-app budget: the heap at each bound
+class _LinearFit:
+    """A made-up fit: one tensor of ``n`` bytes at bound ``n`` (its lower bound ``90 * n``, below every plan)."""
+
+    keys = ((0, 1),)
+
+    def __init__(self, top: int):
+        self.exported = (top,)
+
+    def _arrays(self):
+        return (np.zeros((1, 1), np.int64), np.ones((1, 1, 1), np.int64), np.ones((1, 1), np.int64),
+                np.ones(1, np.int64))
+
+    def nbytes_at(self, point, round_up=False):
+        return np.array([point[0]])
+
+
+class _Pred:
+    def __init__(self, planned: dict[int, int]):
+        self.fit, self.planned = _LinearFit(max(planned)), planned
+
+    def lower_bound(self, nbytes):
+        return int(nbytes[0]) * 90
+
+    def planned_at(self, point):
+        return self.planned[point[0]]
+
+    def nbytes_at(self, point):
+        return np.array([point[0]])
+
+
+def _beyond(heap: int):
+    from pte_lab.planning.at_bound import HEAP_AT_BOUND, BeyondPart, BeyondPlan
+    from pte_lab.runtime.sizing.records import Basis
+
+    return BeyondPlan("forward", (BeyondPart("method pool", 700, Basis.MEASURED_HERE),
+                                  BeyondPart("temp pool", 300, Basis.MEASURED_HERE),
+                                  BeyondPart(HEAP_AT_BOUND, heap, Basis.MEASURED_HERE)))
+
+
+def test_the_whole_budget_counts_the_heap_measured_at_the_answer_and_rules_out_every_bound_above():
+    """Kernels and delegates malloc by the shapes, so the heap at a smaller bound is smaller: the answer is the
+    largest bound whose plan, pools and heap measured at that very bound fit, as a brute force over every bound
+    with its own heap finds it; the bound past it is measured too (it does not fit with its own heap), a few
+    fresh runs in all; the heap at the exported bound alone would give a smaller answer."""
+    from pte_lab.planning.at_bound import HEAP_MEASUREMENTS, _answer, _heap_search, _search
+
+    top = 400
+    planned = {n: 1_000 * n + (30_000 if n in (150, 151, 290) else 0) for n in range(1, top + 1)}  # the plan dips
+    heap = {n: 20 * n * n + 50_000 for n in range(1, top + 1)}  # a workspace of the bound's square
+    pred = _Pred(planned)
+    beyond = _beyond(heap[top])
+    for budget in range(80_000, 3_600_000, 17_321):
+        fits = [n for n in planned if planned[n] + 1_000 + heap[n] <= budget]
+        asked = []
+
+        def measure(n):
+            asked.append(n)
+            return heap[n], 0
+
+        h = _heap_search(pred, budget, beyond, measure)
+        got = _answer(pred, budget, beyond, dict(h.measured), 1, top)[0]
+        assert got == (max(fits) if fits else None), budget
+        assert len(asked) <= HEAP_MEASUREMENTS and len(set(asked)) == len(asked), (budget, asked)
+        if got is None:
+            continue
+        assert h.exact and h.basis == got and h.at(got) == heap[got], (budget, h)  # measured at the answer itself
+        assert got == top or h.at(got + 1) == heap[got + 1], (budget, h)  # and one past it
+        old = _search(pred, budget - 1_000 - heap[top], 1, top) if budget > 1_000 + heap[top] else None
+        assert old is None or old <= got  # the exported bound's heap: never a larger answer
+
+
+def test_the_whole_budget_says_where_the_heap_does_not_grow_and_stops_on_a_failed_measurement():
+    """A kernel that mallocs at some shapes and not at others: the answer still counts the heap measured at itself
+    (it fits), and the search says the heap falls between two bounds it measured; a measurement that fails stops
+    the search, the answer then counting the heap measured at a larger bound (no smaller), said."""
+    from pte_lab.errors import PteLabError
+    from pte_lab.planning.at_bound import HEAP_NOISE, _answer, _heap_search
+
+    top = 300
+    planned = {n: 1_000 * n for n in range(1, top + 1)}
+    heap = {n: (900_000 if 100 <= n <= 200 else 0) + 10_000 for n in range(1, top + 1)}  # a bump in the middle
+    pred = _Pred(planned)
+    h = _heap_search(pred, 171_000, _beyond(heap[top]), lambda n: (heap[n], 0))
+    a, b = h.falls
+    assert a < b and h.at(a) > h.at(b) + HEAP_NOISE  # measured: more heap at the smaller bound
+    got = _answer(pred, 171_000, _beyond(heap[top]), dict(h.measured), 1, top)[0]
+    assert h.basis == got and planned[got] + 1_000 + heap[got] <= 171_000  # measured at itself: it fits
+
+    def fails(n):
+        raise PteLabError("forward: the runtime refused it")
+
+    h = _heap_search(pred, 2_000_000, _beyond(20_000), fails)  # everything fits beside the exported bound's heap
+    assert (h.measured, h.basis, h.exact, h.stopped) == (((top, 20_000),), top, True, None)
+    h = _heap_search(pred, 250_000, _beyond(20_000), fails)
+    assert (h.measured, h.stopped, h.basis, h.exact) == (((top, 20_000),), "forward: the runtime refused it", top,
+                                                          False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["xnnpack", "portable"])
+def test_the_whole_budget_answer_is_the_largest_reexport_that_fits_whichever_export_is_asked(tmp_path, backend):
+    """Issue 45/48: the whole-app budget's answer counts the heap at the bound it answers, not at the exported one
+    (XNNPACK's workspace and the kernels' buffers shrink with the bound): with the budget between what re-exports at
+    K and at K + 1 need in all (``pte_lab.sizes``' total on this host: planned, pools, FileDataLoader's heap peak),
+    the answer is K, asked of the export at the top bound or of the one at K + 1; the exported bound's heap alone
+    would answer less where XNNPACK's workspace shrinks with the bound."""
+    from pte_lab.planning.at_bound import search_budget
+
+    top, k = 192, 120
+    paths = {}
+    for n in (top, k, k + 1):
+        paths[n] = str(tmp_path / f"seq{n}.pte")
+        with open(paths[n], "wb") as f:
+            f.write(_transformer_at(n, backend))
+    need = {n: pte_lab.sizes(paths[n], cache=False).totals()["forward"]["host"].bytes for n in (k, k + 1)}
+    budget = (need[k] + need[k + 1]) // 2  # K fits, K + 1 does not, each by far more than a heap's run-to-run noise
+    answers = {}
+    for asked in (top, k + 1):
+        b = answers[asked] = pte_lab.largest_bound(paths[asked], budget, whole=True, cache=False)
+        assert b.bound == k, (asked, b.heap)
+        assert b.heap.exact and b.heap.basis == k and b.beyond.heap.bytes == b.heap.at(k), b.heap
+        assert b.at.planned + b.beyond.total <= budget < b.next_total
+        assert b.heap.at(k + 1) is not None  # one past the answer: measured, over the budget with its own heap
+        assert f"every bound above {k} is ruled out" in str(b)
+        assert b.to_dict()["beyond_plan"]["heap_bound"] == k
+    if backend == "xnnpack":
+        b = answers[top]
+        assert b.heap.xnnpack_resized > 0
+        at_top = b.beyond.with_heap(top, b.heap.measured[0][1])  # the sizing's heap, at the export's bound
+        assert search_budget(b._pred, budget, beyond=at_top).bound < k

@@ -249,10 +249,14 @@ def test_the_budget_is_the_apps_whole_memory_pools_and_the_loaders_heap_beside_t
     # --no-cache: made now, and not kept
     unkept = largest_bound(attention, "1MB", whole=True, cache=False)
     assert unkept.beyond.measured and "; not kept: --no-cache)" in str(unkept)
-    # sized (kept): the measured pools and FileDataLoader's heap peak replace the file's figures
+    # sized (kept): the measured pools replace the file's figures, and FileDataLoader's heap peak, measured as the
+    # sizing measures it, at the bound answered (the sizing's at the exported bound is where the search starts)
     m = pte_lab.sizes(attention, cache=True).methods["forward"]
     sized = largest_bound(attention, "1MB", whole=True, cache=True)
-    assert [p.bytes for p in sized.beyond.parts] == [m.method_allocator, m.temp_allocator, m.file_heap_peak]
+    assert [p.bytes for p in sized.beyond.parts[:2]] == [m.method_allocator, m.temp_allocator]
+    assert sized.heap.measured[0] == (128, m.file_heap_peak)
+    assert sized.beyond.heap_bound == sized.heap.basis == sized.bound
+    assert sized.beyond.heap.bytes == sized.heap.at(sized.bound)
     assert sized.beyond.parts[0].bytes == y.parts[0].bytes  # the file's method pool is the one measured
     assert sized.beyond.kept is not None and not sized.beyond.lower
     assert (sized.bound, sized.beyond.parts[:2]) == (now.bound, now.beyond.parts[:2])  # the same answer

@@ -229,6 +229,12 @@ class Table:
         start, length = self._vector_at(at, 1, what)
         return bytes(self._buf[start : start + length])
 
+    def vector_span(self, slot: int, what: str, elem_size: int = 4) -> tuple[int, int]:
+        """(offset of the first element, elements) of a vector inside the flatbuffer ((0, 0) when absent), checked
+        against the bytes there and charged against the budget, without reading it."""
+        at = self._field(slot, 4)
+        return self._vector_at(at, elem_size, what) if at else (0, 0)
+
     def bytes_vector_span(self, slot: int, what: str) -> tuple[int, int]:
         """(offset, length) of a byte vector inside the flatbuffer, without copying it."""
         at = self._field(slot, 4)

@@ -1,15 +1,21 @@
 """XNNPACK's delegate blob, as its serializer writes it (``backends/xnnpack/serialization/xnnpack_graph_serialize.py``,
 ``schema.fbs`` in the executorch wheel): a 30-byte header with ``XH00`` at bytes 4..8 whose uint32 at bytes 10..14
 is the offset of an XNNPACK graph flatbuffer (file identifier ``XN01`` at its bytes 4..8), or that flatbuffer
-alone. What a blob that is neither means is :mod:`pte_lab.model.delegates`'."""
+alone. What a blob that is neither means is :mod:`pte_lab.model.delegates`'.
+
+:func:`workspace_dims` finds, in the graph, the dims of the tensors XNNPACK keeps in its own workspace (the values
+internal to the graph): XNNPACK allocates that workspace on the heap, each tensor at the larger of its declared size
+(the export's bound) and the size it runs at (``schema.fbs``: ``XNNGraph.xvalues``, ``XNNTensorValue``)."""
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
 
+from ._flat import root_table
+
 __all__ = ["BACKEND", "HEADER_MAGIC", "HEADER_BYTES", "GRAPH_IDENTIFIERS", "identifier", "header_graph_offset",
-           "XnnpackHeader", "read_header"]
+           "XnnpackHeader", "read_header", "INTERNAL_ID", "workspace_dims"]
 
 #: the backend id whose blobs these are (what pte_lab knows of the backend is its registration,
 #: ``pte_lab.model.backends.XNNPACK``)
@@ -60,3 +66,36 @@ def read_header(head: bytes) -> XnnpackHeader | None:
         return None
     _, graph_at, graph_n, const_at, const_n = _SPANS.unpack_from(head, _SPANS_AT)
     return XnnpackHeader(graph_at, graph_n, const_at, const_n)
+
+
+#: the external id of a value internal to the graph (XNNPACK's XNN_INVALID_VALUE_ID)
+INTERNAL_ID = 0xFFFFFFFF
+#: schema.fbs's field slots: XNNGraph.xvalues, XValue's union (type, value), XNNQuantizedTensorValue.tensor_value,
+#: and XNNTensorValue's dims, constant_buffer_idx, external_id and flags
+_XVALUES, _UNION_TYPE, _UNION, _QUANTIZED_BASE = 2, 0, 1, 0
+_DIMS, _CONSTANT, _EXTERNAL, _FLAGS = 2, 3, 4, 5
+#: XValueUnion's members
+_TENSOR, _QUANTIZED = 1, 2
+
+
+def workspace_dims(graph) -> tuple[tuple[int, int], ...]:
+    """(offset in ``graph`` of the first dim, dims) of each tensor value of an XNNPACK graph flatbuffer that
+    XNNPACK keeps in its workspace: no external id (:data:`INTERNAL_ID`), no constant data, no external flags.
+    Every offset is checked against ``graph``'s bytes; raises :class:`~pte_lab.errors.PteFormatError` for a graph
+    that is not one."""
+    root = root_table(memoryview(graph), "XNNPACK graph")
+    out = []
+    for k, v in enumerate(root.tables(_XVALUES, "xvalues")):
+        kind, t = v.union(_UNION_TYPE, _UNION, f"xvalue_union[{k}]")
+        if kind == _QUANTIZED and t is not None:
+            t = t.table(_QUANTIZED_BASE, "tensor_value")
+        elif kind != _TENSOR:
+            t = None
+        if t is None:
+            continue
+        if (t.scalar(_EXTERNAL, "uint32") == INTERNAL_ID and t.scalar(_CONSTANT, "uint32") == 0
+                and t.scalar(_FLAGS, "uint32") == 0):
+            start, n = t.vector_span(_DIMS, "dims")
+            if n:
+                out.append((start, n))
+    return tuple(out)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import dataclasses
 from dataclasses import dataclass, field
 from ..vocabulary import Word
 from fractions import Fraction
@@ -46,7 +47,7 @@ from ..runtime.libraries import registry
 from ..runtime.isolate import RemoteError, Worker
 from ..runtime.shapes import program_scalars
 from ..runtime.sizing.kept_sizes import kept_sizes
-from ..runtime.sizing.results import sizes
+from ..runtime.sizing.results import heap_at, sizes
 from ..runtime.sizing.measure import cannot_run_here
 from ..runtime.sizing.records import Basis
 from ..units import INT64_MAX, align_up, check_int64, exact_bytes, parse_bytes
@@ -55,10 +56,17 @@ from .algorithms import plan_arena
 
 __all__ = ["what_if", "largest_bound", "usage_at", "learn", "Predictor", "WhatIf", "ArenaAt", "TensorAt",
            "BoundUnderBudget", "UsageAt", "BeyondPlan", "BeyondPart", "Loader", "beyond_plan", "Applied", "NeedOption", "changes", "Planner", "search_budget", "dynamic_dims", "parse_budget", "dim_name", "export_change", "CURVE_POINTS",
-           "FromExports"]
+           "FromExports", "HeapSearch", "HEAP_MEASUREMENTS", "HEAP_NOISE"]
 
 #: how many bounds the budget search's curve shows
 CURVE_POINTS = 48
+
+#: the most bounds a whole-app budget search measures the heap at (one fresh worker each), beside the sizing's
+#: at the exported bound
+HEAP_MEASUREMENTS = 6
+#: how far two heap peaks measured in fresh workers may differ with nothing changed (malloc's layout moves them by
+#: some hundred bytes): a smaller bound's heap above a larger one's by more is the heap not growing with the bound
+HEAP_NOISE = 4096
 
 
 def parse_budget(text) -> int:
@@ -176,9 +184,10 @@ class BeyondPart:
 class BeyondPlan:
     """What an app pays beyond the planned arenas, per :attr:`loader`: the method and temp pools and the heap, from
     a sizing of these bytes (kept, or made for this answer; measured here, at the exported bound: pools do not scale
-    with the bound) or, where none can be made here (:attr:`unsized`), from the file (the method pool replayed from
-    its tables with this host's ABI, kernel resolution's temp pool, and the loader's copy of the program). The
-    budget search gives the planned arenas the budget less these."""
+    with the bound; the heap, which kernels and delegates malloc by the shapes, measured at :attr:`heap_bound` where
+    a budget search measured it there) or, where none can be made here (:attr:`unsized`), from the file (the method
+    pool replayed from its tables with this host's ABI, kernel resolution's temp pool, and the loader's copy of the
+    program). The budget search gives the planned arenas the budget less these."""
 
     method: str
     parts: tuple[BeyondPart, ...]
@@ -189,6 +198,20 @@ class BeyondPlan:
     keeping: bool = False
     #: why no sizing of these bytes could be made here (the figures are then the file's); None: one was made or kept
     unsized: str | None = None
+    #: the bound the heap part was measured at (:class:`HeapSearch`); None: the sizing's, at the shapes the file
+    #: declares (the exported bound), or the file's
+    heap_bound: int | None = None
+
+    @property
+    def heap(self) -> BeyondPart:
+        """The heap part (the last)."""
+        return self.parts[-1]
+
+    def with_heap(self, bound: int, nbytes: int) -> "BeyondPlan":
+        """The same pools, with the heap peak measured at ``bound``."""
+        return dataclasses.replace(self, parts=self.parts[:-1] + (BeyondPart(
+            f"heap peak at bound {bound:,} (the loader's copy of the program, what kernels and delegates malloc at "
+            f"that bound)", nbytes, Basis.MEASURED_HERE),), heap_bound=bound)
 
     @property
     def total(self) -> int:
@@ -244,12 +267,46 @@ def beyond_plan(pte, path: str, method: str, cache: bool | None = None, *, measu
         unsized=unsized)
 
 
+#: what the heap part of a measured :class:`BeyondPlan` is
+HEAP_AT_BOUND = "heap peak (the loader's copy of the program, what kernels and delegates malloc)"
+
+
 def _measured_beyond(method: str, m, kept: float | None, keeping: bool = False) -> BeyondPlan:
     return BeyondPlan(method, (
         BeyondPart("method pool", m.method_allocator, Basis.MEASURED_HERE),
         BeyondPart("temp pool", m.temp_allocator, Basis.MEASURED_HERE),
-        BeyondPart("heap peak (the loader's copy of the program, what kernels and delegates malloc)",
-                   m.file_heap_peak, Basis.MEASURED_HERE)), kept=kept, keeping=keeping)
+        BeyondPart(HEAP_AT_BOUND, m.file_heap_peak, Basis.MEASURED_HERE)), kept=kept, keeping=keeping)
+
+
+@dataclass(frozen=True)
+class HeapSearch:
+    """How a whole-app budget search counted the heap. Kernels and delegates malloc by the shapes (XNNPACK sizes
+    its workspace by its graph's declared shapes, the export's bound), so an export at a smaller bound needs less
+    heap: the search measured the heap peak at the bounds it tried (``pte_lab.runtime.sizing.heap_at``: one
+    fresh worker each, the dynamic input at that bound), and counts, for each bound, the heap measured at the
+    nearest bound at or above it (the heap grows with the bound). A bound is ruled out where its planned bytes
+    with the heap measured at the nearest bound at or below it are over the budget."""
+
+    #: (bound, heap peak) measured, in the order made; the first is the sizing's, at the exported bound
+    measured: tuple[tuple[int, int], ...]
+    #: the bound whose heap the answer counts: the answer itself where it was measured there
+    basis: int
+    #: True: every bound above the answer is ruled out; False: :attr:`upper` is the largest that is not (the
+    #: search stopped: ``HEAP_MEASUREMENTS`` measurements, or one that failed, :attr:`stopped`)
+    exact: bool
+    upper: int | None = None
+    #: why a measurement could not be made (the runtime's words); None: none failed
+    stopped: str | None = None
+    #: the tensors XNNPACK keeps in its workspace that the measuring runs declared at the least size (0: none)
+    xnnpack_resized: int = 0
+    #: two bounds measured, the smaller with more heap than the larger by over ``HEAP_NOISE`` (a kernel that
+    #: mallocs at some shapes and not at others): the heap does not grow with the bound here, and a bound ruled
+    #: out with the heap measured below it may fit; None: none seen
+    falls: tuple[int, int] | None = None
+
+    def at(self, bound: int) -> int | None:
+        """The heap peak measured at ``bound`` (None: not measured there)."""
+        return dict(self.measured).get(bound)
 
 
 @dataclass(frozen=True)
@@ -381,14 +438,37 @@ class BoundUnderBudget:
     options: tuple[NeedOption, ...] = ()
     #: the findings whose changes the options make (each with a :class:`~pte_lab.model.plan_edit.PlanEdit`)
     findings: tuple[Finding, ...] = ()
-    #: what the app needs beyond the planned arenas, taken off the budget before the search (None: the budget is
-    #: the planned arenas' alone)
+    #: what the app needs beyond the planned arenas at the answer, taken off the budget (None: the budget is the
+    #: planned arenas' alone)
     beyond: BeyondPlan | None = None
+    #: how the heap was measured at the bounds tried (None: no heap measured: the budget is the planned arenas'
+    #: alone, or what the app needs beside them is the file's, the method not running here)
+    heap: HeapSearch | None = None
+    #: one past the answer: (the bound the heap counted there was measured at, that heap peak): the heap it needs
+    #: at least (None: no heap search, or the answer is the exported bound)
+    next_heap: tuple[int, int] | None = None
+    #: what the app needs beyond the planned arenas at :attr:`need` (the heap measured there), which
+    #: :attr:`options` are set against; None: as :attr:`beyond`
+    need_beyond: BeyondPlan | None = None
 
     @property
     def plan_budget(self) -> int:
-        """The planned arenas' share of the budget: the budget less :attr:`beyond`."""
+        """The planned arenas' share of the budget at the answer: the budget less :attr:`beyond`."""
         return self.budget - (self.beyond.total if self.beyond is not None else 0)
+
+    @property
+    def need_share(self) -> int:
+        """The planned arenas' share of the budget at :attr:`need`: the budget less what the app needs beyond
+        them there."""
+        y = self.need_beyond if self.need_beyond is not None else self.beyond
+        return self.budget - (y.total if y is not None else 0)
+
+    @property
+    def next_total(self) -> int | None:
+        """One past the answer, the least the app needs with the heap of :attr:`next_heap` (None: not known)."""
+        if self.next_planned is None or self.next_heap is None or self.beyond is None:
+            return None
+        return self.next_planned + self.beyond.total - self.beyond.heap.bytes + self.next_heap[1]
 
     @property
     def covers_need(self) -> bool | None:
@@ -973,36 +1053,212 @@ def largest_bound(source, budget, dim: tuple[int, int] | None = None, method: st
     if fit is None:
         fit = learn(pte if isinstance(source, Pte) else path, keys, m.name, data_path, max_input_bytes, cache, progress)
     beyond = beyond_plan(pte, path, m.name, cache, measure=True, progress=progress) if whole else None
-    b = search_budget(Predictor(m, fit, edit, findings), budget, path, need=need, beyond=beyond)
+    pred = Predictor(m, fit, edit, findings)
+    if beyond is not None and beyond.measured:
+        b = _whole_budget(pred, budget, path, need, beyond, data_path, max_input_bytes, cache, progress)
+    else:
+        b = search_budget(pred, budget, path, need=need, beyond=beyond)
     b.dim_chosen = chosen
     b.asked = given.strip() if isinstance(given, str) else None
     return b
 
 
-def search_budget(pred: Predictor, budget: int, source: str | None = None, need: int | None = None,
-                  beyond: BeyondPlan | None = None) -> BoundUnderBudget:
-    """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
-    the largest bound that fits, whatever dips the plan takes (:func:`_search`; the curve is drawn when asked). Pure: no run. Raises :class:`WhatIfError` for a budget below
-    what any bound plans."""
+def _smallest_bound(pred: Predictor) -> int:
+    """The first bound that gives whole shapes (``WhatIfError`` where none does)."""
     key, top = pred.fit.keys[0], pred.fit.exported[0]
     lo = next((n for n in range(1, top + 1) if _fits(pred, n)), None)
     if lo is None:
         raise WhatIfError(f"{pred.method.name}: no bound of input {key[0]} axis {key[1]} gives whole shapes")
+    return lo
+
+
+def _whole_budget(pred: Predictor, budget: int, path: str, need: int | None, beyond: BeyondPlan, data_path,
+                  max_input_bytes, cache, progress) -> BoundUnderBudget:
+    """The largest bound whose planned arenas fit beside the pools and the heap measured at that bound
+    (:func:`_heap_search`; the heap at ``need`` too, where the answer is below it)."""
+    method, key = pred.method, pred.fit.keys[0]
+    report = reporter(progress, desc="what-if")
+
+    def measure(bound: int) -> tuple[int, int]:
+        got = heap_at(path, method.name, _shapes_at(method, (key,), (bound,)), data_path=data_path,
+                      max_input_bytes=max_input_bytes, cache=cache, progress=progress,
+                      announce=lambda: report.step(f"the heap at bound {bound:,}: the method run with "
+                                                   f"{point_text((key,), (bound,))} in a fresh worker, as the "
+                                                   f"sizing measures its heap"))
+        if got.file_heap_peak is None:
+            raise PteLabError("the allocation counter is not preloaded in the sizing worker")
+        return got.file_heap_peak, got.xnnpack_resized
+
+    try:
+        heap = _heap_search(pred, budget, beyond, measure)
+        heaps = dict(heap.measured)
+        at = beyond if heap.basis == pred.fit.exported[0] else beyond.with_heap(heap.basis, heaps[heap.basis])
+        need_beyond = None
+        fits = _answer(pred, budget, beyond, heaps, _smallest_bound(pred), pred.fit.exported[0])[0]
+        if need is not None and fits is not None and fits < need:
+            if need not in heaps:
+                try:
+                    heaps[need] = measure(need)[0]
+                    heap = dataclasses.replace(heap, measured=heap.measured + ((need, heaps[need]),))
+                except PteLabError:
+                    pass  # the heap at the nearest bound measured above it: no smaller
+            above = min(m for m in heaps if m >= need)
+            need_beyond = beyond.with_heap(above, heaps[above]) if above != pred.fit.exported[0] else beyond
+    finally:
+        report.close()
+    return search_budget(pred, budget, path, need=need, beyond=at, heap=heap, need_beyond=need_beyond)
+
+
+def search_budget(pred: Predictor, budget: int, source: str | None = None, need: int | None = None,
+                  beyond: BeyondPlan | None = None, heap: HeapSearch | None = None,
+                  need_beyond: BeyondPlan | None = None) -> BoundUnderBudget:
+    """:func:`largest_bound` once the samples are taken (``pred``: a :class:`Predictor` over a one-dim fit):
+    the largest bound that fits, whatever dips the plan takes (:func:`_search`; the curve is drawn when asked).
+    Pure: no run. With ``heap`` (a whole-app search's, :func:`_heap_search`), the answer is its: ``beyond`` is
+    what the app needs beside the plan there, ``need_beyond`` at ``need``. Raises :class:`WhatIfError` for a budget
+    below what any bound plans."""
+    key, top = pred.fit.keys[0], pred.fit.exported[0]
+    lo = _smallest_bound(pred)
     smallest = pred.planned_at((lo,))
     share = budget - (beyond.total if beyond is not None else 0)
-    n = _search(pred, share, lo, top) if share > 0 else None
+    if heap is not None:
+        n: int | None = _answer(pred, budget, beyond, dict(heap.measured), lo, top)[0]
+    else:
+        n = _search(pred, share, lo, top) if share > 0 else None
     if n is None:
         outside = "" if beyond is None else (f" with the {exact_bytes(beyond.total)} the app needs beyond the plan "
-                                             f"({', '.join(p.what for p in beyond.parts)})")
+                                             f"({', '.join(p.what for p in beyond.parts)}"
+                                             + (f", the heap measured at bound {beyond.heap_bound:,}"
+                                                if beyond.heap_bound is not None else "") + ")")
+        failed = "" if heap is None or heap.stopped is None else \
+            f"; the heap could not be measured at a smaller bound: {heap.stopped}"
         raise WhatIfError(f"budget {exact_bytes(budget)} is below what any bound plans{outside}: the smallest, at "
-                          f"bound {lo}, plans {exact_bytes(smallest)}")
+                          f"bound {lo}, plans {exact_bytes(smallest)}{failed}")
     after = pred.planned_at((n + 1,)) if n < top and _fits(pred, n + 1) else None
+    next_heap = None
+    if heap is not None and after is not None:
+        below = max(m for m, _ in heap.measured if m <= n + 1) if any(m <= n + 1 for m, _ in heap.measured) else None
+        next_heap = None if below is None else (below, dict(heap.measured)[below])
     b = BoundUnderBudget(budget, key, n, pred.predict((n,), source), smallest, top, after, smallest_bound=lo,
-                         _pred=pred, need=need, beyond=beyond)
+                         _pred=pred, need=need, beyond=beyond, heap=heap, next_heap=next_heap,
+                         need_beyond=need_beyond)
     if need is not None and n < need:
         b.findings = changes(pred.method)
-        b.options = _need_options(pred, share, need, b.findings)
+        b.options = _need_options(pred, b.need_share, need, b.findings)
     return b
+
+
+def _answer(pred: Predictor, budget: int, beyond: BeyondPlan, heaps: dict[int, int], lo: int, top: int
+            ) -> tuple[int | None, int | None]:
+    """(the largest bound that fits ``budget`` with the heap measured at the nearest bound at or above it, the
+    largest bound not ruled out with the heap measured at the nearest bound at or below it: (0 below the least
+    measured)), from the heap peaks measured so far (``heaps``: bound -> bytes; the exported bound's among them).
+    The heap grows with the bound, so the first fits and every bound above the second is over the budget; where
+    they are the same bound, the answer is exact. ``beyond``'s pools are counted with each heap."""
+    pools = beyond.total - beyond.heap.bytes
+    marks = sorted(heaps)
+    fits = None
+    start = lo
+    for m in marks:  # bounds in (the last mark, m] count the heap at m
+        if m >= start:
+            got = _search(pred, budget - pools - heaps[m], start, m) if budget - pools - heaps[m] > 0 else None
+            if got is not None:
+                fits = got
+        start = m + 1
+    open_ = None
+    floors = [(lo, marks[0] - 1, 0)] + [(m, (marks[k + 1] - 1 if k + 1 < len(marks) else top), heaps[m])
+                                        for k, m in enumerate(marks)]
+    for a, b, h in reversed(floors):  # bounds in [a mark, the next) need at least its heap
+        a = max(a, (fits or 0) + 1)
+        if a <= b and budget - pools - h > 0:
+            open_ = _search(pred, budget - pools - h, a, b)
+            if open_ is not None:
+                break
+    return fits, open_
+
+
+def _heap_search(pred: Predictor, budget: int, beyond: BeyondPlan, measure) -> HeapSearch:
+    """The heap measured at the bounds a whole-app budget search needs (:class:`HeapSearch`). From the sizing's at
+    the exported bound, each round measures the heap at the bound where the budget runs out by the heap's estimate
+    (:func:`_heap_estimate`, through the bounds measured so far), above the largest that fits and no higher than
+    the largest not ruled out (:func:`_answer`), until no bound above the answer is left, at most
+    :data:`HEAP_MEASUREMENTS` times (and once more where the answer's own heap is still to measure); the answer's
+    heap is measured first, and the bound past it last. ``measure(bound)`` gives (the heap peak there, the XNNPACK tensors resized),
+    or raises :class:`~pte_lab.errors.PteLabError`, which stops the search where it is."""
+    lo, top = _smallest_bound(pred), pred.fit.exported[0]
+    heaps = {top: beyond.heap.bytes}
+    order = [(top, beyond.heap.bytes)]
+    pools = beyond.total - beyond.heap.bytes
+    stopped, resized = None, 0
+    for k in range(HEAP_MEASUREMENTS + 1):
+        fits, open_ = _answer(pred, budget, beyond, heaps, lo, top)
+        if k == HEAP_MEASUREMENTS and (fits is None or fits in heaps):
+            break  # one more only to measure the answer itself
+        if fits is not None and fits not in heaps:
+            bound = fits  # the answer counts the heap measured at itself
+        elif open_ is not None:
+            bound = _next_to_measure(pred, budget - pools, heaps, lo if fits is None else fits + 1, open_)
+        elif fits is not None and fits < top and fits + 1 not in heaps and _fits(pred, fits + 1):
+            bound = fits + 1  # one past the answer, with its own heap: over whatever the heap does above it
+        else:
+            break
+        if bound in heaps:  # nothing new to learn (the estimate found nothing above the answer to try)
+            break
+        try:
+            got, n = measure(bound)
+        except PteLabError as exc:
+            stopped = str(exc).splitlines()[0]
+            break
+        resized = max(resized, n)
+        heaps[bound] = got
+        order.append((bound, got))
+    fits, open_ = _answer(pred, budget, beyond, heaps, lo, top)
+    basis = min((m for m in heaps if fits is not None and m >= fits), default=top)
+    marks = sorted(heaps)
+    falls = next(((a, b) for i, a in enumerate(marks) for b in marks[i + 1:] if heaps[a] > heaps[b] + HEAP_NOISE),
+                 None)
+    return HeapSearch(tuple(order), basis, open_ is None, open_, stopped, resized, falls)
+
+
+def _heap_estimate(heaps: dict[int, int], n: int) -> float:
+    """The heap at bound ``n`` as the bounds measured suggest: through the (up to) three measured nearest it (a
+    workspace grows with the bound's square, a kernel's buffer with the bound), kept between the heap measured
+    at the nearest bound below (0 where none) and the nearest above it. An estimate that picks where to measure next; no
+    answer rests on it."""
+    marks = sorted(heaps)
+    below = heaps[max(m for m in marks if m <= n)] if marks[0] <= n else 0
+    above = heaps[min(m for m in marks if m >= n)] if marks[-1] >= n else heaps[marks[-1]]
+    near = sorted(marks, key=lambda m: (abs(m - n), m))[:3]
+    est = 0.0
+    for i, a in enumerate(near):  # Lagrange's polynomial through them
+        term = float(heaps[a])
+        for j, b in enumerate(near):
+            if i != j:
+                term *= (n - b) / (a - b)
+        est += term
+    return min(max(est, below), above)
+
+
+def _next_to_measure(pred: Predictor, share: int, heaps: dict[int, int], first: int, last: int) -> int:
+    """The bound in [``first``, ``last``] (``last``: the largest not ruled out, never measured) where the plan and
+    the heap's estimate (:func:`_heap_estimate`) run out of ``share`` (the budget less the pools): the largest not
+    measured whose plan fits beside the estimate, found as :func:`_search` finds a plan under a budget (a bisection
+    on the plan's lower bound and the estimate, both growing with the bound, then down to a plan that fits); else
+    ``first``, which settles whether the answer is the bound below it, or ``last`` where ``first`` was measured."""
+    def under(n: int) -> bool:
+        return _lower_bound_at(pred, n) + _heap_estimate(heaps, n) <= share
+
+    start = None
+    if under(first):
+        ok, bad = first, last + 1
+        while bad - ok > 1:
+            mid = (ok + bad) // 2
+            ok, bad = (mid, bad) if under(mid) else (ok, mid)
+        start = ok
+    for n in range(start if start is not None else first - 1, first - 1, -1):
+        if n not in heaps and _fits(pred, n) and pred.planned_at((n,)) + _heap_estimate(heaps, n) <= share:
+            return n
+    return first if first not in heaps else last
 
 
 def _need_options(pred: Predictor, budget: int, need: int, findings: tuple[Finding, ...]) -> tuple[NeedOption, ...]:

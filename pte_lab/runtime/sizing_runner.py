@@ -6,7 +6,8 @@ HierarchicalAllocator (the planned arenas at their planned sizes) and a temp
 allocator (or none, as many runners pass), each pool either counting (its
 high-water mark recorded) or of an exact size. :func:`run_method` drives it
 step by step, setting every input before every execute as an application
-does, and returns what each step took as plain data (:class:`RunnerResult`),
+does (every tensor input at its planned shape, or a dynamic one at a smaller shape given), and returns what
+each step took as plain data (:class:`RunnerResult`),
 which crosses the worker's pipe to the caller's front
 (:mod:`pte_lab.runtime.sizing`).
 """
@@ -76,6 +77,8 @@ def _lib() -> ctypes.CDLL:
         "pte_lab_sizing_io_count": ([vp, ctypes.c_int32], ctypes.c_int32),
         "pte_lab_sizing_io": ([vp, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(_IO)], ctypes.c_int32),
         "pte_lab_sizing_load_method": ([vp, cp], ctypes.c_int32),
+        "pte_lab_sizing_input_shape": ([vp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int64), ctypes.c_int32],
+                                       ctypes.c_int32),
         "pte_lab_sizing_set_inputs": ([vp], ctypes.c_int32),
         "pte_lab_sizing_execute": ([vp], ctypes.c_int32),
         "pte_lab_sizing_pools": ([vp, ctypes.POINTER(_PoolUse)], None),
@@ -116,7 +119,8 @@ def _io(lib, handle, output: bool) -> tuple[MethodIO, ...]:
 
 def run_method(path: str, name: str, *, method_pool: int | None = None, temp_pool: int | None = None,
                alignment: int = 4096, runs: int = 2, data_path: str | None = None,
-               planned_alignment: int = 0, file_loader: int = 0, bare_metal: bool = False) -> RunnerResult:
+               planned_alignment: int = 0, file_loader: int = 0, bare_metal: bool = False,
+               input_shapes: dict[int, tuple[int, ...]] | None = None) -> RunnerResult:
     """Load and run ``name`` with the sizing runner; what each step took.
 
     ``method_pool``/``temp_pool`` None: counting pools; else exact pools of that many bytes
@@ -127,7 +131,9 @@ def run_method(path: str, name: str, *, method_pool: int | None = None, temp_poo
     pools do not). ``bare_metal``: the platform layer's allocator (et_pal_allocate, where a method with no
     temp allocator takes its temp memory) refuses every request, as a bare-metal platform layer's does;
     else it is this host's (malloc). Either way what was asked of it is counted.
-    Every input is set before every execute (:data:`INPUT_VALUES`). Runs where it is called
+    Every input is set before every execute (:data:`INPUT_VALUES`); ``input_shapes`` (input position -> shape)
+    gives a dynamic input a smaller shape than its planned one (ExecuTorch resizes it at set_input, as an
+    app's smaller input; its zeros are built at that shape). Runs where it is called
     (the worker). Each step's allocations are counted right around it, inside the runner
     (``None`` without the counter).
     """
@@ -139,7 +145,8 @@ def run_method(path: str, name: str, *, method_pool: int | None = None, temp_poo
     out.bare_metal = bare_metal
     try:
         return _run(lib, out, path, bname, method_pool=method_pool, temp_pool=temp_pool, alignment=alignment,
-                    runs=runs, data_path=data_path, planned_alignment=planned_alignment, file_loader=file_loader)
+                    runs=runs, data_path=data_path, planned_alignment=planned_alignment, file_loader=file_loader,
+                    input_shapes=input_shapes or {})
     finally:
         calls, asked, refused = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
         lib.pte_lab_sizing_platform_use(ctypes.byref(calls), ctypes.byref(asked), ctypes.byref(refused))
@@ -148,7 +155,7 @@ def run_method(path: str, name: str, *, method_pool: int | None = None, temp_poo
 
 
 def _run(lib, out: RunnerResult, path: str, bname: bytes, *, method_pool, temp_pool, alignment, runs, data_path,
-         planned_alignment, file_loader) -> RunnerResult:
+         planned_alignment, file_loader, input_shapes) -> RunnerResult:
     def file_rss() -> int | None:  # the program's file and its .ptd
         got = [memory.file_rss(p) for p in (path, data_path) if p]
         return None if None in got else sum(got)
@@ -189,6 +196,12 @@ def _run(lib, out: RunnerResult, path: str, bname: bytes, *, method_pool, temp_p
             return out.fail(rc, Step(StepKind.PREPARE))
         if not record(Step(StepKind.LOAD_METHOD), handle, lib.pte_lab_sizing_load_method(handle, bname), file_rss()):
             out.inputs, out.outputs = _io(lib, handle, False), _io(lib, handle, True)
+            for i, shape in sorted(input_shapes.items()):
+                dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+                if out.fail(lib.pte_lab_sizing_input_shape(handle, int(i), dims, len(shape)),
+                            Step(StepKind.SET_INPUTS, 1)).error:
+                    runs = 0
+                    break
             for r in range(1, runs + 1):
                 if out.fail(lib.pte_lab_sizing_set_inputs(handle), Step(StepKind.SET_INPUTS, r)).error:
                     break

@@ -159,8 +159,14 @@ def budget_text(b) -> str:
     out += [
            f"at {b.bound:,} exir's greedy (as pte_lab replans it) plans {exact_bytes(w.planned)} "
            f"(pte_lab's best fit {_maybe(w.best_fit)}, lower bound {exact_bytes(w.lower_bound)})"]
-    if b.next_planned is not None:
+    if b.next_total is not None:
         # bytes only: a rounded "(256 KiB)" beside a budget of "(256 KiB)" reads as equal, not as over it
+        at, heap = b.next_heap
+        where = (f"measured there, {heap:,} B" if at == b.bound + 1 else
+                 f"at least the {heap:,} B measured at bound {at:,}")
+        out.append(f"at {b.bound + 1:,} it would plan {b.next_planned:,} B; with the pools and the heap ({where}) "
+                   f"the app needs {b.next_total:,} B, {b.next_total - b.budget:,} B over the budget")
+    elif b.next_planned is not None:
         share = "the planned arenas' share" if b.beyond is not None else "the budget"
         out.append(f"at {b.bound + 1:,} it would plan {b.next_planned:,} B, "
                    f"{b.next_planned - b.plan_budget:,} B over {share} of {b.plan_budget:,} B")
@@ -190,18 +196,60 @@ def _counted_lines(b) -> list[str]:
                 f"pool, temp pool and heap come on top: `pte-lab sizes FILE` measures them"]
     y = b.beyond
     parts = " + ".join(f"{p.what} {p.bytes:,} ({p.basis}{', at least' if p.lower else ''})" for p in y.parts)
-    at_bound = ("at the exported bound; the pools do not change with the bound, and the heap measured there is an "
-                "upper figure for a smaller one (what kernels malloc may shrink with the shapes)")
+    if b.heap is not None:
+        at_bound = ("the pools, at the exported bound: they do not change with the bound; the heap measured at each "
+                    "bound tried, below")
+    else:
+        at_bound = ("at the exported bound; the pools do not change with the bound, and the heap measured there is "
+                    "an upper figure for a smaller one (what kernels malloc may shrink with the shapes)")
     kept = "kept: the next question reads it" if y.keeping else "not kept: --no-cache"
     src = (f"a kept sizing of these bytes ({local_minute(y.kept)}, {at_bound})" if y.kept is not None else
            f"a sizing of these bytes made now for this answer ({at_bound}; {kept})"
            if y.measured else "the file (the method pool replayed from its tables with this host's ABI)")
     out = [f"beside the planned arenas, an app with {y.loader} needs, from {src}: {parts} = {exact_bytes(y.total)}; "
            f"the planned arenas get the rest of the budget, {exact_bytes(b.plan_budget)}"]
+    if b.heap is not None:
+        out += _heap_search_lines(b)
     if y.lower:
         out.append("not counted: what kernels malloc at run time beyond these, and the app's own memory: "
                    + (f"no sizing of these bytes could be made here ({y.unsized})" if y.unsized else
                       "`pte-lab sizes FILE` measures them (kept, this answer then counts its figures)"))
+    return out
+
+
+def _heap_search_lines(b) -> list[str]:
+    """How a whole-app search counted the heap (:class:`~pte_lab.planning.at_bound.HeapSearch`): where it measured
+    it, how each bound was counted, whether every bound above the answer is ruled out."""
+    h = b.heap
+    key = f"input {b.key[0]} axis {b.key[1]}"
+    seen = "; ".join(f"{m:,}: {n:,} B" + (" (the sizing's)" if k == 0 else "") for k, (m, n) in enumerate(h.measured))
+    out = [f"the heap peak, which kernels and delegates malloc by the shapes they run at, measured at each bound "
+           f"tried (the method run with {key} at it in a fresh worker, as the sizing measures its heap"
+           + (f"; XNNPACK sizes {h.xnnpack_resized} tensors of its workspace by their declared shapes, the "
+              f"export's bound, so the runs declared them at the shapes they run at, as an export at that bound "
+              f"does" if h.xnnpack_resized else "")
+           + f"): {seen}"]
+    if b.at is not None and b.at.applied is not None:
+        out.append("the heap is the program's as it is: what the changes made before replanning would take off it "
+                   "is not measured")
+    rule = ("each bound is counted with the heap measured at the nearest bound at or above it, and ruled out "
+            "where its plan with the heap measured at the nearest bound at or below it is over the budget (the heap "
+            "grows with the bound)")
+    if h.exact and h.basis == b.bound:
+        out.append(f"{rule}: every bound above {b.bound:,} is ruled out")
+    elif h.exact:
+        out.append(f"{rule}: every bound above {b.bound:,} is ruled out; {b.bound:,} itself is counted with the heap "
+                   f"measured at {h.basis:,}" + (f" (the search stopped: {h.stopped})" if h.stopped else ""))
+    else:
+        why = (f"a heap measurement failed: {h.stopped}" if h.stopped else
+               f"it measures the heap at most {len(h.measured) - 1} times")
+        out.append(f"{rule}: bounds {b.bound + 1:,} to {h.upper:,} are not ruled out ({why}); one of them may fit "
+                   f"too")
+    if h.falls is not None:
+        a, c = h.falls
+        out.append(f"the heap does not grow with the bound here: {h.at(a):,} B at {a:,}, {h.at(c):,} B at {c:,} (a "
+                   f"kernel that mallocs at some shapes and not at others), so a bound above {b.bound + 1:,} ruled out "
+                   f"with a smaller bound's heap may fit after all")
     return out
 
 
@@ -215,8 +263,11 @@ def _need_lines(b) -> list[str]:
                 f"it is the longest input you run, {b.need:,}"]
     plain = {o.planner: o for o in b.options if not o.kinds}
     greedy = plain["greedy"].planned
-    share = b.plan_budget
-    against = "the budget" if b.beyond is None else "the planned arenas' share"
+    share = b.need_share
+    y = b.need_beyond if b.need_beyond is not None else b.beyond
+    against = "the budget" if y is None else (
+        f"the planned arenas' share (with the heap measured at {y.heap_bound:,})" if y.heap_bound is not None else
+        "the planned arenas' share")
     out = [f"that is below the longest input you run, {b.need:,}: a program exported at "
            f"{export_change(b.at.keys, (b.bound,))} refuses inputs over {b.bound:,} on that axis",
            f"at {b.need:,} exir's greedy plans {exact_bytes(greedy)}, {exact_bytes(greedy - share)} over "
@@ -240,9 +291,9 @@ def _need_lines(b) -> list[str]:
         o = fit[0]
         how = " and ".join(o.kinds) if o.kinds else "no model change"
         then = "" if o.planner == "greedy" else ", then pte-lab replan it"
-        whole = ("" if b.beyond is None else
-                 f"; with the {exact_bytes(b.beyond.total)} beside the plan, the app's {exact_bytes(o.planned + b.beyond.total)}"
-                 f" of the budget's {exact_bytes(b.budget)}, {exact_bytes(b.budget - o.planned - b.beyond.total)} left")
+        whole = ("" if y is None else
+                 f"; with the {exact_bytes(y.total)} beside the plan, the app's {exact_bytes(o.planned + y.total)}"
+                 f" of the budget's {exact_bytes(b.budget)}, {exact_bytes(b.budget - o.planned - y.total)} left")
         out.append(f"the fewest changes that fit: {how}, re-exported with {export_change(b.at.keys, (b.need,))}"
                    f"{then}: {exact_bytes(o.planned)} planned, predicted{whole}")
     else:
@@ -264,9 +315,19 @@ def budget_dict(b) -> dict:
             "beyond_plan": None if b.beyond is None else {
                 "loader": str(b.beyond.loader), "total": b.beyond.total, "kept": b.beyond.kept, "measured": b.beyond.measured,
                 "unsized": b.beyond.unsized,
+                # the bound the heap part was measured at (null: the sizing's, at the exported bound, or the file's)
+                "heap_bound": b.beyond.heap_bound,
                 "parts": [{"what": p.what, "bytes": p.bytes, "basis": str(p.basis), "at_least": p.lower}
                           for p in b.beyond.parts]},
-            **({"need": b.need, "covers_need": b.covers_need,
+            # the heap measured at each bound the whole-app search tried (null: not measured beyond the sizing)
+            "heap_search": None if b.heap is None else {
+                "measured": [{"bound": m, "heap_peak": n} for m, n in b.heap.measured], "counted_at": b.heap.basis,
+                "exact": b.heap.exact, "not_ruled_out_up_to": b.heap.upper, "stopped": b.heap.stopped,
+                "xnnpack_tensors_resized": b.heap.xnnpack_resized,
+                "falls": None if b.heap.falls is None else list(b.heap.falls)},
+            **({"next": {"bound": b.bound + 1, "planned": b.next_planned, "heap_bound": b.next_heap[0],
+                         "heap_peak": b.next_heap[1], "total": b.next_total}} if b.next_total is not None else {}),
+            **({"need": b.need, "covers_need": b.covers_need, "need_share": b.need_share,
                 "options": [{"findings": list(o.kinds), "planner": str(o.planner), "planned": o.planned,
                              "fits": o.fits, "prediction": True} for o in b.options]} if b.need is not None else {}),
             "curve": [{"bound": n, "planned": p, "lower_bound": lb} for n, p, lb in b.curve],

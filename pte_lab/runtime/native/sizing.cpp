@@ -22,8 +22,11 @@
 // give a planned input's bytes to later tensors once it is read (an XNNPACK
 // program's int64 tokens, reused by its output), so a second execute without
 // them would read the first one's results. Every tensor input is zeros at its
-// planned (upper-bound) shape (token ids and positions of 0 are valid); other
-// inputs get the value the program holds.
+// planned (upper-bound) shape (token ids and positions of 0 are valid), or at
+// a smaller shape the caller gives for a dynamic one
+// (pte_lab_sizing_input_shape: ExecuTorch resizes the input to it at
+// set_input, and kernels and delegates then run, and malloc, at that shape);
+// other inputs get the value the program holds.
 //
 // The platform layer's allocator (et_pal_allocate: where a Method with no temp
 // allocator takes its temp memory) is this host's (POSIX: malloc) or a
@@ -43,6 +46,7 @@
 #include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
 #include <executorch/runtime/core/device_memory_buffer.h>
 #include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
+#include <executorch/runtime/core/exec_aten/util/scalar_type_util.h>
 #include <executorch/runtime/core/hierarchical_allocator.h>
 #include <executorch/runtime/core/tag.h>
 #include <executorch/runtime/core/memory_allocator.h>
@@ -247,6 +251,8 @@ struct Sizing {
   std::vector<EValue> in_values;  // non-tensor inputs: the value the program holds
   std::vector<void*> out_data;    // unplanned outputs' buffers
   std::vector<std::unique_ptr<TensorImpl>> in_impls;
+  // per input: the shape the caller asked for (empty: the planned shape)
+  std::vector<std::vector<SizesType>> in_shape;
   bool inputs_made = false, inputs_set = false;
   // the allocation counter around the last step
   StepCounts last;
@@ -270,6 +276,7 @@ struct Sizing {
     in_sizes.clear();
     in_dim_order.clear();
     in_strides.clear();
+    in_shape.clear();
     inputs_made = inputs_set = false;
     method_pool.reset();
     temp_pool.reset();
@@ -490,7 +497,8 @@ int32_t pte_lab_sizing_load_method(void* h, const char* name) {
 namespace {
 
 // Makes the inputs once: zeroed buffers of the planned (upper-bound) shapes for
-// tensors, the program's own value for the others; unplanned outputs
+// tensors, or of the shape the caller gave (pte_lab_sizing_input_shape), the
+// program's own value for the others; unplanned outputs
 // (alloc_graph_output=False) get buffers of their planned sizes.
 int32_t make_inputs(Sizing* s) {
   const MethodMeta meta = s->method->method_meta();
@@ -518,7 +526,16 @@ int32_t make_inputs(Sizing* s) {
     if (!tm.ok()) return code(tm.error());
     auto sizes = tm->sizes();
     auto order = tm->dim_order();
-    s->in_sizes[i].assign(sizes.begin(), sizes.end());
+    size_t nbytes = tm->nbytes();
+    if (i < s->in_shape.size() && !s->in_shape[i].empty()) {
+      // a shape of the caller's: of the planned rank; set_input refuses one beyond the bound
+      if (s->in_shape[i].size() != sizes.size()) return code(Error::InvalidArgument);
+      s->in_sizes[i] = s->in_shape[i];
+      nbytes = executorch::runtime::elementSize(tm->scalar_type());
+      for (SizesType d : s->in_sizes[i]) nbytes *= static_cast<size_t>(d);
+    } else {
+      s->in_sizes[i].assign(sizes.begin(), sizes.end());
+    }
     s->in_dim_order[i].assign(order.begin(), order.end());
     s->in_strides[i].resize(sizes.size());
     if (!sizes.empty()) {
@@ -526,8 +543,8 @@ int32_t make_inputs(Sizing* s) {
                                                           sizes.size(), s->in_strides[i].data());
       if (e != Error::Ok) return code(e);
     }
-    s->in_bytes[i] = tm->nbytes();
-    s->in_data[i] = std::calloc(tm->nbytes() ? tm->nbytes() : 1, 1);
+    s->in_bytes[i] = nbytes;
+    s->in_data[i] = std::calloc(nbytes ? nbytes : 1, 1);
     if (s->in_data[i] == nullptr) return code(Error::MemoryAllocationFailed);
     s->in_impls[i] = std::make_unique<TensorImpl>(
         tm->scalar_type(), static_cast<ssize_t>(sizes.size()), s->in_sizes[i].data(), s->in_data[i],
@@ -552,8 +569,23 @@ int32_t make_inputs(Sizing* s) {
 
 }  // namespace
 
+// Input i's shape for the runs to come, smaller than the planned one on a
+// dynamic axis (dim sizes, of the planned rank; the buffer is made at this
+// shape). After load_method, before the first pte_lab_sizing_set_inputs.
+int32_t pte_lab_sizing_input_shape(void* h, uint64_t i, const int64_t* sizes, int32_t dim) {
+  auto* s = static_cast<Sizing*>(h);
+  if (!s->method || s->inputs_made) return code(Error::InvalidState);
+  if (i >= s->method->inputs_size() || dim < 0 || dim > 16) return code(Error::InvalidArgument);
+  for (int32_t d = 0; d < dim; d++) {
+    if (sizes[d] < 0) return code(Error::InvalidArgument);
+  }
+  if (s->in_shape.size() <= i) s->in_shape.resize(i + 1);
+  s->in_shape[i].assign(sizes, sizes + dim);
+  return 0;
+}
+
 // Sets every input, as an application does before each execute: tensors are
-// zeros at their planned (upper-bound) shapes (a planned input's bytes are
+// zeros at their planned (upper-bound) shapes, or the caller's (a planned input's bytes are
 // copied into its arena; the plan may have given them to other tensors during
 // the last execute), other inputs the value the program holds.
 int32_t pte_lab_sizing_set_inputs(void* h) {

@@ -64,6 +64,8 @@ _LAZY = {
     "address_space_limit": "measure",
     "sized_diff": "results",
     "sizes": "results",
+    "heap_at": "results",
+    "HeapAt": "records",
     "ANY_TARGET": "records",
     "CONFIGURATIONS": "records",
     "HEAP_FIELDS": "records",
@@ -103,16 +105,16 @@ __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "Te
            "MIN_POOL_ALIGNMENT", "HEAP_ONCE_ROUNDING", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff", "Session", "COUNTING_RESERVATION",
            "address_space_limit", "TargetKind", "TARGET_KINDS", "TargetRun", "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS",
-           "TARGET_POOLS"]
+           "TARGET_POOLS", "heap_at", "HeapAt"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .measure import COUNTING_RESERVATION, HEAP_ONCE_ROUNDING, Session, address_space_limit
     from .records import (ANY_TARGET, CONFIGURATIONS, HEAP_FIELDS, HEAP_RUNS, HOST_ABI, HOST_DEPENDENT, HOST_ONLY,
                           HOST_POOLS, INPUT_VALUES, MEASURED_PARTS, MIN_POOL_ALIGNMENT, PARTS, PLANNED_ALIGNMENT,
-                          POOLS, POOLS_EXACT, SIZES_COLUMNS, TARGET_KINDS, TARGET_POOLS, Fit, HeapFigures, Library,
+                          POOLS, POOLS_EXACT, SIZES_COLUMNS, TARGET_KINDS, TARGET_POOLS, Fit, HeapAt, HeapFigures, Library,
                           MethodIO, MethodSizes, PoolVerification, Sizes, SizingError, TargetKind, TargetRun,
                           TempProbe, TempShort, Total, part_source)
-    from .results import sized_diff, sizes
+    from .results import heap_at, sized_diff, sizes
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)

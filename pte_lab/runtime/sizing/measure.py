@@ -203,37 +203,42 @@ class Session:
 
     def run(self, name: str, *, method_pool: int | None = None, temp_pool: int | None = None,
             alignment: int = 4096, runs: int, planned_alignment: int = 0, file_loader: bool = False,
-            bare_metal: bool = False) -> RunnerResult:
+            bare_metal: bool = False, input_shapes: dict[int, tuple[int, ...]] | None = None) -> RunnerResult:
         """One run of the sizing runner (pools None: counting); ``file_loader``: read the program with a
         FileDataLoader (its default alignment) instead of mapping it; ``bare_metal``: under a platform layer
-        whose et_pal_allocate refuses every request, as a bare-metal one's."""
+        whose et_pal_allocate refuses every request, as a bare-metal one's; ``input_shapes``: a dynamic input's
+        smaller shape (input position -> shape; the others at their planned shapes)."""
         return self.engine.call("size_method", self.path, name, method_pool=method_pool, temp_pool=temp_pool,
                                 alignment=alignment, runs=runs, data_path=self.data_path,
                                 planned_alignment=planned_alignment,
-                                file_loader=self.file_loader if file_loader else 0, bare_metal=bare_metal)
+                                file_loader=self.file_loader if file_loader else 0, bare_metal=bare_metal,
+                                **({"input_shapes": input_shapes} if input_shapes else {}))
 
-    def measure(self, plan, runs: int, targets: bool = True) -> Measurement | str:
+    def measure(self, plan, runs: int, targets: bool = True,
+                input_shapes: dict[int, tuple[int, ...]] | None = None) -> Measurement | str:
         """Load and run ``plan``'s method ``runs`` times with counting pools, as :func:`~.results.sizes` sizes
         it; else why the runtime cannot run it here. The first method a worker runs is run twice more: what
         the process allocates once is its heap less a repeat's. ``targets``: also run both configurations
-        under a bare-metal platform layer (the program mapped)."""
+        under a bare-metal platform layer (the program mapped). ``input_shapes``: every run with a dynamic
+        input at a smaller shape (input position -> shape; :func:`~.results.heap_at`)."""
         why = self.cannot_run(plan)
         if why is not None:
             return why
-        r = self.run(plan.name, runs=runs)
+        shaped = {"input_shapes": input_shapes} if input_shapes else {}
+        r = self.run(plan.name, runs=runs, **shaped)
         if not r.ok:
             return refused(r)
         first_in_worker = self.once is None
         if first_in_worker:  # once per worker, even where nothing was counted
-            self.once = _once(r, self.run(plan.name, runs=runs))
+            self.once = _once(r, self.run(plan.name, runs=runs, **shaped))
         # the heap a runner reading the file needs, in both configurations (the pools do not depend on the
         # loader: the method alone's pool comes from its FileDataLoader run)
-        alone = self.run(plan.name, temp_pool=NO_TEMP, runs=runs, file_loader=True)
-        read = self.run(plan.name, runs=runs, file_loader=True)
+        alone = self.run(plan.name, temp_pool=NO_TEMP, runs=runs, file_loader=True, **shaped)
+        read = self.run(plan.name, runs=runs, file_loader=True, **shaped)
         bare = bare_alone = None
         if targets:
-            bare = self.run(plan.name, runs=runs, bare_metal=True)
-            bare_alone = self.run(plan.name, temp_pool=NO_TEMP, runs=runs, bare_metal=True)
+            bare = self.run(plan.name, runs=runs, bare_metal=True, **shaped)
+            bare_alone = self.run(plan.name, temp_pool=NO_TEMP, runs=runs, bare_metal=True, **shaped)
         return Measurement(r, alone, read, self.uses(plan), self.file_loader, self.once, first_in_worker,
                            bare, bare_alone)
 

@@ -39,7 +39,7 @@ __all__ = ["SIZES_VERSION", "Sizes", "MethodSizes", "PoolVerification", "TempPro
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "TargetKind", "TARGET_KINDS", "TargetRun",
            "Total", "Fit", "board_has_heap", "Place", "Unplaced", "HEAP_REGION", "MALLOC_BLOCKS", "malloc_block", "operator_new_pool", "PLATFORM_NODE", "platform_request",
            "NEW_ALIGNMENT", "NEW_POOL_PART", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS", "Basis",
-           "RunPools", "DelegateHeap"]
+           "RunPools", "DelegateHeap", "HeapAt"]
 
 #: one row per (method, part, device) in :meth:`Sizes.table`: ``bytes`` is the highest seen, ``lowest`` the
 #: lowest over the fresh runs (the same for the file's figures and the pools, which are exact)
@@ -217,6 +217,28 @@ class RunPools(Word):
 class SizingError(PteLabError):
     """A method could not be sized (the runtime refused it at some step); raised inside the sizing
     worker, and recorded as the method's reason in :attr:`Sizes.skipped`."""
+
+
+@dataclass(frozen=True)
+class HeapAt:
+    """One method's heap with its dynamic inputs at smaller shapes than the file declares
+    (``pte_lab.runtime.sizing.heap_at``): what :attr:`MethodSizes.file_heap_peak` is at the bound, measured the same way (the
+    allocation counter, a FileDataLoader of its default alignment, with and without a temp allocator, what the
+    process allocates once added) in one fresh worker whose every run sets those inputs at ``shapes``. Kernels and
+    delegates malloc by the shapes they run at (XNNPACK's workspace), so this is the heap of a program exported
+    with its bound at those shapes, as near as one run of the exported one says."""
+
+    method: str
+    #: (input position, the shape every run set it at), by position
+    shapes: tuple[tuple[int, tuple[int, ...]], ...]
+    #: the heap peak from the loader's creation through the runs, FileDataLoader (None: the counter is not
+    #: preloaded here)
+    file_heap_peak: int | None
+    #: the tensors XNNPACK keeps in its workspace that the runs' copy of the program declared at the least size
+    #: (0: the method calls no XNNPACK graph with such tensors; the program ran as it is)
+    xnnpack_resized: int = 0
+    #: when it was measured (seconds since the epoch), where it was kept (:mod:`pte_lab.runtime.kept`); None: now
+    kept: float | None = None
 
 
 # ------------------------------------------------------------------ results

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import struct
+import tempfile
 from dataclasses import replace
 
 from ...arguments import AT_LEAST_ONE, BOOL, NAMES, PATH, PROGRAM_FILE, PROGRESS, arguments, optional
 from ...errors import NotFoundError, PteLabError, RuntimeCrashedError
 from ...format.regular_file import check_regular
+from ...format import xnnpack
 from ...model import open_pte
+from ...model.delegates import blob_uses
 from ...progress import reporter, telling
 from ...vocabulary import Configuration, InstructionKind
 from .. import kept
@@ -26,7 +30,7 @@ from .kept_sizes import KIND, kept_sizes, options
 from .measure import HEAP_ONCE_ROUNDING, Measurement, Session, cannot_run_here, held
 from .records import (ABI_POOLS, ANY_TARGET, CONFIGURATIONS, HEAP_FIELDS, HEAP_RUNS, HOST_ABI, HOST_DEPENDENT,
                       HOST_ONLY, HOST_POOLS, MEASURED_PARTS, MIN_POOL_ALIGNMENT, PARTS, PLANNED_ALIGNMENT, POOLS,
-                      POOLS_EXACT, SIZES_COLUMNS, TARGET_KINDS, TARGET_POOLS, Fit, HeapFigures, MethodSizes,
+                      POOLS_EXACT, SIZES_COLUMNS, TARGET_KINDS, TARGET_POOLS, Fit, HeapAt, HeapFigures, MethodSizes,
                       PoolVerification, Sizes, SizingError, TargetKind, TargetRun, TempProbe, TempShort, Total,
                       raise_if_insufficient, verify_pools, part_source)
 
@@ -34,7 +38,11 @@ __all__ = ["sizes", "Sizes", "MethodSizes", "PoolVerification", "TempProbe", "Te
            "POOLS", "SizingError", "CONFIGURATIONS", "INPUT_VALUES", "MethodIO", "Library", "PLANNED_ALIGNMENT",
            "MIN_POOL_ALIGNMENT", "HEAP_ONCE_ROUNDING", "HeapFigures", "HEAP_RUNS", "HEAP_FIELDS", "HOST_DEPENDENT",
            "POOLS_EXACT", "MEASURED_PARTS", "part_source", "sized_diff", "TargetKind", "TARGET_KINDS", "TargetRun",
-           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS"]
+           "Total", "Fit", "ANY_TARGET", "HOST_ONLY", "HOST_ABI", "HOST_POOLS", "TARGET_POOLS", "ABI_POOLS",
+           "heap_at", "HeapAt", "HEAP_AT_KIND"]
+
+#: the kind of measurement a heap at smaller input shapes is kept as (:func:`heap_at`)
+HEAP_AT_KIND = "heap-at"
 
 
 @arguments(source=PROGRAM_FILE, methods=optional(NAMES), data_path=optional(PATH), runs=AT_LEAST_ONE, verify=BOOL,
@@ -216,6 +224,107 @@ def _measured(path: str, methods, *, data_path, runs: int, verify: bool, progres
     raise_if_insufficient(verified or {}, verified_alone or {})
     return Sizes(path, data_path, out, skipped, counted, executorch_version(), verified, verified_alone,
                  declared, cannot_run_here=cannot)
+
+
+def heap_at(path, method: str, shapes: dict[int, tuple[int, ...]], *, data_path=None, runs: int = 2,
+            max_input_bytes=None, cache: bool | None = None, progress=None, announce=None) -> HeapAt:
+    """``method``'s heap peak as a program exported with its dynamic inputs bounded at ``shapes`` has it (input
+    position -> shape, a dynamic input's smaller one; the others at the file's): measured as :func:`sizes`
+    measures ``file_heap_peak`` (the counter, a FileDataLoader, what the process allocates once) in one fresh
+    worker, every run setting those inputs at those shapes, so that kernels malloc by them. XNNPACK sizes the
+    tensors it keeps in its workspace by the larger of their declared shapes (the export's bound) and the shapes
+    it runs at: the runs are made on a copy of the program whose XNNPACK graphs declare those tensors at the least
+    size (:func:`~pte_lab.format.xnnpack.workspace_dims`), as an export at ``shapes`` declares them no larger
+    than the runs need (:class:`HeapAt`). Kept (:mod:`pte_lab.runtime.kept`) by the file's bytes and the shapes;
+    ``announce``, a callable, is called (no argument) just before a measurement is made, not for a kept one.
+    Raises :class:`SizingError` where the method cannot run here or at those shapes, and
+    :class:`~pte_lab.errors.DeclaredSizeError` for inputs over ``max_input_bytes``."""
+    path = os.fspath(path)
+    check_regular(path, "a program")
+    data_path = None if data_path is None else os.fspath(data_path)
+    if data_path is not None:
+        check_regular(data_path, "a data file (.ptd)")
+    asked = tuple(sorted((int(p), tuple(int(d) for d in shape)) for p, shape in shapes.items()))
+    def measured() -> HeapAt:
+        if announce is not None:
+            announce()
+        return _heap_at(path, method, dict(asked), data_path=data_path, runs=runs, max_input_bytes=max_input_bytes,
+                        progress=progress)
+
+    return kept.kept_or(HEAP_AT_KIND, [path, data_path], {"method": method, "shapes": asked, "runs": runs},
+                        measured, keep=lambda h: h.file_heap_peak is not None, cache=cache)
+
+
+def _heap_at(path: str, method: str, shapes: dict, *, data_path, runs: int, max_input_bytes, progress) -> HeapAt:
+    pte = open_pte(path, data_path)
+    if method not in pte.methods:
+        raise NotFoundError(f"no method {method!r}; the program has {list(pte.methods)}")
+    check_build(input_parts(pte.methods[method], shapes, unplanned_outputs=True), method=method,
+                limit=max_input_bytes, doing="the sizing runner's inputs at the shapes asked and unplanned outputs")
+    why = cannot_run_here(pte.methods[method])
+    if why is not None:
+        raise SizingError(f"{method}: {why}")
+    # pte_lab's reader, not the checked one (its operator schemas import torch, seconds): the runs are in an
+    # isolated worker, as what-if's sample runs are, and a budget search measures the bytes its sizing checked
+    plan = pte.methods[method]
+    copy, resized = _workspace_declared_least(pte, method)
+    got: Measurement | str = ""
+    for program, n in ((copy, resized), (None, 0)) if copy is not None else ((None, 0),):
+        # the copy refused or crashed (a graph that needs its declared shapes): the program as it is, whose
+        # XNNPACK workspace is the export's bound's, no smaller
+        got, resized = _measured_at(path, program, plan, shapes, data_path=data_path, runs=runs,
+                                    progress=progress), n
+        if isinstance(got, Measurement):
+            break
+    if isinstance(got, str):
+        raise SizingError(f"{method}: {got}")
+    peak, _ = _file_heap(got.read, got.alone)
+    once = got.once.bytes
+    return HeapAt(method, tuple(sorted(shapes.items())), None if peak is None or once is None else peak + once,
+                  xnnpack_resized=resized)
+
+
+def _measured_at(path: str, program: bytes | None, plan, shapes: dict, *, data_path, runs: int, progress
+                 ) -> Measurement | str:
+    """``plan``'s method measured in a fresh worker with its inputs at ``shapes`` (:meth:`.Session.measure`), from
+    ``program`` (the bytes to run, written to a file of their own; None: the program at ``path``); else why not."""
+    run_path = path
+    try:
+        if program is not None:
+            fd, run_path = tempfile.mkstemp(suffix=".pte", prefix="pte_lab_heap_at_")
+            with os.fdopen(fd, "wb") as f:
+                f.write(program)
+        with telling(progress), Session(run_path, data_path, sorted(plan.devices)) as session:
+            return session.measure(plan, runs, targets=False, input_shapes=shapes)
+    except RuntimeCrashedError as exc:
+        return f"the runtime crashed ({exc.signal or f'exit status {exc.exit_code}'}) at those shapes"
+    finally:
+        if run_path != path:
+            os.unlink(run_path)
+
+
+def _workspace_declared_least(pte, method: str) -> tuple[bytes | None, int]:
+    """The program's bytes with each XNNPACK graph ``method`` calls declaring the tensors XNNPACK keeps in its
+    workspace at the least size (each dim 1, the rank kept: XNNPACK then sizes them by the shapes it runs at), and
+    how many tensors that changed; (None, 0) where it calls no such graph. Only those dims change: the copy has
+    the program's size, its other bytes the same."""
+    uses = [u for u in blob_uses(pte) if u.method == method and u.backend == xnnpack.BACKEND and u.size]
+    if not uses:
+        return None, 0
+    with open(pte.path, "rb") as f:
+        buf = bytearray(f.read())
+    resized, done = 0, set()
+    for u in uses:
+        if u.offset in done:  # one blob for several calls
+            continue
+        done.add(u.offset)
+        head = xnnpack.read_header(bytes(buf[u.offset:u.offset + xnnpack.HEADER_BYTES]))
+        start = u.offset + (head.graph_offset if head is not None else 0)
+        end = start + head.graph_bytes if head is not None else u.offset + u.size
+        for at, n in xnnpack.workspace_dims(bytes(buf[start:end])):
+            struct.pack_into(f"<{n}I", buf, start + at, *([1] * n))
+            resized += 1
+    return (bytes(buf), resized) if resized else (None, 0)
 
 
 def sized_diff(d, before, after, *, progress=None, announce=None, cache: bool | None = None):
