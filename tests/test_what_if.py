@@ -632,3 +632,27 @@ def test_the_whole_budget_answer_is_the_largest_reexport_that_fits_whichever_exp
         assert b.heap.xnnpack_resized > 0
         at_top = b.beyond.with_heap(top, b.heap.measured[0][1])  # the sizing's heap, at the export's bound
         assert search_budget(b._pred, budget, beyond=at_top).bound < k
+
+
+def test_asking_about_a_need_does_not_change_the_answer(program_path, monkeypatch, tmp_path):
+    """``--need N`` measures the heap at N for what plans N: a heap measured there may be smaller than at the
+    bounds below it (a kernel that mallocs at some shapes and not at others), and counted for those bounds it would
+    let an unmeasured one through. The answer with a need is the answer without one."""
+    import pte_lab.planning.at_bound as ab
+    from pte_lab.runtime.sizing.records import HeapAt
+
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    path = str(program_path("dynamic"))  # batch up to 32
+    pools = pte_lab.sizes(path).methods["forward"]  # the sizing's heap, at 32
+    big, small = pools.file_heap_peak + 1_000, 100  # more heap below 31 rows than at the bound, little at 31
+
+    def heap_at(path, method, shapes, **kwargs):  # the heap as a kernel mallocing below 31 rows would have it
+        return HeapAt(method, tuple(shapes.items()), small if shapes[0][0] == 31 else big)
+
+    monkeypatch.setattr(ab, "heap_at", heap_at)
+    plan_12 = pte_lab.what_if(path, {(0, 0): 12}).planned
+    budget = pools.method_allocator + pools.temp_allocator + big + plan_12  # 12 fits, with the heap below 31
+    plain = pte_lab.largest_bound(path, budget, (0, 0), whole=True)
+    asked = pte_lab.largest_bound(path, budget, (0, 0), whole=True, need=31)
+    assert plain.bound == asked.bound and plain.heap.at(plain.bound) == big and asked.need == 31
+    assert plain.bound < 31 and 31 not in dict(asked.heap.measured)  # 31, with its small heap, was never the answer

@@ -287,7 +287,8 @@ def test_the_pages_say_what_the_budget_counts_and_what_its_first_ask_costs():
         assert "sizes every method" in page and "`pte-lab sizes FILE`" in page
     assert "once `pte-lab sizes FILE` has run" not in guide
     # the example as the tool prints it on a first ask (tool's words: pte_lab.views.what_if)
-    assert "needs, from a sizing of these bytes made now for this answer (at the exported bound;" in guide
+    assert "needs, from a sizing of these bytes made now for this answer (the pools, at the exported bound:" in guide
+    assert "the heap measured at each bound tried" in guide
     covers = guide[guide.index("## What the answer covers"):guide.index("## Static exports")]
     assert not re.search(r"budget answer does not count|Nor does it count the program", covers)
     assert "the budget answer on the command line counts" in covers.lower()

@@ -33,7 +33,9 @@ def register(subparsers) -> None:
                                      "of an app's Module with its default FileDataLoader, from a sizing of these "
                                      "bytes: a kept one, else one made now (the first ask sizes every method as "
                                      "`pte-lab sizes FILE` does, in fresh workers: seconds to minutes, and keeps it "
-                                     "for both); the file's figures where it cannot run here; said in the output")
+                                     "for both), the heap measured again at the bounds the search tries (kernels and "
+                                     "XNNPACK malloc by the shapes: a fresh worker each, kept); the file's figures "
+                                     "where it cannot run here; said in the output")
     wi.add_argument("--planned-only", action="store_true",
                     help="with --budget: the budget is the planned arenas' alone (the pools and heap on top; nothing "
                          "is sized)")

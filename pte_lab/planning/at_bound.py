@@ -1096,10 +1096,12 @@ def _whole_budget(pred: Predictor, budget: int, path: str, need: int | None, bey
         need_beyond = None
         fits = _answer(pred, budget, beyond, heaps, _smallest_bound(pred), pred.fit.exported[0])[0]
         if need is not None and fits is not None and fits < need:
+            # the heap at the need, for what plans it (need_beyond) only: the answer is the search's, from the
+            # heaps it measured (a heap measured higher up may be smaller, where a kernel mallocs at some shapes
+            # and not at others: counted for the bounds below it, it would let one through unmeasured)
             if need not in heaps:
                 try:
                     heaps[need] = measure(need)[0]
-                    heap = dataclasses.replace(heap, measured=heap.measured + ((need, heaps[need]),))
                 except PteLabError:
                     pass  # the heap at the nearest bound measured above it: no smaller
             above = min(m for m in heaps if m >= need)
