@@ -181,28 +181,41 @@ def example_inputs(method, seed: int = 0, *, shapes: dict | None = None, limit=N
     :class:`~pte_lab.errors.DeclaredSizeError` for tensors over the limit or the memory free (their bytes in
     the message).
     """
+    def drawing():
+        import torch  # after the check: a refused input imports nothing
+
+        g = torch.Generator().manual_seed(seed)
+
+        def draw(s, shape):
+            dtype = getattr(torch, s.dtype, None)
+            if not isinstance(dtype, torch.dtype):
+                raise ValueError(f"method {method.name!r} input {s.position}: no torch dtype {s.dtype!r}")
+            if dtype.is_floating_point:
+                return torch.randn(shape, generator=g).to(dtype)
+            if dtype == torch.bool:
+                return torch.randint(0, 2, shape, generator=g).bool()
+            return torch.randint(0, 4, shape, generator=g).to(dtype)
+
+        return draw
+
+    return _each_input(method, shapes, limit, drawing)
+
+
+def _each_input(method, shapes: dict | None, limit, drawing) -> list:
+    """One value per input of ``method``: a scalar's (:func:`scalar_default`), a tensor's drawn by
+    ``drawing()(spec, shape)`` at its shape (``shapes``' where given), after ``check_build`` passed (``drawing`` is
+    called then: nothing is imported or built for inputs refused); other inputs cannot be made up: ValueError."""
     doing = "its inputs at the shapes " + ("asked" if shapes else "the file declares")
     check_build(input_parts(method, shapes), method=method.name, doing=doing, limit=limit)
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    out = []
+    draw = drawing()
+    out: list = []
     for s in method.inputs:
         if s.kind in SCALAR_DEFAULTS:
             out.append(scalar_default(s))
-            continue
-        if s.kind != ValueKind.TENSOR:
+        elif s.kind != ValueKind.TENSOR:
             raise ValueError(f"method {method.name!r} input {s.position} is a {s.kind}: pass inputs yourself")
-        dtype = getattr(torch, s.dtype, None)
-        if not isinstance(dtype, torch.dtype):
-            raise ValueError(f"method {method.name!r} input {s.position}: no torch dtype {s.dtype!r}")
-        shape = tuple((shapes or {}).get(s.position, s.shape))
-        if dtype.is_floating_point:
-            out.append(torch.randn(shape, generator=g).to(dtype))
-        elif dtype == torch.bool:
-            out.append(torch.randint(0, 2, shape, generator=g).bool())
         else:
-            out.append(torch.randint(0, 4, shape, generator=g).to(dtype))
+            out.append(draw(s, tuple(int(d) for d in (shapes or {}).get(s.position, s.shape))))
     return out
 
 
@@ -220,37 +233,34 @@ def plain_example_inputs(method, seed: int = 0, *, shapes: dict | None = None, l
     seeded, with numpy's generator, so not the same numbers as torch's): a run's shapes do not depend on them.
     A dtype numpy cannot draw (quantized, 8-bit float) is built as :func:`example_inputs` builds it, with torch.
     Checked and refused as :func:`example_inputs` is."""
-    doing = "its inputs at the shapes " + ("asked" if shapes else "the file declares")
-    check_build(input_parts(method, shapes), method=method.name, doing=doing, limit=limit)
     tensors = [s for s in method.inputs if s.kind == ValueKind.TENSOR]
     if any(s.dtype not in _NUMPY_DRAWN for s in tensors):
         return plain_inputs(method, example_inputs(method, seed, shapes=shapes, limit=limit))
-    import numpy as np
 
-    rng = np.random.default_rng(seed)
-    out: list = []
-    for s in method.inputs:
-        if s.kind in SCALAR_DEFAULTS:
-            out.append(scalar_default(s))
-            continue
-        if s.kind != ValueKind.TENSOR:
-            raise ValueError(f"method {method.name!r} input {s.position} is a {s.kind}: pass inputs yourself")
-        shape = tuple(int(d) for d in (shapes or {}).get(s.position, s.shape))
-        drawn = np.dtype(_NUMPY_DRAWN[s.dtype])
-        if np.issubdtype(drawn, np.inexact):  # floating point and complex
-            a = rng.standard_normal(shape)
-            if np.issubdtype(drawn, np.complexfloating):
-                a = a + 1j * rng.standard_normal(shape)
-            a = a.astype(drawn)
-            if s.dtype == "bfloat16":  # bfloat16 is float32's upper 16 bits (truncated)
-                a = (a.view(np.uint32) >> 16).astype(np.uint16)
-        elif drawn == np.bool_:
-            a = rng.integers(0, 2, shape).astype(bool)
-        else:
-            a = rng.integers(0, 4, shape).astype(drawn)
-        code = method.raw.values[s.value].tensor.scalar_type
-        out.append((int(code), shape, np.ascontiguousarray(a).tobytes()))
-    return out
+    def drawing():
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+
+        def draw(s, shape):
+            drawn = np.dtype(_NUMPY_DRAWN[s.dtype])
+            if np.issubdtype(drawn, np.inexact):  # floating point and complex
+                a = rng.standard_normal(shape)
+                if np.issubdtype(drawn, np.complexfloating):
+                    a = a + 1j * rng.standard_normal(shape)
+                a = a.astype(drawn)
+                if s.dtype == "bfloat16":  # bfloat16 is float32's upper 16 bits (truncated)
+                    a = (a.view(np.uint32) >> 16).astype(np.uint16)
+            elif drawn == np.bool_:
+                a = rng.integers(0, 2, shape).astype(bool)
+            else:
+                a = rng.integers(0, 4, shape).astype(drawn)
+            code = method.raw.values[s.value].tensor.scalar_type
+            return int(code), shape, np.ascontiguousarray(a).tobytes()
+
+        return draw
+
+    return _each_input(method, shapes, limit, drawing)
 
 
 def plain_inputs(method, inputs: list) -> list:
