@@ -46,6 +46,8 @@ REGISTRARS = {
     "dim_order_ops": "executorch.exir.passes.dim_order_ops_registry",
     "executorch_prim": "executorch.exir.passes.executorch_prim_ops_registry",
     "et_copy": "executorch.exir.passes._device_copy_ops_registry",
+    # the Cortex-M backend's kernels (Arm's Ethos-U programs quantize and dequantize with them around the NPU)
+    "cortex_m": "executorch.backends.cortex_m.ops.operators",
 }
 
 
