@@ -503,6 +503,7 @@ def test_the_bare_metal_runner_serves_operator_new_from_a_static_pool(tmp_path):
     if shutil.which("arm-none-eabi-g++") is not None:
         r = subprocess.run(["sh", str(out / "build.sh"), "--compile-only"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[-2000:]
+        assert r.stdout.startswith("build.sh: compiled main.o") and "not linked" in r.stdout  # not a silent success
         nm = subprocess.run(["arm-none-eabi-nm", "-C", str(out / "main.o")], capture_output=True, text=True).stdout
         assert "T operator new(unsigned int, std::nothrow_t const&)" in nm and "pte_lab_new_pool" in nm
     portable = examples.kept_path("portable")

@@ -477,7 +477,10 @@ INC_DEFAULT=%(include)s
 INC="${EXECUTORCH_INCLUDE:-$INC_DEFAULT}"
 CXXFLAGS="%(flags)s -std=c++17 -Os -fno-exceptions -fno-rtti -DC10_USING_CUSTOM_GENERATED_MACROS ${CXXFLAGS_EXTRA:-}"
 arm-none-eabi-g++ $CXXFLAGS -I"$INC" -I"$INC/executorch/runtime/core/portable_type/c10" -c main.cpp -o main.o
-[ "${1:-}" = "--compile-only" ] && exit 0
+if [ "${1:-}" = "--compile-only" ]; then
+  echo "build.sh: compiled main.o against ExecuTorch's headers (not linked: set EXECUTORCH_CORTEX_M_LIB_DIR and run build.sh without --compile-only to link the runner)"
+  exit 0
+fi
 LIB="${EXECUTORCH_CORTEX_M_LIB_DIR:?set EXECUTORCH_CORTEX_M_LIB_DIR to your ExecuTorch build for the target}"
 # find NAME: the library's path under $LIB; "a|b": the first found; "name?": optional
 find_lib() {
