@@ -135,3 +135,24 @@ def test_the_schemas_are_looked_up_once_per_set_of_operators(tmp_path, monkeypat
     schemas.operator_schemas(["mylib::mine.default"])
     schemas.operator_schemas(["mylib::mine.default"])
     assert looked[1:] == [["mylib::mine.default"]] * 2
+
+
+def test_a_registrar_that_lacks_a_module_is_kept_until_the_module_is_installed(tmp_path, monkeypatch):
+    """Arm's Cortex-M ops (an Ethos-U program's quantize and dequantize around the NPU) register their schemas only
+    with Arm's flow installed: without it, that torch has none is kept with the module the registrar lacked, so the
+    next sizing imports nothing; once that module is installed, they are looked up again."""
+    from pte_lab.runtime import kept, schemas
+
+    monkeypatch.delenv(kept.NO_CACHE_ENV, raising=False)
+    monkeypatch.setenv("PTE_LAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setitem(schemas.REGISTRARS, "cortex_m", "pte_lab_test_registrar_that_is_not_there")
+    looked = []
+    real = schemas._look_up
+    monkeypatch.setattr(schemas, "_look_up", lambda ops: looked.append(ops) or real(ops))
+    ops = ["cortex_m::quantize_per_tensor.out"]
+    assert schemas.operator_schemas(ops) == schemas.operator_schemas(ops) == {ops[0]: None}
+    assert looked == [ops]  # kept: the second asked nothing
+    assert "pte_lab_test_registrar_that_is_not_there" in (tmp_path / "schemas").glob("*.json").__next__().read_text()
+    monkeypatch.setattr(schemas, "_installed", lambda module: module == "pte_lab_test_registrar_that_is_not_there")
+    schemas.operator_schemas(ops)
+    assert looked == [ops, ops]  # the module is there now: looked up again

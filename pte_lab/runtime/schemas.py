@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -64,7 +65,10 @@ def _type_name(t) -> str:
             "BoolType": "bool", "NumberType": "Scalar", "StringType": "str"}.get(kind, "?")
 
 
-def _register(namespaces: Iterable[str]) -> None:
+def _register(namespaces: Iterable[str]) -> dict[str, str]:
+    """Import the registrar of each of ``namespaces``; those that could not load for a module this install lacks:
+    namespace -> that module's name (Arm's Cortex-M ops need Arm's flow, ``tosa_serializer``)."""
+    lacking: dict[str, str] = {}
     for ns in namespaces:
         module = REGISTRARS.get(ns)
         if module is None:
@@ -74,8 +78,12 @@ def _register(namespaces: Iterable[str]) -> None:
                 import_provider(ns)
             else:
                 importlib.import_module(module)
+        except ModuleNotFoundError as exc:  # settled until that module is installed: kept with its name
+            if exc.name:
+                lacking[ns] = exc.name
         except Exception:  # noqa: BLE001 - a library that cannot load leaves its operators unknown
             pass
+    return lacking
 
 
 def operator_schemas(operators: Iterable[str], cache: bool | None = None) -> dict[str, dict | None]:
@@ -92,26 +100,42 @@ def operator_schemas(operators: Iterable[str], cache: bool | None = None) -> dic
     operators = sorted(set(operators))
     if not kept.enabled(cache):
         tell("checking each operator's arguments against torch's schemas (importing torch: seconds)")
-        return _look_up(operators)
+        return _look_up(operators)[0]
     path = _kept_path()
-    known = _read_kept(path)
-    if all(op in known for op in operators):
+    known, waiting = _read_kept(path)
+    if all(op in known for op in operators) and not any(_installed(waiting[op]) for op in operators if op in waiting):
         return {op: known[op] for op in operators}
     tell("checking each operator's arguments against torch's schemas (importing torch: seconds; once per set of "
          "operators, kept in the cache folder)")
-    found = _look_up(operators)
-    new = {op: s for op, s in found.items() if op not in known and (s is not None or _settled(op))}
+    found, lacking = _look_up(operators)
+    new = {op: s for op, s in found.items()
+           if (op not in known or op in waiting) and (s is not None or _settled(op, lacking))}
     if new:
-        _write_kept(path, {**known, **new})
+        _write_kept(path, {**known, **new}, {**{op: m for op, m in waiting.items() if op not in new},
+                                             **{op: lacking[_namespace(op)] for op, s in new.items()
+                                                if s is None and _namespace(op) in lacking}})
     return found
 
 
-def _settled(op: str) -> bool:
+def _namespace(op: str) -> str:
+    return OperatorTarget.parse(op).namespace or ""
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` (one a registrar lacked) can be imported now."""
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _settled(op: str, lacking: dict[str, str]) -> bool:
     """Whether torch's having no schema for ``op`` holds for this install, whatever the process: an operator of
     ``aten`` or of a namespace of :data:`REGISTRARS` whose registrar is imported (nothing a user registers goes
-    there)."""
-    ns = OperatorTarget.parse(op).namespace
-    return ns == "aten" or (ns in REGISTRARS and REGISTRARS[ns] in sys.modules)
+    there), or whose registrar cannot load for a module this install lacks (``lacking``: kept with that module's
+    name, and looked up again once it is installed)."""
+    ns = _namespace(op)
+    return ns == "aten" or (ns in REGISTRARS and (REGISTRARS[ns] in sys.modules or ns in lacking))
 
 
 def _kept_path():
@@ -119,33 +143,43 @@ def _kept_path():
     return cache_dir("schemas", hashlib.sha256(doc.encode()).hexdigest()[:20] + ".json")
 
 
-def _read_kept(path) -> dict[str, dict | None]:
-    """The schemas kept at ``path``, None for an operator torch has none for (nothing where it cannot be read
-    back whole)."""
+def _read_kept(path) -> tuple[dict[str, dict | None], dict[str, str]]:
+    """(the schemas kept at ``path``, None for an operator torch has none for; the operators whose registrar
+    lacked a module, -> that module) (nothing where it cannot be read back whole)."""
     try:
         doc = json.loads(path.read_text())
-        return {op: None if s is None else {"arguments": tuple((str(n), str(t)) for n, t in s["arguments"]),
-                                            "returns": tuple(str(t) for t in s["returns"])}
-                for op, s in doc.items()}
+        schemas: dict[str, dict | None] = {}
+        waiting: dict[str, str] = {}
+        for op, s in doc.items():
+            if s is None or "waits_for" in s:
+                schemas[op] = None
+                if s is not None:
+                    waiting[op] = str(s["waits_for"])
+            else:
+                schemas[op] = {"arguments": tuple((str(n), str(t)) for n, t in s["arguments"]),
+                               "returns": tuple(str(t) for t in s["returns"])}
+        return schemas, waiting
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return {}
+        return {}, {}
 
 
-def _write_kept(path, schemas: dict[str, dict | None]) -> None:
+def _write_kept(path, schemas: dict[str, dict | None], waiting: dict[str, str]) -> None:
+    doc = {op: {"waits_for": waiting[op]} if s is None and op in waiting else s for op, s in schemas.items()}
     try:  # through a temporary file renamed into place: a reader sees all of it or none
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(schemas, sort_keys=True))
+        tmp.write_text(json.dumps(doc, sort_keys=True))
         os.replace(tmp, path)
     except OSError:  # a read-only cache folder: looked up again next time
         pass
 
 
-def _look_up(operators: list[str]) -> dict[str, dict | None]:
+def _look_up(operators: list[str]) -> tuple[dict[str, dict | None], dict[str, str]]:
+    """(each operator's schema, None where torch has none; the namespaces whose registrar lacked a module, -> it)."""
     with quiet():  # torch, exir and the custom-op libraries print as they load
         import torch
 
-        _register(namespaces(operators))
+        lacking = _register(namespaces(operators))
     out: dict[str, dict | None] = {}
     for op in operators:
         target = OperatorTarget.parse(op)
@@ -161,7 +195,7 @@ def _look_up(operators: list[str]) -> dict[str, dict | None]:
         s = found[0]
         out[op] = {"arguments": tuple((a.name, _type_name(a.type)) for a in s.arguments),
                    "returns": tuple(_type_name(r.type) for r in s.returns)}
-    return out
+    return out, lacking
 
 
 def program_schemas(pte: "Pte") -> dict[str, dict | None]:
