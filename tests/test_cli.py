@@ -247,7 +247,7 @@ def test_sizes_budget_is_an_apps_total_with_its_loader_and_a_large_plan_is_said_
     app, bare = totals["host"].bytes, totals["bare-metal"].bytes
     assert bare < app
     # the heap is this host's: not said to hold on a phone (a second new user's note)
-    assert (f"method 'forward' on an app (its heap as this host's measured: a phone's CPU may differ, measure it "
+    assert (f"method 'forward' on an app (the heap as measured on this host; a phone's CPU may differ: measure it "
             f"there), with FileDataLoader (it mallocs the program's "
             f"bytes it reads) as an app's Module reads by default (LoadMode File) (method + temp): {app:,} B against "
             f"a budget of 1,000,000,000 B") in out

@@ -469,7 +469,7 @@ def fits_lines(fits: "dict[str, Fit]", apart: "dict[str, Fit] | None" = None) ->
                 verdict_ = "fits" + left + (f"; it {heap}" if heap else "") + pool
             else:
                 verdict_ = f"DOES NOT FIT (over by {t.bytes - (f.budget or 0):,} B; the largest parts: {largest})"
-            where = (f"an app (its heap as this host's measured: a phone's CPU may differ, measure it there), with "
+            where = (f"an app (the heap as measured on this host; a phone's CPU may differ: measure it there), with "
                      f"{TARGET_KINDS[t.target].loader} as an app's Module reads by default (LoadMode File)"
                      if TARGET_KINDS[t.target].host else board_words(t))
             out.append(f"method {name!r} on {where} ({t.configuration}): {t.bytes:,} B{budget}: {verdict_}")
